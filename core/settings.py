@@ -1,0 +1,122 @@
+"""Django settings, driven by the environment.
+
+Defaults give the embedded setup: SQLite in ``var/``, the ``process`` sandbox,
+debug on. Production sets ``ARENA_DEBUG=0``, ``ARENA_SECRET_KEY``,
+``DATABASE_URL`` and ``ARENA_ALLOWED_HOSTS``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("ARENA_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"{name} must be a boolean (1/0, true/false), got {value!r}")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """``sqlite:///path`` or ``postgres://user:password@host:port/name``."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path) or ":memory:"}
+    if parsed.scheme in {"postgres", "postgresql"}:
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parsed.path.lstrip("/")),
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": 60,
+        }
+    raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r} (sqlite or postgres)")
+
+
+DEBUG = env_bool("ARENA_DEBUG", True)
+SECRET_KEY = env_str("ARENA_SECRET_KEY", "insecure-development-key" if DEBUG else "")
+if not SECRET_KEY:
+    raise ValueError("ARENA_SECRET_KEY must be set when ARENA_DEBUG is off")
+ALLOWED_HOSTS = env_list("ARENA_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "duel_runner",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "core.urls"
+WSGI_APPLICATION = "core.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'arena.sqlite3'}")
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# --- Arena ---------------------------------------------------------------------
+
+#: Which sandbox backend runs agents: "process" (embedded default) or "docker".
+ARENA_SANDBOX = env_str("ARENA_SANDBOX", "process")
+#: Where the process sandbox makes each agent's private working directory.
+ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DuelRunnerConfig(AppConfig):
+    name = "duel_runner"
+    verbose_name = "Duel runner"

@@ -1,0 +1,169 @@
+"""The referee's end of one agent's protocol stream, with deadlines on every read and write.
+
+Nothing an agent sends can crash or stall the referee: every failure becomes an
+``AgentFailure`` naming what went wrong, and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import select
+import time
+from typing import Any
+
+from arena_sdk import protocol
+
+from duel_runner.results import FaultKind
+from duel_runner.sandbox.base import SandboxedAgent
+
+
+class AgentFailure(Exception):
+    def __init__(self, kind: FaultKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class Channel:
+    def __init__(self, agent: SandboxedAgent, *, max_message_bytes: int) -> None:
+        self.agent = agent
+        self.max_message_bytes = max_message_bytes
+        self.buffer = bytearray()
+        self.closed = False
+        self._reader = select.poll()
+        self._reader.register(agent.reply_fd, select.POLLIN)
+        self._writer = select.poll()
+        self._writer.register(agent.request_fd, select.POLLOUT)
+
+    def _lost(self) -> AgentFailure:
+        """The agent stopped talking: work out why from how its process ended."""
+        self.closed = True
+        termination = self.agent.termination(wait=0.5)
+        if termination is None:
+            return AgentFailure(FaultKind.CRASH, "it closed its output stream")
+        if termination.out_of_memory:
+            return AgentFailure(
+                FaultKind.MEMORY_EXCEEDED, "it exceeded its memory limit and stopped"
+            )
+        if termination.out_of_cpu:
+            return AgentFailure(FaultKind.TIMEOUT, "it used up its CPU-time limit")
+        return AgentFailure(FaultKind.CRASH, f"it stopped: {termination.describe()}")
+
+    def send(self, message: dict[str, Any], deadline: float) -> None:
+        if self.closed:
+            raise AgentFailure(FaultKind.CRASH, "it is no longer running")
+        view = memoryview(protocol.encode(message))
+        while view:
+            try:
+                written = os.write(self.agent.request_fd, view)
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AgentFailure(
+                        FaultKind.TIMEOUT, "it stopped reading its input"
+                    ) from None
+                self._writer.poll(remaining * 1000)
+                continue
+            except OSError as error:
+                if error.errno in (errno.EPIPE, errno.EBADF):
+                    raise self._lost() from None
+                raise
+            view = view[written:]
+
+    def _take_line(self) -> bytes | None:
+        """A complete line from the buffer, if there is one."""
+        buffer = self.buffer
+        end = buffer.find(b"\n")
+        if end >= 0:
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            if len(line) > self.max_message_bytes:
+                raise AgentFailure(
+                    FaultKind.OVERSIZED_MESSAGE,
+                    f"it sent a message of {len(line)} bytes; the limit is "
+                    f"{self.max_message_bytes}",
+                )
+            return line
+        if len(buffer) > self.max_message_bytes:
+            # The rest of this line is unknown, so the stream cannot be resynchronised.
+            self.closed = True
+            raise AgentFailure(
+                FaultKind.OVERSIZED_MESSAGE,
+                f"it sent more than {self.max_message_bytes} bytes without a newline",
+            )
+        return None
+
+    def _fill(self) -> None:
+        """Read whatever the agent has written (the caller knows it is readable)."""
+        try:
+            chunk = os.read(self.agent.reply_fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            raise self._lost()
+        self.buffer += chunk
+
+    def _read_line(self, deadline: float) -> bytes:
+        while True:
+            line = self._take_line()
+            if line is not None:
+                return line
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AgentFailure(FaultKind.TIMEOUT, "no answer in time")
+            if self._reader.poll(remaining * 1000):
+                self._fill()
+
+    def _parse(self, line: bytes) -> dict[str, Any]:
+        try:
+            return protocol.decode(line)
+        except (ValueError, RecursionError) as error:
+            shown = line[:120].decode("utf-8", errors="replace")
+            detail = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+            raise AgentFailure(
+                FaultKind.MALFORMED_MESSAGE, f"it sent {shown!r}, which is not valid: {detail}"
+            ) from None
+
+    @staticmethod
+    def _is_reply_to(message: dict[str, Any], request_id: int) -> bool:
+        """True for the reply, False for a late reply to an earlier request."""
+        reply_id = message.get("id")
+        if reply_id == request_id and not isinstance(reply_id, bool):
+            return True
+        if isinstance(reply_id, int) and not isinstance(reply_id, bool) and reply_id < request_id:
+            return False
+        raise AgentFailure(
+            FaultKind.MALFORMED_MESSAGE, f"it answered request {request_id} with id {reply_id!r}"
+        )
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        """The next message; raises AgentFailure on timeout, EOF or bad input."""
+        if self.closed:
+            raise AgentFailure(FaultKind.CRASH, "it is no longer running")
+        return self._parse(self._read_line(deadline))
+
+    def receive_reply(self, request_id: int, deadline: float) -> dict[str, Any]:
+        """The answer to request ``request_id``, skipping late answers to earlier ones."""
+        while True:
+            message = self.receive(deadline)
+            if self._is_reply_to(message, request_id):
+                return message
+
+    def poll_reply(self, request_id: int) -> dict[str, Any] | None:
+        """The answer to ``request_id`` if it has fully arrived, without waiting."""
+        if self.closed:
+            raise AgentFailure(FaultKind.CRASH, "it is no longer running")
+        while True:
+            line = self._take_line()
+            if line is None:
+                if not self._reader.poll(0):
+                    return None
+                self._fill()
+                continue
+            message = self._parse(line)
+            if self._is_reply_to(message, request_id):
+                return message

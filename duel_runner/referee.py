@@ -1,0 +1,566 @@
+"""The referee: plays a duel of N matches between two sandboxed agents.
+
+Each agent is one long-lived process for the whole duel. Seats alternate: player 1
+moves first in even-numbered matches, player 2 in odd ones. Every action is checked
+against the rules before it is applied, every wait has a deadline, and whatever an
+agent does wrong ends the match as a named fault charged to that agent.
+
+An agent whose process is no longer usable (it crashed, timed out, ran out of
+memory or broke the stream) is restarted once per duel; after a second such
+failure it forfeits the remaining matches, which keeps a duel against a hostile
+agent bounded in time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+import select
+import time
+import traceback
+from typing import Any
+
+from arena_sdk import protocol
+
+from duel_runner.channel import AgentFailure, Channel
+from duel_runner.results import DuelResult, Fault, FaultKind, MatchRecord, Outcome
+from duel_runner.sandbox.base import (
+    AgentSource,
+    SandboxBackend,
+    SandboxedAgent,
+    SandboxError,
+    SandboxLimits,
+)
+from environments.base import Environment, IllegalAction
+from environments.registry import EnvironmentInfo, load_info, make_environment
+
+#: Faults after which the process cannot be trusted to answer the next request.
+_FATAL = {
+    FaultKind.TIMEOUT,
+    FaultKind.CRASH,
+    FaultKind.MEMORY_EXCEEDED,
+    FaultKind.OVERSIZED_MESSAGE,
+}
+MAX_RESTARTS = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class DuelSettings:
+    matches: int
+    move_time: float
+    time_bank: float
+    startup_time: float
+    limits: SandboxLimits
+    max_message_bytes: int = protocol.DEFAULT_MAX_MESSAGE_BYTES
+
+    @classmethod
+    def from_info(cls, info: EnvironmentInfo, **overrides: Any) -> DuelSettings:
+        """The limits of ``info.yml``; ``overrides`` replace any field (None is ignored)."""
+        settings = cls(
+            matches=info.matches_per_duel,
+            move_time=info.move_time,
+            time_bank=info.time_bank,
+            startup_time=info.startup_time,
+            limits=SandboxLimits(memory_mb=info.memory_mb, cpu_seconds=info.cpu_seconds),
+        )
+        return dataclasses.replace(
+            settings, **{key: value for key, value in overrides.items() if value is not None}
+        )
+
+    def limits_message(self) -> dict[str, Any]:
+        return {
+            "move_time": self.move_time,
+            "time_bank": self.time_bank,
+            "startup_time": self.startup_time,
+            "max_message_bytes": self.max_message_bytes,
+            "memory_mb": self.limits.memory_mb,
+        }
+
+
+class Contestant:
+    """One side of the duel: its source, its running process and what it has cost."""
+
+    def __init__(self, number: int, source: AgentSource) -> None:
+        self.number = number
+        self.source = source
+        self.agent: SandboxedAgent | None = None
+        self.channel: Channel | None = None
+        self.restarts = 0
+        self.starts = 0
+        #: Why the current process can no longer be used; None while healthy.
+        self.broken: str | None = None
+        self.logs: list[str] = []
+
+    @property
+    def label(self) -> str:
+        return f"player {self.number} ({self.source.name})"
+
+    def stop(self) -> None:
+        if self.agent is not None:
+            with contextlib.suppress(OSError):
+                self.logs.append(self.agent.log())
+            self.agent.close()
+        self.agent = None
+        self.channel = None
+
+    def log(self) -> str:
+        parts = [text for text in self.logs if text]
+        if self.agent is not None:
+            parts.append(self.agent.log())
+        return "\n[--- agent restarted ---]\n".join(part for part in parts if part)
+
+
+class Referee:
+    def __init__(
+        self,
+        *,
+        environment: str,
+        sources: tuple[AgentSource, AgentSource],
+        settings: DuelSettings,
+        backend: SandboxBackend,
+        seed: int | None = None,
+    ) -> None:
+        self.environment_name = environment
+        self.environment: Environment = make_environment(environment)
+        self.settings = settings
+        self.backend = backend
+        self.seed = random.SystemRandom().randrange(2**31) if seed is None else seed
+        self.contestants = (Contestant(1, sources[0]), Contestant(2, sources[1]))
+        self.request_id = 0
+        self.startup_faults: dict[int, Fault] = {}
+        self._match_index = 0
+
+    # -- agents --------------------------------------------------------------
+
+    def _hello(self) -> dict[str, Any]:
+        return {
+            "type": protocol.HELLO,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "environment": self.environment_name,
+            "player_count": self.environment.num_players,
+            "configuration": self.environment.configuration,
+            "limits": self.settings.limits_message(),
+        }
+
+    def _launch(self, contestants: list[Contestant]) -> None:
+        """Start agents and wait for their handshakes, all at once.
+
+        A failure marks the contestant broken and is kept in ``startup_faults`` so
+        the first match it cannot play shows the real reason.
+        """
+        for contestant in contestants:
+            contestant.stop()
+            contestant.agent = self.backend.start(
+                contestant.source,
+                limits=self.settings.limits,
+                label=f"p{contestant.number}-{contestant.source.name}"[:40],
+            )
+            contestant.channel = Channel(
+                contestant.agent, max_message_bytes=self.settings.max_message_bytes
+            )
+            contestant.broken = None
+            self.startup_faults.pop(contestant.number, None)
+        deadline = time.monotonic() + self.settings.startup_time
+        hello = self._hello()
+        for contestant in contestants:
+            assert contestant.channel is not None
+            try:
+                contestant.channel.send(hello, deadline)
+                reply = contestant.channel.receive(deadline)
+                if reply.get("type") != protocol.READY:
+                    raise AgentFailure(
+                        FaultKind.MALFORMED_MESSAGE,
+                        f"it answered the handshake with {reply.get('type')!r} instead of "
+                        "'ready'",
+                    )
+            except AgentFailure as failure:
+                message = failure.message
+                if failure.kind is FaultKind.TIMEOUT:
+                    message = f"it did not finish starting within {self.settings.startup_time} s"
+                message = f"while starting: {message}"
+                self.startup_faults[contestant.number] = Fault(
+                    contestant.number, failure.kind, message
+                )
+                contestant.broken = message
+
+    def _ensure_running(self) -> None:
+        """Restart each broken agent that has a restart left."""
+        to_start = [
+            contestant
+            for contestant in self.contestants
+            if contestant.broken is not None and contestant.restarts < MAX_RESTARTS
+        ]
+        for contestant in to_start:
+            contestant.restarts += 1
+        if to_start:
+            self._launch(to_start)
+
+    # -- matches --------------------------------------------------------------
+
+    def _match_seed(self, index: int) -> int:
+        return random.Random(self.seed * 1_000_003 + index).randrange(2**31)
+
+    def _forfeit(self, record: MatchRecord, unavailable: list[Contestant]) -> None:
+        for contestant in unavailable:
+            fault = self.startup_faults.pop(contestant.number, None)
+            if fault is None:
+                fault = Fault(
+                    contestant.number,
+                    FaultKind.FORFEIT,
+                    f"not played: the agent is unusable ({contestant.broken}) and its "
+                    f"{MAX_RESTARTS} restart is spent",
+                )
+            record.faults.append(fault)
+
+    def _score(self, record: MatchRecord, seat_scores: list[float]) -> None:
+        seats = record.seats
+        by_player = {seats[seat]: score for seat, score in enumerate(seat_scores)}
+        record.player_1_score = by_player[1]
+        record.player_2_score = by_player[2]
+        if record.player_1_score > record.player_2_score:
+            record.result = Outcome.PLAYER_1_WIN
+        elif record.player_2_score > record.player_1_score:
+            record.result = Outcome.PLAYER_2_WIN
+        else:
+            record.result = Outcome.DRAW
+
+    def _score_faults(self, record: MatchRecord) -> None:
+        """A fault loses the match; two at fault both get nothing."""
+        guilty = {fault.player for fault in record.faults}
+        record.player_1_score = 0.0 if 1 in guilty else 1.0
+        record.player_2_score = 0.0 if 2 in guilty else 1.0
+        if guilty == {1, 2}:
+            record.result = Outcome.DRAW
+        else:
+            record.result = Outcome.PLAYER_2_WIN if 1 in guilty else Outcome.PLAYER_1_WIN
+        record.error_msg = "; ".join(fault.describe() for fault in record.faults)
+
+    def _charge(self, contestant: Contestant, failure: AgentFailure, step: int | None) -> Fault:
+        if failure.kind in _FATAL:
+            contestant.broken = f"{failure.kind.value}: {failure.message}"
+        return Fault(contestant.number, failure.kind, failure.message, step)
+
+    def _request_actions(
+        self, seats: list[Contestant], movers: list[int], banks: list[float], step: int
+    ) -> tuple[dict[int, Any], dict[int, float], list[Fault]]:
+        """Ask every mover for an action; returns actions and timings by seat, and faults."""
+        environment = self.environment
+        settings = self.settings
+        pending: dict[int, tuple[int, float, float]] = {}
+        faults: list[Fault] = []
+        for seat in movers:
+            contestant = seats[seat]
+            assert contestant.channel is not None
+            self.request_id += 1
+            request = {
+                "type": protocol.ACT,
+                "id": self.request_id,
+                "match": self._match_index,
+                "step": step,
+                "observation": environment.observation(seat),
+                "legal_actions": environment.legal_actions(seat),
+                "time_left": {"move": settings.move_time, "bank": round(banks[seat], 6)},
+            }
+            sent = time.monotonic()
+            deadline = sent + settings.move_time + banks[seat]
+            try:
+                contestant.channel.send(request, deadline)
+            except AgentFailure as failure:
+                faults.append(self._charge(contestant, failure, step))
+                continue
+            pending[seat] = (self.request_id, sent, deadline)
+
+        replies: dict[int, dict[str, Any]] = {}
+        timings: dict[int, float] = {}
+        if len(pending) == 1:
+            [(seat, (request_id, sent, deadline))] = pending.items()
+            channel = seats[seat].channel
+            assert channel is not None
+            try:
+                replies[seat] = channel.receive_reply(request_id, deadline)
+                timings[seat] = time.monotonic() - sent
+            except AgentFailure as failure:
+                faults.append(self._charge(seats[seat], failure, step))
+        else:
+            self._collect_simultaneous(seats, pending, replies, timings, faults, step)
+
+        actions: dict[int, Any] = {}
+        for seat, reply in replies.items():
+            contestant = seats[seat]
+            try:
+                actions[seat] = self._action_from(reply, seat, timings[seat], banks)
+            except AgentFailure as failure:
+                faults.append(self._charge(contestant, failure, step))
+        return actions, timings, faults
+
+    def _collect_simultaneous(
+        self,
+        seats: list[Contestant],
+        pending: dict[int, tuple[int, float, float]],
+        replies: dict[int, dict[str, Any]],
+        timings: dict[int, float],
+        faults: list[Fault],
+        step: int,
+    ) -> None:
+        """Wait for several agents at once so each one's time is measured on its own."""
+        while pending:
+            for seat, (request_id, sent, _deadline) in list(pending.items()):
+                channel = seats[seat].channel
+                assert channel is not None
+                try:
+                    reply = channel.poll_reply(request_id)
+                except AgentFailure as failure:
+                    faults.append(self._charge(seats[seat], failure, step))
+                    del pending[seat]
+                    continue
+                if reply is not None:
+                    replies[seat] = reply
+                    timings[seat] = time.monotonic() - sent
+                    del pending[seat]
+            now = time.monotonic()
+            for seat, (_request_id, _sent, deadline) in list(pending.items()):
+                if deadline <= now:
+                    failure = AgentFailure(FaultKind.TIMEOUT, "no answer in time")
+                    faults.append(self._charge(seats[seat], failure, step))
+                    del pending[seat]
+            if not pending:
+                return
+            poller = select.poll()
+            for seat in pending:
+                agent = seats[seat].agent
+                assert agent is not None
+                poller.register(agent.reply_fd, select.POLLIN)
+            poller.poll(max(0.0, min(deadline for _, _, deadline in pending.values()) - now) * 1000)
+
+    def _action_from(
+        self, reply: dict[str, Any], seat: int, elapsed: float, banks: list[float]
+    ) -> Any:
+        kind = reply.get("type")
+        if kind == protocol.ERROR:
+            message = str(reply.get("message", ""))[:500] or "no message"
+            if reply.get("kind") == "memory":
+                raise AgentFailure(FaultKind.MEMORY_EXCEEDED, f"it ran out of memory: {message}")
+            raise AgentFailure(FaultKind.CRASH, f"its code raised an error: {message}")
+        if kind != protocol.ACTION or "action" not in reply:
+            raise AgentFailure(
+                FaultKind.MALFORMED_MESSAGE,
+                f"expected an 'action' message with an 'action' field, got type {kind!r}",
+            )
+        overage = elapsed - self.settings.move_time
+        if overage > 0:
+            banks[seat] -= overage
+            if banks[seat] < 0:
+                # The reply arrived after the deadline but before we looked.
+                raise AgentFailure(FaultKind.TIMEOUT, "no answer in time")
+        return reply["action"]
+
+    def _timeout_message(self, banks: list[float], seat: int) -> str:
+        return (
+            f"no answer within the {self.settings.move_time} s move limit plus "
+            f"{max(0.0, banks[seat]):.3f} s left in its time bank"
+        )
+
+    def _play_match(self, index: int) -> MatchRecord:
+        self._match_index = index
+        first = 1 if index % 2 == 0 else 2
+        seed = self._match_seed(index)
+        record = MatchRecord(index=index, seed=seed, first_player=first)
+        started = time.monotonic()
+        one, two = self.contestants
+        seats = [one, two] if first == 1 else [two, one]
+
+        self._ensure_running()
+        unavailable = [contestant for contestant in seats if contestant.broken is not None]
+        if unavailable:
+            self._forfeit(record, unavailable)
+            self._score_faults(record)
+            record.duration = time.monotonic() - started
+            return record
+
+        environment = self.environment
+        environment.reset(seed)
+        for seat, contestant in enumerate(seats):
+            assert contestant.channel is not None
+            try:
+                contestant.channel.send(
+                    {"type": protocol.START, "match": index, "player": seat, "seed": seed},
+                    time.monotonic() + self.settings.move_time,
+                )
+            except AgentFailure as failure:
+                record.faults.append(self._charge(contestant, failure, None))
+
+        banks = [self.settings.time_bank] * environment.num_players
+        step = 0
+        while not record.faults and not environment.is_terminal():
+            movers = environment.to_move()
+            actions, timings, faults = self._request_actions(seats, movers, banks, step)
+            for fault in faults:
+                if fault.kind is FaultKind.TIMEOUT and fault.message == "no answer in time":
+                    seat = seats.index(self.contestants[fault.player - 1])
+                    fault.message = self._timeout_message(banks, seat)
+            record.faults.extend(faults)
+            for seat, action in actions.items():
+                try:
+                    environment.check_action(seat, action)
+                except IllegalAction as illegal:
+                    record.faults.append(
+                        Fault(seats[seat].number, FaultKind.ILLEGAL_ACTION,
+                              f"{_shown(action)} is illegal: {illegal.reason}", step)
+                    )
+            if record.faults:
+                break
+            environment.step(actions)
+            record.actions.append([actions.get(seat) for seat in range(len(seats))])
+            record.timings.append(
+                [round(timings[seat], 6) if seat in timings else None for seat in range(len(seats))]
+            )
+            step += 1
+
+        if record.faults:
+            self._score_faults(record)
+        else:
+            self._score(record, environment.scores())
+        self._send_end(record, seats)
+        record.duration = time.monotonic() - started
+        return record
+
+    def _send_end(self, record: MatchRecord, seats: list[Contestant]) -> None:
+        scores = [
+            record.player_1_score if contestant.number == 1 else record.player_2_score
+            for contestant in seats
+        ]
+        for seat, contestant in enumerate(seats):
+            if contestant.channel is None or contestant.broken is not None:
+                continue
+            mine, best = scores[seat], max(scores)
+            outcome = "draw" if scores.count(best) > 1 else ("win" if mine == best else "loss")
+            message = {
+                "type": protocol.END,
+                "match": record.index,
+                "result": outcome,
+                "scores": scores,
+                "reason": record.error_msg,
+                "observation": self.environment.observation(seat),
+            }
+            try:
+                contestant.channel.send(message, time.monotonic() + self.settings.move_time)
+            except AgentFailure as failure:
+                contestant.broken = f"{failure.kind.value}: {failure.message}"
+
+    # -- the duel -------------------------------------------------------------
+
+    def play(self) -> DuelResult:
+        one, two = self.contestants
+        result = DuelResult(
+            environment=self.environment_name,
+            player_1=one.source.name,
+            player_2=two.source.name,
+            seed=self.seed,
+        )
+        started = time.monotonic()
+        try:
+            self._launch([one, two])
+            for index in range(self.settings.matches):
+                result.matches.append(self._play_match(index))
+        except SandboxError as error:
+            result.infrastructure_error = f"sandbox failure: {error}"
+        except Exception as error:  # noqa: BLE001 - a referee bug must not be scored
+            result.infrastructure_error = (
+                f"referee error: {error!r}\n{traceback.format_exc(limit=8)}"
+            )
+        finally:
+            for contestant in self.contestants:
+                contestant.stop()
+        result.player_1_restarts = one.restarts
+        result.player_2_restarts = two.restarts
+        result.player_1_log = one.log()
+        result.player_2_log = two.log()
+        result.duration = time.monotonic() - started
+        return result
+
+
+def _shown(action: Any) -> str:
+    text = repr(action)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def run_duel(
+    environment: str,
+    sources: tuple[AgentSource, AgentSource],
+    *,
+    backend: SandboxBackend,
+    seed: int | None = None,
+    **overrides: Any,
+) -> DuelResult:
+    """Play a duel with the limits of the environment's ``info.yml`` unless overridden."""
+    settings = DuelSettings.from_info(load_info(environment), **overrides)
+    return Referee(
+        environment=environment,
+        sources=sources,
+        settings=settings,
+        backend=backend,
+        seed=seed,
+    ).play()
+
+
+@dataclasses.dataclass
+class ValidationResult:
+    passed: bool
+    message: str
+    duel: DuelResult
+
+
+def _log_tail(log: str, lines: int = 20) -> str:
+    tail = log.strip().splitlines()[-lines:]
+    return "\n".join(tail)
+
+
+def validate(
+    environment: str,
+    source: AgentSource,
+    *,
+    backend: SandboxBackend,
+    seed: int | None = None,
+    **overrides: Any,
+) -> ValidationResult:
+    """Self-play: the agent plays a copy of itself; any fault of either copy fails it."""
+    info = load_info(environment)
+    overrides.setdefault("matches", info.validation_matches)
+    duel = run_duel(environment, (source, source), backend=backend, seed=seed, **overrides)
+    if duel.infrastructure_error:
+        return ValidationResult(
+            False, f"validation could not run (not the agent's fault): {duel.error_msg}", duel
+        )
+    faults = [fault for match in duel.matches for fault in match.faults]
+    if not faults:
+        return ValidationResult(
+            True, f"validated: {len(duel.matches)} self-play matches without a fault", duel
+        )
+    first = faults[0]
+    log = duel.player_1_log if first.player == 1 else duel.player_2_log
+    lines = [
+        f"validation failed: {first.kind.value} — {first.message}"
+        + (f" (step {first.step})" if first.step is not None else ""),
+        _ADVICE.get(first.kind, ""),
+    ]
+    if len(faults) > 1:
+        lines.append(f"{len(faults) - 1} more fault(s) in the other self-play matches.")
+    tail = _log_tail(log)
+    if tail:
+        lines.append("last lines of the agent's log:\n" + tail)
+    return ValidationResult(False, "\n".join(line for line in lines if line), duel)
+
+
+_ADVICE = {
+    FaultKind.TIMEOUT: "Answer each request within the move time limit; long set-up work "
+    "belongs before the handshake (module import or __init__), which has its own limit.",
+    FaultKind.ILLEGAL_ACTION: "Return one of the actions listed in legal_actions.",
+    FaultKind.MALFORMED_MESSAGE: "Write only protocol messages to stdout (one JSON object per "
+    "line) and your logs to stderr; with the SDK, print() already goes to the log.",
+    FaultKind.OVERSIZED_MESSAGE: "Keep each message under the size limit and end it with a "
+    "newline.",
+    FaultKind.CRASH: "The agent stopped or raised an error; the log below shows where.",
+    FaultKind.MEMORY_EXCEEDED: "Use less memory than the environment's limit.",
+    FaultKind.FORFEIT: "The agent failed twice and could not play on.",
+}

@@ -1,0 +1,175 @@
+"""The records a duel produces: faults, matches and the duel document."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+
+class Outcome(enum.StrEnum):
+    """Result of a match or a duel, from the duel's point of view."""
+
+    PLAYER_1_WIN = "PLAYER_1_WIN"
+    PLAYER_2_WIN = "PLAYER_2_WIN"
+    DRAW = "DRAW"
+    #: Something outside both agents failed; never scored, to be played again.
+    ERROR = "ERROR"
+
+
+class FaultKind(enum.StrEnum):
+    """Every way an agent can misbehave; each is charged to that agent."""
+
+    TIMEOUT = "timeout"
+    ILLEGAL_ACTION = "illegal_action"
+    MALFORMED_MESSAGE = "malformed_message"
+    OVERSIZED_MESSAGE = "oversized_message"
+    CRASH = "crash"
+    MEMORY_EXCEEDED = "memory_exceeded"
+    #: The agent was already unusable (it failed and its one restart failed too),
+    #: so the match was not played.
+    FORFEIT = "forfeit"
+
+
+@dataclasses.dataclass
+class Fault:
+    player: int  # 1 or 2, the duel's numbering
+    kind: FaultKind
+    message: str
+    step: int | None = None
+
+    def describe(self) -> str:
+        where = f" at step {self.step}" if self.step is not None else ""
+        return f"player {self.player} {self.kind.value}{where}: {self.message}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "player": self.player,
+            "kind": self.kind.value,
+            "message": self.message,
+            "step": self.step,
+        }
+
+
+@dataclasses.dataclass
+class MatchRecord:
+    """One match: enough to replay every state (seed, seats, actions)."""
+
+    index: int
+    seed: int
+    #: Which duel player (1 or 2) sat in the environment's seat 0.
+    first_player: int
+    result: Outcome = Outcome.ERROR
+    error_msg: str = ""
+    player_1_score: float = 0.0
+    player_2_score: float = 0.0
+    faults: list[Fault] = dataclasses.field(default_factory=list)
+    #: One entry per step, one slot per environment seat (None: did not act).
+    actions: list[list[Any]] = dataclasses.field(default_factory=list)
+    #: Seconds each action took, same shape as ``actions``.
+    timings: list[list[float | None]] = dataclasses.field(default_factory=list)
+    duration: float = 0.0
+
+    @property
+    def seats(self) -> list[int]:
+        """Duel player (1 or 2) in each environment seat."""
+        return [1, 2] if self.first_player == 1 else [2, 1]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "seed": self.seed,
+            "first_player": self.first_player,
+            "seats": self.seats,
+            "result": self.result.value,
+            "error_msg": self.error_msg,
+            "player_1_score": self.player_1_score,
+            "player_2_score": self.player_2_score,
+            "faults": [fault.as_json() for fault in self.faults],
+            "actions": self.actions,
+            "timings": self.timings,
+            "steps": len(self.actions),
+            "duration": round(self.duration, 6),
+        }
+
+
+@dataclasses.dataclass
+class DuelResult:
+    environment: str
+    player_1: str
+    player_2: str
+    seed: int
+    matches: list[MatchRecord] = dataclasses.field(default_factory=list)
+    #: Set when the duel could not be played at all for reasons outside the agents.
+    infrastructure_error: str = ""
+    player_1_restarts: int = 0
+    player_2_restarts: int = 0
+    player_1_log: str = ""
+    player_2_log: str = ""
+    duration: float = 0.0
+
+    def _count(self, predicate: Any) -> int:
+        return sum(1 for match in self.matches if predicate(match))
+
+    def errors_of(self, player: int) -> int:
+        return self._count(lambda match: any(fault.player == player for fault in match.faults))
+
+    @property
+    def other_errors(self) -> int:
+        return self._count(lambda match: match.result is Outcome.ERROR) + (
+            1 if self.infrastructure_error else 0
+        )
+
+    @property
+    def player_1_score(self) -> float:
+        return sum(match.player_1_score for match in self.matches)
+
+    @property
+    def player_2_score(self) -> float:
+        return sum(match.player_2_score for match in self.matches)
+
+    @property
+    def result(self) -> Outcome:
+        if self.other_errors:
+            return Outcome.ERROR
+        if self.player_1_score > self.player_2_score:
+            return Outcome.PLAYER_1_WIN
+        if self.player_2_score > self.player_1_score:
+            return Outcome.PLAYER_2_WIN
+        return Outcome.DRAW
+
+    @property
+    def error_msg(self) -> str:
+        if self.infrastructure_error:
+            return self.infrastructure_error
+        messages = [fault.describe() for match in self.matches for fault in match.faults]
+        messages += [match.error_msg for match in self.matches if match.result is Outcome.ERROR]
+        unique = list(dict.fromkeys(messages))
+        return "; ".join(unique[:5]) + (f" (and {len(unique) - 5} more)" if len(unique) > 5 else "")
+
+    def as_json(self, *, include_logs: bool = True) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "environment": self.environment,
+            "player_1": self.player_1,
+            "player_2": self.player_2,
+            "seed": self.seed,
+            "result": self.result.value,
+            "error_msg": self.error_msg,
+            "num_matches": len(self.matches),
+            "player_1_errors": self.errors_of(1),
+            "player_2_errors": self.errors_of(2),
+            "other_errors": self.other_errors,
+            "player_1_wins": self._count(lambda m: m.result is Outcome.PLAYER_1_WIN),
+            "player_2_wins": self._count(lambda m: m.result is Outcome.PLAYER_2_WIN),
+            "draws": self._count(lambda m: m.result is Outcome.DRAW),
+            "player_1_score": self.player_1_score,
+            "player_2_score": self.player_2_score,
+            "player_1_restarts": self.player_1_restarts,
+            "player_2_restarts": self.player_2_restarts,
+            "duration": round(self.duration, 6),
+            "matches": [match.as_json() for match in self.matches],
+        }
+        if include_logs:
+            document["player_1_log"] = self.player_1_log
+            document["player_2_log"] = self.player_2_log
+        return document

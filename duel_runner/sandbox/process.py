@@ -1,0 +1,403 @@
+"""The ``process`` sandbox: an agent as a confined child process of the referee.
+
+Every agent gets its own session and process group, a private working directory
+(mode 0700) holding a copy of its files, a scrubbed environment and rlimits on
+CPU time, memory, processes, open files and file size.
+
+When the referee runs as root (CI, a dedicated host) each agent also runs under
+its own unprivileged user id taken from a pool, in its own network namespace
+with no interface up. The user id is what makes the limits hold: the process
+limit counts per user, another agent's directory is unreadable, and on close
+every process of that user is killed in one ``kill(-1)`` that a fork bomb cannot
+outrun. Without root the agents run as the calling user: the limits still
+apply, but two agents are not isolated from each other, so use this mode only
+for trusted agents (the Docker backend is the production sandbox).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from duel_runner.sandbox import jail
+from duel_runner.sandbox.base import (
+    MEMORY_ERROR_MARKERS,
+    AgentSource,
+    CappedLog,
+    EntryKind,
+    SandboxError,
+    SandboxLimits,
+    Termination,
+)
+
+SDK_DIR = Path(__file__).resolve().parents[2] / "sdk" / "arena_sdk"
+DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
+UID_BASE = int(os.environ.get("ARENA_SANDBOX_UID_BASE", "1900000"))
+UID_COUNT = int(os.environ.get("ARENA_SANDBOX_UID_COUNT", "1000"))
+#: Room in the address space on top of the memory limit: runtimes such as Node.js
+#: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
+ADDRESS_SPACE_EXTRA_MB = 4096
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def _executable_by_anyone(path: Path) -> bool:
+    """True if a user with no special rights could run ``path`` (every folder o+x)."""
+    real = path.resolve()
+    try:
+        if not real.stat().st_mode & stat.S_IXOTH:
+            return False
+        return all(parent.stat().st_mode & stat.S_IXOTH for parent in real.parents)
+    except OSError:
+        return False
+
+
+def _remove_tree(path: Path) -> None:
+    def make_writable_and_retry(function, failed_path, _error):  # type: ignore[no-untyped-def]
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(failed_path), 0o700)
+            os.chmod(failed_path, 0o700)
+        with contextlib.suppress(OSError):
+            function(failed_path)
+
+    shutil.rmtree(path, onerror=make_writable_and_retry)
+
+
+def _processes_of_user(uid: int, *, count_threads: bool = False) -> list[int]:
+    """Live (non-zombie) processes whose real user id is ``uid``.
+
+    With ``count_threads`` each process appears once per thread, which is what
+    RLIMIT_NPROC counts.
+    """
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("State", "").startswith("Z"):
+            continue
+        if int(fields.get("Uid", "-1\t").split()[0]) == uid:
+            threads = int(fields.get("Threads", "1")) if count_threads else 1
+            found.extend([int(entry.name)] * threads)
+    return found
+
+
+def kill_user_processes(uid: int) -> None:
+    """Kill every process of ``uid``: a child takes that uid and calls kill(-1, SIGKILL).
+
+    kill(-1) signals all of the caller's processes under the kernel's task list lock,
+    so no fork can slip between the check and the kill.
+    """
+    for _attempt in range(20):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child
+            code = 3
+            try:
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+                code = 0
+            except ProcessLookupError:
+                code = 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 1 or not _processes_of_user(uid):
+            return
+        time.sleep(0.005)
+    raise SandboxError(f"processes of sandbox user {uid} survive SIGKILL")
+
+
+class UserPool:
+    """Unprivileged user ids, one per running agent, shared by every referee on the host."""
+
+    def __init__(self, root: Path, base: int = UID_BASE, count: int = UID_COUNT) -> None:
+        self.directory = root / "uids"
+        self.base = base
+        self.count = count
+
+    def acquire(self) -> tuple[int, int]:
+        """Returns (uid, lock fd); the lock is held until ``release``."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        start = (os.getpid() * 7) % self.count
+        for offset in range(self.count):
+            uid = self.base + (start + offset) % self.count
+            fd = os.open(self.directory / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            # A referee that died may have left processes behind under this uid.
+            kill_user_processes(uid)
+            return uid, fd
+        raise SandboxError(f"all {self.count} sandbox user ids are in use")
+
+    @staticmethod
+    def release(fd: int) -> None:
+        os.close(fd)
+
+
+class ProcessAgent:
+    """A running agent in the process sandbox (see ``SandboxedAgent``)."""
+
+    def __init__(
+        self,
+        *,
+        process: subprocess.Popen[bytes],
+        workdir: Path,
+        uid: int | None,
+        uid_lock: int | None,
+        token: str,
+        log_bytes: int,
+    ) -> None:
+        assert process.stdin and process.stdout and process.stderr
+        self.process = process
+        self.workdir = workdir
+        self.uid = uid
+        self.uid_lock = uid_lock
+        self.token = token
+        self.request_fd = process.stdin.fileno()
+        self.reply_fd = process.stdout.fileno()
+        os.set_blocking(self.request_fd, False)
+        os.set_blocking(self.reply_fd, False)
+        self._log = CappedLog(log_bytes)
+        self._closing = threading.Event()
+        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._drain.start()
+        self._closed = False
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr
+        fd = self.process.stderr.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while not self._closing.is_set():
+            if not poller.poll(100):
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self._log.write(chunk)
+
+    def log(self) -> str:
+        return self._log.text()
+
+    def termination(self, wait: float = 0.0) -> Termination | None:
+        try:
+            returncode = self.process.wait(timeout=wait) if wait else self.process.poll()
+        except subprocess.TimeoutExpired:
+            returncode = None
+        if returncode is None:
+            return None
+        if returncode == jail.SETUP_FAILED:
+            raise SandboxError(f"the process sandbox could not start the agent: {self.log()}")
+        if returncode == 0:
+            return Termination(returncode)
+        # The drain thread may still hold the last words of the agent.
+        self._drain.join(timeout=0.5)
+        log = self.log()
+        out_of_memory = any(marker in log for marker in MEMORY_ERROR_MARKERS)
+        out_of_cpu = returncode == -signal.SIGXCPU
+        return Termination(returncode, out_of_memory=out_of_memory, out_of_cpu=out_of_cpu)
+
+    def _kill_everything(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.uid is not None:
+            kill_user_processes(self.uid)
+        else:
+            # Without a uid of its own, find the agent's escaped descendants by the
+            # token in their environment.
+            marker = f"ARENA_SANDBOX_TOKEN={self.token}".encode()
+            for entry in os.scandir("/proc"):
+                if entry.name.isdigit():
+                    with contextlib.suppress(OSError):
+                        if marker in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                            os.kill(int(entry.name), signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._kill_everything()
+        self._closing.set()
+        self._drain.join(timeout=1)
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
+        _remove_tree(self.workdir)
+        if self.uid_lock is not None:
+            UserPool.release(self.uid_lock)
+
+
+class ProcessSandbox:
+    """The ``process`` backend."""
+
+    name = "process"
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        python: str | None = None,
+        isolate_users: bool | None = None,
+    ) -> None:
+        self.root = Path(root or os.environ.get("ARENA_SANDBOX_ROOT") or DEFAULT_ROOT)
+        self.isolate_users = os.geteuid() == 0 if isolate_users is None else isolate_users
+        if self.isolate_users and os.geteuid() != 0:
+            raise SandboxError("isolating agents under their own user ids needs root")
+        self.python = python or os.environ.get("ARENA_AGENT_PYTHON") or self._default_python()
+        self.users = UserPool(self.root)
+        self._sdk_path: Path | None = None
+
+    def _default_python(self) -> str:
+        if not self.isolate_users or _executable_by_anyone(Path(sys.executable)):
+            return sys.executable
+        # The referee's own interpreter may sit in a private home (a pyenv under
+        # /root): agents running as another user need one they can execute.
+        for candidate in ("/usr/local/bin/python3", "/usr/bin/python3"):
+            if Path(candidate).exists() and _executable_by_anyone(Path(candidate)):
+                return candidate
+        raise SandboxError(
+            "no Python interpreter that an unprivileged sandbox user can run; "
+            "set ARENA_AGENT_PYTHON"
+        )
+
+    def _prepare_root(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.isolate_users:
+            # Agents may traverse the root to reach their own folder, never list it.
+            os.chmod(self.root, 0o711)
+
+    def _sdk(self) -> Path:
+        """A world-readable copy of the SDK, made once per content version."""
+        if self._sdk_path is None:
+            digest = hashlib.sha256()
+            for path in sorted(SDK_DIR.glob("*.py")):
+                digest.update(path.name.encode() + path.read_bytes())
+            target = self.root / f"sdk-{digest.hexdigest()[:16]}"
+            if not (target / "arena_sdk" / "__init__.py").exists():
+                staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".sdk-"))
+                shutil.copytree(SDK_DIR, staging / "arena_sdk", ignore=shutil.ignore_patterns("__pycache__"))
+                for path in [staging, *staging.rglob("*")]:
+                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
+                try:
+                    staging.rename(target)
+                except OSError:  # another referee made it first
+                    _remove_tree(staging)
+            self._sdk_path = target
+        return self._sdk_path
+
+    def _command(self, source: AgentSource, workdir: Path) -> list[str]:
+        if source.kind is EntryKind.EXECUTABLE:
+            return [str(workdir / source.entry)]
+        return [self.python, "-s", "-B", "-m", "arena_sdk", source.entry]
+
+    def _environment(self, source: AgentSource, workdir: Path, token: str) -> dict[str, str]:
+        return {
+            "PATH": SAFE_PATH,
+            "HOME": str(workdir),
+            "TMPDIR": str(workdir),
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": str(self._sdk()),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            # Numerical libraries would otherwise start a thread per core each.
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "ARENA_SANDBOX": self.name,
+            "ARENA_SANDBOX_TOKEN": token,
+            **dict(source.environment),
+        }
+
+    @staticmethod
+    def _rlimits(limits: SandboxLimits) -> dict[str, tuple[int, int]]:
+        mib = 1024 * 1024
+        memory = limits.memory_mb * mib
+        return {
+            "RLIMIT_CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),
+            "RLIMIT_DATA": (memory, memory),
+            "RLIMIT_AS": (memory + ADDRESS_SPACE_EXTRA_MB * mib,) * 2,
+            "RLIMIT_NPROC": (limits.max_processes, limits.max_processes),
+            "RLIMIT_FSIZE": (limits.max_file_mb * mib, limits.max_file_mb * mib),
+            "RLIMIT_NOFILE": (limits.max_open_files, limits.max_open_files),
+            "RLIMIT_CORE": (0, 0),
+        }
+
+    def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> ProcessAgent:
+        self._prepare_root()
+        uid, uid_lock = self.users.acquire() if self.isolate_users else (None, None)
+        token = os.urandom(8).hex()
+        workdir: Path | None = None
+        try:
+            workdir = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{label}-"))
+            source.copy_into(workdir)
+            if uid is not None:
+                for path in [workdir, *workdir.rglob("*")]:
+                    os.lchown(path, uid, uid)
+            os.chmod(workdir, 0o700)
+            rlimits = self._rlimits(limits)
+            if not self.isolate_users:
+                # Without a user of its own, the process limit counts every process
+                # of the calling user, so leave room for those already running.
+                running = len(_processes_of_user(os.getuid(), count_threads=True))
+                allowed = running + limits.max_processes
+                rlimits["RLIMIT_NPROC"] = (allowed, allowed)
+            config = {
+                "uid": uid,
+                "gid": uid,
+                "workdir": str(workdir),
+                "command": self._command(source, workdir),
+                "env": self._environment(source, workdir, token),
+                "rlimits": rlimits,
+                "unshare_network": self.isolate_users,
+            }
+            process = subprocess.Popen(
+                [sys.executable, "-I", "-S", jail.__file__, json.dumps(config)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                cwd="/",
+                env={"PATH": SAFE_PATH},
+            )
+        except (OSError, SandboxError) as error:
+            if workdir is not None:
+                _remove_tree(workdir)
+            if uid_lock is not None:
+                UserPool.release(uid_lock)
+            if isinstance(error, SandboxError):
+                raise
+            raise SandboxError(f"cannot start the agent in the process sandbox: {error}") from error
+        return ProcessAgent(
+            process=process,
+            workdir=workdir,
+            uid=uid,
+            uid_lock=uid_lock,
+            token=token,
+            log_bytes=limits.log_bytes,
+        )

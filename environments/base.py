@@ -1,0 +1,165 @@
+"""The environment API every game implements.
+
+A game is a deterministic state machine: ``reset(seed)`` followed by a list of
+``step(actions)`` calls fully describes a match, so a replay stores only the seed
+and the actions and recomputes every state from them.
+
+Turn-based and simultaneous-move games share one shape: ``to_move()`` names the
+players who must act now (one player for turn-based games, every player for
+simultaneous ones) and ``step`` takes one action for each of them, keyed by
+player index.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, ClassVar
+
+JSON = Any
+
+
+class IllegalAction(Exception):
+    """An action that the rules refuse; ``player`` is the one at fault."""
+
+    def __init__(self, player: int, reason: str) -> None:
+        super().__init__(f"player {player + 1}: {reason}")
+        self.player = player
+        self.reason = reason
+
+
+class Environment:
+    """Base class of every game. Subclasses implement the abstract methods below."""
+
+    #: Folder name under ``environments/``; set by each game.
+    name: ClassVar[str] = ""
+    num_players: ClassVar[int] = 2
+    #: True when every player acts at every step (rock-paper-scissors).
+    simultaneous: ClassVar[bool] = False
+
+    def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
+        self.configuration: dict[str, JSON] = {
+            **self.default_configuration(),
+            **(configuration or {}),
+        }
+        self.seed = 0
+        self.step_count = 0
+
+    # -- to implement ---------------------------------------------------------
+
+    @classmethod
+    def default_configuration(cls) -> dict[str, JSON]:
+        """Game parameters sent to agents in the handshake (board size, ...)."""
+        return {}
+
+    def _reset(self) -> None:
+        raise NotImplementedError
+
+    def to_move(self) -> list[int]:
+        """Players who must act now, in increasing order; empty once terminal."""
+        raise NotImplementedError
+
+    def legal_actions(self, player: int) -> list[JSON]:
+        """Every action ``player`` may take now; empty when it is not their turn."""
+        raise NotImplementedError
+
+    def check_action(self, player: int, action: JSON) -> None:
+        """Raise IllegalAction with a precise reason unless ``action`` is legal."""
+        raise NotImplementedError
+
+    def _apply(self, actions: dict[int, JSON]) -> None:
+        """Apply already-validated actions."""
+        raise NotImplementedError
+
+    def observation(self, player: int) -> dict[str, JSON]:
+        """What ``player`` is allowed to see, as a JSON object."""
+        raise NotImplementedError
+
+    def is_terminal(self) -> bool:
+        raise NotImplementedError
+
+    def scores(self) -> list[float]:
+        """Match points once terminal: 1 for a win, 0 for a loss, 0.5 each for a draw."""
+        raise NotImplementedError
+
+    def state(self) -> dict[str, JSON]:
+        """The whole state as JSON (what a replay shows at this step)."""
+        raise NotImplementedError
+
+    def render_text(self) -> str:
+        raise NotImplementedError
+
+    def render_html(self) -> str:
+        """A self-contained HTML fragment of the current state, styled by the
+        game's ``static/`` stylesheet (class names prefixed with the game name)."""
+        raise NotImplementedError
+
+    # -- shared behaviour -----------------------------------------------------
+
+    def reset(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.step_count = 0
+        self._reset()
+
+    def step(self, actions: dict[int, JSON]) -> None:
+        """Validate then apply one action for each player in ``to_move()``.
+
+        Nothing changes when any action is illegal. When several are illegal the
+        lowest player index is reported; the referee checks each player on its own
+        before calling this, so that blame is exact.
+        """
+        movers = self.to_move()
+        if not movers:
+            raise IllegalAction(min(actions, default=0), "the match is already over")
+        for player in sorted(actions):
+            if player not in movers:
+                raise IllegalAction(player, "it is not this player's turn")
+        for player in movers:
+            if player not in actions:
+                raise IllegalAction(player, "no action given")
+            self.check_action(player, actions[player])
+        self._apply(actions)
+        self.step_count += 1
+
+    def winner(self) -> int | None:
+        """Index of the player with the most points, or None for a draw."""
+        scores = self.scores()
+        best = max(scores)
+        leaders = [player for player, score in enumerate(scores) if score == best]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def render_html_page(self) -> str:
+        """A standalone page around ``render_html``; used by tests and previews."""
+        return (
+            "<!doctype html><meta charset=utf-8>"
+            f"<title>{html.escape(self.name)}</title>"
+            f"<body>{self.render_html()}</body>"
+        )
+
+
+def require_int(player: int, action: JSON, low: int, high: int, what: str) -> int:
+    """Check that ``action`` is an int in [low, high]; booleans are not ints here."""
+    if isinstance(action, bool) or not isinstance(action, int):
+        raise IllegalAction(
+            player, f"{what} must be an integer, got {type(action).__name__} {action!r}"
+        )
+    if action < low or action > high:
+        raise IllegalAction(player, f"{what} {action} is out of range {low}..{high}")
+    return action
+
+
+def replay(
+    environment: Environment, seed: int, actions: list[list[JSON]]
+) -> list[dict[str, JSON]]:
+    """Every state of a match, recomputed from its seed and actions.
+
+    ``actions`` holds one entry per step: a list with one slot per player, the
+    action of each player who moved and None for the others.
+    """
+    environment.reset(seed)
+    states = [environment.state()]
+    for step_actions in actions:
+        environment.step(
+            {player: action for player, action in enumerate(step_actions) if action is not None}
+        )
+        states.append(environment.state())
+    return states

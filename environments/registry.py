@@ -1,0 +1,128 @@
+"""Finding games by name and reading their ``info.yml``.
+
+Each game lives in ``environments/<name>/`` with ``environment.py`` (one
+``Environment`` subclass), ``info.yml`` and ``static/``. The files are the source
+of truth for limits; the database keeps a copy for browsing (later issues).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import re
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from environments.base import Environment
+
+ENVIRONMENTS_DIR = Path(__file__).resolve().parent
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class UnknownEnvironment(LookupError):
+    pass
+
+
+class InvalidEnvironmentInfo(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvironmentInfo:
+    """The contents of one ``info.yml``; times are seconds, memory is MiB."""
+
+    name: str
+    title: str
+    description: str
+    rules: str
+    players: int
+    matches_per_duel: int
+    validation_matches: int
+    move_time: float
+    time_bank: float
+    startup_time: float
+    memory_mb: int
+    cpu_seconds: int
+    static_dir: Path
+
+    @property
+    def html_class(self) -> str:
+        return self.name.replace("_", "-")
+
+
+_REQUIRED = {
+    "title": str,
+    "description": str,
+    "rules": str,
+    "players": int,
+    "matches_per_duel": int,
+    "validation_matches": int,
+    "move_time": (int, float),
+    "time_bank": (int, float),
+    "startup_time": (int, float),
+    "memory_mb": int,
+    "cpu_seconds": int,
+}
+
+
+def environment_names() -> list[str]:
+    return sorted(
+        path.parent.name
+        for path in ENVIRONMENTS_DIR.glob("*/info.yml")
+        if _NAME.match(path.parent.name)
+    )
+
+
+def _check_name(name: str) -> None:
+    if not _NAME.match(name) or not (ENVIRONMENTS_DIR / name / "info.yml").is_file():
+        known = ", ".join(environment_names())
+        raise UnknownEnvironment(f"unknown environment {name!r}; known: {known}")
+
+
+@cache
+def load_info(name: str) -> EnvironmentInfo:
+    _check_name(name)
+    path = ENVIRONMENTS_DIR / name / "info.yml"
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise InvalidEnvironmentInfo(f"{path}: expected a mapping at the top level")
+    values = {}
+    for key, kind in _REQUIRED.items():
+        if key not in raw:
+            raise InvalidEnvironmentInfo(f"{path}: missing {key!r}")
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise InvalidEnvironmentInfo(f"{path}: {key!r} has the wrong type: {value!r}")
+        if not isinstance(value, str) and value <= 0:
+            raise InvalidEnvironmentInfo(f"{path}: {key!r} must be positive: {value!r}")
+        values[key] = value
+    unknown = set(raw) - set(_REQUIRED)
+    if unknown:
+        raise InvalidEnvironmentInfo(f"{path}: unknown keys {sorted(unknown)}")
+    return EnvironmentInfo(name=name, static_dir=path.parent / "static", **values)
+
+
+@cache
+def load_environment_class(name: str) -> type[Environment]:
+    _check_name(name)
+    module = importlib.import_module(f"environments.{name}.environment")
+    classes = [
+        value
+        for value in vars(module).values()
+        if inspect.isclass(value)
+        and issubclass(value, Environment)
+        and value is not Environment
+        and value.__module__ == module.__name__
+    ]
+    if len(classes) != 1:
+        raise InvalidEnvironmentInfo(
+            f"environments/{name}/environment.py must define exactly one Environment"
+        )
+    return classes[0]
+
+
+def make_environment(name: str) -> Environment:
+    return load_environment_class(name)()

@@ -1,0 +1,50 @@
+"""The Arena wire protocol: newline-delimited JSON over stdin/stdout.
+
+One agent process serves every match of a duel. The referee writes one JSON object
+per line and the agent answers on its own stdout; stderr is the agent's log.
+
+    referee -> agent   {"type": "hello", ...}               agent -> {"type": "ready"}
+    referee -> agent   {"type": "start", ...}               (no answer)
+    referee -> agent   {"type": "act", "id": 7, ...}        agent -> {"type": "action", "id": 7, "action": ...}
+    referee -> agent   {"type": "end", ...}                 (no answer)
+    referee -> agent   {"type": "bye"}                      agent exits
+
+An agent whose code fails while choosing may answer
+``{"type": "error", "id": 7, "message": "..."}`` instead of an action; the referee
+charges the match to it at once instead of waiting for the move time limit.
+The full description lives in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+HELLO = "hello"
+READY = "ready"
+START = "start"
+ACT = "act"
+ACTION = "action"
+ERROR = "error"
+END = "end"
+BYE = "bye"
+
+#: Largest line either side may send unless the hello says otherwise.
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
+
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as a protocol line (compact JSON and a newline)."""
+    return _encoder.encode(message).encode() + b"\n"
+
+
+def decode(line: bytes | str) -> dict[str, Any]:
+    """Parse one protocol line; raises ValueError unless it is a JSON object with a type."""
+    message = json.loads(line)
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ValueError("a message must be a JSON object with a string 'type'")
+    return message

@@ -1,0 +1,114 @@
+"""The agent side of the protocol: read requests, call the agent, answer."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any, BinaryIO, Optional
+
+from arena_sdk import protocol
+from arena_sdk.agent import Agent, Match, Result, Turn
+
+
+def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
+    """Take stdin/stdout for the protocol and send ``print`` output to stderr.
+
+    A stray ``print`` in an agent would otherwise corrupt the protocol stream; here
+    it lands in the agent's log instead.
+    """
+    incoming = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
+    outgoing = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return incoming, outgoing
+
+
+def _error_message(error: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(error), error)).strip()
+
+
+def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
+    """Answer the referee until it says bye or closes the stream."""
+    hello: dict = {}
+    match: Optional[Match] = None
+    last_observation: Optional[dict] = None
+    for line in incoming:
+        message = protocol.decode(line)
+        kind = message["type"]
+        if kind == protocol.ACT:
+            assert match is not None, "act before start"
+            last_observation = message["observation"]
+            time_left = message.get("time_left", {})
+            turn = Turn(
+                match=match,
+                step=message["step"],
+                observation=last_observation,
+                legal_actions=message["legal_actions"],
+                move_time_left=time_left.get("move", 0.0),
+                time_bank_left=time_left.get("bank", 0.0),
+            )
+            try:
+                reply: dict[str, Any] = {
+                    "type": protocol.ACTION,
+                    "id": message["id"],
+                    "action": agent.act(turn),
+                }
+                line_out = protocol.encode(reply)
+            except MemoryError:
+                line_out = protocol.encode(
+                    {"type": protocol.ERROR, "id": message["id"], "kind": "memory",
+                     "message": "MemoryError: the agent ran out of memory"}
+                )
+            except Exception as error:  # noqa: BLE001 - reported to the referee
+                traceback.print_exc()
+                line_out = protocol.encode(
+                    {"type": protocol.ERROR, "id": message["id"], "message": _error_message(error)}
+                )
+            outgoing.write(line_out)
+        elif kind == protocol.START:
+            match = Match(
+                environment=hello.get("environment", ""),
+                configuration=hello.get("configuration", {}),
+                index=message["match"],
+                player=message["player"],
+                seed=message["seed"],
+                first_player=message.get("first_player", 0),
+                limits=hello.get("limits", {}),
+            )
+            last_observation = message.get("observation")
+            agent.start(match)
+        elif kind == protocol.END:
+            if match is not None:
+                agent.end(
+                    Result(
+                        match=match,
+                        outcome=message["result"],
+                        scores=message.get("scores", []),
+                        reason=message.get("reason", ""),
+                        observation=message.get("observation", last_observation),
+                    )
+                )
+            match = None
+        elif kind == protocol.HELLO:
+            hello = message
+            outgoing.write(
+                protocol.encode(
+                    {"type": protocol.READY, "protocol": protocol.PROTOCOL_VERSION,
+                     "name": agent.describe()}
+                )
+            )
+        elif kind == protocol.BYE:
+            return
+
+
+def run(agent: Agent) -> None:
+    """Serve ``agent`` on this process's stdin/stdout (the entry point of a sandbox)."""
+    incoming, outgoing = _protocol_streams()
+    try:
+        serve(agent, incoming, outgoing)
+    except BrokenPipeError:
+        pass
