@@ -19,11 +19,19 @@ from duel_runner.results import FaultKind
 from duel_runner.sandbox.base import SandboxedAgent
 
 
+#: Faults after which the process cannot be trusted to answer the next request.
+FATAL_KINDS = frozenset(
+    {FaultKind.TIMEOUT, FaultKind.CRASH, FaultKind.MEMORY_EXCEEDED, FaultKind.OVERSIZED_MESSAGE}
+)
+
+
 class AgentFailure(Exception):
-    def __init__(self, kind: FaultKind, message: str) -> None:
+    def __init__(self, kind: FaultKind, message: str, *, fatal: bool | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        #: True when the agent's process must be replaced before it can play again.
+        self.fatal = kind in FATAL_KINDS if fatal is None else fatal
 
 
 class Channel:

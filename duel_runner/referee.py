@@ -35,13 +35,6 @@ from duel_runner.sandbox.base import (
 from environments.base import Environment, IllegalAction
 from environments.registry import EnvironmentInfo, load_info, make_environment
 
-#: Faults after which the process cannot be trusted to answer the next request.
-_FATAL = {
-    FaultKind.TIMEOUT,
-    FaultKind.CRASH,
-    FaultKind.MEMORY_EXCEEDED,
-    FaultKind.OVERSIZED_MESSAGE,
-}
 MAX_RESTARTS = 1
 
 
@@ -237,7 +230,7 @@ class Referee:
         record.error_msg = "; ".join(fault.describe() for fault in record.faults)
 
     def _charge(self, contestant: Contestant, failure: AgentFailure, step: int | None) -> Fault:
-        if failure.kind in _FATAL:
+        if failure.fatal:
             contestant.broken = f"{failure.kind.value}: {failure.message}"
         return Fault(contestant.number, failure.kind, failure.message, step)
 
@@ -339,9 +332,12 @@ class Referee:
         kind = reply.get("type")
         if kind == protocol.ERROR:
             message = str(reply.get("message", ""))[:500] or "no message"
+            # The agent caught its own failure and is still answering: no restart.
             if reply.get("kind") == "memory":
-                raise AgentFailure(FaultKind.MEMORY_EXCEEDED, f"it ran out of memory: {message}")
-            raise AgentFailure(FaultKind.CRASH, f"its code raised an error: {message}")
+                raise AgentFailure(
+                    FaultKind.MEMORY_EXCEEDED, f"it ran out of memory: {message}", fatal=False
+                )
+            raise AgentFailure(FaultKind.CRASH, f"its code raised an error: {message}", fatal=False)
         if kind != protocol.ACTION or "action" not in reply:
             raise AgentFailure(
                 FaultKind.MALFORMED_MESSAGE,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import signal
 import shutil
 import threading
 from pathlib import Path
@@ -112,6 +113,8 @@ class Termination:
     out_of_memory: bool = False
     #: Killed by the CPU-time limit.
     out_of_cpu: bool = False
+    #: Stopped by the file size limit (killed by SIGXFSZ, or a write failed and it said so).
+    file_too_large: bool = False
 
     def describe(self) -> str:
         if self.out_of_memory:
@@ -120,9 +123,14 @@ class Termination:
             return "it used up its CPU-time limit"
         if self.returncode is None:
             return "it closed its output but is still running"
+        cause = " after exceeding the file size limit" if self.file_too_large else ""
         if self.returncode < 0:
-            return f"it was killed by signal {-self.returncode}"
-        return f"it exited with status {self.returncode}"
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = str(-self.returncode)
+            return f"it was killed by signal {name}{cause}"
+        return f"it exited with status {self.returncode}{cause}"
 
 
 class SandboxedAgent(Protocol):
@@ -185,6 +193,7 @@ class CappedLog:
             )
 
 
+FILE_SIZE_MARKERS = ("File too large", "EFBIG")
 MEMORY_ERROR_MARKERS = (
     "MemoryError",
     "Cannot allocate memory",

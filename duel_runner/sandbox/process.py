@@ -34,6 +34,7 @@ from pathlib import Path
 
 from duel_runner.sandbox import jail
 from duel_runner.sandbox.base import (
+    FILE_SIZE_MARKERS,
     MEMORY_ERROR_MARKERS,
     AgentSource,
     CappedLog,
@@ -217,8 +218,13 @@ class ProcessAgent:
         self._drain.join(timeout=0.5)
         log = self.log()
         out_of_memory = any(marker in log for marker in MEMORY_ERROR_MARKERS)
-        out_of_cpu = returncode == -signal.SIGXCPU
-        return Termination(returncode, out_of_memory=out_of_memory, out_of_cpu=out_of_cpu)
+        return Termination(
+            returncode,
+            out_of_memory=out_of_memory,
+            out_of_cpu=returncode == -signal.SIGXCPU,
+            file_too_large=returncode == -signal.SIGXFSZ
+            or any(marker in log for marker in FILE_SIZE_MARKERS),
+        )
 
     def _kill_everything(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -1,0 +1,1 @@
+raise ImportError("this agent needs a module that is not installed: tensorflow")

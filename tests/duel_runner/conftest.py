@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from duel_runner.sandbox.base import AgentSource
+from duel_runner.sandbox.process import UID_BASE, UID_COUNT, ProcessSandbox
+
+AGENTS = Path(__file__).parent / "agents"
+PLAYERS = Path(__file__).resolve().parents[2] / "example_players"
+
+
+def sandbox_processes() -> list[tuple[int, int, str]]:
+    """(pid, uid, name) of live processes under a sandbox user id."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        uid = int(fields.get("Uid", "-1").split()[0])
+        if UID_BASE <= uid < UID_BASE + UID_COUNT and not fields["State"].startswith("Z"):
+            found.append((int(entry.name), uid, fields["Name"].strip()))
+    return found
+
+
+@pytest.fixture
+def sandbox_root() -> Iterator[Path]:
+    # Not pytest's tmp_path: sandbox users must be able to traverse the parents.
+    root = Path(tempfile.mkdtemp(prefix="arena-test-sandboxes-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
+    sandbox = ProcessSandbox(root=sandbox_root)
+    yield sandbox
+    # The machine is left clean: no agent folder and no agent process survive.
+    leftovers = [
+        path.name
+        for path in sandbox_root.iterdir()
+        if not path.name.startswith("sdk-") and path.name != "uids"
+    ]
+    assert leftovers == []
+    assert sandbox_processes() == []
+
+
+def hostile(behaviour: str, at: int = 1, **variables: str) -> AgentSource:
+    environment = {"HOSTILE": behaviour, "HOSTILE_AT": str(at), **variables}
+    return AgentSource.from_path(AGENTS / "hostile", environment)
+
+
+def agent(name: str) -> AgentSource:
+    return AgentSource.from_path(AGENTS / name)
+
+
+def player(relative: str) -> AgentSource:
+    return AgentSource.from_path(PLAYERS / relative)
+
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 and os.environ.get("ARENA_REQUIRE_ALL") != "1",
+    reason="needs root: agents get their own user ids only when the referee runs as root",
+)

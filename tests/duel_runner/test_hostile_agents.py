@@ -1,0 +1,210 @@
+"""Every way an agent can misbehave ends with the right blame, in bounded time, leaving nothing behind.
+
+Player 1 is a well-behaved random agent, player 2 the hostile one. The ``backend``
+fixture checks after each test that no agent folder and no sandbox process remain.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from duel_runner.channel import Channel
+from duel_runner.referee import run_duel
+from duel_runner.results import DuelResult, FaultKind, Outcome
+from duel_runner.sandbox.base import AgentSource, SandboxLimits
+from duel_runner.sandbox.process import ProcessSandbox
+from tests.duel_runner.conftest import agent, hostile, needs_root, sandbox_processes
+
+FAST = {"matches": 3, "move_time": 0.3, "time_bank": 0.3, "startup_time": 10.0}
+
+
+def duel(backend: ProcessSandbox, source: AgentSource, **overrides: object) -> DuelResult:
+    settings = {**FAST, **overrides}
+    return run_duel(
+        "connect_four", (agent("random_agent.py"), source), backend=backend, seed=7, **settings
+    )
+
+
+def fault_kinds(result: DuelResult, player: int = 2) -> list[str]:
+    return [fault.kind.value for m in result.matches for fault in m.faults if fault.player == player]
+
+
+def assert_blamed_on_player_2(result: DuelResult) -> None:
+    document = result.as_json()
+    assert document["other_errors"] == 0
+    assert document["player_1_errors"] == 0
+    assert document["player_2_errors"] == document["num_matches"] == 3
+    assert document["player_1_wins"] == 3
+    assert document["result"] == Outcome.PLAYER_1_WIN
+
+
+@pytest.mark.parametrize("behaviour", ["sleep", "busy"])
+def test_it_charges_a_timeout_restarts_once_then_forfeits(backend, behaviour):
+    result = duel(backend, hostile(behaviour))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["timeout", "timeout", "forfeit"]
+    assert "move limit" in result.matches[0].faults[0].message
+    assert result.player_2_restarts == 1
+    assert result.duration < 15
+
+
+def test_it_charges_a_slow_start_as_a_timeout(backend):
+    result = duel(backend, hostile("slow_start"), startup_time=0.5)
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["timeout", "forfeit", "forfeit"]
+    assert "within 0.5 s" in result.matches[0].faults[0].message
+
+
+def test_it_charges_unbounded_memory_as_memory_exceeded(backend):
+    result = duel(backend, hostile("memory"), limits=SandboxLimits(memory_mb=256))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["memory_exceeded", "memory_exceeded", "forfeit"]
+    assert "MemoryError" in result.player_2_log
+
+
+def test_it_contains_a_fork_bomb_and_kills_every_copy(backend):
+    result = duel(backend, hostile("fork_bomb"), limits=SandboxLimits(max_processes=32))
+
+    assert_blamed_on_player_2(result)
+    assert set(fault_kinds(result)) <= {"timeout", "crash", "malformed_message", "forfeit"}
+    assert sandbox_processes() == []
+
+
+def test_it_charges_megabytes_without_a_newline_as_oversized(backend):
+    result = duel(backend, hostile("garbage"), max_message_bytes=1 << 20)
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["oversized_message", "oversized_message", "forfeit"]
+
+
+def test_it_charges_invalid_json_as_malformed_and_plays_on(backend):
+    result = duel(backend, hostile("garbage_lines"))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["malformed_message"] * 3
+    assert "this is not json" in result.matches[0].faults[0].message
+    assert result.player_2_restarts == 0
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "explanation"),
+    [("illegal", "99 is illegal: column 99 is out of range"), ("wrong_type", "must be an integer")],
+)
+def test_it_charges_an_illegal_action(backend, behaviour, explanation):
+    result = duel(backend, hostile(behaviour, at=2))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["illegal_action"] * 3
+    fault = result.matches[0].faults[0]
+    assert explanation in fault.message
+    # The first request was answered well; the second was the illegal one.
+    assert fault.step is not None and fault.step >= 1
+    assert len(result.matches[0].actions) == fault.step
+
+
+def test_it_charges_an_exit_mid_match_as_a_crash(backend):
+    result = duel(backend, hostile("exit", at=2))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["crash", "crash", "forfeit"]
+    assert "exited with status 3" in result.matches[0].faults[0].message
+    assert result.matches[0].faults[0].step is not None
+
+
+def test_it_charges_a_closed_stdout_as_a_crash(backend):
+    result = duel(backend, hostile("close_stdout"))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["crash", "crash", "forfeit"]
+    assert "closed its output" in result.matches[0].faults[0].message
+
+
+def test_it_stops_a_huge_file_at_the_file_size_limit(backend, sandbox_root):
+    result = duel(backend, hostile("huge_file"), limits=SandboxLimits(max_file_mb=8))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["crash", "crash", "forfeit"]
+    assert "file size limit" in result.matches[0].faults[0].message
+
+
+def test_it_keeps_a_flooded_log_capped_without_blame(backend):
+    limits = SandboxLimits(log_bytes=32 * 1024)
+    result = duel(backend, hostile("stderr_flood"), limits=limits, move_time=5.0)
+
+    assert result.as_json()["player_2_errors"] == 0
+    assert len(result.player_2_log) < 40 * 1024
+    assert "bytes of log dropped" in result.player_2_log
+
+
+def test_it_charges_an_exception_in_act_without_restarting(backend):
+    result = duel(backend, agent("raises_in_act.py"))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["crash"] * 3
+    assert "ZeroDivisionError" in result.matches[0].faults[0].message
+    assert result.player_2_restarts == 0
+
+
+def test_it_sends_print_output_to_the_log_not_the_protocol(backend):
+    result = duel(backend, agent("prints_to_stdout.py"))
+
+    assert result.as_json()["player_2_errors"] == 0
+    assert "thinking about" in result.player_2_log
+
+
+def test_it_records_an_import_error_at_start_as_a_crash(backend):
+    result = duel(backend, AgentSource.from_path(agent("random_agent.py").path.parent / "crash_at_import"))
+
+    assert_blamed_on_player_2(result)
+    assert fault_kinds(result) == ["crash", "forfeit", "forfeit"]
+    assert "while starting" in result.matches[0].faults[0].message
+    assert "tensorflow" in result.player_2_log
+
+
+def _exchange_one_move(backend: ProcessSandbox, source: AgentSource, victim_dir: str = "") -> str:
+    """Start ``source`` alone, play one request by hand and return its log."""
+    running = backend.start(source, limits=SandboxLimits(), label="p2-snoop")
+    try:
+        channel = Channel(running, max_message_bytes=1 << 16)
+        deadline = time.monotonic() + 10
+        channel.send({"type": "hello", "protocol": 1}, deadline)
+        assert channel.receive(deadline)["type"] == "ready"
+        channel.send({"type": "start", "match": 0, "player": 0, "seed": 1}, deadline)
+        channel.send(
+            {"type": "act", "id": 1, "match": 0, "step": 0, "observation": {},
+             "legal_actions": [1], "time_left": {"move": 5, "bank": 0}},
+            deadline,
+        )
+        assert channel.receive_reply(1, deadline)["action"] == 1
+        return running.log()
+    finally:
+        running.close()
+
+
+@needs_root
+def test_it_keeps_an_agent_out_of_another_agents_folder(backend):
+    victim = backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1-victim")
+    try:
+        victim_dir = str(victim.workdir)
+        log = _exchange_one_move(backend, hostile("snoop", HOSTILE_TARGET=victim_dir))
+    finally:
+        victim.close()
+
+    assert "LEAKED" not in log
+    assert log.count("denied: [Errno 13] Permission denied") == 4
+
+
+@needs_root
+def test_it_gives_an_agent_no_network(backend):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        log = _exchange_one_move(backend, hostile("network", HOSTILE_PORT=str(port)))
+
+    assert "CONNECTED" not in log
+    assert "network denied" in log
