@@ -147,9 +147,7 @@ def require_int(player: int, action: JSON, low: int, high: int, what: str) -> in
     return action
 
 
-def replay(
-    environment: Environment, seed: int, actions: list[list[JSON]]
-) -> list[dict[str, JSON]]:
+def replay(environment: Environment, seed: int, actions: list[list[JSON]]) -> list[dict[str, JSON]]:
     """Every state of a match, recomputed from its seed and actions.
 
     ``actions`` holds one entry per step: a list with one slot per player, the

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from environments.base import Environment
+from environments.registry import (
+    ENVIRONMENTS_DIR,
+    UnknownEnvironment,
+    environment_names,
+    load_environment_class,
+    load_info,
+    make_environment,
+)
+
+GAMES = ["connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "tic_tac_toe"]
+
+#: Actions that end a match quickly from the start, one entry per step.
+ENDINGS = {
+    "tic_tac_toe": [{0: 0}, {1: 3}, {0: 1}, {1: 4}, {0: 2}],
+    "connect_four": [{0: 0}, {1: 1}, {0: 0}, {1: 1}, {0: 0}, {1: 1}, {0: 0}],
+    "quarto": [
+        {0: {"square": None, "piece": 1}},
+        {1: {"square": 0, "piece": 3}},
+        {0: {"square": 1, "piece": 5}},
+        {1: {"square": 2, "piece": 15}},
+        {0: {"square": 3, "piece": 0}},
+    ],
+    "rock_paper_scissors": [{0: "rock", 1: "scissors"}] * 3,
+    "sum_to_10": [{0: 3}, {1: 3}, {0: 3}, {1: 1}],
+}
+
+
+def finished(name: str) -> Environment:
+    environment = make_environment(name)
+    for actions in ENDINGS[name]:
+        environment.step(actions)
+    assert environment.is_terminal()
+    return environment
+
+
+def test_it_lists_the_five_games() -> None:
+    assert environment_names() == GAMES
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_it_reads_each_info_file_with_the_right_types(name: str) -> None:
+    info = load_info(name)
+
+    assert info.name == name
+    assert info.players == 2
+    for text in (info.title, info.description, info.rules):
+        assert isinstance(text, str)
+        assert text.strip()
+    for count in (info.matches_per_duel, info.validation_matches, info.memory_mb):
+        assert isinstance(count, int)
+        assert count > 0
+    assert isinstance(info.cpu_seconds, int)
+    for seconds in (info.move_time, info.time_bank, info.startup_time):
+        assert isinstance(seconds, int | float)
+        assert seconds > 0
+    assert 2 <= info.validation_matches <= 4
+    expected_matches = 20 if name == "rock_paper_scissors" else 10
+    assert info.matches_per_duel == expected_matches
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_it_makes_each_game_from_its_name(name: str) -> None:
+    environment = make_environment(name)
+
+    assert isinstance(environment, load_environment_class(name))
+    assert environment.name == name
+    assert environment.num_players == 2
+    assert environment.configuration == type(environment).default_configuration()
+    environment.reset(7)
+    assert environment.seed == 7
+    assert environment.to_move() in ([0], [0, 1])
+
+
+def test_it_raises_for_an_unknown_game() -> None:
+    with pytest.raises(UnknownEnvironment, match="chess"):
+        make_environment("chess")
+    with pytest.raises(UnknownEnvironment):
+        load_info("../environments")
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_it_ships_a_stylesheet_using_the_game_class_prefix(name: str) -> None:
+    info = load_info(name)
+    stylesheet = info.static_dir / f"{name}.css"
+
+    assert stylesheet.is_file()
+    assert stylesheet.parent == ENVIRONMENTS_DIR / name / "static"
+    assert f".{info.html_class}-" in stylesheet.read_text()
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_it_renders_the_initial_and_final_states(name: str) -> None:
+    html_class = load_info(name).html_class
+    for environment in (make_environment(name), finished(name)):
+        text = environment.render_text()
+        fragment = environment.render_html()
+
+        assert text.strip()
+        assert fragment.startswith(f'<div class="{html_class}">')
+        assert fragment.endswith("</div>")
+        assert f'class="{html_class}-' in fragment
+        assert "<script" not in fragment
+        assert "http" not in fragment
+        assert html.escape(environment.name) in environment.render_html_page()
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_it_shows_the_winner_in_the_html(name: str) -> None:
+    fragment = finished(name).render_html()
+
+    assert "wins" in fragment
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_it_escapes_text_in_the_html(name: str) -> None:
+    class Hostile(load_environment_class(name)):
+        def _status(self) -> str:
+            return "<b>&\"'"
+
+    fragment = Hostile().render_html()
+
+    assert "<b>" not in fragment
+    assert "&lt;b&gt;&amp;" in fragment
