@@ -120,6 +120,13 @@ class Environment:
         self._apply(actions)
         self.step_count += 1
 
+    def positive_int_setting(self, key: str) -> int:
+        """A configuration value that must be a positive integer (a board size, a target)."""
+        value = self.configuration[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{self.name}: {key} must be a positive integer, got {value!r}")
+        return value
+
     def winner(self) -> int | None:
         """Index of the player with the most points, or None for a draw."""
         scores = self.scores()

@@ -14,13 +14,6 @@ ACTIONS = ("rock", "paper", "scissors")
 BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}
 
 
-def _positive_int(configuration: dict[str, JSON], key: str) -> int:
-    value = configuration[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"rock_paper_scissors: {key} must be a positive integer, got {value!r}")
-    return value
-
-
 def round_winner(first: str, second: str) -> int | None:
     """Index (0 or 1) of the player whose action wins the round, None for a tie."""
     if first == second:
@@ -34,8 +27,8 @@ class RockPaperScissors(Environment):
 
     def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
         super().__init__(configuration)
-        self.points_to_win = _positive_int(self.configuration, "points_to_win")
-        self.max_rounds = _positive_int(self.configuration, "max_rounds")
+        self.points_to_win = self.positive_int_setting("points_to_win")
+        self.max_rounds = self.positive_int_setting("max_rounds")
         self.reset()
 
     @classmethod

@@ -7,20 +7,13 @@ import html
 from environments.base import JSON, Environment, IllegalAction, require_int
 
 
-def _positive_int(configuration: dict[str, JSON], key: str) -> int:
-    value = configuration[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"sum_to_10: {key} must be a positive integer, got {value!r}")
-    return value
-
-
 class SumTo10(Environment):
     name = "sum_to_10"
 
     def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
         super().__init__(configuration)
-        self.target = _positive_int(self.configuration, "target")
-        self.max_add = _positive_int(self.configuration, "max_add")
+        self.target = self.positive_int_setting("target")
+        self.max_add = self.positive_int_setting("max_add")
         self.reset()
 
     @classmethod

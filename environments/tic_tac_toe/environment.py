@@ -15,21 +15,14 @@ SYMBOLS = ("X", "O")
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 
-def _positive_int(configuration: dict[str, JSON], key: str) -> int:
-    value = configuration[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"tic_tac_toe: {key} must be a positive integer, got {value!r}")
-    return value
-
-
 class TicTacToe(Environment):
     name = "tic_tac_toe"
 
     def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
         super().__init__(configuration)
-        self.rows = _positive_int(self.configuration, "rows")
-        self.columns = _positive_int(self.configuration, "columns")
-        self.inarow = _positive_int(self.configuration, "inarow")
+        self.rows = self.positive_int_setting("rows")
+        self.columns = self.positive_int_setting("columns")
+        self.inarow = self.positive_int_setting("inarow")
         self.reset()
 
     @classmethod
