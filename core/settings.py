@@ -100,9 +100,7 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": database_from_url(
-        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'arena.sqlite3'}")
-    )
+    "default": database_from_url(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'arena.sqlite3'}"))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

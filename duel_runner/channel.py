@@ -18,7 +18,6 @@ from arena_sdk import protocol
 from duel_runner.results import FaultKind
 from duel_runner.sandbox.base import SandboxedAgent
 
-
 #: Faults after which the process cannot be trusted to answer the next request.
 FATAL_KINDS = frozenset(
     {FaultKind.TIMEOUT, FaultKind.CRASH, FaultKind.MEMORY_EXCEEDED, FaultKind.OVERSIZED_MESSAGE}
@@ -69,9 +68,7 @@ class Channel:
             except BlockingIOError:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise AgentFailure(
-                        FaultKind.TIMEOUT, "it stopped reading its input"
-                    ) from None
+                    raise AgentFailure(FaultKind.TIMEOUT, "it stopped reading its input") from None
                 self._writer.poll(remaining * 1000)
                 continue
             except OSError as error:

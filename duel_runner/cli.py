@@ -2,6 +2,8 @@
 
     python -m duel_runner run connect_four AGENT_1 AGENT_2 --matches 20
     python -m duel_runner validate connect_four AGENT
+    python -m duel_runner round-robin connect_four AGENT AGENT AGENT... --matches 10
+    python -m duel_runner replay DUEL.json --match 3 [--html replay.html]
 
 An agent is a ``.py`` file or a folder with ``main.py``, ``agent.py`` or an
 executable named ``agent``.
@@ -10,10 +12,12 @@ executable named ``agent``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 SDK_PATH = Path(__file__).resolve().parent.parent / "sdk"
 if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
@@ -21,9 +25,20 @@ if str(SDK_PATH) not in sys.path:  # running from a checkout without installing 
 
 from duel_runner.referee import run_duel, validate  # noqa: E402
 from duel_runner.results import DuelResult  # noqa: E402
-from duel_runner.sandbox import BACKENDS, AgentSource, InvalidAgent, SandboxError  # noqa: E402
-from duel_runner.sandbox import get_backend  # noqa: E402
-from environments.registry import UnknownEnvironment, environment_names  # noqa: E402
+from duel_runner.sandbox import (  # noqa: E402
+    BACKENDS,
+    AgentSource,
+    InvalidAgent,
+    SandboxBackend,
+    SandboxError,
+    get_backend,
+)
+from environments.registry import (  # noqa: E402
+    UnknownEnvironment,
+    environment_names,
+    load_info,
+    make_environment,
+)
 
 
 def _variables(pairs: list[str]) -> dict[str, str]:
@@ -37,8 +52,11 @@ def _variables(pairs: list[str]) -> dict[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m duel_runner", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m duel_runner",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     def add_common(command: argparse.ArgumentParser) -> None:
@@ -47,21 +65,50 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--move-time", type=float, help="seconds per move (info.yml)")
         command.add_argument("--time-bank", type=float, help="overage seconds per match")
         command.add_argument("--startup-time", type=float, help="seconds to start (info.yml)")
-        command.add_argument("--sandbox", choices=BACKENDS,
-                             default=os.environ.get("ARENA_SANDBOX", "process"))
+        command.add_argument(
+            "--sandbox", choices=BACKENDS, default=os.environ.get("ARENA_SANDBOX", "process")
+        )
 
     run = commands.add_parser("run", help="play a duel and print its JSON document")
     add_common(run)
     run.add_argument("agent_1")
     run.add_argument("agent_2")
     run.add_argument("--matches", type=int, help="number of matches (info.yml)")
-    run.add_argument("--env1", action="append", default=[], metavar="NAME=VALUE",
-                     help="environment variable for agent 1 (repeatable)")
-    run.add_argument("--env2", action="append", default=[], metavar="NAME=VALUE",
-                     help="environment variable for agent 2 (repeatable)")
+    run.add_argument(
+        "--env1",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment variable for agent 1 (repeatable)",
+    )
+    run.add_argument(
+        "--env2",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment variable for agent 2 (repeatable)",
+    )
     run.add_argument("--no-logs", action="store_true", help="leave the agents' logs out")
-    run.add_argument("--summary", action="store_true",
-                     help="print a one-screen summary instead of the JSON document")
+    run.add_argument(
+        "--summary",
+        action="store_true",
+        help="print a one-screen summary instead of the JSON document",
+    )
+
+    league = commands.add_parser(
+        "round-robin", help="validate agents, play every pair once and print the standings"
+    )
+    add_common(league)
+    league.add_argument("agents", nargs="+")
+    league.add_argument("--matches", type=int, help="matches per duel (info.yml)")
+    league.add_argument("--output", type=Path, help="folder to write each duel's JSON into")
+
+    show = commands.add_parser(
+        "replay", help="recompute and show every state of a match from a duel's JSON"
+    )
+    show.add_argument("duel", type=Path, help="a duel document written by run or round-robin")
+    show.add_argument("--match", type=int, default=0, help="match index (default 0)")
+    show.add_argument("--html", type=Path, help="also write the states as one HTML page")
 
     check = commands.add_parser("validate", help="self-play an agent; exit 1 on failure")
     add_common(check)
@@ -91,30 +138,145 @@ def summary(result: DuelResult) -> str:
     return "\n".join(lines)
 
 
+def round_robin(
+    environment: str,
+    sources: list[AgentSource],
+    *,
+    backend: SandboxBackend,
+    seed: int | None,
+    output: Path | None,
+    overrides: dict[str, object],
+) -> int:
+    """Validate each agent, play every pair once; 2 points a duel won, 1 a draw."""
+    names = [source.name for source in sources]
+    if len(set(names)) != len(names):
+        raise InvalidAgent(f"agents must have different names, got {', '.join(names)}")
+    entrants = []
+    for source in sources:
+        validation = validate(
+            environment, source, backend=backend, seed=seed, **{**overrides, "matches": None}
+        )
+        status = "ok" if validation.passed else "FAILED"
+        print(f"validate {source.name:24s} {status}: {validation.message.splitlines()[0]}")
+        if validation.passed:
+            entrants.append(source)
+    table = {
+        source.name: {"points": 0, "won": 0, "drawn": 0, "lost": 0, "matches": 0.0, "faults": 0}
+        for source in entrants
+    }
+    if output:
+        output.mkdir(parents=True, exist_ok=True)
+    for first, second in itertools.combinations(entrants, 2):
+        result = run_duel(environment, (first, second), backend=backend, seed=seed, **overrides)
+        document = result.as_json()
+        print(
+            f"duel {first.name} vs {second.name}: {document['result']} "
+            f"{document['player_1_score']:g}-{document['player_2_score']:g}"
+        )
+        if result.infrastructure_error:
+            print(f"  not scored: {result.infrastructure_error}")
+            continue
+        for number, source in ((1, first), (2, second)):
+            row = table[source.name]
+            row["matches"] += document[f"player_{number}_score"]
+            row["faults"] += document[f"player_{number}_errors"]
+            if document["result"] == "DRAW":
+                row["drawn"] += 1
+                row["points"] += 1
+            elif document["result"] == f"PLAYER_{number}_WIN":
+                row["won"] += 1
+                row["points"] += 2
+            else:
+                row["lost"] += 1
+        if output:
+            path = output / f"{environment}-{first.name}-vs-{second.name}.json"
+            path.write_text(json.dumps(document, indent=2))
+    ranking = sorted(table.items(), key=lambda item: (-item[1]["points"], -item[1]["matches"]))
+    print(
+        f"\n{'rank':>4}  {'agent':24s} {'points':>6} {'W':>3} {'D':>3} {'L':>3} "
+        f"{'match pts':>9} {'faults':>6}"
+    )
+    for rank, (name, row) in enumerate(ranking, start=1):
+        print(
+            f"{rank:>4}  {name:24s} {row['points']:>6} {row['won']:>3} {row['drawn']:>3} "
+            f"{row['lost']:>3} {row['matches']:>9g} {row['faults']:>6}"
+        )
+    return 0 if len(entrants) == len(sources) else 1
+
+
+def replay_match(document: dict[str, Any], index: int, html_path: Path | None) -> str:
+    """The text rendering of every state of one match, recomputed from seed and actions."""
+    matches = {match["index"]: match for match in document["matches"]}
+    if index not in matches:
+        raise InvalidAgent(f"no match {index} in this duel (0..{len(matches) - 1})")
+    match = matches[index]
+    environment = make_environment(document["environment"])
+    names = {1: document["player_1"], 2: document["player_2"]}
+    seat_names = [names[number] for number in match["seats"]]
+    pages, lines = [], [f"match {index}: seats {seat_names}, seed {match['seed']}"]
+    environment.reset(match["seed"])
+    for step, step_actions in enumerate([None, *match["actions"]]):
+        if step_actions is not None:
+            environment.step({s: a for s, a in enumerate(step_actions) if a is not None})
+            moved = ", ".join(
+                f"{seat_names[s]} plays {a!r}" for s, a in enumerate(step_actions) if a is not None
+            )
+            lines.append(f"\nstep {step}: {moved}")
+        lines.append(environment.render_text())
+        pages.append(f"<section><h2>step {step}</h2>{environment.render_html()}</section>")
+    lines.append(f"\nresult: {match['result']} {match['error_msg']}".rstrip())
+    if html_path:
+        info = load_info(document["environment"])
+        style = "".join(path.read_text() for path in sorted(info.static_dir.glob("*.css")))
+        html_path.write_text(
+            f"<!doctype html><meta charset=utf-8><title>{info.title} replay</title>"
+            f"<style>{style}</style><h1>{info.title}: match {index}</h1>{''.join(pages)}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     overrides = {
-        "matches": arguments.matches,
-        "move_time": arguments.move_time,
-        "time_bank": arguments.time_bank,
-        "startup_time": arguments.startup_time,
+        key: getattr(arguments, key, None)
+        for key in ("matches", "move_time", "time_bank", "startup_time")
     }
     try:
+        if arguments.command == "replay":
+            document = json.loads(arguments.duel.read_text())
+            print(replay_match(document, arguments.match, arguments.html))
+            return 0
         backend = get_backend(arguments.sandbox)
+        if arguments.command == "round-robin":
+            sources = [AgentSource.from_path(path) for path in arguments.agents]
+            return round_robin(
+                arguments.environment,
+                sources,
+                backend=backend,
+                seed=arguments.seed,
+                output=arguments.output,
+                overrides=overrides,
+            )
         if arguments.command == "run":
             sources = (
                 AgentSource.from_path(arguments.agent_1, _variables(arguments.env1)),
                 AgentSource.from_path(arguments.agent_2, _variables(arguments.env2)),
             )
-            result = run_duel(arguments.environment, sources, backend=backend,
-                              seed=arguments.seed, **overrides)
+            result = run_duel(
+                arguments.environment, sources, backend=backend, seed=arguments.seed, **overrides
+            )
             if arguments.summary:
                 print(summary(result))
             else:
                 print(json.dumps(result.as_json(include_logs=not arguments.no_logs), indent=2))
             return 2 if result.infrastructure_error else 0
-        validation = validate(arguments.environment, AgentSource.from_path(arguments.agent),
-                              backend=backend, seed=arguments.seed, **overrides)
+        validation = validate(
+            arguments.environment,
+            AgentSource.from_path(arguments.agent),
+            backend=backend,
+            seed=arguments.seed,
+            **overrides,
+        )
         print(validation.message)
         return 0 if validation.passed else 1
     except (InvalidAgent, UnknownEnvironment, SandboxError, argparse.ArgumentTypeError) as error:

@@ -164,8 +164,7 @@ class Referee:
                 if reply.get("type") != protocol.READY:
                     raise AgentFailure(
                         FaultKind.MALFORMED_MESSAGE,
-                        f"it answered the handshake with {reply.get('type')!r} instead of "
-                        "'ready'",
+                        f"it answered the handshake with {reply.get('type')!r} instead of 'ready'",
                     )
             except AgentFailure as failure:
                 message = failure.message
@@ -401,8 +400,12 @@ class Referee:
                     environment.check_action(seat, action)
                 except IllegalAction as illegal:
                     record.faults.append(
-                        Fault(seats[seat].number, FaultKind.ILLEGAL_ACTION,
-                              f"{_shown(action)} is illegal: {illegal.reason}", step)
+                        Fault(
+                            seats[seat].number,
+                            FaultKind.ILLEGAL_ACTION,
+                            f"{_shown(action)} is illegal: {illegal.reason}",
+                            step,
+                        )
                     )
             if record.faults:
                 break
@@ -461,7 +464,7 @@ class Referee:
                 result.matches.append(self._play_match(index))
         except SandboxError as error:
             result.infrastructure_error = f"sandbox failure: {error}"
-        except Exception as error:  # noqa: BLE001 - a referee bug must not be scored
+        except Exception as error:
             result.infrastructure_error = (
                 f"referee error: {error!r}\n{traceback.format_exc(limit=8)}"
             )
@@ -522,7 +525,8 @@ def validate(
 ) -> ValidationResult:
     """Self-play: the agent plays a copy of itself; any fault of either copy fails it."""
     info = load_info(environment)
-    overrides.setdefault("matches", info.validation_matches)
+    if overrides.get("matches") is None:
+        overrides["matches"] = info.validation_matches
     duel = run_duel(environment, (source, source), backend=backend, seed=seed, **overrides)
     if duel.infrastructure_error:
         return ValidationResult(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import signal
 import shutil
+import signal
 import threading
 from pathlib import Path
 from typing import Protocol

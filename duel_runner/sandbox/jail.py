@@ -47,12 +47,12 @@ def main():
         os.chdir(config["workdir"])
         os.umask(0o077)
     except OSError as error:
-        _fail(SETUP_FAILED, "cannot confine the agent: %s" % error)
+        _fail(SETUP_FAILED, f"cannot confine the agent: {error}")
     command = config["command"]
     try:
         os.execve(command[0], command, config["env"])
     except OSError as error:
-        _fail(EXEC_FAILED, "cannot start %s: %s" % (command[0], error.strerror))
+        _fail(EXEC_FAILED, f"cannot start {command[0]}: {error.strerror}")
 
 
 if __name__ == "__main__":

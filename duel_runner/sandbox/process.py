@@ -306,7 +306,9 @@ class ProcessSandbox:
             target = self.root / f"sdk-{digest.hexdigest()[:16]}"
             if not (target / "arena_sdk" / "__init__.py").exists():
                 staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".sdk-"))
-                shutil.copytree(SDK_DIR, staging / "arena_sdk", ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(
+                    SDK_DIR, staging / "arena_sdk", ignore=shutil.ignore_patterns("__pycache__")
+                )
                 for path in [staging, *staging.rglob("*")]:
                     os.chmod(path, 0o755 if path.is_dir() else 0o644)
                 try:

@@ -12,7 +12,14 @@
 The package has no dependencies and is installed in every sandbox image.
 """
 
-from arena_sdk.adapters import AgentNotFound, KaggleAgent, PlayerAgent, Struct, find_agent, load_agent
+from arena_sdk.adapters import (
+    AgentNotFound,
+    KaggleAgent,
+    PlayerAgent,
+    Struct,
+    find_agent,
+    load_agent,
+)
 from arena_sdk.agent import Agent, FunctionAgent, Match, Result, Turn, agent
 from arena_sdk.protocol import PROTOCOL_VERSION
 from arena_sdk.serve import run, serve

@@ -118,8 +118,7 @@ def find_agent(module: types.ModuleType) -> Agent:
     own = {
         key: value
         for key, value in vars(module).items()
-        if getattr(value, "__module__", None) == module.__name__
-        or isinstance(value, Agent)
+        if getattr(value, "__module__", None) == module.__name__ or isinstance(value, Agent)
     }
     instances = [value for value in own.values() if isinstance(value, Agent)]
     if len(instances) > 1:

@@ -152,11 +152,11 @@ class FunctionAgent(Agent):
 def agent(act: Callable[[Turn], Any]) -> FunctionAgent:
     """Decorator style::
 
-        @agent
-        def play(turn):
-            return turn.random.choice(turn.legal_actions)
+    @agent
+    def play(turn):
+        return turn.random.choice(turn.legal_actions)
 
-        @play.on_start
-        def begin(match): ...
+    @play.on_start
+    def begin(match): ...
     """
     return FunctionAgent(act)

@@ -3,11 +3,11 @@
 One agent process serves every match of a duel. The referee writes one JSON object
 per line and the agent answers on its own stdout; stderr is the agent's log.
 
-    referee -> agent   {"type": "hello", ...}               agent -> {"type": "ready"}
-    referee -> agent   {"type": "start", ...}               (no answer)
-    referee -> agent   {"type": "act", "id": 7, ...}        agent -> {"type": "action", "id": 7, "action": ...}
-    referee -> agent   {"type": "end", ...}                 (no answer)
-    referee -> agent   {"type": "bye"}                      agent exits
+    {"type": "hello", ...}          ->  {"type": "ready"}
+    {"type": "start", ...}          (no answer)
+    {"type": "act", "id": 7, ...}   ->  {"type": "action", "id": 7, "action": ...}
+    {"type": "end", ...}            (no answer)
+    {"type": "bye"}                 the agent exits
 
 An agent whose code fails while choosing may answer
 ``{"type": "error", "id": 7, "message": "..."}`` instead of an action; the referee

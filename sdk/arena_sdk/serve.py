@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -60,10 +61,14 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
                 line_out = protocol.encode(reply)
             except MemoryError:
                 line_out = protocol.encode(
-                    {"type": protocol.ERROR, "id": message["id"], "kind": "memory",
-                     "message": "MemoryError: the agent ran out of memory"}
+                    {
+                        "type": protocol.ERROR,
+                        "id": message["id"],
+                        "kind": "memory",
+                        "message": "MemoryError: the agent ran out of memory",
+                    }
                 )
-            except Exception as error:  # noqa: BLE001 - reported to the referee
+            except Exception as error:
                 traceback.print_exc()
                 line_out = protocol.encode(
                     {"type": protocol.ERROR, "id": message["id"], "message": _error_message(error)}
@@ -97,8 +102,11 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
             hello = message
             outgoing.write(
                 protocol.encode(
-                    {"type": protocol.READY, "protocol": protocol.PROTOCOL_VERSION,
-                     "name": agent.describe()}
+                    {
+                        "type": protocol.READY,
+                        "protocol": protocol.PROTOCOL_VERSION,
+                        "name": agent.describe(),
+                    }
                 )
             )
         elif kind == protocol.BYE:
@@ -108,7 +116,5 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
 def run(agent: Agent) -> None:
     """Serve ``agent`` on this process's stdin/stdout (the entry point of a sandbox)."""
     incoming, outgoing = _protocol_streams()
-    try:
+    with contextlib.suppress(BrokenPipeError):
         serve(agent, incoming, outgoing)
-    except BrokenPipeError:
-        pass

@@ -15,8 +15,8 @@ AGENTS = Path(__file__).parent / "agents"
 PLAYERS = Path(__file__).resolve().parents[2] / "example_players"
 
 
-def sandbox_processes() -> list[tuple[int, int, str]]:
-    """(pid, uid, name) of live processes under a sandbox user id."""
+def sandbox_processes(uids: set[int] | None = None) -> list[tuple[int, int, str]]:
+    """(pid, uid, name) of live processes under a sandbox user id (or one of ``uids``)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -27,7 +27,8 @@ def sandbox_processes() -> list[tuple[int, int, str]]:
             continue
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
         uid = int(fields.get("Uid", "-1").split()[0])
-        if UID_BASE <= uid < UID_BASE + UID_COUNT and not fields["State"].startswith("Z"):
+        ours = uid in uids if uids is not None else UID_BASE <= uid < UID_BASE + UID_COUNT
+        if ours and not fields["State"].startswith("Z"):
             found.append((int(entry.name), uid, fields["Name"].strip()))
     return found
 
@@ -40,9 +41,23 @@ def sandbox_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+class RecordingSandbox(ProcessSandbox):
+    """Remembers the user ids its agents ran under, to check none is left running."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.uids: set[int] = set()
+
+    def start(self, source, *, limits, label):  # type: ignore[no-untyped-def]
+        running = super().start(source, limits=limits, label=label)
+        if running.uid is not None:
+            self.uids.add(running.uid)
+        return running
+
+
 @pytest.fixture
 def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
-    sandbox = ProcessSandbox(root=sandbox_root)
+    sandbox = RecordingSandbox(sandbox_root)
     yield sandbox
     # The machine is left clean: no agent folder and no agent process survive.
     leftovers = [
@@ -51,7 +66,7 @@ def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
         if not path.name.startswith("sdk-") and path.name != "uids"
     ]
     assert leftovers == []
-    assert sandbox_processes() == []
+    assert sandbox_processes(sandbox.uids) == []
 
 
 def hostile(behaviour: str, at: int = 1, **variables: str) -> AgentSource:

