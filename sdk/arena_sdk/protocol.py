@@ -34,7 +34,18 @@ BYE = "bye"
 #: Largest line either side may send unless the hello says otherwise.
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and arrays (``np.argmax`` returns ``np.int64``) as plain JSON values."""
+    for method in ("tolist", "item"):
+        if callable(getattr(value, method, None)):
+            return getattr(value, method)()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_encoder = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain
+)
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -12,7 +12,7 @@ from arena_sdk import protocol
 from arena_sdk.agent import Agent, Match, Result, Turn
 
 
-def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
+def protocol_streams() -> tuple[BinaryIO, BinaryIO]:
     """Take stdin/stdout for the protocol and send ``print`` output to stderr.
 
     A stray ``print`` in an agent would otherwise corrupt the protocol stream; here
@@ -32,6 +32,14 @@ def _error_message(error: BaseException) -> str:
     return "".join(traceback.format_exception_only(type(error), error)).strip()
 
 
+def _call_hook(hook: Any, argument: Any) -> None:
+    """Run a start or end hook; a failure there is logged, not fatal: no action depends on it."""
+    try:
+        hook(argument)
+    except Exception:
+        traceback.print_exc()
+
+
 def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
     """Answer the referee until it says bye or closes the stream."""
     hello: dict = {}
@@ -41,7 +49,17 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
         message = protocol.decode(line)
         kind = message["type"]
         if kind == protocol.ACT:
-            assert match is not None, "act before start"
+            if match is None:
+                outgoing.write(
+                    protocol.encode(
+                        {
+                            "type": protocol.ERROR,
+                            "id": message.get("id"),
+                            "message": "protocol error: act before start",
+                        }
+                    )
+                )
+                continue
             last_observation = message["observation"]
             time_left = message.get("time_left", {})
             turn = Turn(
@@ -85,17 +103,18 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
                 limits=hello.get("limits", {}),
             )
             last_observation = message.get("observation")
-            agent.start(match)
+            _call_hook(agent.start, match)
         elif kind == protocol.END:
             if match is not None:
-                agent.end(
+                _call_hook(
+                    agent.end,
                     Result(
                         match=match,
                         outcome=message["result"],
                         scores=message.get("scores", []),
                         reason=message.get("reason", ""),
                         observation=message.get("observation", last_observation),
-                    )
+                    ),
                 )
             match = None
         elif kind == protocol.HELLO:
@@ -113,8 +132,8 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
             return
 
 
-def run(agent: Agent) -> None:
+def run(agent: Agent, streams: Optional[tuple[BinaryIO, BinaryIO]] = None) -> None:
     """Serve ``agent`` on this process's stdin/stdout (the entry point of a sandbox)."""
-    incoming, outgoing = _protocol_streams()
+    incoming, outgoing = streams or protocol_streams()
     with contextlib.suppress(BrokenPipeError):
         serve(agent, incoming, outgoing)

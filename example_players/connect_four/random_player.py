@@ -1,0 +1,17 @@
+"""Connect Four: a uniformly random legal column (decorator style)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arena_sdk import Turn, agent, run
+
+
+@agent
+def random_column(turn: Turn) -> Any:
+    # turn.random is seeded from the match seed, so a duel replays identically.
+    return turn.random.choice(turn.legal_actions)
+
+
+if __name__ == "__main__":
+    run(random_column)

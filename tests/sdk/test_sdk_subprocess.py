@@ -1,0 +1,103 @@
+"""``python -m arena_sdk <file>`` as a real process, as the sandbox runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from arena_sdk import protocol
+
+SDK_DIR = Path(__file__).resolve().parents[2] / "sdk"
+
+CHATTY_AGENT = """
+from arena_sdk import agent
+
+@agent
+def chatty(turn):
+    print("thinking about", turn.legal_actions)
+    return turn.legal_actions[0]
+"""
+
+CHATTY_WHILE_LOADING_AGENT = """
+from arena_sdk import agent
+
+print("loading the model")
+
+@agent
+def chatty(turn):
+    return turn.legal_actions[0]
+"""
+
+MESSAGES = [
+    {"type": "hello", "protocol": 1, "environment": "sum_to_10", "configuration": {}},
+    {"type": "start", "match": 0, "player": 0, "seed": 1},
+    {
+        "type": "act",
+        "id": 1,
+        "step": 0,
+        "observation": {"total": 0},
+        "legal_actions": [1, 2, 3],
+        "time_left": {"move": 1.0, "bank": 10.0},
+    },
+    {"type": "end", "match": 0, "result": "win", "scores": [1, 0]},
+    {"type": "bye"},
+]
+
+
+def run_agent_file(
+    path: Path, messages: list[dict], **environment_variables: str
+) -> subprocess.CompletedProcess[bytes]:
+    environment = {**os.environ, "PYTHONPATH": str(SDK_DIR), **environment_variables}
+    return subprocess.run(
+        [sys.executable, "-m", "arena_sdk", str(path)],
+        input=b"".join(protocol.encode(message) for message in messages),
+        capture_output=True,
+        env=environment,
+        cwd=path.parent,
+        timeout=30,
+    )
+
+
+def test_print_in_an_agent_goes_to_stderr_not_the_protocol(tmp_path: Path) -> None:
+    path = tmp_path / "main.py"
+    path.write_text(textwrap.dedent(CHATTY_AGENT))
+
+    # Unbuffered output is the hard case: nothing waits in a buffer to be redirected.
+    completed = run_agent_file(path, MESSAGES, PYTHONUNBUFFERED="1")
+
+    assert completed.returncode == 0, completed.stderr.decode()
+    replies = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert replies == [
+        {"type": "ready", "protocol": 1, "name": "chatty"},
+        {"type": "action", "id": 1, "action": 1},
+    ]
+    assert "thinking about [1, 2, 3]" in completed.stderr.decode()
+
+
+def test_print_while_loading_an_agent_goes_to_stderr_not_the_protocol(tmp_path: Path) -> None:
+    path = tmp_path / "main.py"
+    path.write_text(textwrap.dedent(CHATTY_WHILE_LOADING_AGENT))
+
+    completed = run_agent_file(path, MESSAGES, PYTHONUNBUFFERED="1")
+
+    assert completed.returncode == 0, completed.stderr.decode()
+    assert [json.loads(line)["type"] for line in completed.stdout.splitlines()] == [
+        "ready",
+        "action",
+    ]
+    assert "loading the model" in completed.stderr.decode()
+
+
+def test_a_file_without_an_agent_exits_with_a_clear_message(tmp_path: Path) -> None:
+    path = tmp_path / "main.py"
+    path.write_text("LIMIT = 3\n")
+
+    completed = run_agent_file(path, MESSAGES)
+
+    assert completed.returncode == 3
+    assert completed.stdout == b""
+    assert "no agent found" in completed.stderr.decode()
