@@ -36,6 +36,8 @@ from environments.base import Environment, IllegalAction
 from environments.registry import EnvironmentInfo, load_info, make_environment
 
 MAX_RESTARTS = 1
+#: How long an agent may take to exit after ``bye`` before it is killed.
+FAREWELL_TIME = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,11 +91,16 @@ class Contestant:
     def label(self) -> str:
         return f"player {self.number} ({self.source.name})"
 
-    def stop(self) -> None:
+    def stop(self, *, farewell: bool = False) -> None:
+        """Kill the agent; with ``farewell`` a healthy one first gets ``bye`` and a moment
+        to exit on its own (to flush logs or save what it learned)."""
         if self.agent is not None:
-            with contextlib.suppress(OSError):
-                self.logs.append(self.agent.log())
+            if farewell and self.channel is not None and self.broken is None:
+                with contextlib.suppress(AgentFailure):
+                    self.channel.send({"type": protocol.BYE}, time.monotonic() + FAREWELL_TIME)
+                    self.agent.termination(wait=FAREWELL_TIME)
             self.agent.close()
+            self.logs.append(self.agent.log())
         self.agent = None
         self.channel = None
 
@@ -470,7 +477,7 @@ class Referee:
             )
         finally:
             for contestant in self.contestants:
-                contestant.stop()
+                contestant.stop(farewell=True)
         result.player_1_restarts = one.restarts
         result.player_2_restarts = two.restarts
         result.player_1_log = one.log()

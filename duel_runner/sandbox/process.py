@@ -248,6 +248,9 @@ class ProcessAgent:
             return
         self._closed = True
         self._kill_everything()
+        # With every writer dead the drain thread reads the last of the log and hits
+        # EOF; the flag only matters if something escaped with the pipe still open.
+        self._drain.join(timeout=1)
         self._closing.set()
         self._drain.join(timeout=1)
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):

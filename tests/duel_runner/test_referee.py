@@ -239,3 +239,15 @@ def test_it_closes_agents_even_when_the_referee_fails(backend, monkeypatch):
 
     assert result.as_json()["result"] == "ERROR"
     assert "referee error" in result.error_msg
+
+
+def test_it_says_bye_so_agents_can_exit_on_their_own(backend):
+    result = run_duel(
+        "sum_to_10",
+        (agent("says_goodbye.py"), agent("random_agent.py")),
+        backend=backend,
+        matches=2,
+        seed=1,
+    )
+
+    assert "saving what I learned after 2 matches" in result.player_1_log
