@@ -41,7 +41,10 @@ def database_from_url(url: str) -> dict[str, object]:
     """``sqlite:///path`` or ``postgres://user:password@host:port/name``."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path) or ":memory:"}
+        path = unquote(parsed.path)
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path or ":memory:"}
     if parsed.scheme in {"postgres", "postgresql"}:
         return {
             "ENGINE": "django.db.backends.postgresql",
@@ -68,8 +71,15 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "core",
+    "web",
     "duel_runner",
 ]
+
+AUTH_USER_MODEL = "core.User"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -111,6 +121,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+MEDIA_ROOT = Path(env_str("ARENA_MEDIA_ROOT", str(VAR_DIR / "media")))
+
+EMAIL_BACKEND = env_str("ARENA_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("ARENA_FROM_EMAIL", "arena@localhost")
 
 # --- Arena ---------------------------------------------------------------------
 

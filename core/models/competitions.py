@@ -1,0 +1,270 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from core.models.submissions import Environment, Revision
+
+
+class TournamentFormat(models.TextChoices):
+    ROUND_ROBIN = "round_robin", "Round robin"
+    SWISS = "swiss", "Swiss"
+    LADDER = "ladder", "Continuous ladder"
+
+
+class TournamentStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Tournament(models.Model):
+    environment = models.ForeignKey(
+        Environment, on_delete=models.PROTECT, related_name="tournaments"
+    )
+    name = models.CharField(max_length=120)
+    format = models.CharField(
+        max_length=16, choices=TournamentFormat.choices, default=TournamentFormat.ROUND_ROBIN
+    )
+    status = models.CharField(
+        max_length=16, choices=TournamentStatus.choices, default=TournamentStatus.DRAFT
+    )
+    matches_per_duel = models.PositiveIntegerField(
+        help_text="Matches in each duel; the environment's default when created from the admin."
+    )
+    rounds = models.PositiveIntegerField(null=True, blank=True, help_text="Swiss only.")
+    is_public = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    starts_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    # Progress, kept exact by the services that move duels between statuses.
+    duels_total = models.PositiveIntegerField(default=0)
+    duels_done = models.PositiveIntegerField(default=0)
+    duels_failed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=TournamentStatus.values), name="tournament_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(format__in=TournamentFormat.values), name="tournament_format_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(duels_done__lte=F("duels_total"))
+                & Q(duels_failed__lte=F("duels_total")),
+                name="tournament_progress_within_total",
+            ),
+            models.CheckConstraint(
+                condition=Q(matches_per_duel__gte=1), name="tournament_matches_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("tournament", args=[self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {
+            TournamentStatus.COMPLETED,
+            TournamentStatus.FAILED,
+            TournamentStatus.CANCELLED,
+        }
+
+    @property
+    def progress_percent(self) -> int:
+        if not self.duels_total:
+            return 0
+        return round(100 * (self.duels_done + self.duels_failed) / self.duels_total)
+
+
+class Participant(models.Model):
+    tournament = models.ForeignKey(
+        Tournament, on_delete=models.CASCADE, related_name="participants"
+    )
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="entries")
+    points = models.PositiveIntegerField(default=0)
+    wins = models.PositiveIntegerField(default=0)
+    losses = models.PositiveIntegerField(default=0)
+    draws = models.PositiveIntegerField(default=0)
+    #: Sum of match points over every duel.
+    score = models.FloatField(default=0)
+    rank = models.PositiveIntegerField(null=True, blank=True)
+    withdrawn = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["tournament", "rank", "-points"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tournament", "revision"], name="participant_unique_per_tournament"
+            ),
+            models.CheckConstraint(condition=Q(score__gte=0), name="participant_score_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.revision} in {self.tournament}"
+
+
+class DuelStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class DuelResult(models.TextChoices):
+    PLAYER_1_WIN = "PLAYER_1_WIN", "Player 1 won"
+    PLAYER_2_WIN = "PLAYER_2_WIN", "Player 2 won"
+    DRAW = "DRAW", "Draw"
+    ERROR = "ERROR", "Error"
+
+
+class DuelQuerySet(models.QuerySet["Duel"]):
+    def claimable(self, now: datetime | None = None) -> DuelQuerySet:
+        """Queued duels, and running ones whose worker lost its lease."""
+        now = now or timezone.now()
+        return self.filter(
+            Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
+        )
+
+    def visible_to(self, user: object) -> DuelQuerySet:
+        if getattr(user, "is_organizer", False):
+            return self
+        return self.filter(Q(tournament__is_public=True))
+
+
+class Duel(models.Model):
+    """Two revisions playing N matches; a validation duel has no tournament."""
+
+    tournament = models.ForeignKey(
+        Tournament, null=True, blank=True, on_delete=models.CASCADE, related_name="duels"
+    )
+    revision_1 = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
+    revision_2 = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
+    round = models.PositiveIntegerField(null=True, blank=True)
+    is_validation = models.BooleanField(default=False)
+    num_matches = models.PositiveIntegerField()
+    seed = models.BigIntegerField()
+
+    status = models.CharField(max_length=16, choices=DuelStatus.choices, default=DuelStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=120, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    result = models.CharField(max_length=16, choices=DuelResult.choices, blank=True)
+    error = models.TextField(blank=True)
+    player_1_wins = models.PositiveIntegerField(default=0)
+    player_2_wins = models.PositiveIntegerField(default=0)
+    draws = models.PositiveIntegerField(default=0)
+    player_1_score = models.FloatField(default=0)
+    player_2_score = models.FloatField(default=0)
+    player_1_errors = models.PositiveIntegerField(default=0)
+    player_2_errors = models.PositiveIntegerField(default=0)
+    other_errors = models.PositiveIntegerField(default=0)
+    player_1_restarts = models.PositiveIntegerField(default=0)
+    player_2_restarts = models.PositiveIntegerField(default=0)
+    player_1_log = models.TextField(blank=True)
+    player_2_log = models.TextField(blank=True)
+
+    objects = DuelQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "lease_expires_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=DuelStatus.values), name="duel_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(result="") | Q(result__in=DuelResult.values),
+                name="duel_result_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=DuelStatus.SUCCEEDED) | ~Q(result=""),
+                name="duel_succeeded_has_result",
+            ),
+            models.CheckConstraint(
+                condition=Q(player_1_score__gte=0) & Q(player_2_score__gte=0),
+                name="duel_scores_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.revision_1} vs {self.revision_2}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("duel", args=[self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
+
+
+class Match(models.Model):
+    """One match of a duel: its seed and actions replay every state."""
+
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="matches")
+    index = models.PositiveIntegerField()
+    #: The duel player (1 or 2) in the environment's first seat.
+    first_player = models.PositiveSmallIntegerField()
+    seed = models.BigIntegerField()
+    actions = models.JSONField(default=list)
+    timings = models.JSONField(default=list)
+    result = models.CharField(max_length=16, choices=DuelResult.choices)
+    error_msg = models.TextField(blank=True)
+    player_1_score = models.FloatField(default=0)
+    player_2_score = models.FloatField(default=0)
+    #: [{"player": 1|2, "kind": "timeout", "message": "...", "step": n}, ...]
+    faults = models.JSONField(default=list)
+    #: The player at fault (1 or 2), when exactly one was.
+    fault_player = models.PositiveSmallIntegerField(null=True, blank=True)
+    fault_kind = models.CharField(max_length=32, blank=True)
+    steps = models.PositiveIntegerField(default=0)
+    duration = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["duel", "index"]
+        verbose_name_plural = "matches"
+        constraints = [
+            models.UniqueConstraint(fields=["duel", "index"], name="match_index_unique"),
+            models.CheckConstraint(
+                condition=Q(first_player__in=[1, 2]), name="match_first_player_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(fault_player__isnull=True) | Q(fault_player__in=[1, 2]),
+                name="match_fault_player_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(result__in=DuelResult.values), name="match_result_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.duel} match {self.index}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("match", args=[self.duel_id, self.index])
+
+    @property
+    def seats(self) -> list[int]:
+        return [1, 2] if self.first_player == 1 else [2, 1]

@@ -1,0 +1,194 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+
+class Environment(models.Model):
+    """A game, copied from ``environments/<name>/info.yml`` by ``import_environments``.
+
+    The files stay the source of truth for limits; this copy is for browsing and
+    for relations.
+    """
+
+    name = models.SlugField(max_length=64, unique=True)
+    title = models.CharField(max_length=120)
+    description = models.TextField()
+    rules = models.TextField()
+    players = models.PositiveSmallIntegerField()
+    matches_per_duel = models.PositiveIntegerField()
+    validation_matches = models.PositiveIntegerField()
+    move_time = models.FloatField()
+    time_bank = models.FloatField()
+    startup_time = models.FloatField()
+    memory_mb = models.PositiveIntegerField()
+    cpu_seconds = models.PositiveIntegerField()
+    is_active = models.BooleanField(default=True)
+    imported_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def get_absolute_url(self) -> str:
+        return reverse("environment", args=[self.name])
+
+
+class Competitor(models.Model):
+    """An agent entered in one environment by its owner; uploads make its revisions."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="competitors"
+    )
+    environment = models.ForeignKey(
+        Environment, on_delete=models.PROTECT, related_name="competitors"
+    )
+    name = models.SlugField(max_length=64)
+    is_public = models.BooleanField(
+        default=False, help_text="Anyone may see and download the code of a public competitor."
+    )
+    is_disabled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["environment", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["environment", "name"], name="competitor_name_unique_per_environment"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.environment.name})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("competitor", args=[self.environment.name, self.name])
+
+
+class StepStatus(models.TextChoices):
+    """One step of a revision's pipeline: build, validation or publication."""
+
+    NONE = "none", "Not requested"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+def _revision_upload_path(revision: Revision, filename: str) -> str:
+    competitor = revision.competitor
+    return (
+        f"revisions/{competitor.environment.name}/{competitor.name}/v{revision.version}/{filename}"
+    )
+
+
+STEPS = ("build", "validation", "publication")
+
+
+def _step_constraint(step: str) -> models.CheckConstraint:
+    return models.CheckConstraint(
+        condition=Q(**{f"{step}_status__in": StepStatus.values}),
+        name=f"revision_{step}_status_valid",
+    )
+
+
+class RevisionQuerySet(models.QuerySet["Revision"]):
+    def validated(self) -> RevisionQuerySet:
+        return self.filter(
+            build_status=StepStatus.SUCCEEDED,
+            validation_status=StepStatus.SUCCEEDED,
+            is_disabled=False,
+            competitor__is_disabled=False,
+        )
+
+    def visible_to(self, user: object) -> RevisionQuerySet:
+        if getattr(user, "is_organizer", False):
+            return self
+        if getattr(user, "is_authenticated", False):
+            return self.filter(Q(competitor__is_public=True) | Q(competitor__owner=user))
+        return self.filter(competitor__is_public=True)
+
+
+class Revision(models.Model):
+    """One upload of a competitor, with three status machines: build, validation, publication."""
+
+    competitor = models.ForeignKey(Competitor, on_delete=models.CASCADE, related_name="revisions")
+    #: 1, 2, 3... per competitor, allocated under a row lock on the competitor.
+    version = models.PositiveIntegerField()
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    source = models.FileField(upload_to=_revision_upload_path, max_length=300)
+    #: The name the upload had (``agent.py`` or ``bot.zip``).
+    filename = models.CharField(max_length=200)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+    #: Path inside the upload that starts the agent (``main.py``, ``agent.py``, ``agent``).
+    entry_point = models.CharField(max_length=200)
+    has_requirements = models.BooleanField(default=False)
+    is_disabled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    build_status = models.CharField(
+        max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED
+    )
+    build_started_at = models.DateTimeField(null=True, blank=True)
+    build_ended_at = models.DateTimeField(null=True, blank=True)
+    build_error = models.TextField(blank=True)
+    build_log = models.TextField(blank=True)
+
+    validation_status = models.CharField(
+        max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED
+    )
+    validation_started_at = models.DateTimeField(null=True, blank=True)
+    validation_ended_at = models.DateTimeField(null=True, blank=True)
+    validation_error = models.TextField(blank=True)
+    validation_log = models.TextField(blank=True)
+
+    publication_status = models.CharField(
+        max_length=16, choices=StepStatus.choices, default=StepStatus.NONE
+    )
+    publication_started_at = models.DateTimeField(null=True, blank=True)
+    publication_ended_at = models.DateTimeField(null=True, blank=True)
+    publication_error = models.TextField(blank=True)
+    publication_log = models.TextField(blank=True)
+
+    objects = RevisionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["competitor", "-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["competitor", "version"], name="revision_version_unique"
+            ),
+            models.CheckConstraint(condition=Q(version__gte=1), name="revision_version_positive"),
+            *[_step_constraint(step) for step in STEPS],
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.competitor.name} v{self.version}"
+
+    def get_absolute_url(self) -> str:
+        competitor = self.competitor
+        return reverse(
+            "revision", args=[competitor.environment.name, competitor.name, self.version]
+        )
+
+    @property
+    def is_valid(self) -> bool:
+        return (
+            self.build_status == StepStatus.SUCCEEDED
+            and self.validation_status == StepStatus.SUCCEEDED
+            and not self.is_disabled
+        )
+
+    def step_duration(self, step: str) -> float | None:
+        started = getattr(self, f"{step}_started_at")
+        ended = getattr(self, f"{step}_ended_at")
+        if started is None or ended is None:
+            return None
+        return (ended - started).total_seconds()
