@@ -91,14 +91,17 @@ class Contestant:
     def label(self) -> str:
         return f"player {self.number} ({self.source.name})"
 
-    def stop(self, *, farewell: bool = False) -> None:
-        """Kill the agent; with ``farewell`` a healthy one first gets ``bye`` and a moment
-        to exit on its own (to flush logs or save what it learned)."""
+    def say_bye(self) -> None:
+        """Tell a healthy agent the duel is over, so it can exit on its own."""
+        if self.channel is not None and self.broken is None:
+            with contextlib.suppress(AgentFailure):
+                self.channel.send({"type": protocol.BYE}, time.monotonic() + FAREWELL_TIME)
+
+    def stop(self, *, grace: float = 0.0) -> None:
+        """Kill the agent (after waiting up to ``grace`` seconds for it to exit)."""
         if self.agent is not None:
-            if farewell and self.channel is not None and self.broken is None:
-                with contextlib.suppress(AgentFailure):
-                    self.channel.send({"type": protocol.BYE}, time.monotonic() + FAREWELL_TIME)
-                    self.agent.termination(wait=FAREWELL_TIME)
+            if grace:
+                self.agent.termination(wait=grace)
             self.agent.close()
             self.logs.append(self.agent.log())
         self.agent = None
@@ -416,7 +419,7 @@ class Referee:
                     )
             if record.faults:
                 break
-            environment.step(actions)
+            environment.apply(actions)
             record.actions.append([actions.get(seat) for seat in range(len(seats))])
             record.timings.append(
                 [round(timings[seat], 6) if seat in timings else None for seat in range(len(seats))]
@@ -477,7 +480,9 @@ class Referee:
             )
         finally:
             for contestant in self.contestants:
-                contestant.stop(farewell=True)
+                contestant.say_bye()
+            for contestant in self.contestants:
+                contestant.stop(grace=FAREWELL_TIME)
         result.player_1_restarts = one.restarts
         result.player_2_restarts = two.restarts
         result.player_1_log = one.log()

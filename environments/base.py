@@ -105,7 +105,7 @@ class Environment:
 
         Nothing changes when any action is illegal. When several are illegal the
         lowest player index is reported; the referee checks each player on its own
-        before calling this, so that blame is exact.
+        with ``check_action`` (for exact blame) and then calls ``apply``.
         """
         movers = self.to_move()
         if not movers:
@@ -117,6 +117,10 @@ class Environment:
             if player not in actions:
                 raise IllegalAction(player, "no action given")
             self.check_action(player, actions[player])
+        self.apply(actions)
+
+    def apply(self, actions: dict[int, JSON]) -> None:
+        """Apply actions that ``check_action`` accepted, one for each player in ``to_move()``."""
         self._apply(actions)
         self.step_count += 1
 

@@ -105,6 +105,8 @@ def kill_user_processes(uid: int) -> None:
     kill(-1) signals all of the caller's processes under the kernel's task list lock,
     so no fork can slip between the check and the kill.
     """
+    if not _processes_of_user(uid):
+        return
     for _attempt in range(20):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - child

@@ -43,9 +43,16 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+# Messages are trees built fresh for each send, so the circular-reference check is
+# pure cost on the hot path.
 _encoder = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain
+    ensure_ascii=False,
+    separators=(",", ":"),
+    allow_nan=False,
+    check_circular=False,
+    default=_plain,
 )
+_decoder = json.JSONDecoder()
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -55,7 +62,9 @@ def encode(message: dict[str, Any]) -> bytes:
 
 def decode(line: bytes | str) -> dict[str, Any]:
     """Parse one protocol line; raises ValueError unless it is a JSON object with a type."""
-    message = json.loads(line)
+    # json.loads(bytes) first sniffs the encoding; the protocol is UTF-8, so decode here.
+    text = line.decode() if isinstance(line, (bytes, bytearray)) else line
+    message = _decoder.decode(text)
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ValueError("a message must be a JSON object with a string 'type'")
     return message

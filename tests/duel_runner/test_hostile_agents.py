@@ -195,9 +195,10 @@ def _exchange_one_move(backend: ProcessSandbox, source: AgentSource, victim_dir:
             deadline,
         )
         assert channel.receive_reply(1, deadline)["action"] == 1
-        return running.log()
     finally:
         running.close()
+    # After close: the log is complete once the drain thread has read to the end.
+    return running.log()
 
 
 @needs_root

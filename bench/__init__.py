@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench.<name>`` from the repository root (see BENCHMARKS.md)."""

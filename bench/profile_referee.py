@@ -1,0 +1,179 @@
+"""Where a move's time goes: the referee and the agent SDK, profiled one at a time.
+
+    python -m bench.profile_referee            # both sides
+    python -m bench.profile_referee agent      # the SDK serve loop only
+    python -m bench.profile_referee referee    # run_duel only
+
+``agent`` runs ``arena_sdk.serve`` in this process on a recorded stream of real
+requests (no pipes, no referee): the agent's own cost per ``act``, then a cProfile
+of it. ``referee`` plays a long duel of random agents with the ``process`` sandbox
+and splits CPU time between the referee and its agents (getrusage; the agents'
+start-up is measured on a one-match duel and subtracted), then shows a cProfile of
+the referee. In that profile ``posix.write`` and ``poll`` also hold the time the
+referee waited for an agent, not only its own work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SDK_PATH = Path(__file__).resolve().parent.parent / "sdk"
+if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
+    sys.path.insert(0, str(SDK_PATH))
+
+from arena_sdk import Agent, Turn, protocol, serve  # noqa: E402
+
+from bench.bench_referee import ENVIRONMENT, RANDOM_AGENT, SEED  # noqa: E402
+from duel_runner.referee import run_duel  # noqa: E402
+from duel_runner.sandbox.base import AgentSource  # noqa: E402
+from duel_runner.sandbox.process import ProcessSandbox  # noqa: E402
+from environments.registry import make_environment  # noqa: E402
+
+TOP = 18
+
+
+class RandomAgent(Agent):
+    def act(self, turn: Turn) -> int:
+        return turn.random.choice(turn.legal_actions)
+
+
+def recorded_stream(matches: int) -> tuple[bytes, int]:
+    """What the referee sends one agent over ``matches`` matches, and the number of acts."""
+    environment = make_environment(ENVIRONMENT)
+    rng = random.Random(SEED)
+    hello = {
+        "type": protocol.HELLO,
+        "protocol": protocol.PROTOCOL_VERSION,
+        "environment": ENVIRONMENT,
+        "player_count": 2,
+        "configuration": environment.configuration,
+        "limits": {},
+    }
+    lines = [protocol.encode(hello)]
+    acts = 0
+    for match in range(matches):
+        environment.reset(match)
+        lines.append(
+            protocol.encode({"type": protocol.START, "match": match, "player": 0, "seed": match})
+        )
+        step = 0
+        while not environment.is_terminal():
+            [player] = environment.to_move()
+            acts += 1
+            request = {
+                "type": protocol.ACT,
+                "id": acts,
+                "match": match,
+                "step": step,
+                "observation": environment.observation(player),
+                "legal_actions": environment.legal_actions(player),
+                "time_left": {"move": 1.0, "bank": 10.0},
+            }
+            lines.append(protocol.encode(request))
+            environment.step({player: rng.choice(environment.legal_actions(player))})
+            step += 1
+        lines.append(
+            protocol.encode(
+                {
+                    "type": protocol.END,
+                    "match": match,
+                    "result": "draw",
+                    "scores": [0.5, 0.5],
+                    "reason": "",
+                    "observation": environment.observation(0),
+                }
+            )
+        )
+    return b"".join(lines), acts
+
+
+def profile_agent(matches: int) -> None:
+    stream, acts = recorded_stream(matches)
+
+    def play() -> None:
+        serve(RandomAgent(), io.BytesIO(stream), io.BytesIO())
+
+    play()
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        play()
+        best = min(best, time.perf_counter() - started)
+    print(
+        f"agent side: SDK serve loop, in-process, {acts} acts: "
+        f"{best / acts * 1e6:.1f} µs per act (best of 5; start/end included)"
+    )
+    profiler = cProfile.Profile()
+    profiler.runcall(play)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(TOP)
+
+
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def profile_referee(matches: int) -> None:
+    backend = ProcessSandbox()
+    with tempfile.TemporaryDirectory(prefix="profile-referee-") as folder:
+        path = Path(folder) / "random_agent.py"
+        path.write_text(RANDOM_AGENT)
+        agent = AgentSource.from_path(path)
+
+        def duel(count: int) -> tuple[int, float, float, float]:
+            own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
+            result = run_duel(
+                ENVIRONMENT, (agent, agent), backend=backend, matches=count, seed=SEED
+            )
+            moves = sum(len(match.actions) for match in result.matches)
+            return (
+                moves,
+                sum(match.duration for match in result.matches),
+                _cpu(resource.RUSAGE_SELF) - own,
+                _cpu(resource.RUSAGE_CHILDREN) - children,
+            )
+
+        _, _, start_own, start_children = duel(1)
+        moves, seconds, own, children = duel(matches)
+        print(
+            f"referee side: {moves} moves in {seconds:.2f} s of matches, "
+            f"{seconds / moves * 1e6:.1f} µs per move"
+        )
+        print(
+            f"  CPU per move: referee {(own - start_own) / moves * 1e6:.1f} µs, "
+            f"both agents together {(children - start_children) / moves * 1e6:.1f} µs"
+        )
+        profiler = cProfile.Profile()
+        profiler.runcall(
+            run_duel, ENVIRONMENT, (agent, agent), backend=backend, matches=matches, seed=SEED
+        )
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(TOP)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.profile_referee",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("side", nargs="?", choices=("agent", "referee", "both"), default="both")
+    parser.add_argument("--matches", type=int, default=500)
+    arguments = parser.parse_args(argv)
+    if arguments.side in ("agent", "both"):
+        profile_agent(arguments.matches)
+    if arguments.side in ("referee", "both"):
+        profile_referee(arguments.matches)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
