@@ -196,7 +196,11 @@ def round_robin(
         f"\n{'rank':>4}  {'agent':24s} {'points':>6} {'W':>3} {'D':>3} {'L':>3} "
         f"{'match pts':>9} {'faults':>6}"
     )
-    for rank, (name, row) in enumerate(ranking, start=1):
+    rank, previous = 0, None
+    for position, (name, row) in enumerate(ranking, start=1):
+        key = (row["points"], row["matches"])
+        if key != previous:  # ties share a rank
+            rank, previous = position, key
         print(
             f"{rank:>4}  {name:24s} {row['points']:>6} {row['won']:>3} {row['drawn']:>3} "
             f"{row['lost']:>3} {row['matches']:>9g} {row['faults']:>6}"
