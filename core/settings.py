@@ -73,7 +73,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "core",
     "web",
+    "builder",
     "duel_runner",
+    "tournament_manager",
 ]
 
 AUTH_USER_MODEL = "core.User"
@@ -130,5 +132,9 @@ DEFAULT_FROM_EMAIL = env_str("ARENA_FROM_EMAIL", "arena@localhost")
 
 #: Which sandbox backend runs agents: "process" (embedded default) or "docker".
 ARENA_SANDBOX = env_str("ARENA_SANDBOX", "process")
+#: Where built revisions are unpacked (one folder per revision) for the process sandbox.
+ARENA_BUILD_ROOT = Path(env_str("ARENA_BUILD_ROOT", str(VAR_DIR / "builds")))
 #: Where the process sandbox makes each agent's private working directory.
 ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
+#: How long a worker may hold a duel before another may take it over.
+ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "900"))

@@ -13,8 +13,8 @@ DEFAULT_SIGMA = 25.0 / 3
 class RatingQuerySet(models.QuerySet["Rating"]):
     def leaderboard(self) -> RatingQuerySet:
         """Best first, by the conservative estimate mu - 3 sigma."""
-        return self.annotate(conservative=models.F("mu") - 3 * models.F("sigma")).order_by(
-            "-conservative", "-games"
+        return self.annotate(conservative_rating=models.F("mu") - 3 * models.F("sigma")).order_by(
+            "-conservative_rating", "-games"
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from duel_runner.sandbox.base import (
     AgentSource,
     InvalidAgent,
@@ -14,11 +16,12 @@ from duel_runner.sandbox.base import (
 BACKENDS = ("process",)
 
 
-def get_backend(name: str = "process") -> SandboxBackend:
+def get_backend(name: str = "process", *, root: Path | None = None) -> SandboxBackend:
+    """The backend called ``name``; ``root`` is where agents' folders go (its default)."""
     if name == "process":
         from duel_runner.sandbox.process import ProcessSandbox
 
-        return ProcessSandbox()
+        return ProcessSandbox(root)
     raise SandboxError(f"unknown sandbox backend {name!r}; available: {', '.join(BACKENDS)}")
 
 

@@ -1,0 +1,161 @@
+"""Playing duels stored in the database: validation by self-play and tournament duels."""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from builder.services import revision_build_dir
+from core.models import Duel, DuelStatus, Match, Revision
+from core.models import DuelResult as StoredResult
+from core.services import revision_step_begin, revision_step_finish
+from duel_runner.referee import run_duel, validate
+from duel_runner.results import DuelResult, MatchRecord
+from duel_runner.sandbox import AgentSource, SandboxBackend, get_backend
+
+#: Stored logs are cut to this many characters (the sandbox already caps them).
+LOG_CHARS = 200_000
+
+
+def sandbox_backend() -> SandboxBackend:
+    return get_backend(settings.ARENA_SANDBOX, root=settings.ARENA_SANDBOX_ROOT)
+
+
+def revision_agent_source(revision: Revision) -> AgentSource:
+    return AgentSource.from_path(revision_build_dir(revision))
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _match_row(duel: Duel, record: MatchRecord) -> Match:
+    guilty = sorted({fault.player for fault in record.faults})
+    return Match(
+        duel=duel,
+        index=record.index,
+        first_player=record.first_player,
+        seed=record.seed,
+        actions=record.actions,
+        timings=record.timings,
+        result=record.result.value,
+        error_msg=record.error_msg,
+        player_1_score=record.player_1_score,
+        player_2_score=record.player_2_score,
+        faults=[fault.as_json() for fault in record.faults],
+        fault_player=guilty[0] if len(guilty) == 1 else None,
+        fault_kind=record.faults[0].kind.value if record.faults else "",
+        steps=len(record.actions),
+        duration=record.duration,
+    )
+
+
+def duel_record_result(*, duel: Duel, result: DuelResult) -> Duel:
+    """Store a played duel and its matches; an infrastructure error is stored, never scored."""
+    document = result.as_json()
+    failed = bool(result.infrastructure_error) or document["result"] == StoredResult.ERROR
+    with transaction.atomic():
+        Match.objects.filter(duel=duel).delete()
+        if not failed:
+            Match.objects.bulk_create([_match_row(duel, record) for record in result.matches])
+        Duel.objects.filter(pk=duel.pk).update(
+            status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
+            ended_at=timezone.now(),
+            lease_owner="",
+            lease_expires_at=None,
+            seed=result.seed,
+            result="" if failed else document["result"],
+            error=document["error_msg"][:10_000],
+            player_1_wins=0 if failed else document["player_1_wins"],
+            player_2_wins=0 if failed else document["player_2_wins"],
+            draws=0 if failed else document["draws"],
+            player_1_score=0 if failed else document["player_1_score"],
+            player_2_score=0 if failed else document["player_2_score"],
+            player_1_errors=document["player_1_errors"],
+            player_2_errors=document["player_2_errors"],
+            other_errors=document["other_errors"],
+            player_1_restarts=document["player_1_restarts"],
+            player_2_restarts=document["player_2_restarts"],
+            player_1_log=result.player_1_log[-LOG_CHARS:],
+            player_2_log=result.player_2_log[-LOG_CHARS:],
+        )
+    duel.refresh_from_db()
+    return duel
+
+
+def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
+    """Take a duel to play: queued, or running with an expired lease. None if taken."""
+    now = timezone.now()
+    lease = timedelta(seconds=settings.ARENA_DUEL_LEASE_SECONDS)
+    claimed = Duel.objects.filter(pk=duel_id).filter(
+        Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
+    )
+    updated = claimed.update(
+        status=DuelStatus.RUNNING,
+        lease_owner=worker,
+        lease_expires_at=now + lease,
+        attempts=F("attempts") + 1,
+        started_at=now,
+    )
+    if not updated:
+        return None
+    return Duel.objects.select_related(
+        "revision_1__competitor__environment", "revision_2__competitor__environment"
+    ).get(pk=duel_id)
+
+
+def duel_play(*, duel_id: int) -> None:
+    """Play a queued duel with the referee and store it; tells its tournament."""
+    duel = duel_claim(duel_id=duel_id, worker=worker_name())
+    if duel is None:
+        return
+    environment = duel.revision_1.competitor.environment.name
+    result = run_duel(
+        environment,
+        (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2)),
+        backend=sandbox_backend(),
+        seed=duel.seed,
+        matches=duel.num_matches,
+    )
+    duel = duel_record_result(duel=duel, result=result)
+    if duel.tournament_id is not None:
+        from tournament_manager.services import tournament_duel_finished
+
+        tournament_duel_finished(duel=duel)
+
+
+def revision_validate(*, revision_id: int) -> None:
+    """Self-play the revision; store the validation duel so its matches can be replayed."""
+    revision = revision_step_begin(revision_id=revision_id, step="validation")
+    if revision is None:
+        return
+    environment = revision.competitor.environment
+    source = revision_agent_source(revision)
+    validation = validate(environment.name, source, backend=sandbox_backend())
+    duel = Duel.objects.create(
+        revision_1=revision,
+        revision_2=revision,
+        is_validation=True,
+        num_matches=len(validation.duel.matches) or environment.validation_matches,
+        seed=validation.duel.seed,
+        status=DuelStatus.RUNNING,
+        attempts=1,
+        started_at=timezone.now(),
+    )
+    duel_record_result(duel=duel, result=validation.duel)
+    log = validation.message
+    if validation.duel.player_1_log:
+        log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log
+    revision_step_finish(
+        revision=revision,
+        step="validation",
+        succeeded=validation.passed,
+        error="" if validation.passed else validation.message,
+        log=log[-LOG_CHARS:],
+    )

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TournamentManagerConfig(AppConfig):
+    name = "tournament_manager"
+    verbose_name = "Tournament manager"
