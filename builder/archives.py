@@ -153,6 +153,14 @@ def extract_upload(
     if not _is_zip(filename):
         (destination / "main.py").write_bytes(content)
         return summary
+    try:
+        _extract_zip(content, destination, limits)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
+        raise UploadRejected(f"the zip archive cannot be read: {error}") from None
+    return summary
+
+
+def _extract_zip(content: bytes, destination: Path, limits: UploadLimits) -> None:
     written = 0
     with zipfile.ZipFile(io.BytesIO(content)) as archive:
         files = _members(archive, limits)
@@ -171,4 +179,3 @@ def extract_upload(
                     sink.write(chunk)
             executable = (info.external_attr >> 16) & 0o111
             target.chmod(0o755 if executable else 0o644)
-    return summary
