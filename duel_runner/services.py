@@ -17,7 +17,7 @@ from core.models import DuelResult as StoredResult
 from core.services import revision_step_begin, revision_step_finish
 from duel_runner.referee import run_duel, validate
 from duel_runner.results import DuelResult, MatchRecord
-from duel_runner.sandbox import AgentSource, SandboxBackend, get_backend
+from duel_runner.sandbox import AgentSource, InvalidAgent, SandboxBackend, get_backend
 
 #: Stored logs are cut to this many characters (the sandbox already caps them).
 LOG_CHARS = 200_000
@@ -116,13 +116,25 @@ def duel_play(*, duel_id: int) -> None:
     if duel is None:
         return
     environment = duel.revision_1.competitor.environment.name
-    result = run_duel(
-        environment,
-        (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2)),
-        backend=sandbox_backend(),
-        seed=duel.seed,
-        matches=duel.num_matches,
-    )
+    try:
+        sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
+    except InvalidAgent as error:
+        # A built revision whose files are gone is the platform's problem, not the agent's.
+        result = DuelResult(
+            environment=environment,
+            player_1=str(duel.revision_1),
+            player_2=str(duel.revision_2),
+            seed=duel.seed,
+            infrastructure_error=f"a revision's build is missing: {error}",
+        )
+    else:
+        result = run_duel(
+            environment,
+            sources,
+            backend=sandbox_backend(),
+            seed=duel.seed,
+            matches=duel.num_matches,
+        )
     duel = duel_record_result(duel=duel, result=result)
     if duel.tournament_id is not None:
         from tournament_manager.services import tournament_duel_finished

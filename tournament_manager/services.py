@@ -77,7 +77,9 @@ def tournament_launch(*, tournament: Tournament) -> Tournament:
         locked = Tournament.objects.select_for_update().get(pk=tournament.pk)
         if locked.status != TournamentStatus.DRAFT:
             raise ArenaError(f"{locked} is {locked.get_status_display().lower()}, not a draft")
-        participants = list(locked.participants.filter(withdrawn=False).select_related("revision"))
+        participants = list(
+            locked.participants.filter(withdrawn=False).select_related("revision").order_by("pk")
+        )
         if len(participants) < 2:
             raise ArenaError("a tournament needs at least two participants")
         seeds = random.SystemRandom()

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core.models import Duel, DuelStatus
+from duel_runner.services import duel_claim, duel_play
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+
+def two_revisions():
+    owner = make_user()
+    return (
+        upload(owner, "connect_four", "minimax", PLAYERS / "connect_four" / "minimax.py"),
+        upload(owner, "connect_four", "rando", PLAYERS / "connect_four" / "random_player.py"),
+    )
+
+
+def test_it_keeps_the_validation_duel_with_replayable_matches():
+    minimax, _ = two_revisions()
+    duel = Duel.objects.get(is_validation=True, revision_1=minimax)
+
+    assert duel.status == DuelStatus.SUCCEEDED
+    assert duel.matches.count() == duel.num_matches == 2
+    assert all(match.actions for match in duel.matches.all())
+
+
+def test_it_plays_a_stored_duel_and_records_every_match():
+    minimax, rando = two_revisions()
+    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=4, seed=12)
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED and duel.attempts == 1
+    assert duel.result == "PLAYER_1_WIN" and duel.player_1_wins == 4
+    assert [m.first_player for m in duel.matches.order_by("index")] == [1, 2, 1, 2]
+    assert duel.lease_owner == "" and duel.ended_at is not None
+
+
+def test_it_lets_only_one_worker_claim_a_duel():
+    minimax, rando = two_revisions()
+    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+
+    first = duel_claim(duel_id=duel.pk, worker="one")
+    second = duel_claim(duel_id=duel.pk, worker="two")
+
+    assert first is not None and first.lease_owner == "one"
+    assert second is None
+
+
+def test_it_hands_over_a_duel_whose_lease_expired():
+    minimax, rando = two_revisions()
+    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel_claim(duel_id=duel.pk, worker="lost")
+    Duel.objects.filter(pk=duel.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED
+    assert duel.attempts == 2
+    assert duel.matches.count() == 2

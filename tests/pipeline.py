@@ -1,0 +1,64 @@
+"""Fixtures for tests that run the real pipeline: upload, build, validation, duels.
+
+Import the fixtures into a test module (``from tests.pipeline import pipeline``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import transaction
+
+from core.models import Competitor, Environment, Revision, User
+from core.services import competitor_get_or_create, environments_import, revision_create
+
+PLAYERS = Path(__file__).resolve().parents[1] / "example_players"
+
+
+@pytest.fixture
+def pipeline(settings, tmp_path) -> Iterator[None]:
+    """Private folders for uploads, builds and sandboxes; environments imported."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.ARENA_BUILD_ROOT = tmp_path / "builds"
+    # Sandbox users must be able to traverse the parents, so not under pytest's tmp_path.
+    sandboxes = Path(tempfile.mkdtemp(prefix="arena-test-sandboxes-"))
+    settings.ARENA_SANDBOX_ROOT = sandboxes
+    environments_import()
+    yield
+    shutil.rmtree(sandboxes, ignore_errors=True)
+
+
+def upload(
+    owner: User,
+    environment: str,
+    name: str,
+    content: bytes | Path,
+    *,
+    filename: str = "main.py",
+    is_public: bool = True,
+) -> Revision:
+    """Upload as the owner, run the build and validation it triggers, return the revision."""
+    if isinstance(content, Path):
+        filename, content = content.name, content.read_bytes()
+    with transaction.atomic():
+        competitor: Competitor = competitor_get_or_create(
+            owner=owner,
+            environment=Environment.objects.get(name=environment),
+            name=name,
+            is_public=is_public,
+        )
+        revision = revision_create(
+            competitor=competitor, uploaded_by=owner, filename=filename, content=content
+        )
+    revision.refresh_from_db()
+    return revision
+
+
+def make_user(email: str = "owner@example.org") -> User:
+    return User.objects.create_user(
+        email, "a long enough password", display_name=email.split("@")[0]
+    )
