@@ -77,8 +77,8 @@ class Environment:
     def is_terminal(self) -> bool:
         raise NotImplementedError
 
-    def scores(self) -> list[float]:
-        """Match points once terminal: 1 for a win, 0 for a loss, 0.5 each for a draw."""
+    def winner(self) -> int | None:
+        """The player who won, once terminal; None for a draw or a match still going."""
         raise NotImplementedError
 
     def state(self) -> dict[str, JSON]:
@@ -131,12 +131,14 @@ class Environment:
             raise ValueError(f"{self.name}: {key} must be a positive integer, got {value!r}")
         return value
 
-    def winner(self) -> int | None:
-        """Index of the player with the most points, or None for a draw."""
-        scores = self.scores()
-        best = max(scores)
-        leaders = [player for player, score in enumerate(scores) if score == best]
-        return leaders[0] if len(leaders) == 1 else None
+    def scores(self) -> list[float]:
+        """Match points once terminal: 1 for a win, 0 for a loss, 0.5 each for a draw."""
+        if not self.is_terminal():
+            return [0.0] * self.num_players
+        winner = self.winner()
+        if winner is None:
+            return [1.0 / self.num_players] * self.num_players
+        return [1.0 if player == winner else 0.0 for player in range(self.num_players)]
 
     def render_html_page(self) -> str:
         """A standalone page around ``render_html``; used by tests and previews."""

@@ -87,18 +87,10 @@ class RockPaperScissors(Environment):
     def is_terminal(self) -> bool:
         return self.terminal
 
-    def _winning_player(self) -> int | None:
+    def winner(self) -> int | None:
         if not self.terminal or self.points[0] == self.points[1]:
             return None
         return 0 if self.points[0] > self.points[1] else 1
-
-    def scores(self) -> list[float]:
-        if not self.terminal:
-            return [0.0, 0.0]
-        winner = self._winning_player()
-        if winner is None:
-            return [0.5, 0.5]
-        return [1.0 if player == winner else 0.0 for player in range(2)]
 
     def state(self) -> dict[str, JSON]:
         return {
@@ -106,7 +98,7 @@ class RockPaperScissors(Environment):
             "points": list(self.points),
             "history": [list(pair) for pair in self.history],
             "to_move": self.to_move(),
-            "winner": self._winning_player(),
+            "winner": self.winner(),
             "terminal": self.terminal,
             "last_action": list(self.history[-1]) if self.history else None,
             "points_to_win": self.points_to_win,
@@ -114,7 +106,7 @@ class RockPaperScissors(Environment):
         }
 
     def _status(self) -> str:
-        winner = self._winning_player()
+        winner = self.winner()
         if winner is not None:
             return f"Player {winner + 1} wins {max(self.points)} to {min(self.points)}"
         if self.terminal:
@@ -153,7 +145,7 @@ class RockPaperScissors(Environment):
                 f'<tr class="{" ".join(classes)}"><th scope="row">{number}</th>'
                 f"{''.join(cells)}<td>{html.escape(self._result_text(pair))}</td></tr>"
             )
-        winner = self._winning_player()
+        winner = self.winner()
         score_cells = []
         for player in range(2):
             cell_class = "rock-paper-scissors-points"

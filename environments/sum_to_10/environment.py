@@ -66,10 +66,8 @@ class SumTo10(Environment):
         # Whoever made the last addition reached the target; nobody else can win.
         return self.current if self.terminal else None
 
-    def scores(self) -> list[float]:
-        if not self.terminal:
-            return [0.0, 0.0]
-        return [1.0 if player == self.current else 0.0 for player in range(2)]
+    def winner(self) -> int | None:
+        return self.current if self.terminal else None
 
     def state(self) -> dict[str, JSON]:
         return {

@@ -105,12 +105,8 @@ class TicTacToe(Environment):
     def is_terminal(self) -> bool:
         return self.terminal
 
-    def scores(self) -> list[float]:
-        if not self.terminal:
-            return [0.0, 0.0]
-        if self.winning_player is None:
-            return [0.5, 0.5]
-        return [1.0 if player == self.winning_player else 0.0 for player in range(2)]
+    def winner(self) -> int | None:
+        return self.winning_player
 
     def state(self) -> dict[str, JSON]:
         return {
