@@ -1,7 +1,7 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
 .PHONY: demo test setup lint format bench clean
 
-demo:            ## set up, validate the reference players, play a round robin per game
+demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
 
 test:            ## set up and run the whole test suite (what CI runs)

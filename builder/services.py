@@ -9,11 +9,20 @@ from pathlib import Path
 
 from django.conf import settings
 
-from builder.archives import UploadRejected, extract_upload
+from builder.archives import UploadLimits, UploadRejected, extract_upload
 from core import dispatch
 from core.models import Revision, StepStatus
 from core.services import revision_step_begin, revision_step_finish
 from duel_runner.sandbox.base import AgentSource, InvalidAgent
+
+
+def upload_limits() -> UploadLimits:
+    """The size and count caps on uploads, from the ``ARENA_UPLOAD_*`` settings."""
+    return UploadLimits(
+        max_upload_bytes=settings.ARENA_UPLOAD_MAX_BYTES,
+        max_files=settings.ARENA_UPLOAD_MAX_FILES,
+        max_unpacked_bytes=settings.ARENA_UPLOAD_MAX_UNPACKED_BYTES,
+    )
 
 
 def revision_build_dir(revision: Revision) -> Path:
@@ -44,7 +53,7 @@ def revision_build(*, revision_id: int) -> None:
     try:
         with revision.source.open("rb") as upload:
             content = upload.read()
-        summary = extract_upload(revision.filename, content, staging)
+        summary = extract_upload(revision.filename, content, staging, upload_limits())
         log.append(f"unpacked {len(summary.files)} file(s), {summary.unpacked_bytes:,} bytes")
         errors = _compile_errors(staging)
         if errors:

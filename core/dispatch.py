@@ -28,5 +28,9 @@ def run(path: str, **ids: int) -> None:
 
 
 def start(path: str, **ids: int) -> None:
-    """Run the service ``path`` with ``ids`` once the current transaction commits."""
-    transaction.on_commit(lambda: run(path, **ids))
+    """Run the service ``path`` with ``ids`` once the current transaction commits.
+
+    ``robust``: one failing piece of work is logged and does not stop the others
+    queued by the same transaction (the duels of a tournament, say).
+    """
+    transaction.on_commit(lambda: run(path, **ids), robust=True)

@@ -44,7 +44,9 @@ def revision_create(
         raise UploadRejected(f"{competitor.environment.title} is closed to new uploads")
     if competitor.is_disabled:
         raise UploadRejected(f"{competitor.name} is disabled by the organizers")
-    summary = inspect_upload(filename, content, limits)
+    from builder.services import upload_limits
+
+    summary = inspect_upload(filename, content, limits or upload_limits())
     with transaction.atomic():
         # The row lock serialises concurrent uploads, so versions never collide.
         Competitor.objects.select_for_update().get(pk=competitor.pk)

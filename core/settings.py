@@ -111,6 +111,16 @@ TEMPLATES = [
     },
 ]
 
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
+
 DATABASES = {
     "default": database_from_url(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'arena.sqlite3'}"))
 }
@@ -132,6 +142,15 @@ DEFAULT_FROM_EMAIL = env_str("ARENA_FROM_EMAIL", "arena@localhost")
 
 #: Which sandbox backend runs agents: "process" (embedded default) or "docker".
 ARENA_SANDBOX = env_str("ARENA_SANDBOX", "process")
+#: Caps on uploads: the file itself, files in a zip, and bytes once unpacked.
+ARENA_UPLOAD_MAX_BYTES = int(env_str("ARENA_UPLOAD_MAX_BYTES", str(10 * 1024 * 1024)))
+ARENA_UPLOAD_MAX_FILES = int(env_str("ARENA_UPLOAD_MAX_FILES", "500"))
+ARENA_UPLOAD_MAX_UNPACKED_BYTES = int(
+    env_str("ARENA_UPLOAD_MAX_UNPACKED_BYTES", str(50 * 1024 * 1024))
+)
+# Django refuses request bodies over this before a view sees them; leave room for the form.
+DATA_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
 #: Where built revisions are unpacked (one folder per revision) for the process sandbox.
 ARENA_BUILD_ROOT = Path(env_str("ARENA_BUILD_ROOT", str(VAR_DIR / "builds")))
 #: Where the process sandbox makes each agent's private working directory.

@@ -553,7 +553,7 @@ def validate(
     log = duel.player_1_log if first.player == 1 else duel.player_2_log
     lines = [
         f"validation failed: {first.kind.value} — {first.message}"
-        + (f" (step {first.step})" if first.step is not None else ""),
+        + (f" (move {first.step + 1})" if first.step is not None else ""),
         _ADVICE.get(first.kind, ""),
     ]
     if len(faults) > 1:

@@ -39,7 +39,8 @@ class Fault:
     step: int | None = None
 
     def describe(self) -> str:
-        where = f" at step {self.step}" if self.step is not None else ""
+        # ``step`` counts from 0 in the record; people count moves from 1.
+        where = f" on move {self.step + 1}" if self.step is not None else ""
         return f"player {self.player} {self.kind.value}{where}: {self.message}"
 
     def as_json(self) -> dict[str, Any]:

@@ -11,12 +11,15 @@ want_system=0
 
 say() { printf 'arena setup: %s\n' "$*"; }
 
-# Debian packages: the test suite needs Node.js (the non-Python example agent) and a
-# system Python with NumPy (what agents run on, as in the sandbox image).
+# Debian packages for the test suite: Node.js (the non-Python example agent), a system
+# Python with NumPy (what agents run on, as in the sandbox image), the PostgreSQL server
+# (the tests start a throwaway cluster with its binaries) and Chromium (browser tests).
 missing=()
 if [ "$want_system" = 1 ]; then
   command -v node >/dev/null || missing+=(nodejs)
   /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=(python3-numpy)
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
 fi
 "$PYTHON" -m venv --help >/dev/null 2>&1 && "$PYTHON" -c 'import ensurepip' 2>/dev/null \
   || missing+=(python3-venv)
@@ -26,6 +29,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [[ " ${missing[*]} " == *" postgresql "* ]] && command -v pg_lsclusters >/dev/null; then
+      # The package creates and may start a default cluster; the tests never use it
+      # (they start their own), so leave no server running that we did not ask for.
+      pg_lsclusters --no-header | while read -r version name _port status _rest; do
+        if [ "$status" = online ]; then pg_ctlcluster "$version" "$name" stop || true; fi
+      done
+    fi
   else
     say "not root: skipping system packages ${missing[*]} (tests that need them will say so)"
   fi

@@ -144,11 +144,6 @@ class DuelQuerySet(models.QuerySet["Duel"]):
             Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
         )
 
-    def visible_to(self, user: object) -> DuelQuerySet:
-        if getattr(user, "is_organizer", False):
-            return self
-        return self.filter(Q(tournament__is_public=True))
-
 
 class Duel(models.Model):
     """Two revisions playing N matches; a validation duel has no tournament."""

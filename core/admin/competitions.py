@@ -1,0 +1,619 @@
+"""Tournaments (created from validated revisions, launched, cancelled), duels and matches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.html import format_html, format_html_join
+
+from core.admin.base import (
+    EMPTY,
+    ArenaAdmin,
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    admin_changelist_link,
+    admin_link,
+    preformatted,
+    pretty_json,
+    public_link,
+    seconds,
+    status_badge,
+)
+from core.errors import ArenaError
+from core.models import (
+    Duel,
+    DuelStatus,
+    Environment,
+    Match,
+    Participant,
+    Revision,
+    Tournament,
+    TournamentStatus,
+)
+from tournament_manager.services import (
+    duel_rerun,
+    tournament_cancel,
+    tournament_create,
+    tournament_launch,
+)
+
+
+def latest_validated_revisions(environment: Environment) -> list[Revision]:
+    """Each competitor's newest validated revision in ``environment``."""
+    latest: dict[int, Revision] = {}
+    revisions = (
+        Revision.objects.validated()
+        .filter(competitor__environment=environment)
+        .select_related("competitor")
+        .order_by("competitor__name", "-version")
+    )
+    for revision in revisions:
+        latest.setdefault(revision.competitor_id, revision)
+    return list(latest.values())
+
+
+class ParticipantChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, revision: Revision) -> str:  # type: ignore[override]
+        owner = revision.competitor.owner
+        return (
+            f"{revision.competitor.environment.name} · {revision} "
+            f"(by {owner.display_name or owner.email}, uploaded {revision.created_at:%Y-%m-%d})"
+        )
+
+
+class TournamentCreateForm(forms.ModelForm):
+    """Picks the environment, then validated revisions of it (one per competitor)."""
+
+    participants = ParticipantChoiceField(
+        queryset=Revision.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Validated revisions only, one per competitor. Leave empty for the latest "
+        "validated revision of every competitor of the environment.",
+    )
+    matches_per_duel = forms.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="Empty: the environment's default.",
+    )
+
+    class Meta:
+        model = Tournament
+        fields = ("environment", "name", "matches_per_duel", "participants")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        environment = self._chosen_environment()
+        revisions = Revision.objects.validated().select_related(
+            "competitor__environment", "competitor__owner"
+        )
+        if environment is None:
+            links = format_html_join(
+                ", ",
+                '<a href="?environment={}">{}</a>',
+                Environment.objects.values_list("pk", "title"),
+            )
+            self.fields["environment"].help_text = format_html(
+                "Choose the environment first to list its revisions: {}.", links
+            )
+        else:
+            revisions = revisions.filter(competitor__environment=environment)
+            self.fields[
+                "matches_per_duel"
+            ].help_text = f"Empty: {environment.title}'s default, {environment.matches_per_duel}."
+            if not self.is_bound and not self.initial.get("participants"):
+                self.initial["participants"] = [
+                    revision.pk for revision in latest_validated_revisions(environment)
+                ]
+        self.fields["participants"].queryset = revisions.order_by(
+            "competitor__environment__name", "competitor__name", "-version"
+        )
+        if isinstance(self.initial.get("participants"), str):
+            self.initial["participants"] = self.initial["participants"].split(",")
+
+    def _chosen_environment(self) -> Environment | None:
+        value = self.data.get("environment") if self.is_bound else self.initial.get("environment")
+        if not value:
+            return None
+        try:
+            return Environment.objects.get(pk=value)
+        except (Environment.DoesNotExist, ValueError):
+            return None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        environment = cleaned.get("environment")
+        if environment is None:
+            return cleaned
+        revisions = list(cleaned.get("participants") or [])
+        if not revisions:
+            revisions = latest_validated_revisions(environment)
+        wrong = [str(r) for r in revisions if r.competitor.environment_id != environment.pk]
+        if wrong:
+            self.add_error("participants", f"Not in {environment.title}: {', '.join(wrong)}.")
+        competitors = [revision.competitor_id for revision in revisions]
+        if len(set(competitors)) != len(competitors):
+            self.add_error("participants", "Choose one revision per competitor.")
+        if len(revisions) < 2:
+            self.add_error(
+                "participants", f"A tournament needs two validated revisions of {environment}."
+            )
+        cleaned["participants"] = revisions
+        return cleaned
+
+
+class ParticipantInline(ReadOnlyInline):
+    model = Participant
+    fields = (
+        "rank",
+        "revision_link",
+        "owner",
+        "points",
+        "wins",
+        "draws",
+        "losses",
+        "score",
+        "withdrawn",
+    )
+    ordering = ("rank", "-points")
+    show_change_link = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Participant]:
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("revision__competitor__owner", "revision__competitor__environment")
+        )
+
+    @admin.display(description="revision")
+    def revision_link(self, participant: Participant) -> str:
+        return admin_link(participant.revision)
+
+    @admin.display(description="owner")
+    def owner(self, participant: Participant) -> str:
+        return str(participant.revision.competitor.owner)
+
+
+@admin.register(Tournament)
+class TournamentAdmin(ArenaAdmin):
+    can_delete = True
+    list_display = (
+        "name",
+        "environment",
+        "format",
+        "status_badge",
+        "progress",
+        "participant_count",
+        "matches_per_duel",
+        "created_at",
+        "started_at",
+        "ended_at",
+        "public",
+    )
+    list_filter = ("status", "environment", "format", "is_public")
+    search_fields = ("name", "environment__name", "environment__title")
+    list_select_related = ("environment",)
+    date_hierarchy = "created_at"
+    inlines = (ParticipantInline,)
+    actions = ("launch", "cancel", "rerun_failed_duels")
+    add_fieldsets = (
+        (None, {"fields": ("environment", "name", "matches_per_duel", "participants")}),
+    )
+    fieldsets = (
+        (None, {"fields": ("name", "environment", "format", "is_public", "matches_per_duel")}),
+        (
+            "Progress",
+            {
+                "fields": (
+                    "status_badge",
+                    "progress",
+                    "duels",
+                    "error",
+                    "created_by",
+                    "created_at",
+                    "started_at",
+                    "ended_at",
+                )
+            },
+        ),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Tournament]:
+        return super().get_queryset(request).annotate(participants_count=Count("participants"))
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.add_fieldsets if obj is None else self.fieldsets
+
+    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        if obj is None:
+            kwargs["form"] = TournamentCreateForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ()
+        fields = (
+            "environment",
+            "format",
+            "status_badge",
+            "progress",
+            "duels",
+            "error",
+            "created_by",
+            "created_at",
+            "started_at",
+            "ended_at",
+        )
+        if obj.status != TournamentStatus.DRAFT:
+            fields += ("matches_per_duel",)
+        return fields
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
+        return self.inlines if obj is not None else ()
+
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        try:
+            return super().add_view(request, form_url, extra_context)
+        except ArenaError as error:
+            self.message_user(request, error.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def save_model(
+        self, request: HttpRequest, obj: Tournament, form: forms.Form, change: bool
+    ) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        tournament = tournament_create(
+            environment=form.cleaned_data["environment"],
+            name=form.cleaned_data["name"],
+            revisions=form.cleaned_data["participants"],
+            matches_per_duel=form.cleaned_data.get("matches_per_duel"),
+            created_by=request.user,  # type: ignore[arg-type]
+        )
+        # The admin goes on with ``obj`` (messages, log, redirect): make it the created row.
+        for field in Tournament._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(tournament, field.attname))
+        obj._state.adding = False
+
+    def response_add(self, request: HttpRequest, obj: Tournament, *args: Any) -> HttpResponse:
+        self.message_user(
+            request,
+            f"{obj} is a draft with {obj.participants.count()} participants: launch it with the "
+            "“Launch” action.",
+            messages.INFO,
+        )
+        return super().response_add(request, obj, *args)
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, tournament: Tournament) -> str:
+        return status_badge(tournament.status, tournament.get_status_display())
+
+    @admin.display(description="duels done / total (failed)")
+    def progress(self, tournament: Tournament) -> str:
+        if not tournament.duels_total:
+            return EMPTY
+        failed = (
+            format_html(' <span style="color:#cf222e">({} failed)</span>', tournament.duels_failed)
+            if tournament.duels_failed
+            else ""
+        )
+        return format_html(
+            "{} / {} · {}%{}",
+            tournament.duels_done,
+            tournament.duels_total,
+            tournament.progress_percent,
+            failed,
+        )
+
+    @admin.display(description="participants", ordering="participants_count")
+    def participant_count(self, tournament: Tournament) -> int:
+        return tournament.participants_count  # type: ignore[attr-defined,no-any-return]
+
+    @admin.display(description="duels")
+    def duels(self, tournament: Tournament) -> str:
+        if not tournament.duels_total:
+            return EMPTY
+        return admin_changelist_link(
+            Duel, f"{tournament.duels_total} duels", tournament__id__exact=tournament.pk
+        )
+
+    @admin.display(description="public page")
+    def public(self, tournament: Tournament) -> str:
+        return public_link(tournament)
+
+    @admin.action(description="Launch (schedule and play every duel)")
+    def launch(self, request: HttpRequest, queryset: QuerySet[Tournament]) -> None:
+        def launch_one(tournament: Tournament) -> str:
+            tournament_launch(tournament=tournament)
+            tournament.refresh_from_db()
+            return (
+                f"{tournament.get_status_display().lower()}, "
+                f"{tournament.duels_done}/{tournament.duels_total} duels played"
+            )
+
+        self.run_each(request, queryset, launch_one, done="Launched")
+
+    @admin.action(description="Cancel (queued duels are not played)")
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Tournament]) -> None:
+        def cancel_one(tournament: Tournament) -> None:
+            if tournament.status not in (TournamentStatus.DRAFT, TournamentStatus.RUNNING):
+                raise ArenaError(f"is {tournament.get_status_display().lower()}; nothing to cancel")
+            tournament_cancel(tournament=tournament)
+
+        self.run_each(request, queryset, cancel_one, done="Cancelled")
+
+    @admin.action(description="Re-run failed duels")
+    def rerun_failed_duels(self, request: HttpRequest, queryset: QuerySet[Tournament]) -> None:
+        def rerun(tournament: Tournament) -> str:
+            failed = list(tournament.duels.filter(status=DuelStatus.FAILED))
+            if not failed:
+                raise ArenaError("has no failed duel")
+            for duel in failed:
+                duel_rerun(duel=duel)
+            tournament.refresh_from_db()
+            return (
+                f"{len(failed)} duel(s) re-run; "
+                f"now {tournament.get_status_display().lower()}, "
+                f"{tournament.duels_failed} failed"
+            )
+
+        self.run_each(request, queryset, rerun, done="Re-ran failed duels of")
+
+
+class MatchInline(ReadOnlyInline):
+    model = Match
+    fields = (
+        "index",
+        "first_player",
+        "result",
+        "player_1_score",
+        "player_2_score",
+        "fault",
+        "steps",
+        "duration",
+        "replay",
+    )
+    ordering = ("index",)
+
+    @admin.display(description="fault")
+    def fault(self, match: Match) -> str:
+        if not match.fault_kind:
+            return EMPTY
+        who = f"player {match.fault_player}" if match.fault_player else "both"
+        return f"{match.fault_kind} ({who})"
+
+    @admin.display(description="replay")
+    def replay(self, match: Match) -> str:
+        return public_link(match, "replay ↗")
+
+
+def _duel_environment(duel: Duel) -> Environment:
+    return duel.revision_1.competitor.environment
+
+
+@admin.register(Duel)
+class DuelAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "players",
+        "environment",
+        "tournament_link",
+        "status_badge",
+        "result",
+        "score",
+        "attempts",
+        "errors",
+        "created_at",
+        "duration",
+        "replay",
+    )
+    list_filter = (
+        "status",
+        "result",
+        "is_validation",
+        "revision_1__competitor__environment",
+        "tournament",
+    )
+    search_fields = ("revision_1__competitor__name", "revision_2__competitor__name", "error")
+    list_select_related = (
+        "tournament",
+        "revision_1__competitor__environment",
+        "revision_2__competitor",
+    )
+    date_hierarchy = "created_at"
+    inlines = (MatchInline,)
+    actions = ("rerun",)
+    fieldsets = (
+        (
+            "Duel",
+            {
+                "fields": (
+                    "players",
+                    "environment",
+                    "tournament_link",
+                    "is_validation",
+                    "round",
+                    "num_matches",
+                    "seed",
+                    "replay",
+                )
+            },
+        ),
+        (
+            "Status",
+            {
+                "fields": (
+                    "status_badge",
+                    "attempts",
+                    "lease_owner",
+                    "lease_expires_at",
+                    "created_at",
+                    "started_at",
+                    "ended_at",
+                    "duration",
+                    "error_text",
+                )
+            },
+        ),
+        (
+            "Result",
+            {
+                "fields": (
+                    "result",
+                    "player_1_wins",
+                    "player_2_wins",
+                    "draws",
+                    "player_1_score",
+                    "player_2_score",
+                    "player_1_errors",
+                    "player_2_errors",
+                    "other_errors",
+                    "player_1_restarts",
+                    "player_2_restarts",
+                )
+            },
+        ),
+        ("Logs", {"classes": ("collapse",), "fields": ("player_1_log_text", "player_2_log_text")}),
+    )
+    readonly_fields = tuple(field for _, options in fieldsets for field in options["fields"])
+
+    @admin.display(description="players")
+    def players(self, duel: Duel) -> str:
+        if duel.is_validation:
+            return format_html("{} (self-play)", admin_link(duel.revision_1))
+        return format_html("{} vs {}", admin_link(duel.revision_1), admin_link(duel.revision_2))
+
+    @admin.display(description="environment")
+    def environment(self, duel: Duel) -> str:
+        return _duel_environment(duel).title
+
+    @admin.display(description="tournament", ordering="tournament__name")
+    def tournament_link(self, duel: Duel) -> str:
+        if duel.is_validation:
+            return "validation"
+        return admin_link(duel.tournament)
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, duel: Duel) -> str:
+        return status_badge(duel.status, duel.get_status_display())
+
+    @admin.display(description="wins 1-2 (draws)")
+    def score(self, duel: Duel) -> str:
+        if duel.status != DuelStatus.SUCCEEDED:
+            return EMPTY
+        return f"{duel.player_1_wins}-{duel.player_2_wins} ({duel.draws})"
+
+    @admin.display(description="faults 1/2/other")
+    def errors(self, duel: Duel) -> str:
+        return f"{duel.player_1_errors}/{duel.player_2_errors}/{duel.other_errors}"
+
+    @admin.display(description="duration")
+    def duration(self, duel: Duel) -> str:
+        if duel.started_at is None or duel.ended_at is None:
+            return EMPTY
+        return seconds((duel.ended_at - duel.started_at).total_seconds())
+
+    @admin.display(description="error")
+    def error_text(self, duel: Duel) -> str:
+        return preformatted(duel.error)
+
+    @admin.display(description="player 1 log")
+    def player_1_log_text(self, duel: Duel) -> str:
+        return preformatted(duel.player_1_log)
+
+    @admin.display(description="player 2 log")
+    def player_2_log_text(self, duel: Duel) -> str:
+        return preformatted(duel.player_2_log)
+
+    @admin.display(description="replay")
+    def replay(self, duel: Duel) -> str:
+        return public_link(duel, "replay ↗")
+
+    @admin.action(description="Re-run (failed duels only)")
+    def rerun(self, request: HttpRequest, queryset: QuerySet[Duel]) -> None:
+        def rerun_one(duel: Duel) -> str:
+            if duel.is_validation:
+                raise ArenaError("is a validation duel; re-validate its revision instead")
+            duel_rerun(duel=duel)
+            duel.refresh_from_db()
+            return f"now {duel.get_status_display().lower()}"
+
+        self.run_each(
+            request,
+            queryset.filter(Q(status=DuelStatus.FAILED) | Q(is_validation=True)),
+            rerun_one,
+            done="Re-ran",
+        )
+        skipped = queryset.exclude(Q(status=DuelStatus.FAILED) | Q(is_validation=True)).count()
+        if skipped:
+            self.message_user(
+                request,
+                f"{skipped} duel(s) skipped: only failed duels are re-run.",
+                messages.WARNING,
+            )
+
+
+@admin.register(Match)
+class MatchAdmin(ReadOnlyAdmin):
+    list_display = (
+        "__str__",
+        "duel_link",
+        "index",
+        "result",
+        "player_1_score",
+        "player_2_score",
+        "fault_kind",
+        "fault_player",
+        "steps",
+        "duration",
+        "replay",
+    )
+    list_filter = ("result", "fault_kind", "duel__revision_1__competitor__environment")
+    search_fields = ("duel__revision_1__competitor__name", "duel__revision_2__competitor__name")
+    list_select_related = ("duel__revision_1__competitor", "duel__revision_2__competitor")
+    fields = (
+        "duel_link",
+        "index",
+        "first_player",
+        "seed",
+        "result",
+        "player_1_score",
+        "player_2_score",
+        "fault_kind",
+        "fault_player",
+        "error_msg",
+        "steps",
+        "duration",
+        "replay",
+        "faults_json",
+        "actions_json",
+        "timings_json",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="duel", ordering="duel")
+    def duel_link(self, match: Match) -> str:
+        return admin_link(match.duel, f"duel {match.duel_id}")
+
+    @admin.display(description="replay")
+    def replay(self, match: Match) -> str:
+        return public_link(match, "replay ↗")
+
+    @admin.display(description="faults")
+    def faults_json(self, match: Match) -> str:
+        return pretty_json(match.faults)
+
+    @admin.display(description="actions")
+    def actions_json(self, match: Match) -> str:
+        return pretty_json(match.actions)
+
+    @admin.display(description="timings")
+    def timings_json(self, match: Match) -> str:
+        return pretty_json(match.timings)

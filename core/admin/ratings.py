@@ -1,0 +1,114 @@
+"""Ratings (leaderboard order, mu - 3 sigma) and every logged change."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import F, QuerySet
+from django.http import HttpRequest
+
+from core.admin.base import EMPTY, ReadOnlyAdmin, admin_changelist_link, admin_link
+from core.models import Rating, RatingChange
+
+
+@admin.register(Rating)
+class RatingAdmin(ReadOnlyAdmin):
+    list_display = (
+        "competitor_link",
+        "environment",
+        "conservative_rating",
+        "mu_shown",
+        "sigma_shown",
+        "games",
+        "changes",
+        "updated_at",
+    )
+    list_filter = ("competitor__environment",)
+    search_fields = ("competitor__name", "competitor__owner__email")
+    list_select_related = ("competitor__environment",)
+    fields = (
+        "competitor_link",
+        "environment",
+        "conservative_rating",
+        "mu_shown",
+        "sigma_shown",
+        "games",
+        "changes",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Rating]:
+        # Not super(): its ordering would come before the annotation it orders by.
+        return Rating.objects.leaderboard()  # type: ignore[attr-defined,no-any-return]
+
+    def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("competitor__environment__name", "-conservative_rating", "-games")
+
+    @admin.display(description="competitor", ordering="competitor__name")
+    def competitor_link(self, rating: Rating) -> str:
+        return admin_link(rating.competitor, rating.competitor.name)
+
+    @admin.display(description="environment", ordering="competitor__environment__name")
+    def environment(self, rating: Rating) -> str:
+        return rating.competitor.environment.title
+
+    @admin.display(description="mu - 3 sigma", ordering="conservative_rating")
+    def conservative_rating(self, rating: Rating) -> str:
+        return f"{rating.conservative:.2f}"
+
+    @admin.display(description="mu", ordering="mu")
+    def mu_shown(self, rating: Rating) -> str:
+        return f"{rating.mu:.2f}"
+
+    @admin.display(description="sigma", ordering="sigma")
+    def sigma_shown(self, rating: Rating) -> str:
+        return f"{rating.sigma:.2f}"
+
+    @admin.display(description="log")
+    def changes(self, rating: Rating) -> str:
+        return admin_changelist_link(RatingChange, "changes", rating__id__exact=rating.pk)
+
+
+@admin.register(RatingChange)
+class RatingChangeAdmin(ReadOnlyAdmin):
+    list_display = ("rating_link", "reason", "mu_change", "sigma_change", "duel_link", "created_at")
+    list_filter = ("reason", "rating__competitor__environment")
+    search_fields = ("rating__competitor__name",)
+    list_select_related = ("rating__competitor__environment", "duel", "match")
+    date_hierarchy = "created_at"
+    fields = (
+        "rating_link",
+        "reason",
+        "duel_link",
+        "match_link",
+        "mu_before",
+        "mu_after",
+        "sigma_before",
+        "sigma_after",
+        "created_at",
+    )
+    readonly_fields = fields
+
+    def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("-created_at", "-pk")
+
+    @admin.display(description="competitor", ordering="rating__competitor__name")
+    def rating_link(self, change: RatingChange) -> str:
+        return admin_link(change.rating, change.rating.competitor)
+
+    @admin.display(description="mu", ordering=F("mu_after") - F("mu_before"))
+    def mu_change(self, change: RatingChange) -> str:
+        return f"{change.mu_before:.2f} → {change.mu_after:.2f}"
+
+    @admin.display(description="sigma")
+    def sigma_change(self, change: RatingChange) -> str:
+        return f"{change.sigma_before:.2f} → {change.sigma_after:.2f}"
+
+    @admin.display(description="duel")
+    def duel_link(self, change: RatingChange) -> str:
+        return admin_link(change.duel, f"duel {change.duel_id}") if change.duel_id else EMPTY
+
+    @admin.display(description="match")
+    def match_link(self, change: RatingChange) -> str:
+        if change.match is None:
+            return EMPTY
+        return admin_link(change.match, f"match {change.match.index}")

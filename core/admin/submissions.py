@@ -1,0 +1,421 @@
+"""Environments, competitors and their revisions (uploads with build and validation)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponseRedirect
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+
+from core.admin.base import (
+    EMPTY,
+    ArenaAdmin,
+    ReadOnlyInline,
+    admin_changelist_link,
+    admin_link,
+    preformatted,
+    public_link,
+    seconds,
+    status_badge,
+)
+from core.errors import ArenaError
+from core.models import Competitor, Duel, Environment, Revision, StepStatus
+from core.services import environments_import, revision_requeue
+
+
+@admin.register(Environment)
+class EnvironmentAdmin(ArenaAdmin):
+    can_add = False  # environments come from environments/<name>/info.yml
+    list_display = (
+        "title",
+        "name",
+        "is_active",
+        "players",
+        "matches_per_duel",
+        "validation_matches",
+        "move_time",
+        "time_bank",
+        "startup_time",
+        "memory_mb",
+        "cpu_seconds",
+        "competitor_count",
+        "new_tournament",
+        "public",
+    )
+    list_filter = ("is_active", "players")
+    search_fields = ("name", "title")
+    readonly_fields = (
+        "name",
+        "title",
+        "description",
+        "rules",
+        "players",
+        "matches_per_duel",
+        "validation_matches",
+        "move_time",
+        "time_bank",
+        "startup_time",
+        "memory_mb",
+        "cpu_seconds",
+        "imported_at",
+    )
+    fieldsets = (
+        (None, {"fields": ("name", "title", "is_active", "description", "rules")}),
+        (
+            "Limits (from info.yml; edit the file and re-import)",
+            {
+                "fields": (
+                    "players",
+                    "matches_per_duel",
+                    "validation_matches",
+                    "move_time",
+                    "time_bank",
+                    "startup_time",
+                    "memory_mb",
+                    "cpu_seconds",
+                    "imported_at",
+                )
+            },
+        ),
+    )
+    actions = ("reimport", "open_uploads", "close_uploads")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Environment]:
+        return super().get_queryset(request).annotate(competitors_count=Count("competitors"))
+
+    @admin.display(description="competitors", ordering="competitors_count")
+    def competitor_count(self, environment: Environment) -> str:
+        count = environment.competitors_count  # type: ignore[attr-defined]
+        return admin_changelist_link(Competitor, str(count), environment__id__exact=environment.pk)
+
+    @admin.display(description="tournament")
+    def new_tournament(self, environment: Environment) -> str:
+        url = reverse("admin:core_tournament_add") + f"?environment={environment.pk}"
+        return format_html('<a href="{}">new…</a>', url)
+
+    @admin.display(description="public page")
+    def public(self, environment: Environment) -> str:
+        return public_link(environment)
+
+    @admin.action(description="Re-import every environment from its info.yml")
+    def reimport(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
+        try:
+            imported = environments_import()
+        except (ArenaError, ValueError, LookupError) as error:
+            self.message_user(request, f"Import failed: {error}", messages.ERROR)
+            return
+        names = ", ".join(environment.name for environment in imported)
+        self.message_user(
+            request, f"Imported {len(imported)} environment(s): {names}.", messages.SUCCESS
+        )
+
+    @admin.action(description="Open to uploads")
+    def open_uploads(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
+        count = queryset.update(is_active=True)
+        self.message_user(request, f"{count} environment(s) open to uploads.", messages.SUCCESS)
+
+    @admin.action(description="Close to uploads")
+    def close_uploads(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
+        count = queryset.update(is_active=False)
+        self.message_user(request, f"{count} environment(s) closed to uploads.", messages.SUCCESS)
+
+
+def _steps_summary(revision: Revision) -> str:
+    return format_html(
+        "{} / {}",
+        status_badge(revision.build_status, f"build {revision.get_build_status_display()}"),
+        status_badge(
+            revision.validation_status,
+            f"validation {revision.get_validation_status_display()}",
+        ),
+    )
+
+
+class RevisionInline(ReadOnlyInline):
+    model = Revision
+    fields = ("version", "steps", "is_disabled", "size", "created_at")
+    ordering = ("-version",)
+
+    @admin.display(description="status")
+    def steps(self, revision: Revision) -> str:
+        return _steps_summary(revision)
+
+
+@admin.register(Competitor)
+class CompetitorAdmin(ArenaAdmin):
+    can_add = False  # competitors are made by uploads
+    list_display = (
+        "name",
+        "environment",
+        "owner_link",
+        "is_public",
+        "is_disabled",
+        "revision_count",
+        "latest",
+        "rating_link",
+        "created_at",
+        "public",
+    )
+    list_filter = ("environment", "is_public", "is_disabled")
+    search_fields = ("name", "owner__email", "owner__display_name", "owner__team")
+    list_select_related = ("environment", "owner", "rating")
+    readonly_fields = ("name", "environment", "owner_link", "rating_link", "created_at")
+    fields = (
+        "name",
+        "environment",
+        "owner_link",
+        "is_public",
+        "is_disabled",
+        "rating_link",
+        "created_at",
+    )
+    inlines = (RevisionInline,)
+    actions = ("disable", "enable", "make_public", "make_private")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Competitor]:
+        return super().get_queryset(request).annotate(revisions_count=Count("revisions"))
+
+    @admin.display(description="owner", ordering="owner__email")
+    def owner_link(self, competitor: Competitor) -> str:
+        return admin_link(competitor.owner, competitor.owner.email)
+
+    @admin.display(description="revisions", ordering="revisions_count")
+    def revision_count(self, competitor: Competitor) -> str:
+        count = competitor.revisions_count  # type: ignore[attr-defined]
+        return admin_changelist_link(Revision, str(count), competitor__id__exact=competitor.pk)
+
+    @admin.display(description="latest revision")
+    def latest(self, competitor: Competitor) -> str:
+        revision = competitor.revisions.order_by("-version").first()
+        if revision is None:
+            return EMPTY
+        return format_html(
+            "{} {}", admin_link(revision, f"v{revision.version}"), _steps_summary(revision)
+        )
+
+    @admin.display(description="rating")
+    def rating_link(self, competitor: Competitor) -> str:
+        rating = getattr(competitor, "rating", None)
+        if rating is None:
+            return EMPTY
+        return admin_link(rating, f"{rating.mu:.1f} ± {rating.sigma:.1f} ({rating.games} games)")
+
+    @admin.display(description="public page")
+    def public(self, competitor: Competitor) -> str:
+        return public_link(competitor)
+
+    @admin.action(description="Disable (no new uploads, out of new tournaments)")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
+        count = queryset.update(is_disabled=True)
+        self.message_user(request, f"{count} competitor(s) disabled.", messages.SUCCESS)
+
+    @admin.action(description="Enable")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
+        count = queryset.update(is_disabled=False)
+        self.message_user(request, f"{count} competitor(s) enabled.", messages.SUCCESS)
+
+    @admin.action(description="Make public (code visible to everyone)")
+    def make_public(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
+        count = queryset.update(is_public=True)
+        self.message_user(request, f"{count} competitor(s) are public.", messages.SUCCESS)
+
+    @admin.action(description="Make private")
+    def make_private(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
+        count = queryset.update(is_public=False)
+        self.message_user(request, f"{count} competitor(s) are private.", messages.SUCCESS)
+
+
+_BUSY = (StepStatus.QUEUED, StepStatus.RUNNING)
+
+
+def _step_fields(step: str) -> tuple[str, ...]:
+    return (
+        f"{step}_status_badge",
+        f"{step}_started_at",
+        f"{step}_ended_at",
+        f"{step}_duration",
+        f"{step}_error_text",
+        f"{step}_log_text",
+    )
+
+
+def _step_display(step: str) -> tuple[Any, Any, Any, Any]:
+    """The read-only columns of one step: status badge, duration, error, log."""
+
+    @admin.display(description="status", ordering=f"{step}_status")
+    def badge(self: Any, revision: Revision) -> str:
+        value = getattr(revision, f"{step}_status")
+        return status_badge(value, getattr(revision, f"get_{step}_status_display")())
+
+    @admin.display(description="duration")
+    def duration(self: Any, revision: Revision) -> str:
+        return seconds(revision.step_duration(step))
+
+    @admin.display(description="error")
+    def error(self: Any, revision: Revision) -> str:
+        return preformatted(getattr(revision, f"{step}_error"))
+
+    @admin.display(description="log")
+    def log(self: Any, revision: Revision) -> str:
+        return preformatted(getattr(revision, f"{step}_log"))
+
+    return badge, duration, error, log
+
+
+@admin.register(Revision)
+class RevisionAdmin(ArenaAdmin):
+    can_add = False  # revisions are uploads
+    list_display = (
+        "__str__",
+        "competitor_link",
+        "environment",
+        "build_status_badge",
+        "validation_status_badge",
+        "is_disabled",
+        "size",
+        "created_at",
+        "public",
+    )
+    list_filter = (
+        "build_status",
+        "validation_status",
+        "is_disabled",
+        "competitor__environment",
+    )
+    search_fields = (
+        "competitor__name",
+        "competitor__owner__email",
+        "competitor__owner__display_name",
+        "filename",
+        "sha256",
+    )
+    list_select_related = ("competitor__environment", "competitor__owner")
+    date_hierarchy = "created_at"
+    fieldsets = (
+        (
+            "Upload",
+            {
+                "fields": (
+                    "competitor_link",
+                    "version",
+                    "uploaded_by_link",
+                    "source_link",
+                    "filename",
+                    "sha256",
+                    "size",
+                    "entry_point",
+                    "has_requirements",
+                    "is_disabled",
+                    "created_at",
+                )
+            },
+        ),
+        ("Build", {"fields": _step_fields("build")}),
+        ("Validation", {"fields": ("validation_duel", *_step_fields("validation"))}),
+        ("Publication", {"classes": ("collapse",), "fields": _step_fields("publication")}),
+    )
+    readonly_fields = tuple(
+        field for _, options in fieldsets for field in options["fields"] if field != "is_disabled"
+    )
+    actions = ("rebuild", "revalidate", "disable", "enable", "create_tournament")
+
+    build_status_badge, build_duration, build_error_text, build_log_text = _step_display("build")
+    (
+        validation_status_badge,
+        validation_duration,
+        validation_error_text,
+        validation_log_text,
+    ) = _step_display("validation")
+    (
+        publication_status_badge,
+        publication_duration,
+        publication_error_text,
+        publication_log_text,
+    ) = _step_display("publication")
+
+    @admin.display(description="competitor", ordering="competitor__name")
+    def competitor_link(self, revision: Revision) -> str:
+        return admin_link(revision.competitor)
+
+    @admin.display(description="environment", ordering="competitor__environment__title")
+    def environment(self, revision: Revision) -> str:
+        return revision.competitor.environment.title
+
+    @admin.display(description="uploaded by")
+    def uploaded_by_link(self, revision: Revision) -> str:
+        return admin_link(revision.uploaded_by)
+
+    @admin.display(description="source")
+    def source_link(self, revision: Revision) -> str:
+        competitor = revision.competitor
+        try:
+            url = reverse(
+                "revision_source",
+                args=[competitor.environment.name, competitor.name, revision.version],
+            )
+        except NoReverseMatch:
+            return revision.source.name
+        return format_html('<a href="{}">{}</a> (download)', url, revision.source.name)
+
+    @admin.display(description="self-play duel")
+    def validation_duel(self, revision: Revision) -> str:
+        duel = (
+            Duel.objects.filter(is_validation=True, revision_1=revision)
+            .order_by("-created_at")
+            .first()
+        )
+        return admin_link(duel, f"duel {duel.pk}") if duel else EMPTY
+
+    @admin.display(description="public page")
+    def public(self, revision: Revision) -> str:
+        return public_link(revision)
+
+    @admin.action(description="Rebuild (build, then validate)")
+    def rebuild(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
+        def requeue(revision: Revision) -> None:
+            if revision.build_status in _BUSY or revision.validation_status == StepStatus.RUNNING:
+                raise ArenaError("is being built or validated; wait for it to finish")
+            revision_requeue(revision=revision, steps=("build", "validation"))
+
+        self.run_each(request, queryset, requeue, done="Rebuilt and re-validated")
+
+    @admin.action(description="Re-validate (self-play again)")
+    def revalidate(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
+        def requeue(revision: Revision) -> None:
+            if revision.build_status != StepStatus.SUCCEEDED:
+                raise ArenaError("its build has not succeeded; rebuild it instead")
+            if revision.validation_status == StepStatus.RUNNING:
+                raise ArenaError("is being validated; wait for it to finish")
+            revision_requeue(revision=revision, steps=("validation",))
+
+        self.run_each(request, queryset, requeue, done="Re-validated")
+
+    @admin.action(description="Disable (out of new tournaments)")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
+        count = queryset.update(is_disabled=True)
+        self.message_user(request, f"{count} revision(s) disabled.", messages.SUCCESS)
+
+    @admin.action(description="Enable")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
+        count = queryset.update(is_disabled=False)
+        self.message_user(request, f"{count} revision(s) enabled.", messages.SUCCESS)
+
+    @admin.action(description="Create a tournament from the selected revisions")
+    def create_tournament(
+        self, request: HttpRequest, queryset: QuerySet[Revision]
+    ) -> HttpResponseRedirect | None:
+        environments = set(queryset.values_list("competitor__environment", flat=True))
+        if len(environments) != 1:
+            self.message_user(request, "Select revisions of one environment only.", messages.ERROR)
+            return None
+        query = urlencode(
+            {
+                "environment": environments.pop(),
+                "participants": ",".join(str(pk) for pk in queryset.values_list("pk", flat=True)),
+            }
+        )
+        return HttpResponseRedirect(reverse("admin:core_tournament_add") + "?" + query)

@@ -1,0 +1,366 @@
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.urls import NoReverseMatch, reverse
+
+from builder.services import revision_build_dir
+from core.errors import ArenaError
+from core.management.accounts import random_password
+from core.models import (
+    Competitor,
+    Environment,
+    InviteCode,
+    Rating,
+    Revision,
+    Role,
+    StepStatus,
+    Tournament,
+    TournamentStatus,
+    User,
+)
+from core.services import (
+    competitor_get_or_create,
+    environments_import,
+    revision_create,
+    revision_requeue,
+)
+from tournament_manager.services import tournament_cancel, tournament_create, tournament_launch
+
+EXAMPLE_PLAYERS_DIR = Path(settings.BASE_DIR) / "example_players"
+ORGANIZER_EMAIL = "demo-organizer@example.com"
+ATTENDEE_EMAIL = "demo-attendee@example.com"
+INVITE_CODE = "welcome"
+TOURNAMENT_PREFIX = "Demo round robin"
+#: A fixed time stamp in the zips made from folders, so the same folder gives the same
+#: bytes (and sha256) on every run.
+ZIP_DATE = (2026, 1, 1, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class ReferencePlayer:
+    name: str
+    filename: str
+    content: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.content).hexdigest()
+
+
+def zip_folder(folder: Path) -> bytes:
+    """The folder as a zip, in memory, keeping executable bits; same bytes every time."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            info = zipfile.ZipInfo(str(path.relative_to(folder)), date_time=ZIP_DATE)
+            info.external_attr = (0o755 if os.access(path, os.X_OK) else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+def reference_players(game: str) -> list[ReferencePlayer]:
+    """``example_players/<game>/``: each .py file, and each folder (zipped) is a player."""
+    players = []
+    for path in sorted((EXAMPLE_PLAYERS_DIR / game).iterdir()):
+        if path.name.startswith((".", "_")):
+            continue
+        if path.is_file() and path.suffix == ".py":
+            players.append(ReferencePlayer(path.stem, path.name, path.read_bytes()))
+        elif path.is_dir():
+            players.append(ReferencePlayer(path.name, f"{path.name}.zip", zip_folder(path)))
+    return players
+
+
+def latest_validated_revisions(environment: Environment) -> list[Revision]:
+    """Each competitor's newest validated revision in ``environment``."""
+    latest: dict[int, Revision] = {}
+    revisions = (
+        Revision.objects.validated()
+        .filter(competitor__environment=environment)
+        .select_related("competitor__owner")
+        .order_by("competitor__name", "-version")
+    )
+    for revision in revisions:
+        latest.setdefault(revision.competitor_id, revision)
+    return list(latest.values())
+
+
+class Command(BaseCommand):
+    help = (
+        "The demo: import the games, make a demo organizer (new random password each run) "
+        f"and attendee and the invite code {INVITE_CODE!r}, upload every reference player of "
+        "example_players/ (built and validated by self-play), then play a round robin per "
+        "game and print the standings. Safe to run again: identical uploads are skipped and "
+        "a game with a completed tournament is not played again unless --fresh."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--games", nargs="+", metavar="GAME", help="only these games (default: all)"
+        )
+        parser.add_argument(
+            "--matches", type=int, metavar="N", help="matches per duel (default: the game's)"
+        )
+        parser.add_argument(
+            "--fresh", action="store_true", help="play a new tournament even if one completed"
+        )
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=600,
+            help="seconds to wait for a tournament played elsewhere (by workers)",
+        )
+        parser.add_argument(
+            "--port",
+            default=os.environ.get("ARENA_PORT", "8000"),
+            help="port printed in the login address (default: $ARENA_PORT or 8000)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        started = time.monotonic()
+        if options["matches"] is not None and options["matches"] < 1:
+            raise CommandError("--matches must be at least 1")
+        environments = {environment.name: environment for environment in environments_import()}
+        games = options["games"] or sorted(environments)
+        unknown = sorted(set(games) - set(environments))
+        if unknown:
+            raise CommandError(
+                f"unknown game(s): {', '.join(unknown)} (games: {', '.join(sorted(environments))})"
+            )
+        self.stdout.write(f"Imported {len(environments)} games: {', '.join(sorted(environments))}")
+        organizer, organizer_password = self.demo_user(
+            ORGANIZER_EMAIL, "Demo organizer", Role.ORGANIZER
+        )
+        attendee, attendee_password = self.demo_user(ATTENDEE_EMAIL, "Demo attendee", Role.ATTENDEE)
+        invite = self.invite(organizer)
+
+        for game in games:
+            environment = environments[game]
+            self.stdout.write("")
+            self.stdout.write(self.style.MIGRATE_HEADING(f"=== {environment.title} ({game}) ==="))
+            self.upload_players(environment, owners=(organizer, attendee))
+            tournament = self.round_robin(
+                environment,
+                organizer=organizer,
+                matches=options["matches"],
+                fresh=options["fresh"],
+                timeout=options["timeout"],
+            )
+            if tournament is not None:
+                self.print_standings(tournament)
+
+        base = f"http://127.0.0.1:{options['port']}"
+        self.stdout.write("")
+        self.stdout.write(self.style.SUCCESS(f"Demo ready in {time.monotonic() - started:.1f} s."))
+        self.stdout.write(f"  site:        {base}/")
+        self.stdout.write(f"  log in at:   {base}{self.login_path()}  (admin: {base}/admin/)")
+        self.stdout.write(f"  organizer:   {organizer.email}  password: {organizer_password}")
+        self.stdout.write(f"  attendee:    {attendee.email}  password: {attendee_password}")
+        self.stdout.write(f"  invite code: {invite.code}  (to register new accounts)")
+
+    def demo_user(self, email: str, display_name: str, role: str) -> tuple[User, str]:
+        """The demo account, with a new random password on every run (printed at the end)."""
+        password = random_password()
+        user = User.objects.filter(email=email).first()
+        if user is None:
+            user = User.objects.create_user(
+                email,
+                password,
+                display_name=display_name,
+                role=role,
+                is_staff=role == Role.ORGANIZER,
+            )
+            self.stdout.write(f"Created {role} {email}")
+        else:
+            user.set_password(password)
+            user.role, user.is_active = role, True
+            user.is_staff = role == Role.ORGANIZER or user.is_superuser
+            user.save(update_fields=["password", "role", "is_active", "is_staff"])
+        return user, password
+
+    def invite(self, organizer: User) -> InviteCode:
+        invite, created = InviteCode.objects.get_or_create(
+            code=INVITE_CODE,
+            defaults={"note": "made by manage.py demo", "created_by": organizer},
+        )
+        if created:
+            self.stdout.write(f"Created the invite code {INVITE_CODE!r}")
+        elif not invite.is_usable():
+            self.stdout.write(
+                self.style.WARNING(
+                    f"The invite code {INVITE_CODE!r} exists but is not usable (inactive, "
+                    "expired or used up); change it in the admin"
+                )
+            )
+        return invite
+
+    def upload_players(self, environment: Environment, *, owners: tuple[User, User]) -> None:
+        players = reference_players(environment.name)
+        for index, player in enumerate(players):
+            owner = owners[index % len(owners)]
+            try:
+                competitor = competitor_get_or_create(
+                    owner=owner, environment=environment, name=player.name, is_public=True
+                )
+                revision, note = self.upload(competitor, owner, player)
+            except ArenaError as error:
+                self.stdout.write(self.style.ERROR(f"  ✘ {player.name}: {error.message}"))
+                continue
+            self.report_validation(revision, note)
+
+    def upload(
+        self, competitor: Competitor, owner: User, player: ReferencePlayer
+    ) -> tuple[Revision, str]:
+        """The competitor's revision with these bytes (uploaded, reused, or re-queued if it
+        did not validate) and what was done. In the embedded setup the build and the
+        validation run right after the upload commits, so they are over when this returns."""
+        revision = competitor.revisions.filter(sha256=player.sha256).order_by("-version").first()
+        note = "already uploaded"
+        if revision is None:
+            revision = revision_create(
+                competitor=competitor,
+                uploaded_by=owner,
+                filename=player.filename,
+                content=player.content,
+            )
+            note = ""
+        elif not revision.is_disabled and (
+            not revision.is_valid or not revision_build_dir(revision).is_dir()
+        ):
+            # A build or validation that failed, was cut short by a stopped demo, or a
+            # build folder removed since.
+            revision_requeue(revision=revision, steps=("build", "validation"))
+            note = "uploaded before, built and validated again"
+        revision.refresh_from_db()
+        return revision, note
+
+    def report_validation(self, revision: Revision, note: str) -> None:
+        extra = f", {note}" if note else ""
+        name = f"{revision.competitor.name} v{revision.version} ({revision.filename}{extra})"
+        if revision.is_valid:
+            took = revision.step_duration("validation")
+            detail = (revision.validation_log.splitlines() or [""])[0]
+            when = f" in {took:.1f} s" if took is not None else ""
+            detail = detail.removeprefix("validated: ")
+            self.stdout.write(self.style.SUCCESS(f"  ✔ {name} validated{when}: {detail}"))
+        elif revision.build_status == StepStatus.FAILED:
+            self.stdout.write(self.style.ERROR(f"  ✘ {name}: build failed: {revision.build_error}"))
+        elif revision.validation_status == StepStatus.FAILED:
+            first = (revision.validation_error.splitlines() or [""])[0]
+            self.stdout.write(self.style.ERROR(f"  ✘ {name}: {first}"))
+        elif revision.is_disabled:
+            self.stdout.write(self.style.WARNING(f"  - {name}: disabled by an organizer"))
+        else:
+            self.stdout.write(
+                f"  … {name}: build {revision.build_status}, "
+                f"validation {revision.validation_status} (workers will finish it)"
+            )
+
+    def round_robin(
+        self,
+        environment: Environment,
+        *,
+        organizer: User,
+        matches: int | None,
+        fresh: bool,
+        timeout: float,
+    ) -> Tournament | None:
+        completed = (
+            Tournament.objects.filter(environment=environment, status=TournamentStatus.COMPLETED)
+            .order_by("-ended_at")
+            .first()
+        )
+        if completed is not None and not fresh:
+            self.stdout.write(
+                f"Already played: {completed.name} (pass --fresh for a new tournament)"
+            )
+            return completed
+        # A demo tournament left unfinished by an interrupted run would never end.
+        for stale in Tournament.objects.filter(
+            environment=environment,
+            created_by=organizer,
+            name__startswith=TOURNAMENT_PREFIX,
+            status__in=[TournamentStatus.DRAFT, TournamentStatus.RUNNING],
+        ):
+            tournament_cancel(tournament=stale)
+            self.stdout.write(f"Cancelled the unfinished {stale.name}")
+        revisions = latest_validated_revisions(environment)
+        if len(revisions) < 2:
+            self.stdout.write(
+                self.style.WARNING("Fewer than two validated players: no tournament.")
+            )
+            return None
+        number = Tournament.objects.filter(environment=environment).count() + 1
+        tournament = tournament_create(
+            environment=environment,
+            name=f"{TOURNAMENT_PREFIX} #{number}: {environment.title}",
+            revisions=revisions,
+            matches_per_duel=matches,
+            created_by=organizer,
+        )
+        self.stdout.write(
+            f"Playing {tournament.name}: {len(revisions)} players, "
+            f"{tournament.matches_per_duel} matches a duel"
+        )
+        began = time.monotonic()
+        tournament_launch(tournament=tournament)
+        tournament.refresh_from_db()
+        # In the embedded setup the duels are played by now; with workers, wait for them.
+        while not tournament.is_finished and time.monotonic() - began < timeout:
+            time.sleep(0.5)
+            tournament.refresh_from_db()
+        took = time.monotonic() - began
+        status = tournament.get_status_display().lower()
+        line = (
+            f"{tournament.name}: {status} in {took:.1f} s, "
+            f"{tournament.duels_done}/{tournament.duels_total} duels played"
+        )
+        if tournament.status == TournamentStatus.COMPLETED:
+            self.stdout.write(self.style.SUCCESS(line))
+        else:
+            self.stdout.write(self.style.WARNING(f"{line}. {tournament.error}".rstrip(". ")))
+        return tournament
+
+    def print_standings(self, tournament: Tournament) -> None:
+        participants = tournament.participants.select_related(
+            "revision__competitor__owner"
+        ).order_by("rank", "-points")
+        ratings = {
+            rating.competitor_id: rating
+            for rating in Rating.objects.filter(competitor__environment=tournament.environment)
+        }
+        self.stdout.write(
+            f"  {'rank':>4}  {'player':<22} {'owner':<16} {'points':>6}  {'W-D-L':<8} "
+            f"{'score':>6}  rating (mu - 3 sigma)"
+        )
+        for participant in participants:
+            competitor = participant.revision.competitor
+            rating = ratings.get(competitor.pk)
+            shown = f"{rating.conservative:6.2f}" if rating else "     —"
+            record = f"{participant.wins}-{participant.draws}-{participant.losses}"
+            self.stdout.write(
+                f"  {participant.rank or '':>4}  {participant.revision!s:<22} "
+                f"{competitor.owner.display_name[:16]:<16} {participant.points:>6}  {record:<8} "
+                f"{participant.score:>6g}  {shown}"
+            )
+
+    def login_path(self) -> str:
+        for name in ("login", "admin:login"):
+            try:
+                return reverse(name)
+            except NoReverseMatch:
+                continue
+        return "/admin/"

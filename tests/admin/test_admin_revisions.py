@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from core.models import Duel, Revision, StepStatus, User
+
+pytestmark = pytest.mark.django_db
+
+
+def validation_duels(revision: Revision) -> int:
+    return Duel.objects.filter(is_validation=True, revision_1=revision).count()
+
+
+def test_it_rebuilds_and_revalidates(
+    upload: Callable[..., Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+    alice: User,
+) -> None:
+    revision = upload(alice, "tic_tac_toe/random_player.py")
+    assert revision.is_valid
+    first_build = revision.build_ended_at
+
+    with django_capture_on_commit_callbacks(execute=True):
+        notes = run_action(Revision, "rebuild", [revision])
+
+    revision.refresh_from_db()
+    assert notes == ["Rebuilt and re-validated: 1"]
+    assert revision.build_status == StepStatus.SUCCEEDED
+    assert revision.build_ended_at > first_build
+    assert revision.validation_status == StepStatus.SUCCEEDED
+    assert validation_duels(revision) == 2
+
+
+def test_it_revalidates_by_self_play(
+    upload: Callable[..., Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+    alice: User,
+) -> None:
+    revision = upload(alice, "sum_to_10/optimal.py")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        notes = run_action(Revision, "revalidate", [revision])
+
+    revision.refresh_from_db()
+    assert notes == ["Re-validated: 1"]
+    assert revision.validation_status == StepStatus.SUCCEEDED
+    assert validation_duels(revision) == 2
+
+
+def test_it_says_why_a_revision_that_did_not_build_cannot_be_revalidated(
+    upload: Callable[..., Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+    alice: User,
+) -> None:
+    broken = upload(alice, "sum_to_10/broken.py", content=b"def act(:\n")
+    assert broken.build_status == StepStatus.FAILED
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        notes = run_action(Revision, "revalidate", [broken])
+
+    assert notes == [f"{broken}: its build has not succeeded; rebuild it instead"]
+    assert callbacks == []
+    broken.refresh_from_db()
+    assert broken.validation_status == StepStatus.NONE
+
+
+def test_it_shows_the_build_error(
+    upload: Callable[..., Revision], organizer_client: Client, alice: User
+) -> None:
+    broken = upload(alice, "sum_to_10/broken.py", content=b"def act(:\n")
+    page = organizer_client.get(reverse("admin:core_revision_change", args=[broken.pk]))
+    assert page.status_code == 200
+    assert "syntax error" in page.content.decode()
+
+
+def test_it_disables_and_enables(
+    run_action: Callable[..., list[str]], alice: User, bob: User
+) -> None:
+    revisions = list(Revision.objects.all())
+
+    run_action(Revision, "disable", revisions)
+    assert Revision.objects.validated().count() == 0
+
+    run_action(Revision, "enable", revisions)
+    assert Revision.objects.validated().count() == 2
+
+
+def test_it_starts_a_tournament_from_the_selected_revisions(
+    organizer_client: Client, alice: User, bob: User
+) -> None:
+    revisions = list(Revision.objects.order_by("pk"))
+    response = organizer_client.post(
+        reverse("admin:core_revision_changelist"),
+        {"action": "create_tournament", "_selected_action": [r.pk for r in revisions]},
+    )
+    assert response.status_code == 302
+    url = urlparse(response.url)
+    assert url.path == reverse("admin:core_tournament_add")
+    query = parse_qs(url.query)
+    assert query["environment"] == [str(revisions[0].competitor.environment_id)]
+    assert sorted(query["participants"][0].split(",")) == sorted(str(r.pk) for r in revisions)
+    form = organizer_client.get(response.url)
+    assert form.status_code == 200
+    chosen = form.context["adminform"].form["participants"].value()
+    assert sorted(map(int, chosen)) == [revision.pk for revision in revisions]

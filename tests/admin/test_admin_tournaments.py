@@ -1,0 +1,209 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.db.models import F
+from django.test import Client
+from django.urls import reverse
+
+from core.models import (
+    Duel,
+    DuelStatus,
+    Environment,
+    Revision,
+    Tournament,
+    TournamentStatus,
+    User,
+)
+from tests.factories import ParticipantFactory, TournamentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def players(upload: Callable[..., Revision], alice: User, bob: User) -> list[Revision]:
+    """Two validated sum-to-10 revisions, built for real so they can play."""
+    return [
+        upload(alice, "sum_to_10/optimal.py", name="alices-optimal"),
+        upload(bob, "sum_to_10/random_player.py", name="bobs-random"),
+    ]
+
+
+def create_tournament(client: Client, environment: Environment, **fields: object) -> object:
+    data = {"environment": environment.pk, "name": "Spring cup", "matches_per_duel": 2}
+    data.update(fields)
+    return client.post(reverse("admin:core_tournament_add"), data)
+
+
+def test_it_creates_a_draft_from_the_chosen_validated_revisions(
+    organizer_client: Client, players: list[Revision], organizer: User
+) -> None:
+    environment = players[0].competitor.environment
+    response = create_tournament(
+        organizer_client, environment, participants=[revision.pk for revision in players]
+    )
+
+    assert response.status_code == 302
+    tournament = Tournament.objects.get()
+    assert tournament.status == TournamentStatus.DRAFT
+    assert tournament.name == "Spring cup"
+    assert tournament.matches_per_duel == 2
+    assert tournament.created_by == organizer
+    entered = {participant.revision for participant in tournament.participants.all()}
+    assert entered == set(players)
+
+
+def test_it_enters_every_competitors_latest_validated_revision_by_default(
+    organizer_client: Client,
+    upload: Callable[..., Revision],
+    players: list[Revision],
+    alice: User,
+) -> None:
+    newer = upload(alice, "sum_to_10/optimal.py", name="alices-optimal")
+    broken = upload(alice, "sum_to_10/broken.py", name="alices-broken", content=b"(")
+    environment = players[0].competitor.environment
+
+    response = create_tournament(organizer_client, environment, matches_per_duel="")
+
+    assert response.status_code == 302
+    tournament = Tournament.objects.get()
+    assert tournament.matches_per_duel == environment.matches_per_duel
+    entered = {participant.revision for participant in tournament.participants.all()}
+    assert entered == {newer, players[1]}
+    assert broken not in entered
+
+
+def test_it_refuses_two_revisions_of_one_competitor(
+    organizer_client: Client, upload: Callable[..., Revision], players: list[Revision]
+) -> None:
+    newer = upload(players[0].competitor.owner, "sum_to_10/optimal.py", name="alices-optimal")
+    response = create_tournament(
+        organizer_client,
+        players[0].competitor.environment,
+        participants=[players[0].pk, newer.pk, players[1].pk],
+    )
+
+    assert response.status_code == 200
+    assert "Choose one revision per competitor." in response.content.decode()
+    assert not Tournament.objects.exists()
+
+
+def test_it_refuses_a_tournament_of_one(organizer_client: Client, players: list[Revision]) -> None:
+    response = create_tournament(
+        organizer_client, players[0].competitor.environment, participants=[players[0].pk]
+    )
+
+    assert response.status_code == 200
+    assert "A tournament needs two validated revisions" in response.content.decode()
+    assert not Tournament.objects.exists()
+
+
+def launched(
+    players: list[Revision],
+    run_action: Callable[..., list[str]],
+    capture: Callable,
+) -> Tournament:
+    tournament = TournamentFactory(
+        environment=players[0].competitor.environment, matches_per_duel=2
+    )
+    for revision in players:
+        ParticipantFactory(tournament=tournament, revision=revision)
+    with capture(execute=True):
+        notes = run_action(Tournament, "launch", [tournament])
+    assert notes[-1] == "Launched: 1"
+    tournament.refresh_from_db()
+    return tournament
+
+
+def test_it_launches_and_plays_a_tournament_to_the_end(
+    organizer_client: Client,
+    players: list[Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    tournament = launched(players, run_action, django_capture_on_commit_callbacks)
+
+    assert tournament.status == TournamentStatus.COMPLETED
+    assert (tournament.duels_done, tournament.duels_total, tournament.duels_failed) == (1, 1, 0)
+    duel = tournament.duels.get()
+    assert duel.status == DuelStatus.SUCCEEDED
+    assert duel.matches.count() == 2
+    standings = list(tournament.participants.order_by("rank"))
+    assert [participant.rank for participant in standings] in ([1, 2], [1, 1])
+    assert sum(participant.points for participant in standings) == 2
+    page = organizer_client.get(reverse("admin:core_tournament_change", args=[tournament.pk]))
+    assert page.status_code == 200
+    assert "1 / 1" in page.content.decode()
+
+
+def test_it_reports_a_launch_refused_by_the_service(
+    players: list[Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    tournament = launched(players, run_action, django_capture_on_commit_callbacks)
+
+    notes = run_action(Tournament, "launch", [tournament])
+
+    assert notes == [f"{tournament}: {tournament} is completed, not a draft"]
+    assert Duel.objects.filter(tournament=tournament).count() == 1
+
+
+def test_it_cancels_a_draft(run_action: Callable[..., list[str]], organizer: User) -> None:
+    tournament = TournamentFactory(created_by=organizer)
+
+    notes = run_action(Tournament, "cancel", [tournament])
+
+    tournament.refresh_from_db()
+    assert notes == ["Cancelled: 1"]
+    assert tournament.status == TournamentStatus.CANCELLED
+
+
+def fail(duel: Duel) -> None:
+    """What an infrastructure failure leaves: the duel failed, its tournament failed."""
+    Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.FAILED, result="", error="lost")
+    duel.matches.all().delete()
+    Tournament.objects.filter(pk=duel.tournament_id).update(
+        status=TournamentStatus.FAILED,
+        duels_done=F("duels_done") - 1,
+        duels_failed=F("duels_failed") + 1,
+    )
+
+
+@pytest.mark.parametrize(("model", "action"), [(Tournament, "rerun_failed_duels"), (Duel, "rerun")])
+def test_it_reruns_failed_duels(
+    players: list[Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+    model: type,
+    action: str,
+) -> None:
+    tournament = launched(players, run_action, django_capture_on_commit_callbacks)
+    duel = tournament.duels.get()
+    fail(duel)
+    selected = tournament if model is Tournament else duel
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run_action(model, action, [selected])
+
+    duel.refresh_from_db()
+    tournament.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED
+    assert duel.attempts == 2
+    assert duel.matches.count() == 2
+    assert tournament.status == TournamentStatus.COMPLETED
+    assert (tournament.duels_done, tournament.duels_failed) == (1, 0)
+
+
+def test_it_reruns_only_failed_duels(
+    players: list[Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    tournament = launched(players, run_action, django_capture_on_commit_callbacks)
+
+    notes = run_action(Duel, "rerun", list(tournament.duels.all()))
+
+    assert notes == ["1 duel(s) skipped: only failed duels are re-run."]
+    assert tournament.duels.get().attempts == 1

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import io
+import shutil
+import zipfile
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from pytest_django.fixtures import Settings
+
+from core.management.commands.demo import EXAMPLE_PLAYERS_DIR, zip_folder
+from core.models import InviteCode, Revision, Role, Tournament, TournamentStatus, User
+
+# The demo relies on work starting when each transaction commits, as in production.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+
+
+def demo(*args: str) -> str:
+    out = io.StringIO()
+    call_command("demo", "--games=sum_to_10", "--matches=2", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_it_validates_the_reference_players_and_plays_a_round_robin() -> None:
+    out = demo()
+
+    revisions = Revision.objects.filter(competitor__environment__name="sum_to_10")
+    names = {revision.competitor.name for revision in revisions}
+    assert {"optimal", "random_player"} <= names
+    validated = [revision for revision in revisions if revision.is_valid]
+    assert len(validated) >= 2
+    assert all(revision.competitor.is_public for revision in revisions)
+    tournament = Tournament.objects.get()
+    assert tournament.status == TournamentStatus.COMPLETED
+    assert tournament.matches_per_duel == 2
+    assert (
+        tournament.duels_done
+        == tournament.duels_total
+        == len(validated) * (len(validated) - 1) // 2
+    )
+    participants = list(tournament.participants.order_by("rank"))
+    assert len(participants) == len(validated)
+    assert participants[0].rank == 1
+    assert all(participant.rank for participant in participants)
+    organizer = User.objects.get(email="demo-organizer@example.com")
+    assert organizer.role == Role.ORGANIZER and organizer.is_staff
+    password = out.split(f"{organizer.email}  password: ")[1].split()[0]
+    assert organizer.check_password(password)
+    assert InviteCode.objects.get(code="welcome").is_usable()
+    assert "optimal v1 (optimal.py) validated" in out
+    assert "completed" in out
+    assert "/admin/" in out
+
+
+def test_it_runs_again_without_uploading_or_playing_again() -> None:
+    demo()
+    revisions = set(Revision.objects.values_list("pk", flat=True))
+
+    out = demo()
+
+    assert set(Revision.objects.values_list("pk", flat=True)) == revisions
+    assert Tournament.objects.count() == 1
+    assert "already uploaded" in out
+    assert "Already played" in out
+    assert User.objects.filter(email__startswith="demo-").count() == 2
+
+
+def test_it_rebuilds_players_whose_build_folder_is_gone(settings: Settings) -> None:
+    demo()
+    shutil.rmtree(settings.ARENA_BUILD_ROOT)
+
+    out = demo("--fresh")
+
+    assert "built and validated again" in out
+    assert Tournament.objects.filter(status=TournamentStatus.COMPLETED).count() == 2
+
+
+@needs_node
+def test_it_uploads_folder_players_as_zips_with_their_executable_bit() -> None:
+    content = zip_folder(EXAMPLE_PLAYERS_DIR / "sum_to_10" / "node_agent")
+    assert content == zip_folder(EXAMPLE_PLAYERS_DIR / "sum_to_10" / "node_agent")
+    with zipfile.ZipFile(io.BytesIO(content)) as archive:
+        assert (archive.getinfo("agent").external_attr >> 16) & 0o111
+
+    demo()
+
+    node_agent = Revision.objects.get(competitor__name="node_agent")
+    assert node_agent.filename == "node_agent.zip"
+    assert node_agent.is_valid
+
+
+def test_it_names_the_games_for_an_unknown_one() -> None:
+    with pytest.raises(CommandError, match="unknown game"):
+        call_command("demo", "--games=chess", stdout=io.StringIO())
+    assert not Revision.objects.exists()

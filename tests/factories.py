@@ -1,0 +1,327 @@
+"""factory_boy factories, one per model in ``core.models``.
+
+Every factory makes a valid row with realistic values: an environment is a real
+game (``tic_tac_toe`` by default) with the limits from its ``info.yml``, a revision
+holds a real agent (the game's random player), a match is a real, replayable game.
+Override anything: ``RevisionFactory(competitor=bot, validated=True)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import factory
+from django.core.files.base import ContentFile
+from django.utils import timezone
+from factory.django import DjangoModelFactory
+
+from core.models import (
+    ApiToken,
+    Competitor,
+    Duel,
+    DuelResult,
+    DuelStatus,
+    Environment,
+    InviteCode,
+    Match,
+    Participant,
+    Rating,
+    RatingChange,
+    Revision,
+    Role,
+    StepStatus,
+    Tournament,
+    TournamentFormat,
+    User,
+)
+from core.models.accounts import hash_token
+from environments.registry import load_info, make_environment
+
+#: Every factory-made user's password.
+PASSWORD = "correct horse battery staple"
+EXAMPLE_PLAYERS_DIR = Path(__file__).resolve().parents[1] / "example_players"
+
+
+def example_player_source(environment_name: str) -> bytes:
+    """The game's random player: a small agent that validates."""
+    path = EXAMPLE_PLAYERS_DIR / environment_name / "random_player.py"
+    if not path.is_file():
+        path = EXAMPLE_PLAYERS_DIR / "tic_tac_toe" / "random_player.py"
+    return path.read_bytes()
+
+
+def _minutes_ago(minutes: int) -> factory.LazyFunction:
+    return factory.LazyFunction(lambda: timezone.now() - timedelta(minutes=minutes))
+
+
+# --- accounts ---------------------------------------------------------------------
+
+
+class UserFactory(DjangoModelFactory):
+    class Meta:
+        model = User
+
+    email = factory.Sequence(lambda n: f"user{n}@example.com")
+    display_name = factory.Sequence(lambda n: f"User {n}")
+    role = Role.ATTENDEE
+    password = factory.django.Password(PASSWORD)
+
+
+class OrganizerFactory(UserFactory):
+    email = factory.Sequence(lambda n: f"organizer{n}@example.com")
+    display_name = factory.Sequence(lambda n: f"Organizer {n}")
+    role = Role.ORGANIZER
+    is_staff = True
+
+
+class InviteCodeFactory(DjangoModelFactory):
+    class Meta:
+        model = InviteCode
+
+    code = factory.Sequence(lambda n: f"invite-{n}")
+    note = "made by a test"
+    max_uses = 100
+    created_by = factory.SubFactory(OrganizerFactory)
+
+
+class ApiTokenFactory(DjangoModelFactory):
+    """Pass ``secret=`` to know the token: only its hash is stored."""
+
+    class Meta:
+        model = ApiToken
+
+    class Params:
+        secret = factory.LazyFunction(ApiToken.new_secret)
+
+    user = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"token {n}")
+    hint = factory.LazyAttribute(lambda token: token.secret[: len(ApiToken.PREFIX) + 4])
+    token_hash = factory.LazyAttribute(lambda token: hash_token(token.secret))
+
+
+# --- submissions --------------------------------------------------------------------
+
+
+def _info(field: str) -> factory.LazyAttribute:
+    return factory.LazyAttribute(lambda environment: getattr(load_info(environment.name), field))
+
+
+class EnvironmentFactory(DjangoModelFactory):
+    """A game from ``environments/``; the row is shared by every factory that needs it."""
+
+    class Meta:
+        model = Environment
+        django_get_or_create = ("name",)
+
+    name = "tic_tac_toe"
+    title = _info("title")
+    description = _info("description")
+    rules = _info("rules")
+    players = _info("players")
+    matches_per_duel = _info("matches_per_duel")
+    validation_matches = _info("validation_matches")
+    move_time = _info("move_time")
+    time_bank = _info("time_bank")
+    startup_time = _info("startup_time")
+    memory_mb = _info("memory_mb")
+    cpu_seconds = _info("cpu_seconds")
+
+
+class CompetitorFactory(DjangoModelFactory):
+    class Meta:
+        model = Competitor
+
+    owner = factory.SubFactory(UserFactory)
+    environment = factory.SubFactory(EnvironmentFactory)
+    name = factory.Sequence(lambda n: f"bot-{n}")
+    is_public = False
+
+
+def _next_version(revision: Any) -> int:
+    competitor = revision.competitor
+    if competitor.pk is None:
+        return 1
+    latest = competitor.revisions.order_by("-version").values_list("version", flat=True).first()
+    return (latest or 0) + 1
+
+
+class RevisionFactory(DjangoModelFactory):
+    """A fresh upload (build and validation queued); ``validated=True`` for a usable one."""
+
+    class Meta:
+        model = Revision
+
+    class Params:
+        code = factory.LazyAttribute(
+            lambda revision: example_player_source(revision.competitor.environment.name)
+        )
+        validated = factory.Trait(
+            build_status=StepStatus.SUCCEEDED,
+            build_started_at=_minutes_ago(10),
+            build_ended_at=_minutes_ago(9),
+            build_log="built",
+            validation_status=StepStatus.SUCCEEDED,
+            validation_started_at=_minutes_ago(9),
+            validation_ended_at=_minutes_ago(8),
+            validation_log="validated by self-play",
+        )
+
+    competitor = factory.SubFactory(CompetitorFactory)
+    version = factory.LazyAttribute(_next_version)
+    uploaded_by = factory.SelfAttribute("competitor.owner")
+    filename = "random_player.py"
+    # What the upload service records for a single .py file (it runs as main.py).
+    entry_point = "main.py"
+    source = factory.LazyAttribute(lambda revision: ContentFile(revision.code, revision.filename))
+    sha256 = factory.LazyAttribute(lambda revision: hashlib.sha256(revision.code).hexdigest())
+    size = factory.LazyAttribute(lambda revision: len(revision.code))
+
+
+# --- competitions -------------------------------------------------------------------
+
+
+class TournamentFactory(DjangoModelFactory):
+    class Meta:
+        model = Tournament
+
+    environment = factory.SubFactory(EnvironmentFactory)
+    name = factory.Sequence(lambda n: f"Tournament {n}")
+    format = TournamentFormat.ROUND_ROBIN
+    matches_per_duel = factory.SelfAttribute("environment.matches_per_duel")
+    created_by = factory.SubFactory(OrganizerFactory)
+
+
+def _validated_revision_in_tournament() -> factory.SubFactory:
+    # From the competitor's declarations, "..." is the row that holds the revision.
+    return factory.SubFactory(
+        RevisionFactory,
+        validated=True,
+        competitor__environment=factory.SelfAttribute("...tournament.environment"),
+    )
+
+
+class ParticipantFactory(DjangoModelFactory):
+    class Meta:
+        model = Participant
+
+    tournament = factory.SubFactory(TournamentFactory)
+    revision = _validated_revision_in_tournament()
+
+
+class DuelFactory(DjangoModelFactory):
+    """A queued tournament duel; ``validation=True`` for a self-play duel of a revision,
+    ``finished=True`` for a succeeded one."""
+
+    class Meta:
+        model = Duel
+
+    class Params:
+        validation = factory.Trait(
+            tournament=None,
+            is_validation=True,
+            revision_1=factory.SubFactory(RevisionFactory),
+            revision_2=factory.SelfAttribute("revision_1"),
+        )
+        finished = factory.Trait(
+            status=DuelStatus.SUCCEEDED,
+            result=DuelResult.DRAW,
+            attempts=1,
+            started_at=_minutes_ago(2),
+            ended_at=_minutes_ago(1),
+        )
+
+    tournament = factory.SubFactory(TournamentFactory)
+    revision_1 = _validated_revision_in_tournament()
+    revision_2 = _validated_revision_in_tournament()
+    num_matches = factory.LazyAttribute(
+        lambda duel: (
+            duel.tournament.matches_per_duel
+            if duel.tournament
+            else duel.revision_1.competitor.environment.validation_matches
+        )
+    )
+    seed = factory.Sequence(lambda n: 1000 + n)
+
+
+def play_first_legal_actions(environment_name: str, seed: int) -> dict[str, Any]:
+    """A real match in which every player takes its first legal action."""
+    environment = make_environment(environment_name)
+    environment.reset(seed)
+    actions: list[list[Any]] = []
+    while not environment.is_terminal():
+        movers = environment.to_move()
+        chosen = {player: environment.legal_actions(player)[0] for player in movers}
+        environment.step(chosen)
+        actions.append([chosen.get(seat) for seat in range(environment.num_players)])
+    return {"actions": actions, "scores": environment.scores()}
+
+
+def _match_score(match: Any, player: int) -> float:
+    seats = [1, 2] if match.first_player == 1 else [2, 1]
+    return match.played["scores"][seats.index(player)]
+
+
+def _match_result(match: Any) -> str:
+    if match.player_1_score > match.player_2_score:
+        return DuelResult.PLAYER_1_WIN
+    if match.player_2_score > match.player_1_score:
+        return DuelResult.PLAYER_2_WIN
+    return DuelResult.DRAW
+
+
+class MatchFactory(DjangoModelFactory):
+    """The next match of a duel, played for real (so it replays) by first legal actions."""
+
+    class Meta:
+        model = Match
+
+    class Params:
+        played = factory.LazyAttribute(
+            lambda match: play_first_legal_actions(
+                match.duel.revision_1.competitor.environment.name, match.seed
+            )
+        )
+
+    duel = factory.SubFactory(DuelFactory, finished=True)
+    index = factory.LazyAttribute(lambda match: match.duel.matches.count() if match.duel.pk else 0)
+    # Player 1 takes the first seat in even-numbered matches, as the referee does.
+    first_player = factory.LazyAttribute(lambda match: 1 if match.index % 2 == 0 else 2)
+    seed = factory.LazyAttribute(lambda match: match.duel.seed * 1000 + match.index)
+    actions = factory.LazyAttribute(lambda match: match.played["actions"])
+    timings = factory.LazyAttribute(
+        lambda match: [
+            [None if action is None else 0.001 for action in step] for step in match.actions
+        ]
+    )
+    steps = factory.LazyAttribute(lambda match: len(match.actions))
+    player_1_score = factory.LazyAttribute(lambda match: _match_score(match, 1))
+    player_2_score = factory.LazyAttribute(lambda match: _match_score(match, 2))
+    result = factory.LazyAttribute(_match_result)
+    duration = 0.05
+
+
+# --- ratings ------------------------------------------------------------------------
+
+
+class RatingFactory(DjangoModelFactory):
+    class Meta:
+        model = Rating
+
+    competitor = factory.SubFactory(CompetitorFactory)
+
+
+class RatingChangeFactory(DjangoModelFactory):
+    """A change after a match: the rating goes up by one and grows more certain."""
+
+    class Meta:
+        model = RatingChange
+
+    rating = factory.SubFactory(RatingFactory)
+    reason = "match"
+    mu_before = factory.SelfAttribute("rating.mu")
+    sigma_before = factory.SelfAttribute("rating.sigma")
+    mu_after = factory.LazyAttribute(lambda change: change.mu_before + 1)
+    sigma_after = factory.LazyAttribute(lambda change: change.sigma_before * 0.95)

@@ -1,0 +1,86 @@
+"""Pytest plugin: the tests' databases run on PostgreSQL, as in production.
+
+- ``DATABASE_URL`` set: the settings already use it; pytest-django creates
+  ``test_<name>`` on that server (so its user needs CREATEDB), and ``--reuse-db``
+  keeps it between runs.
+- Otherwise, when PostgreSQL's binaries are installed: the first test that needs a
+  database starts a throwaway cluster (``tests.support.postgres``), which is stopped
+  and deleted when the run ends. Runs without database tests never start it.
+- Otherwise the tests run on SQLite and the report header says so, unless
+  ``ARENA_REQUIRE_ALL=1``: then every database test fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.postgres import find_bindir, start_cluster
+from tests.support.require import require_all
+
+MISSING = "PostgreSQL is missing (apt-get install postgresql, or set DATABASE_URL)"
+
+
+def _bindir() -> Path | None:
+    if os.environ.get("DATABASE_URL"):
+        return None
+    return find_bindir()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if os.environ.get("DATABASE_URL"):
+        where = f"{database['ENGINE'].rsplit('.', 1)[-1]} at {database.get('HOST') or 'local'}"
+        return f"database: {where}, from DATABASE_URL"
+    bindir = _bindir()
+    if bindir:
+        return f"database: a throwaway PostgreSQL cluster ({bindir}), started on first use"
+    if require_all():
+        return f"database: {MISSING}; database tests fail, as ARENA_REQUIRE_ALL=1"
+    return f"database: the tests run on SQLite because {MISSING}"
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None,
+) -> Iterator[None]:
+    """Point the default database at a throwaway PostgreSQL cluster when needed.
+
+    pytest-django's ``django_db_setup`` depends on this fixture, so the cluster starts
+    just before the test databases are created, and stops after they are dropped.
+    """
+    if os.environ.get("DATABASE_URL"):
+        yield
+        return
+    bindir = _bindir()
+    if bindir is None:
+        if require_all():
+            pytest.fail(f"{MISSING}, and ARENA_REQUIRE_ALL=1 requires it", pytrace=False)
+        yield
+        return
+    cluster = start_cluster(bindir)
+    try:
+        _use_database(cluster.url())
+        yield
+    finally:
+        cluster.stop()
+
+
+def _use_database(url: str) -> None:
+    from django.conf import settings
+    from django.db import connections
+
+    from core.settings import database_from_url
+
+    # In place: Django's connection handler holds this very dict, with its defaults
+    # (TEST, OPTIONS...) already filled in.
+    settings.DATABASES["default"].update(database_from_url(url))
+    # A connection object made before now (by code that touched the database at
+    # import time) would still be a SQLite one.
+    connections["default"].close()
+    del connections["default"]

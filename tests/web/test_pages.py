@@ -1,0 +1,234 @@
+"""Every page renders with what it is for."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils.html import strip_tags
+
+from core.models import Revision, StepStatus, Tournament
+from tests.factories import EnvironmentFactory, RevisionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def text(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def visible_text(response) -> str:
+    return re.sub(r"\s+", " ", html.unescape(strip_tags(response.content.decode())))
+
+
+def test_it_lists_active_environments_and_recent_tournaments_on_the_home_page(
+    client, tournament, alices_bot, bobs_bot
+):
+    EnvironmentFactory(name="connect_four", is_active=False)
+
+    response = client.get(reverse("home"))
+
+    page = text(response)
+    assert response.status_code == 200
+    assert "Tic-tac-toe" in page
+    assert "The classic game on a 3x3 grid" in page
+    assert "2 competitors" in page
+    assert "Connect Four" not in page
+    assert "Autumn cup" in page
+    assert reverse("environment", args=["tic_tac_toe"]) in page
+
+
+def test_it_shows_the_rules_the_leaderboard_and_the_tournaments_of_an_environment(
+    client, tournament, ratings
+):
+    response = client.get(reverse("environment", args=["tic_tac_toe"]))
+
+    page = text(response)
+    assert response.status_code == 200
+    assert "Two players take turns marking an empty cell" in page
+    # alice's private bot is on the leaderboard, by name, unlinked; bob's is linked.
+    assert page.index("alices-bot") < page.index("bobs-bot")
+    assert "15.00" in page  # alice: 30 - 3 * 5
+    assert "8.00" in page  # bob: 20 - 3 * 4
+    assert "Alice" in page and "Bob" in page
+    assert 'href="/environments/tic_tac_toe/competitors/bobs-bot/"' in page
+    assert 'href="/environments/tic_tac_toe/competitors/alices-bot/"' not in page
+    assert "Autumn cup" in page
+    assert "to upload an agent" in page  # no form for anonymous visitors
+
+
+def test_it_offers_the_submit_form_to_a_logged_in_user(alice_client):
+    response = alice_client.get(reverse("environment", args=["tic_tac_toe"]))
+
+    page = text(response)
+    assert 'name="name"' in page and 'name="file"' in page and 'name="is_public"' in page
+    assert "Your competitors here" in page and "alices-bot" in page
+
+
+def test_it_hides_private_tournaments_from_everyone_but_organizers(client, tournament, organizer):
+    Tournament.objects.filter(pk=tournament.pk).update(is_public=False)
+    url = reverse("environment", args=["tic_tac_toe"])
+
+    assert "Autumn cup" not in text(client.get(url))
+    assert client.get(tournament.get_absolute_url()).status_code == 404
+    client.force_login(organizer)
+    assert "Autumn cup" in text(client.get(url))
+    assert client.get(tournament.get_absolute_url()).status_code == 200
+
+
+def test_it_shows_a_competitor_with_its_rating_revisions_and_tournaments(
+    client, bobs_bot, tournament, ratings
+):
+    RevisionFactory(competitor=bobs_bot)
+
+    response = client.get(bobs_bot.get_absolute_url())
+
+    page = text(response)
+    assert response.status_code == 200
+    assert "Bob" in page
+    assert "Public" in page
+    assert "8.00" in page
+    assert "v1" in page and "v2" in page
+    assert "Validated" in page and "Queued" in page
+    assert "Autumn cup" in page
+    assert "Upload a new revision" not in page  # not bob's visitor
+
+
+def test_it_offers_the_owner_an_upload_form_on_the_competitor_page(alice_client, alices_bot):
+    response = alice_client.get(alices_bot.get_absolute_url())
+
+    assert response.status_code == 200
+    assert "Upload a new revision" in text(response)
+
+
+def test_it_shows_a_revision_with_its_steps_logs_and_validation_duel(
+    alice_client, alices_revision, validation_duel
+):
+    Revision.objects.filter(pk=alices_revision.pk).update(build_log="unpacked 1 file(s)")
+
+    response = alice_client.get(alices_revision.get_absolute_url())
+
+    page = text(response)
+    assert response.status_code == 200
+    assert "Build" in page and "Validation" in page and "Publication" in page
+    assert "Succeeded" in page
+    assert "1.0 min" not in page and "1 min 00 s" in page  # each step took a minute
+    assert "unpacked 1 file(s)" in page
+    assert "validated by self-play" in page
+    assert validation_duel.get_absolute_url() in page
+    assert reverse("match", args=[validation_duel.pk, 0]) in page
+    assert reverse("revision_source", args=["tic_tac_toe", "alices-bot", 1]) in page
+    assert 'http-equiv="refresh"' not in page
+
+
+def test_it_refreshes_a_revision_page_while_a_step_is_queued_or_running(client, bobs_bot):
+    revision = RevisionFactory(competitor=bobs_bot, validation_status=StepStatus.RUNNING)
+
+    response = client.get(revision.get_absolute_url())
+
+    assert '<meta http-equiv="refresh" content="3">' in text(response)
+
+
+def test_it_shows_a_failed_build_with_its_error(client, bobs_bot):
+    revision = RevisionFactory(
+        competitor=bobs_bot,
+        build_status=StepStatus.FAILED,
+        build_error="syntax error:\nmain.py, line 3: invalid syntax",
+        validation_status=StepStatus.NONE,
+    )
+
+    page = text(client.get(revision.get_absolute_url()))
+
+    assert "Build failed" in page
+    assert "main.py, line 3: invalid syntax" in page
+
+
+def test_it_downloads_the_source_of_a_public_revision(client, bobs_revision):
+    response = client.get(reverse("revision_source", args=["tic_tac_toe", "bobs-bot", 1]))
+
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == bobs_revision.source.open("rb").read()
+    assert 'attachment; filename="random_player.py"' in response["Content-Disposition"]
+
+
+def test_it_shows_a_tournament_with_progress_standings_and_duels(client, tournament, duel):
+    response = client.get(tournament.get_absolute_url())
+
+    page = text(response)
+    assert response.status_code == 200
+    assert "Completed" in page
+    assert "Round robin" in page
+    assert "1 of 1 duel played" in page
+    assert page.index("alices-bot") < page.index("bobs-bot")
+    assert "1 / 0 / 0" in page and "0 / 0 / 1" in page
+    assert duel.get_absolute_url() in page
+    assert "alices-bot v1 won" in page
+    assert 'http-equiv="refresh"' not in page
+
+
+def test_it_refreshes_a_running_tournament(client, tournament):
+    Tournament.objects.filter(pk=tournament.pk).update(
+        status="running", duels_total=4, duels_done=1, duels_failed=1
+    )
+
+    response = client.get(tournament.get_absolute_url())
+
+    assert '<meta http-equiv="refresh" content="5">' in text(response)
+    assert "1 of 4 duels played, 1 failed (50%)" in visible_text(response)
+
+
+def test_it_shows_a_duel_with_its_result_and_matches(client, duel, match):
+    response = client.get(duel.get_absolute_url())
+
+    page = text(response)
+    assert response.status_code == 200
+    assert "alices-bot v1 won" in page
+    assert "Succeeded" in page
+    assert match.get_absolute_url() in page
+    assert "Autumn cup" in page
+
+
+def test_it_shows_a_replay_page_for_a_tournament_match(client, match):
+    response = client.get(match.get_absolute_url())
+
+    page = text(response)
+    assert response.status_code == 200
+    assert 'id="replay-frames"' in page
+    assert "tic-tac-toe-board" in page
+    assert reverse("environment_static", args=["tic_tac_toe", "tic_tac_toe.css"]) in page
+    assert "web/replay.js" in page
+
+
+def test_it_serves_only_the_stylesheets_of_a_game(client):
+    css = client.get(reverse("environment_static", args=["tic_tac_toe", "tic_tac_toe.css"]))
+    other = client.get(reverse("environment_static", args=["tic_tac_toe", "environment.py"]))
+    info = client.get("/environments/tic_tac_toe/static/..%2Finfo.yml")
+    unknown = client.get(reverse("environment_static", args=["no_such_game", "x.css"]))
+
+    assert css.status_code == 200
+    assert css["Content-Type"].startswith("text/css")
+    assert b".tic-tac-toe-board" in b"".join(css.streaming_content)
+    assert other.status_code == info.status_code == unknown.status_code == 404
+
+
+def test_it_answers_404_for_an_unknown_environment(client):
+    assert client.get(reverse("environment", args=["no-such-game"])).status_code == 404
+
+
+def test_it_shows_an_inactive_environment_as_closed(client):
+    EnvironmentFactory(name="tic_tac_toe", is_active=False)
+
+    response = client.get(reverse("environment", args=["tic_tac_toe"]))
+
+    assert response.status_code == 200
+    assert "closed to new uploads" in text(response)
+
+
+def test_it_links_the_admin_for_organizers_only(client, organizer, carol):
+    client.force_login(carol)
+    assert reverse("admin:index") not in text(client.get(reverse("home")))
+
+    client.force_login(organizer)
+    assert reverse("admin:index") in text(client.get(reverse("home")))

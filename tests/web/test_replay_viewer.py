@@ -1,0 +1,60 @@
+"""The replay viewer in a real browser: buttons, keys, the move list, the slider, playing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_it_steps_through_a_replay_with_keys_clicks_the_slider_and_play(
+    live_server, page, screenshot, match
+):
+    last = match.steps
+    page.goto(live_server.url + match.get_absolute_url())
+    position = page.locator("[data-replay-position]")
+    current = page.locator(".move.current [data-step]")
+
+    assert position.inner_text() == f"Step {last} of {last}"
+    assert page.locator("[data-replay-controls]").is_visible()
+    assert not page.locator("[data-replay-nojs]").is_visible()
+
+    page.keyboard.press("Home")
+    assert position.inner_text() == f"Step 0 of {last}"
+    assert current.get_attribute("data-step") == "0"
+    assert page.locator(".tic-tac-toe-player-1").count() == 0
+
+    page.keyboard.press("ArrowRight")
+    assert position.inner_text() == f"Step 1 of {last}"
+    assert page.locator(".tic-tac-toe-player-1").count() == 1
+    assert "alices-bot v1 played" in page.locator("[data-replay-move]").inner_text()
+
+    page.locator(f'.move-list [data-step="{last - 1}"]').click()
+    assert position.inner_text() == f"Step {last - 1} of {last}"
+    assert current.get_attribute("data-step") == str(last - 1)
+    assert page.url.endswith(f"?step={last - 1}")
+
+    page.keyboard.press("ArrowLeft")
+    assert position.inner_text() == f"Step {last - 2} of {last}"
+
+    page.locator("[data-replay-slider]").fill("2")
+    assert position.inner_text() == f"Step 2 of {last}"
+    screenshot("step-2")
+
+    page.locator("[data-replay-first]").click()
+    page.locator("[data-replay-speed]").select_option("4")
+    page.locator("[data-replay-play]").click()
+    assert page.locator("[data-replay-play]").get_attribute("aria-label") == "Pause"
+    page.wait_for_function(
+        f"document.querySelector('[data-replay-position]').textContent === 'Step {last} of {last}'"
+    )
+    page.wait_for_function(
+        "document.querySelector('[data-replay-play]').getAttribute('aria-label') === 'Play'"
+    )
+
+    page.locator("[data-replay-first]").click()
+    page.keyboard.press("End")
+    assert position.inner_text() == f"Step {last} of {last}"
+    assert re.search(r"wins|Draw", page.locator("[data-replay-board]").inner_text())

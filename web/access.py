@@ -1,0 +1,137 @@
+"""Who may see what. Every refusal is a 404, so a private object's existence never leaks.
+
+The rules:
+
+- a public competitor's pages, code and logs are open to everyone; a private one's only to
+  its owner and the organizers (its name still shows on leaderboards and standings);
+- a tournament, and its duels and replays, are open to everyone when the tournament is
+  public, to the organizers otherwise; the agents' logs in them follow the rule above;
+- a validation duel (self-play) follows its revision.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import QuerySet
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from core.models import (
+    ApiToken,
+    Competitor,
+    Duel,
+    Environment,
+    Match,
+    Revision,
+    Tournament,
+    User,
+)
+
+#: Whoever makes the request: ``request.user``.
+Visitor = Union[User, AnonymousUser]  # noqa: UP007 (a runtime alias, not an annotation)
+
+
+def is_organizer(user: Visitor) -> bool:
+    return isinstance(user, User) and user.is_active and user.is_organizer
+
+
+def can_see_competitor(user: Visitor, competitor: Competitor) -> bool:
+    """Its pages, its revisions' code and every log its agents wrote."""
+    if competitor.is_public or is_organizer(user):
+        return True
+    return is_owner(user, competitor)
+
+
+def is_owner(user: Visitor, competitor: Competitor) -> bool:
+    return isinstance(user, User) and competitor.owner_id == user.pk
+
+
+def can_see_tournament(user: Visitor, tournament: Tournament) -> bool:
+    return tournament.is_public or is_organizer(user)
+
+
+def can_see_duel(user: Visitor, duel: Duel) -> bool:
+    if duel.tournament_id is not None:
+        return can_see_tournament(user, duel.tournament)
+    # A validation duel (or any duel outside a tournament) shows its agents' moves: it is
+    # visible only to whoever may see both of them.
+    return can_see_competitor(user, duel.revision_1.competitor) and can_see_competitor(
+        user, duel.revision_2.competitor
+    )
+
+
+def get_environment(name: str) -> Environment:
+    return get_object_or_404(Environment, name=name)
+
+
+def get_competitor_for_user(user: Visitor, environment_name: str, name: str) -> Competitor:
+    competitor = get_object_or_404(
+        Competitor.objects.select_related("environment", "owner"),
+        environment__name=environment_name,
+        name=name,
+    )
+    if not can_see_competitor(user, competitor):
+        raise Http404("No such competitor")
+    return competitor
+
+
+def get_own_competitor(user: Visitor, environment_name: str, name: str) -> Competitor:
+    """The competitor, only for its owner (who uploads its revisions)."""
+    competitor = get_competitor_for_user(user, environment_name, name)
+    if not is_owner(user, competitor):
+        raise Http404("No such competitor")
+    return competitor
+
+
+def get_revision_for_user(
+    user: Visitor, environment_name: str, competitor_name: str, version: int
+) -> Revision:
+    revision = get_object_or_404(
+        Revision.objects.select_related("competitor__environment", "competitor__owner"),
+        competitor__environment__name=environment_name,
+        competitor__name=competitor_name,
+        version=version,
+    )
+    if not can_see_competitor(user, revision.competitor):
+        raise Http404("No such revision")
+    return revision
+
+
+def get_tournament_for_user(user: Visitor, pk: int) -> Tournament:
+    tournament = get_object_or_404(Tournament.objects.select_related("environment"), pk=pk)
+    if not can_see_tournament(user, tournament):
+        raise Http404("No such tournament")
+    return tournament
+
+
+def _duels() -> QuerySet[Duel]:
+    return Duel.objects.select_related(
+        "tournament__environment",
+        "revision_1__competitor__environment",
+        "revision_1__competitor__owner",
+        "revision_2__competitor__environment",
+        "revision_2__competitor__owner",
+    )
+
+
+def get_duel_for_user(user: Visitor, pk: int) -> Duel:
+    duel = get_object_or_404(_duels(), pk=pk)
+    if not can_see_duel(user, duel):
+        raise Http404("No such duel")
+    return duel
+
+
+def get_match_for_user(user: Visitor, duel_pk: int, index: int) -> Match:
+    duel = get_duel_for_user(user, duel_pk)
+    match = get_object_or_404(Match, duel=duel, index=index)
+    match.duel = duel
+    return match
+
+
+def get_own_token(user: Visitor, pk: int) -> ApiToken:
+    """One of the user's active API tokens; another user's is a 404."""
+    if not isinstance(user, User):
+        raise Http404("No such token")
+    return get_object_or_404(ApiToken, pk=pk, user=user, revoked_at__isnull=True)

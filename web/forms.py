@@ -1,0 +1,154 @@
+"""Forms: each refuses bad input with a message that says what to fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import password_validation
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.files.uploadedfile import UploadedFile
+from django.core.validators import validate_slug
+
+from core.models import InviteCode, User
+from web.services import invite_problem, upload_limits
+
+
+def sentence(message: str) -> str:
+    """A service's message (``the file is empty``) as a sentence for a page."""
+    message = message.strip()
+    if not message:
+        return message
+    message = message[0].upper() + message[1:]
+    return message if message.endswith((".", "!", "?")) else message + "."
+
+
+class UploadForm(forms.Form):
+    """A new revision: a single ``.py`` file or a ``.zip`` archive."""
+
+    file = forms.FileField(
+        help_text="A single .py file, or a .zip with main.py, agent.py or an executable "
+        "named agent at its top.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".py,.zip"}),
+    )
+
+    def clean_file(self) -> UploadedFile:
+        upload: UploadedFile = self.cleaned_data["file"]
+        name = (upload.name or "").lower()
+        if not name.endswith((".py", ".zip")):
+            raise forms.ValidationError("Upload a single .py file or a .zip archive.")
+        limit = upload_limits().max_upload_bytes
+        # Checked before reading, so an oversized upload is never loaded into memory.
+        if upload.size is not None and upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is {upload.size:,} bytes; at most {limit:,} are allowed."
+            )
+        return upload
+
+    def content(self) -> bytes:
+        upload: UploadedFile = self.cleaned_data["file"]
+        upload.seek(0)
+        return upload.read()
+
+
+class SubmissionForm(UploadForm):
+    """A first upload from the environment page: names the competitor too."""
+
+    name = forms.CharField(
+        label="Competitor name",
+        max_length=64,
+        validators=[validate_slug],
+        help_text="Letters, digits, hyphens and underscores; a name you already use adds "
+        "a new revision to that competitor.",
+    )
+    is_public = forms.BooleanField(
+        label="Public",
+        required=False,
+        help_text="Anyone may then see its code and logs. Applies when the competitor is created.",
+    )
+
+    field_order = ["name", "is_public", "file"]
+
+    def clean_name(self) -> str:
+        return self.cleaned_data["name"].strip()
+
+
+class EmailAuthenticationForm(AuthenticationForm):
+    """Log in with the e-mail address, in any case (addresses are stored in lower case)."""
+
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "The e-mail address or the password is wrong. Try again, or reset "
+        "your password.",
+    }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["username"].label = "E-mail address"
+
+    def clean_username(self) -> str:
+        return self.cleaned_data["username"].strip().lower()
+
+
+class RegistrationForm(forms.Form):
+    invite_code = forms.CharField(max_length=64, help_text="The code the organizers gave you.")
+    email = forms.EmailField(label="E-mail address")
+    display_name = forms.CharField(max_length=80, help_text="Shown on leaderboards.")
+    team = forms.CharField(max_length=80, required=False)
+    password1 = forms.CharField(
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text=password_validation.password_validators_help_text_html(),
+    )
+    password2 = forms.CharField(
+        label="Password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    def clean_invite_code(self) -> str:
+        code = self.cleaned_data["invite_code"].strip()
+        problem = invite_problem(InviteCode.objects.filter(code=code).first())
+        if problem:
+            raise forms.ValidationError(problem)
+        return code
+
+    def clean_email(self) -> str:
+        email = self.cleaned_data["email"].strip().lower()
+        if User.objects.filter(email__iexact=email).exists():
+            raise forms.ValidationError(
+                "An account with this e-mail address exists already; log in, or reset "
+                "your password."
+            )
+        return email
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        first, second = cleaned.get("password1"), cleaned.get("password2")
+        if first and second and first != second:
+            self.add_error("password2", "The two passwords differ.")
+        elif first:
+            candidate = User(
+                email=cleaned.get("email", ""), display_name=cleaned.get("display_name", "")
+            )
+            try:
+                password_validation.validate_password(first, candidate)
+            except forms.ValidationError as error:
+                self.add_error("password1", error)
+        return cleaned
+
+
+class ProfileForm(forms.ModelForm):
+    class Meta:
+        model = User
+        fields = ["display_name", "team"]
+        help_texts = {"display_name": "Shown on leaderboards."}
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(
+        label="New token's name",
+        max_length=80,
+        help_text="What the token is for, e.g. 'laptop' or 'ci'.",
+    )

@@ -1,0 +1,354 @@
+"""What each page reads, gathered in one call per page."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+from django.db.models import Count, F, Q, QuerySet
+
+from core.models import (
+    ApiToken,
+    Competitor,
+    Duel,
+    Environment,
+    Match,
+    Participant,
+    Rating,
+    Revision,
+    StepStatus,
+    Tournament,
+    TournamentStatus,
+    User,
+)
+from web.access import Visitor, can_see_competitor, is_organizer, is_owner
+from web.replays import FaultNote, match_faults, match_result_text, player_labels
+
+RECENT_TOURNAMENTS = 10
+
+
+def _visible_tournaments(user: Visitor) -> QuerySet[Tournament]:
+    tournaments = Tournament.objects.select_related("environment")
+    if is_organizer(user):
+        return tournaments
+    return tournaments.filter(is_public=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class HomePage:
+    environments: list[Environment]
+    tournaments: list[Tournament]
+
+
+def home_page(*, user: Visitor) -> HomePage:
+    environments = Environment.objects.filter(is_active=True).annotate(
+        competitor_count=Count("competitors", filter=Q(competitors__is_disabled=False))
+    )
+    tournaments = _visible_tournaments(user).filter(status=TournamentStatus.COMPLETED)
+    return HomePage(
+        environments=list(environments),
+        tournaments=list(
+            tournaments.order_by(F("ended_at").desc(nulls_last=True))[:RECENT_TOURNAMENTS]
+        ),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderboardRow:
+    rank: int
+    rating: Rating
+    competitor: Competitor
+    #: False for a private competitor the visitor may not open: its name shows, unlinked.
+    linked: bool
+
+
+def leaderboard(*, user: Visitor, environment: Environment) -> list[LeaderboardRow]:
+    ratings = (
+        Rating.objects.leaderboard()
+        .filter(competitor__environment=environment, competitor__is_disabled=False)
+        .select_related("competitor__owner", "competitor__environment")
+    )
+    rows: list[LeaderboardRow] = []
+    rank, previous = 0, None
+    for position, rating in enumerate(ratings, start=1):
+        # Equal conservative ratings share a rank, as ties do in tournament standings.
+        if rating.conservative_rating != previous:
+            rank, previous = position, rating.conservative_rating
+        rows.append(
+            LeaderboardRow(
+                rank=rank,
+                rating=rating,
+                competitor=rating.competitor,
+                linked=can_see_competitor(user, rating.competitor),
+            )
+        )
+    return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvironmentPage:
+    environment: Environment
+    leaderboard: list[LeaderboardRow]
+    tournaments: list[Tournament]
+    #: The visitor's own competitors in this environment.
+    own_competitors: list[Competitor]
+    competitor_count: int
+
+
+def environment_page(*, user: Visitor, environment: Environment) -> EnvironmentPage:
+    own = (
+        environment.competitors.filter(owner=user).order_by("name")
+        if isinstance(user, User)
+        else Competitor.objects.none()
+    )
+    return EnvironmentPage(
+        environment=environment,
+        leaderboard=leaderboard(user=user, environment=environment),
+        tournaments=list(_visible_tournaments(user).filter(environment=environment)),
+        own_competitors=list(own),
+        competitor_count=environment.competitors.filter(is_disabled=False).count(),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class CompetitorPage:
+    competitor: Competitor
+    rating: Rating | None
+    revisions: list[Revision]
+    tournaments: list[Tournament]
+    is_owner: bool
+
+
+def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
+    tournaments = (
+        _visible_tournaments(user)
+        .filter(participants__revision__competitor=competitor)
+        .distinct()
+        .order_by("-created_at")
+    )
+    return CompetitorPage(
+        competitor=competitor,
+        rating=Rating.objects.filter(competitor=competitor).first(),
+        revisions=list(competitor.revisions.order_by("-version")),
+        tournaments=list(tournaments),
+        is_owner=is_owner(user, competitor),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineStep:
+    name: str
+    status: str
+    status_label: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    duration: float | None
+    error: str
+    log: str
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status in {StepStatus.QUEUED, StepStatus.RUNNING}
+
+
+@dataclasses.dataclass(frozen=True)
+class RevisionPage:
+    revision: Revision
+    steps: list[PipelineStep]
+    validation_duel: Duel | None
+    tournaments: list[Tournament]
+
+    @property
+    def is_pending(self) -> bool:
+        return any(step.is_pending for step in self.steps)
+
+
+def revision_page(*, user: Visitor, revision: Revision) -> RevisionPage:
+    steps = []
+    for name in ("build", "validation", "publication"):
+        steps.append(
+            PipelineStep(
+                name=name,
+                status=getattr(revision, f"{name}_status"),
+                status_label=getattr(revision, f"get_{name}_status_display")(),
+                started_at=getattr(revision, f"{name}_started_at"),
+                ended_at=getattr(revision, f"{name}_ended_at"),
+                duration=revision.step_duration(name),
+                error=getattr(revision, f"{name}_error"),
+                log=getattr(revision, f"{name}_log"),
+            )
+        )
+    validation_duel = (
+        Duel.objects.filter(is_validation=True, revision_1=revision).order_by("-created_at").first()
+    )
+    tournaments = (
+        _visible_tournaments(user).filter(participants__revision=revision).order_by("-created_at")
+    )
+    return RevisionPage(
+        revision=revision,
+        steps=steps,
+        validation_duel=validation_duel,
+        tournaments=list(tournaments),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class StandingRow:
+    participant: Participant
+    competitor: Competitor
+    linked: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class DuelRow:
+    duel: Duel
+    label_1: str
+    label_2: str
+    result_text: str
+
+
+def _duel_row(duel: Duel) -> DuelRow:
+    labels = player_labels(duel)
+    return DuelRow(duel, labels[1], labels[2], _duel_result_text(duel, labels))
+
+
+@dataclasses.dataclass(frozen=True)
+class TournamentPage:
+    tournament: Tournament
+    standings: list[StandingRow]
+    duels: list[DuelRow]
+
+    @property
+    def is_running(self) -> bool:
+        return self.tournament.status == TournamentStatus.RUNNING
+
+    @property
+    def done_percent(self) -> float:
+        total = self.tournament.duels_total
+        return round(100 * self.tournament.duels_done / total, 1) if total else 0
+
+    @property
+    def failed_percent(self) -> float:
+        total = self.tournament.duels_total
+        return round(100 * self.tournament.duels_failed / total, 1) if total else 0
+
+
+def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
+    participants = tournament.participants.select_related(
+        "revision__competitor__owner", "revision__competitor__environment"
+    ).order_by("withdrawn", F("rank").asc(nulls_last=True), "-points", "revision__competitor__name")
+    standings = [
+        StandingRow(
+            participant=participant,
+            competitor=participant.revision.competitor,
+            linked=can_see_competitor(user, participant.revision.competitor),
+        )
+        for participant in participants
+    ]
+    duels = tournament.duels.select_related(
+        "revision_1__competitor", "revision_2__competitor"
+    ).order_by("round", "pk")
+    return TournamentPage(
+        tournament=tournament,
+        standings=standings,
+        duels=[_duel_row(duel) for duel in duels],
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class DuelPlayer:
+    number: int
+    label: str
+    revision: Revision
+    linked: bool
+    wins: int
+    score: float
+    errors: int
+    restarts: int
+    #: None when the visitor may not read it.
+    log: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchRow:
+    match: Match
+    first_label: str
+    result_text: str
+    faults: list[FaultNote]
+
+
+@dataclasses.dataclass(frozen=True)
+class DuelPage:
+    duel: Duel
+    players: list[DuelPlayer]
+    matches: list[MatchRow]
+    result_text: str
+
+    @property
+    def is_pending(self) -> bool:
+        return not self.duel.is_finished
+
+    @property
+    def duration(self) -> float | None:
+        if self.duel.started_at is None or self.duel.ended_at is None:
+            return None
+        return (self.duel.ended_at - self.duel.started_at).total_seconds()
+
+
+def _duel_result_text(duel: Duel, labels: dict[int, str]) -> str:
+    if duel.result == "PLAYER_1_WIN":
+        return f"{labels[1]} won"
+    if duel.result == "PLAYER_2_WIN":
+        return f"{labels[2]} won"
+    if duel.result == "DRAW":
+        return "Draw"
+    if duel.result == "ERROR":
+        return "Error: not scored"
+    return duel.get_status_display()
+
+
+def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
+    labels = player_labels(duel)
+    players = []
+    for number, revision in ((1, duel.revision_1), (2, duel.revision_2)):
+        visible = can_see_competitor(user, revision.competitor)
+        players.append(
+            DuelPlayer(
+                number=number,
+                label=labels[number],
+                revision=revision,
+                linked=visible,
+                wins=getattr(duel, f"player_{number}_wins"),
+                score=getattr(duel, f"player_{number}_score"),
+                errors=getattr(duel, f"player_{number}_errors"),
+                restarts=getattr(duel, f"player_{number}_restarts"),
+                log=getattr(duel, f"player_{number}_log") if visible else None,
+            )
+        )
+    return DuelPage(
+        duel=duel,
+        players=players,
+        matches=[
+            MatchRow(
+                match=match,
+                first_label=labels[match.first_player],
+                result_text=match_result_text(match, labels),
+                faults=match_faults(match, labels),
+            )
+            for match in duel.matches.order_by("index")
+        ],
+        result_text=_duel_result_text(duel, labels),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfilePage:
+    tokens: list[ApiToken]
+    competitors: list[Competitor]
+
+
+def profile_page(*, user: User) -> ProfilePage:
+    return ProfilePage(
+        tokens=list(user.api_tokens.active().order_by("-created_at")),
+        competitors=list(user.competitors.select_related("environment").order_by("name")),
+    )

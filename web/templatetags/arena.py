@@ -1,0 +1,57 @@
+"""Small formatting filters shared by the templates."""
+
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+#: Status → CSS modifier: what a badge looks like.
+STATUS_STYLES = {
+    "none": "muted",
+    "draft": "muted",
+    "queued": "pending",
+    "running": "pending",
+    "succeeded": "good",
+    "completed": "good",
+    "failed": "bad",
+    "cancelled": "muted",
+}
+
+
+@register.filter
+def status_style(status: str) -> str:
+    return STATUS_STYLES.get(str(status), "muted")
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A duration for people: ``<1 ms``, ``42 ms``, ``3.2 s``, ``4 min 05 s``."""
+    if value is None or value == "":
+        return "—"
+    value = float(value)
+    if value < 0.001:
+        return "<1 ms"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, rest = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+@register.filter
+def score(value: float | None) -> str:
+    """Match points: ``3``, ``2.5``."""
+    if value is None:
+        return "—"
+    return f"{float(value):g}"
+
+
+@register.filter
+def words(value: str) -> str:
+    """An identifier as words: ``illegal_action`` → ``illegal action``."""
+    return str(value).replace("_", " ")

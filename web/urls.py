@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path, reverse_lazy
+
+from web.forms import EmailAuthenticationForm
+from web.views import accounts, competitions, environments, submissions
+
+COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
+REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_name>/v<int:version>/"
+
+urlpatterns = [
+    path("", environments.home, name="home"),
+    path("environments/<slug:name>/", environments.environment, name="environment"),
+    path(
+        "environments/<slug:name>/static/<str:filename>",
+        environments.environment_static,
+        name="environment_static",
+    ),
+    path(COMPETITOR, submissions.competitor, name="competitor"),
+    path(REVISION, submissions.revision, name="revision"),
+    path(REVISION + "source", submissions.revision_source, name="revision_source"),
+    path("tournaments/<int:pk>/", competitions.tournament, name="tournament"),
+    path("duels/<int:pk>/", competitions.duel, name="duel"),
+    path("duels/<int:duel_pk>/matches/<int:index>/", competitions.match, name="match"),
+    # Accounts: Django's views, with Arena's templates.
+    path("accounts/register/", accounts.register, name="register"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(
+            template_name="web/accounts/login.html",
+            authentication_form=EmailAuthenticationForm,
+            redirect_authenticated_user=True,
+        ),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/profile/", accounts.profile, name="profile"),
+    path("accounts/tokens/", accounts.token_create, name="token_create"),
+    path("accounts/tokens/<int:pk>/revoke/", accounts.token_revoke, name="token_revoke"),
+    path(
+        "accounts/password/change/",
+        auth_views.PasswordChangeView.as_view(
+            template_name="web/accounts/password_change.html",
+            success_url=reverse_lazy("password_change_done"),
+        ),
+        name="password_change",
+    ),
+    path(
+        "accounts/password/change/done/",
+        auth_views.PasswordChangeDoneView.as_view(
+            template_name="web/accounts/password_change_done.html"
+        ),
+        name="password_change_done",
+    ),
+    path(
+        "accounts/password/reset/",
+        auth_views.PasswordResetView.as_view(
+            template_name="web/accounts/password_reset_form.html",
+            email_template_name="web/accounts/password_reset_email.txt",
+            subject_template_name="web/accounts/password_reset_subject.txt",
+            success_url=reverse_lazy("password_reset_done"),
+        ),
+        name="password_reset",
+    ),
+    path(
+        "accounts/password/reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(
+            template_name="web/accounts/password_reset_done.html"
+        ),
+        name="password_reset_done",
+    ),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="web/accounts/password_reset_confirm.html",
+            success_url=reverse_lazy("password_reset_complete"),
+        ),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/password/reset/complete/",
+        auth_views.PasswordResetCompleteView.as_view(
+            template_name="web/accounts/password_reset_complete.html"
+        ),
+        name="password_reset_complete",
+    ),
+]

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from web.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
+from web.replays import match_replay
+from web.selectors import duel_page, tournament_page
+
+
+@require_GET
+def tournament(request: HttpRequest, pk: int) -> HttpResponse:
+    tournament = get_tournament_for_user(request.user, pk)
+    page = tournament_page(user=request.user, tournament=tournament)
+    return render(request, "web/tournament.html", {"page": page, "tournament": tournament})
+
+
+@require_GET
+def duel(request: HttpRequest, pk: int) -> HttpResponse:
+    duel = get_duel_for_user(request.user, pk)
+    page = duel_page(user=request.user, duel=duel)
+    return render(request, "web/duel.html", {"page": page, "duel": duel})
+
+
+def _requested_step(request: HttpRequest, last: int) -> int:
+    """The step to show first: ``?step=N`` (how the page works without JavaScript), else the
+    final state."""
+    try:
+        step = int(request.GET.get("step", last))
+    except ValueError:
+        return last
+    return min(max(step, 0), last)
+
+
+@require_GET
+def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
+    match = get_match_for_user(request.user, duel_pk, index)
+    replay = match_replay(match)
+    step = _requested_step(request, replay.final_step)
+    return render(
+        request,
+        "web/match.html",
+        {
+            "match": match,
+            "duel": match.duel,
+            "replay": replay,
+            "step": step,
+            "frame": replay.frames[step] if replay.frames else None,
+            "frames_json": replay.frames,
+            "environment": match.duel.revision_1.competitor.environment,
+        },
+    )

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import mimetypes
+
+from django.contrib import messages
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from core.errors import ArenaError
+from web.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
+from web.forms import UploadForm, sentence
+from web.selectors import competitor_page, revision_page
+from web.services import revision_upload
+
+
+@require_http_methods(["GET", "POST"])
+def competitor(request: HttpRequest, environment_name: str, name: str) -> HttpResponse:
+    competitor = get_competitor_for_user(request.user, environment_name, name)
+    form = UploadForm()
+    if request.method == "POST":
+        competitor = get_own_competitor(request.user, environment_name, name)
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                revision = revision_upload(
+                    owner=request.user,
+                    environment=competitor.environment,
+                    competitor_name=competitor.name,
+                    is_public=competitor.is_public,
+                    filename=form.cleaned_data["file"].name,
+                    content=form.content(),
+                )
+            except ArenaError as error:
+                form.add_error(None, sentence(error.message))
+            else:
+                messages.success(request, f"Uploaded {revision}: its build and validation follow.")
+                return redirect(revision)
+    page = competitor_page(user=request.user, competitor=competitor)
+    return render(
+        request,
+        "web/competitor.html",
+        {"page": page, "competitor": competitor, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+@require_GET
+def revision(
+    request: HttpRequest, environment_name: str, competitor_name: str, version: int
+) -> HttpResponse:
+    revision = get_revision_for_user(request.user, environment_name, competitor_name, version)
+    page = revision_page(user=request.user, revision=revision)
+    return render(request, "web/revision.html", {"page": page, "revision": revision})
+
+
+@require_GET
+def revision_source(
+    request: HttpRequest, environment_name: str, competitor_name: str, version: int
+) -> FileResponse:
+    revision = get_revision_for_user(request.user, environment_name, competitor_name, version)
+    try:
+        source = revision.source.open("rb")
+    except (FileNotFoundError, ValueError):
+        raise Http404("The uploaded file is no longer stored") from None
+    content_type = mimetypes.guess_type(revision.filename)[0] or "application/octet-stream"
+    return FileResponse(
+        source, as_attachment=True, filename=revision.filename, content_type=content_type
+    )
