@@ -34,26 +34,13 @@ from core.models import (
     Tournament,
     TournamentStatus,
 )
+from tournament_manager.selectors import latest_validated_revisions
 from tournament_manager.services import (
     duel_rerun,
     tournament_cancel,
     tournament_create,
     tournament_launch,
 )
-
-
-def latest_validated_revisions(environment: Environment) -> list[Revision]:
-    """Each competitor's newest validated revision in ``environment``."""
-    latest: dict[int, Revision] = {}
-    revisions = (
-        Revision.objects.validated()
-        .filter(competitor__environment=environment)
-        .select_related("competitor")
-        .order_by("competitor__name", "-version")
-    )
-    for revision in revisions:
-        latest.setdefault(revision.competitor_id, revision)
-    return list(latest.values())
 
 
 class ParticipantChoiceField(forms.ModelMultipleChoiceField):

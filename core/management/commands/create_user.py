@@ -6,8 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.errors import ArenaError
-from core.management.accounts import (
+from core.accounts import (
     display_name_check,
     email_check,
     password_check,
@@ -15,6 +14,7 @@ from core.management.accounts import (
     role_check,
     user_create,
 )
+from core.errors import ArenaError
 from core.models import Role
 
 

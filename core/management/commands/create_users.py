@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.accounts import random_password, user_create
 from core.errors import ArenaError
-from core.management.accounts import random_password, user_create
 from core.models import Role, User
 
 REQUIRED_COLUMNS = {"email", "display_name"}

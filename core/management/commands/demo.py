@@ -14,8 +14,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import NoReverseMatch, reverse
 
 from builder.services import revision_build_dir
+from core.accounts import random_password
 from core.errors import ArenaError
-from core.management.accounts import random_password
 from core.models import (
     Competitor,
     Environment,
@@ -34,6 +34,7 @@ from core.services import (
     revision_create,
     revision_requeue,
 )
+from tournament_manager.selectors import latest_validated_revisions
 from tournament_manager.services import tournament_cancel, tournament_create, tournament_launch
 
 EXAMPLE_PLAYERS_DIR = Path(settings.BASE_DIR) / "example_players"
@@ -82,20 +83,6 @@ def reference_players(game: str) -> list[ReferencePlayer]:
         elif path.is_dir():
             players.append(ReferencePlayer(path.name, f"{path.name}.zip", zip_folder(path)))
     return players
-
-
-def latest_validated_revisions(environment: Environment) -> list[Revision]:
-    """Each competitor's newest validated revision in ``environment``."""
-    latest: dict[int, Revision] = {}
-    revisions = (
-        Revision.objects.validated()
-        .filter(competitor__environment=environment)
-        .select_related("competitor__owner")
-        .order_by("competitor__name", "-version")
-    )
-    for revision in revisions:
-        latest.setdefault(revision.competitor_id, revision)
-    return list(latest.values())
 
 
 class Command(BaseCommand):
