@@ -158,7 +158,7 @@ def revision_validate(*, revision_id: int) -> None:
         seed=validation.duel.seed,
         status=DuelStatus.RUNNING,
         attempts=1,
-        started_at=timezone.now(),
+        started_at=revision.validation_started_at,
     )
     duel_record_result(duel=duel, result=validation.duel)
     log = validation.message

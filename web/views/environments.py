@@ -1,17 +1,15 @@
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from core.errors import ArenaError
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
 from web.access import get_environment
-from web.forms import SubmissionForm, sentence
+from web.forms import SubmissionForm
 from web.selectors import environment_page, home_page
-from web.services import revision_upload
+from web.views.submissions import upload_from_form
 
 
 @require_GET
@@ -28,21 +26,9 @@ def environment(request: HttpRequest, name: str) -> HttpResponse:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
         form = SubmissionForm(request.POST, request.FILES)
-        if form.is_valid():
-            try:
-                revision = revision_upload(
-                    owner=request.user,
-                    environment=environment,
-                    competitor_name=form.cleaned_data["name"],
-                    is_public=form.cleaned_data["is_public"],
-                    filename=form.cleaned_data["file"].name,
-                    content=form.content(),
-                )
-            except ArenaError as error:
-                form.add_error(None, sentence(error.message))
-            else:
-                messages.success(request, f"Uploaded {revision}: its build and validation follow.")
-                return redirect(revision)
+        revision = upload_from_form(request, form, environment=environment)
+        if revision is not None:
+            return redirect(revision)
     page = environment_page(user=request.user, environment=environment)
     return render(
         request,

@@ -8,10 +8,40 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import ArenaError
+from core.models import Competitor, Environment, Revision
 from web.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
 from web.forms import UploadForm, sentence
 from web.selectors import competitor_page, revision_page
 from web.services import revision_upload
+
+
+def upload_from_form(
+    request: HttpRequest,
+    form: UploadForm,
+    *,
+    environment: Environment,
+    competitor: Competitor | None = None,
+) -> Revision | None:
+    """Store a valid upload form's file as a new revision, or put the refusal on the form.
+
+    Without ``competitor`` the form names it (the environment page's SubmissionForm).
+    """
+    if not form.is_valid():
+        return None
+    try:
+        revision = revision_upload(
+            owner=request.user,
+            environment=environment,
+            competitor_name=competitor.name if competitor else form.cleaned_data["name"],
+            is_public=competitor.is_public if competitor else form.cleaned_data["is_public"],
+            filename=form.cleaned_data["file"].name,
+            content=form.content(),
+        )
+    except ArenaError as error:
+        form.add_error(None, sentence(error.message))
+        return None
+    messages.success(request, f"Uploaded {revision}.")
+    return revision
 
 
 @require_http_methods(["GET", "POST"])
@@ -21,21 +51,14 @@ def competitor(request: HttpRequest, environment_name: str, name: str) -> HttpRe
     if request.method == "POST":
         competitor = get_own_competitor(request.user, environment_name, name)
         form = UploadForm(request.POST, request.FILES)
-        if form.is_valid():
-            try:
-                revision = revision_upload(
-                    owner=request.user,
-                    environment=competitor.environment,
-                    competitor_name=competitor.name,
-                    is_public=competitor.is_public,
-                    filename=form.cleaned_data["file"].name,
-                    content=form.content(),
-                )
-            except ArenaError as error:
-                form.add_error(None, sentence(error.message))
-            else:
-                messages.success(request, f"Uploaded {revision}: its build and validation follow.")
-                return redirect(revision)
+        revision = upload_from_form(
+            request,
+            form,
+            environment=competitor.environment,
+            competitor=competitor,
+        )
+        if revision is not None:
+            return redirect(revision)
     page = competitor_page(user=request.user, competitor=competitor)
     return render(
         request,
