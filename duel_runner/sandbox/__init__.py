@@ -13,7 +13,7 @@ from duel_runner.sandbox.base import (
     SandboxLimits,
 )
 
-BACKENDS = ("process",)
+BACKENDS = ("process", "docker")
 
 
 def get_backend(name: str = "process", *, root: Path | None = None) -> SandboxBackend:
@@ -22,6 +22,10 @@ def get_backend(name: str = "process", *, root: Path | None = None) -> SandboxBa
         from duel_runner.sandbox.process import ProcessSandbox
 
         return ProcessSandbox(root)
+    if name == "docker":
+        from duel_runner.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(root)
     raise SandboxError(f"unknown sandbox backend {name!r}; available: {', '.join(BACKENDS)}")
 
 
