@@ -78,4 +78,4 @@ def revision_build(*, revision_id: int) -> None:
         Revision.objects.filter(pk=revision.pk).update(validation_status=StepStatus.NONE)
         return
     revision_step_finish(revision=revision, step="build", succeeded=True, log="\n".join(log))
-    dispatch.start("duel_runner.services.revision_validate", revision_id=revision.pk)
+    dispatch.start("duel_runner.tasks.validate_revision", revision_id=revision.pk)

@@ -1,36 +1,32 @@
 """Starting background work once the current transaction has committed.
 
-The embedded default runs the work right after the commit, in this process; the
-Celery pipeline (production) replaces ``start`` with a task on a queue. Work is
-always named by a dotted path to a service and keyword arguments that are ids, so
-both ways run the same services code.
+Work is a Celery task named by its dotted path, with ids as keyword arguments. With a
+broker (production) it goes to the task's queue and a worker runs it; without one (the
+embedded default) Celery runs it in this process. Either way it starts only after the
+commit, so the worker sees the rows the caller wrote.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
-from collections.abc import Callable
 
+from celery import Task
 from django.db import transaction
 
-logger = logging.getLogger(__name__)
 
-
-def _resolve(path: str) -> Callable[..., object]:
+def task_named(path: str) -> Task:
     module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
-
-
-def run(path: str, **ids: int) -> None:
-    """Run a service now (what a worker does with a task)."""
-    _resolve(path)(**ids)
+    task = getattr(importlib.import_module(module), name)
+    if not isinstance(task, Task):
+        raise TypeError(f"{path} is not a Celery task")
+    return task
 
 
 def start(path: str, **ids: int) -> None:
-    """Run the service ``path`` with ``ids`` once the current transaction commits.
+    """Queue the task ``path`` with ``ids`` once the current transaction commits.
 
-    ``robust``: one failing piece of work is logged and does not stop the others
-    queued by the same transaction (the duels of a tournament, say).
+    ``robust``: one failing piece of work (in-process) is logged and does not stop the
+    others queued by the same transaction (the duels of a tournament, say).
     """
-    transaction.on_commit(lambda: run(path, **ids), robust=True)
+    task = task_named(path)
+    transaction.on_commit(lambda: task.delay(**ids), robust=True)

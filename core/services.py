@@ -65,7 +65,7 @@ def revision_create(
         )
         revision.source.save(revision.filename, ContentFile(content), save=False)
         revision.save()
-        dispatch.start("builder.services.revision_build", revision_id=revision.pk)
+        dispatch.start("builder.tasks.build_revision", revision_id=revision.pk)
     return revision
 
 
@@ -124,8 +124,8 @@ def revision_requeue(*, revision: Revision, steps: tuple[str, ...]) -> None:
     Revision.objects.filter(pk=revision.pk).update(**fields)
     first = steps[0]
     service = {
-        "build": "builder.services.revision_build",
-        "validation": "duel_runner.services.revision_validate",
+        "build": "builder.tasks.build_revision",
+        "validation": "duel_runner.tasks.validate_revision",
     }[first]
     dispatch.start(service, revision_id=revision.pk)
 

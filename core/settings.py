@@ -138,6 +138,31 @@ MEDIA_ROOT = Path(env_str("ARENA_MEDIA_ROOT", str(VAR_DIR / "media")))
 EMAIL_BACKEND = env_str("ARENA_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("ARENA_FROM_EMAIL", "arena@localhost")
 
+# --- Celery ----------------------------------------------------------------------
+
+#: Redis in production (``redis://host:6379/0``); unset, tasks run in-process.
+CELERY_BROKER_URL = env_str("ARENA_BROKER_URL", "") or None
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = "duels"
+CELERY_TASK_ROUTES = {
+    "builder.tasks.*": {"queue": "build"},
+    "duel_runner.tasks.*": {"queue": "duels"},
+}
+# A task is acknowledged when it ends, so a killed worker's task goes back to the queue;
+# the duel's lease (not the broker) guarantees it is never played twice at once.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(env_str("ARENA_BROKER_VISIBILITY_TIMEOUT", "3600"))
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
 # --- Arena ---------------------------------------------------------------------
 
 #: Which sandbox backend runs agents: "process" (embedded default) or "docker".
@@ -155,5 +180,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
 ARENA_BUILD_ROOT = Path(env_str("ARENA_BUILD_ROOT", str(VAR_DIR / "builds")))
 #: Where the process sandbox makes each agent's private working directory.
 ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
-#: How long a worker may hold a duel before another may take it over.
-ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "900"))
+#: How long a duel stays claimed without a heartbeat from its worker (renewed every third
+#: of it while the duel runs); a killed worker's duel is taken over after this.
+ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "60"))
+#: Hard limits on one task: building a revision, playing a duel (validation included).
+ARENA_BUILD_TIMEOUT_SECONDS = int(env_str("ARENA_BUILD_TIMEOUT_SECONDS", "600"))
+ARENA_DUEL_TIMEOUT_SECONDS = int(env_str("ARENA_DUEL_TIMEOUT_SECONDS", "3600"))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -56,15 +57,24 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
     )
 
 
-def duel_record_result(*, duel: Duel, result: DuelResult) -> Duel:
-    """Store a played duel and its matches; an infrastructure error is stored, never scored."""
+def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
+    """Store a played duel and its matches; an infrastructure error is stored, never scored.
+
+    Only the worker holding the lease may record: a worker that lost it (it stalled and
+    another took the duel over) has its result dropped. Returns whether it was stored.
+    """
     document = result.as_json()
     failed = bool(result.infrastructure_error) or document["result"] == StoredResult.ERROR
     with transaction.atomic():
+        owned = Duel.objects.select_for_update().filter(
+            pk=duel.pk, status=DuelStatus.RUNNING, lease_owner=worker
+        )
+        if not owned.exists():
+            return False
         Match.objects.filter(duel=duel).delete()
         if not failed:
             Match.objects.bulk_create([_match_row(duel, record) for record in result.matches])
-        Duel.objects.filter(pk=duel.pk).update(
+        owned.update(
             status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
             ended_at=timezone.now(),
             lease_owner="",
@@ -86,7 +96,39 @@ def duel_record_result(*, duel: Duel, result: DuelResult) -> Duel:
             player_2_log=result.player_2_log[-LOG_CHARS:],
         )
     duel.refresh_from_db()
-    return duel
+    return True
+
+
+class LeaseKeeper:
+    """Renews a duel's lease from a thread while the duel is played.
+
+    A worker that dies stops renewing, so its lease runs out and another worker may take
+    the duel over; a live worker keeps it however long the duel takes.
+    """
+
+    def __init__(self, *, duel_id: int, worker: str) -> None:
+        self.duel_id = duel_id
+        self.worker = worker
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._renew, daemon=True)
+
+    def _renew(self) -> None:
+        lease = settings.ARENA_DUEL_LEASE_SECONDS
+        try:
+            while not self.stopped.wait(lease / 3):
+                Duel.objects.filter(
+                    pk=self.duel_id, status=DuelStatus.RUNNING, lease_owner=self.worker
+                ).update(lease_expires_at=timezone.now() + timedelta(seconds=lease))
+        finally:
+            connection.close()
+
+    def __enter__(self) -> LeaseKeeper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stopped.set()
+        self.thread.join()
 
 
 def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
@@ -110,11 +152,24 @@ def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
     ).get(pk=duel_id)
 
 
-def duel_play(*, duel_id: int) -> None:
-    """Play a queued duel with the referee and store it; tells its tournament."""
-    duel = duel_claim(duel_id=duel_id, worker=worker_name())
+def _lease_wait(duel_id: int) -> float | None:
+    """Seconds until another worker's lease on a running duel runs out; None if not running."""
+    duel = Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING).first()
+    if duel is None or duel.lease_expires_at is None:
+        return None
+    return max(1.0, (duel.lease_expires_at - timezone.now()).total_seconds() + 1)
+
+
+def duel_play(*, duel_id: int) -> float | None:
+    """Play a queued duel with the referee and store it; tells its tournament.
+
+    Returns None when the duel is done with (played here, or finished already), or the
+    seconds to wait when another worker holds it, for the task to look again then.
+    """
+    worker = worker_name()
+    duel = duel_claim(duel_id=duel_id, worker=worker)
     if duel is None:
-        return
+        return _lease_wait(duel_id)
     environment = duel.revision_1.competitor.environment.name
     try:
         sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
@@ -128,18 +183,22 @@ def duel_play(*, duel_id: int) -> None:
             infrastructure_error=f"a revision's build is missing: {error}",
         )
     else:
-        result = run_duel(
-            environment,
-            sources,
-            backend=sandbox_backend(),
-            seed=duel.seed,
-            matches=duel.num_matches,
-        )
-    duel = duel_record_result(duel=duel, result=result)
+        with LeaseKeeper(duel_id=duel.pk, worker=worker):
+            result = run_duel(
+                environment,
+                sources,
+                backend=sandbox_backend(),
+                seed=duel.seed,
+                matches=duel.num_matches,
+            )
+    if not duel_record_result(duel=duel, result=result, worker=worker):
+        return None
+    duel.refresh_from_db()
     if duel.tournament_id is not None:
         from tournament_manager.services import tournament_duel_finished
 
         tournament_duel_finished(duel=duel)
+    return None
 
 
 def revision_validate(*, revision_id: int) -> None:
@@ -150,7 +209,9 @@ def revision_validate(*, revision_id: int) -> None:
     environment = revision.competitor.environment
     source = revision_agent_source(revision)
     validation = validate(environment.name, source, backend=sandbox_backend())
+    worker = worker_name()
     duel = Duel.objects.create(
+        lease_owner=worker,
         revision_1=revision,
         revision_2=revision,
         is_validation=True,
@@ -160,7 +221,7 @@ def revision_validate(*, revision_id: int) -> None:
         attempts=1,
         started_at=revision.validation_started_at,
     )
-    duel_record_result(duel=duel, result=validation.duel)
+    duel_record_result(duel=duel, result=validation.duel, worker=worker)
     log = validation.message
     if validation.duel.player_1_log:
         log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log

@@ -99,7 +99,7 @@ def tournament_launch(*, tournament: Tournament) -> Tournament:
         locked.duels_done = locked.duels_failed = 0
         locked.save()
         for duel in Duel.objects.filter(tournament=locked).order_by("pk"):
-            dispatch.start("duel_runner.services.duel_play", duel_id=duel.pk)
+            dispatch.start("duel_runner.tasks.play_duel", duel_id=duel.pk)
     return locked
 
 
@@ -128,7 +128,7 @@ def duel_rerun(*, duel: Duel) -> None:
             Tournament.objects.filter(pk=duel.tournament_id, status=TournamentStatus.FAILED).update(
                 status=TournamentStatus.RUNNING, ended_at=None
             )
-        dispatch.start("duel_runner.services.duel_play", duel_id=duel.pk)
+        dispatch.start("duel_runner.tasks.play_duel", duel_id=duel.pk)
 
 
 def standings_update(*, tournament: Tournament) -> list[Participant]:

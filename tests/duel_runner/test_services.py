@@ -1,12 +1,21 @@
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from core.models import Duel, DuelStatus
-from duel_runner.services import duel_claim, duel_play
+from duel_runner.referee import run_duel
+from duel_runner.services import (
+    LeaseKeeper,
+    duel_claim,
+    duel_play,
+    duel_record_result,
+    revision_agent_source,
+    sandbox_backend,
+)
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -65,3 +74,47 @@ def test_it_hands_over_a_duel_whose_lease_expired():
     assert duel.status == DuelStatus.SUCCEEDED
     assert duel.attempts == 2
     assert duel.matches.count() == 2
+
+
+def test_it_waits_for_a_live_lease_held_by_another_worker():
+    minimax, rando = two_revisions()
+    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel_claim(duel_id=duel.pk, worker="busy-elsewhere")
+
+    wait = duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert wait is not None and 1 <= wait <= 61
+    assert duel.lease_owner == "busy-elsewhere" and duel.matches.count() == 0
+
+
+def test_it_drops_the_result_of_a_worker_that_lost_its_lease():
+    minimax, rando = two_revisions()
+    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    claimed = duel_claim(duel_id=duel.pk, worker="stalled")
+    Duel.objects.filter(pk=duel.pk).update(lease_owner="took-over")
+    result = run_duel(
+        "connect_four",
+        (revision_agent_source(minimax), revision_agent_source(rando)),
+        backend=sandbox_backend(),
+        matches=2,
+    )
+
+    assert duel_record_result(duel=claimed, result=result, worker="stalled") is False
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.RUNNING and duel.matches.count() == 0
+
+
+def test_it_keeps_renewing_the_lease_while_a_duel_runs(settings):
+    settings.ARENA_DUEL_LEASE_SECONDS = 0.3
+    minimax, rando = two_revisions()
+    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    claimed = duel_claim(duel_id=duel.pk, worker="me")
+    first_expiry = claimed.lease_expires_at
+
+    with LeaseKeeper(duel_id=duel.pk, worker="me"):
+        time.sleep(0.5)  # longer than the lease: only the renewals keep it
+        duel.refresh_from_db()
+
+    assert duel.lease_expires_at > first_expiry
+    assert duel.lease_expires_at > timezone.now() - timedelta(seconds=0.3)

@@ -1,0 +1,31 @@
+"""Celery entry points of the duel runner: take ids, call one service, own retries and limits."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from duel_runner import services
+
+
+@shared_task(
+    name="duel_runner.tasks.validate_revision",
+    soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
+    time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+)
+def validate_revision(revision_id: int) -> None:
+    services.revision_validate(revision_id=revision_id)
+
+
+@shared_task(
+    bind=True,
+    name="duel_runner.tasks.play_duel",
+    soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
+    time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+    max_retries=None,
+)
+def play_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
+    wait = services.duel_play(duel_id=duel_id)
+    if wait is not None and not self.request.is_eager:
+        # Another worker holds the lease (a redelivered message): look again when it ends.
+        raise self.retry(countdown=wait)
