@@ -27,7 +27,7 @@ from tests.factories import (
     UserFactory,
 )
 
-pytest_plugins = ["tests.support.database", "tests.support.browser"]
+pytest_plugins = ["tests.support.database", "tests.support.browser", "tests.support.workers"]
 
 _media_root: Path | None = None
 

@@ -158,8 +158,12 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A message taken by a worker that died goes back to its queue once it has been out for
+# the visibility timeout; workers look for such messages every interval x throttle s.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": int(env_str("ARENA_BROKER_VISIBILITY_TIMEOUT", "3600"))
+    "visibility_timeout": int(env_str("ARENA_BROKER_VISIBILITY_TIMEOUT", "3600")),
+    "unacked_restore_interval": int(env_str("ARENA_BROKER_RESTORE_INTERVAL", "10")),
+    "unacked_restore_throttle": int(env_str("ARENA_BROKER_RESTORE_THROTTLE", "10")),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 

@@ -13,13 +13,19 @@ say() { printf 'arena setup: %s\n' "$*"; }
 
 # Debian packages for the test suite: Node.js (the non-Python example agent), a system
 # Python with NumPy (what agents run on, as in the sandbox image), the PostgreSQL server
-# (the tests start a throwaway cluster with its binaries) and Chromium (browser tests).
+# (the tests start a throwaway cluster with its binaries), Chromium (browser tests), Redis
+# (the broker of the Celery pipeline tests, started throwaway too), and
+# Debian's Docker engine with debootstrap (the docker sandbox and its base image, built
+# from the Debian mirror because no container registry is reachable).
 missing=()
 if [ "$want_system" = 1 ]; then
   command -v node >/dev/null || missing+=(nodejs)
   /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=(python3-numpy)
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  command -v redis-server >/dev/null || missing+=(redis-server)
+  [ -x /usr/sbin/dockerd ] || missing+=(docker.io)
+  [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 fi
 "$PYTHON" -m venv --help >/dev/null 2>&1 && "$PYTHON" -c 'import ensurepip' 2>/dev/null \
   || missing+=(python3-venv)
@@ -38,6 +44,26 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
   else
     say "not root: skipping system packages ${missing[*]} (tests that need them will say so)"
+  fi
+fi
+
+# The Docker engine: started here when root and nothing answers, in the background so it
+# outlives this script (the tests use it), with its log in var/log/dockerd.log.
+docker_answers() {
+  command -v docker >/dev/null && timeout 10 docker version >/dev/null 2>&1
+}
+if [ "$want_system" = 1 ] && [ -z "${DOCKER_HOST:-}" ] && ! docker_answers; then
+  if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/dockerd ]; then
+    mkdir -p var/log
+    say "starting dockerd in the background (log: var/log/dockerd.log)"
+    setsid nohup /usr/sbin/dockerd >>var/log/dockerd.log 2>&1 </dev/null &
+    for _ in $(seq 1 120); do
+      docker_answers && break
+      sleep 0.5
+    done
+    docker_answers || say "dockerd did not answer within 60 s: see var/log/dockerd.log"
+  else
+    say "not root: not starting a Docker engine (the docker sandbox tests will say so)"
   fi
 fi
 

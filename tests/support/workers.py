@@ -1,0 +1,203 @@
+"""A throwaway Redis server and real Celery worker processes, for pipeline tests.
+
+``redis_url`` starts ``redis-server`` on a free loopback port for the test session
+(no persistence, deleted at the end). ``celery_workers`` starts worker processes on
+the build and duels queues against the test database, the way production runs them,
+and stops (or has already killed) them before the test's tables are flushed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.require import require
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    server = shutil.which("redis-server")
+    require(
+        server,
+        "redis-server is not installed (apt-get install redis-server), so "
+        "pipeline tests with a real broker cannot run",
+    )
+    folder = Path(tempfile.mkdtemp(prefix="arena-test-redis-"))
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                pytest.fail("redis-server did not start", pytrace=False)
+            time.sleep(0.05)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    database = connection.settings_dict
+    return (
+        f"postgres://{database['USER']}:{database['PASSWORD']}@{database['HOST']}:"
+        f"{database['PORT']}/{database['NAME']}"
+    )
+
+
+class Workers:
+    """Starts worker processes that share the test's database, broker and folders."""
+
+    def __init__(self, broker: str, settings: object, log_dir: Path) -> None:
+        self.broker = broker
+        self.settings = settings
+        self.log_dir = log_dir
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self, name: str, **environment: str) -> subprocess.Popen[bytes]:
+        settings = self.settings
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "core.settings",
+            "DATABASE_URL": _database_url(),
+            "ARENA_BROKER_URL": self.broker,
+            "ARENA_MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "ARENA_BUILD_ROOT": str(settings.ARENA_BUILD_ROOT),
+            "ARENA_SANDBOX_ROOT": str(settings.ARENA_SANDBOX_ROOT),
+            **environment,
+        }
+        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "core",
+                "worker",
+                "-Q",
+                "build,duels",
+                "--concurrency",
+                "1",
+                "--pool",
+                "prefork",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--hostname",
+                f"{name}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.processes.append(process)
+        return process
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the whole worker, pool children included: as if its machine died."""
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+
+@pytest.fixture
+def celery_workers(
+    redis_url: str, settings, tmp_path: Path, transactional_db: None
+) -> Iterator[Workers]:
+    """Workers on a real broker; this process queues tasks to it instead of running them."""
+    from django.db import connection
+
+    require(
+        connection.vendor == "postgresql",
+        "worker processes need the PostgreSQL test database (SQLite's is private to this process)",
+    )
+    from core.celery import app
+
+    previous = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
+    app.conf.update(broker_url=redis_url, task_always_eager=False)
+    _drop_connections(app)
+    workers = Workers(redis_url, settings, tmp_path)
+    try:
+        yield workers
+    finally:
+        workers.stop_all()
+        app.conf.update(**previous)
+        _drop_connections(app)
+
+
+def _drop_connections(app: object) -> None:
+    """Forget pooled broker connections, so the next task uses the broker now configured."""
+    from kombu import pools
+
+    pools.reset()  # kombu's process-wide producer pools, keyed by broker
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+
+
+def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> None:
+    """Poll ``predicate`` until it is true; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}", pytrace=False)
+        time.sleep(0.1)
