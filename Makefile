@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup lint format bench clean
+.PHONY: demo test setup base-image lint format bench bench-docker clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -9,6 +9,10 @@ test:            ## set up and run the whole test suite (what CI runs)
 
 setup:           ## create .venv with the pinned dependencies
 	scripts/setup.sh
+
+base-image:      ## the docker sandbox's base image (root: installs and starts Docker, debootstrap)
+	scripts/setup.sh --system-packages
+	.venv/bin/python manage.py build_base_image
 
 lint:
 	.venv/bin/ruff check .
@@ -20,6 +24,9 @@ format:
 
 bench:           ## moves/s: in-process, pipe ping-pong and through the referee
 	.venv/bin/python -m bench.bench_referee
+
+bench-docker:    ## moves/s: agents in containers against host processes and attach streams
+	.venv/bin/python -m bench.bench_docker
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

@@ -116,9 +116,7 @@ def test_it_uploads_an_agent_then_a_broken_one_then_refuses_a_fake_zip(
     page.get_by_role("button", name="Upload").click()
 
     expect(page).to_have_url(re.compile(r"/environments/tic_tac_toe/competitors/rando/v1/$"))
-    expect(page.get_by_role("status")).to_contain_text(
-        "Uploaded rando v1."
-    )
+    expect(page.get_by_role("status")).to_contain_text("Uploaded rando v1.")
     expect(pipeline_status(page, "Build")).to_have_text("Succeeded")
     expect(pipeline_status(page, "Validation")).to_have_text("Succeeded")
     expect(page.get_by_role("heading", level=1)).to_contain_text("Validated")

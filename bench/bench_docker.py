@@ -1,0 +1,295 @@
+"""Moves per second with agents in containers, against agents in host processes.
+
+    python -m bench.bench_docker            # full run, about a minute
+    python -m bench.bench_docker --quick    # smoke run
+    python -m bench.bench_docker --json figures.json
+
+Needs a Docker engine and the base image (``manage.py build_base_image``). Rows, each
+the median of several rounds, one of each per round:
+
+referee, process sandbox
+    ``run_duel`` of two random Connect Four agents (written with the SDK), each a
+    long-lived host process; moves counted from the match records and timed by the
+    sum of match durations, so start-up is left out.
+referee, docker sandbox
+    The same duel with each agent in its own container, moves over the Unix
+    sockets of ``arena_sdk.bridge``. Start-up (two containers) is reported apart.
+ping-pong rows
+    One pre-encoded ``act``-sized line out and one reply line back per move, with a
+    minimal Python agent: over pipes to a host process (process sandbox), over the
+    bridge's Unix sockets to a container (docker sandbox), and over the Docker
+    engine's attach streams to a container (stdin and multiplexed stdout through
+    the daemon), the design the docker sandbox avoids.
+
+The target: the docker sandbox's referee rate at 80% or more of the process sandbox's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.bench_referee import (
+    RANDOM_AGENT,
+    SEED,
+    TYPICAL_REPLY,
+    DuelRun,
+    _read_reply,
+    bench_duel,
+    typical_request,
+)
+from core import docker_engine
+from duel_runner.sandbox.base import AgentSource, SandboxedAgent, SandboxLimits
+from duel_runner.sandbox.docker import DockerSandbox
+from duel_runner.sandbox.process import ProcessSandbox
+
+from arena_sdk import protocol  # isort: skip (bench_referee puts the SDK on the path)
+
+TARGET_DOCKER_OVER_PROCESS = 0.8
+
+# The least a Python agent can do per move, on the streams the SDK uses.
+PING_PONG_AGENT = """\
+#!/usr/bin/env python3
+import os
+incoming = os.fdopen(0, "rb", buffering=1 << 16)
+outgoing = os.fdopen(1, "wb", buffering=0)
+reply = os.environ["PING_PONG_REPLY"].encode() + b"\\n"
+for line in incoming:
+    outgoing.write(reply)
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    rounds: int
+    duel_matches: int
+    ping_pong_moves: int
+
+
+FULL = Plan(rounds=5, duel_matches=100, ping_pong_moves=5_000)
+QUICK = Plan(rounds=1, duel_matches=10, ping_pong_moves=300)
+
+
+def _exchange_pre_encoded(request_fd: int, reply_fd: int, count: int, request: bytes) -> None:
+    for _ in range(count):
+        os.write(request_fd, request)
+        _read_reply(reply_fd)
+
+
+def bench_sandbox_ping_pong(
+    backend: ProcessSandbox | DockerSandbox, agent: AgentSource, moves: int
+) -> float:
+    """Round trips per second with the ping-pong agent in ``backend``, start-up excluded."""
+    request = protocol.encode(typical_request())
+    running: SandboxedAgent = backend.start(agent, limits=SandboxLimits(), label="ping-pong")
+    try:
+        # The reader below blocks: the referee's fds are non-blocking by contract.
+        os.set_blocking(running.reply_fd, True)
+        os.set_blocking(running.request_fd, True)
+        _exchange_pre_encoded(running.request_fd, running.reply_fd, min(500, moves), request)
+        started = time.perf_counter()
+        _exchange_pre_encoded(running.request_fd, running.reply_fd, moves, request)
+        return moves / (time.perf_counter() - started)
+    finally:
+        running.close()
+
+
+def _read_attached_reply(connection: Any, pending: bytearray) -> None:
+    """Read stdout frames (8-byte header: stream, 3 zero bytes, length) up to a newline."""
+    while not pending.endswith(b"\n"):
+        header = b""
+        while len(header) < 8:
+            chunk = connection.recv(8 - len(header))
+            if not chunk:
+                raise SystemExit("bench_docker: the attached container closed its output")
+            header += chunk
+        (length,) = struct.unpack(">I", header[4:])
+        payload = b""
+        while len(payload) < length:
+            payload += connection.recv(length - len(payload))
+        pending += payload
+    pending.clear()
+
+
+def bench_attach_ping_pong(image: str, moves: int) -> float:
+    """Round trips per second through the engine's attach streams, start-up excluded."""
+    request = protocol.encode(typical_request())
+    reply = protocol.encode(TYPICAL_REPLY).decode().rstrip("\n")
+    with docker_engine.running_container(
+        image=image,
+        command=["python3", "-c", PING_PONG_AGENT],
+        role="bench",
+        environment={"PING_PONG_REPLY": reply},
+        stdin_open=True,
+        network_mode="none",
+        nano_cpus=1_000_000_000,
+    ) as container:
+        connection = docker_engine.container_attach_socket(container)
+        pending = bytearray()
+        try:
+
+            def exchange(count: int) -> None:
+                for _ in range(count):
+                    connection.sendall(request)
+                    _read_attached_reply(connection, pending)
+
+            exchange(min(500, moves))
+            started = time.perf_counter()
+            exchange(moves)
+            return moves / (time.perf_counter() - started)
+        finally:
+            connection.close()
+
+
+def _agents(folder: Path) -> tuple[AgentSource, AgentSource]:
+    random_agent = folder / "random_agent.py"
+    random_agent.write_text(RANDOM_AGENT)
+    ping_pong = folder / "ping_pong"
+    ping_pong.mkdir()
+    (ping_pong / "agent").write_text(PING_PONG_AGENT)
+    (ping_pong / "agent").chmod(0o755)
+    reply = protocol.encode(TYPICAL_REPLY).decode().rstrip("\n")
+    return (
+        AgentSource.from_path(random_agent),
+        AgentSource.from_path(ping_pong, {"PING_PONG_REPLY": reply}),
+    )
+
+
+def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
+    problem = docker_engine.engine_problem()
+    if problem:
+        raise SystemExit(f"bench_docker: {problem}")
+    process = ProcessSandbox()
+    docker = DockerSandbox()
+    if not docker_engine.image_exists(docker.image):
+        raise SystemExit(
+            f"bench_docker: no image {docker.image}; run `python manage.py build_base_image`"
+        )
+    rows: dict[str, list[float]] = {
+        "process_referee": [],
+        "docker_referee": [],
+        "pipe_ping_pong": [],
+        "socket_ping_pong": [],
+        "attach_ping_pong": [],
+    }
+    process_duels: list[DuelRun] = []
+    docker_duels: list[DuelRun] = []
+    with tempfile.TemporaryDirectory(prefix="bench-docker-") as folder:
+        random_agent, ping_pong = _agents(Path(folder))
+        # Warm both sandboxes once (the SDK copy, the image's pages in the cache).
+        bench_duel(random_agent, process, matches=2, seed=SEED)
+        bench_duel(random_agent, docker, matches=2, seed=SEED)  # type: ignore[arg-type]
+        for round_index in range(plan.rounds):
+            seed = SEED + round_index
+            process_duels.append(bench_duel(random_agent, process, plan.duel_matches, seed))
+            docker_duels.append(
+                bench_duel(random_agent, docker, plan.duel_matches, seed)  # type: ignore[arg-type]
+            )
+            rows["process_referee"].append(process_duels[-1].moves_per_second)
+            rows["docker_referee"].append(docker_duels[-1].moves_per_second)
+            moves = plan.ping_pong_moves
+            rows["pipe_ping_pong"].append(bench_sandbox_ping_pong(process, ping_pong, moves))
+            rows["socket_ping_pong"].append(bench_sandbox_ping_pong(docker, ping_pong, moves))
+            rows["attach_ping_pong"].append(bench_attach_ping_pong(docker.image, moves))
+            report(
+                f"round {round_index + 1}/{plan.rounds}: "
+                + ", ".join(f"{name} {values[-1]:,.0f}" for name, values in rows.items())
+                + " moves/s"
+            )
+
+    medians = {name: statistics.median(values) for name, values in rows.items()}
+    docker_over_process = medians["docker_referee"] / medians["process_referee"]
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "image": docker.image,
+        "plan": dataclasses.asdict(plan),
+        **{f"{name}_moves_per_second": rate for name, rate in medians.items()},
+        "docker_over_process": docker_over_process,
+        "socket_over_pipe": medians["socket_ping_pong"] / medians["pipe_ping_pong"],
+        "attach_over_pipe": medians["attach_ping_pong"] / medians["pipe_ping_pong"],
+        "socket_over_attach": medians["socket_ping_pong"] / medians["attach_ping_pong"],
+        "process_duel_startup_seconds": statistics.median(
+            duel.wall_seconds - duel.match_seconds for duel in process_duels
+        ),
+        "docker_duel_startup_seconds": statistics.median(
+            duel.wall_seconds - duel.match_seconds for duel in docker_duels
+        ),
+        "target_docker_over_process": TARGET_DOCKER_OVER_PROCESS,
+        "target_met": docker_over_process >= TARGET_DOCKER_OVER_PROCESS,
+        "samples": rows,
+    }
+
+
+ROW_NAMES = {
+    "process_referee": "referee, process sandbox (pipes)",
+    "docker_referee": "referee, docker sandbox (Unix sockets)",
+    "pipe_ping_pong": "ping-pong, host process over pipes",
+    "socket_ping_pong": "ping-pong, container over the bridge",
+    "attach_ping_pong": "ping-pong, container over attach streams",
+}
+
+
+def table(figures: dict[str, Any]) -> str:
+    rounds = figures["plan"]["rounds"]
+    lines = [
+        f"Connect Four, random vs random — {figures['date']}, median of {rounds} round(s)",
+        f"machine: {figures['machine']['cores']} cores, Python {figures['machine']['python']}, "
+        f"{figures['machine']['platform']}; image {figures['image']}",
+        "",
+        f"{'measurement':<44} {'moves/s':>10} {'µs/move':>9}",
+    ]
+    for key, name in ROW_NAMES.items():
+        rate = figures[f"{key}_moves_per_second"]
+        lines.append(f"{name:<44} {rate:>10,.0f} {1e6 / rate:>9.1f}")
+    verdict = "met" if figures["target_met"] else "NOT met"
+    lines += [
+        "",
+        f"docker / process referee     {figures['docker_over_process']:7.1%}   "
+        f"target >= {figures['target_docker_over_process']:.0%}: {verdict}",
+        f"bridge / pipe ping-pong      {figures['socket_over_pipe']:7.1%}",
+        f"attach / pipe ping-pong      {figures['attach_over_pipe']:7.1%}",
+        f"bridge / attach ping-pong    {figures['socket_over_attach']:7.2f}x",
+        f"duel start-up and shutdown: process {figures['process_duel_startup_seconds']:.3f} s, "
+        f"docker {figures['docker_duel_startup_seconds']:.3f} s (two agents each)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_docker",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="a fast smoke run (one round)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
+    arguments = parser.parse_args(argv)
+    figures = measure(
+        QUICK if arguments.quick else FULL,
+        report=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    print(table(figures))
+    if arguments.json is not None:
+        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+"""The ``docker`` sandbox: each agent in a container of its own for the whole duel.
+
+The container has no network, a memory limit without swap, one CPU, a process
+limit, a read-only root with a small tmpfs at ``/tmp``, an unprivileged user, no
+capabilities, no new privileges, and rlimits on CPU time, open files, file size
+and core dumps. The agent's files are bind-mounted read-only at ``/agent`` (its
+working folder), unless the image already holds them there.
+
+Moves never cross the engine: before the container starts, the referee listens
+on a Unix socket in a host folder bind-mounted at ``/run/arena``; the container's
+command is ``python3 -m arena_sdk.bridge``, which connects three times (stdin,
+stdout, stderr) and execs the agent on those connections. The referee's request
+and reply fds are plain sockets, as fast as pipes to a host process; the engine
+is only asked to start, inspect and remove the container.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from core import docker_engine
+from core.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
+from duel_runner.sandbox.base import (
+    FILE_SIZE_MARKERS,
+    MEMORY_ERROR_MARKERS,
+    AgentSource,
+    CappedLog,
+    EntryKind,
+    SandboxError,
+    SandboxLimits,
+    Termination,
+)
+
+DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
+AGENT_USER = "10001:10001"
+AGENT_DIR = "/agent"
+SOCKET_DIR = "/run/arena"
+SOCKET_NAME = "agent.sock"
+SDK_PATH = "/opt/arena/sdk"
+TMPFS_MB = 64
+#: How long the container may take to start and connect: the platform's time, not
+#: the agent's (its own start-up limit begins with the handshake).
+CONNECT_TIMEOUT = float(os.environ.get("ARENA_DOCKER_CONNECT_TIMEOUT", "30"))
+#: What the engine keeps of a container's own output (the bridge's and init's
+#: messages; the agent's stderr goes to the referee over its socket).
+ENGINE_LOG_BYTES = 256 * 1024
+STREAMS = 3  # stdin, stdout, stderr: the order in which the bridge connects
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def _make_readable(folder: Path) -> None:
+    """Everything readable (and folders searchable) by the container's user, nothing writable."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        executable = path.is_dir() or mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        os.chmod(path, 0o755 if executable else 0o644)
+
+
+def _short_name(label: str, length: int = 16) -> str:
+    """``label`` cut short, with what the engine refuses in names replaced."""
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "_", label)[:length]
+
+
+def _container_name(label: str, token: str) -> str:
+    return f"arena-{_short_name(label, 40)}-{token}"
+
+
+def _decode_exit_code(code: int | None) -> int | None:
+    """A container's exit code as a return code: init reports death by signal N as 128 + N."""
+    if code is not None and 128 < code <= 128 + signal.NSIG:
+        return -(code - 128)
+    return code
+
+
+class DockerAgent:
+    """A running agent in the docker sandbox (see ``SandboxedAgent``)."""
+
+    def __init__(
+        self,
+        *,
+        container: docker_engine.Container,
+        streams: list[socket.socket],
+        folder: Path,
+        token: str,
+        log_bytes: int,
+    ) -> None:
+        self.container = container
+        self.folder = folder
+        self.token = token
+        self.requests, self.replies, self.log_stream = streams
+        self.request_fd = self.requests.fileno()
+        self.reply_fd = self.replies.fileno()
+        os.set_blocking(self.request_fd, False)
+        os.set_blocking(self.reply_fd, False)
+        self._log = CappedLog(log_bytes)
+        self._termination: Termination | None = None
+        self._closing = threading.Event()
+        self._drain = threading.Thread(target=self._drain_log, daemon=True)
+        self._drain.start()
+        self._closed = False
+
+    def _drain_log(self) -> None:
+        # Read all the time, so a chatty agent never blocks on a full socket buffer
+        # (which would look like a timeout that is not its fault).
+        fd = self.log_stream.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while not self._closing.is_set():
+            if not poller.poll(100):
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self._log.write(chunk)
+
+    def log(self) -> str:
+        return self._log.text()
+
+    def termination(self, wait: float = 0.0) -> Termination | None:
+        if self._termination is not None:
+            return self._termination
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                state = docker_engine.container_state(self.container)
+            except EngineError as error:
+                raise SandboxError(f"cannot tell how the agent's container is: {error}") from error
+            if state is None:
+                # Removed: only close() does that, and it kills first.
+                return Termination(-signal.SIGKILL)
+            if not state.running:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            # The engine notices an exit a few milliseconds after the process ends.
+            time.sleep(min(0.02, remaining))
+        # Everything in the container is dead, so the log is at its end: read it all.
+        self._drain.join(timeout=0.5)
+        log = self.log()
+        returncode = _decode_exit_code(state.exit_code)
+        self._termination = Termination(
+            returncode,
+            out_of_memory=state.oom_killed or any(marker in log for marker in MEMORY_ERROR_MARKERS),
+            out_of_cpu=returncode == -signal.SIGXCPU,
+            file_too_large=returncode == -signal.SIGXFSZ
+            or any(marker in log for marker in FILE_SIZE_MARKERS),
+        )
+        return self._termination
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # Killing the container kills every process in it, forks included.
+            docker_engine.container_discard(self.container)
+        except EngineError as error:
+            # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
+            self._log.write(f"\n[sandbox: could not remove the container: {error}]\n".encode())
+        # With every writer dead the drain thread reads the last of the log and hits EOF.
+        self._drain.join(timeout=1)
+        self._closing.set()
+        self._drain.join(timeout=1)
+        for stream in (self.requests, self.replies, self.log_stream):
+            with contextlib.suppress(OSError):
+                stream.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class DockerSandbox:
+    """The ``docker`` backend.
+
+    ``image`` is what agents start from: by default the base image of this checkout
+    (``builder.base_image``), which gets the agent's files bind-mounted at ``/agent``;
+    an image that already holds them there (one built per revision) sets
+    ``agent_files_in_image``. ``labels`` go on every container (e.g. the duel's id).
+    """
+
+    name = "docker"
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        image: str | None = None,
+        agent_files_in_image: bool = False,
+        labels: dict[str, str] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        # A folder of its own under the sandbox root. The engine mounts from it, so when
+        # the referee runs in a container itself this path must be the same on the host.
+        self.root = Path(root or os.environ.get("ARENA_SANDBOX_ROOT") or DEFAULT_ROOT) / "docker"
+        self._image = image or os.environ.get("ARENA_DOCKER_IMAGE") or None
+        self.agent_files_in_image = agent_files_in_image
+        self.labels = dict(labels or {})
+        self.connect_timeout = connect_timeout
+        self._image_checked = False
+
+    @property
+    def image(self) -> str:
+        if self._image is None:
+            from builder.base_image import base_image_tag
+
+            self._image = base_image_tag()
+        return self._image
+
+    def _check_image(self) -> None:
+        """Once per sandbox: a missing image is a set-up problem, said as such."""
+        if self._image_checked:
+            return
+        if not docker_engine.image_exists(self.image):
+            advice = (
+                "build it with `python manage.py build_base_image` (or `make base-image`)"
+                if self.image.startswith("arena-base:")
+                else "build it first"
+            )
+            raise SandboxError(f"the agents' image {self.image} does not exist: {advice}")
+        self._image_checked = True
+
+    def _agent_command(self, source: AgentSource) -> list[str]:
+        if source.kind is EntryKind.EXECUTABLE:
+            return [f"{AGENT_DIR}/{source.entry}"]
+        return ["python3", "-s", "-B", "-m", "arena_sdk", source.entry]
+
+    def _command(self, source: AgentSource) -> list[str]:
+        bridge = ["python3", "-s", "-B", "-m", "arena_sdk.bridge", f"{SOCKET_DIR}/{SOCKET_NAME}"]
+        return [*bridge, "--", *self._agent_command(source)]
+
+    def _environment(self, source: AgentSource, token: str) -> dict[str, str]:
+        return {
+            "PATH": SAFE_PATH,
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": SDK_PATH,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            # Numerical libraries would otherwise start a thread per host core each.
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "ARENA_SANDBOX": self.name,
+            "ARENA_SANDBOX_TOKEN": token,
+            **dict(source.environment),
+        }
+
+    def _container_options(
+        self, limits: SandboxLimits, agent_dir: Path, socket_dir: Path
+    ) -> dict[str, Any]:
+        mib = 1024 * 1024
+        volumes = {str(socket_dir): {"bind": SOCKET_DIR, "mode": "ro"}}
+        if not self.agent_files_in_image:
+            volumes[str(agent_dir)] = {"bind": AGENT_DIR, "mode": "ro"}
+        return {
+            "user": AGENT_USER,
+            "working_dir": AGENT_DIR,
+            "network_mode": "none",
+            "mem_limit": limits.memory_mb * mib,
+            # Equal to the memory limit: no swap, so a hog is killed instead of slowed.
+            "memswap_limit": limits.memory_mb * mib,
+            "nano_cpus": 1_000_000_000,
+            "pids_limit": limits.max_processes,
+            "read_only": True,
+            "tmpfs": {"/tmp": f"size={TMPFS_MB}m,mode=1777"},
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            # An init as process 1 reaps the zombies an agent's children leave.
+            "init": True,
+            "volumes": volumes,
+            "ulimits": {
+                "cpu": (limits.cpu_seconds, limits.cpu_seconds + 1),
+                "nofile": (limits.max_open_files, limits.max_open_files),
+                "fsize": (limits.max_file_mb * mib, limits.max_file_mb * mib),
+                "core": (0, 0),
+            },
+            "log_max_bytes": ENGINE_LOG_BYTES,
+            "hostname": "agent",
+        }
+
+    def _listen(self, socket_dir: Path) -> socket.socket:
+        path = socket_dir / SOCKET_NAME
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        # The container's user must be allowed to connect; the host folder above is
+        # private, and the mount is read-only, so the agent cannot plant files here.
+        os.chmod(path, 0o666)
+        listener.listen(STREAMS)
+        return listener
+
+    def _accept_streams(
+        self, listener: socket.socket, container: docker_engine.Container
+    ) -> list[socket.socket]:
+        """The bridge's three connections, in the order it made them."""
+        deadline = time.monotonic() + self.connect_timeout
+        streams: list[socket.socket] = []
+        try:
+            while len(streams) < STREAMS:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SandboxError(
+                        f"the agent's container did not connect within {self.connect_timeout:g} s"
+                        + self._engine_log(container)
+                    )
+                listener.settimeout(min(0.25, remaining))
+                try:
+                    connection, _ = listener.accept()
+                except TimeoutError:
+                    state = docker_engine.container_state(container)
+                    if state is None or not state.running:
+                        code = None if state is None else state.exit_code
+                        raise SandboxError(
+                            f"the agent's container stopped before connecting (exit code {code})"
+                            + self._engine_log(container)
+                        ) from None
+                    continue
+                connection.setblocking(True)
+                streams.append(connection)
+        except BaseException:
+            for connection in streams:
+                connection.close()
+            raise
+        return streams
+
+    @staticmethod
+    def _engine_log(container: docker_engine.Container) -> str:
+        with contextlib.suppress(EngineError):
+            output = docker_engine.container_logs(container, stdout=True, stderr=True)
+            text = output.decode("utf-8", errors="replace").strip()
+            if text:
+                return ": " + text[-2000:]
+        return ""
+
+    def sweep_orphans(self) -> list[str]:
+        """Remove what killed workers left behind; returns what was removed.
+
+        Their agent containers go (``docker_engine.sweep_orphans``), then the host
+        folders whose token no container carries any more. A folder younger than the
+        time a container may take to start is left alone: its container may be starting.
+        """
+        removed = docker_engine.sweep_orphans()
+        if not self.root.is_dir():
+            return removed
+        in_use = {
+            docker_engine.container_labels(container).get(LABEL_SANDBOX)
+            for container in docker_engine.containers_labelled({LABEL_ROLE: "agent"})
+        }
+        started_before = time.time() - 2 * self.connect_timeout
+        for folder in self.root.iterdir():
+            token = folder.name.rpartition("-")[2]
+            if token not in in_use and folder.lstat().st_mtime < started_before:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(str(folder))
+        return removed
+
+    def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
+        token = os.urandom(8).hex()
+        with contextlib.ExitStack() as cleanup:
+            try:
+                self._check_image()
+                self.root.mkdir(parents=True, exist_ok=True)
+                os.chmod(self.root, 0o700)
+                # Named after the token on the container, so a sweep can pair them; short,
+                # because a Unix socket's path inside it may not pass 107 bytes.
+                folder = self.root / f"{_short_name(label)}-{token}"
+                folder.mkdir(mode=0o755)
+                cleanup.callback(shutil.rmtree, folder, ignore_errors=True)
+                agent_dir = folder / "agent"
+                agent_dir.mkdir()
+                if not self.agent_files_in_image:
+                    source.copy_into(agent_dir)
+                    _make_readable(agent_dir)
+                socket_dir = folder / "run"
+                socket_dir.mkdir(mode=0o755)
+                listener = cleanup.enter_context(self._listen(socket_dir))
+                container = docker_engine.container_start(
+                    image=self.image,
+                    command=self._command(source),
+                    role="agent",
+                    labels={**self.labels, LABEL_SANDBOX: token},
+                    environment=self._environment(source, token),
+                    name=_container_name(label, token),
+                    **self._container_options(limits, agent_dir, socket_dir),
+                )
+                cleanup.callback(docker_engine.container_discard, container)
+                streams = self._accept_streams(listener, container)
+            except EngineError as error:
+                raise SandboxError(f"cannot start the agent's container: {error}") from error
+            except OSError as error:
+                raise SandboxError(f"cannot prepare the agent's container: {error}") from error
+            # Started: from here on the agent owns the container and folder, and
+            # close() removes them.
+            cleanup.pop_all()
+        listener.close()
+        (socket_dir / SOCKET_NAME).unlink(missing_ok=True)
+        return DockerAgent(
+            container=container,
+            streams=streams,
+            folder=folder,
+            token=token,
+            log_bytes=limits.log_bytes,
+        )

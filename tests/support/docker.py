@@ -1,0 +1,54 @@
+"""The Docker engine and the base image for the tests that need them.
+
+The base image is built once per test session (about 1.5 minutes the first time on a
+machine: debootstrap from the Debian mirror; about a second after that, reused by tag).
+Without an engine, or without root to run debootstrap, those tests skip with the reason,
+or fail under ``ARENA_REQUIRE_ALL=1``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from builder.base_image import base_image_build
+from core import docker_engine
+from core.errors import ArenaError
+from tests.support.require import require
+
+_outcome: dict[str, str] = {}
+
+
+def base_image_or_skip() -> str:
+    """The base image's tag, built if needed; skips (or fails) when it cannot be had."""
+    if not _outcome:
+        problem = docker_engine.engine_problem()
+        if problem is not None:
+            _outcome["problem"] = f"{problem}, so Docker sandbox tests cannot run"
+        else:
+            try:
+                build = base_image_build(
+                    report=lambda line: print(f"base image: {line}", file=sys.stderr)
+                )
+                _outcome["tag"] = build.tag
+            except ArenaError as error:  # BaseImageError, or the engine failing
+                _outcome["problem"] = (
+                    f"the base image cannot be built here ({error.message.splitlines()[0]}), "
+                    "so Docker sandbox tests cannot run"
+                )
+    require("tag" in _outcome, _outcome.get("problem", ""))
+    return _outcome["tag"]
+
+
+@pytest.fixture(scope="session")
+def docker_base_image() -> str:
+    return base_image_or_skip()
+
+
+def leftover_containers(labels: dict[str, str]) -> list[str]:
+    """Names of the containers, running or not, that carry all of ``labels``."""
+    return [
+        docker_engine.container_name(container)
+        for container in docker_engine.containers_labelled(labels)
+    ]
