@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker clean
+.PHONY: demo test setup base-image lint format bench bench-docker bench-upload clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -27,6 +27,9 @@ bench:           ## moves/s: in-process, pipe ping-pong and through the referee
 
 bench-docker:    ## moves/s: agents in containers against host processes and attach streams
 	.venv/bin/python -m bench.bench_docker
+
+bench-upload:    ## seconds from upload to validated: docker and process sandboxes, with requirements
+	.venv/bin/python -m bench.bench_upload
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

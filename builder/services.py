@@ -1,19 +1,54 @@
-"""Building a revision: for the ``process`` sandbox, unpacking it into its own folder and
-checking that it can start (entry point present, Python files compile)."""
+"""Building a revision: unpacking it into its own folder and checking that it can start
+(entry point present, Python files compile); for the ``docker`` sandbox also building
+its own image with its dependencies (``builder.requirements``, ``builder.revision_image``).
+And the clean-up of the images no revision needs any more.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import os
+import re
 import shutil
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
+from django.db import connection
 
-from builder.archives import UploadLimits, UploadRejected, extract_upload
-from core import dispatch
+from builder import selectors
+from builder.archives import REQUIREMENTS, UploadLimits, UploadRejected, extract_upload
+from builder.base_image import BaseImageError, base_image_build
+from builder.requirements import (
+    BuildTimedOut,
+    RequirementsRejected,
+    WheelSet,
+    requirements_parse,
+    requirements_policy,
+    wheels_download,
+)
+from builder.revision_image import (
+    DEPS_ROLE,
+    LABEL_ENVIRONMENT,
+    LABEL_INSTANCE,
+    ROLE,
+    base_numpy_version,
+    revision_image_build,
+    revision_image_tag,
+)
+from core import dispatch, docker_engine
+from core.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError, EngineTimeout
+from core.errors import ArenaError
 from core.models import Revision, StepStatus
 from core.services import revision_step_begin, revision_step_finish
 from duel_runner.sandbox.base import AgentSource, InvalidAgent
+
+#: What the build log keeps of the engine's and pip's output: the start and the end.
+BUILD_LOG_CHARS = 100_000
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def upload_limits() -> UploadLimits:
@@ -42,14 +77,125 @@ def _compile_errors(folder: Path) -> list[str]:
     return errors
 
 
+class BuildFailed(ArenaError):
+    """The platform could not build the revision (not the upload's fault)."""
+
+
+def _bounded(text: str, limit: int = BUILD_LOG_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    dropped = len(text) - limit
+    return f"{text[:head]}\n[... {dropped:,} characters dropped ...]\n{text[-(limit - head) :]}"
+
+
+def instance_label() -> str:
+    """Which deployment's images these are: ``ARENA_INSTANCE``, else the database's identity.
+
+    Several deployments (or test runs) may share one Docker engine; the clean-up only
+    looks at images of its own instance, whose revision ids mean something to it.
+    """
+    if settings.ARENA_INSTANCE:
+        return settings.ARENA_INSTANCE
+    database = connection.settings_dict
+    identity = "|".join(str(database.get(key) or "") for key in ("ENGINE", "HOST", "PORT", "NAME"))
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def _base_image(report: Callable[[str], None]) -> str:
+    """The image revisions are built on: ``ARENA_DOCKER_IMAGE``, else this checkout's base
+    image, built now if it is missing (the same choice as ``DockerSandbox``)."""
+    configured = os.environ.get("ARENA_DOCKER_IMAGE")
+    if configured:
+        if not docker_engine.image_exists(configured):
+            raise BuildFailed(f"the agents' image {configured} (ARENA_DOCKER_IMAGE) does not exist")
+        return configured
+    return base_image_build(report=report).tag
+
+
+def _revision_image(*, revision: Revision, folder: Path, deadline: float, log: list[str]) -> str:
+    """Build the revision's image from its unpacked files in ``folder``; returns its tag."""
+    source = AgentSource.from_path(folder)
+    base = _base_image(log.append)
+    if time.monotonic() > deadline:
+        raise BuildTimedOut("making the base image")
+    wheels: WheelSet | None = None
+    requirements_file = folder / REQUIREMENTS
+    if requirements_file.is_file():
+        try:
+            text = requirements_file.read_text("utf-8")
+        except UnicodeDecodeError:
+            raise RequirementsRejected("requirements.txt must be UTF-8 text") from None
+        policy = requirements_policy()
+        requirements = requirements_parse(text, policy=policy)
+        log.append("requirements: " + (", ".join(str(r) for r in requirements) or "none listed"))
+        started = time.monotonic()
+        wheels = wheels_download(
+            requirements=requirements,
+            policy=policy,
+            deadline=deadline,
+            base_numpy=lambda: base_numpy_version(base),
+            report=log.append,
+        )
+        how = "reused" if wheels.reused else f"downloaded in {time.monotonic() - started:.1f} s"
+        log.append(
+            f"wheels to install: {', '.join(wheels.wheels) or 'none'} "
+            f"({wheels.total_bytes:,} bytes, {how})"
+        )
+    tag = revision_image_tag(revision_id=revision.pk, sha256=revision.sha256)
+    log.append(f"building the image {tag} from {base}")
+    started = time.monotonic()
+    build_log = revision_image_build(
+        tag=tag,
+        base=base,
+        agent_dir=folder,
+        entry=source.entry,
+        kind=source.kind,
+        wheels=wheels,
+        labels={
+            LABEL_REVISION: str(revision.pk),
+            LABEL_ENVIRONMENT: revision.competitor.environment.name,
+            LABEL_INSTANCE: instance_label(),
+        },
+        deadline=deadline,
+    )
+    log.append(ANSI_ESCAPE.sub("", "\n".join(line for line in build_log if line.strip())))
+    log.append(f"built {tag} in {time.monotonic() - started:.1f} s")
+    return tag
+
+
+def _failure_message(error: BaseException, *, timeout: int) -> str:
+    if isinstance(error, BuildTimedOut | EngineTimeout):
+        doing = error.message if isinstance(error, BuildTimedOut) else "building the image"
+        return (
+            f"the build did not finish within {timeout} s, its time limit ({doing}); "
+            "fewer or smaller dependencies build faster"
+        )
+    if isinstance(error, EngineError) and "returned a non-zero code" in error.message:
+        return (
+            f"installing the dependencies failed in the image:\n{error.message}\n"
+            "Check that the packages in requirements.txt work on CPython 3.11 on Linux."
+        )
+    if isinstance(error, BaseImageError | BuildFailed | EngineError):
+        return (
+            f"the platform could not build the image: {error.message}\n"
+            "This is not a problem with your upload: an organizer can rebuild the revision."
+        )
+    return getattr(error, "message", None) or str(error)
+
+
 def revision_build(*, revision_id: int) -> None:
     revision = revision_step_begin(revision_id=revision_id, step="build")
     if revision is None:
         return
+    timeout = settings.ARENA_BUILD_TIMEOUT_SECONDS
+    # The Celery task's own limits are a little longer: this one fails the build cleanly.
+    deadline = time.monotonic() + timeout
     log: list[str] = [f"building {revision} from {revision.filename} ({revision.size:,} bytes)"]
     target = revision_build_dir(revision)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    image = ""
     try:
         with revision.source.open("rb") as upload:
             content = upload.read()
@@ -59,7 +205,10 @@ def revision_build(*, revision_id: int) -> None:
         if errors:
             raise UploadRejected("syntax error:\n" + "\n".join(errors))
         AgentSource.from_path(staging)
-        if summary.has_requirements:
+        log.append(f"entry point: {summary.entry_point}")
+        if settings.ARENA_SANDBOX == "docker":
+            image = _revision_image(revision=revision, folder=staging, deadline=deadline, log=log)
+        elif summary.has_requirements:
             log.append(
                 "requirements.txt found: the process sandbox does not install dependencies; "
                 "the Docker builder does"
@@ -67,15 +216,72 @@ def revision_build(*, revision_id: int) -> None:
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-        log.append(f"entry point: {summary.entry_point}")
-    except (UploadRejected, InvalidAgent, OSError) as error:
+    except (ArenaError, InvalidAgent, OSError) as error:
         shutil.rmtree(staging, ignore_errors=True)
-        message = getattr(error, "message", None) or str(error)
+        message = _failure_message(error, timeout=timeout)
         log.append(f"build failed: {message}")
         revision_step_finish(
-            revision=revision, step="build", succeeded=False, error=message, log="\n".join(log)
+            revision=revision,
+            step="build",
+            succeeded=False,
+            error=message,
+            log=_bounded("\n".join(log)),
         )
-        Revision.objects.filter(pk=revision.pk).update(validation_status=StepStatus.NONE)
+        Revision.objects.filter(pk=revision.pk).update(validation_status=StepStatus.NONE, image="")
         return
-    revision_step_finish(revision=revision, step="build", succeeded=True, log="\n".join(log))
+    Revision.objects.filter(pk=revision.pk).update(image=image)
+    revision_step_finish(
+        revision=revision, step="build", succeeded=True, log=_bounded("\n".join(log))
+    )
     dispatch.start("duel_runner.tasks.validate_revision", revision_id=revision.pk)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrunedImage:
+    image: str
+    revision_id: int | None
+    #: Why it went (or, when ``removed`` is False, why it should have and could not).
+    reason: str
+    removed: bool = True
+
+
+def revision_images_prune() -> list[PrunedImage]:
+    """Remove this instance's revision images that no revision needs any more.
+
+    An image stays while its revision is being built or validated, while a queued or
+    running duel needs it, while it is the newest validated revision of its competitor,
+    or while it is entered in a tournament that is not finished (a draft one included:
+    it is about to run). Images of deleted or disabled revisions, of superseded ones and
+    earlier builds of a revision go, and the build cache of dependencies older than a day.
+    An image a container still runs cannot go; it is reported and tried again next time.
+    """
+    instance = instance_label()
+    images = docker_engine.images_labelled({LABEL_ROLE: ROLE, LABEL_INSTANCE: instance})
+    revision_ids: set[int] = set()
+    for image in images:
+        label = image.labels.get(LABEL_REVISION, "")
+        if label.isdigit():
+            revision_ids.add(int(label))
+    uses = selectors.revision_image_uses(revision_ids=revision_ids)
+    pruned = []
+    for image in images:
+        label = image.labels.get(LABEL_REVISION, "")
+        use = uses.get(int(label)) if label.isdigit() else None
+        if use is None:
+            reason = "its revision no longer exists"
+        elif use.building:
+            continue
+        elif use.image not in image.tags:
+            reason = "a later build of its revision replaced it"
+        elif use.removal_reason is None:
+            continue
+        else:
+            reason = use.removal_reason
+        name = image.tags[0] if image.tags else image.id
+        removed = docker_engine.image_remove(name)
+        pruned.append(PrunedImage(name, int(label) if label.isdigit() else None, reason, removed))
+    for image_id in docker_engine.images_prune_dangling(
+        {LABEL_ROLE: DEPS_ROLE, LABEL_INSTANCE: instance}, older_than="24h"
+    ):
+        pruned.append(PrunedImage(image_id, None, "build cache of dependencies, a day old"))
+    return pruned

@@ -1,4 +1,4 @@
-"""The Celery app: queues ``build`` and ``duels``, JSON only, late acknowledgement.
+"""The Celery app: queues ``build``, ``duels`` and ``publish``, JSON only, late acknowledgement.
 
 With ``ARENA_BROKER_URL`` unset (the embedded default) tasks run in the calling
 process, right after the transaction that started them commits, so the same
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 app = Celery("arena")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["builder", "duel_runner"])
+app.autodiscover_tasks(["builder", "duel_runner", "publisher"])
 
 
 @worker_ready.connect

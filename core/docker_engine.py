@@ -1,11 +1,12 @@
 """Every call Arena makes to a Docker engine, in one small module (Docker SDK 7.1).
 
-Images: check, import a root file system, build from a context. Containers: start
-one (``running_container`` always kills and removes it again), read its state and
+Images: check, import a root file system, build from a context (with a deadline),
+list by label, remove, prune. Containers: start one (``running_container`` always
+kills and removes it again), run a short command to completion, read its state and
 logs, list by label, and ``sweep_orphans`` for the ones a killed worker left behind.
 
-Everything Arena makes is labelled: ``arena.role`` (``rootfs``, ``base``, ``agent``,
-``bench``...), and on containers ``arena.owner``, the host, process id and process
+Everything Arena makes is labelled: ``arena.role`` (``rootfs``, ``base``, ``revision``,
+``agent``, ``bench``...), and on containers ``arena.owner``, the host, process id and process
 start time of whoever started it, so a sweep can tell a dead worker's containers from
 a live one's; callers add ``arena.sandbox`` (the agent's token) and ``arena.revision``
 when they know it. Nothing here imports Django: the referee's command line uses it too.
@@ -18,14 +19,18 @@ import dataclasses
 import functools
 import io
 import os
+import re
 import socket
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import docker
 import docker.errors
 import docker.types
+import requests.exceptions
+import urllib3.exceptions
 from docker.models.containers import Container
 
 from core.errors import ArenaError
@@ -45,6 +50,23 @@ class EngineError(ArenaError):
 
 class EngineUnavailable(EngineError):
     """No Docker engine answers (not installed, not started, or no permission)."""
+
+
+class EngineTimeout(EngineError):
+    """A request to the engine did not finish before its deadline."""
+
+
+#: How the engine's build log names the container of a step.
+_RUNNING_STEP = re.compile(r"Running in ([0-9a-f]{12,64})")
+
+#: What a read from the engine that outlived its timeout raises, depending on where the
+#: SDK was when it happened (``requests`` wraps some, streams raise urllib3's own).
+_READ_TIMEOUTS = (
+    requests.exceptions.Timeout,
+    requests.exceptions.ConnectionError,
+    urllib3.exceptions.ReadTimeoutError,
+    TimeoutError,
+)
 
 
 @functools.lru_cache(maxsize=4)
@@ -136,7 +158,7 @@ def image_import(
 
 
 def image_build(
-    context: bytes,
+    context: bytes | IO[bytes],
     *,
     tag: str,
     role: str,
@@ -144,34 +166,132 @@ def image_build(
     buildargs: dict[str, str] | None = None,
     pull: bool = False,
     nocache: bool = False,
+    network_mode: str | None = None,
+    deadline: float | None = None,
 ) -> list[str]:
     """Build the Dockerfile at the top of the tar archive ``context``; returns the build log.
 
     ``pull`` stays off unless the recipe's base really lives in a registry: a base
-    imported here must never be looked up anywhere else.
+    imported here must never be looked up anywhere else. ``network_mode="none"`` gives
+    the build's ``RUN`` steps no network. ``deadline`` (a ``time.monotonic()`` value)
+    bounds the whole build: past it the connection is closed, which makes the engine
+    cancel the build and remove its container, and ``EngineTimeout`` is raised.
     """
+    fileobj = io.BytesIO(context) if isinstance(context, bytes) else context
+    options: dict[str, Any] = {
+        "fileobj": fileobj,
+        "custom_context": True,
+        "tag": tag,
+        "labels": {LABEL_ROLE: role, **labels},
+        "buildargs": buildargs or {},
+        "pull": pull,
+        "nocache": nocache,
+        "rm": True,
+        "forcerm": True,
+        "decode": True,
+    }
+    if network_mode is not None:
+        options["network_mode"] = network_mode
     log: list[str] = []
+    if deadline is None:
+        with _engine_errors(f"build image {tag}"):
+            _read_build(client().api.build(**options), tag, log, deadline=None)
+        return log
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise EngineTimeout(f"Docker engine: no time left to build {tag}")
+    # A client of its own: its read timeout is the time left, and closing it drops the
+    # connection, the only way to make the engine abandon a build.
     with _engine_errors(f"build image {tag}"):
-        for event in client().api.build(
-            fileobj=io.BytesIO(context),
-            custom_context=True,
-            tag=tag,
-            labels={LABEL_ROLE: role, **labels},
-            buildargs=buildargs or {},
-            pull=pull,
-            nocache=nocache,
-            rm=True,
-            forcerm=True,
-            decode=True,
-        ):
-            if "stream" in event:
-                log.append(event["stream"].rstrip("\n"))
-            if "error" in event:
-                details = "\n".join(line for line in log[-20:] if line)
-                raise EngineError(
-                    f"Docker engine: building {tag} failed: {event['error'].strip()}\n{details}"
-                )
-    return log
+        build_client = docker.DockerClient.from_env(timeout=max(0.5, remaining + 0.1))
+    try:
+        try:
+            _read_build(build_client.api.build(**options), tag, log, deadline=deadline)
+            return log
+        finally:
+            build_client.close()
+    except (EngineTimeout, *_READ_TIMEOUTS) as error:
+        if not isinstance(error, EngineTimeout) and time.monotonic() < deadline - 1:
+            raise EngineUnavailable(_unavailable_message(error)) from error  # the engine left
+        _discard_step_container(log)
+        raise EngineTimeout(f"Docker engine: building {tag} did not finish in time") from None
+    except docker.errors.DockerException as error:
+        raise EngineError(f"Docker engine: cannot build image {tag}: {error}") from error
+    except OSError as error:
+        raise EngineUnavailable(_unavailable_message(error)) from error
+
+
+def _read_build(
+    events: Iterable[dict[str, Any]], tag: str, log: list[str], *, deadline: float | None
+) -> None:
+    for event in events:
+        if "stream" in event:
+            log.append(event["stream"].rstrip("\n"))
+        if "error" in event:
+            details = "\n".join(line for line in log[-20:] if line)
+            raise EngineError(
+                f"Docker engine: building {tag} failed: {event['error'].strip()}\n{details}"
+            )
+        if deadline is not None and time.monotonic() > deadline:
+            raise EngineTimeout(f"Docker engine: building {tag} did not finish in time")
+
+
+def _discard_step_container(log: list[str]) -> None:
+    """Remove the container of the step an abandoned build was running.
+
+    The engine cancels the build when its connection drops, but removes the step's
+    container in its own time: removed here, nothing of the build outlives the call.
+    """
+    steps = [match.group(1) for line in log if (match := _RUNNING_STEP.search(line))]
+    if not steps:
+        return
+    with _engine_errors(f"remove build container {steps[-1]}"):
+        try:
+            container = client().containers.get(steps[-1])
+        except docker.errors.NotFound:
+            return
+    container_discard(container)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageSummary:
+    id: str
+    #: ``repository:tag`` names; empty once another image took its tag (dangling).
+    tags: tuple[str, ...]
+    labels: dict[str, str]
+
+
+def images_labelled(labels: dict[str, str]) -> list[ImageSummary]:
+    """Every image (tagged or dangling, not the intermediate layers) carrying all of ``labels``."""
+    filters = {"label": [f"{name}={value}" for name, value in labels.items()]}
+    with _engine_errors("list images"):
+        images = client().images.list(filters=filters)
+    return [
+        ImageSummary(id=str(image.id), tags=tuple(image.tags), labels=dict(image.labels or {}))
+        for image in images
+    ]
+
+
+def image_inspect(tag: str) -> dict[str, Any]:
+    """The engine's description of an image (``Config``, ``Size``...)."""
+    with _engine_errors(f"inspect image {tag}"):
+        return dict(client().images.get(tag).attrs)
+
+
+def images_prune_dangling(labels: dict[str, str], *, older_than: str | None = None) -> list[str]:
+    """Remove the untagged images carrying all of ``labels`` (e.g. a build's earlier
+    stages), optionally only those created more than ``older_than`` ago (``"24h"``);
+    returns the ids removed."""
+    filters: dict[str, Any] = {
+        "dangling": True,
+        "label": [f"{name}={value}" for name, value in labels.items()],
+    }
+    if older_than is not None:
+        filters["until"] = older_than
+    with _engine_errors("prune images"):
+        answer = client().images.prune(filters=filters)
+    deleted = answer.get("ImagesDeleted") or []
+    return [str(entry["Deleted"]) for entry in deleted if entry.get("Deleted")]
 
 
 def image_remove(image: str) -> bool:
@@ -300,6 +420,27 @@ def running_container(**spec: Any) -> Iterator[Container]:
         yield container
     finally:
         container_discard(container)
+
+
+def container_run(
+    *, image: str, command: list[str], role: str, timeout: float = 60, **options: Any
+) -> tuple[int | None, bytes]:
+    """Run ``command`` in a new container with no network until it exits; returns its exit
+    code (None if it outlived ``timeout`` and was killed) and its output. The container
+    is removed either way."""
+    with running_container(
+        image=image, command=command, role=role, network_mode="none", **options
+    ) as container:
+        code: int | None
+        try:
+            status = container.wait(timeout=timeout)
+            code = int(status.get("StatusCode", -1))
+        except (requests.exceptions.Timeout, urllib3.exceptions.ReadTimeoutError):
+            code = None  # still running: it is killed on the way out
+        except docker.errors.DockerException as error:
+            raise EngineError(f"Docker engine: cannot wait for {image}: {error}") from error
+        output = container_logs(container, stdout=True, stderr=True)
+    return code, output
 
 
 def container_state(container: Container) -> ContainerState | None:

@@ -110,7 +110,7 @@ def revision_step_finish(
 
 
 def revision_requeue(*, revision: Revision, steps: tuple[str, ...]) -> None:
-    """Queue steps again (an organizer's rebuild or revalidation) and start the first."""
+    """Queue steps again (an organizer's rebuild, revalidation, re-publication); start the first."""
     fields: dict[str, object] = {}
     for step in steps:
         fields.update(
@@ -126,6 +126,7 @@ def revision_requeue(*, revision: Revision, steps: tuple[str, ...]) -> None:
     service = {
         "build": "builder.tasks.build_revision",
         "validation": "duel_runner.tasks.validate_revision",
+        "publication": "publisher.tasks.publish_revision",
     }[first]
     dispatch.start(service, revision_id=revision.pk)
 

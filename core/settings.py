@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "builder",
     "duel_runner",
     "tournament_manager",
+    "publisher",
 ]
 
 AUTH_USER_MODEL = "core.User"
@@ -152,6 +153,7 @@ CELERY_TASK_DEFAULT_QUEUE = "duels"
 CELERY_TASK_ROUTES = {
     "builder.tasks.*": {"queue": "build"},
     "duel_runner.tasks.*": {"queue": "duels"},
+    "publisher.tasks.*": {"queue": "publish"},
 }
 # A task is acknowledged when it ends, so a killed worker's task goes back to the queue;
 # the duel's lease (not the broker) guarantees it is never played twice at once.
@@ -166,6 +168,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": int(env_str("ARENA_BROKER_RESTORE_THROTTLE", "10")),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic work, sent by `celery -A core beat` to the task's queue like any other task.
+CELERY_BEAT_SCHEDULE = {
+    # Revision images no longer needed (superseded, disabled, deleted): docker sandbox only.
+    "prune-revision-images": {
+        "task": "builder.tasks.prune_revision_images",
+        "schedule": float(env_str("ARENA_PRUNE_IMAGES_SECONDS", "3600")),
+    },
+}
 
 # --- Arena ---------------------------------------------------------------------
 
@@ -190,3 +200,42 @@ ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "60"))
 #: Hard limits on one task: building a revision, playing a duel (validation included).
 ARENA_BUILD_TIMEOUT_SECONDS = int(env_str("ARENA_BUILD_TIMEOUT_SECONDS", "600"))
 ARENA_DUEL_TIMEOUT_SECONDS = int(env_str("ARENA_DUEL_TIMEOUT_SECONDS", "3600"))
+
+# --- Tournament manager -----------------------------------------------------------
+#: A duel whose worker lost its lease this many times is failed (an infrastructure
+#: failure, never a result) instead of being queued again.
+ARENA_DUEL_MAX_ATTEMPTS = int(env_str("ARENA_DUEL_MAX_ATTEMPTS", "3"))
+#: Duels a ladder keeps queued or running at once.
+ARENA_LADDER_CONCURRENT_DUELS = int(env_str("ARENA_LADDER_CONCURRENT_DUELS", "2"))
+#: Ladder matchmaking: waiting this long since its last duel adds 1 to the score of an
+#: agent's pairings, more than any pairing's predicted quality (a draw probability, under
+#: 0.5 for two players) is worth, so nobody waits forever for a close match.
+ARENA_LADDER_WAIT_SECONDS = float(env_str("ARENA_LADDER_WAIT_SECONDS", "600"))
+#: Ladder matchmaking: agents with fewer duels than this in the ladder get a bonus.
+ARENA_LADDER_NEWCOMER_DUELS = int(env_str("ARENA_LADDER_NEWCOMER_DUELS", "5"))
+
+# --- Publisher --------------------------------------------------------------------
+
+#: Where the validated revisions of public competitors are pushed: a git URL or the path of
+#: a (bare) repository. Empty: publishing is off.
+ARENA_PUBLISH_REPOSITORY = env_str("ARENA_PUBLISH_REPOSITORY", "")
+ARENA_PUBLISH_BRANCH = env_str("ARENA_PUBLISH_BRANCH", "main")
+#: Files of an upload over this size are left out of the repository (its README names them).
+ARENA_PUBLISH_MAX_FILE_BYTES = int(env_str("ARENA_PUBLISH_MAX_FILE_BYTES", str(1024 * 1024)))
+#: Author and committer of the publication commits.
+ARENA_PUBLISH_AUTHOR = env_str("ARENA_PUBLISH_AUTHOR", "Arena <arena@localhost>")
+#: The publisher's local clone of the repository (shared by the workers of one machine).
+ARENA_PUBLISH_WORKDIR = Path(env_str("ARENA_PUBLISH_WORKDIR", str(VAR_DIR / "publisher")))
+
+# --- Docker builds ---------------------------------------------------------------
+#: Cap on the wheels a revision's requirements.txt downloads (all of them together).
+ARENA_WHEELS_MAX_BYTES = int(env_str("ARENA_WHEELS_MAX_BYTES", str(200 * 1024 * 1024)))
+#: Project names (comma-separated) requirements may not name or pull in; checked first.
+ARENA_REQUIREMENTS_DENY = env_list("ARENA_REQUIREMENTS_DENY", [])
+#: When not empty, the only project names requirements may name or pull in.
+ARENA_REQUIREMENTS_ALLOW = env_list("ARENA_REQUIREMENTS_ALLOW", [])
+#: Downloaded wheels, one folder per set of requirements, reused by later builds.
+ARENA_WHEEL_CACHE = Path(env_str("ARENA_WHEEL_CACHE", str(VAR_DIR / "cache" / "wheels")))
+#: Names this deployment on a shared Docker engine (its images carry it), so that one
+#: deployment's clean-up never removes another's images; default: from the database.
+ARENA_INSTANCE = env_str("ARENA_INSTANCE", "")

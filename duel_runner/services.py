@@ -19,6 +19,7 @@ from core.services import revision_step_begin, revision_step_finish
 from duel_runner.referee import run_duel, validate
 from duel_runner.results import DuelResult, MatchRecord
 from duel_runner.sandbox import AgentSource, InvalidAgent, SandboxBackend, get_backend
+from duel_runner.sandbox.base import EXECUTABLE_ENTRY_POINT, EntryKind
 
 #: Stored logs are cut to this many characters (the sandbox already caps them).
 LOG_CHARS = 200_000
@@ -29,6 +30,21 @@ def sandbox_backend() -> SandboxBackend:
 
 
 def revision_agent_source(revision: Revision) -> AgentSource:
+    """How to start the revision: its own image in the docker sandbox (files and
+    dependencies in it), else its unpacked files (a build made for the process sandbox
+    falls back to those in the docker sandbox too, mounted into the base image)."""
+    if settings.ARENA_SANDBOX == "docker" and revision.image:
+        kind = (
+            EntryKind.EXECUTABLE
+            if revision.entry_point == EXECUTABLE_ENTRY_POINT
+            else EntryKind.PYTHON
+        )
+        return AgentSource(
+            path=revision_build_dir(revision),
+            entry=revision.entry_point,
+            kind=kind,
+            image=revision.image,
+        )
     return AgentSource.from_path(revision_build_dir(revision))
 
 
@@ -232,3 +248,9 @@ def revision_validate(*, revision_id: int) -> None:
         error="" if validation.passed else validation.message,
         log=log[-LOG_CHARS:],
     )
+    # Publishing: a validated revision of a public competitor goes to the publication
+    # repository (when one is configured); the publisher decides and starts its task.
+    if validation.passed:
+        from publisher.services import revision_publication_queue
+
+        revision_publication_queue(revision=revision)

@@ -15,6 +15,7 @@ from django.db import transaction
 
 from core.models import Competitor, Environment, Revision, User
 from core.services import competitor_get_or_create, environments_import, revision_create
+from tests.support.docker import remove_revision_images
 
 PLAYERS = Path(__file__).resolve().parents[1] / "example_players"
 
@@ -30,6 +31,8 @@ def pipeline(settings, tmp_path) -> Iterator[None]:
     environments_import()
     yield
     shutil.rmtree(sandboxes, ignore_errors=True)
+    # Builds in the docker sandbox (here or in a worker) made an image per revision.
+    remove_revision_images()
 
 
 def upload(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from core.models import Environment, Revision
+import dataclasses
+
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F
+
+from core.models import DuelStatus, Environment, Revision, Tournament, TournamentStatus
 
 
 def latest_validated_revisions(environment: Environment) -> list[Revision]:
@@ -17,3 +21,75 @@ def latest_validated_revisions(environment: Environment) -> list[Revision]:
     for revision in revisions:
         latest.setdefault(revision.competitor_id, revision)
     return list(latest.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class TournamentProgress:
+    """Where a tournament's duels are, and an estimate of the time its remaining ones take."""
+
+    total: int
+    done: int
+    failed: int
+    running: int
+    queued: int
+    #: Mean duration of its succeeded duels (their last attempt), None before the first.
+    average_duel_seconds: float | None
+    #: None when unknown: nothing finished yet, nothing left, or a ladder (no end).
+    seconds_left: float | None
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.total - self.done - self.failed)
+
+    @property
+    def minutes_left(self) -> int | None:
+        if self.seconds_left is None:
+            return None
+        return max(1, round(self.seconds_left / 60))
+
+    def __str__(self) -> str:
+        parts = [f"{self.done} done", f"{self.running} running", f"{self.queued} queued"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        text = ", ".join(parts)
+        if self.minutes_left is not None:
+            text += f"; about {self.minutes_left} min left"
+        return text
+
+
+def tournament_progress(tournament: Tournament) -> TournamentProgress:
+    """Counts by status, and time left = mean duel duration x duels left / duels running
+    at once (at least one): the workers' pace as seen now."""
+    counts = dict(tournament.duels.order_by().values_list("status").annotate(count=Count("pk")))
+    done = counts.get(DuelStatus.SUCCEEDED, 0)
+    failed = counts.get(DuelStatus.FAILED, 0)
+    running = counts.get(DuelStatus.RUNNING, 0)
+    queued = counts.get(DuelStatus.QUEUED, 0)
+    scheduled = done + failed + running + queued
+    average = tournament.duels.filter(
+        status=DuelStatus.SUCCEEDED, started_at__isnull=False, ended_at__isnull=False
+    ).aggregate(
+        average=Avg(
+            ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
+        )
+    )["average"]
+    average_seconds = average.total_seconds() if average is not None else None
+    total = max(tournament.duels_total, scheduled)
+    left = max(0, total - done - failed)
+    seconds_left = None
+    if (
+        average_seconds is not None
+        and left
+        and not tournament.is_ladder
+        and tournament.status == TournamentStatus.RUNNING
+    ):
+        seconds_left = average_seconds * left / max(1, running)
+    return TournamentProgress(
+        total=total,
+        done=done,
+        failed=failed,
+        running=running,
+        queued=queued,
+        average_duel_seconds=average_seconds,
+        seconds_left=seconds_left,
+    )

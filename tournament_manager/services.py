@@ -1,18 +1,41 @@
-"""Tournaments: creating, launching, following duels to the end, standings.
+"""Tournaments: creating, scheduling, launching, following duels to the end, standings.
 
-Round robin for now: every pair of participants plays one duel; 2 points for a duel
-won, 1 for a draw; standings by points, then duel wins, then total match score, and
-ties share a rank. The duels themselves are played by ``duel_runner.services``.
+Three formats:
+
+- round robin: every pair of participants plays one duel;
+- Swiss: a set number of rounds; round 1 pairs by seed, each next round (scheduled by the
+  tournament manager once the previous one is over) pairs players on equal or close
+  points who have not met (``tournament_manager.pairing``); when the count is odd, one
+  player sits out with a bye worth a won duel;
+- continuous ladder: runs until stopped; the newest validated revision of every
+  competitor plays, paired by ``tournament_manager.matchmaking``, a few duels at a time;
+  its standings are the rating leaderboard (mu - 3 sigma).
+
+Points: 2 for a duel won (or a bye), 1 for a draw; standings by points, then duel wins,
+then total match score; ties share a rank; a withdrawn participant keeps its results and
+ranks last. Progress counts are recomputed from the duels, never incremented, so they
+stay exact whoever moved a duel. The duels themselves are played by
+``duel_runner.services``; the timed work (scheduled launches, expired leases, next
+rounds, matchmaking) is done by the tournament manager daemon (``tournament_manager.daemon``).
+
+Every change that several tournament managers (or a manager and an organizer) could
+make at once is claimed with a conditional UPDATE and its row count: the first one wins,
+the others find nothing to do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import logging
 import random
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
 from core import dispatch
@@ -23,15 +46,31 @@ from core.models import (
     DuelStatus,
     Environment,
     Participant,
+    Rating,
     Revision,
     Tournament,
     TournamentFormat,
     TournamentStatus,
     User,
 )
+from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
+from tournament_manager import pairing
+from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
+from tournament_manager.selectors import latest_validated_revisions
 
-SUPPORTED_FORMATS = (TournamentFormat.ROUND_ROBIN,)
+logger = logging.getLogger(__name__)
+
+SUPPORTED_FORMATS = (
+    TournamentFormat.ROUND_ROBIN,
+    TournamentFormat.SWISS,
+    TournamentFormat.LADDER,
+)
+PLAY_DUEL = "duel_runner.tasks.play_duel"
+ACTIVE = (DuelStatus.QUEUED, DuelStatus.RUNNING)
+
+
+# --- creating and launching ----------------------------------------------------------
 
 
 def tournament_create(
@@ -41,11 +80,21 @@ def tournament_create(
     revisions: Iterable[Revision],
     matches_per_duel: int | None = None,
     format: str = TournamentFormat.ROUND_ROBIN,
+    rounds: int | None = None,
     created_by: User | None = None,
 ) -> Tournament:
-    """A draft tournament with the given revisions (validated, one per competitor)."""
+    """A draft tournament with the given revisions (validated, one per competitor).
+
+    A ladder may start with none: the newest validated revision of every competitor
+    joins when it is launched, and every one validated later joins while it runs.
+    """
     if format not in SUPPORTED_FORMATS:
-        raise ArenaError(f"the {format} format is not available yet; use round robin")
+        raise ArenaError(
+            f"unknown tournament format {format!r}; choose one of "
+            + ", ".join(str(choice) for choice in SUPPORTED_FORMATS)
+        )
+    if format == TournamentFormat.SWISS and not rounds:
+        raise ArenaError("a Swiss tournament needs a number of rounds (1 or more)")
     revisions = list(revisions)
     competitors = [revision.competitor_id for revision in revisions]
     if len(set(competitors)) != len(competitors):
@@ -62,6 +111,7 @@ def tournament_create(
             environment=environment,
             name=name,
             format=format,
+            rounds=rounds if format == TournamentFormat.SWISS else None,
             matches_per_duel=matches_per_duel or environment.matches_per_duel,
             created_by=created_by,
         )
@@ -71,46 +121,345 @@ def tournament_create(
     return tournament
 
 
+def tournament_schedule(*, tournament: Tournament, starts_at: datetime | None) -> None:
+    """Have the tournament manager launch the draft at ``starts_at`` (None: not by itself)."""
+    updated = Tournament.objects.filter(pk=tournament.pk, status=TournamentStatus.DRAFT).update(
+        starts_at=starts_at, error=""
+    )
+    if not updated:
+        raise ArenaError(f"{tournament} is not a draft any more; only drafts are scheduled")
+    tournament.starts_at = starts_at
+    tournament.error = ""
+
+
 def tournament_launch(*, tournament: Tournament) -> Tournament:
-    """Draft to running: schedule one duel per pair of participants and start them."""
+    """Draft to running, and its first duels: every pair (round robin), round 1 (Swiss),
+    or none yet for a ladder, whose agents the tournament manager pairs as it goes.
+
+    The draft is claimed with a conditional UPDATE: of two tournament managers (or a
+    manager and an organizer) launching it at once, one does, the other gets an error.
+    """
     with transaction.atomic():
-        locked = Tournament.objects.select_for_update().get(pk=tournament.pk)
-        if locked.status != TournamentStatus.DRAFT:
-            raise ArenaError(f"{locked} is {locked.get_status_display().lower()}, not a draft")
-        participants = list(
-            locked.participants.filter(withdrawn=False).select_related("revision").order_by("pk")
+        claimed = Tournament.objects.filter(pk=tournament.pk, status=TournamentStatus.DRAFT).update(
+            status=TournamentStatus.RUNNING,
+            started_at=timezone.now(),
+            ended_at=None,
+            error="",
+            current_round=0,
+            duels_total=0,
+            duels_done=0,
+            duels_failed=0,
         )
-        if len(participants) < 2:
-            raise ArenaError("a tournament needs at least two participants")
-        seeds = random.SystemRandom()
-        duels = Duel.objects.bulk_create(
-            Duel(
-                tournament=locked,
-                revision_1=first.revision,
-                revision_2=second.revision,
-                num_matches=locked.matches_per_duel,
-                seed=seeds.randrange(2**31),
+        launched = Tournament.objects.select_related("environment").get(pk=tournament.pk)
+        if not claimed:
+            raise ArenaError(f"{launched} is {launched.get_status_display().lower()}, not a draft")
+        launched.participants.exclude(revision__in=Revision.objects.validated()).update(
+            withdrawn=True
+        )
+        duels: list[Duel] = []
+        if launched.is_ladder:
+            ladder_refresh_entries(tournament=launched)
+        else:
+            participants = list(
+                launched.participants.filter(withdrawn=False)
+                .select_related("revision")
+                .order_by("pk")
             )
-            for first, second in itertools.combinations(participants, 2)
-        )
-        locked.status = TournamentStatus.RUNNING
-        locked.started_at = timezone.now()
-        locked.duels_total = len(duels)
-        locked.duels_done = locked.duels_failed = 0
-        locked.save()
-        for duel in Duel.objects.filter(tournament=locked).order_by("pk"):
-            dispatch.start("duel_runner.tasks.play_duel", duel_id=duel.pk)
-    return locked
+            if len(participants) < 2:
+                raise ArenaError("a tournament needs at least two participants")
+            if launched.format == TournamentFormat.SWISS:
+                duels = _swiss_first_round(launched, participants)
+            else:
+                pairs = itertools.combinations(participants, 2)
+                duels = _create_duels(
+                    launched, [(one.revision_id, two.revision_id) for one, two in pairs]
+                )
+        tournament_settle(tournament=launched, rerank=True)
+        _start(duels)
+    launched.refresh_from_db()
+    return launched
 
 
 def tournament_cancel(*, tournament: Tournament) -> None:
+    """Stop a draft or a running tournament: queued duels are not played."""
     with transaction.atomic():
-        Duel.objects.filter(tournament=tournament, status=DuelStatus.QUEUED).update(
-            status=DuelStatus.CANCELLED
-        )
-        Tournament.objects.filter(
+        cancelled = Tournament.objects.filter(
             pk=tournament.pk, status__in=[TournamentStatus.DRAFT, TournamentStatus.RUNNING]
         ).update(status=TournamentStatus.CANCELLED, ended_at=timezone.now())
+        if cancelled:
+            _cancel_queued_duels(Duel.objects.filter(tournament=tournament), "cancelled")
+            tournament_settle(tournament=tournament)
+
+
+def tournament_stop(*, tournament: Tournament) -> None:
+    """End a running ladder as completed: its queued duels are not played; the running
+    ones finish and are rated."""
+    if not tournament.is_ladder:
+        raise ArenaError("only a ladder is stopped; cancel a round robin or Swiss tournament")
+    with transaction.atomic():
+        stopped = Tournament.objects.filter(
+            pk=tournament.pk, status=TournamentStatus.RUNNING
+        ).update(status=TournamentStatus.COMPLETED, ended_at=timezone.now())
+        if not stopped:
+            raise ArenaError(f"{tournament} is not running")
+        _cancel_queued_duels(Duel.objects.filter(tournament=tournament), "the ladder stopped")
+        tournament_settle(tournament=tournament, rerank=True)
+
+
+def participant_withdraw(*, participant: Participant, reason: str = "withdrew") -> bool:
+    """Take a participant out (its revision was disabled or, in a ladder, replaced).
+
+    Its queued duels are cancelled; the ones it played stay in the standings, where it
+    ranks last. Returns False if it had already withdrawn.
+    """
+    with transaction.atomic():
+        # The tournament's row first, as in every writer of its participants' standings.
+        tournament = Tournament.objects.select_for_update().get(pk=participant.tournament_id)
+        withdrawn = Participant.objects.filter(pk=participant.pk, withdrawn=False).update(
+            withdrawn=True
+        )
+        if not withdrawn:
+            return False
+        revision = participant.revision_id
+        _cancel_queued_duels(
+            Duel.objects.filter(tournament_id=participant.tournament_id).filter(
+                Q(revision_1_id=revision) | Q(revision_2_id=revision)
+            ),
+            f"{participant.revision} {reason}",
+        )
+        tournament_settle(tournament=tournament, rerank=True)
+    participant.withdrawn = True
+    return True
+
+
+# --- Swiss -------------------------------------------------------------------------------
+
+
+def _swiss_first_round(tournament: Tournament, participants: list[Participant]) -> list[Duel]:
+    """Seed by rating (mu - 3 sigma, then order of entry) and pair round 1 by seed."""
+    ratings = _conservative_ratings([p.revision.competitor_id for p in participants])
+    seeded = sorted(participants, key=lambda p: (-ratings.get(p.revision.competitor_id, 0.0), p.pk))
+    for number, participant in enumerate(seeded, start=1):
+        participant.seed = number
+    Participant.objects.bulk_update(seeded, ["seed"])
+    Tournament.objects.filter(pk=tournament.pk).update(current_round=1)
+    tournament.current_round = 1
+    return _play_round(tournament, pairing.first_round([p.revision_id for p in seeded]), number=1)
+
+
+def swiss_round_next(*, tournament: Tournament) -> bool:
+    """Schedule the next round of a running Swiss tournament once every duel of the
+    current one is over and none failed (a failed duel fails the tournament until an
+    organizer re-runs it). Returns whether it did.
+
+    The round number moves on with a conditional UPDATE, so two tournament managers
+    schedule each round once.
+    """
+    current = tournament.current_round
+    if (
+        tournament.format != TournamentFormat.SWISS
+        or tournament.status != TournamentStatus.RUNNING
+        or current >= (tournament.rounds or 0)
+    ):
+        return False
+    if tournament.duels.filter(status__in=[*ACTIVE, DuelStatus.FAILED]).exists():
+        return False
+    if tournament.participants.filter(withdrawn=False).count() < 2:
+        return False  # nobody left to pair: settling the tournament finishes it
+    with transaction.atomic():
+        claimed = Tournament.objects.filter(
+            pk=tournament.pk, status=TournamentStatus.RUNNING, current_round=current
+        ).update(current_round=current + 1)
+        if not claimed:
+            return False
+        # Paired under the claim's row lock, which withdrawals take too: a player who
+        # withdraws now is already out.
+        players = [p for p in _standings(tournament) if not p.withdrawn]
+        met = {
+            frozenset(pair)
+            for pair in tournament.duels.exclude(status=DuelStatus.CANCELLED).values_list(
+                "revision_1_id", "revision_2_id"
+            )
+        }
+        next_round = pairing.next_round(
+            [p.revision_id for p in players],
+            met=met,
+            byes={p.revision_id: p.byes for p in players},
+        )
+        tournament.current_round = current + 1
+        duels = _play_round(tournament, next_round, number=current + 1)
+        tournament_settle(tournament=tournament, rerank=True)
+        _start(duels)
+    bye = (
+        ""
+        if next_round.bye is None
+        else f", a bye for {Revision.objects.select_related('competitor').get(pk=next_round.bye)}"
+    )
+    logger.info(
+        "%s: round %d of %d scheduled, %d duel(s)%s",
+        tournament,
+        current + 1,
+        tournament.rounds,
+        len(duels),
+        bye,
+    )
+    return True
+
+
+def _play_round(
+    tournament: Tournament, swiss_round: pairing.SwissRound, *, number: int
+) -> list[Duel]:
+    if swiss_round.bye is not None:
+        Participant.objects.filter(tournament=tournament, revision_id=swiss_round.bye).update(
+            byes=F("byes") + 1
+        )
+    return _create_duels(tournament, swiss_round.pairs, round_number=number)
+
+
+# --- the ladder ----------------------------------------------------------------------
+
+
+def ladder_refresh_entries(*, tournament: Tournament) -> bool:
+    """Make the ladder's entries the newest validated revision of every competitor.
+
+    A revision validated since joins and replaces its competitor's previous one, which
+    is withdrawn (its duels stay; ratings are per competitor, so nothing is lost); a
+    revision no longer valid (disabled) leaves. Returns whether anything changed.
+    """
+    newest = {
+        revision.competitor_id: revision
+        for revision in latest_validated_revisions(tournament.environment)
+    }
+    changed = False
+    for participant in tournament.participants.filter(withdrawn=False).select_related("revision"):
+        replacement = newest.get(participant.revision.competitor_id)
+        if replacement is None or replacement.pk != participant.revision_id:
+            reason = "left" if replacement is None else f"was replaced by {replacement}"
+            changed |= participant_withdraw(participant=participant, reason=reason)
+    playing = set(
+        tournament.participants.filter(withdrawn=False).values_list("revision_id", flat=True)
+    )
+    for revision in newest.values():
+        if revision.pk in playing:
+            continue
+        now = timezone.now()
+        # get_or_create survives another manager creating the same row first.
+        participant, created = Participant.objects.get_or_create(
+            tournament=tournament, revision=revision, defaults={"joined_at": now}
+        )
+        rejoined = not created and Participant.objects.filter(
+            pk=participant.pk, withdrawn=True
+        ).update(withdrawn=False, joined_at=now)
+        if created or rejoined:
+            changed = True
+            logger.info("%s: %s joined", tournament, revision)
+    if changed:
+        tournament_settle(tournament=tournament, rerank=True)
+    return changed
+
+
+def ladder_matchmaker() -> Matchmaker:
+    return Matchmaker(
+        wait_seconds=settings.ARENA_LADDER_WAIT_SECONDS,
+        newcomer_duels=settings.ARENA_LADDER_NEWCOMER_DUELS,
+    )
+
+
+def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> int:
+    """Fill the ladder's free duel slots (``ARENA_LADDER_CONCURRENT_DUELS`` queued or
+    running at once) with the best pairings of its idle agents; returns duels created."""
+    now = now or timezone.now()
+    ladder = Tournament.objects.get(pk=tournament.pk)
+    if not ladder.is_ladder or ladder.status != TournamentStatus.RUNNING:
+        return 0
+    # Read before counting the busy duels: the claim below compares against it.
+    seen_total = ladder.duels_total
+    slots = (
+        settings.ARENA_LADDER_CONCURRENT_DUELS
+        - Duel.objects.filter(tournament=ladder, status__in=ACTIVE).count()
+    )
+    if slots <= 0:
+        return 0
+    pairs = ladder_matchmaker().pairings(_ladder_idle_agents(ladder, now), slots=slots)
+    if not pairs:
+        return 0
+    with transaction.atomic():
+        # A ladder's total only grows (cancelled duels count): a manager that matched the
+        # same free slots a moment earlier has moved it, and this one leaves them.
+        claimed = Tournament.objects.filter(
+            pk=ladder.pk, status=TournamentStatus.RUNNING, duels_total=seen_total
+        ).update(duels_total=seen_total + len(pairs))
+        if not claimed:
+            return 0
+        duels = _create_duels(ladder, [(one.key, two.key) for one, two in pairs])
+        _start(duels)
+    logger.info("%s: %d duel(s) scheduled", ladder, len(duels))
+    return len(duels)
+
+
+def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
+    """The entries with no duel queued or running, with their ratings and waiting times."""
+    played: dict[int, int] = defaultdict(int)
+    busy: set[int] = set()
+    last_duel: dict[int, datetime] = {}
+    for side in ("revision_1", "revision_2"):
+        rows = (
+            Duel.objects.filter(tournament=ladder)
+            .order_by()
+            .values(side)
+            .annotate(
+                played=Count("pk", filter=Q(status=DuelStatus.SUCCEEDED)),
+                busy=Count("pk", filter=Q(status__in=ACTIVE)),
+                last=Max(
+                    "ended_at", filter=Q(status__in=[DuelStatus.SUCCEEDED, DuelStatus.FAILED])
+                ),
+            )
+        )
+        for row in rows:
+            revision = row[side]
+            played[revision] += row["played"]
+            if row["busy"]:
+                busy.add(revision)
+            if row["last"] is not None:
+                last_duel[revision] = max(row["last"], last_duel.get(revision, row["last"]))
+    participants = [
+        participant
+        for participant in ladder.participants.filter(withdrawn=False).select_related("revision")
+        if participant.revision_id not in busy
+    ]
+    ratings = {
+        rating.competitor_id: rating
+        for rating in Rating.objects.filter(
+            competitor__in=[p.revision.competitor_id for p in participants]
+        )
+    }
+    agents = []
+    for participant in participants:
+        competitor = participant.revision.competitor_id
+        rating = ratings.get(competitor)
+        since = max(
+            moment
+            for moment in (
+                last_duel.get(participant.revision_id),
+                participant.joined_at,
+                ladder.started_at,
+            )
+            if moment is not None
+        )
+        agents.append(
+            LadderAgent(
+                key=participant.revision_id,
+                competitor=competitor,
+                mu=rating.mu if rating else DEFAULT_MU,
+                sigma=rating.sigma if rating else DEFAULT_SIGMA,
+                duels=played[participant.revision_id],
+                waiting=(now - since).total_seconds(),
+            )
+        )
+    return agents
+
+
+# --- duels ---------------------------------------------------------------------------
 
 
 def duel_rerun(*, duel: Duel) -> None:
@@ -122,78 +471,284 @@ def duel_rerun(*, duel: Duel) -> None:
         if not updated:
             raise ArenaError(f"duel {duel.pk} has not failed")
         if duel.tournament_id:
-            Tournament.objects.filter(pk=duel.tournament_id).update(
-                duels_failed=F("duels_failed") - 1
-            )
             Tournament.objects.filter(pk=duel.tournament_id, status=TournamentStatus.FAILED).update(
                 status=TournamentStatus.RUNNING, ended_at=None
             )
-        dispatch.start("duel_runner.tasks.play_duel", duel_id=duel.pk)
+            tournament_settle(tournament=Tournament.objects.get(pk=duel.tournament_id))
+        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
 
 
-def standings_update(*, tournament: Tournament) -> list[Participant]:
-    """Recompute every participant's points, record and rank from its finished duels."""
+def duel_requeue_expired(*, duel: Duel) -> bool:
+    """Queue again a tournament duel whose worker stopped renewing its lease, and start
+    it; returns whether this call did.
+
+    The conditional UPDATE is the claim: of several tournament managers, one re-queues
+    it. The worker that lost the lease can no longer record a result (it must hold the
+    lease to), so the duel is never recorded twice.
+    """
+    with transaction.atomic():
+        requeued = Duel.objects.filter(
+            pk=duel.pk,
+            is_validation=False,
+            status=DuelStatus.RUNNING,
+            lease_expires_at__lt=timezone.now(),
+            attempts__lt=settings.ARENA_DUEL_MAX_ATTEMPTS,
+        ).update(status=DuelStatus.QUEUED, lease_owner="", lease_expires_at=None)
+        if not requeued:
+            return False
+        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+    return True
+
+
+def duel_fail_exhausted(*, duel: Duel) -> bool:
+    """Fail a tournament duel whose worker lost the lease on its last allowed attempt
+    (``ARENA_DUEL_MAX_ATTEMPTS``): an infrastructure failure, counted in its
+    tournament's failed duels, never a result. Returns whether this call did."""
+    with transaction.atomic():
+        failed = Duel.objects.filter(
+            pk=duel.pk,
+            is_validation=False,
+            status=DuelStatus.RUNNING,
+            lease_expires_at__lt=timezone.now(),
+            attempts__gte=settings.ARENA_DUEL_MAX_ATTEMPTS,
+        ).update(
+            status=DuelStatus.FAILED,
+            result="",
+            ended_at=timezone.now(),
+            lease_owner="",
+            lease_expires_at=None,
+            error=(
+                f"Not played: its worker stopped answering (lease expired) on each of "
+                f"{settings.ARENA_DUEL_MAX_ATTEMPTS} attempts. Check the workers, then "
+                "re-run it from the admin."
+            ),
+        )
+        if not failed:
+            return False
+        duel.refresh_from_db()
+        if duel.tournament_id is not None:
+            tournament_duel_finished(duel=duel)
+    return True
+
+
+def tournament_duel_finished(*, duel: Duel) -> None:
+    """Rate a finished duel, then recount, re-rank and maybe close its tournament."""
+    with transaction.atomic():
+        # The tournament's row first, as every writer of it: duels finishing at once
+        # queue up here rather than deadlock on their ratings.
+        tournament = Tournament.objects.select_for_update().get(pk=duel.tournament_id)
+        if duel.status == DuelStatus.SUCCEEDED:
+            ratings_update_from_duel(duel=duel)
+        tournament_settle(tournament=tournament, rerank=True)
+
+
+def _create_duels(
+    tournament: Tournament, pairs: Iterable[tuple[int, int]], *, round_number: int | None = None
+) -> list[Duel]:
+    """Queued duels between revisions (by id); started by ``_start`` after the commit."""
+    seeds = random.SystemRandom()
+    return Duel.objects.bulk_create(
+        Duel(
+            tournament=tournament,
+            revision_1_id=first,
+            revision_2_id=second,
+            round=round_number,
+            num_matches=tournament.matches_per_duel,
+            seed=seeds.randrange(2**31),
+        )
+        for first, second in pairs
+    )
+
+
+def _start(duels: Sequence[Duel]) -> None:
+    for duel in sorted(duels, key=lambda duel: duel.pk):
+        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+
+
+def _cancel_queued_duels(duels: QuerySet[Duel], why: str) -> int:
+    return duels.filter(status=DuelStatus.QUEUED).update(
+        status=DuelStatus.CANCELLED, ended_at=timezone.now(), error=f"Not played: {why}."
+    )
+
+
+# --- progress and standings --------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tally:
+    """A tournament's duels counted by status, and what the stored counts should be."""
+
+    total: int
+    done: int
+    failed: int
+    active: int
+    players: int
+
+
+def _tally(tournament: Tournament) -> _Tally:
+    counts = dict(
+        Duel.objects.filter(tournament=tournament)
+        .order_by()
+        .values_list("status")
+        .annotate(count=Count("pk"))
+    )
+    players = tournament.participants.filter(withdrawn=False).count()
+    scheduled = sum(count for status, count in counts.items() if status != DuelStatus.CANCELLED)
+    total = scheduled
+    if tournament.is_ladder:
+        total = sum(counts.values())  # only grows: the matchmaking claim relies on it
+    elif tournament.format == TournamentFormat.SWISS and tournament.status in (
+        TournamentStatus.RUNNING,
+        TournamentStatus.FAILED,
+    ):
+        rounds_left = max(0, (tournament.rounds or 0) - tournament.current_round)
+        total += rounds_left * (players // 2)
+    return _Tally(
+        total=total,
+        done=counts.get(DuelStatus.SUCCEEDED, 0),
+        failed=counts.get(DuelStatus.FAILED, 0),
+        active=sum(counts.get(status, 0) for status in ACTIVE),
+        players=players,
+    )
+
+
+def _is_over(tournament: Tournament, tally: _Tally) -> bool:
+    if tournament.is_ladder or tally.active:
+        return False
+    if tournament.format == TournamentFormat.SWISS:
+        return (
+            bool(tally.failed)
+            or tournament.current_round >= (tournament.rounds or 0)
+            or tally.players < 2
+        )
+    return True
+
+
+def _failure_note(tournament: Tournament, failed: int) -> str:
+    if not failed:
+        return ""
+    note = f"{failed} duel(s) failed; re-run them from the admin"
+    if tournament.format == TournamentFormat.SWISS:
+        note += " (the next round waits for them)"
+    return note
+
+
+def _stored(tournament: Tournament, tally: _Tally) -> dict[str, object]:
+    fields: dict[str, object] = {
+        "duels_total": tally.total,
+        "duels_done": tally.done,
+        "duels_failed": tally.failed,
+    }
+    if tournament.status in (TournamentStatus.RUNNING, TournamentStatus.FAILED):
+        fields["error"] = _failure_note(tournament, tally.failed)
+    return fields
+
+
+def _out_of_date(tournament: Tournament, tally: _Tally) -> bool:
+    if any(
+        getattr(tournament, name) != value for name, value in _stored(tournament, tally).items()
+    ):
+        return True
+    return tournament.status == TournamentStatus.RUNNING and _is_over(tournament, tally)
+
+
+def tournament_settle(*, tournament: Tournament, rerank: bool = False) -> bool:
+    """Bring the progress counts, the error and (when they changed, or ``rerank``) the
+    standings in line with the duels, and finish a running tournament when nothing is
+    left to play: completed, or failed if a duel failed. Returns whether it changed
+    anything besides the standings."""
+    if not rerank and not _out_of_date(
+        Tournament.objects.get(pk=tournament.pk), _tally(tournament)
+    ):
+        return False  # the usual case, seen without taking the row lock
+    with transaction.atomic():
+        locked = Tournament.objects.select_for_update().get(pk=tournament.pk)
+        tally = _tally(locked)
+        changed = _out_of_date(locked, tally)
+        stored = _stored(locked, tally)
+        Tournament.objects.filter(pk=locked.pk).update(**stored)
+        for name, value in stored.items():
+            setattr(locked, name, value)
+        if changed or rerank:
+            standings_update(tournament=locked)
+        if locked.status == TournamentStatus.RUNNING and _is_over(locked, tally):
+            status = TournamentStatus.FAILED if tally.failed else TournamentStatus.COMPLETED
+            now = timezone.now()
+            if Tournament.objects.filter(pk=locked.pk, status=TournamentStatus.RUNNING).update(
+                status=status, ended_at=now
+            ):
+                locked.status, locked.ended_at = status, now
+                logger.info("%s: %s", locked, status.label.lower())
+    for name in ("status", "ended_at", *stored):
+        setattr(tournament, name, getattr(locked, name))
+    return changed
+
+
+def _conservative_ratings(competitors: Iterable[int]) -> dict[int, float]:
+    """mu - 3 sigma by competitor; a competitor never rated is missing (0 by default)."""
+    return {
+        rating.competitor_id: rating.conservative
+        for rating in Rating.objects.filter(competitor__in=list(competitors))
+    }
+
+
+def _standings(tournament: Tournament) -> list[Participant]:
+    """Every participant with points, record and rank recomputed (not saved), best first.
+
+    Round robin and Swiss: points (2 a duel won or a bye, 1 a draw), then duels won, then
+    match score. Ladder: the rating leaderboard (mu - 3 sigma). Withdrawn ones rank last
+    either way; equal keys share a rank.
+    """
     participants = {
-        participant.revision_id: participant for participant in tournament.participants.all()
+        participant.revision_id: participant
+        for participant in tournament.participants.select_related("revision")
     }
     for participant in participants.values():
-        participant.points = participant.wins = participant.losses = participant.draws = 0
+        participant.points = 2 * participant.byes
+        participant.wins = participant.losses = participant.draws = 0
         participant.score = 0.0
-    duels = tournament.duels.filter(status=DuelStatus.SUCCEEDED)
-    for duel in duels:
-        one = participants.get(duel.revision_1_id)
-        two = participants.get(duel.revision_2_id)
+    duels = Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED).values_list(
+        "revision_1_id", "revision_2_id", "result", "player_1_score", "player_2_score"
+    )
+    for first, second, result, first_score, second_score in duels:
+        one = participants.get(first)
+        two = participants.get(second)
         if one is None or two is None:
             continue
-        one.score += duel.player_1_score
-        two.score += duel.player_2_score
-        if duel.result == DuelResult.DRAW:
+        one.score += first_score
+        two.score += second_score
+        if result == DuelResult.DRAW:
             one.draws += 1
             two.draws += 1
             one.points += 1
             two.points += 1
-        else:
-            winner, loser = (one, two) if duel.result == DuelResult.PLAYER_1_WIN else (two, one)
+        elif result in (DuelResult.PLAYER_1_WIN, DuelResult.PLAYER_2_WIN):
+            winner, loser = (one, two) if result == DuelResult.PLAYER_1_WIN else (two, one)
             winner.wins += 1
             winner.points += 2
             loser.losses += 1
-    ordered = sorted(
-        participants.values(), key=lambda p: (p.withdrawn, -p.points, -p.wins, -p.score)
-    )
+    if tournament.is_ladder:
+        ratings = _conservative_ratings(p.revision.competitor_id for p in participants.values())
+
+        def key(p: Participant) -> tuple[object, ...]:
+            return (p.withdrawn, -ratings.get(p.revision.competitor_id, 0.0))
+
+    else:
+
+        def key(p: Participant) -> tuple[object, ...]:
+            return (p.withdrawn, -p.points, -p.wins, -p.score)
+
+    ordered = sorted(participants.values(), key=lambda p: (key(p), p.seed or 0, p.pk))
     rank, previous = 0, None
     for position, participant in enumerate(ordered, start=1):
-        key = (participant.withdrawn, participant.points, participant.wins, participant.score)
-        if key != previous:
-            rank, previous = position, key
+        if key(participant) != previous:
+            rank, previous = position, key(participant)
         participant.rank = rank
-    Participant.objects.bulk_update(ordered, ["points", "wins", "losses", "draws", "score", "rank"])
     return ordered
 
 
-def tournament_duel_finished(*, duel: Duel) -> None:
-    """Count a finished duel in its tournament, rate it, and close the tournament when done."""
-    with transaction.atomic():
-        tournament = Tournament.objects.select_for_update().get(pk=duel.tournament_id)
-        if duel.status == DuelStatus.SUCCEEDED:
-            tournament.duels_done = F("duels_done") + 1
-            ratings_update_from_duel(duel=duel)
-        elif duel.status == DuelStatus.FAILED:
-            tournament.duels_failed = F("duels_failed") + 1
-        tournament.save(update_fields=["duels_done", "duels_failed"])
-        tournament.refresh_from_db()
-        standings_update(tournament=tournament)
-        if tournament.duels_done + tournament.duels_failed >= tournament.duels_total and (
-            tournament.status == TournamentStatus.RUNNING
-        ):
-            tournament.status = (
-                TournamentStatus.COMPLETED
-                if not tournament.duels_failed
-                else TournamentStatus.FAILED
-            )
-            tournament.error = (
-                f"{tournament.duels_failed} duel(s) failed; re-run them from the admin"
-                if tournament.duels_failed
-                else ""
-            )
-            tournament.ended_at = timezone.now()
-            tournament.save(update_fields=["status", "error", "ended_at"])
+def standings_update(*, tournament: Tournament) -> list[Participant]:
+    """Recompute every participant's points, record and rank from its finished duels."""
+    ordered = _standings(tournament)
+    Participant.objects.bulk_update(ordered, ["points", "wins", "losses", "draws", "score", "rank"])
+    return ordered

@@ -21,6 +21,7 @@ from core.models import (
     TournamentStatus,
     User,
 )
+from tournament_manager.selectors import tournament_progress
 from web.access import Visitor, can_see_competitor, is_organizer, is_owner
 from web.replays import FaultNote, match_faults, match_result_text, player_labels
 
@@ -231,6 +232,10 @@ class TournamentPage:
     def failed_percent(self) -> float:
         total = self.tournament.duels_total
         return round(100 * self.tournament.duels_failed / total, 1) if total else 0
+
+    @property
+    def minutes_left(self) -> int | None:
+        return tournament_progress(self.tournament).minutes_left
 
 
 def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:

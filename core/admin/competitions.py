@@ -32,14 +32,17 @@ from core.models import (
     Participant,
     Revision,
     Tournament,
+    TournamentFormat,
     TournamentStatus,
 )
-from tournament_manager.selectors import latest_validated_revisions
+from tournament_manager.selectors import latest_validated_revisions, tournament_progress
 from tournament_manager.services import (
     duel_rerun,
     tournament_cancel,
     tournament_create,
     tournament_launch,
+    tournament_schedule,
+    tournament_stop,
 )
 
 
@@ -53,7 +56,8 @@ class ParticipantChoiceField(forms.ModelMultipleChoiceField):
 
 
 class TournamentCreateForm(forms.ModelForm):
-    """Picks the environment, then validated revisions of it (one per competitor)."""
+    """Picks the environment, then validated revisions of it (one per competitor), the
+    format (rounds for Swiss) and optionally when the tournament manager launches it."""
 
     participants = ParticipantChoiceField(
         queryset=Revision.objects.none(),
@@ -70,10 +74,24 @@ class TournamentCreateForm(forms.ModelForm):
 
     class Meta:
         model = Tournament
-        fields = ("environment", "name", "matches_per_duel", "participants")
+        fields = (
+            "environment",
+            "name",
+            "format",
+            "rounds",
+            "matches_per_duel",
+            "starts_at",
+            "participants",
+        )
+        help_texts = {
+            "rounds": "Swiss only: how many rounds are played.",
+            "starts_at": "Optional: the tournament manager launches the draft at this time "
+            "(UTC). Empty: launch it yourself with the “Launch” action.",
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["format"].required = False  # round robin when left out
         environment = self._chosen_environment()
         revisions = Revision.objects.validated().select_related(
             "competitor__environment", "competitor__owner"
@@ -116,6 +134,10 @@ class TournamentCreateForm(forms.ModelForm):
         environment = cleaned.get("environment")
         if environment is None:
             return cleaned
+        tournament_format = cleaned.get("format") or TournamentFormat.ROUND_ROBIN
+        cleaned["format"] = tournament_format
+        if tournament_format == TournamentFormat.SWISS and not cleaned.get("rounds"):
+            self.add_error("rounds", "A Swiss tournament needs its number of rounds.")
         revisions = list(cleaned.get("participants") or [])
         if not revisions:
             revisions = latest_validated_revisions(environment)
@@ -125,7 +147,8 @@ class TournamentCreateForm(forms.ModelForm):
         competitors = [revision.competitor_id for revision in revisions]
         if len(set(competitors)) != len(competitors):
             self.add_error("participants", "Choose one revision per competitor.")
-        if len(revisions) < 2:
+        # A ladder may open empty: every revision validated later joins it.
+        if len(revisions) < 2 and tournament_format != TournamentFormat.LADDER:
             self.add_error(
                 "participants", f"A tournament needs two validated revisions of {environment}."
             )
@@ -186,18 +209,45 @@ class TournamentAdmin(ArenaAdmin):
     list_select_related = ("environment",)
     date_hierarchy = "created_at"
     inlines = (ParticipantInline,)
-    actions = ("launch", "cancel", "rerun_failed_duels")
+    actions = ("launch", "cancel", "stop", "rerun_failed_duels")
     add_fieldsets = (
-        (None, {"fields": ("environment", "name", "matches_per_duel", "participants")}),
+        (
+            None,
+            {
+                "fields": (
+                    "environment",
+                    "name",
+                    "format",
+                    "rounds",
+                    "matches_per_duel",
+                    "starts_at",
+                    "participants",
+                )
+            },
+        ),
     )
     fieldsets = (
-        (None, {"fields": ("name", "environment", "format", "is_public", "matches_per_duel")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "environment",
+                    "format",
+                    "rounds",
+                    "is_public",
+                    "matches_per_duel",
+                    "starts_at",
+                )
+            },
+        ),
         (
             "Progress",
             {
                 "fields": (
                     "status_badge",
                     "progress",
+                    "current_round",
                     "duels",
                     "error",
                     "created_by",
@@ -228,6 +278,7 @@ class TournamentAdmin(ArenaAdmin):
             "format",
             "status_badge",
             "progress",
+            "current_round",
             "duels",
             "error",
             "created_by",
@@ -236,7 +287,7 @@ class TournamentAdmin(ArenaAdmin):
             "ended_at",
         )
         if obj.status != TournamentStatus.DRAFT:
-            fields += ("matches_per_duel",)
+            fields += ("matches_per_duel", "rounds", "starts_at")
         return fields
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
@@ -256,24 +307,34 @@ class TournamentAdmin(ArenaAdmin):
     ) -> None:
         if change:
             super().save_model(request, obj, form, change)
+            if "starts_at" in form.changed_data:
+                tournament_schedule(tournament=obj, starts_at=obj.starts_at)
             return
         tournament = tournament_create(
             environment=form.cleaned_data["environment"],
             name=form.cleaned_data["name"],
             revisions=form.cleaned_data["participants"],
             matches_per_duel=form.cleaned_data.get("matches_per_duel"),
+            format=form.cleaned_data["format"],
+            rounds=form.cleaned_data.get("rounds"),
             created_by=request.user,  # type: ignore[arg-type]
         )
+        if form.cleaned_data.get("starts_at"):
+            tournament_schedule(tournament=tournament, starts_at=form.cleaned_data["starts_at"])
         # The admin goes on with ``obj`` (messages, log, redirect): make it the created row.
         for field in Tournament._meta.concrete_fields:
             setattr(obj, field.attname, getattr(tournament, field.attname))
         obj._state.adding = False
 
     def response_add(self, request: HttpRequest, obj: Tournament, *args: Any) -> HttpResponse:
+        then = (
+            f"the tournament manager launches it at {obj.starts_at:%Y-%m-%d %H:%M} UTC"
+            if obj.starts_at
+            else "launch it with the “Launch” action"
+        )
         self.message_user(
             request,
-            f"{obj} is a draft with {obj.participants.count()} participants: launch it with the "
-            "“Launch” action.",
+            f"{obj} is a draft with {obj.participants.count()} participants: {then}.",
             messages.INFO,
         )
         return super().response_add(request, obj, *args)
@@ -291,13 +352,17 @@ class TournamentAdmin(ArenaAdmin):
             if tournament.duels_failed
             else ""
         )
-        return format_html(
+        summary = format_html(
             "{} / {} · {}%{}",
             tournament.duels_done,
             tournament.duels_total,
             tournament.progress_percent,
             failed,
         )
+        if tournament.status != TournamentStatus.RUNNING:
+            return summary
+        # Live counts for running tournaments only (two queries each): few at a time.
+        return format_html("{}<br><small>{}</small>", summary, tournament_progress(tournament))
 
     @admin.display(description="participants", ordering="participants_count")
     def participant_count(self, tournament: Tournament) -> int:
@@ -335,6 +400,13 @@ class TournamentAdmin(ArenaAdmin):
             tournament_cancel(tournament=tournament)
 
         self.run_each(request, queryset, cancel_one, done="Cancelled")
+
+    @admin.action(description="Stop (ladders: queued duels are not played)")
+    def stop(self, request: HttpRequest, queryset: QuerySet[Tournament]) -> None:
+        def stop_one(tournament: Tournament) -> None:
+            tournament_stop(tournament=tournament)
+
+        self.run_each(request, queryset, stop_one, done="Stopped")
 
     @admin.action(description="Re-run failed duels")
     def rerun_failed_duels(self, request: HttpRequest, queryset: QuerySet[Tournament]) -> None:

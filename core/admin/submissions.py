@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -9,6 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from core.admin.base import (
@@ -25,6 +27,8 @@ from core.admin.base import (
 from core.errors import ArenaError
 from core.models import Competitor, Duel, Environment, Revision, StepStatus
 from core.services import environments_import, revision_requeue
+from publisher.services import competitor_publish_latest, revision_publication_problem
+from publisher.tasks import TIME_LIMIT_SECONDS as PUBLISH_TIME_LIMIT
 
 
 @admin.register(Environment)
@@ -218,10 +222,16 @@ class CompetitorAdmin(ArenaAdmin):
         count = queryset.update(is_disabled=False)
         self.message_user(request, f"{count} competitor(s) enabled.", messages.SUCCESS)
 
-    @admin.action(description="Make public (code visible to everyone)")
+    @admin.action(description="Make public (code visible to everyone, and published)")
     def make_public(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
         count = queryset.update(is_public=True)
         self.message_user(request, f"{count} competitor(s) are public.", messages.SUCCESS)
+        # Their newest validated revisions go to the publication repository, if configured.
+        queued = [competitor_publish_latest(competitor=competitor) for competitor in queryset]
+        published = [str(revision) for revision in queued if revision is not None]
+        if published:
+            names = ", ".join(published)
+            self.message_user(request, f"Queued for publication: {names}.", messages.SUCCESS)
 
     @admin.action(description="Make private")
     def make_private(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
@@ -275,6 +285,7 @@ class RevisionAdmin(ArenaAdmin):
         "environment",
         "build_status_badge",
         "validation_status_badge",
+        "publication_status_badge",
         "is_disabled",
         "size",
         "created_at",
@@ -283,6 +294,7 @@ class RevisionAdmin(ArenaAdmin):
     list_filter = (
         "build_status",
         "validation_status",
+        "publication_status",
         "is_disabled",
         "competitor__environment",
     )
@@ -314,14 +326,14 @@ class RevisionAdmin(ArenaAdmin):
                 )
             },
         ),
-        ("Build", {"fields": _step_fields("build")}),
+        ("Build", {"fields": ("image", *_step_fields("build"))}),
         ("Validation", {"fields": ("validation_duel", *_step_fields("validation"))}),
         ("Publication", {"classes": ("collapse",), "fields": _step_fields("publication")}),
     )
     readonly_fields = tuple(
         field for _, options in fieldsets for field in options["fields"] if field != "is_disabled"
     )
-    actions = ("rebuild", "revalidate", "disable", "enable", "create_tournament")
+    actions = ("rebuild", "revalidate", "republish", "disable", "enable", "create_tournament")
 
     build_status_badge, build_duration, build_error_text, build_log_text = _step_display("build")
     (
@@ -393,6 +405,22 @@ class RevisionAdmin(ArenaAdmin):
             revision_requeue(revision=revision, steps=("validation",))
 
         self.run_each(request, queryset, requeue, done="Re-validated")
+
+    @admin.action(description="Re-publish (push to the publication repository again)")
+    def republish(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
+        def requeue(revision: Revision) -> None:
+            problem = revision_publication_problem(revision)
+            if problem:
+                raise ArenaError(f"cannot be published: {problem}")
+            # Past the task's time limit a running publication is a killed worker's: take it over.
+            started = revision.publication_started_at
+            if revision.publication_status == StepStatus.RUNNING and (
+                started and started > timezone.now() - timedelta(seconds=PUBLISH_TIME_LIMIT)
+            ):
+                raise ArenaError("is being published; wait for it to finish")
+            revision_requeue(revision=revision, steps=("publication",))
+
+        self.run_each(request, queryset, requeue, done="Re-published")
 
     @admin.action(description="Disable (out of new tournaments)")
     def disable(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:

@@ -40,6 +40,9 @@ class Tournament(models.Model):
         help_text="Matches in each duel; the environment's default when created from the admin."
     )
     rounds = models.PositiveIntegerField(null=True, blank=True, help_text="Swiss only.")
+    #: Swiss: the round being played (0 before the launch); the tournament manager moves
+    #: it on with a conditional update, so each round is scheduled once.
+    current_round = models.PositiveIntegerField(default=0)
     is_public = models.BooleanField(default=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -80,6 +83,10 @@ class Tournament(models.Model):
         return reverse("tournament", args=[self.pk])
 
     @property
+    def is_ladder(self) -> bool:
+        return self.format == TournamentFormat.LADDER
+
+    @property
     def is_finished(self) -> bool:
         return self.status in {
             TournamentStatus.COMPLETED,
@@ -107,6 +114,12 @@ class Participant(models.Model):
     score = models.FloatField(default=0)
     rank = models.PositiveIntegerField(null=True, blank=True)
     withdrawn = models.BooleanField(default=False)
+    #: Position in the seeding (Swiss: by rating at the launch, best first).
+    seed = models.PositiveIntegerField(null=True, blank=True)
+    #: Swiss rounds sat out for an odd count of players, each worth a won duel's 2 points.
+    byes = models.PositiveIntegerField(default=0)
+    #: When it entered (a ladder's newcomers wait from then for their first duel).
+    joined_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["tournament", "rank", "-points"]

@@ -130,6 +130,9 @@ class Revision(models.Model):
     #: Path inside the upload that starts the agent (``main.py``, ``agent.py``, ``agent``).
     entry_point = models.CharField(max_length=200)
     has_requirements = models.BooleanField(default=False)
+    #: The docker sandbox's image of this revision (its files and dependencies), made by
+    #: its last successful build; empty for the process sandbox.
+    image = models.CharField(max_length=200, blank=True)
     is_disabled = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -47,6 +47,10 @@ class AgentSource:
     kind: EntryKind
     #: Extra environment variables for this agent (its configuration, e.g. a depth).
     environment: tuple[tuple[str, str], ...] = ()
+    #: An image that holds the agent's files at ``/agent`` and its dependencies (one is
+    #: built per revision for the docker sandbox); the docker sandbox starts it instead
+    #: of mounting ``path``. Other backends run ``path`` and ignore it.
+    image: str | None = None
 
     @classmethod
     def from_path(cls, path: str | Path, environment: dict[str, str] | None = None) -> AgentSource:

@@ -4,7 +4,9 @@ The container has no network, a memory limit without swap, one CPU, a process
 limit, a read-only root with a small tmpfs at ``/tmp``, an unprivileged user, no
 capabilities, no new privileges, and rlimits on CPU time, open files, file size
 and core dumps. The agent's files are bind-mounted read-only at ``/agent`` (its
-working folder), unless the image already holds them there.
+working folder), unless the image already holds them there: a revision's own image
+(``AgentSource.image``, built by the builder with its dependencies in
+``/opt/arena/deps``) is started as it is.
 
 Moves never cross the engine: before the container starts, the referee listens
 on a Unix socket in a host folder bind-mounted at ``/run/arena``; the container's
@@ -49,6 +51,8 @@ AGENT_DIR = "/agent"
 SOCKET_DIR = "/run/arena"
 SOCKET_NAME = "agent.sock"
 SDK_PATH = "/opt/arena/sdk"
+#: Where a revision's image has its Python dependencies (installed by the builder).
+DEPS_PATH = "/opt/arena/deps"
 TMPFS_MB = 64
 #: How long the container may take to start and connect: the platform's time, not
 #: the agent's (its own start-up limit begins with the handshake).
@@ -68,6 +72,20 @@ def _make_readable(folder: Path) -> None:
         mode = path.stat().st_mode
         executable = path.is_dir() or mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         os.chmod(path, 0o755 if executable else 0o644)
+
+
+def container_command(entry: str, kind: EntryKind) -> list[str]:
+    """What a container runs: the bridge, which execs the agent on its sockets.
+
+    The builder makes it the ``CMD`` of every revision's image, so an image started by
+    hand runs the agent the same way.
+    """
+    bridge = ["python3", "-s", "-B", "-m", "arena_sdk.bridge", f"{SOCKET_DIR}/{SOCKET_NAME}"]
+    if kind is EntryKind.EXECUTABLE:
+        agent = [f"{AGENT_DIR}/{entry}"]
+    else:
+        agent = ["python3", "-s", "-B", "-m", "arena_sdk", entry]
+    return [*bridge, "--", *agent]
 
 
 def _short_name(label: str, length: int = 16) -> str:
@@ -190,8 +208,9 @@ class DockerSandbox:
 
     ``image`` is what agents start from: by default the base image of this checkout
     (``builder.base_image``), which gets the agent's files bind-mounted at ``/agent``;
-    an image that already holds them there (one built per revision) sets
-    ``agent_files_in_image``. ``labels`` go on every container (e.g. the duel's id).
+    an image that already holds them there sets ``agent_files_in_image``. An agent
+    whose ``AgentSource.image`` is set (a revision's own image) starts from that image
+    instead, with its files in it. ``labels`` go on every container (e.g. the duel's id).
     """
 
     name = "docker"
@@ -212,7 +231,7 @@ class DockerSandbox:
         self.agent_files_in_image = agent_files_in_image
         self.labels = dict(labels or {})
         self.connect_timeout = connect_timeout
-        self._image_checked = False
+        self._images_checked: set[str] = set()
 
     @property
     def image(self) -> str:
@@ -222,27 +241,22 @@ class DockerSandbox:
             self._image = base_image_tag()
         return self._image
 
-    def _check_image(self) -> None:
-        """Once per sandbox: a missing image is a set-up problem, said as such."""
-        if self._image_checked:
+    def _check_image(self, image: str) -> None:
+        """Once per image: a missing image is a set-up problem, said as such."""
+        if image in self._images_checked:
             return
-        if not docker_engine.image_exists(self.image):
-            advice = (
-                "build it with `python manage.py build_base_image` (or `make base-image`)"
-                if self.image.startswith("arena-base:")
-                else "build it first"
-            )
-            raise SandboxError(f"the agents' image {self.image} does not exist: {advice}")
-        self._image_checked = True
-
-    def _agent_command(self, source: AgentSource) -> list[str]:
-        if source.kind is EntryKind.EXECUTABLE:
-            return [f"{AGENT_DIR}/{source.entry}"]
-        return ["python3", "-s", "-B", "-m", "arena_sdk", source.entry]
+        if not docker_engine.image_exists(image):
+            if image.startswith("arena-base:"):
+                advice = "build it with `python manage.py build_base_image` (or `make base-image`)"
+            elif image.startswith("arena-revision:"):
+                advice = "rebuild the revision"
+            else:
+                advice = "build it first"
+            raise SandboxError(f"the agents' image {image} does not exist: {advice}")
+        self._images_checked.add(image)
 
     def _command(self, source: AgentSource) -> list[str]:
-        bridge = ["python3", "-s", "-B", "-m", "arena_sdk.bridge", f"{SOCKET_DIR}/{SOCKET_NAME}"]
-        return [*bridge, "--", *self._agent_command(source)]
+        return container_command(source.entry, source.kind)
 
     def _environment(self, source: AgentSource, token: str) -> dict[str, str]:
         return {
@@ -250,7 +264,9 @@ class DockerSandbox:
             "HOME": "/tmp",
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
-            "PYTHONPATH": SDK_PATH,
+            # The SDK first: a dependency must not shadow it. The folder of dependencies
+            # only exists in a revision's image.
+            "PYTHONPATH": f"{SDK_PATH}:{DEPS_PATH}",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
             # Numerical libraries would otherwise start a thread per host core each.
@@ -263,11 +279,11 @@ class DockerSandbox:
         }
 
     def _container_options(
-        self, limits: SandboxLimits, agent_dir: Path, socket_dir: Path
+        self, limits: SandboxLimits, agent_dir: Path, socket_dir: Path, *, files_in_image: bool
     ) -> dict[str, Any]:
         mib = 1024 * 1024
         volumes = {str(socket_dir): {"bind": SOCKET_DIR, "mode": "ro"}}
-        if not self.agent_files_in_image:
+        if not files_in_image:
             volumes[str(agent_dir)] = {"bind": AGENT_DIR, "mode": "ro"}
         return {
             "user": AGENT_USER,
@@ -372,9 +388,11 @@ class DockerSandbox:
 
     def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
         token = os.urandom(8).hex()
+        image = source.image or self.image
+        files_in_image = source.image is not None or self.agent_files_in_image
         with contextlib.ExitStack() as cleanup:
             try:
-                self._check_image()
+                self._check_image(image)
                 self.root.mkdir(parents=True, exist_ok=True)
                 os.chmod(self.root, 0o700)
                 # Named after the token on the container, so a sweep can pair them; short,
@@ -384,20 +402,22 @@ class DockerSandbox:
                 cleanup.callback(shutil.rmtree, folder, ignore_errors=True)
                 agent_dir = folder / "agent"
                 agent_dir.mkdir()
-                if not self.agent_files_in_image:
+                if not files_in_image:
                     source.copy_into(agent_dir)
                     _make_readable(agent_dir)
                 socket_dir = folder / "run"
                 socket_dir.mkdir(mode=0o755)
                 listener = cleanup.enter_context(self._listen(socket_dir))
                 container = docker_engine.container_start(
-                    image=self.image,
+                    image=image,
                     command=self._command(source),
                     role="agent",
                     labels={**self.labels, LABEL_SANDBOX: token},
                     environment=self._environment(source, token),
                     name=_container_name(label, token),
-                    **self._container_options(limits, agent_dir, socket_dir),
+                    **self._container_options(
+                        limits, agent_dir, socket_dir, files_in_image=files_in_image
+                    ),
                 )
                 cleanup.callback(docker_engine.container_discard, container)
                 streams = self._accept_streams(listener, container)

@@ -1,22 +1,27 @@
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from django.db.models import F
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from core.models import (
     Duel,
+    DuelResult,
     DuelStatus,
     Environment,
     Revision,
     Tournament,
+    TournamentFormat,
     TournamentStatus,
     User,
 )
-from tests.factories import ParticipantFactory, TournamentFactory
+from tests.factories import DuelFactory, ParticipantFactory, TournamentFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +212,114 @@ def test_it_reruns_only_failed_duels(
 
     assert notes == ["1 duel(s) skipped: only failed duels are re-run."]
     assert tournament.duels.get().attempts == 1
+
+
+def test_it_creates_a_swiss_draft_with_its_rounds(
+    organizer_client: Client, players: list[Revision]
+) -> None:
+    response = create_tournament(
+        organizer_client,
+        players[0].competitor.environment,
+        participants=[revision.pk for revision in players],
+        format=TournamentFormat.SWISS,
+        rounds=3,
+    )
+
+    assert response.status_code == 302
+    tournament = Tournament.objects.get()
+    assert (tournament.format, tournament.rounds) == (TournamentFormat.SWISS, 3)
+
+
+def test_it_refuses_a_swiss_tournament_without_rounds(
+    organizer_client: Client, players: list[Revision]
+) -> None:
+    response = create_tournament(
+        organizer_client, players[0].competitor.environment, format=TournamentFormat.SWISS
+    )
+
+    assert response.status_code == 200
+    assert "A Swiss tournament needs its number of rounds." in response.content.decode()
+    assert not Tournament.objects.exists()
+
+
+def test_it_opens_a_ladder_with_a_single_entrant(
+    organizer_client: Client, players: list[Revision]
+) -> None:
+    response = create_tournament(
+        organizer_client,
+        players[0].competitor.environment,
+        participants=[players[0].pk],
+        format=TournamentFormat.LADDER,
+    )
+
+    assert response.status_code == 302
+    assert Tournament.objects.get().format == TournamentFormat.LADDER
+
+
+def test_it_schedules_the_launch_from_the_add_form(
+    organizer_client: Client, players: list[Revision]
+) -> None:
+    response = create_tournament(
+        organizer_client,
+        players[0].competitor.environment,
+        participants=[revision.pk for revision in players],
+        starts_at_0="2031-05-01",
+        starts_at_1="18:30:00",
+    )
+
+    assert response.status_code == 302
+    tournament = Tournament.objects.get()
+    assert tournament.status == TournamentStatus.DRAFT
+    assert tournament.starts_at.isoformat() == "2031-05-01T18:30:00+00:00"
+    page = organizer_client.get(response.url).content.decode()
+    assert "the tournament manager launches it at 2031-05-01 18:30 UTC" in page
+
+
+def test_it_shows_live_progress_and_the_time_left(
+    organizer_client: Client, organizer: User
+) -> None:
+    tournament = TournamentFactory(created_by=organizer, matches_per_duel=1)
+    for _ in range(4):
+        ParticipantFactory(tournament=tournament)
+    Tournament.objects.filter(pk=tournament.pk).update(status=TournamentStatus.RUNNING)
+    revisions = [p.revision for p in tournament.participants.all()]
+    statuses = [DuelStatus.SUCCEEDED] * 2 + [DuelStatus.RUNNING] + [DuelStatus.QUEUED] * 3
+    now = timezone.now()
+    for (one, two), status in zip(itertools.combinations(revisions, 2), statuses, strict=True):
+        played = status == DuelStatus.SUCCEEDED
+        DuelFactory(
+            tournament=tournament,
+            revision_1=one,
+            revision_2=two,
+            status=status,
+            result=DuelResult.DRAW if played else "",
+            started_at=None if status == DuelStatus.QUEUED else now - timedelta(minutes=2),
+            ended_at=now if played else None,
+        )
+    Tournament.objects.filter(pk=tournament.pk).update(duels_total=6, duels_done=2)
+
+    page = organizer_client.get(reverse("admin:core_tournament_changelist")).content.decode()
+
+    # Two minutes a duel, four left, one running at a time.
+    assert "2 done, 1 running, 3 queued; about 8 min left" in page
+
+
+def test_it_stops_a_ladder(
+    run_action: Callable[..., list[str]], organizer: User, players: list[Revision]
+) -> None:
+    ladder = TournamentFactory(
+        created_by=organizer,
+        format=TournamentFormat.LADDER,
+        status=TournamentStatus.RUNNING,
+        environment=players[0].competitor.environment,
+    )
+    round_robin = TournamentFactory(created_by=organizer, status=TournamentStatus.RUNNING)
+
+    notes = run_action(Tournament, "stop", [ladder, round_robin])
+
+    ladder.refresh_from_db()
+    assert ladder.status == TournamentStatus.COMPLETED
+    assert notes == [
+        f"{round_robin}: only a ladder is stopped; cancel a round robin or Swiss tournament",
+        "Stopped: 1",
+    ]

@@ -46,6 +46,27 @@ def docker_base_image() -> str:
     return base_image_or_skip()
 
 
+def remove_revision_images() -> list[str]:
+    """Remove the revision images this test run built (those of its instance, whatever
+    process built them) and their dependencies' build cache; returns what was removed.
+    Nothing is asked of the engine in a run that never used it."""
+    if "tag" not in _outcome:
+        return []
+    from builder.revision_image import DEPS_ROLE, LABEL_INSTANCE, ROLE
+    from builder.services import instance_label
+
+    instance = {LABEL_INSTANCE: instance_label()}
+    removed = []
+    for image in docker_engine.images_labelled({docker_engine.LABEL_ROLE: ROLE, **instance}):
+        name = image.tags[0] if image.tags else image.id
+        docker_engine.image_remove(name)
+        removed.append(name)
+    removed += docker_engine.images_prune_dangling(
+        {docker_engine.LABEL_ROLE: DEPS_ROLE, **instance}
+    )
+    return removed
+
+
 def leftover_containers(labels: dict[str, str]) -> list[str]:
     """Names of the containers, running or not, that carry all of ``labels``."""
     return [

@@ -2,8 +2,9 @@
 
 ``redis_url`` starts ``redis-server`` on a free loopback port for the test session
 (no persistence, deleted at the end). ``celery_workers`` starts worker processes on
-the build and duels queues against the test database, the way production runs them,
-and stops (or has already killed) them before the test's tables are flushed.
+the build and duels queues against the test database, the way production runs them
+(and daemons such as the tournament manager, with ``manage``), and stops (or has
+already killed) them before the test's tables are flushed.
 """
 
 from __future__ import annotations
@@ -97,19 +98,8 @@ class Workers:
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self, name: str, **environment: str) -> subprocess.Popen[bytes]:
-        settings = self.settings
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "core.settings",
-            "DATABASE_URL": _database_url(),
-            "ARENA_BROKER_URL": self.broker,
-            "ARENA_MEDIA_ROOT": str(settings.MEDIA_ROOT),
-            "ARENA_BUILD_ROOT": str(settings.ARENA_BUILD_ROOT),
-            "ARENA_SANDBOX_ROOT": str(settings.ARENA_SANDBOX_ROOT),
-            **environment,
-        }
-        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-        process = subprocess.Popen(
+        return self._run(
+            name,
             [
                 sys.executable,
                 "-m",
@@ -130,6 +120,31 @@ class Workers:
                 "--hostname",
                 f"{name}@%h",
             ],
+            environment,
+        )
+
+    def manage(self, name: str, *arguments: str, **environment: str) -> subprocess.Popen[bytes]:
+        """``manage.py <arguments>`` (a daemon, such as the tournament manager) in the same
+        setting as the workers; stopped with them."""
+        return self._run(name, [sys.executable, "manage.py", *arguments], environment)
+
+    def _run(
+        self, name: str, command: list[str], environment: dict[str, str]
+    ) -> subprocess.Popen[bytes]:
+        settings = self.settings
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "core.settings",
+            "DATABASE_URL": _database_url(),
+            "ARENA_BROKER_URL": self.broker,
+            "ARENA_MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "ARENA_BUILD_ROOT": str(settings.ARENA_BUILD_ROOT),
+            "ARENA_SANDBOX_ROOT": str(settings.ARENA_SANDBOX_ROOT),
+            **environment,
+        }
+        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        process = subprocess.Popen(
+            command,
             cwd=ROOT,
             env=env,
             stdout=log,

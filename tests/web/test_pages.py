@@ -179,6 +179,17 @@ def test_it_refreshes_a_running_tournament(client, tournament):
     assert "1 of 4 duels played, 1 failed (50%)" in visible_text(response)
 
 
+def test_it_estimates_the_time_left_of_a_running_tournament(client, tournament, duel):
+    Tournament.objects.filter(pk=tournament.pk).update(
+        status="running", duels_total=4, duels_done=1
+    )
+
+    response = client.get(tournament.get_absolute_url())
+
+    # One duel took a minute; three are left.
+    assert "About 3 min left." in visible_text(response)
+
+
 def test_it_shows_a_duel_with_its_result_and_matches(client, duel, match):
     response = client.get(duel.get_absolute_url())
 

@@ -7,6 +7,7 @@ none of them, no agent folder and no process of the agents' user remains.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
@@ -128,6 +129,19 @@ def test_it_reports_a_missing_image_as_a_sandbox_failure(docker_base_image, sand
     assert result.as_json()["result"] == Outcome.ERROR
     assert "arena-base:no-such-image does not exist" in result.infrastructure_error
     assert "build_base_image" in result.infrastructure_error
+
+
+def test_it_reports_a_revision_image_that_is_gone_as_a_sandbox_failure(docker_backend):
+    random_player = player("connect_four/random_player.py")
+    gone = dataclasses.replace(random_player, image="arena-revision:0-gone")
+
+    result = run_duel("connect_four", (random_player, gone), backend=docker_backend, matches=1)
+
+    # Never the agent's fault: the duel is an error, not a loss.
+    assert result.as_json()["result"] == Outcome.ERROR
+    assert "arena-revision:0-gone does not exist: rebuild the revision" in (
+        result.infrastructure_error
+    )
 
 
 # -- confinement ------------------------------------------------------------------

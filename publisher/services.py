@@ -1,0 +1,305 @@
+"""Publishing public submissions: each validated revision of a public competitor is pushed
+to a git repository (``ARENA_PUBLISH_REPOSITORY``) under ``<environment>/<competitor>/``,
+one commit per revision, with a README naming its author, version and rating.
+
+Everything goes through the ``git`` command line in a local clone kept in the work folder
+(``ARENA_PUBLISH_WORKDIR``). A file lock gives that clone to one publication at a time on
+a machine; publishers on other machines meet at the remote, where a push refused because
+the branch moved on is made again on top of the new branch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from datetime import UTC
+from pathlib import Path
+
+from django.conf import settings
+
+from builder.archives import UploadRejected, extract_upload
+from builder.services import upload_limits
+from core import dispatch
+from core.models import Competitor, Rating, Revision, StepStatus
+from core.services import revision_step_begin, revision_step_finish
+from publisher.git import Clone, PublishError, Transcript, work_folder_lock
+
+#: Pushes tried while the remote branch keeps moving on (other publishers pushing).
+PUSH_ATTEMPTS = 5
+#: The commit trailer naming the revision (id and SHA-256): how a commit is found again.
+TRAILER = "Arena-Revision"
+README = "README.md"
+#: An upload's own top-level README.md is published under this name, next to Arena's.
+UPLOAD_README = "README.upload.md"
+
+
+# --- deciding what to publish ------------------------------------------------------------
+
+
+def revision_publication_problem(revision: Revision) -> str:
+    """Why the revision cannot be published now, or '' when it can."""
+    competitor = revision.competitor
+    if not settings.ARENA_PUBLISH_REPOSITORY:
+        return "publishing is off (ARENA_PUBLISH_REPOSITORY is not set)"
+    if not competitor.is_public:
+        return "its competitor is private; make it public first"
+    if competitor.is_disabled:
+        return "its competitor is disabled"
+    if revision.is_disabled:
+        return "it is disabled"
+    if not revision.is_valid:
+        return "it has not passed its build and validation"
+    return ""
+
+
+def revision_publication_queue(*, revision: Revision) -> bool:
+    """Queue the publication of a validated revision of a public competitor and start it.
+
+    Nothing happens (False) when publishing is off, the competitor is private, or the
+    revision is published, queued or being published already; a failed one is queued again.
+    """
+    if revision_publication_problem(revision):
+        return False
+    # Conditional, so a revision validated twice in a row is queued once.
+    queued = Revision.objects.filter(
+        pk=revision.pk, publication_status__in=(StepStatus.NONE, StepStatus.FAILED)
+    ).update(
+        publication_status=StepStatus.QUEUED,
+        publication_started_at=None,
+        publication_ended_at=None,
+        publication_error="",
+        publication_log="",
+    )
+    if not queued:
+        return False
+    dispatch.start("publisher.tasks.publish_revision", revision_id=revision.pk)
+    return True
+
+
+def competitor_publish_latest(*, competitor: Competitor) -> Revision | None:
+    """Queue the publication of the competitor's newest validated revision (it has just been
+    made public). The revision queued, or None when there is none to publish."""
+    revision = (
+        competitor.revisions.validated()
+        .select_related("competitor__environment", "competitor__owner")
+        .order_by("-version")
+        .first()
+    )
+    if revision is None or not revision_publication_queue(revision=revision):
+        return None
+    return revision
+
+
+# --- what gets published ----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    size: int
+    reason: str
+
+
+def _unpack(revision: Revision, destination: Path) -> None:
+    try:
+        with revision.source.open("rb") as stored:
+            content = stored.read()
+    except OSError as error:
+        raise PublishError(f"the uploaded file cannot be read: {error}") from None
+    try:
+        extract_upload(revision.filename, content, destination, upload_limits())
+    except UploadRejected as error:
+        raise PublishError(f"the uploaded file cannot be unpacked: {error.message}") from None
+
+
+def _copy_source(source: Path, target: Path, *, max_bytes: int) -> list[SkippedFile]:
+    """Copy the unpacked upload into the competitor's folder; returns what was left out."""
+    skipped = []
+    for path in sorted(source.rglob("*")):
+        if not path.is_file():
+            continue
+        relative = path.relative_to(source)
+        size = path.stat().st_size
+        if ".git" in relative.parts:
+            # git refuses to track a .git folder's files inside a repository.
+            skipped.append(SkippedFile(relative.as_posix(), size, "git metadata"))
+            continue
+        if size > max_bytes:
+            skipped.append(SkippedFile(relative.as_posix(), size, "over the size cap"))
+            continue
+        name = UPLOAD_README if relative.as_posix() == README else relative.as_posix()
+        destination = target / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+        destination.chmod(0o755 if path.stat().st_mode & 0o111 else 0o644)
+    return skipped
+
+
+def _readme(
+    revision: Revision,
+    *,
+    rating: Rating | None,
+    skipped: list[SkippedFile],
+    has_upload_readme: bool,
+) -> str:
+    competitor = revision.competitor
+    environment = competitor.environment
+    uploaded = revision.created_at.astimezone(UTC)
+    if rating is None:
+        rated = "not rated yet"
+    else:
+        rated = (
+            f"mu {rating.mu:.2f}, sigma {rating.sigma:.2f}, "
+            f"mu - 3 sigma {rating.conservative:.2f} ({rating.games} games, when published)"
+        )
+    lines = [
+        f"# {competitor.name}",
+        "",
+        f"An agent for {environment.title} (`{environment.name}`), published by Arena.",
+        "",
+        f"- Author: {competitor.owner.display_name}",
+        f"- Version: v{revision.version}",
+        f"- Upload: `{revision.filename}` ({revision.size:,} bytes)",
+        f"- SHA-256: `{revision.sha256}`",
+        f"- Uploaded: {uploaded:%Y-%m-%d %H:%M:%S} UTC",
+        f"- Entry point: `{revision.entry_point}`",
+        f"- Rating: {rated}",
+    ]
+    if has_upload_readme:
+        link = f"[{UPLOAD_README}]({UPLOAD_README})"
+        lines += ["", f"The upload's own {README} is published as {link}."]
+    if skipped:
+        cap = settings.ARENA_PUBLISH_MAX_FILE_BYTES
+        lines += [
+            "",
+            "## Files not published",
+            "",
+            f"These files of the upload are not in this folder (the size cap is {cap:,} bytes):",
+            "",
+            *(f"- `{file.path}` ({file.size:,} bytes): {file.reason}" for file in skipped),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _write_folder(revision: Revision, *, source: Path, target: Path, rating: Rating | None) -> None:
+    """Make ``target`` hold the unpacked upload ``source`` and Arena's README, nothing else."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    skipped = _copy_source(source, target, max_bytes=settings.ARENA_PUBLISH_MAX_FILE_BYTES)
+    readme = _readme(
+        revision, rating=rating, skipped=skipped, has_upload_readme=(source / README).is_file()
+    )
+    (target / README).write_text(readme, encoding="utf-8")
+
+
+def _commit_message(revision: Revision) -> list[str]:
+    """Subject, body and trailer: the subject is how ``Clone.published_version`` reads the
+    version back, the trailer how a revision's commit is found again."""
+    competitor = revision.competitor
+    uploaded = revision.created_at.astimezone(UTC)
+    return [
+        f"{competitor.environment.name}/{competitor.name} v{revision.version}",
+        f"{competitor.name} v{revision.version} by {competitor.owner.display_name}, "
+        f"uploaded {uploaded:%Y-%m-%d %H:%M} UTC.",
+        f"{TRAILER}: {revision.pk} {revision.sha256}",
+    ]
+
+
+def _publish(revision: Revision, transcript: Transcript) -> str:
+    """Push the revision; returns what was done, for the log. Raises PublishError."""
+    competitor = revision.competitor
+    folder = f"{competitor.environment.name}/{competitor.name}"
+    message = _commit_message(revision)
+    trailer = message[-1]
+    rating = Rating.objects.filter(competitor=competitor).first()
+    workdir = Path(settings.ARENA_PUBLISH_WORKDIR)
+    with tempfile.TemporaryDirectory(prefix="arena-publish-") as temporary:
+        source = Path(temporary)
+        _unpack(revision, source)
+        with work_folder_lock(workdir):
+            clone = Clone(
+                workdir / "repository",
+                url=settings.ARENA_PUBLISH_REPOSITORY,
+                branch=settings.ARENA_PUBLISH_BRANCH,
+                transcript=transcript,
+            )
+            clone.open()
+            for _attempt in range(PUSH_ATTEMPTS):
+                if clone.sync():
+                    # Looked up on every attempt: another worker may have pushed it meanwhile.
+                    existing = clone.commit_with(trailer)
+                    if existing:
+                        return f"published already as commit {existing}; not committed again"
+                    # Tasks may run out of order; the folder must keep showing the newest.
+                    newer = clone.published_version(folder)
+                    if newer is not None and newer > revision.version:
+                        return f"v{newer} is published already; not overwritten by this older one"
+                _write_folder(revision, source=source, target=clone.path / folder, rating=rating)
+                commit = clone.commit(folder, message)
+                if clone.push():
+                    return f"pushed commit {commit} to {clone.branch}"
+                transcript.add("# the branch moved on (another publisher pushed): trying again")
+    raise PublishError(
+        f"the branch {settings.ARENA_PUBLISH_BRANCH} kept moving during {PUSH_ATTEMPTS} "
+        "attempts to push; try again later"
+    )
+
+
+# --- the publication step -----------------------------------------------------------------
+
+
+def revision_publish(*, revision_id: int, retries_left: int = 0) -> None:
+    """The publication step: push a queued revision's source to the publication repository.
+
+    Idempotent: when a commit for the revision is on the branch already, none is added. On
+    failure with ``retries_left`` the step goes back to queued showing the error, and
+    PublishError is raised for the task to try again later; without, the step fails.
+    """
+    revision = revision_step_begin(revision_id=revision_id, step="publication")
+    if revision is None:
+        return
+    problem = revision_publication_problem(revision)
+    if problem:
+        # Changed since it was queued: made private, disabled, or publishing turned off.
+        Revision.objects.filter(pk=revision.pk).update(
+            publication_status=StepStatus.NONE,
+            publication_started_at=None,
+            publication_log=f"not published: {problem}",
+        )
+        return
+    transcript = Transcript(settings.ARENA_PUBLISH_REPOSITORY)
+    try:
+        done = _publish(revision, transcript)
+    except PublishError as error:
+        if retries_left > 0:
+            Revision.objects.filter(pk=revision.pk).update(
+                publication_status=StepStatus.QUEUED,
+                publication_error=(
+                    f"{error.message}\n(trying again later: {retries_left} attempt(s) left)"
+                ),
+                publication_log=transcript.text(),
+            )
+            raise
+        revision_step_finish(
+            revision=revision,
+            step="publication",
+            succeeded=False,
+            error=error.message,
+            log=transcript.text(),
+        )
+        return
+    except Exception as error:
+        # A bug or a full disk must not leave the step running forever.
+        revision_step_finish(
+            revision=revision,
+            step="publication",
+            succeeded=False,
+            error=f"publishing failed unexpectedly ({type(error).__name__}: {error})",
+            log=transcript.text(),
+        )
+        raise
+    transcript.add(f"# {done}")
+    revision_step_finish(
+        revision=revision, step="publication", succeeded=True, log=transcript.text()
+    )

@@ -1,0 +1,311 @@
+"""The builder's docker path on a real engine: an image per revision, its dependencies
+downloaded as wheels on the host and installed with no network, validation in it, and
+the clean-up of images no revision needs.
+
+Downloads come from PyPI the first time and from ``var/cache/wheels`` after that.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import call_command
+
+from builder.archives import UploadRejected
+from builder.requirements import WheelSet, pip_wheel
+from builder.revision_image import (
+    LABEL_ENVIRONMENT,
+    LABEL_INSTANCE,
+    revision_image_build,
+)
+from builder.services import instance_label, revision_images_prune
+from core import docker_engine
+from core.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError
+from core.models import Competitor, Environment, Revision, StepStatus
+from core.services import revision_create
+from duel_runner.sandbox.base import EntryKind
+from duel_runner.sandbox.docker import container_command
+from duel_runner.services import revision_agent_source
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.support.docker import docker_base_image, leftover_containers
+
+__all__ = ["docker_base_image"]
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("docker_builds")]
+
+MINIMAX = PLAYERS / "connect_four" / "minimax.py"
+
+USES_SIX = b"""\
+import sys
+
+import six
+from arena_sdk import Agent
+
+
+class UsesSix(Agent):
+    def start(self, match):
+        print("six", six.__version__, "from", six.__file__, file=sys.stderr)
+
+    def act(self, turn):
+        return turn.random.choice(turn.legal_actions)
+"""
+
+USES_NUMPY = b"""\
+import numpy
+from arena_sdk import Agent
+
+
+class UsesNumpy(Agent):
+    def act(self, turn):
+        return int(numpy.array(turn.legal_actions).min())
+"""
+
+
+@pytest.fixture
+def docker_builds(pipeline, settings, docker_base_image: str) -> Iterator[None]:  # noqa: F811
+    """The docker sandbox, default requirement rules; afterwards no container of this run
+    is left (images and their containers carry the run's ``arena.instance``)."""
+    settings.ARENA_SANDBOX = "docker"
+    settings.ARENA_REQUIREMENTS_DENY = []
+    settings.ARENA_REQUIREMENTS_ALLOW = []
+    instance = {LABEL_INSTANCE: instance_label()}
+    yield
+    # The pipeline fixture removes this run's images afterwards.
+    assert leftover_containers(instance) == []
+
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def upload_zip(name: str, files: dict[str, bytes], environment: str = "tic_tac_toe") -> Revision:
+    return upload(
+        make_user(f"{name}@example.org"), environment, name, zipped(files), filename="bot.zip"
+    )
+
+
+def in_image(image: str, script: str) -> str:
+    """What ``sh -c script`` prints in a container of ``image`` (as its user, no network)."""
+    code, output = docker_engine.container_run(
+        image=image, command=["sh", "-c", script], role="test", timeout=60
+    )
+    assert code == 0, output
+    return output.decode()
+
+
+# -- images -------------------------------------------------------------------------
+
+
+def test_it_builds_an_image_of_the_revision_and_validates_it_in_docker():
+    revision = upload(make_user(), "connect_four", "minimax", MINIMAX)
+
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert revision.image == f"arena-revision:{revision.pk}-{revision.sha256[:12]}"
+    labels = docker_engine.image_labels(revision.image)
+    assert labels[LABEL_ROLE] == "revision"
+    assert labels[LABEL_REVISION] == str(revision.pk)
+    assert labels[LABEL_ENVIRONMENT] == "connect_four"
+    assert f"built {revision.image}" in revision.build_log
+    # The duel runner starts the image itself, with the command the image carries.
+    source = revision_agent_source(revision)
+    assert source.image == revision.image
+    config = docker_engine.image_inspect(revision.image)["Config"]
+    assert config["Cmd"] == container_command("main.py", EntryKind.PYTHON)
+    assert config["User"] == "10001:10001"
+
+
+def test_it_gives_the_agent_its_files_read_only():
+    revision = upload(make_user(), "connect_four", "minimax", MINIMAX)
+
+    owners = in_image(
+        revision.image,
+        "id -u; stat -c '%U %a %n' /agent /agent/main.py; "
+        "touch /agent/planted 2>/dev/null && echo writable || echo refused",
+    )
+
+    assert owners.split() == [
+        "10001",
+        "root",
+        "755",
+        "/agent",
+        "root",
+        "644",
+        "/agent/main.py",
+        "refused",
+    ]
+
+
+def test_it_installs_requirements_as_wheels_and_validates_an_agent_that_imports_them():
+    revision = upload_zip(
+        "six-user", {"main.py": USES_SIX, "requirements.txt": b"six==1.16.0  # for py2/3\n"}
+    )
+
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
+    assert "six-1.16.0-py2.py3-none-any.whl" in revision.build_log
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert "six 1.16.0 from /opt/arena/deps/six.py" in revision.validation_log
+
+
+def test_it_uses_the_numpy_of_the_base_image_when_it_satisfies_the_requirement():
+    revision = upload_zip(
+        "numpy-user", {"main.py": USES_NUMPY, "requirements.txt": b"numpy>=1.20\n"}
+    )
+
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
+    assert "the base image's NumPy" in revision.build_log
+    assert "wheels to install: none" in revision.build_log
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+
+
+def test_it_fails_the_build_of_a_requirement_that_does_not_exist():
+    revision = upload_zip(
+        "missing-dep",
+        {"main.py": USES_SIX, "requirements.txt": b"arena-no-such-package-xyz==1.0\n"},
+    )
+
+    assert revision.build_status == StepStatus.FAILED
+    assert "No matching distribution found for arena-no-such-package-xyz==1.0" in (
+        revision.build_error
+    )
+    assert revision.validation_status == StepStatus.NONE
+    assert revision.image == ""
+
+
+def test_it_refuses_a_denied_package(settings):
+    settings.ARENA_REQUIREMENTS_DENY = ["six"]
+
+    revision = upload_zip("denied", {"main.py": USES_SIX, "requirements.txt": b"six==1.16.0\n"})
+
+    assert revision.build_status == StepStatus.FAILED
+    assert "the package 'six' is not allowed on this platform" in revision.build_error
+
+
+def test_it_refuses_a_denied_package_that_a_dependency_pulls_in(settings):
+    settings.ARENA_REQUIREMENTS_DENY = ["six"]
+
+    revision = upload_zip(
+        "denied-dependency",
+        {"main.py": USES_SIX, "requirements.txt": b"python-dateutil==2.9.0.post0\n"},
+    )
+
+    assert revision.build_status == StepStatus.FAILED
+    assert "the package 'six' is not allowed on this platform" in revision.build_error
+    assert "needed by your requirements" in revision.build_error
+
+
+def test_it_refuses_a_package_off_the_allow_list(settings):
+    settings.ARENA_REQUIREMENTS_ALLOW = ["numpy"]
+
+    revision = upload_zip("not-allowed", {"main.py": USES_SIX, "requirements.txt": b"six\n"})
+
+    assert revision.build_status == StepStatus.FAILED
+    assert "not on the list of allowed packages (numpy)" in revision.build_error
+
+
+def test_it_refuses_a_requirement_with_a_url():
+    url = b"six @ https://files.pythonhosted.org/packages/six-1.16.0-py2.py3-none-any.whl\n"
+
+    revision = upload_zip("by-url", {"main.py": USES_SIX, "requirements.txt": url})
+
+    assert revision.build_status == StepStatus.FAILED
+    assert "requirements.txt line 1" in revision.build_error
+    assert "URLs are not allowed" in revision.build_error
+
+
+def test_it_fails_the_build_of_a_syntax_error_with_file_and_line():
+    revision = upload(make_user(), "tic_tac_toe", "broken", b"def act(turn:\n    return 1\n")
+
+    assert revision.build_status == StepStatus.FAILED
+    assert "main.py, line 1" in revision.build_error
+    assert revision.image == ""
+
+
+def test_it_refuses_an_upload_without_an_entry_point():
+    owner = make_user()
+    competitor = Competitor.objects.create(
+        owner=owner, environment=Environment.objects.get(name="tic_tac_toe"), name="headless"
+    )
+
+    with pytest.raises(UploadRejected, match="no entry point"):
+        revision_create(
+            competitor=competitor,
+            uploaded_by=owner,
+            filename="bot.zip",
+            content=zipped({"helper.py": b"x = 1\n", "requirements.txt": b"six\n"}),
+        )
+
+
+def test_it_stops_a_build_that_outlives_its_time_limit(settings):
+    settings.ARENA_BUILD_TIMEOUT_SECONDS = 1
+
+    revision = upload_zip("slow", {"main.py": USES_SIX, "requirements.txt": b"six==1.15.0\n"})
+
+    assert revision.build_status == StepStatus.FAILED
+    assert "did not finish within 1 s" in revision.build_error
+    assert revision.step_duration("build") < 10
+
+
+# -- clean-up -----------------------------------------------------------------------
+
+
+def test_it_prunes_the_image_of_a_superseded_revision_and_keeps_the_newest_validated():
+    owner = make_user()
+    first = upload(owner, "tic_tac_toe", "evolving", PLAYERS / "tic_tac_toe" / "random_player.py")
+    second = upload(owner, "tic_tac_toe", "evolving", PLAYERS / "tic_tac_toe" / "minimax.py")
+    assert first.is_valid and second.is_valid
+
+    pruned = revision_images_prune()
+
+    assert [(image.image, image.reason) for image in pruned] == [
+        (first.image, "v2 of the competitor superseded it")
+    ]
+    assert not docker_engine.image_exists(first.image)
+    assert docker_engine.image_exists(second.image)
+
+
+def test_it_prunes_the_image_of_a_disabled_revision_from_the_command_line(capsys):
+    revision = upload(
+        make_user(), "tic_tac_toe", "retired", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
+    Revision.objects.filter(pk=revision.pk).update(is_disabled=True)
+
+    call_command("prune_images", "--keep-wheels")
+
+    assert f"removed {revision.image}: its revision or competitor is disabled" in (
+        capsys.readouterr().out
+    )
+    assert not docker_engine.image_exists(revision.image)
+
+
+def test_it_reports_a_wheel_that_fails_to_install_in_the_image(docker_base_image, tmp_path):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "broken-1.0-py3-none-any.whl").write_bytes(b"not a zip")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "main.py").write_bytes(USES_SIX)
+    installer = pip_wheel(deadline=time.monotonic() + 120)
+
+    with pytest.raises(EngineError, match="returned a non-zero code") as failed:
+        revision_image_build(
+            tag="arena-revision:0-broken",
+            base=docker_base_image,
+            agent_dir=agent,
+            entry="main.py",
+            kind=EntryKind.PYTHON,
+            wheels=WheelSet(wheels, ("broken-1.0-py3-none-any.whl",), installer, 9, reused=False),
+            labels={LABEL_REVISION: "0", LABEL_INSTANCE: instance_label()},
+            deadline=time.monotonic() + 120,
+        )
+
+    assert "broken-1.0-py3-none-any.whl" in failed.value.message
+    assert not docker_engine.image_exists("arena-revision:0-broken")

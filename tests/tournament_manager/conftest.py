@@ -1,0 +1,89 @@
+"""Tournaments made of factory rows, whose duels are started by nobody: ``dispatched``
+records which duels were handed to the workers, and ``finish`` plays one on paper."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from core import dispatch
+from core.models import Duel, DuelResult, DuelStatus, Tournament, TournamentFormat
+from tests.factories import ParticipantFactory, TournamentFactory
+from tournament_manager.services import tournament_duel_finished
+
+MakeTournament = Callable[..., Tournament]
+Finish = Callable[..., Duel]
+
+
+@pytest.fixture
+def dispatched(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The duel ids sent to ``play_duel``, each recorded when its transaction commits
+    (from any thread); nothing is played."""
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def start(path: str, **ids: int) -> None:
+        assert path == "duel_runner.tasks.play_duel"
+
+        def record() -> None:
+            with lock:
+                started.append(ids["duel_id"])
+
+        transaction.on_commit(record)
+
+    monkeypatch.setattr(dispatch, "start", start)
+    return started
+
+
+@pytest.fixture
+def make_tournament() -> MakeTournament:
+    """``make_tournament(4, format=...)``: a draft with that many validated entrants."""
+
+    def make(
+        players: int, *, format: str = TournamentFormat.ROUND_ROBIN, **fields: object
+    ) -> Tournament:
+        tournament = TournamentFactory(format=format, matches_per_duel=2, **fields)
+        for _ in range(players):
+            ParticipantFactory(tournament=tournament)
+        return tournament
+
+    return make
+
+
+@pytest.fixture
+def finish() -> Finish:
+    """``finish(duel, DuelResult.PLAYER_1_WIN, scores=(2, 0))``: record the duel as played
+    (no matches) the way a worker does, and tell its tournament."""
+
+    def finish(
+        duel: Duel,
+        result: str = DuelResult.PLAYER_1_WIN,
+        *,
+        scores: tuple[float, float] | None = None,
+        failed: bool = False,
+    ) -> Duel:
+        if scores is None:
+            scores = {DuelResult.PLAYER_1_WIN: (2, 0), DuelResult.PLAYER_2_WIN: (0, 2)}.get(
+                result, (1, 1)
+            )
+        now = timezone.now()
+        Duel.objects.filter(pk=duel.pk).update(
+            status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
+            result="" if failed else result,
+            player_1_score=0 if failed else scores[0],
+            player_2_score=0 if failed else scores[1],
+            error="lost" if failed else "",
+            attempts=1,
+            started_at=now - timedelta(seconds=60),
+            ended_at=now,
+        )
+        duel.refresh_from_db()
+        tournament_duel_finished(duel=duel)
+        return duel
+
+    return finish

@@ -1,0 +1,369 @@
+"""The formats' rules on factory rows: who plays whom, when, and how standings rank them.
+
+Duels are played on paper (``finish``); the real pipeline is in test_services.py,
+test_ladder.py and test_manager_pipeline.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+from django.db.models import Q
+
+from core.errors import ArenaError
+from core.models import (
+    Duel,
+    DuelResult,
+    DuelStatus,
+    Participant,
+    Revision,
+    Tournament,
+    TournamentFormat,
+    TournamentStatus,
+)
+from tests.factories import CompetitorFactory, EnvironmentFactory, RatingFactory, RevisionFactory
+from tests.tournament_manager.conftest import Finish
+from tournament_manager.daemon import withdraw_disabled_participants
+from tournament_manager.selectors import tournament_progress
+from tournament_manager.services import (
+    duel_rerun,
+    ladder_matchmake,
+    ladder_refresh_entries,
+    participant_withdraw,
+    standings_update,
+    swiss_round_next,
+    tournament_launch,
+    tournament_stop,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SWISS = TournamentFormat.SWISS
+LADDER = TournamentFormat.LADDER
+
+
+def entrants(tournament: Tournament) -> list[Revision]:
+    return [p.revision for p in tournament.participants.order_by("pk").select_related("revision")]
+
+
+def standing(tournament: Tournament) -> dict[int, Participant]:
+    return {p.revision_id: p for p in tournament.participants.all()}
+
+
+def pairs_of(duels: Iterable[Duel]) -> set[frozenset[int]]:
+    return {frozenset((d.revision_1_id, d.revision_2_id)) for d in duels}
+
+
+def play(
+    finish: Finish,
+    tournament: Tournament,
+    first: Revision,
+    second: Revision,
+    *,
+    draw: bool = False,
+    scores: tuple[float, float] = (2, 0),
+) -> Duel:
+    """``first`` beats ``second`` (or they draw) in the duel between them."""
+    duel = tournament.duels.get(
+        Q(revision_1=first, revision_2=second) | Q(revision_1=second, revision_2=first)
+    )
+    if draw:
+        return finish(duel, DuelResult.DRAW, scores=(1, 1))
+    if duel.revision_1_id == first.pk:
+        return finish(duel, DuelResult.PLAYER_1_WIN, scores=scores)
+    return finish(duel, DuelResult.PLAYER_2_WIN, scores=(scores[1], scores[0]))
+
+
+# --- round robin ------------------------------------------------------------------------
+
+
+def test_it_schedules_every_pair_once_in_a_round_robin(make_tournament, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(4))
+
+    duels = list(tournament.duels.all())
+    assert len(duels) == len(pairs_of(duels)) == 6
+    assert sorted(dispatched) == sorted(duel.pk for duel in duels)
+    assert tournament.status == TournamentStatus.RUNNING
+    assert (tournament.duels_total, tournament.duels_done, tournament.duels_failed) == (6, 0, 0)
+
+
+def test_it_ranks_by_points_then_duels_won(make_tournament, finish, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(4))
+    a, b, c, d = entrants(tournament)
+    play(finish, tournament, a, c)
+    play(finish, tournament, a, d)
+    play(finish, tournament, b, a)
+    play(finish, tournament, b, c, draw=True)
+    play(finish, tournament, b, d, draw=True)
+    play(finish, tournament, c, d)
+
+    table = standing(tournament)
+    assert [(table[r.pk].points, table[r.pk].wins) for r in (a, b, c, d)] == [
+        (4, 2),
+        (4, 1),
+        (3, 1),
+        (1, 0),
+    ]
+    assert [table[r.pk].rank for r in (a, b, c, d)] == [1, 2, 3, 4]
+    tournament.refresh_from_db()
+    assert tournament.status == TournamentStatus.COMPLETED
+    assert (tournament.duels_total, tournament.duels_done) == (6, 6)
+
+
+def test_it_breaks_equal_points_and_wins_by_match_score(make_tournament, finish, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(3))
+    a, b, c = entrants(tournament)
+    play(finish, tournament, a, b, scores=(2, 0))
+    play(finish, tournament, b, c, scores=(1.5, 0.5))
+    play(finish, tournament, c, a, scores=(2, 0))
+
+    table = standing(tournament)
+    assert {table[r.pk].points for r in (a, b, c)} == {2}
+    assert [table[r.pk].rank for r in (c, a, b)] == [1, 2, 3]
+
+
+def test_a_withdrawn_participant_keeps_its_results_ranks_last_and_plays_no_more(
+    make_tournament, finish, dispatched
+):
+    tournament = tournament_launch(tournament=make_tournament(3))
+    a, b, c = entrants(tournament)
+    play(finish, tournament, c, a)
+    Revision.objects.filter(pk=c.pk).update(is_disabled=True)
+
+    assert withdraw_disabled_participants()
+
+    unplayed = tournament.duels.get(Q(revision_1=c, revision_2=b) | Q(revision_1=b, revision_2=c))
+    assert unplayed.status == DuelStatus.CANCELLED
+    table = standing(tournament)
+    assert table[c.pk].withdrawn and table[c.pk].points == 2 and table[c.pk].rank == 3
+    assert table[a.pk].losses == 1
+    assert not withdraw_disabled_participants()
+
+    play(finish, tournament, a, b)
+    tournament.refresh_from_db()
+    assert tournament.status == TournamentStatus.COMPLETED
+    assert (tournament.duels_total, tournament.duels_done, tournament.progress_percent) == (
+        2,
+        2,
+        100,
+    )
+    assert standing(tournament)[c.pk].rank == 3
+
+
+# --- Swiss -------------------------------------------------------------------------------
+
+
+def test_it_seeds_swiss_by_rating_and_pairs_top_half_against_bottom_half(
+    make_tournament, dispatched
+):
+    tournament = make_tournament(4, format=SWISS, rounds=3)
+    one, two, three, four = entrants(tournament)
+    for revision, mu in ((one, 30), (two, 20), (three, 40), (four, 25)):
+        RatingFactory(competitor=revision.competitor, mu=mu, sigma=1)
+
+    tournament = tournament_launch(tournament=tournament)
+
+    seeds = {p.revision_id: p.seed for p in tournament.participants.all()}
+    assert [seeds[r.pk] for r in (three, one, four, two)] == [1, 2, 3, 4]
+    duels = list(tournament.duels.all())
+    assert pairs_of(duels) == {frozenset((three.pk, four.pk)), frozenset((one.pk, two.pk))}
+    assert {duel.round for duel in duels} == {1}
+    assert tournament.current_round == 1
+    assert tournament.duels_total == 2 + 2 * 2  # this round's duels and two more rounds
+
+
+def test_it_gives_a_bye_worth_a_won_duel_for_an_odd_count(make_tournament, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(5, format=SWISS, rounds=2))
+    *_, last_seed = entrants(tournament)
+
+    assert tournament.duels.count() == 2
+    assert last_seed.pk not in {r for pair in pairs_of(tournament.duels.all()) for r in pair}
+    sits_out = standing(tournament)[last_seed.pk]
+    assert (sits_out.byes, sits_out.points, sits_out.wins, sits_out.rank) == (1, 2, 0, 1)
+
+
+def test_it_pairs_the_next_round_once_the_current_one_is_over(make_tournament, finish, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(4, format=SWISS, rounds=3))
+    one, two, three, four = entrants(tournament)  # seeded in order of entry: no ratings
+    play(finish, tournament, one, three)
+    tournament.refresh_from_db()
+    assert not swiss_round_next(tournament=tournament)
+
+    play(finish, tournament, two, four)
+    tournament.refresh_from_db()
+    assert swiss_round_next(tournament=tournament)
+    assert not swiss_round_next(tournament=Tournament.objects.get(pk=tournament.pk))
+
+    second = list(tournament.duels.filter(round=2))
+    assert pairs_of(second) == {frozenset((one.pk, two.pk)), frozenset((three.pk, four.pk))}
+    assert set(dispatched) >= {duel.pk for duel in second}
+    tournament.refresh_from_db()
+    assert tournament.current_round == 2
+
+
+def test_it_plays_swiss_to_the_end_without_rematches_and_a_bye_each(
+    make_tournament, finish, dispatched
+):
+    tournament = tournament_launch(tournament=make_tournament(3, format=SWISS, rounds=3))
+
+    for round_number in (1, 2, 3):
+        for duel in tournament.duels.filter(round=round_number):
+            finish(duel, DuelResult.PLAYER_1_WIN)
+        tournament.refresh_from_db()
+        swiss_round_next(tournament=tournament)
+
+    tournament.refresh_from_db()
+    assert tournament.status == TournamentStatus.COMPLETED
+    assert tournament.duels.count() == len(pairs_of(tournament.duels.all())) == 3
+    participants = list(tournament.participants.all())
+    assert [p.byes for p in participants] == [1, 1, 1]
+    assert sum(p.points for p in participants) == 3 * 2 + 3 * 2
+    assert (tournament.duels_total, tournament.duels_done) == (3, 3)
+
+
+def test_a_failed_swiss_duel_holds_the_next_round_until_it_is_rerun(
+    make_tournament, finish, dispatched
+):
+    tournament = tournament_launch(tournament=make_tournament(4, format=SWISS, rounds=2))
+    first, second = tournament.duels.order_by("pk")
+    finish(first)
+    finish(second, failed=True)
+    tournament.refresh_from_db()
+    assert tournament.status == TournamentStatus.FAILED
+    assert "the next round waits" in tournament.error
+    assert not swiss_round_next(tournament=tournament)
+
+    duel_rerun(duel=second)
+    tournament.refresh_from_db()
+    assert (tournament.status, tournament.error) == (TournamentStatus.RUNNING, "")
+    finish(second)
+    tournament.refresh_from_db()
+    assert swiss_round_next(tournament=tournament)
+
+
+def test_a_withdrawn_swiss_player_is_not_paired_again(make_tournament, finish, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(4, format=SWISS, rounds=3))
+    for duel in tournament.duels.all():
+        finish(duel)
+    leaver = entrants(tournament)[3]
+    participant_withdraw(participant=tournament.participants.get(revision=leaver))
+
+    tournament.refresh_from_db()
+    assert swiss_round_next(tournament=tournament)
+
+    second = tournament.duels.filter(round=2)
+    assert second.count() == 1
+    assert leaver.pk not in {r for pair in pairs_of(second) for r in pair}
+    assert standing(tournament)[leaver.pk].rank == 4
+
+
+# --- ladder ---------------------------------------------------------------------------
+
+
+def competitors(count: int) -> list[Revision]:
+    """``count`` competitors of tic-tac-toe with one validated revision each."""
+    environment = EnvironmentFactory()
+    return [
+        RevisionFactory(competitor=CompetitorFactory(environment=environment), validated=True)
+        for _ in range(count)
+    ]
+
+
+def test_a_ladder_enters_the_newest_validated_revision_of_every_competitor(
+    make_tournament, dispatched
+):
+    first, second = competitors(2)
+    newer = RevisionFactory(competitor=first.competitor, validated=True)
+    RevisionFactory(competitor=CompetitorFactory(environment=first.competitor.environment))
+
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+
+    playing = set(
+        tournament.participants.filter(withdrawn=False).values_list("revision", flat=True)
+    )
+    assert playing == {newer.pk, second.pk}
+    assert not ladder_refresh_entries(tournament=tournament)
+
+    replacement = RevisionFactory(competitor=second.competitor, validated=True)
+    assert ladder_refresh_entries(tournament=tournament)
+    table = standing(tournament)
+    assert table[second.pk].withdrawn and not table[replacement.pk].withdrawn
+
+
+def test_a_ladder_keeps_at_most_its_concurrent_duels(make_tournament, finish, settings, dispatched):
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 2
+    competitors(5)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+
+    assert ladder_matchmake(tournament=tournament) == 2
+    assert ladder_matchmake(tournament=tournament) == 0
+    busy = [r for pair in pairs_of(tournament.duels.all()) for r in pair]
+    assert len(busy) == len(set(busy)) == 4
+
+    finish(tournament.duels.first())
+    assert ladder_matchmake(tournament=tournament) == 1
+    assert tournament.duels.filter(status=DuelStatus.QUEUED).count() == 2
+    assert sorted(dispatched) == sorted(tournament.duels.values_list("pk", flat=True))
+
+
+def test_ladder_standings_are_the_rating_leaderboard(make_tournament, dispatched):
+    steady, promising, weak, gone = competitors(4)
+    for revision, mu, sigma in (
+        (steady, 30, 1),  # 27
+        (promising, 35, 4),  # 23
+        (weak, 20, 1),  # 17
+        (gone, 50, 1),  # 47, but withdrawn
+    ):
+        RatingFactory(competitor=revision.competitor, mu=mu, sigma=sigma)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+    participant_withdraw(participant=tournament.participants.get(revision=gone))
+
+    table = standing(tournament)
+    assert [table[r.pk].rank for r in (steady, promising, weak, gone)] == [1, 2, 3, 4]
+
+
+def test_it_stops_a_ladder(make_tournament, dispatched):
+    competitors(4)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+    ladder_matchmake(tournament=tournament)
+
+    tournament_stop(tournament=tournament)
+
+    tournament.refresh_from_db()
+    assert tournament.status == TournamentStatus.COMPLETED
+    assert set(tournament.duels.values_list("status", flat=True)) == {DuelStatus.CANCELLED}
+    assert ladder_matchmake(tournament=tournament) == 0
+    with pytest.raises(ArenaError, match="not running"):
+        tournament_stop(tournament=tournament)
+    with pytest.raises(ArenaError, match="only a ladder"):
+        tournament_stop(tournament=make_tournament(2))
+
+
+# --- progress -----------------------------------------------------------------------------
+
+
+def test_it_estimates_the_time_left_from_the_average_duel(make_tournament, finish, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(4))
+    first, second, third, *_ = tournament.duels.order_by("pk")
+    finish(first)
+    finish(second)
+    Duel.objects.filter(pk=third.pk).update(status=DuelStatus.RUNNING)
+    tournament.refresh_from_db()
+
+    progress = tournament_progress(tournament)
+
+    assert (progress.done, progress.running, progress.queued, progress.failed) == (2, 1, 3, 0)
+    assert progress.average_duel_seconds == pytest.approx(60)
+    assert progress.seconds_left == pytest.approx(60 * 4)  # four left, one at a time
+    assert str(progress) == "2 done, 1 running, 3 queued; about 4 min left"
+
+
+def test_it_estimates_nothing_before_a_duel_is_over_or_for_a_ladder(make_tournament, dispatched):
+    tournament = tournament_launch(tournament=make_tournament(3))
+    assert tournament_progress(tournament).seconds_left is None
+
+    competitors(2)
+    ladder = tournament_launch(tournament=make_tournament(0, format=LADDER))
+    assert tournament_progress(ladder).seconds_left is None
+    assert standings_update(tournament=ladder)

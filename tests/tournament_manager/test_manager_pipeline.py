@@ -1,0 +1,101 @@
+"""The production path with real processes: the tournament manager daemon
+(``manage.py run_tournament_manager``) and a Celery worker on a Redis broker, against
+PostgreSQL, take a scheduled Swiss tournament from its launch to its final standings."""
+
+from __future__ import annotations
+
+import signal
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from core.models import (
+    Environment,
+    Revision,
+    StepStatus,
+    Tournament,
+    TournamentFormat,
+    TournamentStatus,
+)
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.support.workers import wait_for
+from tournament_manager.services import tournament_create, tournament_schedule
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+FINAL = {StepStatus.SUCCEEDED, StepStatus.FAILED}
+
+
+def validated(revisions: list[Revision]) -> bool:
+    for revision in revisions:
+        revision.refresh_from_db()
+    return all(r.validation_status in FINAL for r in revisions)
+
+
+def test_the_manager_and_a_worker_play_a_scheduled_swiss_tournament(celery_workers):
+    celery_workers.start("worker")
+    owner = make_user()
+    optimal, *randoms = [
+        upload(owner, "sum_to_10", name, PLAYERS / "sum_to_10" / filename)
+        for name, filename in (
+            ("optimal", "optimal.py"),
+            ("rando", "random_player.py"),
+            ("also-rando", "random_player.py"),
+        )
+    ]
+    wait_for(lambda: validated([optimal, *randoms]), timeout=90, what="validation")
+    assert all(r.is_valid for r in (optimal, *randoms)), celery_workers.log("worker")
+    with transaction.atomic():
+        tournament = tournament_create(
+            environment=Environment.objects.get(name="sum_to_10"),
+            name="Scheduled Swiss",
+            revisions=[optimal, *randoms],
+            format=TournamentFormat.SWISS,
+            rounds=3,
+            matches_per_duel=4,
+        )
+        tournament_schedule(tournament=tournament, starts_at=timezone.now() + timedelta(seconds=1))
+
+    manager = celery_workers.manage("manager", "run_tournament_manager", "--interval", "0.2")
+
+    wait_for(
+        lambda: (
+            Tournament.objects.filter(pk=tournament.pk, status=TournamentStatus.RUNNING)
+            .exclude(started_at=None)
+            .exists()
+            or Tournament.objects.filter(
+                pk=tournament.pk, status=TournamentStatus.COMPLETED
+            ).exists()
+        ),
+        timeout=30,
+        what="the manager to launch the tournament when it is due",
+    )
+    wait_for(
+        lambda: Tournament.objects.filter(
+            pk=tournament.pk, status__in=[TournamentStatus.COMPLETED, TournamentStatus.FAILED]
+        ).exists(),
+        timeout=120,
+        what="three Swiss rounds played by the worker, scheduled by the manager",
+    )
+    tournament.refresh_from_db()
+    assert tournament.status == TournamentStatus.COMPLETED, (
+        tournament.error,
+        celery_workers.log("manager"),
+    )
+    assert tournament.started_at >= tournament.starts_at
+    duels = list(tournament.duels.order_by("round"))
+    assert [duel.round for duel in duels] == [1, 2, 3]
+    assert len({frozenset((d.revision_1_id, d.revision_2_id)) for d in duels}) == 3
+    assert all(duel.attempts == 1 and duel.matches.count() == 4 for duel in duels)
+    standings = list(tournament.participants.order_by("rank"))
+    assert [p.byes for p in standings] == [1, 1, 1]
+    assert sum(p.points for p in standings) == 3 * 2 + 3 * 2
+    assert standings[0].revision == optimal
+    assert (tournament.duels_total, tournament.duels_done, tournament.duels_failed) == (3, 3, 0)
+
+    manager.send_signal(signal.SIGTERM)
+    assert manager.wait(timeout=20) == 0
+    log = celery_workers.log("manager")
+    assert "SIGTERM received" in log and "Tournament manager stopped." in log

@@ -1,0 +1,106 @@
+"""Ladder matchmaking rules, on plain agents (no database)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tournament_manager.matchmaking import LadderAgent, Matchmaker
+
+MATCHMAKER = Matchmaker(wait_seconds=600, newcomer_duels=5)
+
+
+def agent(
+    key: int, mu: float, *, sigma: float = 2.0, duels: int = 20, waiting: float = 0
+) -> LadderAgent:
+    return LadderAgent(key=key, competitor=key, mu=mu, sigma=sigma, duels=duels, waiting=waiting)
+
+
+def keys(pairs: list[tuple[LadderAgent, LadderAgent]]) -> list[set[int]]:
+    return [{one.key, two.key} for one, two in pairs]
+
+
+def test_it_pairs_agents_with_close_ratings():
+    agents = [agent(1, 40), agent(2, 25), agent(3, 39), agent(4, 24)]
+
+    pairs = MATCHMAKER.pairings(agents, slots=2)
+
+    assert sorted(keys(pairs), key=min) == [{1, 3}, {2, 4}]
+
+
+def test_it_fills_no_more_than_the_free_slots():
+    agents = [agent(key, 25 + key) for key in range(1, 7)]
+
+    assert len(MATCHMAKER.pairings(agents, slots=1)) == 1
+    assert len(MATCHMAKER.pairings(agents, slots=5)) == 3
+    assert MATCHMAKER.pairings(agents, slots=0) == []
+
+
+def test_it_chooses_the_best_pairing_for_everyone_not_the_first_acceptable():
+    # Taking agents in order would pair 1 with 2 (close enough) and leave 3 with 4, far
+    # apart; the best pairing is 1-3 (equal) and 2-4 (equal).
+    agents = [agent(1, 30), agent(2, 22), agent(3, 30), agent(4, 22)]
+
+    assert sorted(keys(MATCHMAKER.pairings(agents, slots=2)), key=min) == [{1, 3}, {2, 4}]
+
+
+def test_it_never_pairs_two_revisions_of_one_competitor():
+    twin = dataclasses.replace(agent(2, 25), competitor=1)
+
+    assert MATCHMAKER.pairings([agent(1, 25), twin], slots=1) == []
+
+
+def test_it_gives_a_long_waiting_agent_a_game_despite_a_far_rating():
+    outlier = agent(9, 60)
+    field = [agent(1, 25), agent(2, 25.5), agent(3, 24.5)]
+
+    assert 9 not in {
+        a.key for pair in MATCHMAKER.pairings([*field, outlier], slots=1) for a in pair
+    }
+    waited = dataclasses.replace(outlier, waiting=MATCHMAKER.wait_seconds)
+    assert 9 in {a.key for pair in MATCHMAKER.pairings([*field, waited], slots=1) for a in pair}
+
+
+def test_it_favours_newcomers():
+    veteran = agent(2, 25, duels=50)
+    newcomer = agent(3, 25, duels=0)
+
+    pairs = MATCHMAKER.pairings([agent(1, 25), veteran, newcomer], slots=1)
+
+    assert keys(pairs) == [{1, 3}]
+
+
+def simulate(matchmaker: Matchmaker, *, steps: int = 200) -> tuple[dict[int, int], float]:
+    """One slot, one duel a minute, five close agents and a far-off one (key 5): games per
+    agent, and the longest anyone waited between two duels."""
+    agents = {key: agent(key, mu) for key, mu in enumerate([25, 25.2, 24.8, 25.1, 24.9, 70])}
+    last_played = dict.fromkeys(agents, 0.0)
+    games = dict.fromkeys(agents, 0)
+    longest_wait = 0.0
+    for step in range(1, steps):
+        now = step * 60.0
+        idle = [
+            dataclasses.replace(agent, waiting=now - last_played[key])
+            for key, agent in agents.items()
+        ]
+        [(one, two)] = matchmaker.pairings(idle, slots=1)
+        for played in (one, two):
+            longest_wait = max(longest_wait, now - last_played[played.key])
+            last_played[played.key] = now
+            games[played.key] += 1
+    return games, longest_wait
+
+
+def test_no_agent_waits_forever():
+    games, longest_wait = simulate(MATCHMAKER)
+
+    assert min(games.values()) >= 10, games
+    # Bounded by about what a pairing's quality is worth in waiting time, not by the run.
+    assert longest_wait <= MATCHMAKER.wait_seconds, longest_wait
+    # Close ratings are still preferred: the outlier plays the least.
+    assert games[5] == min(games.values()), games
+
+
+def test_it_is_the_waiting_bonus_that_gets_the_outlier_its_games():
+    games, _ = simulate(Matchmaker(wait_seconds=1e12, newcomer_duels=0))
+
+    assert games[5] == 0

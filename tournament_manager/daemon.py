@@ -1,0 +1,170 @@
+"""The tournament manager's work, one pass at a time (``manage.py run_tournament_manager``).
+
+Each step looks for due work, does it, and returns whether it did any. Every change is
+claimed with a conditional UPDATE in the service that makes it (see
+``tournament_manager.services``), so several managers can run side by side: each piece
+of work is done by exactly one of them, and the others find nothing left to do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from core.errors import ArenaError
+from core.models import (
+    Duel,
+    DuelStatus,
+    Participant,
+    Tournament,
+    TournamentFormat,
+    TournamentStatus,
+)
+from tournament_manager.services import (
+    duel_fail_exhausted,
+    duel_requeue_expired,
+    ladder_matchmake,
+    ladder_refresh_entries,
+    participant_withdraw,
+    swiss_round_next,
+    tournament_launch,
+    tournament_settle,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Rows one step handles per pass; the rest wait for the next pass, which comes at once
+#: since the step did work.
+BATCH = 100
+
+
+def launch_scheduled_tournaments() -> bool:
+    """Launch the drafts an organizer scheduled (``starts_at``) once they are due."""
+    due = Tournament.objects.filter(
+        status=TournamentStatus.DRAFT, starts_at__lte=timezone.now()
+    ).order_by("starts_at", "pk")[:BATCH]
+    did_work = False
+    for tournament in due:
+        try:
+            tournament_launch(tournament=tournament)
+        except ArenaError as error:
+            # Still a draft (not taken by another manager): it cannot start as it is.
+            # Unscheduled with the reason, so it is not retried every pass; the
+            # organizer fixes it and schedules it again.
+            unscheduled = Tournament.objects.filter(
+                pk=tournament.pk, status=TournamentStatus.DRAFT, starts_at=tournament.starts_at
+            ).update(starts_at=None, error=f"Not launched at the scheduled time: {error.message}")
+            if unscheduled:
+                logger.warning("%s not launched: %s", tournament, error.message)
+                did_work = True
+            continue
+        logger.info("%s launched, as scheduled", tournament)
+        did_work = True
+    return did_work
+
+
+def _expired_duels(*, exhausted: bool) -> list[Duel]:
+    attempts = Q(attempts__gte=settings.ARENA_DUEL_MAX_ATTEMPTS)
+    return list(
+        Duel.objects.filter(
+            is_validation=False, status=DuelStatus.RUNNING, lease_expires_at__lt=timezone.now()
+        )
+        .filter(attempts if exhausted else ~attempts)
+        .only("pk", "tournament_id")
+        .order_by("lease_expires_at")[:BATCH]
+    )
+
+
+def requeue_expired_duels() -> bool:
+    """Queue again the duels whose worker stopped renewing its lease (it died or stalled)."""
+    requeued = [duel for duel in _expired_duels(exhausted=False) if duel_requeue_expired(duel=duel)]
+    for duel in requeued:
+        logger.info("duel %d queued again: its worker's lease expired", duel.pk)
+    return bool(requeued)
+
+
+def fail_exhausted_duels() -> bool:
+    """Fail the duels whose worker lost the lease on their last allowed attempt."""
+    failed = [duel for duel in _expired_duels(exhausted=True) if duel_fail_exhausted(duel=duel)]
+    for duel in failed:
+        logger.warning(
+            "duel %d failed: %d attempts, each lost its lease",
+            duel.pk,
+            settings.ARENA_DUEL_MAX_ATTEMPTS,
+        )
+    return bool(failed)
+
+
+def withdraw_disabled_participants() -> bool:
+    """Withdraw the participants of drafts and running tournaments whose revision (or
+    competitor) was disabled: their queued duels are cancelled."""
+    disabled = (
+        Participant.objects.filter(
+            withdrawn=False,
+            tournament__status__in=[TournamentStatus.DRAFT, TournamentStatus.RUNNING],
+        )
+        .filter(Q(revision__is_disabled=True) | Q(revision__competitor__is_disabled=True))
+        .select_related("revision__competitor", "tournament")[:BATCH]
+    )
+    withdrawn = [
+        participant
+        for participant in disabled
+        if participant_withdraw(participant=participant, reason="was disabled")
+    ]
+    for participant in withdrawn:
+        logger.info("%s withdrawn: disabled", participant)
+    return bool(withdrawn)
+
+
+def settle_tournaments() -> bool:
+    """Keep running tournaments' counts exact and finish those with nothing left to play."""
+    did_work = False
+    for tournament in Tournament.objects.filter(status=TournamentStatus.RUNNING):
+        did_work |= tournament_settle(tournament=tournament)
+    return did_work
+
+
+def schedule_swiss_rounds() -> bool:
+    """Pair the next round of every Swiss tournament whose current round is over."""
+    did_work = False
+    for tournament in Tournament.objects.filter(
+        status=TournamentStatus.RUNNING, format=TournamentFormat.SWISS
+    ):
+        did_work |= swiss_round_next(tournament=tournament)
+    return did_work
+
+
+def run_ladders() -> bool:
+    """Let new revisions into every running ladder, and fill its free duel slots."""
+    did_work = False
+    for ladder in Tournament.objects.filter(
+        status=TournamentStatus.RUNNING, format=TournamentFormat.LADDER
+    ).select_related("environment"):
+        did_work |= ladder_refresh_entries(tournament=ladder)
+        did_work |= bool(ladder_matchmake(tournament=ladder))
+    return did_work
+
+
+#: In order: what a later step decides depends on what the earlier ones changed.
+STEPS: tuple[Callable[[], bool], ...] = (
+    launch_scheduled_tournaments,
+    requeue_expired_duels,
+    fail_exhausted_duels,
+    withdraw_disabled_participants,
+    settle_tournaments,
+    schedule_swiss_rounds,
+    run_ladders,
+)
+
+
+def run_once() -> bool:
+    """One pass over every step; True when any of them did work."""
+    did_work = False
+    for step in STEPS:
+        if step():
+            did_work = True
+    return did_work
