@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
+import select
 import shutil
 import signal
 import threading
@@ -195,6 +197,26 @@ class CappedLog:
             return (bytes(self.head) + middle.encode() + bytes(self.tail)).decode(
                 "utf-8", errors="replace"
             )
+
+
+def drain_log(fd: int, log: CappedLog, stop: threading.Event) -> None:
+    """Read an agent's log stream into ``log`` until it closes or ``stop`` is set.
+
+    Run in a thread that reads all the time, so a chatty agent never blocks on a full
+    pipe or socket buffer (which would look like a timeout that is not its fault).
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while not stop.is_set():
+        if not poller.poll(100):
+            continue
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        log.write(chunk)
 
 
 FILE_SIZE_MARKERS = ("File too large", "EFBIG")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import select
 import shutil
 import signal
 import socket
@@ -43,6 +42,7 @@ from duel_runner.sandbox.base import (
     SandboxError,
     SandboxLimits,
     Termination,
+    drain_log,
 )
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
@@ -127,26 +127,11 @@ class DockerAgent:
         self._log = CappedLog(log_bytes)
         self._termination: Termination | None = None
         self._closing = threading.Event()
-        self._drain = threading.Thread(target=self._drain_log, daemon=True)
+        self._drain = threading.Thread(
+            target=drain_log, args=(self.log_stream.fileno(), self._log, self._closing), daemon=True
+        )
         self._drain.start()
         self._closed = False
-
-    def _drain_log(self) -> None:
-        # Read all the time, so a chatty agent never blocks on a full socket buffer
-        # (which would look like a timeout that is not its fault).
-        fd = self.log_stream.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        while not self._closing.is_set():
-            if not poller.poll(100):
-                continue
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self._log.write(chunk)
 
     def log(self) -> str:
         return self._log.text()

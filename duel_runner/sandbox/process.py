@@ -21,7 +21,6 @@ import fcntl
 import hashlib
 import json
 import os
-import select
 import shutil
 import signal
 import stat
@@ -42,6 +41,7 @@ from duel_runner.sandbox.base import (
     SandboxError,
     SandboxLimits,
     Termination,
+    drain_log,
 )
 
 SDK_DIR = Path(__file__).resolve().parents[2] / "sdk" / "arena_sdk"
@@ -182,25 +182,11 @@ class ProcessAgent:
         os.set_blocking(self.reply_fd, False)
         self._log = CappedLog(log_bytes)
         self._closing = threading.Event()
-        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._drain = threading.Thread(
+            target=drain_log, args=(process.stderr.fileno(), self._log, self._closing), daemon=True
+        )
         self._drain.start()
         self._closed = False
-
-    def _drain_stderr(self) -> None:
-        assert self.process.stderr
-        fd = self.process.stderr.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        while not self._closing.is_set():
-            if not poller.poll(100):
-                continue
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self._log.write(chunk)
 
     def log(self) -> str:
         return self._log.text()
