@@ -19,6 +19,7 @@ from core.models import (
     TournamentStatus,
 )
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.support.docker import docker_base_image  # noqa: F401
 from tests.support.workers import wait_for
 from tournament_manager.services import tournament_create, tournament_launch
 
@@ -101,3 +102,23 @@ def test_it_plays_a_killed_workers_duel_again_once(celery_workers):
     assert tournament.status == TournamentStatus.COMPLETED
     assert (tournament.duels_done, tournament.duels_failed) == (1, 0)
     assert "second@" in celery_workers.log("second")
+
+
+@pytest.mark.usefixtures("docker_base_image")
+def test_it_validates_every_python_reference_player_in_docker_through_a_worker(celery_workers):
+    # The base image carries Python only, so the Node.js example agent is left out here
+    # (it is played by the process sandbox's tests).
+    celery_workers.start("docker-builder", ARENA_SANDBOX="docker")
+    owner = make_user()
+    players = sorted(PLAYERS.glob("*/*.py"))
+    revisions = [
+        upload(owner, path.parent.name, f"{path.parent.name}-{path.stem}".replace("_", "-"), path)
+        for path in players
+    ]
+
+    wait_for(lambda: settled(revisions), timeout=240, what="every player to validate")
+
+    assert len(revisions) >= 12
+    failed = {str(r): r.build_error or r.validation_error for r in revisions if not r.is_valid}
+    assert failed == {}, celery_workers.log("docker-builder")[-3000:]
+    assert all(r.image.startswith("arena-revision:") for r in revisions)
