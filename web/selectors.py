@@ -6,6 +6,7 @@ import dataclasses
 from datetime import datetime
 
 from django.db.models import Count, F, Q, QuerySet
+from django.utils.safestring import SafeString
 
 from core.models import (
     ApiToken,
@@ -15,6 +16,7 @@ from core.models import (
     Match,
     Participant,
     Rating,
+    RatingChange,
     Revision,
     StepStatus,
     Tournament,
@@ -23,6 +25,7 @@ from core.models import (
 )
 from tournament_manager.selectors import tournament_progress
 from web.access import Visitor, can_see_competitor, is_organizer, is_owner
+from web.charts import RatingPoint, rating_chart_svg
 from web.replays import FaultNote, match_faults, match_result_text, player_labels
 
 RECENT_TOURNAMENTS = 10
@@ -118,6 +121,20 @@ class CompetitorPage:
     revisions: list[Revision]
     tournaments: list[Tournament]
     is_owner: bool
+    rating_chart: SafeString | None = None
+
+
+def rating_history(competitor: Competitor) -> list[RatingPoint]:
+    """The competitor's rating after each of its changes, oldest first."""
+    rows = (
+        RatingChange.objects.filter(rating__competitor=competitor)
+        .order_by("created_at", "pk")
+        .values_list("mu_after", "sigma_after", "reason")
+    )
+    return [
+        RatingPoint(number=number, mu=mu, sigma=sigma, is_reset=reason == "reset")
+        for number, (mu, sigma, reason) in enumerate(rows, start=1)
+    ]
 
 
 def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
@@ -133,6 +150,7 @@ def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
         revisions=list(competitor.revisions.order_by("-version")),
         tournaments=list(tournaments),
         is_owner=is_owner(user, competitor),
+        rating_chart=rating_chart_svg(rating_history(competitor)),
     )
 
 
