@@ -1,0 +1,217 @@
+"""How long a 16-agent Connect Four round robin takes, duel after duel and two at a time.
+
+    python -m bench.bench_tournament            # full run, a few minutes with Docker
+    python -m bench.bench_tournament --quick    # smoke run: 4 agents, 2 matches per duel
+    python -m bench.bench_tournament --json figures.json
+
+Sixteen distinct agents (the example Connect Four players, the example minimax at depths
+0 to 3, and the blundering minimax of ``bench.bench_ratings`` at low depths and several
+blunder rates) play every pair once: 120 duels of 10 matches, each a ``run_duel`` call,
+so agent start-up and shutdown are in the time, as in a worker. Rows:
+
+process, sequential
+    Duel after duel with the ``process`` sandbox.
+process, 2 parallel
+    The same duels through a thread pool of two, one per core of the machine.
+docker, sequential / 2 parallel
+    The same with the ``docker`` sandbox, when ``core.docker_engine`` finds an engine and
+    the base image exists; skipped with the reason otherwise.
+
+The target, from the issue: the round robin in under 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import itertools
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.bench_ratings import (
+    ENVIRONMENT,
+    RANDOM,
+    SEED,
+    AgentSpec,
+    blundering,
+    minimax,
+)
+from bench.bench_referee import _check_clean
+from core import docker_engine
+from duel_runner.referee import run_duel
+from duel_runner.sandbox.base import AgentSource
+from duel_runner.sandbox.docker import DockerSandbox
+from duel_runner.sandbox.process import ProcessSandbox
+
+TARGET_SECONDS = 60.0
+TARGET_AGENTS = 16
+TARGET_MATCHES = 10
+
+SIXTEEN = (
+    RANDOM,
+    AgentSpec("kaggle style", "kaggle_style.py"),
+    *(minimax(depth) for depth in range(4)),
+    blundering(0, 0.2),
+    blundering(0, 0.5),
+    blundering(1, 0.1),
+    blundering(1, 0.3),
+    blundering(2, 0.1),
+    blundering(2, 0.2),
+    blundering(2, 0.4),
+    blundering(3, 0.1),
+    blundering(3, 0.3),
+    blundering(3, 0.5),
+)
+FOUR = (RANDOM, AgentSpec("kaggle style", "kaggle_style.py"), minimax(2), blundering(3, 0.3))
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    agents: tuple[AgentSpec, ...]
+    matches: int
+
+
+FULL = Plan(SIXTEEN, matches=10)
+QUICK = Plan(FOUR, matches=2)
+
+
+def play_round_robin(
+    sources: Sequence[AgentSource], backend: Any, matches: int, workers: int
+) -> dict[str, Any]:
+    """Every pair once, ``workers`` duels at a time; wall time and what was played."""
+    pairs = list(itertools.combinations(range(len(sources)), 2))
+
+    def play(index: int) -> Any:
+        one, two = pairs[index]
+        result = run_duel(
+            ENVIRONMENT,
+            (sources[one], sources[two]),
+            backend=backend,
+            matches=matches,
+            seed=SEED + index,
+        )
+        _check_clean(result)
+        return result
+
+    started = time.perf_counter()
+    if workers == 1:
+        results = [play(index) for index in range(len(pairs))]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(play, range(len(pairs))))
+    wall = time.perf_counter() - started
+    return {
+        "workers": workers,
+        "duels": len(results),
+        "matches": sum(len(result.matches) for result in results),
+        "moves": sum(len(match.actions) for result in results for match in result.matches),
+        "match_seconds": sum(match.duration for result in results for match in result.matches),
+        "wall_seconds": wall,
+    }
+
+
+def docker_problem() -> str | None:
+    """Why the docker rows cannot run, or None."""
+    problem = docker_engine.engine_problem()
+    if problem:
+        return f"no Docker engine: {problem}"
+    image = DockerSandbox().image
+    if not docker_engine.image_exists(image):
+        return f"no image {image}; run `python manage.py build_base_image`"
+    return None
+
+
+def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
+    backends: dict[str, Any] = {"process": ProcessSandbox()}
+    skipped = docker_problem()
+    if skipped is None:
+        backends["docker"] = DockerSandbox()
+    rows: list[dict[str, Any]] = []
+    sources = [agent.source() for agent in plan.agents]
+    assert len(set(sources)) == len(sources), "the agents must be distinct"
+    for name, backend in backends.items():
+        # Warm the sandbox once (the SDK copy, the image in the page cache).
+        play_round_robin(sources[:2], backend, matches=1, workers=1)
+        for workers in (1, 2):
+            row = {"backend": name, **play_round_robin(sources, backend, plan.matches, workers)}
+            rows.append(row)
+            report(
+                f"{name}, {workers} at a time: {row['duels']} duels, "
+                f"{row['matches']} matches in {row['wall_seconds']:.1f} s"
+            )
+    judged = plan is FULL
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "agents": [agent.name for agent in plan.agents],
+        "matches_per_duel": plan.matches,
+        "rows": rows,
+        "docker_skipped": skipped,
+        "target_seconds": TARGET_SECONDS,
+        # Only the full plan is the issue's round robin; a quick run cannot tell.
+        "target_met": {
+            f"{row['backend']}, {row['workers']} at a time": row["wall_seconds"] < TARGET_SECONDS
+            if judged
+            else None
+            for row in rows
+        },
+    }
+
+
+def table(figures: dict[str, Any]) -> str:
+    agents = figures["agents"]
+    lines = [
+        f"Connect Four round robin — {figures['date']}: {len(agents)} agents, "
+        f"{figures['matches_per_duel']} matches per duel",
+        f"machine: {figures['machine']['cores']} cores, Python {figures['machine']['python']}",
+        "agents: " + ", ".join(agents),
+        "",
+        f"{'sandbox':<24} {'duels':>6} {'matches':>8} {'moves':>8} {'wall s':>8} "
+        f"{'s/duel':>7}  target < {figures['target_seconds']:g} s",
+    ]
+    for row, met in zip(figures["rows"], figures["target_met"].values(), strict=True):
+        verdict = {True: "met", False: "NOT met", None: "not judged (quick run)"}[met]
+        lines.append(
+            f"{row['backend'] + ', ' + str(row['workers']) + ' at a time':<24} "
+            f"{row['duels']:>6} {row['matches']:>8} {row['moves']:>8} "
+            f"{row['wall_seconds']:>8.1f} {row['wall_seconds'] / row['duels']:>7.3f}  {verdict}"
+        )
+    if figures["docker_skipped"]:
+        lines.append(f"docker: skipped, {figures['docker_skipped']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_tournament",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="a smoke run (4 agents, 2 matches)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
+    arguments = parser.parse_args(argv)
+
+    figures = measure(
+        QUICK if arguments.quick else FULL,
+        report=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    print(table(figures))
+    if arguments.json is not None:
+        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
