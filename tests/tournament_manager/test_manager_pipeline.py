@@ -99,3 +99,54 @@ def test_the_manager_and_a_worker_play_a_scheduled_swiss_tournament(celery_worke
     assert manager.wait(timeout=20) == 0
     log = celery_workers.log("manager")
     assert "SIGTERM received" in log and "Tournament manager stopped." in log
+
+
+def test_the_manager_recovers_a_round_robin_when_its_worker_is_killed(celery_workers):
+    short_lease = {"ARENA_DUEL_LEASE_SECONDS": "2"}
+    first = celery_workers.start("first", **short_lease)
+    owner = make_user()
+    revisions = [
+        upload(owner, "connect_four", name, PLAYERS / "connect_four" / filename)
+        for name, filename in (
+            ("minimax", "minimax.py"),
+            ("kaggle", "kaggle_style.py"),
+            ("rando", "random_player.py"),
+        )
+    ]
+    wait_for(lambda: validated(revisions), timeout=90, what="validation")
+    with transaction.atomic():
+        tournament = tournament_create(
+            environment=Environment.objects.get(name="connect_four"),
+            name="Interrupted cup",
+            revisions=revisions,
+            matches_per_duel=120,
+        )
+        tournament_schedule(tournament=tournament, starts_at=timezone.now())
+    manager = celery_workers.manage(
+        "manager", "run_tournament_manager", "--interval", "0.2", **short_lease
+    )
+    wait_for(
+        lambda: tournament.duels.filter(status="running").exists(),
+        timeout=30,
+        what="the first worker to start a duel",
+    )
+
+    celery_workers.kill(first)
+    celery_workers.start("second", **short_lease)
+
+    wait_for(
+        lambda: Tournament.objects.filter(
+            pk=tournament.pk, status__in=[TournamentStatus.COMPLETED, TournamentStatus.FAILED]
+        ).exists(),
+        timeout=180,
+        what="the manager to re-queue the lost duel and the second worker to finish",
+    )
+    tournament.refresh_from_db()
+    assert tournament.status == TournamentStatus.COMPLETED, celery_workers.log("manager")
+    duels = list(tournament.duels.all())
+    assert len(duels) == 3
+    assert all(duel.status == "succeeded" and duel.matches.count() == 120 for duel in duels)
+    assert max(duel.attempts for duel in duels) == 2
+    assert (tournament.duels_done, tournament.duels_failed) == (3, 0)
+    manager.send_signal(signal.SIGTERM)
+    assert manager.wait(timeout=20) == 0
