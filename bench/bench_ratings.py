@@ -5,11 +5,9 @@
     python -m bench.bench_ratings --json figures.json
 
 The agents are one search at several blunder rates: the example minimax player at depth 3,
-then the same search (``example_players/connect_four/blundering_minimax.py``, which plays
-exactly as ``minimax.py`` at rate 0) playing a random legal column on a
+then the same player with ``ARENA_BLUNDER_RATE`` set playing a random legal column on a
 share of its moves, then the random player. More random moves make a weaker player, so
-the true order is known by construction; neighbours were checked head to head (30
-matches per pair, each time the stronger one won). Minimax depths alone do not give an
+the true order is known by construction. Minimax depths alone do not give an
 order: depth 3 beats depth 4, and depth 2 beats depth 4 as well, in this search.
 
 Everything is played for real (``run_duel``, ``process`` sandbox) without the database.
@@ -72,15 +70,14 @@ TARGET_SHARE = 0.5
 
 @dataclasses.dataclass(frozen=True)
 class AgentSpec:
-    """One agent: a player file (``blundering`` for the one above) and its environment."""
+    """One agent: a player file of example_players/connect_four and its environment."""
 
     name: str
     player: str
     environment: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def source(self) -> AgentSource:
-        path = PLAYERS / ("blundering_minimax.py" if self.player == "blundering" else self.player)
-        return AgentSource.from_path(path, environment=self.environment)
+        return AgentSource.from_path(PLAYERS / self.player, environment=self.environment)
 
 
 def minimax(depth: int) -> AgentSpec:
@@ -90,7 +87,7 @@ def minimax(depth: int) -> AgentSpec:
 def blundering(depth: int, rate: float) -> AgentSpec:
     return AgentSpec(
         f"minimax d{depth} blunder {rate:g}",
-        "blundering",
+        "minimax.py",
         {"ARENA_MINIMAX_DEPTH": str(depth), "ARENA_BLUNDER_RATE": str(rate)},
     )
 

@@ -5,9 +5,9 @@
     python -m bench.bench_tournament --json figures.json
 
 Sixteen distinct agents (the example Connect Four players, the example minimax at depths
-0 to 3, and the blundering minimax of ``bench.bench_ratings`` at low depths and several
-blunder rates) play every pair once: 120 duels of 10 matches, each a ``run_duel`` call,
-so agent start-up and shutdown are in the time, as in a worker. Rows:
+0 to 3, and the same minimax at low depths and several blunder rates set with
+``ARENA_BLUNDER_RATE``) play every pair once: 120 duels of 10 matches, each a ``run_duel``
+call, so agent start-up and shutdown are in the time, as in a worker. Rows:
 
 process, sequential
     Duel after duel with the ``process`` sandbox.

@@ -7,6 +7,10 @@ and ANDs, which keeps a depth-4 search to a few milliseconds per move.
 
 Leaves are scored by open threes (empty cells that would complete a line) and by
 how many lines pass through each occupied cell, which favours the center.
+
+``ARENA_MINIMAX_DEPTH`` sets the depth (4). ``ARENA_BLUNDER_RATE`` (0) makes it play a
+random legal column on that share of its moves, drawn from ``turn.random`` so a duel
+replays identically: agents of known, graded strength for the rating benchmark.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ THREAT_SCORE = 24
 
 def search_depth() -> int:
     return int(os.environ.get("ARENA_MINIMAX_DEPTH", DEPTH))
+
+
+def blunder_rate() -> float:
+    return float(os.environ.get("ARENA_BLUNDER_RATE", 0))
 
 
 class Bitboard:
@@ -115,6 +123,7 @@ class MinimaxPlayer(Agent):
 
     def __init__(self) -> None:
         self.depth = search_depth()
+        self.blunder_rate = blunder_rate()
         self.geometry = Bitboard(6, 7, 4)
 
     def start(self, match: Match) -> None:
@@ -126,6 +135,9 @@ class MinimaxPlayer(Agent):
         )
 
     def act(self, turn: Turn) -> Any:
+        # No draw at all at rate 0, so the plain player's moves do not change.
+        if self.blunder_rate and turn.random.random() < self.blunder_rate:
+            return turn.random.choice(turn.legal_actions)
         geometry = self.geometry
         own, occupied = geometry.from_observation(
             turn.observation["board"], turn.observation["mark"]

@@ -24,7 +24,6 @@ EXPECTED_AGENTS: dict[str, tuple[type[Agent], str]] = {
     "tic_tac_toe/player_class.py": (PlayerAgent, "Player"),
     "connect_four/random_player.py": (FunctionAgent, "random_column"),
     "connect_four/minimax.py": (Agent, "c4-minimax"),
-    "connect_four/blundering_minimax.py": (Agent, "c4-blundering-minimax"),
     "connect_four/kaggle_style.py": (KaggleAgent, "agent"),
     "quarto/random_player.py": (Agent, "quarto-random"),
     "quarto/heuristic.py": (FunctionAgent, "one_move_lookahead"),
