@@ -26,10 +26,8 @@ The target: the docker sandbox's referee rate at 80% or more of the process sand
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -50,6 +48,7 @@ from bench.bench_referee import (
     bench_duel,
     typical_request,
 )
+from bench.cli import run_bench
 from core import docker_engine
 from duel_runner.sandbox.base import AgentSource, SandboxedAgent, SandboxLimits
 from duel_runner.sandbox.docker import DockerSandbox
@@ -273,22 +272,16 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return run_bench(
+        argv,
         prog="python -m bench.bench_docker",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        quick_help="a fast smoke run (one round)",
+        measure=measure,
+        full=FULL,
+        quick=QUICK,
+        table=table,
     )
-    parser.add_argument("--quick", action="store_true", help="a fast smoke run (one round)")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
-    arguments = parser.parse_args(argv)
-    figures = measure(
-        QUICK if arguments.quick else FULL,
-        report=lambda line: print(line, file=sys.stderr, flush=True),
-    )
-    print(table(figures))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

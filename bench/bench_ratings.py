@@ -28,11 +28,9 @@ ladder
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import itertools
-import json
 import math
 import os
 import sys
@@ -51,6 +49,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from bench.bench_referee import _check_clean  # noqa: E402
+from bench.cli import run_bench  # noqa: E402
 from duel_runner.referee import run_duel  # noqa: E402
 from duel_runner.results import DuelResult  # noqa: E402
 from duel_runner.sandbox.base import AgentSource  # noqa: E402
@@ -390,23 +389,16 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return run_bench(
+        argv,
         prog="python -m bench.bench_ratings",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        quick_help="a smoke run (4 agents, 2 matches)",
+        measure=measure,
+        full=FULL,
+        quick=QUICK,
+        table=table,
     )
-    parser.add_argument("--quick", action="store_true", help="a smoke run (4 agents, 2 matches)")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
-    arguments = parser.parse_args(argv)
-
-    figures = measure(
-        QUICK if arguments.quick else FULL,
-        report=lambda line: print(line, file=sys.stderr, flush=True),
-    )
-    print(table(figures))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

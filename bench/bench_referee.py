@@ -33,10 +33,8 @@ whose children run the agents' interpreter (``ProcessSandbox.python``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
-import json
 import os
 import platform
 import random
@@ -48,6 +46,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench.cli import run_bench
 
 SDK_PATH = Path(__file__).resolve().parent.parent / "sdk"
 if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
@@ -373,23 +373,16 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return run_bench(
+        argv,
         prog="python -m bench.bench_referee",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        quick_help="a fast smoke run (one round)",
+        measure=measure,
+        full=FULL,
+        quick=QUICK,
+        table=table,
     )
-    parser.add_argument("--quick", action="store_true", help="a fast smoke run (one round)")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
-    arguments = parser.parse_args(argv)
-
-    figures = measure(
-        QUICK if arguments.quick else FULL,
-        report=lambda line: print(line, file=sys.stderr, flush=True),
-    )
-    print(table(figures))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

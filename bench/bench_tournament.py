@@ -22,18 +22,15 @@ The target, from the issue: the round robin in under 60 s.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import itertools
-import json
 import os
 import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from bench.bench_ratings import (
@@ -45,6 +42,7 @@ from bench.bench_ratings import (
     minimax,
 )
 from bench.bench_referee import _check_clean
+from bench.cli import run_bench
 from core import docker_engine
 from duel_runner.referee import run_duel
 from duel_runner.sandbox.base import AgentSource
@@ -194,23 +192,16 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return run_bench(
+        argv,
         prog="python -m bench.bench_tournament",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        quick_help="a smoke run (4 agents, 2 matches)",
+        measure=measure,
+        full=FULL,
+        quick=QUICK,
+        table=table,
     )
-    parser.add_argument("--quick", action="store_true", help="a smoke run (4 agents, 2 matches)")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
-    arguments = parser.parse_args(argv)
-
-    figures = measure(
-        QUICK if arguments.quick else FULL,
-        report=lambda line: print(line, file=sys.stderr, flush=True),
-    )
-    print(table(figures))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":
