@@ -10,6 +10,7 @@ import pytest
 
 from duel_runner.sandbox.base import AgentSource
 from duel_runner.sandbox.process import UID_BASE, UID_COUNT, ProcessSandbox
+from tests.support.require import require
 
 AGENTS = Path(__file__).parent / "agents"
 PLAYERS = Path(__file__).resolve().parents[2] / "example_players"
@@ -82,7 +83,10 @@ def player(relative: str) -> AgentSource:
     return AgentSource.from_path(PLAYERS / relative)
 
 
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 and os.environ.get("ARENA_REQUIRE_ALL") != "1",
-    reason="needs root: agents get their own user ids only when the referee runs as root",
-)
+@pytest.fixture
+def needs_root() -> None:
+    require(
+        os.geteuid() == 0,
+        "not root: agents get their own user ids and network namespace only when the "
+        "referee runs as root, so this isolation cannot be tested",
+    )

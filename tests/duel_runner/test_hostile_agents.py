@@ -17,7 +17,7 @@ from duel_runner.referee import run_duel
 from duel_runner.results import DuelResult, Outcome
 from duel_runner.sandbox.base import AgentSource, SandboxLimits
 from duel_runner.sandbox.process import ProcessSandbox
-from tests.duel_runner.conftest import agent, hostile, needs_root, sandbox_processes
+from tests.duel_runner.conftest import agent, hostile, sandbox_processes
 
 FAST = {"matches": 3, "move_time": 0.3, "time_bank": 0.3, "startup_time": 10.0}
 
@@ -201,7 +201,7 @@ def _exchange_one_move(backend: ProcessSandbox, source: AgentSource, victim_dir:
     return running.log()
 
 
-@needs_root
+@pytest.mark.usefixtures("needs_root")
 def test_it_keeps_an_agent_out_of_another_agents_folder(backend):
     victim = backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1-victim")
     try:
@@ -214,7 +214,7 @@ def test_it_keeps_an_agent_out_of_another_agents_folder(backend):
     assert log.count("denied: [Errno 13] Permission denied") == 4
 
 
-@needs_root
+@pytest.mark.usefixtures("needs_root")
 def test_it_gives_an_agent_no_network(backend):
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]

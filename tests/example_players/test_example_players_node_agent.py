@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.require import require
+
 NODE_AGENT = Path(__file__).resolve().parents[2] / "example_players/sum_to_10/node_agent/agent"
 
 
 @pytest.fixture(autouse=True)
 def require_node() -> None:
-    if shutil.which("node") is not None:
-        return
-    if os.environ.get("ARENA_REQUIRE_ALL") == "1":
-        pytest.fail("node is not installed, and ARENA_REQUIRE_ALL=1 requires every test to run")
-    pytest.skip("node is not installed, so the Node.js example agent cannot run")
+    require(
+        shutil.which("node"),
+        "node is not installed (apt-get install nodejs), so the Node.js example agent cannot run",
+    )
 
 
 def exchange(lines: list[dict]) -> subprocess.CompletedProcess[str]:
