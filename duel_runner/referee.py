@@ -283,9 +283,11 @@ class Referee:
                 replies[seat] = channel.receive_reply(request_id, deadline)
                 timings[seat] = time.monotonic() - sent
             except AgentFailure as failure:
+                if failure.kind is FaultKind.TIMEOUT:
+                    failure = self._move_timeout(banks, seat)
                 faults.append(self._charge(seats[seat], failure, step))
         else:
-            self._collect_simultaneous(seats, pending, replies, timings, faults, step)
+            self._collect_simultaneous(seats, pending, replies, timings, faults, step, banks)
 
         actions: dict[int, Any] = {}
         for seat, reply in replies.items():
@@ -304,6 +306,7 @@ class Referee:
         timings: dict[int, float],
         faults: list[Fault],
         step: int,
+        banks: list[float],
     ) -> None:
         """Wait for several agents at once so each one's time is measured on its own."""
         while pending:
@@ -323,7 +326,7 @@ class Referee:
             now = time.monotonic()
             for seat, (_request_id, _sent, deadline) in list(pending.items()):
                 if deadline <= now:
-                    failure = AgentFailure(FaultKind.TIMEOUT, "no answer in time")
+                    failure = self._move_timeout(banks, seat)
                     faults.append(self._charge(seats[seat], failure, step))
                     del pending[seat]
             if not pending:
@@ -357,13 +360,14 @@ class Referee:
             banks[seat] -= overage
             if banks[seat] < 0:
                 # The reply arrived after the deadline but before we looked.
-                raise AgentFailure(FaultKind.TIMEOUT, "no answer in time")
+                raise self._move_timeout(banks, seat)
         return reply["action"]
 
-    def _timeout_message(self, banks: list[float], seat: int) -> str:
-        return (
+    def _move_timeout(self, banks: list[float], seat: int) -> AgentFailure:
+        return AgentFailure(
+            FaultKind.TIMEOUT,
             f"no answer within the {self.settings.move_time} s move limit plus "
-            f"{max(0.0, banks[seat]):.3f} s left in its time bank"
+            f"{max(0.0, banks[seat]):.3f} s left in its time bank",
         )
 
     def _play_match(self, index: int) -> MatchRecord:
@@ -400,10 +404,6 @@ class Referee:
         while not record.faults and not environment.is_terminal():
             movers = environment.to_move()
             actions, timings, faults = self._request_actions(seats, movers, banks, step)
-            for fault in faults:
-                if fault.kind is FaultKind.TIMEOUT and fault.message == "no answer in time":
-                    seat = seats.index(self.contestants[fault.player - 1])
-                    fault.message = self._timeout_message(banks, seat)
             record.faults.extend(faults)
             for seat, action in actions.items():
                 try:
