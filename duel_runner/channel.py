@@ -1,17 +1,25 @@
 """The referee's end of one agent's protocol stream, with deadlines on every read and write.
 
 Nothing an agent sends can crash or stall the referee: every failure becomes an
-``AgentFailure`` naming what went wrong, and every wait is bounded.
+``AgentFailure`` naming what went wrong, and every wait is bounded. An agent that stops
+is seen at once: its stream ends (end of file), or, where the sandbox offers one, its
+``exit_fd`` says the agent's own process ended even though something it started still
+holds the stream open.
+
+``gather`` waits for several agents at once, each against its own deadline, so that one
+agent's silence never costs another one time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
 import select
 import time
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 from arena_sdk import protocol
 
@@ -39,8 +47,15 @@ class Channel:
         self.max_message_bytes = max_message_bytes
         self.buffer = bytearray()
         self.closed = False
+        #: Readable when the agent wrote, closed its output or (``exit_fd``) ended.
+        self.watched_fds = [agent.reply_fd]
+        exit_fd = getattr(agent, "exit_fd", None)
+        self.exit_fd: int | None = exit_fd
+        if exit_fd is not None:
+            self.watched_fds.append(exit_fd)
         self._reader = select.poll()
-        self._reader.register(agent.reply_fd, select.POLLIN)
+        for fd in self.watched_fds:
+            self._reader.register(fd, select.POLLIN)
         self._writer = select.poll()
         self._writer.register(agent.request_fd, select.POLLOUT)
 
@@ -100,17 +115,33 @@ class Channel:
             )
         return None
 
-    def _fill(self) -> None:
-        """Read whatever the agent has written (the caller knows it is readable)."""
+    def _fill(self) -> bool:
+        """Read what the agent has written; False if there was nothing to read."""
         try:
             chunk = os.read(self.agent.reply_fd, 1 << 16)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             chunk = b""
         if not chunk:
             raise self._lost()
         self.buffer += chunk
+        return True
+
+    def _on_events(self, events: list[tuple[int, int]]) -> None:
+        """Take in what ``poll`` reported: new output, or the end of the agent's process."""
+        if not any(fd == self.exit_fd for fd, _ in events):
+            self._fill()
+            return
+        # Its last words may still be in the pipe: read them before calling it lost.
+        while self._incomplete() and self._fill():
+            pass
+        if self._incomplete():
+            raise self._lost()
+
+    def _incomplete(self) -> bool:
+        """True while the buffer holds neither a whole line nor too much for one."""
+        return b"\n" not in self.buffer and len(self.buffer) <= self.max_message_bytes
 
     def _read_line(self, deadline: float) -> bytes:
         while True:
@@ -120,8 +151,9 @@ class Channel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AgentFailure(FaultKind.TIMEOUT, "no answer in time")
-            if self._reader.poll(remaining * 1000):
-                self._fill()
+            events = self._reader.poll(remaining * 1000)
+            if events:
+                self._on_events(events)
 
     def _parse(self, line: bytes) -> dict[str, Any]:
         try:
@@ -158,17 +190,79 @@ class Channel:
             if self._is_reply_to(message, request_id):
                 return message
 
-    def poll_reply(self, request_id: int) -> dict[str, Any] | None:
-        """The answer to ``request_id`` if it has fully arrived, without waiting."""
+    def poll(self) -> dict[str, Any] | None:
+        """The next message if it has fully arrived, without waiting."""
         if self.closed:
             raise AgentFailure(FaultKind.CRASH, "it is no longer running")
         while True:
             line = self._take_line()
-            if line is None:
-                if not self._reader.poll(0):
-                    return None
-                self._fill()
-                continue
-            message = self._parse(line)
+            if line is not None:
+                return self._parse(line)
+            events = self._reader.poll(0)
+            if not events:
+                return None
+            self._on_events(events)
+
+    def poll_reply(self, request_id: int) -> dict[str, Any] | None:
+        """The answer to ``request_id`` if it has fully arrived, without waiting."""
+        while (message := self.poll()) is not None:
             if self._is_reply_to(message, request_id):
                 return message
+        return None
+
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+@dataclasses.dataclass(frozen=True)
+class Wait:
+    """What ``gather`` waits for from one agent: ``attempt`` returns it once it has arrived."""
+
+    channel: Channel
+    deadline: float
+    attempt: Callable[[], dict[str, Any] | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrival:
+    """A message that arrived (``message``) or why none will (``failure``), and when."""
+
+    at: float
+    message: dict[str, Any] | None = None
+    failure: AgentFailure | None = None
+
+
+def gather(waits: Mapping[Key, Wait]) -> dict[Key, Arrival]:
+    """Wait for every agent in ``waits`` at once, each until its own deadline.
+
+    Each arrival is timed when it is seen, so an agent's time never includes another
+    agent's: a silent agent is charged its own timeout and nothing else.
+    """
+    arrivals: dict[Key, Arrival] = {}
+    pending = dict(waits)
+    while pending:
+        for key, wait in list(pending.items()):
+            try:
+                message = wait.attempt()
+            except AgentFailure as failure:
+                arrivals[key] = Arrival(time.monotonic(), failure=failure)
+                del pending[key]
+                continue
+            if message is not None:
+                arrivals[key] = Arrival(time.monotonic(), message=message)
+                del pending[key]
+        now = time.monotonic()
+        for key, wait in list(pending.items()):
+            if wait.deadline <= now:
+                failure = AgentFailure(FaultKind.TIMEOUT, "no answer in time")
+                arrivals[key] = Arrival(now, failure=failure)
+                del pending[key]
+        if not pending:
+            break
+        poller = select.poll()
+        for wait in pending.values():
+            for fd in wait.channel.watched_fds:
+                poller.register(fd, select.POLLIN)
+        earliest = min(wait.deadline for wait in pending.values())
+        poller.poll(max(0.0, earliest - now) * 1000)
+    return arrivals

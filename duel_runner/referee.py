@@ -13,17 +13,18 @@ agent bounded in time.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import random
-import select
 import time
 import traceback
 from typing import Any
 
 from arena_sdk import protocol
 
-from duel_runner.channel import AgentFailure, Channel
+from duel_runner.channel import AgentFailure, Arrival, Channel, Wait, gather
 from duel_runner.results import DuelResult, Fault, FaultKind, MatchRecord, Outcome
 from duel_runner.sandbox.base import (
     AgentSource,
@@ -146,52 +147,86 @@ class Referee:
             "limits": self.settings.limits_message(),
         }
 
-    def _launch(self, contestants: list[Contestant]) -> None:
-        """Start agents and wait for their handshakes, all at once.
+    def _start_sandboxes(self, contestants: list[Contestant]) -> None:
+        """Start the agents' sandboxes side by side (a container takes a while to start)."""
 
-        A failure marks the contestant broken and is kept in ``startup_faults`` so
-        the first match it cannot play shows the real reason.
-        """
-        for contestant in contestants:
-            contestant.stop()
-            contestant.agent = self.backend.start(
+        def start(contestant: Contestant) -> SandboxedAgent:
+            return self.backend.start(
                 contestant.source,
                 limits=self.settings.limits,
                 label=f"p{contestant.number}-{contestant.source.name}"[:40],
             )
-            contestant.channel = Channel(
-                contestant.agent, max_message_bytes=self.settings.max_message_bytes
-            )
-            contestant.broken = None
-            self.startup_faults.pop(contestant.number, None)
-        deadline = time.monotonic() + self.settings.startup_time
-        hello = self._hello()
+
         for contestant in contestants:
-            assert contestant.channel is not None
+            contestant.stop()
+        if len(contestants) == 1:
+            started = [start(contestants[0])]
+        else:
+            with concurrent.futures.ThreadPoolExecutor(len(contestants)) as pool:
+                futures = [pool.submit(start, contestant) for contestant in contestants]
+            errors = [future.exception() for future in futures if future.exception()]
+            if errors:
+                for future in futures:
+                    if not future.exception():
+                        future.result().close()
+                raise errors[0]
+            started = [future.result() for future in futures]
+        for contestant, agent in zip(contestants, started, strict=True):
+            contestant.agent = agent
+            contestant.channel = Channel(agent, max_message_bytes=self.settings.max_message_bytes)
+            contestant.broken = None
+            contestant.starts += 1
+            self.startup_faults.pop(contestant.number, None)
+
+    def _launch(self, contestants: list[Contestant]) -> None:
+        """Start agents and wait for their handshakes, all at once, each on its own clock.
+
+        A failure marks the contestant broken and is kept in ``startup_faults`` so
+        the first match it cannot play shows the real reason.
+        """
+        self._start_sandboxes(contestants)
+        hello = self._hello()
+        waits: dict[Contestant, Wait] = {}
+        failures: dict[Contestant, AgentFailure] = {}
+        for contestant in contestants:
+            channel = contestant.channel
+            assert channel is not None
+            # The start-up clock of each agent begins with its own handshake.
+            deadline = time.monotonic() + self.settings.startup_time
             try:
-                contestant.channel.send(hello, deadline)
-                reply = contestant.channel.receive(deadline)
-                if reply.get("type") != protocol.READY:
-                    raise AgentFailure(
-                        FaultKind.MALFORMED_MESSAGE,
-                        f"it answered the handshake with {reply.get('type')!r} instead of 'ready'",
-                    )
+                channel.send(hello, deadline)
             except AgentFailure as failure:
-                message = failure.message
-                if failure.kind is FaultKind.TIMEOUT:
-                    message = f"it did not finish starting within {self.settings.startup_time} s"
-                message = f"while starting: {message}"
-                self.startup_faults[contestant.number] = Fault(
-                    contestant.number, failure.kind, message
+                failures[contestant] = failure
+                continue
+            waits[contestant] = Wait(channel, deadline, channel.poll)
+        for contestant, arrival in gather(waits).items():
+            reply = arrival.message
+            if arrival.failure is not None:
+                failures[contestant] = arrival.failure
+            elif reply is not None and reply.get("type") != protocol.READY:
+                failures[contestant] = AgentFailure(
+                    FaultKind.MALFORMED_MESSAGE,
+                    f"it answered the handshake with {reply.get('type')!r} instead of 'ready'",
                 )
-                contestant.broken = message
+        for contestant, failure in failures.items():
+            message = failure.message
+            if failure.kind is FaultKind.TIMEOUT:
+                message = f"it did not finish starting within {self.settings.startup_time} s"
+            message = f"while starting: {message}"
+            self.startup_faults[contestant.number] = Fault(contestant.number, failure.kind, message)
+            contestant.broken = message
+            # Stopped now: whatever it is doing must not take the others' CPU.
+            contestant.stop()
 
     def _ensure_running(self) -> None:
         """Restart each broken agent that has a restart left."""
         to_start = [
             contestant
             for contestant in self.contestants
-            if contestant.broken is not None and contestant.restarts < MAX_RESTARTS
+            if contestant.broken is not None
+            and contestant.restarts < MAX_RESTARTS
+            # A failed start is first charged to the match it spoils, with its reason.
+            and contestant.number not in self.startup_faults
         ]
         for contestant in to_start:
             contestant.restarts += 1
@@ -246,14 +281,19 @@ class Referee:
     def _request_actions(
         self, seats: list[Contestant], movers: list[int], banks: list[float], step: int
     ) -> tuple[dict[int, Any], dict[int, float], list[Fault]]:
-        """Ask every mover for an action; returns actions and timings by seat, and faults."""
+        """Ask every mover for an action; returns actions and timings by seat, and faults.
+
+        Every mover's clock starts when its own request is sent, and all are awaited at
+        once, so each agent's time is measured on its own.
+        """
         environment = self.environment
         settings = self.settings
-        pending: dict[int, tuple[int, float, float]] = {}
+        sent: dict[int, float] = {}
+        waits: dict[int, Wait] = {}
         faults: list[Fault] = []
         for seat in movers:
-            contestant = seats[seat]
-            assert contestant.channel is not None
+            channel = seats[seat].channel
+            assert channel is not None
             self.request_id += 1
             request = {
                 "type": protocol.ACT,
@@ -264,79 +304,42 @@ class Referee:
                 "legal_actions": environment.legal_actions(seat),
                 "time_left": {"move": settings.move_time, "bank": round(banks[seat], 6)},
             }
-            sent = time.monotonic()
-            deadline = sent + settings.move_time + banks[seat]
+            sent[seat] = time.monotonic()
+            deadline = sent[seat] + settings.move_time + banks[seat]
             try:
-                contestant.channel.send(request, deadline)
+                channel.send(request, deadline)
             except AgentFailure as failure:
-                faults.append(self._charge(contestant, failure, step))
-                continue
-            pending[seat] = (self.request_id, sent, deadline)
-
-        replies: dict[int, dict[str, Any]] = {}
-        timings: dict[int, float] = {}
-        if len(pending) == 1:
-            [(seat, (request_id, sent, deadline))] = pending.items()
-            channel = seats[seat].channel
-            assert channel is not None
-            try:
-                replies[seat] = channel.receive_reply(request_id, deadline)
-                timings[seat] = time.monotonic() - sent
-            except AgentFailure as failure:
-                if failure.kind is FaultKind.TIMEOUT:
-                    failure = self._move_timeout(banks, seat)
                 faults.append(self._charge(seats[seat], failure, step))
+                continue
+            waits[seat] = Wait(
+                channel, deadline, functools.partial(channel.poll_reply, self.request_id)
+            )
+
+        if len(waits) == 1:
+            # One mover (turn-based games): a plain blocking read is the fastest wait.
+            [(seat, wait)] = waits.items()
+            try:
+                reply = wait.channel.receive_reply(self.request_id, wait.deadline)
+                arrivals = {seat: Arrival(time.monotonic(), message=reply)}
+            except AgentFailure as failure:
+                arrivals = {seat: Arrival(time.monotonic(), failure=failure)}
         else:
-            self._collect_simultaneous(seats, pending, replies, timings, faults, step, banks)
+            arrivals = gather(waits)
 
         actions: dict[int, Any] = {}
-        for seat, reply in replies.items():
-            contestant = seats[seat]
+        timings: dict[int, float] = {}
+        for seat, arrival in sorted(arrivals.items()):
             try:
-                actions[seat] = self._action_from(reply, seat, timings[seat], banks)
+                if arrival.failure is not None:
+                    if arrival.failure.kind is FaultKind.TIMEOUT:
+                        raise self._move_timeout(banks, seat)
+                    raise arrival.failure
+                assert arrival.message is not None
+                timings[seat] = arrival.at - sent[seat]
+                actions[seat] = self._action_from(arrival.message, seat, timings[seat], banks)
             except AgentFailure as failure:
-                faults.append(self._charge(contestant, failure, step))
+                faults.append(self._charge(seats[seat], failure, step))
         return actions, timings, faults
-
-    def _collect_simultaneous(
-        self,
-        seats: list[Contestant],
-        pending: dict[int, tuple[int, float, float]],
-        replies: dict[int, dict[str, Any]],
-        timings: dict[int, float],
-        faults: list[Fault],
-        step: int,
-        banks: list[float],
-    ) -> None:
-        """Wait for several agents at once so each one's time is measured on its own."""
-        while pending:
-            for seat, (request_id, sent, _deadline) in list(pending.items()):
-                channel = seats[seat].channel
-                assert channel is not None
-                try:
-                    reply = channel.poll_reply(request_id)
-                except AgentFailure as failure:
-                    faults.append(self._charge(seats[seat], failure, step))
-                    del pending[seat]
-                    continue
-                if reply is not None:
-                    replies[seat] = reply
-                    timings[seat] = time.monotonic() - sent
-                    del pending[seat]
-            now = time.monotonic()
-            for seat, (_request_id, _sent, deadline) in list(pending.items()):
-                if deadline <= now:
-                    failure = self._move_timeout(banks, seat)
-                    faults.append(self._charge(seats[seat], failure, step))
-                    del pending[seat]
-            if not pending:
-                return
-            poller = select.poll()
-            for seat in pending:
-                agent = seats[seat].agent
-                assert agent is not None
-                poller.register(agent.reply_fd, select.POLLIN)
-            poller.poll(max(0.0, min(deadline for _, _, deadline in pending.values()) - now) * 1000)
 
     def _action_from(
         self, reply: dict[str, Any], seat: int, elapsed: float, banks: list[float]
@@ -431,6 +434,11 @@ class Referee:
         else:
             self._score(record, environment.scores())
         self._send_end(record, seats)
+        for contestant in seats:
+            if contestant.broken is not None:
+                # Stopped now, so that whatever it is still doing (a busy loop, a swarm of
+                # processes) takes nothing from the other agent while it plays on.
+                contestant.stop()
         record.duration = time.monotonic() - started
         return record
 

@@ -144,6 +144,10 @@ class SandboxedAgent(Protocol):
     request_fd: int
     #: File descriptor the referee reads replies from (non-blocking).
     reply_fd: int
+    #: Readable once the agent's own process has ended, even if something it started
+    #: still holds ``reply_fd`` open; None where the backend needs no such signal (a
+    #: container's streams close when its first process ends).
+    exit_fd: int | None
 
     def termination(self, wait: float = 0.0) -> Termination | None:
         """How the agent ended, waiting up to ``wait`` seconds; None if still running."""

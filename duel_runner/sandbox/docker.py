@@ -122,6 +122,8 @@ class DockerAgent:
         self.requests, self.replies, self.log_stream = streams
         self.request_fd = self.requests.fileno()
         self.reply_fd = self.replies.fileno()
+        # When the agent's process ends the container stops and its sockets close.
+        self.exit_fd: int | None = None
         os.set_blocking(self.request_fd, False)
         os.set_blocking(self.reply_fd, False)
         self._log = CappedLog(log_bytes)

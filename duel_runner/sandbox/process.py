@@ -127,6 +127,14 @@ def kill_user_processes(uid: int) -> None:
     raise SandboxError(f"processes of sandbox user {uid} survive SIGKILL")
 
 
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that polls readable when ``pid`` ends (Linux 5.3 and later)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 class UserPool:
     """Unprivileged user ids, one per running agent, shared by every referee on the host."""
 
@@ -180,6 +188,9 @@ class ProcessAgent:
         self.reply_fd = process.stdout.fileno()
         os.set_blocking(self.request_fd, False)
         os.set_blocking(self.reply_fd, False)
+        # An agent that daemonizes a child holding its stdout, then exits, is seen
+        # ending at once rather than at its deadline.
+        self.exit_fd: int | None = _pidfd(process.pid)
         self._log = CappedLog(log_bytes)
         self._closing = threading.Event()
         self._drain = threading.Thread(
@@ -244,6 +255,9 @@ class ProcessAgent:
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             with contextlib.suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
+            self.exit_fd = None
         _remove_tree(self.workdir)
         if self.uid_lock is not None:
             UserPool.release(self.uid_lock)

@@ -59,7 +59,7 @@ def test_it_charges_a_slow_start_as_a_timeout(backend):
     result = duel(backend, hostile("slow_start"), startup_time=0.5)
 
     assert_blamed_on_player_2(result)
-    assert fault_kinds(result) == ["timeout", "forfeit", "forfeit"]
+    assert fault_kinds(result) == ["timeout", "timeout", "forfeit"]
     assert "within 0.5 s" in result.matches[0].faults[0].message
 
 
@@ -168,7 +168,7 @@ def test_it_records_an_import_error_at_start_as_a_crash(backend):
     )
 
     assert_blamed_on_player_2(result)
-    assert fault_kinds(result) == ["crash", "forfeit", "forfeit"]
+    assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "while starting" in result.matches[0].faults[0].message
     assert "tensorflow" in result.player_2_log
 

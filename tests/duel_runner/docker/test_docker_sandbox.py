@@ -21,8 +21,7 @@ from duel_runner.results import DuelResult, Outcome
 from duel_runner.sandbox import get_backend
 from duel_runner.sandbox.base import AgentSource, SandboxLimits
 from duel_runner.sandbox.docker import DockerSandbox
-from tests.duel_runner.conftest import agent, hostile, player
-from tests.duel_runner.docker.conftest import processes_in_containers
+from tests.duel_runner.conftest import agent, hostile, player, processes_in_containers
 from tests.support.docker import leftover_containers
 
 FAST = {"matches": 3, "move_time": 0.5, "time_bank": 0.5, "startup_time": 10.0}
@@ -250,7 +249,7 @@ def test_it_stops_a_huge_file_in_the_tmpfs_at_the_file_size_limit(docker_backend
 
 
 def test_it_refuses_a_huge_file_in_the_agents_folder(docker_backend):
-    result = duel(docker_backend, hostile("huge_file"))
+    result = duel(docker_backend, hostile("huge_file", HOSTILE_DIR="/agent"))
 
     assert_blamed_on_player_2(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]

@@ -1,0 +1,148 @@
+"""One agent's misbehaviour never costs the other anything, from either seat, in either sandbox.
+
+Every case pits a hostile agent against an honest random one, with the hostile agent
+first as player 1 and then as player 2, in the ``process`` and the ``docker`` sandbox.
+Each asserts that the honest agent wins every match without a fault, that the hostile
+one is charged the named fault in every match, that the duel ends within a bound set by
+the limits (a hopeless agent costs at most its start-up limit once per start), and (in
+the fixtures) that no agent process, container or folder is left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from duel_runner.referee import MAX_RESTARTS, run_duel
+from duel_runner.results import DuelResult, Outcome
+from duel_runner.sandbox.base import AgentSource, SandboxLimits
+from tests.duel_runner.conftest import agent, hostile
+
+STARTUP_TIME = 2.0
+MOVE_TIME = 0.3
+TIME_BANK = 0.3
+#: What starting, stopping and restarting two agents may add to a duel's wall time (a
+#: container takes about half a second to start and as long to remove).
+SLACK = 8.0
+STARTS = 1 + MAX_RESTARTS
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    behaviour: str
+    #: 0: before the handshake; N: at the agent's N-th move.
+    at: int
+    #: The hostile agent's fault in each of the three matches.
+    faults: tuple[str, ...]
+    #: Upper bound on the duel's wall time, before SLACK.
+    bound: float
+    limits: SandboxLimits = dataclasses.field(default_factory=SandboxLimits)
+
+    @property
+    def id(self) -> str:
+        return f"{self.behaviour}-{'at-start' if self.at == 0 else 'mid-match'}"
+
+
+HANG_AT_START = STARTS * STARTUP_TIME
+HANG_MID_MATCH = STARTS * (MOVE_TIME + TIME_BANK)
+RESTARTED = ("{}", "{}", "forfeit")
+
+
+def restarted(kind: str) -> tuple[str, ...]:
+    """A fatal fault, the same again after the one restart, then a forfeit."""
+    return tuple(part.format(kind) for part in RESTARTED)
+
+
+CASES = [
+    Case("sleep", 0, restarted("timeout"), HANG_AT_START),
+    Case("busy", 0, restarted("timeout"), HANG_AT_START),
+    Case("ignore_signals", 0, restarted("timeout"), HANG_AT_START),
+    Case("stderr_forever", 0, restarted("timeout"), HANG_AT_START),
+    Case("fork_bomb", 0, restarted("timeout"), HANG_AT_START, SandboxLimits(max_processes=32)),
+    Case("huge_file", 0, restarted("crash"), HANG_AT_START, SandboxLimits(max_file_mb=8)),
+    Case("garbage", 0, restarted("oversized_message"), HANG_AT_START),
+    Case("huge_line", 0, restarted("oversized_message"), HANG_AT_START),
+    Case("garbage_lines", 0, restarted("malformed_message"), 0.0),
+    Case("daemon", 0, restarted("crash"), 0.0),
+    Case("close_stdout", 0, restarted("crash"), 0.0),
+    Case("exit", 0, restarted("crash"), 0.0),
+    Case("sleep", 1, restarted("timeout"), HANG_MID_MATCH),
+    Case("memory", 1, restarted("memory_exceeded"), 0.0, SandboxLimits(memory_mb=256)),
+    Case("exit", 2, restarted("crash"), 0.0),
+    Case("illegal", 2, ("illegal_action",) * 3, 0.0),
+    Case("garbage_lines", 1, ("malformed_message",) * 3, 0.0),
+]
+
+
+def play(backend: object, case: Case, hostile_player: int) -> DuelResult:
+    bad = hostile(case.behaviour, at=case.at)
+    honest: AgentSource = agent("random_agent.py")
+    sources = (bad, honest) if hostile_player == 1 else (honest, bad)
+    return run_duel(
+        "connect_four",
+        sources,
+        backend=backend,  # type: ignore[arg-type]
+        seed=7,
+        matches=3,
+        move_time=MOVE_TIME,
+        time_bank=TIME_BANK,
+        startup_time=STARTUP_TIME,
+        max_message_bytes=1 << 20,
+        limits=case.limits,
+    )
+
+
+@pytest.mark.parametrize("hostile_player", [1, 2], ids=["hostile-first", "hostile-second"])
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_it_charges_only_the_hostile_agent_and_the_honest_one_wins(
+    any_backend, case, hostile_player
+):
+    honest_player = 3 - hostile_player
+    started = time.monotonic()
+
+    result = play(any_backend, case, hostile_player)
+
+    elapsed = time.monotonic() - started
+    assert not result.infrastructure_error
+    hostile_faults = [
+        [fault.kind.value for fault in match.faults if fault.player == hostile_player]
+        for match in result.matches
+    ]
+    honest_faults = [
+        fault.describe()
+        for match in result.matches
+        for fault in match.faults
+        if fault.player == honest_player
+    ]
+    assert honest_faults == []
+    assert hostile_faults == [[kind] for kind in case.faults]
+    winner = Outcome.PLAYER_1_WIN if honest_player == 1 else Outcome.PLAYER_2_WIN
+    assert [match.result for match in result.matches] == [winner] * 3
+    assert result.result is winner
+    assert elapsed < case.bound + SLACK, f"the duel took {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("hostile_player", [1, 2], ids=["hostile-first", "hostile-second"])
+def test_it_sees_a_closed_stdout_at_once_not_at_the_deadline(backend, hostile_player):
+    case = Case("close_stdout", 0, restarted("crash"), 0.0)
+    started = time.monotonic()
+
+    result = play(backend, case, hostile_player)
+
+    # Far below the start-up limit: the end of its output is the end of the agent.
+    assert time.monotonic() - started < STARTUP_TIME
+    assert "closed its output" in result.matches[0].faults[0].message
+
+
+@pytest.mark.parametrize("hostile_player", [1, 2], ids=["hostile-first", "hostile-second"])
+def test_it_sees_an_agent_that_left_a_daemon_behind_end_at_once(backend, hostile_player):
+    case = Case("daemon", 0, restarted("crash"), 0.0)
+    started = time.monotonic()
+
+    result = play(backend, case, hostile_player)
+
+    # Its daemon still holds its output open, but the agent itself has exited.
+    assert time.monotonic() - started < STARTUP_TIME
+    assert "exited with status 0" in result.matches[0].faults[0].message
