@@ -20,7 +20,14 @@ from tests.pipeline import make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
-AGENT = b"from arena_sdk import agent\n\n@agent\ndef play(turn):\n    return turn.legal_actions[0]\n"
+AGENT = b"""\
+from arena_sdk import agent
+
+
+@agent
+def play(turn):
+    return turn.legal_actions[0]
+"""
 
 SANDBOXES = ("process", "docker")
 
