@@ -1,6 +1,7 @@
 """Building a revision: unpacking it into its own folder and checking that it can start
-(entry point present, Python files compile); for the ``docker`` sandbox also building
-its own image with its dependencies (``builder.requirements``, ``builder.revision_image``).
+(entry point present, Python files compile, ``requirements.txt`` within the rules, the
+same checks whatever the sandbox); for the ``docker`` sandbox also building its own image
+with its dependencies (``builder.requirements``, ``builder.revision_image``).
 And the clean-up of the images no revision needs any more.
 """
 
@@ -18,12 +19,14 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+from packaging.requirements import Requirement
 
 from builder import selectors
 from builder.archives import REQUIREMENTS, UploadLimits, UploadRejected, extract_upload
 from builder.base_image import BaseImageError, base_image_build
 from builder.requirements import (
     BuildTimedOut,
+    RequirementsPolicy,
     RequirementsRejected,
     WheelSet,
     requirements_parse,
@@ -113,22 +116,44 @@ def _base_image(report: Callable[[str], None]) -> str:
     return base_image_build(report=report).tag
 
 
-def _revision_image(*, revision: Revision, folder: Path, deadline: float, log: list[str]) -> str:
-    """Build the revision's image from its unpacked files in ``folder``; returns its tag."""
+def _requirements_checked(
+    folder: Path, *, policy: RequirementsPolicy, log: list[str]
+) -> list[Requirement] | None:
+    """The requirements of the upload in ``folder``, checked against ``policy``; None
+    without a ``requirements.txt``. Raises RequirementsRejected.
+
+    Every sandbox runs this, so an upload gets the same verdict and the same message
+    whichever one the platform uses.
+    """
+    requirements_file = folder / REQUIREMENTS
+    if not requirements_file.is_file():
+        return None
+    try:
+        text = requirements_file.read_text("utf-8")
+    except UnicodeDecodeError:
+        raise RequirementsRejected("requirements.txt must be UTF-8 text") from None
+    requirements = requirements_parse(text, policy=policy)
+    log.append("requirements: " + (", ".join(str(r) for r in requirements) or "none listed"))
+    return requirements
+
+
+def _revision_image(
+    *,
+    revision: Revision,
+    folder: Path,
+    requirements: list[Requirement] | None,
+    policy: RequirementsPolicy,
+    deadline: float,
+    log: list[str],
+) -> str:
+    """Build the revision's image from its unpacked files in ``folder`` and its checked
+    ``requirements``; returns its tag."""
     source = AgentSource.from_path(folder)
     base = _base_image(log.append)
     if time.monotonic() > deadline:
         raise BuildTimedOut("making the base image")
     wheels: WheelSet | None = None
-    requirements_file = folder / REQUIREMENTS
-    if requirements_file.is_file():
-        try:
-            text = requirements_file.read_text("utf-8")
-        except UnicodeDecodeError:
-            raise RequirementsRejected("requirements.txt must be UTF-8 text") from None
-        policy = requirements_policy()
-        requirements = requirements_parse(text, policy=policy)
-        log.append("requirements: " + (", ".join(str(r) for r in requirements) or "none listed"))
+    if requirements is not None:
         started = time.monotonic()
         wheels = wheels_download(
             requirements=requirements,
@@ -206,12 +231,23 @@ def revision_build(*, revision_id: int) -> None:
             raise UploadRejected("syntax error:\n" + "\n".join(errors))
         AgentSource.from_path(staging)
         log.append(f"entry point: {summary.entry_point}")
+        policy = requirements_policy()
+        requirements = _requirements_checked(staging, policy=policy, log=log)
         if settings.ARENA_SANDBOX == "docker":
-            image = _revision_image(revision=revision, folder=staging, deadline=deadline, log=log)
-        elif summary.has_requirements:
+            image = _revision_image(
+                revision=revision,
+                folder=staging,
+                requirements=requirements,
+                policy=policy,
+                deadline=deadline,
+                log=log,
+            )
+        elif requirements:
             log.append(
-                "requirements.txt found: the process sandbox does not install dependencies; "
-                "the Docker builder does"
+                "requirements checked but not installed: "
+                + ", ".join(str(requirement) for requirement in requirements)
+                + ". The process sandbox runs agents on this host's Python, so these "
+                "must already be importable there."
             )
         if target.exists():
             shutil.rmtree(target)

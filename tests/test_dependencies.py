@@ -1,0 +1,79 @@
+"""Every package the code imports is a pinned dependency in ``pyproject.toml``: the
+platform's own code needs it in ``dependencies``, the tests may have it in the ``dev``
+extras. A package that is only there because another one needs it today can go away with
+that one's next release."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Not the platform's own Python: the virtual environment, runtime files.
+SKIPPED = {".venv", "var", ".git", "build"}
+#: Where the tests and their helpers live (the ``dev`` extras may serve them).
+TEST_CODE = {"tests", "conftest.py"}
+
+
+def _python_files() -> list[Path]:
+    return [
+        path
+        for path in ROOT.rglob("*.py")
+        if not SKIPPED & set(path.relative_to(ROOT).parts)
+        and not any(part.endswith(".egg-info") for part in path.parts)
+    ]
+
+
+def _first_party() -> set[str]:
+    names = {path.name for path in ROOT.iterdir() if path.is_dir()}
+    names |= {path.stem for path in ROOT.glob("*.py")}
+    return names | {path.name for path in (ROOT / "sdk").iterdir() if path.is_dir()}
+
+
+def _imported(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+def _declared() -> tuple[dict[str, str], dict[str, str]]:
+    """(project dependencies, dev extras), each as normalised name to requirement."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def by_name(lines: list[str]) -> dict[str, str]:
+        return {canonicalize_name(Requirement(line).name): line for line in lines}
+
+    return by_name(project["dependencies"]), by_name(project["optional-dependencies"]["dev"])
+
+
+def test_it_declares_every_third_party_package_the_code_imports() -> None:
+    first_party = _first_party()
+    distributions = packages_distributions()
+    runtime, dev = _declared()
+    missing = []
+    for path in _python_files():
+        is_test = path.relative_to(ROOT).parts[0] in TEST_CODE
+        for module in sorted(_imported(path) - first_party - set(sys.stdlib_module_names)):
+            names = {canonicalize_name(name) for name in distributions.get(module, [module])}
+            declared = runtime.keys() | (dev.keys() if is_test else set())
+            if not names & declared:
+                where = "dev extras" if is_test else "dependencies"
+                missing.append(f"{path.relative_to(ROOT)}: {module} ({where})")
+
+    assert missing == []
+
+
+def test_it_pins_every_dependency() -> None:
+    runtime, dev = _declared()
+
+    assert [line for line in (*runtime.values(), *dev.values()) if "==" not in line] == []
