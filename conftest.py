@@ -27,7 +27,12 @@ from tests.factories import (
     UserFactory,
 )
 
-pytest_plugins = ["tests.support.database", "tests.support.browser", "tests.support.workers"]
+pytest_plugins = [
+    "tests.support.database",
+    "tests.support.browser",
+    "tests.support.workers",
+    "tests.support.sandboxes",
+]
 
 _media_root: Path | None = None
 

@@ -49,10 +49,10 @@ from bench.bench_referee import (
     typical_request,
 )
 from bench.cli import run_bench
-from core import docker_engine
-from duel_runner.sandbox.base import AgentSource, SandboxedAgent, SandboxLimits
-from duel_runner.sandbox.docker import DockerSandbox
-from duel_runner.sandbox.process import ProcessSandbox
+from sandboxes import docker_engine
+from sandboxes.base import AgentSource, SandboxedAgent, SandboxLimits
+from sandboxes.docker import DockerSandbox
+from sandboxes.process import ProcessSandbox
 
 from arena_sdk import protocol  # isort: skip (bench_referee puts the SDK on the path)
 

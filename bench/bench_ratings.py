@@ -50,10 +50,10 @@ from django.conf import settings  # noqa: E402
 
 from bench.bench_referee import _check_clean  # noqa: E402
 from bench.cli import run_bench  # noqa: E402
-from duel_runner.referee import run_duel  # noqa: E402
-from duel_runner.results import DuelResult  # noqa: E402
-from duel_runner.sandbox.base import AgentSource  # noqa: E402
-from duel_runner.sandbox.process import ProcessSandbox  # noqa: E402
+from referee.duel import run_duel  # noqa: E402
+from referee.results import DuelResult  # noqa: E402
+from sandboxes.base import AgentSource  # noqa: E402
+from sandboxes.process import ProcessSandbox  # noqa: E402
 from tournament_manager.matchmaking import LadderAgent, Matchmaker  # noqa: E402
 from tournament_manager.ratings import _MODEL, _ranks  # noqa: E402
 

@@ -55,11 +55,11 @@ if str(SDK_PATH) not in sys.path:  # running from a checkout without installing 
 
 from arena_sdk import protocol  # noqa: E402
 
-from duel_runner.referee import run_duel  # noqa: E402
-from duel_runner.results import DuelResult  # noqa: E402
-from duel_runner.sandbox.base import AgentSource  # noqa: E402
-from duel_runner.sandbox.process import ProcessSandbox  # noqa: E402
 from environments.registry import make_environment  # noqa: E402
+from referee.duel import run_duel  # noqa: E402
+from referee.results import DuelResult  # noqa: E402
+from sandboxes.base import AgentSource  # noqa: E402
+from sandboxes.process import ProcessSandbox  # noqa: E402
 
 ENVIRONMENT = "connect_four"
 SEED = 20261122

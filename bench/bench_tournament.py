@@ -14,7 +14,7 @@ process, sequential
 process, 2 parallel
     The same duels through a thread pool of two, one per core of the machine.
 docker, sequential / 2 parallel
-    The same with the ``docker`` sandbox, when ``core.docker_engine`` finds an engine and
+    The same with the ``docker`` sandbox, when ``sandboxes.docker_engine`` finds an engine and
     the base image exists; skipped with the reason otherwise.
 
 The target, from the issue: the round robin in under 60 s.
@@ -43,11 +43,11 @@ from bench.bench_ratings import (
 )
 from bench.bench_referee import _check_clean
 from bench.cli import run_bench
-from core import docker_engine
-from duel_runner.referee import run_duel
-from duel_runner.sandbox.base import AgentSource
-from duel_runner.sandbox.docker import DockerSandbox
-from duel_runner.sandbox.process import ProcessSandbox
+from referee.duel import run_duel
+from sandboxes import docker_engine
+from sandboxes.base import AgentSource
+from sandboxes.docker import DockerSandbox
+from sandboxes.process import ProcessSandbox
 
 TARGET_SECONDS = 60.0
 TARGET_AGENTS = 16

@@ -119,11 +119,11 @@ def _upload(owner: Any, name: str, filename: str, content: bytes) -> dict[str, f
 def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
     from django.conf import settings
 
-    from builder.base_image import base_image_build
     from builder.requirements import pip_wheel
-    from core import docker_engine
     from core.models import User
     from core.services import environments_import
+    from sandboxes import docker_engine
+    from sandboxes.base_image import base_image_build
 
     problem = docker_engine.engine_problem()
     if problem:
@@ -185,8 +185,8 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
 
 def _remove_images() -> list[str]:
     from builder.revision_image import DEPS_ROLE, LABEL_INSTANCE, ROLE
-    from core import docker_engine
-    from core.docker_engine import LABEL_ROLE
+    from sandboxes import docker_engine
+    from sandboxes.docker_engine import LABEL_ROLE
 
     instance = {LABEL_INSTANCE: os.environ["ARENA_INSTANCE"]}
     removed = []

@@ -33,10 +33,10 @@ if str(SDK_PATH) not in sys.path:  # running from a checkout without installing 
 from arena_sdk import Agent, Turn, protocol, serve  # noqa: E402
 
 from bench.bench_referee import ENVIRONMENT, RANDOM_AGENT, SEED  # noqa: E402
-from duel_runner.referee import run_duel  # noqa: E402
-from duel_runner.sandbox.base import AgentSource  # noqa: E402
-from duel_runner.sandbox.process import ProcessSandbox  # noqa: E402
 from environments.registry import make_environment  # noqa: E402
+from referee.duel import run_duel  # noqa: E402
+from sandboxes.base import AgentSource  # noqa: E402
+from sandboxes.process import ProcessSandbox  # noqa: E402
 
 TOP = 18
 

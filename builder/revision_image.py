@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import IO
 
 from builder.requirements import WheelSet
-from core import docker_engine
-from duel_runner.sandbox.base import EntryKind
-from duel_runner.sandbox.docker import AGENT_DIR, DEPS_PATH, SDK_PATH, container_command
+from sandboxes import docker_engine
+from sandboxes.base import EntryKind
+from sandboxes.docker import AGENT_DIR, DEPS_PATH, SDK_PATH, container_command
 
 REPOSITORY = "arena-revision"
 ROLE = "revision"

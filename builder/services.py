@@ -23,7 +23,6 @@ from packaging.requirements import Requirement
 
 from builder import selectors
 from builder.archives import REQUIREMENTS, UploadLimits, UploadRejected, extract_upload
-from builder.base_image import BaseImageError, base_image_build
 from builder.requirements import (
     BuildTimedOut,
     RequirementsPolicy,
@@ -42,12 +41,14 @@ from builder.revision_image import (
     revision_image_build,
     revision_image_tag,
 )
-from core import dispatch, docker_engine
-from core.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError, EngineTimeout
+from core import dispatch
 from core.errors import ArenaError
 from core.models import Revision, StepStatus
 from core.services import revision_step_begin, revision_step_finish
-from duel_runner.sandbox.base import AgentSource, InvalidAgent
+from sandboxes import docker_engine
+from sandboxes.base import AgentSource, InvalidAgent, SandboxError
+from sandboxes.base_image import BaseImageError, base_image_build
+from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError, EngineTimeout
 
 #: What the build log keeps of the engine's and pip's output: the start and the end.
 BUILD_LOG_CHARS = 100_000
@@ -252,7 +253,7 @@ def revision_build(*, revision_id: int) -> None:
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-    except (ArenaError, InvalidAgent, OSError) as error:
+    except (ArenaError, SandboxError, InvalidAgent, OSError) as error:
         shutil.rmtree(staging, ignore_errors=True)
         message = _failure_message(error, timeout=timeout)
         log.append(f"build failed: {message}")

@@ -16,10 +16,10 @@ from builder.services import revision_build_dir
 from core.models import Duel, DuelStatus, Match, Revision
 from core.models import DuelResult as StoredResult
 from core.services import revision_step_begin, revision_step_finish
-from duel_runner.referee import run_duel, validate
-from duel_runner.results import DuelResult, MatchRecord
-from duel_runner.sandbox import AgentSource, InvalidAgent, SandboxBackend, get_backend
-from duel_runner.sandbox.base import EXECUTABLE_ENTRY_POINT, EntryKind
+from referee.duel import run_duel, validate
+from referee.results import DuelResult, MatchRecord
+from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
+from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
 
 #: Stored logs are cut to this many characters (the sandbox already caps them).
 LOG_CHARS = 200_000

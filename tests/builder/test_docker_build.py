@@ -23,13 +23,13 @@ from builder.revision_image import (
     revision_image_build,
 )
 from builder.services import instance_label, revision_images_prune
-from core import docker_engine
-from core.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError
 from core.models import Competitor, Environment, Revision, StepStatus
 from core.services import revision_create
-from duel_runner.sandbox.base import EntryKind
-from duel_runner.sandbox.docker import container_command
 from duel_runner.services import revision_agent_source
+from sandboxes import docker_engine
+from sandboxes.base import EntryKind
+from sandboxes.docker import container_command
+from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.docker import docker_base_image, leftover_containers
 

@@ -7,7 +7,6 @@ import pytest
 from django.utils import timezone
 
 from core.models import Duel, DuelStatus
-from duel_runner.referee import run_duel
 from duel_runner.services import (
     LeaseKeeper,
     duel_claim,
@@ -16,6 +15,7 @@ from duel_runner.services import (
     revision_agent_source,
     sandbox_backend,
 )
+from referee.duel import run_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from builder.base_image import base_image_build
-from core import docker_engine
-from core.errors import ArenaError
+from sandboxes import docker_engine
+from sandboxes.base import SandboxError
+from sandboxes.base_image import base_image_build
 from tests.support.require import require
 
 _outcome: dict[str, str] = {}
@@ -32,7 +32,7 @@ def base_image_or_skip() -> str:
                     report=lambda line: print(f"base image: {line}", file=sys.stderr)
                 )
                 _outcome["tag"] = build.tag
-            except ArenaError as error:  # BaseImageError, or the engine failing
+            except SandboxError as error:  # BaseImageError, or the engine failing
                 _outcome["problem"] = (
                     f"the base image cannot be built here ({error.message.splitlines()[0]}), "
                     "so Docker sandbox tests cannot run"

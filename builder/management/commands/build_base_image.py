@@ -4,8 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from builder.base_image import SOURCES, base_image_build
 from core.errors import ArenaError
+from sandboxes.base import SandboxError
+from sandboxes.base_image import SOURCES, base_image_build
 
 
 class Command(BaseCommand):
@@ -38,7 +39,7 @@ class Command(BaseCommand):
                 refresh_rootfs=options["refresh_rootfs"],
                 report=lambda line: self.stderr.write(line),
             )
-        except ArenaError as error:
+        except (ArenaError, SandboxError) as error:
             raise CommandError(error.message) from error
         what = "built" if build.built else "reused"
         self.stderr.write(f"{what} in {build.seconds:.1f} s")

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from builder.requirements import wheel_cache_prune
 from builder.services import revision_images_prune
 from core.errors import ArenaError
+from sandboxes.base import SandboxError
 
 
 class Command(BaseCommand):
@@ -24,7 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             pruned = revision_images_prune()
-        except ArenaError as error:
+        except (ArenaError, SandboxError) as error:
             raise CommandError(error.message) from error
         for image in pruned:
             if image.removed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from duel_runner.sandbox.base import (
+from sandboxes.base import (
     AgentSource,
     InvalidAgent,
     SandboxBackend,
@@ -19,11 +19,11 @@ BACKENDS = ("process", "docker")
 def get_backend(name: str = "process", *, root: Path | None = None) -> SandboxBackend:
     """The backend called ``name``; ``root`` is where agents' folders go (its default)."""
     if name == "process":
-        from duel_runner.sandbox.process import ProcessSandbox
+        from sandboxes.process import ProcessSandbox
 
         return ProcessSandbox(root)
     if name == "docker":
-        from duel_runner.sandbox.docker import DockerSandbox
+        from sandboxes.docker import DockerSandbox
 
         return DockerSandbox(root)
     raise SandboxError(f"unknown sandbox backend {name!r}; available: {', '.join(BACKENDS)}")

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from duel_runner.referee import MAX_RESTARTS, run_duel
-from duel_runner.results import DuelResult, Outcome
-from duel_runner.sandbox.base import AgentSource, SandboxLimits
-from tests.duel_runner.conftest import agent, hostile
+from referee.duel import MAX_RESTARTS, run_duel
+from referee.results import DuelResult, Outcome
+from sandboxes.base import AgentSource, SandboxLimits
+from tests.support.sandboxes import agent, hostile
 
 STARTUP_TIME = 2.0
 MOVE_TIME = 0.3

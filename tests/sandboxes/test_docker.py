@@ -14,15 +14,14 @@ import time
 
 import pytest
 
-from core import docker_engine
-from duel_runner.channel import Channel
-from duel_runner.referee import run_duel
-from duel_runner.results import DuelResult, Outcome
-from duel_runner.sandbox import get_backend
-from duel_runner.sandbox.base import AgentSource, SandboxLimits
-from duel_runner.sandbox.docker import DockerSandbox
-from tests.duel_runner.conftest import agent, hostile, player, processes_in_containers
+from referee.channel import Channel
+from referee.duel import run_duel
+from referee.results import DuelResult, Outcome
+from sandboxes import docker_engine, get_backend
+from sandboxes.base import AgentSource, SandboxLimits
+from sandboxes.docker import DockerSandbox
 from tests.support.docker import leftover_containers
+from tests.support.sandboxes import agent, hostile, player, processes_in_containers
 
 FAST = {"matches": 3, "move_time": 0.5, "time_bank": 0.5, "startup_time": 10.0}
 

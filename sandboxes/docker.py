@@ -31,9 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core import docker_engine
-from core.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
-from duel_runner.sandbox.base import (
+from sandboxes import docker_engine
+from sandboxes.base import (
     FILE_SIZE_MARKERS,
     MEMORY_ERROR_MARKERS,
     AgentSource,
@@ -44,6 +43,7 @@ from duel_runner.sandbox.base import (
     Termination,
     drain_log,
 )
+from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
 AGENT_USER = "10001:10001"
@@ -194,7 +194,7 @@ class DockerSandbox:
     """The ``docker`` backend.
 
     ``image`` is what agents start from: by default the base image of this checkout
-    (``builder.base_image``), which gets the agent's files bind-mounted at ``/agent``;
+    (``sandboxes.base_image``), which gets the agent's files bind-mounted at ``/agent``;
     an image that already holds them there sets ``agent_files_in_image``. An agent
     whose ``AgentSource.image`` is set (a revision's own image) starts from that image
     instead, with its files in it. ``labels`` go on every container (e.g. the duel's id).
@@ -223,7 +223,7 @@ class DockerSandbox:
     @property
     def image(self) -> str:
         if self._image is None:
-            from builder.base_image import base_image_tag
+            from sandboxes.base_image import base_image_tag
 
             self._image = base_image_tag()
         return self._image

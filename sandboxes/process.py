@@ -31,8 +31,8 @@ import threading
 import time
 from pathlib import Path
 
-from duel_runner.sandbox import jail
-from duel_runner.sandbox.base import (
+from sandboxes import jail
+from sandboxes.base import (
     FILE_SIZE_MARKERS,
     MEMORY_ERROR_MARKERS,
     AgentSource,
@@ -44,7 +44,7 @@ from duel_runner.sandbox.base import (
     drain_log,
 )
 
-SDK_DIR = Path(__file__).resolve().parents[2] / "sdk" / "arena_sdk"
+SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
 UID_BASE = int(os.environ.get("ARENA_SANDBOX_UID_BASE", "1900000"))
 UID_COUNT = int(os.environ.get("ARENA_SANDBOX_UID_COUNT", "1000"))

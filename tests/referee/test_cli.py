@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from duel_runner.cli import main
-from tests.duel_runner.conftest import AGENTS, PLAYERS
+from referee.cli import main
+from tests.support.sandboxes import AGENTS, PLAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +89,7 @@ def test_it_runs_as_a_module():
         [
             sys.executable,
             "-m",
-            "duel_runner",
+            "referee",
             "run",
             "sum_to_10",
             str(PLAYERS / "sum_to_10/optimal.py"),

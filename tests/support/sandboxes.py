@@ -1,3 +1,7 @@
+"""Sandboxes for the referee's and the sandboxes' tests: fixtures that check nothing is
+left behind, and the test agents (``tests/referee/agents``).
+"""
+
 from __future__ import annotations
 
 import os
@@ -10,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from duel_runner.sandbox.base import AgentSource
-from duel_runner.sandbox.docker import DockerSandbox
-from duel_runner.sandbox.process import UID_BASE, UID_COUNT, ProcessSandbox
+from sandboxes.base import AgentSource
+from sandboxes.docker import DockerSandbox
+from sandboxes.process import UID_BASE, UID_COUNT, ProcessSandbox
 from tests.support.docker import docker_base_image, leftover_containers
 from tests.support.require import require
 
 __all__ = ["docker_base_image"]
 
-AGENTS = Path(__file__).parent / "agents"
+AGENTS = Path(__file__).resolve().parents[1] / "referee" / "agents"
 PLAYERS = Path(__file__).resolve().parents[2] / "example_players"
 
 

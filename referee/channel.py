@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 from arena_sdk import protocol
 
-from duel_runner.results import FaultKind
-from duel_runner.sandbox.base import SandboxedAgent
+from referee.results import FaultKind
+from sandboxes.base import SandboxedAgent
 
 #: Faults after which the process cannot be trusted to answer the next request.
 FATAL_KINDS = frozenset(

@@ -26,6 +26,10 @@ EXECUTABLE_ENTRY_POINT = "agent"
 class SandboxError(Exception):
     """The sandbox itself failed (not the agent): the duel must not be scored."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
 
 class InvalidAgent(ValueError):
     """The path given as an agent is not a runnable agent; says what to fix."""

@@ -11,7 +11,8 @@ import arena_sdk
 import pytest
 from django.core.management import call_command
 
-from builder.base_image import (
+from sandboxes import docker_engine
+from sandboxes.base_image import (
     DOCKERFILE,
     SDK_DIR,
     BaseImageError,
@@ -19,7 +20,6 @@ from builder.base_image import (
     base_image_recipe,
     configured_source,
 )
-from core import docker_engine
 from tests.support.docker import docker_base_image
 
 __all__ = ["docker_base_image"]

@@ -24,17 +24,17 @@ from typing import Any
 
 from arena_sdk import protocol
 
-from duel_runner.channel import AgentFailure, Arrival, Channel, Wait, gather
-from duel_runner.results import DuelResult, Fault, FaultKind, MatchRecord, Outcome
-from duel_runner.sandbox.base import (
+from environments.base import Environment, IllegalAction
+from environments.registry import EnvironmentInfo, load_info, make_environment
+from referee.channel import AgentFailure, Arrival, Channel, Wait, gather
+from referee.results import DuelResult, Fault, FaultKind, MatchRecord, Outcome
+from sandboxes.base import (
     AgentSource,
     SandboxBackend,
     SandboxedAgent,
     SandboxError,
     SandboxLimits,
 )
-from environments.base import Environment, IllegalAction
-from environments.registry import EnvironmentInfo, load_info, make_environment
 
 MAX_RESTARTS = 1
 #: How long an agent may take to exit after ``bye`` before it is killed.

@@ -7,7 +7,7 @@ is built from the Debian mirror alone (``ARENA_BASE_IMAGE_SOURCE=debootstrap``):
    root file system, trimmed of package caches and documentation and kept as a
    tarball in the cache folder, so later builds never download Debian again;
 2. ``docker import`` loads it as ``arena-rootfs:<hash>``;
-3. ``builder/Dockerfile`` adds the SDK and the user on top: ``arena-base:<hash>``.
+3. ``sandboxes/Dockerfile`` adds the SDK and the user on top: ``arena-base:<hash>``.
 
 Where a registry is reachable, ``ARENA_BASE_IMAGE_SOURCE=dockerfile`` builds the same
 Dockerfile on ``python:3.11-slim`` with NumPy from PyPI instead.
@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from core import docker_engine
-from core.errors import ArenaError
+from sandboxes import docker_engine
+from sandboxes.base import SandboxError
 
 #: Bump when the way the image is made changes in a way the other inputs do not show.
 RECIPE_VERSION = 1
@@ -65,7 +65,7 @@ ROOTFS_TRIM = (
 )
 
 
-class BaseImageError(ArenaError):
+class BaseImageError(SandboxError):
     """The base image cannot be built here; the message says what is missing."""
 
 

@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from duel_runner.channel import Channel
-from duel_runner.referee import run_duel
-from duel_runner.results import DuelResult, Outcome
-from duel_runner.sandbox.base import AgentSource, SandboxLimits
-from duel_runner.sandbox.process import ProcessSandbox
-from tests.duel_runner.conftest import agent, hostile, sandbox_processes
+from referee.channel import Channel
+from referee.duel import run_duel
+from referee.results import DuelResult, Outcome
+from sandboxes.base import AgentSource, SandboxLimits
+from sandboxes.process import ProcessSandbox
+from tests.support.sandboxes import agent, hostile, sandbox_processes
 
 FAST = {"matches": 3, "move_time": 0.3, "time_bank": 0.3, "startup_time": 10.0}
 

@@ -33,7 +33,7 @@ import requests.exceptions
 import urllib3.exceptions
 from docker.models.containers import Container
 
-from core.errors import ArenaError
+from sandboxes.base import SandboxError
 
 LABEL_ROLE = "arena.role"
 LABEL_OWNER = "arena.owner"
@@ -44,7 +44,7 @@ LABEL_REVISION = "arena.revision"
 API_TIMEOUT = 120
 
 
-class EngineError(ArenaError):
+class EngineError(SandboxError):
     """The Docker engine refused or failed a request."""
 
 

@@ -1,9 +1,9 @@
-"""``python -m duel_runner``: play or validate agents from the command line, no database needed.
+"""``python -m referee``: play or validate agents from the command line, no database needed.
 
-    python -m duel_runner run connect_four AGENT_1 AGENT_2 --matches 20
-    python -m duel_runner validate connect_four AGENT
-    python -m duel_runner round-robin connect_four AGENT AGENT AGENT... --matches 10
-    python -m duel_runner replay DUEL.json --match 3 [--html replay.html]
+    python -m referee run connect_four AGENT_1 AGENT_2 --matches 20
+    python -m referee validate connect_four AGENT
+    python -m referee round-robin connect_four AGENT AGENT AGENT... --matches 10
+    python -m referee replay DUEL.json --match 3 [--html replay.html]
 
 An agent is a ``.py`` file or a folder with ``main.py``, ``agent.py`` or an
 executable named ``agent``.
@@ -23,21 +23,21 @@ SDK_PATH = Path(__file__).resolve().parent.parent / "sdk"
 if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
     sys.path.insert(0, str(SDK_PATH))
 
-from duel_runner.referee import run_duel, validate  # noqa: E402
-from duel_runner.results import DuelResult  # noqa: E402
-from duel_runner.sandbox import (  # noqa: E402
+from environments.registry import (  # noqa: E402
+    UnknownEnvironment,
+    environment_names,
+    load_info,
+    make_environment,
+)
+from referee.duel import run_duel, validate  # noqa: E402
+from referee.results import DuelResult  # noqa: E402
+from sandboxes import (  # noqa: E402
     BACKENDS,
     AgentSource,
     InvalidAgent,
     SandboxBackend,
     SandboxError,
     get_backend,
-)
-from environments.registry import (  # noqa: E402
-    UnknownEnvironment,
-    environment_names,
-    load_info,
-    make_environment,
 )
 
 
@@ -53,7 +53,7 @@ def _variables(pairs: list[str]) -> dict[str, str]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m duel_runner",
+        prog="python -m referee",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from duel_runner.referee import DuelSettings, Referee, run_duel, validate
-from duel_runner.results import Outcome
-from duel_runner.sandbox.base import AgentSource, SandboxError, SandboxLimits
 from environments.base import replay
 from environments.registry import load_info, make_environment
-from tests.duel_runner.conftest import AGENTS, agent, hostile, player
+from referee.duel import DuelSettings, Referee, run_duel, validate
+from referee.results import Outcome
+from sandboxes.base import AgentSource, SandboxError, SandboxLimits
+from tests.support.sandboxes import AGENTS, agent, hostile, player
 
 DOCUMENT_FIELDS = {
     "result",

@@ -1,5 +1,0 @@
-import sys
-
-from duel_runner.cli import main
-
-sys.exit(main())
