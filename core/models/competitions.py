@@ -8,7 +8,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from core.models.submissions import Environment, Revision
+from core.models.submissions import Environment, Revision, resend_at_default
 
 
 class TournamentFormat(models.TextChoices):
@@ -175,6 +175,10 @@ class Duel(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=120, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    #: Times its queue message was sent again because it sat queued (the message was lost).
+    resends = models.PositiveIntegerField(default=0)
+    #: When the tournament manager sends its queue message again if it is still queued.
+    resend_at = models.DateTimeField(null=True, blank=True, default=resend_at_default)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
