@@ -9,12 +9,15 @@ lease cannot record a result, since recording is conditional on owning the lease
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
 from collections.abc import Callable
 
-from django.db import connection
+from django.db import DatabaseError, connection
+
+logger = logging.getLogger(__name__)
 
 
 def worker_name() -> str:
@@ -33,7 +36,14 @@ class Heartbeat:
     def _run(self) -> None:
         try:
             while not self.stopped.wait(self.interval):
-                self.renew()
+                try:
+                    self.renew()
+                except DatabaseError:
+                    # A lost connection: try again next beat with a new one. Should the
+                    # lease run out meanwhile, the work is taken over, and this worker's
+                    # outcome is not recorded.
+                    logger.warning("could not renew a lease; trying again", exc_info=True)
+                    connection.close()
         finally:
             # The thread had its own database connection; leave none open behind it.
             connection.close()
