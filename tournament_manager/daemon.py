@@ -115,30 +115,18 @@ def fail_exhausted_duels() -> bool:
 def resend_queued_duels() -> bool:
     """Send again the duels of running tournaments that sat queued past their re-send
     time: their queue message may have been lost (a broker restarted without its data)."""
-    due = Duel.objects.filter(
-        is_validation=False,
-        status=DuelStatus.QUEUED,
-        resend_at__lt=timezone.now(),
-        tournament__status=TournamentStatus.RUNNING,
-    ).order_by("resend_at")[:BATCH]
+    due = Duel.objects.resend_due().order_by("resend_at")[:BATCH]
     resent = [duel for duel in due if duel_resend(duel=duel)]
     for duel in resent:
         logger.info("duel %d sent to the workers again (re-send %d)", duel.pk, duel.resends + 1)
     return bool(resent)
 
 
-def _expired_steps(step: str) -> list[Revision]:
-    return list(
-        Revision.objects.filter(
-            **{f"{step}_status": StepStatus.RUNNING, f"{step}_lease_expires_at__lt": timezone.now()}
-        ).order_by(f"{step}_lease_expires_at")[:BATCH]
-    )
-
-
 def _recover_expired(step: str) -> bool:
     """Queue again (or fail, after the last attempt) the steps whose worker's lease ran out."""
+    expired = Revision.objects.step_lease_expired(step).order_by(f"{step}_lease_expires_at")
     did_work = False
-    for revision in _expired_steps(step):
+    for revision in expired[:BATCH]:
         attempts = getattr(revision, f"{step}_attempts")
         if revision_step_requeue_expired(revision=revision, step=step):
             logger.info("%s: %s queued again, its worker's lease expired", revision, step)
@@ -160,13 +148,9 @@ def recover_expired_validations() -> bool:
 
 
 def _resend_queued(step: str) -> bool:
-    due = Revision.objects.filter(
-        **{f"{step}_status": StepStatus.QUEUED, f"{step}_resend_at__lt": timezone.now()}
-    )
-    if step == "validation":
-        due = due.filter(build_status=StepStatus.SUCCEEDED)
+    due = Revision.objects.step_resend_due(step).order_by(f"{step}_resend_at")
     did_work = False
-    for revision in due.order_by(f"{step}_resend_at")[:BATCH]:
+    for revision in due[:BATCH]:
         if revision_step_resend(revision=revision, step=step):
             revision.refresh_from_db()
             if getattr(revision, f"{step}_status") == StepStatus.FAILED:

@@ -150,6 +150,15 @@ class DuelResult(models.TextChoices):
 
 
 class DuelQuerySet(models.QuerySet["Duel"]):
+    def resend_due(self, now: datetime | None = None) -> DuelQuerySet:
+        """Queued duels of running tournaments past their re-send time."""
+        return self.filter(
+            is_validation=False,
+            status=DuelStatus.QUEUED,
+            resend_at__lt=now or timezone.now(),
+            tournament__status=TournamentStatus.RUNNING,
+        )
+
     def claimable(self, now: datetime | None = None) -> DuelQuerySet:
         """Queued duels, and running ones whose worker lost its lease."""
         now = now or timezone.now()

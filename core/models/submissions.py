@@ -118,6 +118,22 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
             competitor__is_disabled=False,
         )
 
+    def step_lease_expired(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
+        """Running builds (or validations) whose worker stopped renewing its lease."""
+        return self.filter(
+            **{
+                f"{step}_status": StepStatus.RUNNING,
+                f"{step}_lease_expires_at__lt": now or timezone.now(),
+            }
+        )
+
+    def step_resend_due(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
+        """Queued builds (or validations of built revisions) past their re-send time."""
+        due = self.filter(
+            **{f"{step}_status": StepStatus.QUEUED, f"{step}_resend_at__lt": now or timezone.now()}
+        )
+        return due.filter(build_status=StepStatus.SUCCEEDED) if step == "validation" else due
+
     def visible_to(self, user: object) -> RevisionQuerySet:
         if getattr(user, "is_organizer", False):
             return self
