@@ -85,8 +85,8 @@ STEP_TASKS = {
 STEP_DOING = {"build": "building", "validation": "validating"}
 
 
-def _lease(seconds: int | None = None) -> datetime:
-    return timezone.now() + timedelta(seconds=seconds or settings.ARENA_REVISION_LEASE_SECONDS)
+def _lease() -> datetime:
+    return timezone.now() + timedelta(seconds=settings.ARENA_REVISION_LEASE_SECONDS)
 
 
 def revision_step_begin(*, revision_id: int, step: str, worker: str = "") -> Revision | None:
