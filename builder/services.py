@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from packaging.requirements import Requirement
 
 from builder import selectors
@@ -43,8 +43,10 @@ from builder.revision_image import (
 )
 from core import dispatch
 from core.errors import ArenaError
+from core.leases import worker_name
 from core.models import Revision, StepStatus
-from core.services import revision_step_begin, revision_step_finish
+from core.models.submissions import resend_at_default
+from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
 from sandboxes import docker_engine
 from sandboxes.base import AgentSource, InvalidAgent, SandboxError
 from sandboxes.base_image import BaseImageError, base_image_build
@@ -211,9 +213,18 @@ def _failure_message(error: BaseException, *, timeout: int) -> str:
 
 
 def revision_build(*, revision_id: int) -> None:
-    revision = revision_step_begin(revision_id=revision_id, step="build")
+    """Claim the revision's build, build it under a renewed lease, record the outcome and,
+    when it succeeded, start the validation. A worker that lost its lease meanwhile (the
+    build was queued again) records nothing."""
+    worker = worker_name()
+    revision = revision_step_begin(revision_id=revision_id, step="build", worker=worker)
     if revision is None:
         return
+    with revision_step_heartbeat(revision=revision, step="build", worker=worker):
+        _build(revision, worker)
+
+
+def _build(revision: Revision, worker: str) -> None:
     timeout = settings.ARENA_BUILD_TIMEOUT_SECONDS
     # The Celery task's own limits are a little longer: this one fails the build cleanly.
     deadline = time.monotonic() + timeout
@@ -263,14 +274,21 @@ def revision_build(*, revision_id: int) -> None:
             succeeded=False,
             error=message,
             log=_bounded("\n".join(log)),
+            worker=worker,
+            fields={"validation_status": StepStatus.NONE, "image": ""},
         )
-        Revision.objects.filter(pk=revision.pk).update(validation_status=StepStatus.NONE, image="")
         return
-    Revision.objects.filter(pk=revision.pk).update(image=image)
-    revision_step_finish(
-        revision=revision, step="build", succeeded=True, log=_bounded("\n".join(log))
-    )
-    dispatch.start("duel_runner.tasks.validate_revision", revision_id=revision.pk)
+    with transaction.atomic():
+        recorded = revision_step_finish(
+            revision=revision,
+            step="build",
+            succeeded=True,
+            log=_bounded("\n".join(log)),
+            worker=worker,
+            fields={"image": image, "validation_resend_at": resend_at_default()},
+        )
+        if recorded:
+            dispatch.start("duel_runner.tasks.validate_revision", revision_id=revision.pk)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,6 +30,16 @@ def env_bool(name: str, default: bool) -> bool:
     raise ValueError(f"{name} must be a boolean (1/0, true/false), got {value!r}")
 
 
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     if value is None:
@@ -200,6 +210,19 @@ ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "60"))
 #: Hard limits on one task: building a revision, playing a duel (validation included).
 ARENA_BUILD_TIMEOUT_SECONDS = int(env_str("ARENA_BUILD_TIMEOUT_SECONDS", "600"))
 ARENA_DUEL_TIMEOUT_SECONDS = int(env_str("ARENA_DUEL_TIMEOUT_SECONDS", "3600"))
+
+#: How long a revision's build or validation stays claimed without a heartbeat from its
+#: worker (renewed every third of it); a killed worker's step is queued again after this.
+ARENA_REVISION_LEASE_SECONDS = env_int("ARENA_REVISION_LEASE_SECONDS", 60)
+#: A build or validation whose worker stopped this many times fails, with the reason.
+ARENA_REVISION_MAX_ATTEMPTS = env_int("ARENA_REVISION_MAX_ATTEMPTS", 3)
+#: Queued work (a build, a validation, a duel) whose queue message was sent this long ago
+#: without a worker taking it is sent again: the message may have been lost. Each re-send
+#: doubles the wait before the next one.
+ARENA_RESEND_AFTER_SECONDS = env_int("ARENA_RESEND_AFTER_SECONDS", 300)
+#: A build or validation still queued after this many re-sends fails (no worker takes it).
+#: Duels are re-sent without limit: a long tournament legitimately keeps them queued.
+ARENA_MAX_RESENDS = env_int("ARENA_MAX_RESENDS", 5)
 
 # --- Tournament manager -----------------------------------------------------------
 #: A duel whose worker lost its lease this many times is failed (an infrastructure

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 from datetime import timedelta
 
@@ -13,9 +11,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from builder.services import revision_build_dir
-from core.models import Duel, DuelStatus, Match, Revision
+from core.leases import worker_name
+from core.models import Duel, DuelStatus, Match, Revision, StepStatus
 from core.models import DuelResult as StoredResult
-from core.services import revision_step_begin, revision_step_finish
+from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
 from referee.duel import run_duel, validate
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
@@ -46,10 +45,6 @@ def revision_agent_source(revision: Revision) -> AgentSource:
             image=revision.image,
         )
     return AgentSource.from_path(revision_build_dir(revision))
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _match_row(duel: Duel, record: MatchRecord) -> Match:
@@ -218,36 +213,53 @@ def duel_play(*, duel_id: int) -> float | None:
 
 
 def revision_validate(*, revision_id: int) -> None:
-    """Self-play the revision; store the validation duel so its matches can be replayed."""
-    revision = revision_step_begin(revision_id=revision_id, step="validation")
+    """Self-play the revision; store the validation duel so its matches can be replayed.
+
+    The validation is held under a renewed lease; a worker that lost it meanwhile (the
+    validation was queued again) stores nothing, neither the duel nor the outcome.
+    """
+    worker = worker_name()
+    revision = revision_step_begin(revision_id=revision_id, step="validation", worker=worker)
     if revision is None:
         return
     environment = revision.competitor.environment
-    source = revision_agent_source(revision)
-    validation = validate(environment.name, source, backend=sandbox_backend())
-    worker = worker_name()
-    duel = Duel.objects.create(
-        lease_owner=worker,
-        revision_1=revision,
-        revision_2=revision,
-        is_validation=True,
-        num_matches=len(validation.duel.matches) or environment.validation_matches,
-        seed=validation.duel.seed,
-        status=DuelStatus.RUNNING,
-        attempts=1,
-        started_at=revision.validation_started_at,
-    )
-    duel_record_result(duel=duel, result=validation.duel, worker=worker)
-    log = validation.message
-    if validation.duel.player_1_log:
-        log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log
-    revision_step_finish(
-        revision=revision,
-        step="validation",
-        succeeded=validation.passed,
-        error="" if validation.passed else validation.message,
-        log=log[-LOG_CHARS:],
-    )
+    with revision_step_heartbeat(revision=revision, step="validation", worker=worker):
+        source = revision_agent_source(revision)
+        validation = validate(environment.name, source, backend=sandbox_backend())
+        log = validation.message
+        if validation.duel.player_1_log:
+            log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log
+        with transaction.atomic():
+            # The row lock keeps the lease from being taken over between the check and
+            # the writes below.
+            held = Revision.objects.select_for_update().filter(
+                pk=revision.pk,
+                validation_status=StepStatus.RUNNING,
+                validation_lease_owner=worker,
+            )
+            if not held.exists():
+                return
+            duel = Duel.objects.create(
+                lease_owner=worker,
+                revision_1=revision,
+                revision_2=revision,
+                is_validation=True,
+                num_matches=len(validation.duel.matches) or environment.validation_matches,
+                seed=validation.duel.seed,
+                status=DuelStatus.RUNNING,
+                attempts=1,
+                resend_at=None,
+                started_at=revision.validation_started_at,
+            )
+            duel_record_result(duel=duel, result=validation.duel, worker=worker)
+            revision_step_finish(
+                revision=revision,
+                step="validation",
+                succeeded=validation.passed,
+                error="" if validation.passed else validation.message,
+                log=log[-LOG_CHARS:],
+                worker=worker,
+            )
     # Publishing: a validated revision of a public competitor goes to the publication
     # repository (when one is configured); the publisher decides and starts its task.
     if validation.passed:

@@ -1,5 +1,10 @@
 """The tournament manager's work, one pass at a time (``manage.py run_tournament_manager``).
 
+Besides tournaments, it reconciles the pipeline: builds, validations and duels whose
+worker died (their lease ran out) are queued again or, after their last attempt, failed
+with the reason; those whose queue message was lost (queued past their re-send time) are
+sent again.
+
 Each step looks for due work, does it, and returns whether it did any. Every change is
 claimed with a conditional UPDATE in the service that makes it (see
 ``tournament_manager.services``), so several managers can run side by side: each piece
@@ -20,13 +25,21 @@ from core.models import (
     Duel,
     DuelStatus,
     Participant,
+    Revision,
+    StepStatus,
     Tournament,
     TournamentFormat,
     TournamentStatus,
 )
+from core.services import (
+    revision_step_fail_exhausted,
+    revision_step_requeue_expired,
+    revision_step_resend,
+)
 from tournament_manager.services import (
     duel_fail_exhausted,
     duel_requeue_expired,
+    duel_resend,
     ladder_matchmake,
     ladder_refresh_entries,
     participant_withdraw,
@@ -99,6 +112,65 @@ def fail_exhausted_duels() -> bool:
     return bool(failed)
 
 
+def resend_queued_duels() -> bool:
+    """Send again the duels of running tournaments that sat queued past their re-send
+    time: their queue message may have been lost (a broker restarted without its data)."""
+    due = Duel.objects.resend_due().order_by("resend_at")[:BATCH]
+    resent = [duel for duel in due if duel_resend(duel=duel)]
+    for duel in resent:
+        logger.info("duel %d sent to the workers again (re-send %d)", duel.pk, duel.resends + 1)
+    return bool(resent)
+
+
+def _recover_expired(step: str) -> bool:
+    """Queue again (or fail, after the last attempt) the steps whose worker's lease ran out."""
+    expired = Revision.objects.step_lease_expired(step).order_by(f"{step}_lease_expires_at")
+    did_work = False
+    for revision in expired[:BATCH]:
+        attempts = getattr(revision, f"{step}_attempts")
+        if revision_step_requeue_expired(revision=revision, step=step):
+            logger.info("%s: %s queued again, its worker's lease expired", revision, step)
+            did_work = True
+        elif revision_step_fail_exhausted(revision=revision, step=step):
+            logger.warning("%s: %s failed, its worker stopped %d times", revision, step, attempts)
+            did_work = True
+    return did_work
+
+
+def recover_expired_builds() -> bool:
+    """Builds whose worker died or stalled: queued again, failed after the last attempt."""
+    return _recover_expired("build")
+
+
+def recover_expired_validations() -> bool:
+    """Validations whose worker died or stalled: queued again, failed after the last attempt."""
+    return _recover_expired("validation")
+
+
+def _resend_queued(step: str) -> bool:
+    due = Revision.objects.step_resend_due(step).order_by(f"{step}_resend_at")
+    did_work = False
+    for revision in due[:BATCH]:
+        if revision_step_resend(revision=revision, step=step):
+            revision.refresh_from_db()
+            if getattr(revision, f"{step}_status") == StepStatus.FAILED:
+                logger.warning("%s: %s failed, no worker took it up", revision, step)
+            else:
+                logger.info("%s: %s sent to the workers again", revision, step)
+            did_work = True
+    return did_work
+
+
+def resend_queued_builds() -> bool:
+    """Builds queued past their re-send time (message lost): sent again, or failed."""
+    return _resend_queued("build")
+
+
+def resend_queued_validations() -> bool:
+    """Validations queued past their re-send time (message lost): sent again, or failed."""
+    return _resend_queued("validation")
+
+
 def withdraw_disabled_participants() -> bool:
     """Withdraw the participants of drafts and running tournaments whose revision (or
     competitor) was disabled: their queued duels are cancelled."""
@@ -152,8 +224,13 @@ def run_ladders() -> bool:
 #: In order: what a later step decides depends on what the earlier ones changed.
 STEPS: tuple[Callable[[], bool], ...] = (
     launch_scheduled_tournaments,
+    recover_expired_builds,
+    recover_expired_validations,
+    resend_queued_builds,
+    resend_queued_validations,
     requeue_expired_duels,
     fail_exhausted_duels,
+    resend_queued_duels,
     withdraw_disabled_participants,
     settle_tournaments,
     schedule_swiss_rounds,

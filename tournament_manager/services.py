@@ -31,7 +31,7 @@ import logging
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -54,6 +54,7 @@ from core.models import (
     User,
 )
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
+from core.models.submissions import resend_at_default
 from tournament_manager import pairing
 from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
@@ -180,8 +181,9 @@ def tournament_launch(*, tournament: Tournament) -> Tournament:
     return launched
 
 
-def tournament_cancel(*, tournament: Tournament) -> None:
-    """Stop a draft or a running tournament: queued duels are not played."""
+def tournament_cancel(*, tournament: Tournament) -> bool:
+    """Stop a draft or a running tournament: queued duels are not played. Returns whether
+    this call cancelled it (of two organizers clicking at once, one does)."""
     with transaction.atomic():
         cancelled = Tournament.objects.filter(
             pk=tournament.pk, status__in=[TournamentStatus.DRAFT, TournamentStatus.RUNNING]
@@ -189,6 +191,7 @@ def tournament_cancel(*, tournament: Tournament) -> None:
         if cancelled:
             _cancel_queued_duels(Duel.objects.filter(tournament=tournament), "cancelled")
             tournament_settle(tournament=tournament)
+    return bool(cancelled)
 
 
 def tournament_stop(*, tournament: Tournament) -> None:
@@ -462,20 +465,27 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
 # --- duels ---------------------------------------------------------------------------
 
 
-def duel_rerun(*, duel: Duel) -> None:
-    """Queue a failed duel again (its attempts are kept) and start it."""
+def duel_rerun(*, duel: Duel) -> bool:
+    """Queue a failed duel again (its attempts are kept) and start it. Returns whether this
+    call did: the duel must still be failed, so of two organizers clicking at once one
+    re-runs it."""
     with transaction.atomic():
         updated = Duel.objects.filter(pk=duel.pk, status=DuelStatus.FAILED).update(
-            status=DuelStatus.QUEUED, error="", ended_at=None
+            status=DuelStatus.QUEUED,
+            error="",
+            ended_at=None,
+            resends=0,
+            resend_at=resend_at_default(),
         )
         if not updated:
-            raise ArenaError(f"duel {duel.pk} has not failed")
+            return False
         if duel.tournament_id:
             Tournament.objects.filter(pk=duel.tournament_id, status=TournamentStatus.FAILED).update(
                 status=TournamentStatus.RUNNING, ended_at=None
             )
             tournament_settle(tournament=Tournament.objects.get(pk=duel.tournament_id))
         dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+    return True
 
 
 def duel_requeue_expired(*, duel: Duel) -> bool:
@@ -493,8 +503,34 @@ def duel_requeue_expired(*, duel: Duel) -> bool:
             status=DuelStatus.RUNNING,
             lease_expires_at__lt=timezone.now(),
             attempts__lt=settings.ARENA_DUEL_MAX_ATTEMPTS,
-        ).update(status=DuelStatus.QUEUED, lease_owner="", lease_expires_at=None)
+        ).update(
+            status=DuelStatus.QUEUED,
+            lease_owner="",
+            lease_expires_at=None,
+            resend_at=resend_at_default(),
+        )
         if not requeued:
+            return False
+        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+    return True
+
+
+def duel_resend(*, duel: Duel) -> bool:
+    """Send again the queue message of a tournament duel that sat queued past its
+    ``resend_at`` (the message was lost); the next re-send waits twice as long. Returns
+    whether this call did.
+
+    Never played twice for it: a worker must claim the duel to play it, and only the
+    lease's owner records the result. Duels are re-sent without limit, since a long
+    tournament legitimately keeps them queued for hours.
+    """
+    now = timezone.now()
+    wait = timedelta(seconds=settings.ARENA_RESEND_AFTER_SECONDS * 2 ** (duel.resends + 1))
+    with transaction.atomic():
+        resent = Duel.objects.filter(
+            pk=duel.pk, status=DuelStatus.QUEUED, resend_at__lt=now, resends=duel.resends
+        ).update(resends=duel.resends + 1, resend_at=now + wait)
+        if not resent:
             return False
         dispatch.start(PLAY_DUEL, duel_id=duel.pk)
     return True

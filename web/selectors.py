@@ -164,6 +164,9 @@ class PipelineStep:
     duration: float | None
     error: str
     log: str
+    #: Times a worker took the step up (a worker that died makes it start again); 0 for
+    #: steps without leases (publication).
+    attempts: int = 0
 
     @property
     def is_pending(self) -> bool:
@@ -195,6 +198,7 @@ def revision_page(*, user: Visitor, revision: Revision) -> RevisionPage:
                 duration=revision.step_duration(name),
                 error=getattr(revision, f"{name}_error"),
                 log=getattr(revision, f"{name}_log"),
+                attempts=getattr(revision, f"{name}_attempts", 0),
             )
         )
     validation_duel = (

@@ -395,9 +395,10 @@ class TournamentAdmin(ArenaAdmin):
     @admin.action(description="Cancel (queued duels are not played)")
     def cancel(self, request: HttpRequest, queryset: QuerySet[Tournament]) -> None:
         def cancel_one(tournament: Tournament) -> None:
-            if tournament.status not in (TournamentStatus.DRAFT, TournamentStatus.RUNNING):
-                raise ArenaError(f"is {tournament.get_status_display().lower()}; nothing to cancel")
-            tournament_cancel(tournament=tournament)
+            if not tournament_cancel(tournament=tournament):
+                tournament.refresh_from_db()
+                status = tournament.get_status_display().lower()
+                raise ArenaError(f"not cancelled: it is {status} already")
 
         self.run_each(request, queryset, cancel_one, done="Cancelled")
 
@@ -414,11 +415,12 @@ class TournamentAdmin(ArenaAdmin):
             failed = list(tournament.duels.filter(status=DuelStatus.FAILED))
             if not failed:
                 raise ArenaError("has no failed duel")
-            for duel in failed:
-                duel_rerun(duel=duel)
+            requeued = [duel for duel in failed if duel_rerun(duel=duel)]
+            if not requeued:
+                raise ArenaError("not re-run: another organizer re-ran its failed duels already")
             tournament.refresh_from_db()
             return (
-                f"{len(failed)} duel(s) re-run; "
+                f"{len(requeued)} duel(s) re-run; "
                 f"now {tournament.get_status_display().lower()}, "
                 f"{tournament.duels_failed} failed"
             )
@@ -513,6 +515,8 @@ class DuelAdmin(ReadOnlyAdmin):
                     "attempts",
                     "lease_owner",
                     "lease_expires_at",
+                    "resends",
+                    "resend_at",
                     "created_at",
                     "started_at",
                     "ended_at",
@@ -600,7 +604,10 @@ class DuelAdmin(ReadOnlyAdmin):
         def rerun_one(duel: Duel) -> str:
             if duel.is_validation:
                 raise ArenaError("is a validation duel; re-validate its revision instead")
-            duel_rerun(duel=duel)
+            if not duel_rerun(duel=duel):
+                duel.refresh_from_db()
+                status = duel.get_status_display().lower()
+                raise ArenaError(f"not re-run: it is {status}, no longer failed")
             duel.refresh_from_db()
             return f"now {duel.get_status_display().lower()}"
 

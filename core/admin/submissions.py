@@ -26,7 +26,13 @@ from core.admin.base import (
 )
 from core.errors import ArenaError
 from core.models import Competitor, Duel, Environment, Revision, StepStatus
-from core.services import environments_import, revision_requeue
+from core.models.submissions import LEASED_STEPS
+from core.services import (
+    environments_import,
+    revision_rebuild,
+    revision_requeue,
+    revision_revalidate,
+)
 from publisher.services import competitor_publish_latest, revision_publication_problem
 from publisher.tasks import TIME_LIMIT_SECONDS as PUBLISH_TIME_LIMIT
 
@@ -239,18 +245,44 @@ class CompetitorAdmin(ArenaAdmin):
         self.message_user(request, f"{count} competitor(s) are private.", messages.SUCCESS)
 
 
-_BUSY = (StepStatus.QUEUED, StepStatus.RUNNING)
+def _busy(revision: Revision, *steps: str) -> str:
+    """Why a rebuild or re-validation did not act: the step already queued or running."""
+    for step in steps:
+        status = getattr(revision, f"{step}_status")
+        if status == StepStatus.QUEUED:
+            return f"its {step} is already queued"
+        if status == StepStatus.RUNNING:
+            return f"its {step} is already running; wait for it to finish"
+    return "another organizer changed it at the same time; look again"
 
 
 def _step_fields(step: str) -> tuple[str, ...]:
+    leased = (
+        (f"{step}_attempts", f"{step}_lease", f"{step}_resends") if step in LEASED_STEPS else ()
+    )
     return (
         f"{step}_status_badge",
+        *leased,
         f"{step}_started_at",
         f"{step}_ended_at",
         f"{step}_duration",
         f"{step}_error_text",
         f"{step}_log_text",
     )
+
+
+def _lease_display(step: str) -> Any:
+    @admin.display(description="lease")
+    def lease(self: Any, revision: Revision) -> str:
+        owner = getattr(revision, f"{step}_lease_owner")
+        expires = getattr(revision, f"{step}_lease_expires_at")
+        if not owner or expires is None:
+            return EMPTY
+        left = (expires - timezone.now()).total_seconds()
+        state = f"renewed, {left:.0f} s left" if left > 0 else f"expired {-left:.0f} s ago"
+        return f"{owner} ({state})"
+
+    return lease
 
 
 def _step_display(step: str) -> tuple[Any, Any, Any, Any]:
@@ -286,6 +318,7 @@ class RevisionAdmin(ArenaAdmin):
         "build_status_badge",
         "validation_status_badge",
         "publication_status_badge",
+        "attempts",
         "is_disabled",
         "size",
         "created_at",
@@ -349,6 +382,16 @@ class RevisionAdmin(ArenaAdmin):
         publication_log_text,
     ) = _step_display("publication")
 
+    build_lease = _lease_display("build")
+    validation_lease = _lease_display("validation")
+
+    @admin.display(description="attempts (build / validation)")
+    def attempts(self, revision: Revision) -> str:
+        """Build and validation attempts, and re-sends of lost queue messages."""
+        resends = revision.build_resends + revision.validation_resends
+        text = f"{revision.build_attempts} / {revision.validation_attempts}"
+        return f"{text} (re-sent {resends}x)" if resends else text
+
     @admin.display(description="competitor", ordering="competitor__name")
     def competitor_link(self, revision: Revision) -> str:
         return admin_link(revision.competitor)
@@ -388,23 +431,23 @@ class RevisionAdmin(ArenaAdmin):
 
     @admin.action(description="Rebuild (build, then validate)")
     def rebuild(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
-        def requeue(revision: Revision) -> None:
-            if revision.build_status in _BUSY or revision.validation_status == StepStatus.RUNNING:
-                raise ArenaError("is being built or validated; wait for it to finish")
-            revision_requeue(revision=revision, steps=("build", "validation"))
+        def rebuild_one(revision: Revision) -> None:
+            if not revision_rebuild(revision=revision):
+                revision.refresh_from_db()
+                raise ArenaError(f"not rebuilt: {_busy(revision, 'build', 'validation')}")
 
-        self.run_each(request, queryset, requeue, done="Rebuilt and re-validated")
+        self.run_each(request, queryset, rebuild_one, done="Rebuilt and re-validated")
 
     @admin.action(description="Re-validate (self-play again)")
     def revalidate(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
-        def requeue(revision: Revision) -> None:
-            if revision.build_status != StepStatus.SUCCEEDED:
-                raise ArenaError("its build has not succeeded; rebuild it instead")
-            if revision.validation_status == StepStatus.RUNNING:
-                raise ArenaError("is being validated; wait for it to finish")
-            revision_requeue(revision=revision, steps=("validation",))
+        def revalidate_one(revision: Revision) -> None:
+            if not revision_revalidate(revision=revision):
+                revision.refresh_from_db()
+                if revision.build_status != StepStatus.SUCCEEDED:
+                    raise ArenaError("its build has not succeeded; rebuild it instead")
+                raise ArenaError(f"not re-validated: {_busy(revision, 'validation')}")
 
-        self.run_each(request, queryset, requeue, done="Re-validated")
+        self.run_each(request, queryset, revalidate_one, done="Re-validated")
 
     @admin.action(description="Re-publish (push to the publication repository again)")
     def republish(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:

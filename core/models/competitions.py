@@ -8,7 +8,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from core.models.submissions import Environment, Revision
+from core.models.submissions import Environment, Revision, resend_at_default
 
 
 class TournamentFormat(models.TextChoices):
@@ -150,6 +150,15 @@ class DuelResult(models.TextChoices):
 
 
 class DuelQuerySet(models.QuerySet["Duel"]):
+    def resend_due(self, now: datetime | None = None) -> DuelQuerySet:
+        """Queued duels of running tournaments past their re-send time."""
+        return self.filter(
+            is_validation=False,
+            status=DuelStatus.QUEUED,
+            resend_at__lt=now or timezone.now(),
+            tournament__status=TournamentStatus.RUNNING,
+        )
+
     def claimable(self, now: datetime | None = None) -> DuelQuerySet:
         """Queued duels, and running ones whose worker lost its lease."""
         now = now or timezone.now()
@@ -175,6 +184,10 @@ class Duel(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=120, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    #: Times its queue message was sent again because it sat queued (the message was lost).
+    resends = models.PositiveIntegerField(default=0)
+    #: When the tournament manager sends its queue message again if it is still queued.
+    resend_at = models.DateTimeField(null=True, blank=True, default=resend_at_default)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 
 
 class Environment(models.Model):
@@ -87,6 +90,16 @@ def _revision_upload_path(revision: Revision, filename: str) -> str:
 
 
 STEPS = ("build", "validation", "publication")
+#: The steps a worker holds with a lease (``<step>_lease_owner``, ``<step>_lease_expires_at``)
+#: that a heartbeat renews; the tournament manager queues them again when it runs out.
+#: A step is claimed ``<step>_attempts`` times at most (``ARENA_REVISION_MAX_ATTEMPTS``),
+#: and its queue message re-sent at ``<step>_resend_at`` while it is still queued.
+LEASED_STEPS = ("build", "validation")
+
+
+def resend_at_default() -> datetime:
+    """When queued work whose message went to the broker now is sent again if still queued."""
+    return timezone.now() + timedelta(seconds=settings.ARENA_RESEND_AFTER_SECONDS)
 
 
 def _step_constraint(step: str) -> models.CheckConstraint:
@@ -104,6 +117,22 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
             is_disabled=False,
             competitor__is_disabled=False,
         )
+
+    def step_lease_expired(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
+        """Running builds (or validations) whose worker stopped renewing its lease."""
+        return self.filter(
+            **{
+                f"{step}_status": StepStatus.RUNNING,
+                f"{step}_lease_expires_at__lt": now or timezone.now(),
+            }
+        )
+
+    def step_resend_due(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
+        """Queued builds (or validations of built revisions) past their re-send time."""
+        due = self.filter(
+            **{f"{step}_status": StepStatus.QUEUED, f"{step}_resend_at__lt": now or timezone.now()}
+        )
+        return due.filter(build_status=StepStatus.SUCCEEDED) if step == "validation" else due
 
     def visible_to(self, user: object) -> RevisionQuerySet:
         if getattr(user, "is_organizer", False):
@@ -143,6 +172,11 @@ class Revision(models.Model):
     build_ended_at = models.DateTimeField(null=True, blank=True)
     build_error = models.TextField(blank=True)
     build_log = models.TextField(blank=True)
+    build_attempts = models.PositiveIntegerField(default=0)
+    build_lease_owner = models.CharField(max_length=120, blank=True)
+    build_lease_expires_at = models.DateTimeField(null=True, blank=True)
+    build_resends = models.PositiveIntegerField(default=0)
+    build_resend_at = models.DateTimeField(null=True, blank=True, default=resend_at_default)
 
     validation_status = models.CharField(
         max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED
@@ -151,6 +185,12 @@ class Revision(models.Model):
     validation_ended_at = models.DateTimeField(null=True, blank=True)
     validation_error = models.TextField(blank=True)
     validation_log = models.TextField(blank=True)
+    validation_attempts = models.PositiveIntegerField(default=0)
+    validation_lease_owner = models.CharField(max_length=120, blank=True)
+    validation_lease_expires_at = models.DateTimeField(null=True, blank=True)
+    validation_resends = models.PositiveIntegerField(default=0)
+    #: Validation's queue message is sent when the build succeeds, which sets this.
+    validation_resend_at = models.DateTimeField(null=True, blank=True)
 
     publication_status = models.CharField(
         max_length=16, choices=StepStatus.choices, default=StepStatus.NONE

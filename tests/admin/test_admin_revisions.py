@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
+from core import dispatch
 from core.models import Duel, Revision, StepStatus, User
+from tests.factories import RevisionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -111,3 +115,38 @@ def test_it_starts_a_tournament_from_the_selected_revisions(
     assert form.status_code == 200
     chosen = form.context["adminform"].form["participants"].value()
     assert sorted(map(int, chosen)) == [revision.pk for revision in revisions]
+
+
+def test_it_rebuilds_a_revision_whose_build_worker_died(
+    run_action: Callable[..., list[str]], alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[str] = []
+    monkeypatch.setattr(dispatch, "start", lambda path, **ids: started.append(path))
+    stuck = RevisionFactory(
+        build_status=StepStatus.RUNNING,
+        build_attempts=1,
+        build_lease_owner="dead-host:1",
+        build_lease_expires_at=timezone.now() - timedelta(seconds=5),
+    )
+    building = RevisionFactory(
+        build_status=StepStatus.RUNNING,
+        build_attempts=1,
+        build_lease_owner="live-host:1",
+        build_lease_expires_at=timezone.now() + timedelta(seconds=50),
+    )
+
+    notes = run_action(Revision, "rebuild", [stuck, building])
+
+    assert sorted(notes) == sorted(
+        [
+            f"{building}: not rebuilt: its build is already running; wait for it to finish",
+            "Rebuilt and re-validated: 1",
+        ]
+    )
+    stuck.refresh_from_db()
+    assert (stuck.build_status, stuck.build_attempts, stuck.build_lease_owner) == (
+        StepStatus.QUEUED,
+        0,
+        "",
+    )
+    assert started == ["builder.tasks.build_revision"]

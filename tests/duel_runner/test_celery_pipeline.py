@@ -13,6 +13,7 @@ from core.models import (
     Duel,
     DuelStatus,
     Environment,
+    RatingChange,
     Revision,
     StepStatus,
     Tournament,
@@ -98,6 +99,9 @@ def test_it_plays_a_killed_workers_duel_again_once(celery_workers):
     tournament.refresh_from_db()
     assert duel.attempts == 2
     assert duel.matches.count() == 300
+    # Rated once per match, by the worker that finished it: both players, 300 matches.
+    assert RatingChange.objects.filter(duel=duel).count() == 2 * 300
+    assert RatingChange.objects.filter(duel=duel).values("match").distinct().count() == 300
     assert duel.lease_owner == ""
     assert tournament.status == TournamentStatus.COMPLETED
     assert (tournament.duels_done, tournament.duels_failed) == (1, 0)

@@ -97,7 +97,8 @@ class Workers:
         self.log_dir = log_dir
         self.processes: list[subprocess.Popen[bytes]] = []
 
-    def start(self, name: str, **environment: str) -> subprocess.Popen[bytes]:
+    def start(self, name: str, *, app: str = "core", **environment: str) -> subprocess.Popen[bytes]:
+        """A worker on the build and duels queues; ``app`` is the Celery app's module."""
         return self._run(
             name,
             [
@@ -105,7 +106,7 @@ class Workers:
                 "-m",
                 "celery",
                 "-A",
-                "core",
+                app,
                 "worker",
                 "-Q",
                 "build,duels",

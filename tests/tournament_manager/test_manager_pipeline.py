@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from core.models import (
     Environment,
+    RatingChange,
     Revision,
     StepStatus,
     Tournament,
@@ -148,5 +149,7 @@ def test_the_manager_recovers_a_round_robin_when_its_worker_is_killed(celery_wor
     assert all(duel.status == "succeeded" and duel.matches.count() == 120 for duel in duels)
     assert max(duel.attempts for duel in duels) == 2
     assert (tournament.duels_done, tournament.duels_failed) == (3, 0)
+    # Each match rated once (two players each), the lost attempt's never.
+    assert RatingChange.objects.filter(duel__in=duels).count() == 2 * 3 * 120
     manager.send_signal(signal.SIGTERM)
     assert manager.wait(timeout=20) == 0

@@ -145,6 +145,23 @@ def test_it_shows_a_failed_build_with_its_error(client, bobs_bot):
     assert "main.py, line 3: invalid syntax" in page
 
 
+def test_it_shows_a_build_retried_after_its_worker_stopped_with_its_attempts(client, bobs_bot):
+    revision = RevisionFactory(
+        competitor=bobs_bot,
+        build_status=StepStatus.FAILED,
+        build_attempts=3,
+        build_error="The worker building this revision stopped 3 times before it finished",
+        validation_status=StepStatus.NONE,
+    )
+
+    response = client.get(revision.get_absolute_url())
+
+    page = html.unescape(response.content.decode())
+    assert re.search(r"<th[^>]*>Attempts</th>", page)
+    assert re.search(r'<td class="num">3</td>', page)
+    assert "stopped 3 times" in text(response)
+
+
 def test_it_downloads_the_source_of_a_public_revision(client, bobs_revision):
     response = client.get(reverse("revision_source", args=["tic_tac_toe", "bobs-bot", 1]))
 

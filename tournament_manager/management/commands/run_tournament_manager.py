@@ -16,10 +16,12 @@ logger = logging.getLogger("tournament_manager.daemon")
 
 class Command(BaseCommand):
     help = (
-        "The tournament manager: launches scheduled tournaments, queues again duels whose "
-        "worker lost its lease (and fails them after ARENA_DUEL_MAX_ATTEMPTS), finishes "
-        "tournaments, schedules Swiss rounds and ladder duels. Loops until SIGTERM or "
-        "SIGINT (the current pass finishes first); several may run at once."
+        "The tournament manager: launches scheduled tournaments, queues again builds, "
+        "validations and duels whose worker lost its lease (and fails them after "
+        "ARENA_REVISION_MAX_ATTEMPTS or ARENA_DUEL_MAX_ATTEMPTS), sends again work queued "
+        "past ARENA_RESEND_AFTER_SECONDS, finishes tournaments, schedules Swiss rounds and "
+        "ladder duels. Loops until SIGTERM or SIGINT (the current pass finishes first); "
+        "several may run at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
