@@ -289,7 +289,7 @@ class Referee:
         environment = self.environment
         settings = self.settings
         sent: dict[int, float] = {}
-        waits: dict[int, Wait] = {}
+        asked: dict[int, tuple[Channel, int, float]] = {}
         faults: list[Fault] = []
         for seat in movers:
             channel = seats[seat].channel
@@ -311,20 +311,24 @@ class Referee:
             except AgentFailure as failure:
                 faults.append(self._charge(seats[seat], failure, step))
                 continue
-            waits[seat] = Wait(
-                channel, deadline, functools.partial(channel.poll_reply, self.request_id)
-            )
+            asked[seat] = (channel, self.request_id, deadline)
 
-        if len(waits) == 1:
+        arrivals: dict[int, Arrival]
+        if len(asked) == 1:
             # One mover (turn-based games): a plain blocking read is the fastest wait.
-            [(seat, wait)] = waits.items()
+            [(seat, (channel, request_id, deadline))] = asked.items()
             try:
-                reply = wait.channel.receive_reply(self.request_id, wait.deadline)
+                reply = channel.receive_reply(request_id, deadline)
                 arrivals = {seat: Arrival(time.monotonic(), message=reply)}
             except AgentFailure as failure:
                 arrivals = {seat: Arrival(time.monotonic(), failure=failure)}
         else:
-            arrivals = gather(waits)
+            arrivals = gather(
+                {
+                    seat: Wait(channel, deadline, functools.partial(channel.poll_reply, request_id))
+                    for seat, (channel, request_id, deadline) in asked.items()
+                }
+            )
 
         actions: dict[int, Any] = {}
         timings: dict[int, float] = {}
