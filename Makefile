@@ -17,6 +17,7 @@ base-image:      ## the docker sandbox's base image (root: installs and starts D
 lint:
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy
 
 format:
 	.venv/bin/ruff check --fix .

@@ -204,6 +204,11 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
 ARENA_BUILD_ROOT = Path(env_str("ARENA_BUILD_ROOT", str(VAR_DIR / "builds")))
 #: Where the process sandbox makes each agent's private working directory.
 ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
+# The process sandbox: the Python that runs agents (empty: the referee's own, or a
+# system one the sandbox users may run), and, as root, the pool of agents' user ids.
+ARENA_AGENT_PYTHON = env_str("ARENA_AGENT_PYTHON", "")
+ARENA_SANDBOX_UID_BASE = env_int("ARENA_SANDBOX_UID_BASE", 1_900_000)
+ARENA_SANDBOX_UID_COUNT = env_int("ARENA_SANDBOX_UID_COUNT", 1000)
 #: How long a duel stays claimed without a heartbeat from its worker (renewed every third
 #: of it while the duel runs); a killed worker's duel is taken over after this.
 ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "60"))

@@ -25,7 +25,14 @@ LOG_CHARS = 200_000
 
 
 def sandbox_backend() -> SandboxBackend:
-    return get_backend(settings.ARENA_SANDBOX, root=settings.ARENA_SANDBOX_ROOT)
+    options: dict[str, object] = {}
+    if settings.ARENA_SANDBOX == "process":
+        options = {
+            "python": settings.ARENA_AGENT_PYTHON or None,
+            "uid_base": settings.ARENA_SANDBOX_UID_BASE,
+            "uid_count": settings.ARENA_SANDBOX_UID_COUNT,
+        }
+    return get_backend(settings.ARENA_SANDBOX, root=settings.ARENA_SANDBOX_ROOT, **options)
 
 
 def revision_agent_source(revision: Revision) -> AgentSource:

@@ -13,6 +13,7 @@ import inspect
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -53,7 +54,7 @@ class EnvironmentInfo:
         return self.name.replace("_", "-")
 
 
-_REQUIRED = {
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
     "title": str,
     "description": str,
     "rules": str,
@@ -89,14 +90,14 @@ def load_info(name: str) -> EnvironmentInfo:
     raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise InvalidEnvironmentInfo(f"{path}: expected a mapping at the top level")
-    values = {}
+    values: dict[str, Any] = {}
     for key, kind in _REQUIRED.items():
         if key not in raw:
             raise InvalidEnvironmentInfo(f"{path}: missing {key!r}")
         value = raw[key]
         if isinstance(value, bool) or not isinstance(value, kind):
             raise InvalidEnvironmentInfo(f"{path}: {key!r} has the wrong type: {value!r}")
-        if not isinstance(value, str) and value <= 0:
+        if isinstance(value, int | float) and value <= 0:
             raise InvalidEnvironmentInfo(f"{path}: {key!r} must be positive: {value!r}")
         values[key] = value
     unknown = set(raw) - set(_REQUIRED)

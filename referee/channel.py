@@ -280,8 +280,8 @@ def gather(waits: Mapping[Key, Wait]) -> dict[Key, Arrival]:
         now = time.monotonic()
         for key, wait in list(pending.items()):
             if wait.deadline <= now:
-                failure = AgentFailure(FaultKind.TIMEOUT, "no answer in time")
-                arrivals[key] = Arrival(now, failure=failure)
+                timeout = AgentFailure(FaultKind.TIMEOUT, "no answer in time")
+                arrivals[key] = Arrival(now, failure=timeout)
                 del pending[key]
         if not pending:
             break

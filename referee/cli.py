@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,9 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--move-time", type=float, help="seconds per move (info.yml)")
         command.add_argument("--time-bank", type=float, help="overage seconds per match")
         command.add_argument("--startup-time", type=float, help="seconds to start (info.yml)")
-        command.add_argument(
-            "--sandbox", choices=BACKENDS, default=os.environ.get("ARENA_SANDBOX", "process")
-        )
+        command.add_argument("--sandbox", choices=BACKENDS, default="process")
 
     run = commands.add_parser("run", help="play a duel and print its JSON document")
     add_common(run)
@@ -252,10 +249,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         backend = get_backend(arguments.sandbox)
         if arguments.command == "round-robin":
-            sources = [AgentSource.from_path(path) for path in arguments.agents]
             return round_robin(
                 arguments.environment,
-                sources,
+                [AgentSource.from_path(path) for path in arguments.agents],
                 backend=backend,
                 seed=arguments.seed,
                 output=arguments.output,

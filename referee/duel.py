@@ -164,7 +164,7 @@ class Referee:
         else:
             with concurrent.futures.ThreadPoolExecutor(len(contestants)) as pool:
                 futures = [pool.submit(start, contestant) for contestant in contestants]
-            errors = [future.exception() for future in futures if future.exception()]
+            errors = [error for future in futures if (error := future.exception())]
             if errors:
                 for future in futures:
                     if not future.exception():
@@ -208,12 +208,14 @@ class Referee:
                     FaultKind.MALFORMED_MESSAGE,
                     f"it answered the handshake with {reply.get('type')!r} instead of 'ready'",
                 )
-        for contestant, failure in failures.items():
-            message = failure.message
-            if failure.kind is FaultKind.TIMEOUT:
+        for contestant, startup_failure in failures.items():
+            message = startup_failure.message
+            if startup_failure.kind is FaultKind.TIMEOUT:
                 message = f"it did not finish starting within {self.settings.startup_time} s"
             message = f"while starting: {message}"
-            self.startup_faults[contestant.number] = Fault(contestant.number, failure.kind, message)
+            self.startup_faults[contestant.number] = Fault(
+                contestant.number, startup_failure.kind, message
+            )
             contestant.broken = message
             # Stopped now: whatever it is doing must not take the others' CPU.
             contestant.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sandboxes.base import (
     AgentSource,
@@ -16,16 +17,19 @@ from sandboxes.base import (
 BACKENDS = ("process", "docker")
 
 
-def get_backend(name: str = "process", *, root: Path | None = None) -> SandboxBackend:
-    """The backend called ``name``; ``root`` is where agents' folders go (its default)."""
+def get_backend(
+    name: str = "process", *, root: Path | None = None, **options: Any
+) -> SandboxBackend:
+    """The backend called ``name``; ``root`` is where agents' folders go (its default),
+    ``options`` go to the backend's constructor."""
     if name == "process":
         from sandboxes.process import ProcessSandbox
 
-        return ProcessSandbox(root)
+        return ProcessSandbox(root, **options)
     if name == "docker":
         from sandboxes.docker import DockerSandbox
 
-        return DockerSandbox(root)
+        return DockerSandbox(root, **options)
     raise SandboxError(f"unknown sandbox backend {name!r}; available: {', '.join(BACKENDS)}")
 
 

@@ -133,8 +133,8 @@ def base_image_recipe(
         rootfs_key = _digest(
             recipe, DEBIAN_SUITE.encode(), b"minbase", ",".join(DEBIAN_PACKAGES).encode()
         )
-        rootfs_tag: str | None = f"arena-rootfs:{rootfs_key}"
-        base = rootfs_tag
+        base = f"arena-rootfs:{rootfs_key}"
+        rootfs_tag: str | None = base
     else:
         rootfs_tag = None
         base = REGISTRY_BASE

@@ -203,7 +203,8 @@ def image_build(
     # A client of its own: its read timeout is the time left, and closing it drops the
     # connection, the only way to make the engine abandon a build.
     with _engine_errors(f"build image {tag}"):
-        build_client = docker.DockerClient.from_env(timeout=max(0.5, remaining + 0.1))
+        # The SDK's annotation says int; requests takes any number of seconds.
+        build_client = docker.DockerClient.from_env(timeout=max(0.5, remaining + 0.1))  # type: ignore[arg-type]
     try:
         try:
             _read_build(build_client.api.build(**options), tag, log, deadline=deadline)
@@ -263,7 +264,9 @@ class ImageSummary:
 
 def images_labelled(labels: dict[str, str]) -> list[ImageSummary]:
     """Every image (tagged or dangling, not the intermediate layers) carrying all of ``labels``."""
-    filters = {"label": [f"{name}={value}" for name, value in labels.items()]}
+    filters: dict[str, str | list[str] | bool] = {
+        "label": [f"{name}={value}" for name, value in labels.items()]
+    }
     with _engine_errors("list images"):
         images = client().images.list(filters=filters)
     return [
@@ -477,14 +480,17 @@ def container_attach_socket(container: Container) -> socket.socket:
     """
     with _engine_errors(f"attach to {container_name(container)}"):
         response = client().api.attach_socket(
-            container.id, params={"stdin": 1, "stdout": 1, "stream": 1}
+            container.id or container_name(container),
+            params={"stdin": 1, "stdout": 1, "stream": 1},
         )
     return response._sock  # the raw socket under the SDK's wrapper
 
 
 def containers_labelled(labels: dict[str, str]) -> list[Container]:
     """Every container (running or not) carrying all of ``labels``."""
-    filters = {"label": [f"{name}={value}" for name, value in labels.items()]}
+    filters: dict[str, str | list[str] | bool] = {
+        "label": [f"{name}={value}" for name, value in labels.items()]
+    }
     with _engine_errors("list containers"):
         return list(client().containers.list(all=True, filters=filters, sparse=True))
 

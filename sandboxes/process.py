@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sandboxes import jail
@@ -46,8 +47,11 @@ from sandboxes.base import (
 
 SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
-UID_BASE = int(os.environ.get("ARENA_SANDBOX_UID_BASE", "1900000"))
-UID_COUNT = int(os.environ.get("ARENA_SANDBOX_UID_COUNT", "1000"))
+UID_BASE = 1_900_000
+UID_COUNT = 1000
+#: The user ids' locks: one folder for the whole host, whatever each referee's sandbox
+#: root, so that no two referees ever give one user id to two agents.
+UID_LOCKS = Path(tempfile.gettempdir()) / "arena-sandbox-uids"
 #: Room in the address space on top of the memory limit: runtimes such as Node.js
 #: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
 ADDRESS_SPACE_EXTRA_MB = 4096
@@ -66,7 +70,9 @@ def _executable_by_anyone(path: Path) -> bool:
 
 
 def _remove_tree(path: Path) -> None:
-    def make_writable_and_retry(function, failed_path, _error):  # type: ignore[no-untyped-def]
+    def make_writable_and_retry(
+        function: Callable[[str], object], failed_path: str, _error: object
+    ) -> None:
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(failed_path), 0o700)
             os.chmod(failed_path, 0o700)
@@ -138,8 +144,10 @@ def _pidfd(pid: int) -> int | None:
 class UserPool:
     """Unprivileged user ids, one per running agent, shared by every referee on the host."""
 
-    def __init__(self, root: Path, base: int = UID_BASE, count: int = UID_COUNT) -> None:
-        self.directory = root / "uids"
+    def __init__(
+        self, directory: Path = UID_LOCKS, base: int = UID_BASE, count: int = UID_COUNT
+    ) -> None:
+        self.directory = directory
         self.base = base
         self.count = count
 
@@ -274,13 +282,18 @@ class ProcessSandbox:
         *,
         python: str | None = None,
         isolate_users: bool | None = None,
+        uid_base: int = UID_BASE,
+        uid_count: int = UID_COUNT,
     ) -> None:
-        self.root = Path(root or os.environ.get("ARENA_SANDBOX_ROOT") or DEFAULT_ROOT)
+        """``root`` holds the agents' folders; ``python`` runs Python agents (by default
+        the referee's own, or a system one that the sandbox users may execute); as root,
+        agents run under user ids ``uid_base`` to ``uid_base + uid_count - 1``."""
+        self.root = Path(root or DEFAULT_ROOT)
         self.isolate_users = os.geteuid() == 0 if isolate_users is None else isolate_users
         if self.isolate_users and os.geteuid() != 0:
             raise SandboxError("isolating agents under their own user ids needs root")
-        self.python = python or os.environ.get("ARENA_AGENT_PYTHON") or self._default_python()
-        self.users = UserPool(self.root)
+        self.python = python or self._default_python()
+        self.users = UserPool(base=uid_base, count=uid_count)
         self._sdk_path: Path | None = None
 
     def _default_python(self) -> str:

@@ -189,8 +189,8 @@ class Quarto(Environment):
         winning: set[int] = set()
         attributes: list[str] = []
         for line in LINES_THROUGH[square]:
-            pieces = [board[other] for other in line]
-            if None in pieces:
+            pieces = [piece for other in line if (piece := board[other]) is not None]
+            if len(pieces) < len(line):
                 continue
             shared = _shared_attributes(pieces)
             if shared:
@@ -235,6 +235,7 @@ class Quarto(Environment):
             return "Draw: the board is full"
         if self._is_first_move():
             return f"Player {self.current + 1} to choose the first piece for the opponent"
+        assert self.piece_in_hand is not None  # given to the player by the previous move
         return (
             f"Player {self.current + 1} to place {describe_piece(self.piece_in_hand)} "
             "and choose the next piece"

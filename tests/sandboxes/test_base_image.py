@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import shutil
 import time
 from pathlib import Path
 
 import arena_sdk
 import pytest
-from django.core.management import call_command
 
 from sandboxes import docker_engine
 from sandboxes.base_image import (
@@ -101,12 +99,3 @@ def test_it_holds_python_numpy_the_sdk_and_an_unprivileged_user(docker_base_imag
     assert state.exit_code == 0, output
     assert output.split() == ["10001", "10001", "numpy", arena_sdk.__version__]
     assert docker_engine.containers_labelled(labels) == []
-
-
-def test_it_prints_the_tag_from_the_management_command(docker_base_image):
-    stdout, stderr = io.StringIO(), io.StringIO()
-
-    call_command("build_base_image", stdout=stdout, stderr=stderr)
-
-    assert stdout.getvalue().strip() == docker_base_image
-    assert "reused" in stderr.getvalue()

@@ -71,11 +71,7 @@ def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
     sandbox = RecordingSandbox(sandbox_root)
     yield sandbox
     # The machine is left clean: no agent folder and no agent process survive.
-    leftovers = [
-        path.name
-        for path in sandbox_root.iterdir()
-        if not path.name.startswith("sdk-") and path.name != "uids"
-    ]
+    leftovers = [path.name for path in sandbox_root.iterdir() if not path.name.startswith("sdk-")]
     assert leftovers == []
     assert sandbox_processes(sandbox.uids) == []
 
