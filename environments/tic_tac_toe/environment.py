@@ -1,45 +1,23 @@
-"""Tic-tac-toe on a row-major board of ``rows * columns`` cells (3x3 by default).
-
-Cells hold 0 when empty and ``player + 1`` otherwise, the same board and
-observation that kaggle-environments uses, so kaggle agents play unchanged.
+"""Tic-tac-toe on a row-major board of ``rows * columns`` cells (3x3 by default): a mark on
+any empty cell; ``inarow`` in a line wins (``environments.k_in_a_row``).
 """
 
 from __future__ import annotations
 
 import html
 
-from environments.base import JSON, Environment, IllegalAction, require_int
+from environments.base import JSON, IllegalAction, require_int
+from environments.k_in_a_row import KInARow
 
 SYMBOLS = ("X", "O")
-# (row step, column step): horizontal, vertical, diagonal, anti-diagonal.
-DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 
-class TicTacToe(Environment):
+class TicTacToe(KInARow):
     name = "tic_tac_toe"
-
-    def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
-        super().__init__(configuration)
-        self.rows = self.positive_int_setting("rows")
-        self.columns = self.positive_int_setting("columns")
-        self.inarow = self.positive_int_setting("inarow")
-        self.reset()
 
     @classmethod
     def default_configuration(cls) -> dict[str, JSON]:
         return {"rows": 3, "columns": 3, "inarow": 3}
-
-    def _reset(self) -> None:
-        self.board = [0] * (self.rows * self.columns)
-        self.current = 0
-        self.moves_played = 0
-        self.terminal = False
-        self.winning_player: int | None = None
-        self.winning_line: list[int] = []
-        self.last_action: int | None = None
-
-    def to_move(self) -> list[int]:
-        return [] if self.terminal else [self.current]
 
     def legal_actions(self, player: int) -> list[JSON]:
         if self.terminal or player != self.current:
@@ -47,10 +25,7 @@ class TicTacToe(Environment):
         return [cell for cell, mark in enumerate(self.board) if mark == 0]
 
     def check_action(self, player: int, action: JSON) -> None:
-        if self.terminal:
-            raise IllegalAction(player, "the match is already over")
-        if player != self.current:
-            raise IllegalAction(player, "it is not this player's turn")
+        self.check_turn(player)
         cell = require_int(player, action, 0, len(self.board) - 1, "cell")
         if self.board[cell]:
             owner = self.board[cell] - 1
@@ -59,66 +34,9 @@ class TicTacToe(Environment):
             )
 
     def _apply(self, actions: dict[int, JSON]) -> None:
-        player = self.current
-        cell = actions[player]
-        self.board[cell] = player + 1
-        self.moves_played += 1
-        self.last_action = cell
-        line = self._lines_through(cell)
-        if line:
-            self.winning_player = player
-            self.winning_line = line
-            self.terminal = True
-        elif self.moves_played == len(self.board):
-            self.terminal = True
-        else:
-            self.current = 1 - player
-
-    def _lines_through(self, cell: int) -> list[int]:
-        """Cells of every run of ``inarow`` or more marks through ``cell``, sorted.
-
-        Only lines through the last move can have been completed by it, so this
-        replaces a scan of the whole board.
-        """
-        board, rows, columns = self.board, self.rows, self.columns
-        row, column = divmod(cell, columns)
-        mark = board[cell]
-        winning: set[int] = set()
-        for row_step, column_step in DIRECTIONS:
-            run = [cell]
-            for sign in (1, -1):
-                next_row, next_column = row + sign * row_step, column + sign * column_step
-                while 0 <= next_row < rows and 0 <= next_column < columns:
-                    other = next_row * columns + next_column
-                    if board[other] != mark:
-                        break
-                    run.append(other)
-                    next_row += sign * row_step
-                    next_column += sign * column_step
-            if len(run) >= self.inarow:
-                winning.update(run)
-        return sorted(winning)
-
-    def observation(self, player: int) -> dict[str, JSON]:
-        return {"board": list(self.board), "mark": player + 1}
-
-    def is_terminal(self) -> bool:
-        return self.terminal
-
-    def winner(self) -> int | None:
-        return self.winning_player
-
-    def state(self) -> dict[str, JSON]:
-        return {
-            "board": list(self.board),
-            "rows": self.rows,
-            "columns": self.columns,
-            "to_move": self.to_move(),
-            "winner": self.winning_player,
-            "terminal": self.terminal,
-            "last_action": self.last_action,
-            "winning_line": list(self.winning_line),
-        }
+        cell = actions[self.current]
+        assert isinstance(cell, int)  # checked by check_action
+        self.place(cell, cell)
 
     def _status(self) -> str:
         if self.winning_player is not None:

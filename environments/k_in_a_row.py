@@ -1,0 +1,132 @@
+"""What tic-tac-toe and Connect Four share: a rectangle of cells, two players taking
+turns, and a win for ``inarow`` marks in a line (horizontal, vertical or diagonal).
+
+The board is kaggle-environments' layout: row-major with the top row first, 0 for an
+empty cell and ``player + 1`` for a player's mark, so kaggle agents play unchanged.
+"""
+
+from __future__ import annotations
+
+from environments.base import JSON, Environment, IllegalAction
+
+# (row step, column step): horizontal, vertical, diagonal, anti-diagonal.
+DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
+
+
+class KInARow(Environment):
+    """A game on ``rows`` x ``columns`` cells; a subclass says where a move's mark goes."""
+
+    def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
+        super().__init__(configuration)
+        self.rows = self.positive_int_setting("rows")
+        self.columns = self.positive_int_setting("columns")
+        self.inarow = self.positive_int_setting("inarow")
+        self.rays = self._rays()
+        self.reset()
+
+    def _reset(self) -> None:
+        self.board = [0] * (self.rows * self.columns)
+        self.current = 0
+        self.moves_played = 0
+        self.terminal = False
+        self.winning_player: int | None = None
+        self.winning_line: list[int] = []
+        self.last_action: int | None = None
+        self.last_cell: int | None = None
+
+    def check_turn(self, player: int) -> None:
+        if self.terminal:
+            raise IllegalAction(player, "the match is already over")
+        if player != self.current:
+            raise IllegalAction(player, "it is not this player's turn")
+
+    def place(self, cell: int, action: int) -> None:
+        """The current player's mark goes on ``cell``; then a win, a draw or the next turn."""
+        player = self.current
+        self.board[cell] = player + 1
+        self.moves_played += 1
+        self.last_action = action
+        self.last_cell = cell
+        # Fewer moves than this cannot hold a line of ``inarow`` marks of one player.
+        line = self._lines_through(cell) if self.moves_played >= 2 * self.inarow - 1 else []
+        if line:
+            self.winning_player = player
+            self.winning_line = line
+            self.terminal = True
+        elif self.moves_played == len(self.board):
+            self.terminal = True
+        else:
+            self.current = 1 - player
+
+    def _rays(self) -> list[list[tuple[list[int], list[int]]]]:
+        """For each cell and direction, the cells outward on either side, nearest first.
+
+        Computed once per configuration so that the win check after a move only
+        compares board cells, without any bounds arithmetic.
+        """
+        rows, columns = self.rows, self.columns
+        rays = []
+        for cell in range(rows * columns):
+            row, column = divmod(cell, columns)
+            cell_rays = []
+            for row_step, column_step in DIRECTIONS:
+                sides = []
+                for sign in (1, -1):
+                    side = []
+                    next_row, next_column = row + sign * row_step, column + sign * column_step
+                    while 0 <= next_row < rows and 0 <= next_column < columns:
+                        side.append(next_row * columns + next_column)
+                        next_row += sign * row_step
+                        next_column += sign * column_step
+                    sides.append(side)
+                cell_rays.append((sides[0], sides[1]))
+            rays.append(cell_rays)
+        return rays
+
+    def _lines_through(self, cell: int) -> list[int]:
+        """Cells of every run of ``inarow`` or more marks through ``cell``, sorted.
+
+        Only lines through the last move can have been completed by it, so this
+        replaces a scan of the whole board and keeps a move O(inarow).
+        """
+        board = self.board
+        mark = board[cell]
+        winning: list[int] = []
+        for forward, backward in self.rays[cell]:
+            ahead = 0
+            for other in forward:
+                if board[other] != mark:
+                    break
+                ahead += 1
+            behind = 0
+            for other in backward:
+                if board[other] != mark:
+                    break
+                behind += 1
+            if ahead + behind + 1 >= self.inarow:
+                winning += [cell, *forward[:ahead], *backward[:behind]]
+        return sorted(set(winning))
+
+    def to_move(self) -> list[int]:
+        return [] if self.terminal else [self.current]
+
+    def observation(self, player: int) -> dict[str, JSON]:
+        return {"board": self.board[:], "mark": player + 1}
+
+    def is_terminal(self) -> bool:
+        return self.terminal
+
+    def winner(self) -> int | None:
+        return self.winning_player
+
+    def state(self) -> dict[str, JSON]:
+        return {
+            "board": self.board[:],
+            "rows": self.rows,
+            "columns": self.columns,
+            "to_move": self.to_move(),
+            "winner": self.winning_player,
+            "terminal": self.terminal,
+            "last_action": self.last_action,
+            "winning_line": list(self.winning_line),
+        }
