@@ -10,7 +10,6 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from builder.services import revision_build_dir
 from core.leases import worker_name
 from core.models import Duel, DuelStatus, Match, Revision, StepStatus
 from core.models import DuelResult as StoredResult
@@ -39,12 +38,12 @@ def revision_agent_source(revision: Revision) -> AgentSource:
             else EntryKind.PYTHON
         )
         return AgentSource(
-            path=revision_build_dir(revision),
+            path=revision.build_dir,
             entry=revision.entry_point,
             kind=kind,
             image=revision.image,
         )
-    return AgentSource.from_path(revision_build_dir(revision))
+    return AgentSource.from_path(revision.build_dir)
 
 
 def _match_row(duel: Duel, record: MatchRecord) -> Match:

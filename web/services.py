@@ -6,11 +6,11 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from builder.services import upload_limits
 from core.errors import ArenaError
 from core.models import ApiToken, Environment, InviteCode, Revision, User
 from core.models.accounts import hash_token
 from core.services import competitor_get_or_create, revision_create
+from core.uploads import upload_limits
 
 #: Characters of a token's secret kept in clear, to tell tokens apart in lists.
 TOKEN_HINT_CHARS = 10

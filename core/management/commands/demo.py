@@ -13,7 +13,6 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import NoReverseMatch, reverse
 
-from builder.services import revision_build_dir
 from core.accounts import random_password
 from core.errors import ArenaError
 from core.models import (
@@ -225,7 +224,7 @@ class Command(BaseCommand):
             )
             note = ""
         elif not revision.is_disabled and (
-            not revision.is_valid or not revision_build_dir(revision).is_dir()
+            not revision.is_valid or not revision.build_dir.is_dir()
         ):
             # A build or validation that failed, was cut short by a stopped demo, or a
             # build folder removed since.
