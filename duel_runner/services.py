@@ -14,6 +14,7 @@ from core.leases import worker_name
 from core.models import Duel, DuelStatus, Match, Revision, StepStatus
 from core.models import DuelResult as StoredResult
 from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
+from core.signals import duel_finished, revision_validated
 from referee.duel import run_duel, validate
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
@@ -204,10 +205,7 @@ def duel_play(*, duel_id: int) -> float | None:
     if not duel_record_result(duel=duel, result=result, worker=worker):
         return None
     duel.refresh_from_db()
-    if duel.tournament_id is not None:
-        from tournament_manager.services import tournament_duel_finished
-
-        tournament_duel_finished(duel=duel)
+    duel_finished.send(sender=Duel, duel=duel)
     return None
 
 
@@ -259,9 +257,5 @@ def revision_validate(*, revision_id: int) -> None:
                 log=log[-LOG_CHARS:],
                 worker=worker,
             )
-    # Publishing: a validated revision of a public competitor goes to the publication
-    # repository (when one is configured); the publisher decides and starts its task.
     if validation.passed:
-        from publisher.services import revision_publication_queue
-
-        revision_publication_queue(revision=revision)
+        revision_validated.send(sender=Revision, revision=revision)
