@@ -6,6 +6,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core.accounts import user_create
 from core.errors import ArenaError
 from core.models import ApiToken, Environment, InviteCode, Revision, User
 from core.models.accounts import hash_token
@@ -72,11 +73,7 @@ def user_register(*, code: str, email: str, display_name: str, team: str, passwo
         if not counted:
             problem = invite_problem(InviteCode.objects.filter(code=code).first())
             raise ArenaError(problem or "This invite code cannot be used; ask the organizers.")
-        if User.objects.filter(email__iexact=email).exists():
-            raise ArenaError("An account with this e-mail address exists already; log in.")
-        return User.objects.create_user(
-            email=email, password=password, display_name=display_name, team=team
-        )
+        return user_create(email=email, display_name=display_name, team=team, password=password)
 
 
 def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
