@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from core.leases import worker_name
@@ -146,15 +146,16 @@ def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
     """Take a duel to play: queued, or running with an expired lease. None if taken."""
     now = timezone.now()
     lease = timedelta(seconds=settings.ARENA_DUEL_LEASE_SECONDS)
-    claimed = Duel.objects.filter(pk=duel_id).filter(
-        Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
-    )
-    updated = claimed.update(
-        status=DuelStatus.RUNNING,
-        lease_owner=worker,
-        lease_expires_at=now + lease,
-        attempts=F("attempts") + 1,
-        started_at=now,
+    updated = (
+        Duel.objects.filter(pk=duel_id)
+        .claimable(now)
+        .update(
+            status=DuelStatus.RUNNING,
+            lease_owner=worker,
+            lease_expires_at=now + lease,
+            attempts=F("attempts") + 1,
+            started_at=now,
+        )
     )
     if not updated:
         return None
