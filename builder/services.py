@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -98,7 +97,7 @@ def instance_label() -> str:
 def _base_image(report: Callable[[str], None]) -> str:
     """The image revisions are built on: ``ARENA_DOCKER_IMAGE``, else this checkout's base
     image, built now if it is missing (the same choice as ``DockerSandbox``)."""
-    configured = os.environ.get("ARENA_DOCKER_IMAGE")
+    configured = settings.ARENA_DOCKER_IMAGE
     if configured:
         if not docker_engine.image_exists(configured):
             raise BuildFailed(f"the agents' image {configured} (ARENA_DOCKER_IMAGE) does not exist")

@@ -111,7 +111,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--port",
-            default=os.environ.get("ARENA_PORT", "8000"),
+            default=settings.ARENA_PORT,
             help="port printed in the login address (default: $ARENA_PORT or 8000)",
         )
 
