@@ -14,10 +14,11 @@ base-image:      ## the docker sandbox's base image (root: installs and starts D
 	scripts/setup.sh --system-packages
 	.venv/bin/python manage.py build_base_image
 
-lint:
+lint:            ## ruff, and the layers contract (pyproject.toml, [tool.importlinter])
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
+	.venv/bin/lint-imports
 
 format:
 	.venv/bin/ruff check --fix .

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -22,7 +21,6 @@ from django.db import connection, transaction
 from packaging.requirements import Requirement
 
 from builder import selectors
-from builder.archives import REQUIREMENTS, UploadLimits, UploadRejected, extract_upload
 from builder.requirements import (
     BuildTimedOut,
     RequirementsPolicy,
@@ -47,6 +45,7 @@ from core.leases import worker_name
 from core.models import Revision, StepStatus
 from core.models.submissions import resend_at_default
 from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
+from core.uploads import REQUIREMENTS, UploadRejected, extract_upload, upload_limits
 from sandboxes import docker_engine
 from sandboxes.base import AgentSource, InvalidAgent, SandboxError
 from sandboxes.base_image import BaseImageError, base_image_build
@@ -55,19 +54,6 @@ from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError, Eng
 #: What the build log keeps of the engine's and pip's output: the start and the end.
 BUILD_LOG_CHARS = 100_000
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-def upload_limits() -> UploadLimits:
-    """The size and count caps on uploads, from the ``ARENA_UPLOAD_*`` settings."""
-    return UploadLimits(
-        max_upload_bytes=settings.ARENA_UPLOAD_MAX_BYTES,
-        max_files=settings.ARENA_UPLOAD_MAX_FILES,
-        max_unpacked_bytes=settings.ARENA_UPLOAD_MAX_UNPACKED_BYTES,
-    )
-
-
-def revision_build_dir(revision: Revision) -> Path:
-    return Path(settings.ARENA_BUILD_ROOT) / f"revision-{revision.pk}"
 
 
 def _compile_errors(folder: Path) -> list[str]:
@@ -111,7 +97,7 @@ def instance_label() -> str:
 def _base_image(report: Callable[[str], None]) -> str:
     """The image revisions are built on: ``ARENA_DOCKER_IMAGE``, else this checkout's base
     image, built now if it is missing (the same choice as ``DockerSandbox``)."""
-    configured = os.environ.get("ARENA_DOCKER_IMAGE")
+    configured = settings.ARENA_DOCKER_IMAGE
     if configured:
         if not docker_engine.image_exists(configured):
             raise BuildFailed(f"the agents' image {configured} (ARENA_DOCKER_IMAGE) does not exist")
@@ -229,7 +215,7 @@ def _build(revision: Revision, worker: str) -> None:
     # The Celery task's own limits are a little longer: this one fails the build cleanly.
     deadline = time.monotonic() + timeout
     log: list[str] = [f"building {revision} from {revision.filename} ({revision.size:,} bytes)"]
-    target = revision_build_dir(revision)
+    target = revision.build_dir
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
     image = ""

@@ -1,4 +1,6 @@
-"""Creating accounts from the command line (one by one, from a CSV file, for demos).
+"""Creating accounts: ``user_create`` is the one way, for the commands (one by one, from a
+CSV file, the demo accounts) and registration on the site; the admin's form runs the same
+checks through Django's.
 
 Checks come first and raise ArenaError with what to fix, so a bad account is never
 half-created.
@@ -76,5 +78,4 @@ def user_create(
             display_name=display_name,
             role=role,
             team=team,
-            is_staff=role == Role.ORGANIZER,
         )

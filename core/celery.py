@@ -7,30 +7,14 @@ services run without Redis or a worker.
 
 from __future__ import annotations
 
-import logging
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
 
-logger = logging.getLogger(__name__)
-
 app = Celery("arena")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# The apps are named, not imported: the project's Celery app knows where tasks live, and
+# importing them is left to the worker (the apps sit above core, see ARCHITECTURE.md).
 app.autodiscover_tasks(["builder", "duel_runner", "publisher"])
-
-
-@worker_ready.connect
-def sweep_orphaned_agents(**_: object) -> None:
-    """A worker that was killed leaves its agents' containers behind: remove them first."""
-    from django.conf import settings
-
-    if settings.ARENA_SANDBOX != "docker":
-        return
-    from duel_runner.services import sandbox_backend
-
-    removed = sandbox_backend().sweep_orphans()  # type: ignore[attr-defined]
-    if removed:
-        logger.warning("removed %d orphaned sandbox leftovers: %s", len(removed), removed)

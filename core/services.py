@@ -12,12 +12,12 @@ from django.db import transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
-from builder.archives import UploadLimits, UploadRejected, inspect_upload
 from core import dispatch
 from core.errors import ArenaError
 from core.leases import Heartbeat
 from core.models import Competitor, Environment, Revision, StepStatus, User
 from core.models.submissions import LEASED_STEPS, resend_at_default
+from core.uploads import UploadLimits, UploadRejected, inspect_upload, upload_limits
 
 
 def competitor_get_or_create(
@@ -50,8 +50,6 @@ def revision_create(
         raise UploadRejected(f"{competitor.environment.title} is closed to new uploads")
     if competitor.is_disabled:
         raise UploadRejected(f"{competitor.name} is disabled by the organizers")
-    from builder.services import upload_limits
-
     summary = inspect_upload(filename, content, limits or upload_limits())
     with transaction.atomic():
         # The row lock serialises concurrent uploads, so versions never collide.

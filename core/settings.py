@@ -40,6 +40,16 @@ def env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be a whole number, got {value!r}") from None
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     if value is None:
@@ -173,9 +183,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A message taken by a worker that died goes back to its queue once it has been out for
 # the visibility timeout; workers look for such messages every interval x throttle s.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": int(env_str("ARENA_BROKER_VISIBILITY_TIMEOUT", "3600")),
-    "unacked_restore_interval": int(env_str("ARENA_BROKER_RESTORE_INTERVAL", "10")),
-    "unacked_restore_throttle": int(env_str("ARENA_BROKER_RESTORE_THROTTLE", "10")),
+    "visibility_timeout": env_int("ARENA_BROKER_VISIBILITY_TIMEOUT", 3600),
+    "unacked_restore_interval": env_int("ARENA_BROKER_RESTORE_INTERVAL", 10),
+    "unacked_restore_throttle": env_int("ARENA_BROKER_RESTORE_THROTTLE", 10),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Periodic work, sent by `celery -A core beat` to the task's queue like any other task.
@@ -183,7 +193,7 @@ CELERY_BEAT_SCHEDULE = {
     # Revision images no longer needed (superseded, disabled, deleted): docker sandbox only.
     "prune-revision-images": {
         "task": "builder.tasks.prune_revision_images",
-        "schedule": float(env_str("ARENA_PRUNE_IMAGES_SECONDS", "3600")),
+        "schedule": env_float("ARENA_PRUNE_IMAGES_SECONDS", 3600),
     },
 }
 
@@ -192,11 +202,9 @@ CELERY_BEAT_SCHEDULE = {
 #: Which sandbox backend runs agents: "process" (embedded default) or "docker".
 ARENA_SANDBOX = env_str("ARENA_SANDBOX", "process")
 #: Caps on uploads: the file itself, files in a zip, and bytes once unpacked.
-ARENA_UPLOAD_MAX_BYTES = int(env_str("ARENA_UPLOAD_MAX_BYTES", str(10 * 1024 * 1024)))
-ARENA_UPLOAD_MAX_FILES = int(env_str("ARENA_UPLOAD_MAX_FILES", "500"))
-ARENA_UPLOAD_MAX_UNPACKED_BYTES = int(
-    env_str("ARENA_UPLOAD_MAX_UNPACKED_BYTES", str(50 * 1024 * 1024))
-)
+ARENA_UPLOAD_MAX_BYTES = env_int("ARENA_UPLOAD_MAX_BYTES", 10 * 1024 * 1024)
+ARENA_UPLOAD_MAX_FILES = env_int("ARENA_UPLOAD_MAX_FILES", 500)
+ARENA_UPLOAD_MAX_UNPACKED_BYTES = env_int("ARENA_UPLOAD_MAX_UNPACKED_BYTES", 50 * 1024 * 1024)
 # Django refuses request bodies over this before a view sees them; leave room for the form.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
@@ -211,10 +219,10 @@ ARENA_SANDBOX_UID_BASE = env_int("ARENA_SANDBOX_UID_BASE", 1_900_000)
 ARENA_SANDBOX_UID_COUNT = env_int("ARENA_SANDBOX_UID_COUNT", 1000)
 #: How long a duel stays claimed without a heartbeat from its worker (renewed every third
 #: of it while the duel runs); a killed worker's duel is taken over after this.
-ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "60"))
+ARENA_DUEL_LEASE_SECONDS = env_int("ARENA_DUEL_LEASE_SECONDS", 60)
 #: Hard limits on one task: building a revision, playing a duel (validation included).
-ARENA_BUILD_TIMEOUT_SECONDS = int(env_str("ARENA_BUILD_TIMEOUT_SECONDS", "600"))
-ARENA_DUEL_TIMEOUT_SECONDS = int(env_str("ARENA_DUEL_TIMEOUT_SECONDS", "3600"))
+ARENA_BUILD_TIMEOUT_SECONDS = env_int("ARENA_BUILD_TIMEOUT_SECONDS", 600)
+ARENA_DUEL_TIMEOUT_SECONDS = env_int("ARENA_DUEL_TIMEOUT_SECONDS", 3600)
 
 #: How long a revision's build or validation stays claimed without a heartbeat from its
 #: worker (renewed every third of it); a killed worker's step is queued again after this.
@@ -232,15 +240,15 @@ ARENA_MAX_RESENDS = env_int("ARENA_MAX_RESENDS", 5)
 # --- Tournament manager -----------------------------------------------------------
 #: A duel whose worker lost its lease this many times is failed (an infrastructure
 #: failure, never a result) instead of being queued again.
-ARENA_DUEL_MAX_ATTEMPTS = int(env_str("ARENA_DUEL_MAX_ATTEMPTS", "3"))
+ARENA_DUEL_MAX_ATTEMPTS = env_int("ARENA_DUEL_MAX_ATTEMPTS", 3)
 #: Duels a ladder keeps queued or running at once.
-ARENA_LADDER_CONCURRENT_DUELS = int(env_str("ARENA_LADDER_CONCURRENT_DUELS", "2"))
+ARENA_LADDER_CONCURRENT_DUELS = env_int("ARENA_LADDER_CONCURRENT_DUELS", 2)
 #: Ladder matchmaking: waiting this long since its last duel adds 1 to the score of an
 #: agent's pairings, more than any pairing's predicted quality (a draw probability, under
 #: 0.5 for two players) is worth, so nobody waits forever for a close match.
-ARENA_LADDER_WAIT_SECONDS = float(env_str("ARENA_LADDER_WAIT_SECONDS", "600"))
+ARENA_LADDER_WAIT_SECONDS = env_float("ARENA_LADDER_WAIT_SECONDS", 600)
 #: Ladder matchmaking: agents with fewer duels than this in the ladder get a bonus.
-ARENA_LADDER_NEWCOMER_DUELS = int(env_str("ARENA_LADDER_NEWCOMER_DUELS", "5"))
+ARENA_LADDER_NEWCOMER_DUELS = env_int("ARENA_LADDER_NEWCOMER_DUELS", 5)
 
 # --- Publisher --------------------------------------------------------------------
 
@@ -249,7 +257,7 @@ ARENA_LADDER_NEWCOMER_DUELS = int(env_str("ARENA_LADDER_NEWCOMER_DUELS", "5"))
 ARENA_PUBLISH_REPOSITORY = env_str("ARENA_PUBLISH_REPOSITORY", "")
 ARENA_PUBLISH_BRANCH = env_str("ARENA_PUBLISH_BRANCH", "main")
 #: Files of an upload over this size are left out of the repository (its README names them).
-ARENA_PUBLISH_MAX_FILE_BYTES = int(env_str("ARENA_PUBLISH_MAX_FILE_BYTES", str(1024 * 1024)))
+ARENA_PUBLISH_MAX_FILE_BYTES = env_int("ARENA_PUBLISH_MAX_FILE_BYTES", 1024 * 1024)
 #: Author and committer of the publication commits.
 ARENA_PUBLISH_AUTHOR = env_str("ARENA_PUBLISH_AUTHOR", "Arena <arena@localhost>")
 #: The publisher's local clone of the repository (shared by the workers of one machine).
@@ -257,7 +265,7 @@ ARENA_PUBLISH_WORKDIR = Path(env_str("ARENA_PUBLISH_WORKDIR", str(VAR_DIR / "pub
 
 # --- Docker builds ---------------------------------------------------------------
 #: Cap on the wheels a revision's requirements.txt downloads (all of them together).
-ARENA_WHEELS_MAX_BYTES = int(env_str("ARENA_WHEELS_MAX_BYTES", str(200 * 1024 * 1024)))
+ARENA_WHEELS_MAX_BYTES = env_int("ARENA_WHEELS_MAX_BYTES", 200 * 1024 * 1024)
 #: Project names (comma-separated) requirements may not name or pull in; checked first.
 ARENA_REQUIREMENTS_DENY = env_list("ARENA_REQUIREMENTS_DENY", [])
 #: When not empty, the only project names requirements may name or pull in.
@@ -267,3 +275,8 @@ ARENA_WHEEL_CACHE = Path(env_str("ARENA_WHEEL_CACHE", str(VAR_DIR / "cache" / "w
 #: Names this deployment on a shared Docker engine (its images carry it), so that one
 #: deployment's clean-up never removes another's images; default: from the database.
 ARENA_INSTANCE = env_str("ARENA_INSTANCE", "")
+#: The image every agent runs on in the docker sandbox; empty: this checkout's base image,
+#: built when missing (``manage.py build_base_image``).
+ARENA_DOCKER_IMAGE = env_str("ARENA_DOCKER_IMAGE", "")
+#: The port ``manage.py demo`` prints in its addresses (scripts/demo.sh serves on it).
+ARENA_PORT = env_int("ARENA_PORT", 8000)

@@ -7,14 +7,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
-from builder.services import revision_build_dir
 from core.leases import worker_name
 from core.models import Duel, DuelStatus, Match, Revision, StepStatus
 from core.models import DuelResult as StoredResult
 from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
+from core.signals import duel_finished, revision_validated
 from referee.duel import run_duel, validate
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
@@ -46,12 +46,12 @@ def revision_agent_source(revision: Revision) -> AgentSource:
             else EntryKind.PYTHON
         )
         return AgentSource(
-            path=revision_build_dir(revision),
+            path=revision.build_dir,
             entry=revision.entry_point,
             kind=kind,
             image=revision.image,
         )
-    return AgentSource.from_path(revision_build_dir(revision))
+    return AgentSource.from_path(revision.build_dir)
 
 
 def _match_row(duel: Duel, record: MatchRecord) -> Match:
@@ -153,15 +153,16 @@ def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
     """Take a duel to play: queued, or running with an expired lease. None if taken."""
     now = timezone.now()
     lease = timedelta(seconds=settings.ARENA_DUEL_LEASE_SECONDS)
-    claimed = Duel.objects.filter(pk=duel_id).filter(
-        Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
-    )
-    updated = claimed.update(
-        status=DuelStatus.RUNNING,
-        lease_owner=worker,
-        lease_expires_at=now + lease,
-        attempts=F("attempts") + 1,
-        started_at=now,
+    updated = (
+        Duel.objects.filter(pk=duel_id)
+        .claimable(now)
+        .update(
+            status=DuelStatus.RUNNING,
+            lease_owner=worker,
+            lease_expires_at=now + lease,
+            attempts=F("attempts") + 1,
+            started_at=now,
+        )
     )
     if not updated:
         return None
@@ -212,10 +213,7 @@ def duel_play(*, duel_id: int) -> float | None:
     if not duel_record_result(duel=duel, result=result, worker=worker):
         return None
     duel.refresh_from_db()
-    if duel.tournament_id is not None:
-        from tournament_manager.services import tournament_duel_finished
-
-        tournament_duel_finished(duel=duel)
+    duel_finished.send(sender=Duel, duel=duel)
     return None
 
 
@@ -267,9 +265,5 @@ def revision_validate(*, revision_id: int) -> None:
                 log=log[-LOG_CHARS:],
                 worker=worker,
             )
-    # Publishing: a validated revision of a public competitor goes to the publication
-    # repository (when one is configured); the publisher decides and starts its task.
     if validation.passed:
-        from publisher.services import revision_publication_queue
-
-        revision_publication_queue(revision=revision)
+        revision_validated.send(sender=Revision, revision=revision)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 from duel_runner import services
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -29,3 +34,13 @@ def play_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
     if wait is not None and not self.request.is_eager:
         # Another worker holds the lease (a redelivered message): look again when it ends.
         raise self.retry(countdown=wait)
+
+
+@worker_ready.connect
+def sweep_orphaned_agents(**_: object) -> None:
+    """A worker that was killed leaves its agents' containers behind: remove them first."""
+    if settings.ARENA_SANDBOX != "docker":
+        return
+    removed = services.sandbox_backend().sweep_orphans()  # type: ignore[attr-defined]
+    if removed:
+        logger.warning("removed %d orphaned sandbox leftovers: %s", len(removed), removed)

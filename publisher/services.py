@@ -18,11 +18,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from builder.archives import UploadRejected, extract_upload
-from builder.services import upload_limits
 from core import dispatch
 from core.models import Competitor, Rating, Revision, StepStatus
 from core.services import revision_step_begin, revision_step_finish
+from core.uploads import UploadRejected, extract_upload, upload_limits
 from publisher.git import Clone, PublishError, Transcript, work_folder_lock
 
 #: Pushes tried while the remote branch keeps moving on (other publishers pushing).

@@ -30,6 +30,7 @@ from environments.registry import (  # noqa: E402
 )
 from referee.duel import run_duel, validate  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
+from referee.standings import Standing, record_duel, shared_ranks, standing_key  # noqa: E402
 from sandboxes import (  # noqa: E402
     BACKENDS,
     AgentSource,
@@ -144,7 +145,8 @@ def round_robin(
     output: Path | None,
     overrides: dict[str, object],
 ) -> int:
-    """Validate each agent, play every pair once; 2 points a duel won, 1 a draw."""
+    """Validate each agent, play every pair once and print the standings
+    (``referee.standings``: 2 points a duel won, 1 a draw; then wins, then score)."""
     names = [source.name for source in sources]
     if len(set(names)) != len(names):
         raise InvalidAgent(f"agents must have different names, got {', '.join(names)}")
@@ -157,10 +159,8 @@ def round_robin(
         print(f"validate {source.name:24s} {status}: {validation.message.splitlines()[0]}")
         if validation.passed:
             entrants.append(source)
-    table = {
-        source.name: {"points": 0, "won": 0, "drawn": 0, "lost": 0, "matches": 0.0, "faults": 0}
-        for source in entrants
-    }
+    table = {source.name: Standing(source.name) for source in entrants}
+    faults = dict.fromkeys(table, 0)
     if output:
         output.mkdir(parents=True, exist_ok=True)
     for first, second in itertools.combinations(entrants, 2):
@@ -173,34 +173,27 @@ def round_robin(
         if result.infrastructure_error:
             print(f"  not scored: {result.infrastructure_error}")
             continue
-        for number, source in ((1, first), (2, second)):
-            row = table[source.name]
-            row["matches"] += document[f"player_{number}_score"]
-            row["faults"] += document[f"player_{number}_errors"]
-            if document["result"] == "DRAW":
-                row["drawn"] += 1
-                row["points"] += 1
-            elif document["result"] == f"PLAYER_{number}_WIN":
-                row["won"] += 1
-                row["points"] += 2
-            else:
-                row["lost"] += 1
+        record_duel(
+            table[first.name],
+            table[second.name],
+            result=document["result"],
+            first_score=document["player_1_score"],
+            second_score=document["player_2_score"],
+        )
+        faults[first.name] += document["player_1_errors"]
+        faults[second.name] += document["player_2_errors"]
         if output:
             path = output / f"{environment}-{first.name}-vs-{second.name}.json"
             path.write_text(json.dumps(document, indent=2))
-    ranking = sorted(table.items(), key=lambda item: (-item[1]["points"], -item[1]["matches"]))
+    ranking = sorted(table.values(), key=standing_key)
     print(
         f"\n{'rank':>4}  {'agent':24s} {'points':>6} {'W':>3} {'D':>3} {'L':>3} "
         f"{'match pts':>9} {'faults':>6}"
     )
-    rank, previous = 0, None
-    for position, (name, row) in enumerate(ranking, start=1):
-        key = (row["points"], row["matches"])
-        if key != previous:  # ties share a rank
-            rank, previous = position, key
+    for rank, row in zip(shared_ranks(ranking, standing_key), ranking, strict=True):
         print(
-            f"{rank:>4}  {name:24s} {row['points']:>6} {row['won']:>3} {row['drawn']:>3} "
-            f"{row['lost']:>3} {row['matches']:>9g} {row['faults']:>6}"
+            f"{rank:>4}  {row.name:24s} {row.points:>6} {row.wins:>3} {row.draws:>3} "
+            f"{row.losses:>3} {row.score:>9g} {faults[row.name]:>6}"
         )
     return 0 if len(entrants) == len(sources) else 1
 

@@ -7,6 +7,7 @@ scripts/setup.sh --system-packages
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports
 # The docker sandbox's base image, built or reused before the tests so its progress is
 # shown (the first build runs debootstrap, about 1.5 minutes). When it cannot be built
 # the tests that need it say why.

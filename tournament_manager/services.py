@@ -42,7 +42,6 @@ from core import dispatch
 from core.errors import ArenaError
 from core.models import (
     Duel,
-    DuelResult,
     DuelStatus,
     Environment,
     Participant,
@@ -55,6 +54,7 @@ from core.models import (
 )
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
 from core.models.submissions import resend_at_default
+from referee.standings import bye_points, record_duel, shared_ranks, standing_key
 from tournament_manager import pairing
 from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
@@ -731,16 +731,16 @@ def _conservative_ratings(competitors: Iterable[int]) -> dict[int, float]:
 def _standings(tournament: Tournament) -> list[Participant]:
     """Every participant with points, record and rank recomputed (not saved), best first.
 
-    Round robin and Swiss: points (2 a duel won or a bye, 1 a draw), then duels won, then
-    match score. Ladder: the rating leaderboard (mu - 3 sigma). Withdrawn ones rank last
-    either way; equal keys share a rank.
+    Round robin and Swiss: ``referee.standings`` (2 points a duel won or a bye, 1 a draw;
+    then duels won, then match score). Ladder: the rating leaderboard (mu - 3 sigma).
+    Withdrawn ones rank last either way; equal keys share a rank.
     """
     participants = {
         participant.revision_id: participant
         for participant in tournament.participants.select_related("revision")
     }
     for participant in participants.values():
-        participant.points = 2 * participant.byes
+        participant.points = bye_points(participant.byes)
         participant.wins = participant.losses = participant.draws = 0
         participant.score = 0.0
     duels = Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED).values_list(
@@ -751,18 +751,7 @@ def _standings(tournament: Tournament) -> list[Participant]:
         two = participants.get(second)
         if one is None or two is None:
             continue
-        one.score += first_score
-        two.score += second_score
-        if result == DuelResult.DRAW:
-            one.draws += 1
-            two.draws += 1
-            one.points += 1
-            two.points += 1
-        elif result in (DuelResult.PLAYER_1_WIN, DuelResult.PLAYER_2_WIN):
-            winner, loser = (one, two) if result == DuelResult.PLAYER_1_WIN else (two, one)
-            winner.wins += 1
-            winner.points += 2
-            loser.losses += 1
+        record_duel(one, two, result=result, first_score=first_score, second_score=second_score)
     if tournament.is_ladder:
         ratings = _conservative_ratings(p.revision.competitor_id for p in participants.values())
 
@@ -772,13 +761,10 @@ def _standings(tournament: Tournament) -> list[Participant]:
     else:
 
         def key(p: Participant) -> tuple[object, ...]:
-            return (p.withdrawn, -p.points, -p.wins, -p.score)
+            return (p.withdrawn, *standing_key(p))
 
     ordered = sorted(participants.values(), key=lambda p: (key(p), p.seed or 0, p.pk))
-    rank, previous = 0, None
-    for position, participant in enumerate(ordered, start=1):
-        if key(participant) != previous:
-            rank, previous = position, key(participant)
+    for participant, rank in zip(ordered, shared_ranks(ordered, key), strict=True):
         participant.rank = rank
     return ordered
 

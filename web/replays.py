@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any
 
-from core.models import Duel, Match
+from core.models import Duel, DuelResult, Match
 from environments.base import IllegalAction
 from environments.registry import (
     InvalidEnvironmentInfo,
@@ -77,14 +77,18 @@ def match_faults(match: Match, labels: dict[int, str]) -> list[FaultNote]:
     return notes
 
 
+def result_text(result: str, labels: dict[int, str]) -> str:
+    """A duel's or a match's result as people read it; "" when it has none yet."""
+    return {
+        DuelResult.PLAYER_1_WIN: f"{labels[1]} won",
+        DuelResult.PLAYER_2_WIN: f"{labels[2]} won",
+        DuelResult.DRAW: "Draw",
+        DuelResult.ERROR: "Error: not scored",
+    }.get(result, "")
+
+
 def match_result_text(match: Match, labels: dict[int, str]) -> str:
-    if match.result == "PLAYER_1_WIN":
-        return f"{labels[1]} won"
-    if match.result == "PLAYER_2_WIN":
-        return f"{labels[2]} won"
-    if match.result == "DRAW":
-        return "Draw"
-    return "Error: not scored"
+    return result_text(match.result, labels) or "Error: not scored"
 
 
 def show_action(action: Any) -> str:

@@ -26,7 +26,7 @@ from core.models import (
 from tournament_manager.selectors import tournament_progress
 from web.access import Visitor, can_see_competitor, is_organizer, is_owner
 from web.charts import RatingPoint, rating_chart_svg
-from web.replays import FaultNote, match_faults, match_result_text, player_labels
+from web.replays import FaultNote, match_faults, match_result_text, player_labels, result_text
 
 RECENT_TOURNAMENTS = 10
 
@@ -323,15 +323,7 @@ class DuelPage:
 
 
 def _duel_result_text(duel: Duel, labels: dict[int, str]) -> str:
-    if duel.result == "PLAYER_1_WIN":
-        return f"{labels[1]} won"
-    if duel.result == "PLAYER_2_WIN":
-        return f"{labels[2]} won"
-    if duel.result == "DRAW":
-        return "Draw"
-    if duel.result == "ERROR":
-        return "Error: not scored"
-    return duel.get_status_display()
+    return result_text(duel.result, labels) or duel.get_status_display()
 
 
 def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:

@@ -6,11 +6,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from builder.services import upload_limits
+from core.accounts import user_create
 from core.errors import ArenaError
 from core.models import ApiToken, Environment, InviteCode, Revision, User
 from core.models.accounts import hash_token
 from core.services import competitor_get_or_create, revision_create
+from core.uploads import upload_limits
 
 #: Characters of a token's secret kept in clear, to tell tokens apart in lists.
 TOKEN_HINT_CHARS = 10
@@ -72,11 +73,7 @@ def user_register(*, code: str, email: str, display_name: str, team: str, passwo
         if not counted:
             problem = invite_problem(InviteCode.objects.filter(code=code).first())
             raise ArenaError(problem or "This invite code cannot be used; ask the organizers.")
-        if User.objects.filter(email__iexact=email).exists():
-            raise ArenaError("An account with this e-mail address exists already; log in.")
-        return User.objects.create_user(
-            email=email, password=password, display_name=display_name, team=team
-        )
+        return user_create(email=email, display_name=display_name, team=team, password=password)
 
 
 def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:

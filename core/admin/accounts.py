@@ -151,7 +151,7 @@ class UserAdmin(OrganizerPermissions, DjangoUserAdmin):
 
     def save_model(self, request: HttpRequest, obj: User, form: forms.Form, change: bool) -> None:
         if not change or "role" in form.changed_data:
-            obj.is_staff = obj.role == Role.ORGANIZER or obj.is_superuser
+            obj.admin_access_from_role()
         super().save_model(request, obj, form, change)
 
     @admin.action(description="Make organizer (may use the admin)")

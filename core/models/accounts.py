@@ -21,6 +21,7 @@ class UserManager(BaseUserManager["User"]):
         if not email:
             raise ValueError("an e-mail address is required")
         user = self.model(email=self.normalize_email(email).lower(), **fields)
+        user.admin_access_from_role()
         user.set_password(password)
         user.save(using=self._db)
         return user
@@ -60,6 +61,10 @@ class User(AbstractBaseUser, PermissionsMixin):
     @property
     def is_organizer(self) -> bool:
         return self.role == Role.ORGANIZER or self.is_superuser
+
+    def admin_access_from_role(self) -> None:
+        """Admin access goes with the role: organizers (and superusers) may use it."""
+        self.is_staff = self.is_organizer
 
 
 class InviteCode(models.Model):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import models
@@ -220,6 +221,11 @@ class Revision(models.Model):
         return reverse(
             "revision", args=[competitor.environment.name, competitor.name, self.version]
         )
+
+    @property
+    def build_dir(self) -> Path:
+        """Where the builder unpacks this revision and duels start it from."""
+        return Path(settings.ARENA_BUILD_ROOT) / f"revision-{self.pk}"
 
     @property
     def is_valid(self) -> bool:

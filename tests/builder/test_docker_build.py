@@ -15,7 +15,6 @@ from collections.abc import Iterator
 import pytest
 from django.core.management import call_command
 
-from builder.archives import UploadRejected
 from builder.requirements import WheelSet, pip_wheel
 from builder.revision_image import (
     LABEL_ENVIRONMENT,
@@ -25,6 +24,7 @@ from builder.revision_image import (
 from builder.services import instance_label, revision_images_prune
 from core.models import Competitor, Environment, Revision, StepStatus
 from core.services import revision_create
+from core.uploads import UploadRejected
 from duel_runner.services import revision_agent_source
 from sandboxes import docker_engine
 from sandboxes.base import EntryKind

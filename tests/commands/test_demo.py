@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from pytest_django.fixtures import Settings
 
-from core.management.commands.demo import EXAMPLE_PLAYERS_DIR, zip_folder
 from core.models import InviteCode, Revision, Role, Tournament, TournamentStatus, User
+from web.management.commands.demo import EXAMPLE_PLAYERS_DIR, zip_folder
 
 # The demo relies on work starting when each transaction commits, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from builder.archives import UploadRejected
 from core.errors import ArenaError
 from core.models import Competitor, Environment, Revision, StepStatus
 from core.services import competitor_get_or_create, revision_create
+from core.uploads import UploadRejected
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]

@@ -117,9 +117,8 @@ def test_it_reruns_a_failed_duel_and_completes_the_tournament():
             environment=environment, name="Cup", revisions=[optimal, rando], matches_per_duel=2
         )
     # Break the build folder so the duel fails as an infrastructure error, not a result.
-    from builder.services import revision_build_dir
 
-    build = revision_build_dir(rando)
+    build = rando.build_dir
     hidden = build.with_name(build.name + "-away")
     build.rename(hidden)
     with transaction.atomic():

@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.accounts import user_create
 from core.models import Role, User
 
 #: (e-mail, display name, role, password): known passwords, for demos and trials only.
@@ -39,11 +40,5 @@ class Command(BaseCommand):
             if User.objects.filter(email=email).exists():
                 self.stdout.write(f"{email:<24} exists, left unchanged")
                 continue
-            User.objects.create_user(
-                email,
-                password,
-                display_name=display_name,
-                role=role,
-                is_staff=role == Role.ORGANIZER,
-            )
+            user_create(email=email, display_name=display_name, role=role, password=password)
             self.stdout.write(f"{email:<24} created ({role}), password: {password}")

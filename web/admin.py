@@ -1,4 +1,9 @@
-"""Environments, competitors and their revisions (uploads with build and validation)."""
+"""The admin of environments, competitors and their revisions (uploads with build and validation).
+
+It sits above the apps because its actions drive several of them: rebuild (builder),
+re-validate (duel runner), make public and re-publish (publisher), new tournaments
+(tournament manager). The shared pieces are in ``core.admin.base``.
+"""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import NoReverseMatch, reverse
 
-from builder.services import revision_build_dir
-from core.accounts import random_password
+from core.accounts import random_password, user_create
 from core.errors import ArenaError
 from core.models import (
     Competitor,
@@ -112,7 +111,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--port",
-            default=os.environ.get("ARENA_PORT", "8000"),
+            default=settings.ARENA_PORT,
             help="port printed in the login address (default: $ARENA_PORT or 8000)",
         )
 
@@ -163,18 +162,12 @@ class Command(BaseCommand):
         password = random_password()
         user = User.objects.filter(email=email).first()
         if user is None:
-            user = User.objects.create_user(
-                email,
-                password,
-                display_name=display_name,
-                role=role,
-                is_staff=role == Role.ORGANIZER,
-            )
+            user = user_create(email=email, display_name=display_name, role=role, password=password)
             self.stdout.write(f"Created {role} {email}")
         else:
             user.set_password(password)
             user.role, user.is_active = role, True
-            user.is_staff = role == Role.ORGANIZER or user.is_superuser
+            user.admin_access_from_role()
             user.save(update_fields=["password", "role", "is_active", "is_staff"])
         return user, password
 
@@ -225,7 +218,7 @@ class Command(BaseCommand):
             )
             note = ""
         elif not revision.is_disabled and (
-            not revision.is_valid or not revision_build_dir(revision).is_dir()
+            not revision.is_valid or not revision.build_dir.is_dir()
         ):
             # A build or validation that failed, was cut short by a stopped demo, or a
             # build folder removed since.

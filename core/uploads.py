@@ -14,10 +14,12 @@ import stat
 import zipfile
 from pathlib import Path
 
-from core.errors import ArenaError
+from django.conf import settings
 
-PYTHON_ENTRY_POINTS = ("main.py", "agent.py")
-EXECUTABLE_ENTRY_POINT = "agent"
+from core.errors import ArenaError
+from sandboxes.base import ENTRY_POINTS as PYTHON_ENTRY_POINTS
+from sandboxes.base import EXECUTABLE_ENTRY_POINT
+
 REQUIREMENTS = "requirements.txt"
 
 
@@ -30,6 +32,15 @@ class UploadLimits:
     max_upload_bytes: int = 10 * 1024 * 1024
     max_files: int = 500
     max_unpacked_bytes: int = 50 * 1024 * 1024
+
+
+def upload_limits() -> UploadLimits:
+    """The size and count caps on uploads, from the ``ARENA_UPLOAD_*`` settings."""
+    return UploadLimits(
+        max_upload_bytes=settings.ARENA_UPLOAD_MAX_BYTES,
+        max_files=settings.ARENA_UPLOAD_MAX_FILES,
+        max_unpacked_bytes=settings.ARENA_UPLOAD_MAX_UNPACKED_BYTES,
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,81 @@
+"""Standings of a round robin (and of a Swiss tournament): one rule, for the command line and
+the tournament manager.
+
+A duel won (or a bye) is worth 2 points, a draw 1, a loss 0. Players rank by points, then by
+duels won, then by total match score; players equal on all three share a rank (1, 2, 2, 4).
+A duel that failed for a reason outside the agents is not scored at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Sequence
+from typing import Protocol, TypeVar
+
+from referee.results import Outcome
+
+WIN_POINTS = 2
+DRAW_POINTS = 1
+
+
+class Record(Protocol):
+    """A player's tally, as kept by ``Standing`` or by a tournament's participant rows."""
+
+    points: int
+    wins: int
+    draws: int
+    losses: int
+    score: float
+
+
+@dataclasses.dataclass
+class Standing:
+    name: str
+    points: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    score: float = 0.0
+
+
+def record_duel(
+    first: Record, second: Record, *, result: str, first_score: float, second_score: float
+) -> None:
+    """Add a scored duel (``result``: an ``Outcome`` value, from the first player's side)."""
+    first.score += first_score
+    second.score += second_score
+    if result == Outcome.DRAW:
+        for record in (first, second):
+            record.draws += 1
+            record.points += DRAW_POINTS
+        return
+    if result not in (Outcome.PLAYER_1_WIN, Outcome.PLAYER_2_WIN):
+        return
+    winner, loser = (first, second) if result == Outcome.PLAYER_1_WIN else (second, first)
+    winner.wins += 1
+    winner.points += WIN_POINTS
+    loser.losses += 1
+
+
+def bye_points(byes: int) -> int:
+    """A player left out of a round (an odd count) scores as if it won a duel."""
+    return WIN_POINTS * byes
+
+
+def standing_key(record: Record) -> tuple[float, ...]:
+    """Sorts best first: points, then duels won, then match score."""
+    return (-record.points, -record.wins, -record.score)
+
+
+T = TypeVar("T")
+
+
+def shared_ranks(ordered: Sequence[T], key: Callable[[T], Hashable]) -> list[int]:
+    """The rank of each of ``ordered`` (sorted best first by ``key``): equal keys share one."""
+    ranks: list[int] = []
+    rank, previous = 0, None
+    for position, item in enumerate(ordered, start=1):
+        if position == 1 or key(item) != previous:
+            rank, previous = position, key(item)
+        ranks.append(rank)
+    return ranks
