@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import os
 import re
 import shlex
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterator
 from email.utils import parseaddr
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -277,12 +275,3 @@ class Clone:
         raise PublishError(
             f"the publication repository {self.transcript.shown_url} refused the push: {reason}"
         )
-
-
-@contextlib.contextmanager
-def work_folder_lock(workdir: Path) -> Iterator[None]:
-    """One publication at a time in a work folder, which the workers of a machine share."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    with open(workdir / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield

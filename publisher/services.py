@@ -22,7 +22,8 @@ from core import dispatch
 from core.models import Competitor, Rating, Revision, StepStatus
 from core.services import revision_step_begin, revision_step_finish
 from core.uploads import UploadRejected, extract_upload, upload_limits
-from publisher.git import Clone, PublishError, Transcript, work_folder_lock
+from publisher.git import Clone, PublishError, Transcript
+from sandboxes.locks import folder_lock
 
 #: Pushes tried while the remote branch keeps moving on (other publishers pushing).
 PUSH_ATTEMPTS = 5
@@ -216,7 +217,8 @@ def _publish(revision: Revision, transcript: Transcript) -> str:
     with tempfile.TemporaryDirectory(prefix="arena-publish-") as temporary:
         source = Path(temporary)
         _unpack(revision, source)
-        with work_folder_lock(workdir):
+        # One publication at a time in a work folder, which the workers of a machine share.
+        with folder_lock(workdir):
             clone = Clone(
                 workdir / "repository",
                 url=settings.ARENA_PUBLISH_REPOSITORY,

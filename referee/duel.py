@@ -568,7 +568,7 @@ def validate(
     lines = [
         f"validation failed: {first.kind.value} — {first.message}"
         + (f" (move {first.step + 1})" if first.step is not None else ""),
-        _ADVICE.get(first.kind, ""),
+        first.kind.advice,
     ]
     if len(faults) > 1:
         lines.append(f"{len(faults) - 1} more fault(s) in the other self-play matches.")
@@ -576,17 +576,3 @@ def validate(
     if tail:
         lines.append("last lines of the agent's log:\n" + tail)
     return ValidationResult(False, "\n".join(line for line in lines if line), duel)
-
-
-_ADVICE = {
-    FaultKind.TIMEOUT: "Answer each request within the move time limit; long set-up work "
-    "belongs before the handshake (module import or __init__), which has its own limit.",
-    FaultKind.ILLEGAL_ACTION: "Return one of the actions listed in legal_actions.",
-    FaultKind.MALFORMED_MESSAGE: "Write only protocol messages to stdout (one JSON object per "
-    "line) and your logs to stderr; with the SDK, print() already goes to the log.",
-    FaultKind.OVERSIZED_MESSAGE: "Keep each message under the size limit and end it with a "
-    "newline.",
-    FaultKind.CRASH: "The agent stopped or raised an error; the log below shows where.",
-    FaultKind.MEMORY_EXCEEDED: "Use less memory than the environment's limit.",
-    FaultKind.FORFEIT: "The agent failed twice and could not play on.",
-}

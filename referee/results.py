@@ -30,6 +30,53 @@ class FaultKind(enum.StrEnum):
     #: so the match was not played.
     FORFEIT = "forfeit"
 
+    @property
+    def meaning(self) -> str:
+        """What the fault means, in words a newcomer understands (replays, duel pages)."""
+        return _FAULT_TEXTS[self][0]
+
+    @property
+    def advice(self) -> str:
+        """What the agent's author can do about it (validation reports)."""
+        return _FAULT_TEXTS[self][1]
+
+
+#: Each fault's meaning and advice: the one place these texts live (docs/protocol.md
+#: says the same at more length).
+_FAULT_TEXTS: dict[FaultKind, tuple[str, str]] = {
+    FaultKind.TIMEOUT: (
+        "did not answer in time: no reply within the move time plus what was left of its "
+        "time bank (or no start within the startup time, or its CPU time ran out)",
+        "Answer each request within the move time limit; long set-up work belongs before "
+        "the handshake (module import or __init__), which has its own limit.",
+    ),
+    FaultKind.ILLEGAL_ACTION: (
+        "played an action that is not among the legal actions",
+        "Return one of the actions listed in legal_actions.",
+    ),
+    FaultKind.MALFORMED_MESSAGE: (
+        "sent a line that is not a valid protocol message",
+        "Write only protocol messages to stdout (one JSON object per line) and your logs to "
+        "stderr; with the SDK, print() already goes to the log.",
+    ),
+    FaultKind.OVERSIZED_MESSAGE: (
+        "sent a line longer than the protocol allows",
+        "Keep each message under the size limit and end it with a newline.",
+    ),
+    FaultKind.CRASH: (
+        "stopped: the process exited, closed its output, or its code raised an error",
+        "The agent stopped or raised an error; the log below shows where.",
+    ),
+    FaultKind.MEMORY_EXCEEDED: (
+        "ran out of memory under the sandbox's limit",
+        "Use less memory than the environment's limit.",
+    ),
+    FaultKind.FORFEIT: (
+        "had already failed after its one restart in this duel; the match was not played",
+        "The agent failed twice and could not play on.",
+    ),
+}
+
 
 @dataclasses.dataclass
 class Fault:

@@ -24,9 +24,7 @@ Settings (environment): ``ARENA_BASE_IMAGE_SOURCE``, ``ARENA_DEBIAN_MIRROR``,
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import io
 import os
@@ -35,11 +33,12 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from sandboxes import docker_engine
 from sandboxes.base import SandboxError
+from sandboxes.locks import folder_lock
 
 #: Bump when the way the image is made changes in a way the other inputs do not show.
 RECIPE_VERSION = 1
@@ -162,15 +161,6 @@ def cache_dir() -> Path:
     return var / "cache" / "base-image"
 
 
-@contextlib.contextmanager
-def _build_lock(folder: Path) -> Iterator[None]:
-    """One build at a time per cache folder: two test sessions must not debootstrap twice."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def _debootstrap_tarball(folder: Path, key: str, *, report: Callable[[str], None]) -> Path:
     """The trimmed Debian root file system as a tarball, made once and kept."""
     tarball = folder / f"rootfs-{key}.tar"
@@ -258,7 +248,8 @@ def base_image_build(
         report(f"{recipe.tag} exists: reused")
         return BaseImageBuild(recipe.tag, built=False, seconds=time.monotonic() - started)
     folder = cache_dir()
-    with _build_lock(folder):
+    # One build at a time per cache folder: two workers must not debootstrap twice.
+    with folder_lock(folder):
         # Another build may have finished while this one waited for the lock.
         if not (force or refresh_rootfs) and docker_engine.image_exists(recipe.tag):
             report(f"{recipe.tag} exists: reused")

@@ -15,8 +15,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Not the platform's own Python: the virtual environment, runtime files.
-SKIPPED = {".venv", "var", ".git", "build"}
+#: Not the platform's own Python: runtime files and builds (and below, any hidden folder:
+#: the virtual environments, git's).
+SKIPPED = {"var", "build"}
 #: Where the tests and their helpers live (the ``dev`` extras may serve them).
 TEST_CODE = {"tests", "conftest.py"}
 
@@ -26,7 +27,10 @@ def _python_files() -> list[Path]:
         path
         for path in ROOT.rglob("*.py")
         if not SKIPPED & set(path.relative_to(ROOT).parts)
-        and not any(part.endswith(".egg-info") for part in path.parts)
+        and not any(
+            part.startswith(".") or part.endswith(".egg-info")
+            for part in path.relative_to(ROOT).parts
+        )
     ]
 
 

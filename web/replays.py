@@ -19,20 +19,14 @@ from environments.registry import (
     load_info,
     make_environment,
 )
+from referee.results import FaultKind
 
-#: What each fault means, in words a newcomer understands (docs/protocol.md).
-FAULT_EXPLANATIONS = {
-    "timeout": (
-        "did not answer in time: no reply within the move time plus what was left of its "
-        "time bank (or no start within the startup time, or its CPU time ran out)"
-    ),
-    "illegal_action": "played an action that is not among the legal actions",
-    "malformed_message": "sent a line that is not a valid protocol message",
-    "oversized_message": "sent a line longer than the protocol allows",
-    "crash": "stopped: the process exited, closed its output, or its code raised an error",
-    "memory_exceeded": "ran out of memory under the sandbox's limit",
-    "forfeit": "had already failed after its one restart in this duel; the match was not played",
-}
+
+def _fault_meaning(kind: str) -> str:
+    try:
+        return FaultKind(kind).meaning
+    except ValueError:  # a kind this version does not know, from an older duel
+        return kind.replace("_", " ")
 
 
 def player_labels(duel: Duel) -> dict[int, str]:
@@ -71,7 +65,7 @@ def match_faults(match: Match, labels: dict[int, str]) -> list[FaultNote]:
                 kind=kind,
                 message=str(fault.get("message", "")),
                 step=fault.get("step"),
-                explanation=FAULT_EXPLANATIONS.get(kind, kind.replace("_", " ")),
+                explanation=_fault_meaning(kind),
             )
         )
     return notes
