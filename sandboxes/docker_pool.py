@@ -82,8 +82,10 @@ class WarmPool(Generic[Agent]):
         idle_seconds: float,
         start: Callable[[Hashable], Agent],
         discard: Callable[[Agent], None],
+        starters: int = 2,
     ) -> None:
         self.size = size
+        self.starters = starters
         self.idle_seconds = idle_seconds
         self._start = start
         self._discard = discard
@@ -96,7 +98,7 @@ class WarmPool(Generic[Agent]):
         self._starting = 0
         self._closed = False
         self._wake = threading.Condition(self._lock)
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         #: Counters for benchmarks and tests: handed out, missed, started, expired.
         self.stats = collections.Counter[str]()
 
@@ -150,9 +152,11 @@ class WarmPool(Generic[Agent]):
             return
         self._starting += 1
         self._wanted.append(key)
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="arena-docker-pool", daemon=True)
-            self._thread.start()
+        self._threads = [thread for thread in self._threads if thread.is_alive()]
+        if len(self._threads) < min(self.starters, self._starting):
+            thread = threading.Thread(target=self._run, name="arena-docker-pool", daemon=True)
+            thread.start()
+            self._threads.append(thread)
         self._wake.notify_all()
 
     def _expire_locked(self, now: float) -> list[Agent]:
@@ -171,7 +175,7 @@ class WarmPool(Generic[Agent]):
         return None if not oldest else max(0.0, min(oldest) + self.idle_seconds - now) + 0.01
 
     def _run(self) -> None:
-        # One container at a time: parallel starts only make the engine slower per start.
+        # ``starters`` threads: the engine overlaps a few starts, but not many on 2 cores.
         while True:
             with self._lock:
                 while not self._wanted and not self._closed:
