@@ -204,6 +204,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
 ARENA_BUILD_ROOT = Path(env_str("ARENA_BUILD_ROOT", str(VAR_DIR / "builds")))
 #: Where the process sandbox makes each agent's private working directory.
 ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
+#: Docker sandbox: containers each worker process keeps started ahead (for the next duels
+#: of the revisions it just played; 0 turns the pool off), and how long one may wait.
+ARENA_DOCKER_POOL_SIZE = env_int("ARENA_DOCKER_POOL_SIZE", 8)
+ARENA_DOCKER_POOL_IDLE_SECONDS = float(env_str("ARENA_DOCKER_POOL_IDLE_SECONDS", "60"))
 #: How long a duel stays claimed without a heartbeat from its worker (renewed every third
 #: of it while the duel runs); a killed worker's duel is taken over after this.
 ARENA_DUEL_LEASE_SECONDS = int(env_str("ARENA_DUEL_LEASE_SECONDS", "60"))
