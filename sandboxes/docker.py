@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,8 @@ class DockerAgent:
         self._reaper = reaper
         #: Taken from the warm pool (started before this duel asked for it).
         self.warm = False
+        #: Run once when closed (the pool starts a replacement then).
+        self.on_close: Callable[[], None] | None = None
         self.folder = folder
         self.token = token
         self.requests, self.replies, self.log_stream = streams
@@ -185,6 +187,8 @@ class DockerAgent:
         if self._closed:
             return
         self._closed = True
+        if self.on_close is not None:
+            self.on_close()
         if self._reaper is None:
             self._remove()
             return
@@ -236,6 +240,40 @@ def _files_fingerprint(path: Path) -> str:
         info = entry.lstat()
         digest.update(f"{entry}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_mode}\n".encode())
     return digest.hexdigest()
+
+
+#: x86-64 system calls an agent waiting for input sleeps in; for ``read`` and ``recvfrom``
+#: only on its stdin (fd 0), since reading its own files is still loading.
+_WAITING_ON_STDIN = {0, 45}  # read, recvfrom
+_WAITING_ON_ANYTHING = {7, 23, 232, 270, 271, 281}  # poll, select, epoll_wait, pselect6...
+
+
+def _wait_until_reading(container: docker_engine.Container, *, timeout: float) -> bool:
+    """Wait until the agent in ``container`` sleeps waiting for input; best effort.
+
+    Reads ``/proc/PID/syscall`` of init's child (root, an engine on this host, x86-64);
+    returns False at once where it cannot, or after ``timeout``.
+    """
+    try:
+        container.reload()
+        init = int(container.attrs["State"]["Pid"])
+    except Exception:  # the engine's or a sparse object's problem: not worth failing over
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
+            if children:
+                fields = Path(f"/proc/{children[0]}/syscall").read_text().split()
+                number = int(fields[0]) if fields and fields[0].lstrip("-").isdigit() else -1
+                if number in _WAITING_ON_ANYTHING or (
+                    number in _WAITING_ON_STDIN and int(fields[1], 16) == 0
+                ):
+                    return True
+        except (OSError, ValueError, IndexError):
+            return False
+        time.sleep(0.005)
+    return False
 
 
 def _shut_down(pool: WarmPool[DockerAgent] | None, reaper: Reaper, timeout: float) -> None:
@@ -475,15 +513,24 @@ class DockerSandbox:
             )
         except OSError as error:
             raise SandboxError(f"cannot read the agent's files: {error}") from error
-        agent = self.pool.take(key)
+        pool = self.pool
+        agent = pool.take(key)
         if agent is None:
-            return self._launch(source, limits=limits, label=label)
-        agent.warm = True
+            agent = self._launch(source, limits=limits, label=label)
+        else:
+            agent.warm = True
+        # This agent's next duel will want one: started once this duel is over.
+        agent.on_close = lambda: pool.want(key)
         return agent
 
     def _start_warm(self, key: Hashable) -> DockerAgent:
         assert isinstance(key, _WarmKey)
-        return self._launch(key.source, limits=key.limits, label=key.label)
+        agent = self._launch(key.source, limits=key.limits, label=key.label)
+        # Connected is not loaded: the agent still starts its interpreter and imports
+        # its module. Ready once it waits for the handshake, when the engine's host
+        # lets us see that; at worst the handshake waits for the rest, as when fresh.
+        _wait_until_reading(agent.container, timeout=min(5.0, self.connect_timeout))
+        return agent
 
     def _files_in_image(self, source: AgentSource) -> bool:
         return source.image is not None or self.agent_files_in_image

@@ -5,8 +5,11 @@ another tenth; removing one about 0.05 s more. A duel should wait for none of it
 
 - ``WarmPool`` keeps containers started ahead, per key (an image, the agent, its limits
   and environment), each already connected to the referee's sockets and waiting for its
-  handshake, so no clock of the agent runs yet. ``take`` hands one out at most once and
-  starts a replacement in the background; the next duel of the same agent finds it ready.
+  handshake, so no clock of the agent runs yet. ``take`` hands one out at most once;
+  ``want`` starts one in the background. The sandbox calls it when an agent's duel is
+  over, not when it begins: on 2 cores, starting containers during a duel slows the duel
+  by about what the start costs (measured), while the next duel of the same agent still
+  finds its container ready.
   The pool is bounded (``size`` containers, idle or starting, for all keys together),
   a container idle for ``idle_seconds`` is discarded, and ``close`` discards the rest.
 - ``Reaper`` runs discards in a background thread, in order, so a duel ends as soon as
@@ -106,9 +109,14 @@ class WarmPool(Generic[Agent]):
         with self._lock:
             return sum(len(agents) for agents in self._ready.values()) + self._starting
 
+    def want(self, key: Hashable) -> None:
+        """Start one more agent for ``key`` in the background, if the pool has room."""
+        with self._lock:
+            if not self._closed:
+                self._want_locked(key)
+
     def take(self, key: Hashable) -> Agent | None:
-        """A ready agent for ``key`` (removed from the pool), or None; either way one
-        more is started for ``key`` in the background if the pool has room."""
+        """A ready agent for ``key`` (removed from the pool), or None."""
         expired: list[Agent] = []
         found: Agent | None = None
         with self._lock:
@@ -121,7 +129,6 @@ class WarmPool(Generic[Agent]):
                 if not ready:
                     del self._ready[key]
             self.stats["taken" if found is not None else "missed"] += 1
-            self._want_locked(key)
         for agent in expired:
             self._discard(agent)
         return found

@@ -307,27 +307,25 @@ def fake_pool(size: int, idle_seconds: float = 60.0) -> WarmPool[Started]:
     return WarmPool(size=size, idle_seconds=idle_seconds, start=Started, discard=discard)
 
 
-def test_it_starts_one_replacement_per_start_within_its_size():
+def test_it_starts_what_is_wanted_within_its_size():
     pool = fake_pool(size=2)
-    assert pool.take("a") is None
-    assert pool.take("b") is None
-    assert pool.take("c") is None  # full: nothing started for c
+    for key in ("a", "a", "b"):
+        pool.want(key)  # full after two: nothing started for b
     assert pool.wait_until_ready(5)
 
     assert len(pool) == 2
-    assert pool.take("c") is None
-    first = pool.take("a")
-    assert first is not None and first.key == "a"
-    assert pool.wait_until_ready(5)
-    second = pool.take("a")
-    assert second is not None and second is not first
+    assert pool.take("b") is None
+    first, second = pool.take("a"), pool.take("a")
+    assert first is not None and second is not None and first is not second
+    assert pool.take("a") is None
+    assert pool.stats["taken"] == 2 and pool.stats["missed"] == 2
     pool.close()
 
 
 def test_it_discards_what_is_left_when_closed():
     pool = fake_pool(size=3)
-    pool.take("a")
-    pool.take("b")
+    pool.want("a")
+    pool.want("b")
     assert pool.wait_until_ready(5)
     ready = [agent for agents in pool._ready.values() for _, agent in agents]
 
