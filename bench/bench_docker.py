@@ -14,6 +14,12 @@ referee, process sandbox
 referee, docker sandbox
     The same duel with each agent in its own container, moves over the Unix
     sockets of ``arena_sdk.bridge``. Start-up (two containers) is reported apart.
+200-match duel, wall time
+    The whole ``run_duel`` call, start-up and shutdown included: process sandbox;
+    docker sandbox starting both containers for the duel (cold); docker sandbox with a
+    warm pool (``pool_size=4``), as in a worker that played this agent before: the
+    containers the previous round's duel had started ahead are ready. Ratios against
+    the process sandbox's duel of the same round; the issue's target is at most 1.5.
 ping-pong rows
     One pre-encoded ``act``-sized line out and one reply line back per move, with a
     minimal Python agent: over pipes to a host process (process sandbox), over the
@@ -21,7 +27,8 @@ ping-pong rows
     engine's attach streams to a container (stdin and multiplexed stdout through
     the daemon), the design the docker sandbox avoids.
 
-The target: the docker sandbox's referee rate at 80% or more of the process sandbox's.
+The targets: the docker sandbox's referee rate at 80% or more of the process sandbox's;
+the 200-match duel in the docker sandbox in at most 1.5 times the process sandbox's time.
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ from sandboxes.process import ProcessSandbox
 from arena_sdk import protocol  # isort: skip (bench_referee puts the SDK on the path)
 
 TARGET_DOCKER_OVER_PROCESS = 0.8
+TARGET_DUEL_WALL_RATIO = 1.5
+POOL_SIZE = 4
 
 # The least a Python agent can do per move, on the streams the SDK uses.
 PING_PONG_AGENT = """\
@@ -77,7 +86,7 @@ class Plan:
     ping_pong_moves: int
 
 
-FULL = Plan(rounds=5, duel_matches=100, ping_pong_moves=5_000)
+FULL = Plan(rounds=5, duel_matches=200, ping_pong_moves=5_000)
 QUICK = Plan(rounds=1, duel_matches=10, ping_pong_moves=300)
 
 
@@ -172,6 +181,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         raise SystemExit(f"bench_docker: {problem}")
     process = ProcessSandbox()
     docker = DockerSandbox()
+    pooled = DockerSandbox(pool_size=POOL_SIZE)
     if not docker_engine.image_exists(docker.image):
         raise SystemExit(
             f"bench_docker: no image {docker.image}; run `python manage.py build_base_image`"
@@ -183,6 +193,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         "socket_ping_pong": [],
         "attach_ping_pong": [],
     }
+    walls: dict[str, list[float]] = {"process": [], "docker": [], "docker_warm": []}
     process_duels: list[DuelRun] = []
     docker_duels: list[DuelRun] = []
     with tempfile.TemporaryDirectory(prefix="bench-docker-") as folder:
@@ -190,12 +201,19 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         # Warm both sandboxes once (the SDK copy, the image's pages in the cache).
         bench_duel(random_agent, process, matches=2, seed=SEED)
         bench_duel(random_agent, docker, matches=2, seed=SEED)  # type: ignore[arg-type]
+        bench_duel(random_agent, pooled, matches=2, seed=SEED)  # type: ignore[arg-type]
         for round_index in range(plan.rounds):
             seed = SEED + round_index
             process_duels.append(bench_duel(random_agent, process, plan.duel_matches, seed))
             docker_duels.append(
                 bench_duel(random_agent, docker, plan.duel_matches, seed)  # type: ignore[arg-type]
             )
+            assert pooled.pool is not None
+            pooled.pool.wait_until_ready(60)
+            warm = bench_duel(random_agent, pooled, plan.duel_matches, seed)  # type: ignore[arg-type]
+            walls["process"].append(process_duels[-1].wall_seconds)
+            walls["docker"].append(docker_duels[-1].wall_seconds)
+            walls["docker_warm"].append(warm.wall_seconds)
             rows["process_referee"].append(process_duels[-1].moves_per_second)
             rows["docker_referee"].append(docker_duels[-1].moves_per_second)
             moves = plan.ping_pong_moves
@@ -205,10 +223,19 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
             report(
                 f"round {round_index + 1}/{plan.rounds}: "
                 + ", ".join(f"{name} {values[-1]:,.0f}" for name, values in rows.items())
-                + " moves/s"
+                + " moves/s; duel "
+                + ", ".join(f"{name} {values[-1]:.3f} s" for name, values in walls.items())
+                + f" (load {os.getloadavg()[0]:.2f})"
             )
+        pool_stats = dict(pooled.pool.stats) if pooled.pool is not None else {}
+    pooled.close()
+    docker.close()
 
     medians = {name: statistics.median(values) for name, values in rows.items()}
+    ratios = {
+        name: [wall / process for wall, process in zip(walls[name], walls["process"], strict=True)]
+        for name in ("docker", "docker_warm")
+    }
     docker_over_process = medians["docker_referee"] / medians["process_referee"]
     return {
         "date": datetime.date.today().isoformat(),
@@ -230,9 +257,17 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         "docker_duel_startup_seconds": statistics.median(
             duel.wall_seconds - duel.match_seconds for duel in docker_duels
         ),
+        "duel_wall_seconds": {name: statistics.median(v) for name, v in walls.items()},
+        "duel_wall_ratio": {name: statistics.median(v) for name, v in ratios.items()},
+        "duel_wall_ratio_range": {name: (min(v), max(v)) for name, v in ratios.items()},
+        "pool_stats": pool_stats,
+        "load_average": os.getloadavg(),
         "target_docker_over_process": TARGET_DOCKER_OVER_PROCESS,
         "target_met": docker_over_process >= TARGET_DOCKER_OVER_PROCESS,
+        "target_duel_wall_ratio": TARGET_DUEL_WALL_RATIO,
+        "duel_target_met": statistics.median(ratios["docker_warm"]) <= TARGET_DUEL_WALL_RATIO,
         "samples": rows,
+        "duel_wall_samples": walls,
     }
 
 
@@ -267,6 +302,24 @@ def table(figures: dict[str, Any]) -> str:
         f"bridge / attach ping-pong    {figures['socket_over_attach']:7.2f}x",
         f"duel start-up and shutdown: process {figures['process_duel_startup_seconds']:.3f} s, "
         f"docker {figures['docker_duel_startup_seconds']:.3f} s (two agents each)",
+        "",
+        f"{figures['plan']['duel_matches']}-match duel, wall time (median; ratio to the "
+        "process sandbox's duel of the same round, median and range)",
+    ]
+    wall = figures["duel_wall_seconds"]
+    lines.append(f"  process sandbox                {wall['process']:7.3f} s")
+    for key, name in (("docker", "docker, cold containers"), ("docker_warm", "docker, warm pool")):
+        low, high = figures["duel_wall_ratio_range"][key]
+        lines.append(
+            f"  {name:<30} {wall[key]:7.3f} s   x{figures['duel_wall_ratio'][key]:.2f} "
+            f"(x{low:.2f} to x{high:.2f})"
+        )
+    verdict = "met" if figures["duel_target_met"] else "NOT met"
+    lines += [
+        f"  target: warm docker duel <= x{figures['target_duel_wall_ratio']:.1f}: {verdict}; "
+        f"pool {figures['pool_stats']}",
+        "load average at the end (1, 5, 15 min): "
+        + ", ".join(f"{value:.2f}" for value in figures["load_average"]),
     ]
     return "\n".join(lines)
 

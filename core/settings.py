@@ -217,6 +217,10 @@ ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
 ARENA_AGENT_PYTHON = env_str("ARENA_AGENT_PYTHON", "")
 ARENA_SANDBOX_UID_BASE = env_int("ARENA_SANDBOX_UID_BASE", 1_900_000)
 ARENA_SANDBOX_UID_COUNT = env_int("ARENA_SANDBOX_UID_COUNT", 1000)
+#: Docker sandbox: containers each worker process keeps started ahead (for the next duels
+#: of the revisions it just played; 0 turns the pool off), and how long one may wait.
+ARENA_DOCKER_POOL_SIZE = env_int("ARENA_DOCKER_POOL_SIZE", 8)
+ARENA_DOCKER_POOL_IDLE_SECONDS = env_float("ARENA_DOCKER_POOL_IDLE_SECONDS", 60.0)
 #: How long a duel stays claimed without a heartbeat from its worker (renewed every third
 #: of it while the duel runs); a killed worker's duel is taken over after this.
 ARENA_DUEL_LEASE_SECONDS = env_int("ARENA_DUEL_LEASE_SECONDS", 60)
@@ -278,5 +282,7 @@ ARENA_INSTANCE = env_str("ARENA_INSTANCE", "")
 #: The image every agent runs on in the docker sandbox; empty: this checkout's base image,
 #: built when missing (``manage.py build_base_image``).
 ARENA_DOCKER_IMAGE = env_str("ARENA_DOCKER_IMAGE", "")
+#: Seconds an agent's container may take to start and connect (the platform's time).
+ARENA_DOCKER_CONNECT_TIMEOUT = env_float("ARENA_DOCKER_CONNECT_TIMEOUT", 30.0)
 #: The port ``manage.py demo`` prints in its addresses (scripts/demo.sh serves on it).
 ARENA_PORT = env_int("ARENA_PORT", 8000)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -20,19 +22,60 @@ from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
 from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
 
+if TYPE_CHECKING:
+    from sandboxes.docker import DockerSandbox
+
 #: Stored logs are cut to this many characters (the sandbox already caps them).
 LOG_CHARS = 200_000
 
 
-def sandbox_backend() -> SandboxBackend:
-    options: dict[str, object] = {}
-    if settings.ARENA_SANDBOX == "process":
-        options = {
-            "python": settings.ARENA_AGENT_PYTHON or None,
-            "uid_base": settings.ARENA_SANDBOX_UID_BASE,
-            "uid_count": settings.ARENA_SANDBOX_UID_COUNT,
-        }
-    return get_backend(settings.ARENA_SANDBOX, root=settings.ARENA_SANDBOX_ROOT, **options)
+def sandbox_backend(*, warm: bool = True) -> SandboxBackend:
+    """The backend duels run in, with its settings. The docker sandbox is kept for the
+    worker process, so its warm pool (``ARENA_DOCKER_POOL_SIZE``) serves the next duels of
+    the same revisions; ``warm=False`` (a validation, a revision's only duel for a while)
+    gets one without a pool, so nothing is started ahead for nothing."""
+    if settings.ARENA_SANDBOX != "docker":
+        return get_backend(
+            settings.ARENA_SANDBOX,
+            root=settings.ARENA_SANDBOX_ROOT,
+            python=settings.ARENA_AGENT_PYTHON or None,
+            uid_base=settings.ARENA_SANDBOX_UID_BASE,
+            uid_count=settings.ARENA_SANDBOX_UID_COUNT,
+        )
+    pool_size = settings.ARENA_DOCKER_POOL_SIZE if warm else 0
+    # Keyed by process id: a forked worker must not use its parent's pool or threads.
+    key = (
+        os.getpid(),
+        settings.ARENA_SANDBOX_ROOT,
+        pool_size,
+        settings.ARENA_DOCKER_POOL_IDLE_SECONDS,
+    )
+    from sandboxes.docker import DockerSandbox  # the Docker SDK only where it is used
+
+    with _SANDBOXES_LOCK:
+        if key not in _SANDBOXES:
+            _SANDBOXES[key] = DockerSandbox(
+                settings.ARENA_SANDBOX_ROOT,
+                image=settings.ARENA_DOCKER_IMAGE or None,
+                connect_timeout=settings.ARENA_DOCKER_CONNECT_TIMEOUT,
+                pool_size=pool_size,
+                pool_idle_seconds=settings.ARENA_DOCKER_POOL_IDLE_SECONDS,
+            )
+        return _SANDBOXES[key]
+
+
+_SANDBOXES: dict[tuple[object, ...], DockerSandbox] = {}  # one per process and settings
+_SANDBOXES_LOCK = threading.Lock()
+
+
+def sandbox_backend_close() -> None:
+    """Discard the docker sandbox's pooled containers and wait for its removals (they run
+    in the background); the next duel starts afresh. Also done at the process's exit."""
+    with _SANDBOXES_LOCK:
+        sandboxes = list(_SANDBOXES.values())
+        _SANDBOXES.clear()
+    for sandbox in sandboxes:
+        sandbox.close()
 
 
 def revision_agent_source(revision: Revision) -> AgentSource:
@@ -230,7 +273,7 @@ def revision_validate(*, revision_id: int) -> None:
     environment = revision.competitor.environment
     with revision_step_heartbeat(revision=revision, step="validation", worker=worker):
         source = revision_agent_source(revision)
-        validation = validate(environment.name, source, backend=sandbox_backend())
+        validation = validate(environment.name, source, backend=sandbox_backend(warm=False))
         log = validation.message
         if validation.duel.player_1_log:
             log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log

@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--time-bank", type=float, help="overage seconds per match")
         command.add_argument("--startup-time", type=float, help="seconds to start (info.yml)")
         command.add_argument("--sandbox", choices=BACKENDS, default="process")
+        command.add_argument(
+            "--sandbox-root",
+            type=Path,
+            help="where agents' private folders go (default /tmp/arena-sandboxes)",
+        )
 
     run = commands.add_parser("run", help="play a duel and print its JSON document")
     add_common(run)
@@ -240,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             document = json.loads(arguments.duel.read_text())
             print(replay_match(document, arguments.match, arguments.html))
             return 0
-        backend = get_backend(arguments.sandbox)
+        backend = get_backend(arguments.sandbox, root=arguments.sandbox_root)
         if arguments.command == "round-robin":
             return round_robin(
                 arguments.environment,

@@ -19,6 +19,8 @@ is only asked to start, inspect and remove the container.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import os
 import re
 import shutil
@@ -28,6 +30,8 @@ import stat
 import tempfile
 import threading
 import time
+import weakref
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,7 @@ from sandboxes.base import (
     drain_log,
 )
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
+from sandboxes.docker_pool import Reaper, WarmPool
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
 AGENT_USER = "10001:10001"
@@ -56,7 +61,7 @@ DEPS_PATH = "/opt/arena/deps"
 TMPFS_MB = 64
 #: How long the container may take to start and connect: the platform's time, not
 #: the agent's (its own start-up limit begins with the handshake).
-CONNECT_TIMEOUT = float(os.environ.get("ARENA_DOCKER_CONNECT_TIMEOUT", "30"))
+CONNECT_TIMEOUT = 30.0
 #: What the engine keeps of a container's own output (the bridge's and init's
 #: messages; the agent's stderr goes to the referee over its socket).
 ENGINE_LOG_BYTES = 256 * 1024
@@ -115,8 +120,14 @@ class DockerAgent:
         folder: Path,
         token: str,
         log_bytes: int,
+        reaper: Reaper | None = None,
     ) -> None:
         self.container = container
+        self._reaper = reaper
+        #: Taken from the warm pool (started before this duel asked for it).
+        self.warm = False
+        #: Run once when closed (the pool starts a replacement then).
+        self.on_close: Callable[[], None] | None = None
         self.folder = folder
         self.token = token
         self.requests, self.replies, self.log_stream = streams
@@ -171,9 +182,24 @@ class DockerAgent:
         return self._termination
 
     def close(self) -> None:
+        """Cut the agent off now; kill and remove its container in the background when
+        the sandbox has a reaper (``DockerSandbox.flush`` waits for that), else here."""
         if self._closed:
             return
         self._closed = True
+        if self.on_close is not None:
+            self.on_close()
+        if self._reaper is None:
+            self._remove()
+            return
+        # Its requests end (a well-behaved agent exits on that) and nothing it writes
+        # reaches the referee any more; the reaper kills it within moments.
+        for stream in (self.requests, self.replies):
+            with contextlib.suppress(OSError):
+                stream.shutdown(socket.SHUT_RDWR)
+        self._reaper.submit(self._remove)
+
+    def _remove(self) -> None:
         try:
             # Killing the container kills every process in it, forks included.
             docker_engine.container_discard(self.container)
@@ -190,6 +216,74 @@ class DockerAgent:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class _WarmKey:
+    """What makes two containers interchangeable before their handshake."""
+
+    source: AgentSource
+    limits: SandboxLimits
+    image: str
+    #: The agent's files when they are mounted (None when in the image): an edited
+    #: file must never be served by a container started before the edit.
+    files: str | None
+    #: Names the container only.
+    label: str = dataclasses.field(compare=False, hash=False)
+
+
+def _files_fingerprint(path: Path) -> str:
+    """A digest of the names, sizes and modification times of an agent's files."""
+    digest = hashlib.sha256()
+    paths = [path] if path.is_file() else sorted(path.rglob("*"))
+    for entry in paths:
+        if "__pycache__" in entry.parts or entry.suffix == ".pyc" or ".git" in entry.parts:
+            continue
+        info = entry.lstat()
+        digest.update(f"{entry}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_mode}\n".encode())
+    return digest.hexdigest()
+
+
+#: x86-64 system calls an agent waiting for input sleeps in; for ``read`` and ``recvfrom``
+#: only on its stdin (fd 0), since reading its own files is still loading.
+_WAITING_ON_STDIN = {0, 45}  # read, recvfrom
+_WAITING_ON_ANYTHING = {7, 23, 232, 270, 271, 281}  # poll, select, epoll_wait, pselect6...
+
+
+def _wait_until_reading(container: docker_engine.Container, *, timeout: float) -> bool:
+    """Wait until the agent in ``container`` sleeps waiting for input; best effort.
+
+    Reads ``/proc/PID/syscall`` of init's child (root, an engine on this host, x86-64);
+    returns False at once where it cannot, or after ``timeout``.
+    """
+    try:
+        container.reload()
+        init = int(container.attrs["State"]["Pid"])
+    except Exception:  # the engine's or a sparse object's problem: not worth failing over
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
+            if children:
+                fields = Path(f"/proc/{children[0]}/syscall").read_text().split()
+                number = int(fields[0]) if fields and fields[0].lstrip("-").isdigit() else -1
+                if number in _WAITING_ON_ANYTHING or (
+                    number in _WAITING_ON_STDIN and int(fields[1], 16) == 0
+                ):
+                    return True
+        except (OSError, ValueError, IndexError):
+            return False
+        time.sleep(0.005)
+    return False
+
+
+def _shut_down(pool: WarmPool[DockerAgent] | None, reaper: Reaper, timeout: float) -> None:
+    if pool is not None:
+        pool.close()
+        # A container being started when the pool closed is discarded once it is ready.
+        pool.wait_until_ready(timeout)
+    reaper.flush(timeout)
+
+
 class DockerSandbox:
     """The ``docker`` backend.
 
@@ -198,6 +292,16 @@ class DockerSandbox:
     an image that already holds them there sets ``agent_files_in_image``. An agent
     whose ``AgentSource.image`` is set (a revision's own image) starts from that image
     instead, with its files in it. ``labels`` go on every container (e.g. the duel's id).
+
+    Containers are killed and removed in a background thread (``flush`` waits for that).
+    With ``pool_size`` > 0 the sandbox keeps up to that many containers started ahead
+    (``WarmPool``): each ``start`` takes a ready one for the same image, agent files,
+    limits and environment if there is one, and has another started for next time; a
+    ready container waits at most ``pool_idle_seconds``. Ready containers are locked
+    down exactly as the others and are used by one duel only. ``close`` (also run at
+    exit) discards them and waits for the removals; the orphan sweep removes what a
+    killed worker left. Use one long-lived sandbox per worker process for the pool to
+    pay off.
     """
 
     name = "docker"
@@ -210,15 +314,38 @@ class DockerSandbox:
         agent_files_in_image: bool = False,
         labels: dict[str, str] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT,
+        pool_size: int = 0,
+        pool_idle_seconds: float = 60.0,
     ) -> None:
         # A folder of its own under the sandbox root. The engine mounts from it, so when
         # the referee runs in a container itself this path must be the same on the host.
-        self.root = Path(root or os.environ.get("ARENA_SANDBOX_ROOT") or DEFAULT_ROOT) / "docker"
-        self._image = image or os.environ.get("ARENA_DOCKER_IMAGE") or None
+        self.root = Path(root or DEFAULT_ROOT) / "docker"
+        self._image = image
         self.agent_files_in_image = agent_files_in_image
         self.labels = dict(labels or {})
         self.connect_timeout = connect_timeout
         self._images_checked: set[str] = set()
+        self._reaper = Reaper()
+        self.pool: WarmPool[DockerAgent] | None = None
+        if pool_size > 0:
+            self.pool = WarmPool(
+                size=pool_size,
+                idle_seconds=pool_idle_seconds,
+                start=self._start_warm,
+                discard=DockerAgent.close,
+            )
+        # At exit (or when the sandbox is collected): no pooled container outlives us.
+        self._finalizer = weakref.finalize(
+            self, _shut_down, self.pool, self._reaper, connect_timeout
+        )
+
+    def close(self) -> None:
+        """Discard the pooled containers and wait for every removal; idempotent."""
+        self._finalizer()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every agent closed so far has its container and folder removed."""
+        return self._reaper.flush(timeout)
 
     @property
     def image(self) -> str:
@@ -374,9 +501,45 @@ class DockerSandbox:
         return removed
 
     def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
+        if self.pool is None:
+            return self._launch(source, limits=limits, label=label)
+        try:
+            key = _WarmKey(
+                source=source,
+                limits=limits,
+                image=source.image or self.image,
+                files=None if self._files_in_image(source) else _files_fingerprint(source.path),
+                label=label,
+            )
+        except OSError as error:
+            raise SandboxError(f"cannot read the agent's files: {error}") from error
+        pool = self.pool
+        agent = pool.take(key)
+        if agent is None:
+            agent = self._launch(source, limits=limits, label=label)
+        else:
+            agent.warm = True
+        # This agent's next duel will want one: started once this duel is over.
+        agent.on_close = lambda: pool.want(key)
+        return agent
+
+    def _start_warm(self, key: Hashable) -> DockerAgent:
+        assert isinstance(key, _WarmKey)
+        agent = self._launch(key.source, limits=key.limits, label=key.label)
+        # Connected is not loaded: the agent still starts its interpreter and imports
+        # its module. Ready once it waits for the handshake, when the engine's host
+        # lets us see that; at worst the handshake waits for the rest, as when fresh.
+        _wait_until_reading(agent.container, timeout=min(5.0, self.connect_timeout))
+        return agent
+
+    def _files_in_image(self, source: AgentSource) -> bool:
+        return source.image is not None or self.agent_files_in_image
+
+    def _launch(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
+        """A new container, connected and waiting for the referee's handshake."""
         token = os.urandom(8).hex()
         image = source.image or self.image
-        files_in_image = source.image is not None or self.agent_files_in_image
+        files_in_image = self._files_in_image(source)
         with contextlib.ExitStack() as cleanup:
             try:
                 self._check_image(image)
@@ -423,4 +586,5 @@ class DockerSandbox:
             folder=folder,
             token=token,
             log_bytes=limits.log_bytes,
+            reaper=self._reaper,
         )

@@ -25,7 +25,7 @@ from builder.services import instance_label, revision_images_prune
 from core.models import Competitor, Environment, Revision, StepStatus
 from core.services import revision_create
 from core.uploads import UploadRejected
-from duel_runner.services import revision_agent_source
+from duel_runner.services import revision_agent_source, sandbox_backend_close
 from sandboxes import docker_engine
 from sandboxes.base import EntryKind
 from sandboxes.docker import container_command
@@ -74,6 +74,7 @@ def docker_builds(pipeline, settings, docker_base_image: str) -> Iterator[None]:
     settings.ARENA_REQUIREMENTS_ALLOW = []
     instance = {LABEL_INSTANCE: instance_label()}
     yield
+    sandbox_backend_close()  # removals run in the background: wait for them
     # The pipeline fixture removes this run's images afterwards.
     assert leftover_containers(instance) == []
 

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def private_sandbox_root(sandbox_root, monkeypatch):
-    monkeypatch.setenv("ARENA_SANDBOX_ROOT", str(sandbox_root))
+    # The command line's default folder, as --sandbox-root would set it.
+    monkeypatch.setattr("sandboxes.process.DEFAULT_ROOT", sandbox_root)
 
 
 def test_it_prints_the_duel_document(capsys):

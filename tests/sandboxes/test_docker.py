@@ -155,6 +155,7 @@ def test_it_locks_the_container_down(docker_backend):
         processes = processes_in_containers({running.container.id})
     finally:
         running.close()
+    docker_backend.flush()
 
     assert config["User"] == "10001:10001"
     assert config["Labels"]["arena.role"] == "agent"

@@ -151,6 +151,7 @@ def docker_backend(
     test_label = {"arena.test": f"{os.getpid()}-{request.node.name}"[:120]}
     backend = RecordingDockerSandbox(sandbox_root, image=docker_base_image, labels=test_label)
     yield backend
+    backend.close()  # removals run in the background: wait for them
     assert leftover_containers(test_label) == []
     assert list((sandbox_root / "docker").iterdir()) == []
     assert survivors(backend.container_ids) == []

@@ -1,0 +1,336 @@
+"""The docker sandbox's warm pool and background removals, on a real engine.
+
+A pooled container is started ahead for the next ``start`` of the same agent, image and
+limits; it must be locked down exactly as a fresh one, serve one duel only, and never
+outlive the sandbox, the worker process or the orphan sweep.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from referee.duel import run_duel
+from sandboxes import docker_engine
+from sandboxes.base import SandboxLimits
+from sandboxes.docker import DockerAgent, DockerSandbox
+from sandboxes.docker_pool import WarmPool
+from tests.support.docker import leftover_containers
+from tests.support.sandboxes import (
+    RecordingDockerSandbox,
+    agent,
+    player,
+    processes_in_containers,
+    survivors,
+)
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def test_label(request: pytest.FixtureRequest) -> dict[str, str]:
+    return {"arena.test": f"{os.getpid()}-{request.node.name}"[:120]}
+
+
+@pytest.fixture
+def pooled_backend(
+    docker_base_image: str, sandbox_root: Path, test_label: dict[str, str]
+) -> Iterator[RecordingDockerSandbox]:
+    """A docker sandbox with a warm pool; checks that closing it leaves nothing."""
+    backend = RecordingDockerSandbox(
+        sandbox_root, image=docker_base_image, labels=test_label, pool_size=4
+    )
+    yield backend
+    backend.close()
+    assert leftover_containers(test_label) == []
+    assert list((sandbox_root / "docker").iterdir()) == []
+    assert survivors(backend.container_ids) == []
+
+
+def start_warm(backend: DockerSandbox, limits: SandboxLimits, label: str) -> DockerAgent:
+    """Start an agent twice: the first start leaves a warm one, the second takes it."""
+    first = backend.start(agent("random_agent.py"), limits=limits, label=label)
+    first.close()
+    assert backend.pool is not None and backend.pool.wait_until_ready(30)
+    warm = backend.start(agent("random_agent.py"), limits=limits, label=label)
+    assert warm.warm and not first.warm
+    return warm
+
+
+def lockdown(running: DockerAgent) -> dict[str, object]:
+    """What confines a container, without what names this one (token, folder, name)."""
+    docker_engine.container_state(running.container)
+    config = running.container.attrs["Config"]
+    host = running.container.attrs["HostConfig"]
+    environment = sorted(
+        entry for entry in config["Env"] if not entry.startswith("ARENA_SANDBOX_TOKEN=")
+    )
+    binds = sorted(bind.split(":", 1)[1] for bind in host["Binds"])  # inside, not the host
+    keys = [
+        "NetworkMode",
+        "ReadonlyRootfs",
+        "CapDrop",
+        "CapAdd",
+        "SecurityOpt",
+        "Memory",
+        "MemorySwap",
+        "NanoCpus",
+        "PidsLimit",
+        "Init",
+        "Tmpfs",
+        "Ulimits",
+        "Privileged",
+        "LogConfig",
+    ]
+    labels = {k: v for k, v in config["Labels"].items() if k != "arena.sandbox"}
+    return {
+        "user": config["User"],
+        "image": config["Image"],
+        "command": config["Cmd"],
+        "working_dir": config["WorkingDir"],
+        "environment": environment,
+        "labels": labels,
+        "binds": binds,
+        **{key: host.get(key) for key in keys},
+    }
+
+
+# -- the pool on a real engine ------------------------------------------------------
+
+
+def test_it_locks_a_pooled_container_down_exactly_like_a_fresh_one(pooled_backend):
+    limits = SandboxLimits(memory_mb=300, max_processes=40)
+    warm = start_warm(pooled_backend, limits, "p1-inspect")
+    fresh = pooled_backend._launch(agent("random_agent.py"), limits=limits, label="p1-inspect")
+    try:
+        warm_lockdown, fresh_lockdown = lockdown(warm), lockdown(fresh)
+        processes = processes_in_containers({warm.container.id})
+        warm_token = warm.container.attrs["Config"]["Labels"]["arena.sandbox"]
+    finally:
+        warm.close()
+        fresh.close()
+
+    assert warm_lockdown == fresh_lockdown
+    assert warm_lockdown["NetworkMode"] == "none"
+    assert warm_lockdown["ReadonlyRootfs"] is True
+    assert warm_lockdown["CapDrop"] == ["ALL"]
+    assert warm_lockdown["user"] == "10001:10001"
+    assert warm_lockdown["Memory"] == 300 * 1024 * 1024
+    assert warm_lockdown["PidsLimit"] == 40
+    assert warm_lockdown["Tmpfs"] == {"/tmp": "size=64m,mode=1777"}
+    assert warm_token == warm.token != fresh.token
+    # Waiting for its handshake: the agent itself runs, nothing else.
+    assert sorted(name for _pid, name in processes) == ["docker-init", "python3"]
+
+
+def test_it_never_gives_a_container_to_a_second_duel(pooled_backend):
+    random_player = player("connect_four/random_player.py")
+    started: list[DockerAgent] = []
+    original_start = pooled_backend.start
+
+    def recording_start(source, *, limits, label):  # type: ignore[no-untyped-def]
+        running = original_start(source, limits=limits, label=label)
+        started.append(running)
+        return running
+
+    pooled_backend.start = recording_start  # type: ignore[method-assign]
+    results = []
+    for seed in range(3):
+        results.append(
+            run_duel(
+                "connect_four",
+                (random_player, random_player),
+                backend=pooled_backend,
+                seed=seed,
+                matches=2,
+            )
+        )
+        assert pooled_backend.pool is not None
+        pooled_backend.pool.wait_until_ready(30)
+    pooled_backend.flush()
+
+    assert all(not result.infrastructure_error for result in results)
+    assert len(started) == 6
+    assert len({running.container.id for running in started}) == 6
+    assert any(running.warm for running in started)
+    # Each is removed once its duel is over, warm or not.
+    assert all(docker_engine.container_state(running.container) is None for running in started)
+
+
+def test_it_plays_the_same_duel_with_warm_containers(pooled_backend):
+    random_player = player("connect_four/random_player.py")
+    sources = (random_player, random_player)
+    cold = run_duel("connect_four", sources, backend=pooled_backend, seed=5, matches=4)
+    assert pooled_backend.pool is not None and pooled_backend.pool.wait_until_ready(30)
+    warm = run_duel("connect_four", sources, backend=pooled_backend, seed=5, matches=4)
+
+    assert pooled_backend.pool.stats["taken"] >= 1
+    assert [m.actions for m in warm.matches] == [m.actions for m in cold.matches]
+    assert [fault for match in warm.matches for fault in match.faults] == []
+
+
+def test_it_does_not_serve_a_container_started_before_the_agent_changed(pooled_backend, tmp_path):
+    source_file = tmp_path / "agent.py"
+    source_file.write_text((REPOSITORY / "tests/referee/agents/random_agent.py").read_text())
+    from sandboxes.base import AgentSource
+
+    first = pooled_backend.start(
+        AgentSource.from_path(source_file), limits=SandboxLimits(), label="p1-edit"
+    )
+    first.close()
+    assert pooled_backend.pool is not None and pooled_backend.pool.wait_until_ready(30)
+    source_file.write_text(source_file.read_text() + "\n# edited\n")
+    os.utime(source_file, (time.time() + 5, time.time() + 5))
+
+    second = pooled_backend.start(
+        AgentSource.from_path(source_file), limits=SandboxLimits(), label="p1-edit"
+    )
+    second.close()
+
+    assert not second.warm
+
+
+def test_it_removes_pooled_containers_when_the_sandbox_closes(pooled_backend, test_label):
+    start_warm(pooled_backend, SandboxLimits(), "p1-close").close()
+    assert pooled_backend.pool is not None and pooled_backend.pool.wait_until_ready(30)
+    pooled_backend.flush()
+    waiting = leftover_containers(test_label)
+    assert len(waiting) == 1  # the replacement for the warm one taken
+
+    pooled_backend.close()
+
+    assert leftover_containers(test_label) == []
+    # The fixture checks the folders and processes.
+
+
+def test_it_discards_a_pooled_container_after_its_idle_time(
+    docker_base_image, sandbox_root, test_label
+):
+    backend = DockerSandbox(
+        sandbox_root,
+        image=docker_base_image,
+        labels=test_label,
+        pool_size=2,
+        pool_idle_seconds=0.5,
+    )
+    try:
+        backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1-idle").close()
+        assert backend.pool is not None and backend.pool.wait_until_ready(30)
+        deadline = time.monotonic() + 10
+        while backend.pool.stats["expired"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        backend.flush()
+        assert backend.pool.stats["expired"] == 1
+        assert leftover_containers(test_label) == []
+    finally:
+        backend.close()
+    assert list((sandbox_root / "docker").iterdir()) == []
+
+
+WORKER = textwrap.dedent(
+    """
+    import os, sys, json
+    from sandboxes.base import AgentSource, SandboxLimits
+    from sandboxes.docker import DockerSandbox
+    root, image, labels, how = sys.argv[1:5]
+    backend = DockerSandbox(root, image=image, labels=json.loads(labels), pool_size=2)
+    source = AgentSource.from_path("tests/referee/agents/random_agent.py")
+    backend.start(source, limits=SandboxLimits(), label="p1-worker").close()
+    backend.flush()
+    assert backend.pool.wait_until_ready(30)
+    print(len(backend.pool), flush=True)
+    if how == "killed":
+        os._exit(0)  # no atexit: as a worker killed by SIGKILL
+    """
+)
+
+
+def run_worker(sandbox_root: Path, image: str, labels: dict[str, str], how: str) -> str:
+    import json
+
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER, str(sandbox_root), image, json.dumps(labels), how],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_it_kills_pooled_containers_when_the_worker_exits(
+    docker_base_image, sandbox_root, test_label
+):
+    assert run_worker(sandbox_root, docker_base_image, test_label, "exits") == "1"
+
+    assert leftover_containers(test_label) == []
+    assert list((sandbox_root / "docker").iterdir()) == []
+
+
+def test_it_sweeps_the_pooled_containers_of_a_killed_worker(
+    docker_base_image, sandbox_root, test_label
+):
+    assert run_worker(sandbox_root, docker_base_image, test_label, "killed") == "1"
+    left = leftover_containers(test_label)
+    assert len(left) == 1
+    ids = {container.id for container in docker_engine.containers_labelled(test_label)}
+
+    removed = DockerSandbox(sandbox_root, connect_timeout=0.1).sweep_orphans()
+
+    assert left[0] in removed
+    assert leftover_containers(test_label) == []
+    assert list((sandbox_root / "docker").iterdir()) == []
+    assert survivors(ids) == []
+
+
+# -- the pool's bookkeeping, without an engine -----------------------------------------
+
+
+class Started:
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.discarded = False
+
+
+def fake_pool(size: int, idle_seconds: float = 60.0) -> WarmPool[Started]:
+    def discard(started: Started) -> None:
+        started.discarded = True
+
+    return WarmPool(size=size, idle_seconds=idle_seconds, start=Started, discard=discard)
+
+
+def test_it_starts_what_is_wanted_within_its_size():
+    pool = fake_pool(size=2)
+    for key in ("a", "a", "b"):
+        pool.want(key)  # full after two: nothing started for b
+    assert pool.wait_until_ready(5)
+
+    assert len(pool) == 2
+    assert pool.take("b") is None
+    first, second = pool.take("a"), pool.take("a")
+    assert first is not None and second is not None and first is not second
+    assert pool.take("a") is None
+    assert pool.stats["taken"] == 2 and pool.stats["missed"] == 2
+    pool.close()
+
+
+def test_it_discards_what_is_left_when_closed():
+    pool = fake_pool(size=3)
+    pool.want("a")
+    pool.want("b")
+    assert pool.wait_until_ready(5)
+    ready = [agent for agents in pool._ready.values() for _, agent in agents]
+
+    pool.close()
+
+    assert len(ready) == 2 and all(started.discarded for started in ready)
+    assert pool.take("a") is None
+    assert len(pool) == 0
