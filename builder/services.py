@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -102,7 +103,16 @@ def _base_image(report: Callable[[str], None]) -> str:
         if not docker_engine.image_exists(configured):
             raise BuildFailed(f"the agents' image {configured} (ARENA_DOCKER_IMAGE) does not exist")
         return configured
-    return base_image_build(report=report).tag
+    return base_image_build(**base_image_options(), report=report).tag
+
+
+def base_image_options() -> dict[str, Any]:
+    """The base image settings, as ``sandboxes.base_image`` takes them."""
+    return {
+        "source": settings.ARENA_BASE_IMAGE_SOURCE,
+        "mirror": settings.ARENA_DEBIAN_MIRROR,
+        "cache": settings.ARENA_BASE_IMAGE_CACHE,
+    }
 
 
 def _requirements_checked(

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from django.core.exceptions import ImproperlyConfigured
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ARENA_VAR_DIR", BASE_DIR / "var"))
 
@@ -282,6 +284,18 @@ ARENA_INSTANCE = env_str("ARENA_INSTANCE", "")
 #: The image every agent runs on in the docker sandbox; empty: this checkout's base image,
 #: built when missing (``manage.py build_base_image``).
 ARENA_DOCKER_IMAGE = env_str("ARENA_DOCKER_IMAGE", "")
+#: How the docker sandbox's base image is made when ARENA_DOCKER_IMAGE is empty: from the
+#: Debian mirror alone (``debootstrap``) or from a registry (``dockerfile``); where
+#: debootstrap downloads from, and where its root file system is kept between builds.
+ARENA_BASE_IMAGE_SOURCE = env_str("ARENA_BASE_IMAGE_SOURCE", "debootstrap")
+if ARENA_BASE_IMAGE_SOURCE not in ("debootstrap", "dockerfile"):
+    raise ImproperlyConfigured(
+        f"ARENA_BASE_IMAGE_SOURCE={ARENA_BASE_IMAGE_SOURCE!r}: choose debootstrap or dockerfile"
+    )
+ARENA_DEBIAN_MIRROR = env_str("ARENA_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+ARENA_BASE_IMAGE_CACHE = Path(
+    env_str("ARENA_BASE_IMAGE_CACHE", str(VAR_DIR / "cache" / "base-image"))
+)
 #: Seconds an agent's container may take to start and connect (the platform's time).
 ARENA_DOCKER_CONNECT_TIMEOUT = env_float("ARENA_DOCKER_CONNECT_TIMEOUT", 30.0)
 #: The port ``manage.py demo`` prints in its addresses (scripts/demo.sh serves on it).

@@ -50,13 +50,15 @@ def sandbox_backend(*, warm: bool = True) -> SandboxBackend:
         pool_size,
         settings.ARENA_DOCKER_POOL_IDLE_SECONDS,
     )
+    from sandboxes.base_image import base_image_tag
     from sandboxes.docker import DockerSandbox  # the Docker SDK only where it is used
 
     with _SANDBOXES_LOCK:
         if key not in _SANDBOXES:
             _SANDBOXES[key] = DockerSandbox(
                 settings.ARENA_SANDBOX_ROOT,
-                image=settings.ARENA_DOCKER_IMAGE or None,
+                image=settings.ARENA_DOCKER_IMAGE
+                or base_image_tag(settings.ARENA_BASE_IMAGE_SOURCE),
                 connect_timeout=settings.ARENA_DOCKER_CONNECT_TIMEOUT,
                 pool_size=pool_size,
                 pool_idle_seconds=settings.ARENA_DOCKER_POOL_IDLE_SECONDS,

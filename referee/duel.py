@@ -86,7 +86,9 @@ class Contestant:
         self.starts = 0
         #: Why the current process can no longer be used; None while healthy.
         self.broken: str | None = None
-        self.logs: list[str] = []
+        #: Agents of earlier starts, stopped: their logs are read when the duel ends, so
+        #: that a sandbox that removes them in the background never delays play.
+        self.stopped: list[SandboxedAgent] = []
 
     @property
     def label(self) -> str:
@@ -104,14 +106,13 @@ class Contestant:
             if grace:
                 self.agent.termination(wait=grace)
             self.agent.close()
-            self.logs.append(self.agent.log())
+            self.stopped.append(self.agent)
         self.agent = None
         self.channel = None
 
     def log(self) -> str:
-        parts = [text for text in self.logs if text]
-        if self.agent is not None:
-            parts.append(self.agent.log())
+        agents = [*self.stopped, *([self.agent] if self.agent is not None else [])]
+        parts = [agent.log() for agent in agents]
         return "\n[--- agent restarted ---]\n".join(part for part in parts if part)
 
 
@@ -495,8 +496,14 @@ class Referee:
         finally:
             for contestant in self.contestants:
                 contestant.say_bye()
-            for contestant in self.contestants:
-                contestant.stop(grace=FAREWELL_TIME)
+            # Side by side: each wait for an agent to exit on its own costs an engine
+            # round trip or two in the docker sandbox.
+            with concurrent.futures.ThreadPoolExecutor(len(self.contestants)) as pool:
+                for stopped in [
+                    pool.submit(contestant.stop, grace=FAREWELL_TIME)
+                    for contestant in self.contestants
+                ]:
+                    stopped.result()
         result.player_1_restarts = one.restarts
         result.player_2_restarts = two.restarts
         result.player_1_log = one.log()

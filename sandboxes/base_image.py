@@ -18,8 +18,8 @@ as nothing it was made from has changed; each step is skipped when its result ex
 Debian's package versions are not part of the hash: ``refresh_rootfs`` picks up
 updates from the mirror.
 
-Settings (environment): ``ARENA_BASE_IMAGE_SOURCE``, ``ARENA_DEBIAN_MIRROR``,
-``ARENA_BASE_IMAGE_CACHE`` (default ``var/cache/base-image``).
+The platform passes its settings (``ARENA_BASE_IMAGE_SOURCE``, ``ARENA_DEBIAN_MIRROR``,
+``ARENA_BASE_IMAGE_CACHE``) as arguments; the defaults here are theirs.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ SOURCES = ("debootstrap", "dockerfile")
 DEBIAN_SUITE = "bookworm"
 DEBIAN_PACKAGES = ("python3", "python3-numpy")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_CACHE = REPOSITORY_ROOT / "var" / "cache" / "base-image"
 REGISTRY_BASE = "python:3.11-slim"
 NUMPY_VERSION = "1.26.4"
 
@@ -110,20 +111,10 @@ def _build_context(dockerfile: Path, sdk_dir: Path) -> bytes:
     return buffer.getvalue()
 
 
-def configured_source() -> str:
-    source = os.environ.get("ARENA_BASE_IMAGE_SOURCE", "debootstrap")
-    if source not in SOURCES:
-        raise BaseImageError(
-            f"ARENA_BASE_IMAGE_SOURCE={source!r}: choose one of {', '.join(SOURCES)}"
-        )
-    return source
-
-
 def base_image_recipe(
-    source: str | None = None, *, dockerfile: Path = DOCKERFILE, sdk_dir: Path = SDK_DIR
+    source: str = "debootstrap", *, dockerfile: Path = DOCKERFILE, sdk_dir: Path = SDK_DIR
 ) -> BaseImageRecipe:
-    """The recipe for ``source`` (default: the ``ARENA_BASE_IMAGE_SOURCE`` setting)."""
-    source = source or configured_source()
+    """The recipe for ``source``: ``debootstrap`` (the Debian mirror only) or ``dockerfile``."""
     if source not in SOURCES:
         raise BaseImageError(f"unknown base image source {source!r}: {', '.join(SOURCES)}")
     context = _build_context(dockerfile, sdk_dir)
@@ -148,20 +139,14 @@ def base_image_recipe(
     )
 
 
-def base_image_tag() -> str:
-    """The tag of the base image the current checkout and settings call for."""
-    return base_image_recipe().tag
+def base_image_tag(source: str = "debootstrap") -> str:
+    """The tag of the base image this checkout makes from ``source``."""
+    return base_image_recipe(source).tag
 
 
-def cache_dir() -> Path:
-    configured = os.environ.get("ARENA_BASE_IMAGE_CACHE")
-    if configured:
-        return Path(configured)
-    var = Path(os.environ.get("ARENA_VAR_DIR", REPOSITORY_ROOT / "var"))
-    return var / "cache" / "base-image"
-
-
-def _debootstrap_tarball(folder: Path, key: str, *, report: Callable[[str], None]) -> Path:
+def _debootstrap_tarball(
+    folder: Path, key: str, *, mirror: str, report: Callable[[str], None]
+) -> Path:
     """The trimmed Debian root file system as a tarball, made once and kept."""
     tarball = folder / f"rootfs-{key}.tar"
     if tarball.exists():
@@ -178,7 +163,6 @@ def _debootstrap_tarball(folder: Path, key: str, *, report: Callable[[str], None
     )
     if debootstrap is None:
         raise BaseImageError("debootstrap is not installed (apt-get install debootstrap)")
-    mirror = os.environ.get("ARENA_DEBIAN_MIRROR", DEFAULT_MIRROR)
     report(f"debootstrap {DEBIAN_SUITE} with {', '.join(DEBIAN_PACKAGES)} from {mirror}")
     staging = Path(tempfile.mkdtemp(dir=folder, prefix=".rootfs-"))
     partial = folder / f".rootfs-{key}.tar.partial"
@@ -227,13 +211,17 @@ class BaseImageBuild:
 
 def base_image_build(
     *,
-    source: str | None = None,
+    source: str = "debootstrap",
+    mirror: str = DEFAULT_MIRROR,
+    cache: Path = DEFAULT_CACHE,
     force: bool = False,
     refresh_rootfs: bool = False,
     report: Callable[[str], None] = lambda line: None,
 ) -> BaseImageBuild:
     """Make sure the base image exists; returns its tag.
 
+    ``source`` says how (``SOURCES``), ``mirror`` where debootstrap downloads from,
+    ``cache`` where the root file system is kept between builds.
     ``force`` rebuilds it even if it exists (from the cached root file system);
     ``refresh_rootfs`` also runs debootstrap again, for Debian's latest packages.
     Raises ``BaseImageError`` when it cannot be built here, ``EngineError`` when the
@@ -247,7 +235,7 @@ def base_image_build(
     if not (force or refresh_rootfs) and docker_engine.image_exists(recipe.tag):
         report(f"{recipe.tag} exists: reused")
         return BaseImageBuild(recipe.tag, built=False, seconds=time.monotonic() - started)
-    folder = cache_dir()
+    folder = cache
     # One build at a time per cache folder: two workers must not debootstrap twice.
     with folder_lock(folder):
         # Another build may have finished while this one waited for the lock.
@@ -255,7 +243,9 @@ def base_image_build(
             report(f"{recipe.tag} exists: reused")
             return BaseImageBuild(recipe.tag, built=False, seconds=time.monotonic() - started)
         if recipe.rootfs_tag is not None:
-            _ensure_rootfs_image(recipe.rootfs_tag, folder, refresh=refresh_rootfs, report=report)
+            _ensure_rootfs_image(
+                recipe.rootfs_tag, folder, mirror=mirror, refresh=refresh_rootfs, report=report
+            )
         replaced = docker_engine.image_id(recipe.tag)
         report(f"building {recipe.tag} ({recipe.source}, base {recipe.buildargs['BASE']})")
         docker_engine.image_build(
@@ -275,7 +265,7 @@ def base_image_build(
 
 
 def _ensure_rootfs_image(
-    tag: str, folder: Path, *, refresh: bool, report: Callable[[str], None]
+    tag: str, folder: Path, *, mirror: str, refresh: bool, report: Callable[[str], None]
 ) -> None:
     key = tag.partition(":")[2]
     if refresh:
@@ -283,7 +273,7 @@ def _ensure_rootfs_image(
     elif docker_engine.image_exists(tag):
         report(f"{tag} exists: reused")
         return
-    tarball = _debootstrap_tarball(folder, key, report=report)
+    tarball = _debootstrap_tarball(folder, key, mirror=mirror, report=report)
     report(f"importing {tarball.name} as {tag}")
     docker_engine.image_import(
         tarball,

@@ -65,6 +65,8 @@ CONNECT_TIMEOUT = 30.0
 #: What the engine keeps of a container's own output (the bridge's and init's
 #: messages; the agent's stderr goes to the referee over its socket).
 ENGINE_LOG_BYTES = 256 * 1024
+#: How long reading a closed agent's log waits for its container's removal to finish.
+REMOVAL_WAIT = 10.0
 STREAMS = 3  # stdin, stdout, stderr: the order in which the bridge connects
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -145,8 +147,13 @@ class DockerAgent:
         )
         self._drain.start()
         self._closed = False
+        #: Set once the container is gone and its log read to the end.
+        self._removed = threading.Event()
 
     def log(self) -> str:
+        """The log so far; after ``close()``, the whole log (it waits for the removal)."""
+        if self._closed:
+            self._removed.wait(timeout=REMOVAL_WAIT)
         return self._log.text()
 
     def termination(self, wait: float = 0.0) -> Termination | None:
@@ -201,19 +208,22 @@ class DockerAgent:
 
     def _remove(self) -> None:
         try:
-            # Killing the container kills every process in it, forks included.
-            docker_engine.container_discard(self.container)
-        except EngineError as error:
-            # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
-            self._log.write(f"\n[sandbox: could not remove the container: {error}]\n".encode())
-        # With every writer dead the drain thread reads the last of the log and hits EOF.
-        self._drain.join(timeout=1)
-        self._closing.set()
-        self._drain.join(timeout=1)
-        for stream in (self.requests, self.replies, self.log_stream):
-            with contextlib.suppress(OSError):
-                stream.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+            try:
+                # Killing the container kills every process in it, forks included.
+                docker_engine.container_discard(self.container)
+            except EngineError as error:
+                # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
+                self._log.write(f"\n[sandbox: could not remove the container: {error}]\n".encode())
+            # With every writer dead the drain thread reads the last of the log and hits EOF.
+            self._drain.join(timeout=1)
+            self._closing.set()
+            self._drain.join(timeout=1)
+            for stream in (self.requests, self.replies, self.log_stream):
+                with contextlib.suppress(OSError):
+                    stream.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+        finally:
+            self._removed.set()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -108,11 +108,12 @@ def _processes_of_user(uid: int, *, count_threads: bool = False) -> list[int]:
 def kill_user_processes(uid: int) -> None:
     """Kill every process of ``uid``: a child takes that uid and calls kill(-1, SIGKILL).
 
-    kill(-1) signals all of the caller's processes under the kernel's task list lock,
-    so no fork can slip between the check and the kill.
+    kill(-1) signals all of the caller's processes under the kernel's task list lock, and a
+    process with SIGKILL pending cannot fork, so once it has been called nothing of ``uid``
+    can appear any more: a scan of /proc afterwards is reliable. A scan before it is not
+    (it can miss a process forked while it reads, such as a daemon that double-forks as
+    its agent exits), so there is always at least one kill(-1).
     """
-    if not _processes_of_user(uid):
-        return
     for _attempt in range(20):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - child
@@ -127,6 +128,8 @@ def kill_user_processes(uid: int) -> None:
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
+        # ESRCH: nothing at all to signal. Otherwise wait for the killed to die (zombies
+        # waiting for a parent to reap them do not count).
         if os.waitstatus_to_exitcode(status) == 1 or not _processes_of_user(uid):
             return
         time.sleep(0.005)

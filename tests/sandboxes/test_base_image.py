@@ -16,7 +16,6 @@ from sandboxes.base_image import (
     BaseImageError,
     base_image_build,
     base_image_recipe,
-    configured_source,
 )
 from tests.support.docker import docker_base_image
 
@@ -57,11 +56,9 @@ def test_it_names_the_image_by_its_dockerfile_and_source(tmp_path, sdk_copy):
     assert debootstrap.buildargs["BASE"] == debootstrap.rootfs_tag
 
 
-def test_it_refuses_an_unknown_source(monkeypatch):
-    monkeypatch.setenv("ARENA_BASE_IMAGE_SOURCE", "floppy")
-
+def test_it_refuses_an_unknown_source():
     with pytest.raises(BaseImageError, match="debootstrap, dockerfile"):
-        base_image_recipe()
+        base_image_recipe("floppy")
 
 
 def test_it_builds_the_base_image_offline_then_reuses_it(docker_base_image):
@@ -74,7 +71,7 @@ def test_it_builds_the_base_image_offline_then_reuses_it(docker_base_image):
     assert seconds < 5
     labels = docker_engine.image_labels(docker_base_image)
     assert labels["arena.role"] == "base"
-    assert labels["arena.source"] == configured_source()
+    assert labels["arena.source"] == "debootstrap"
 
 
 def test_it_holds_python_numpy_the_sdk_and_an_unprivileged_user(docker_base_image):

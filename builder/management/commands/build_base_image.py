@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from builder.services import base_image_options
 from core.errors import ArenaError
 from sandboxes.base import SandboxError
 from sandboxes.base_image import SOURCES, base_image_build
@@ -34,7 +36,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             build = base_image_build(
-                source=options["source"],
+                **{
+                    **base_image_options(),
+                    "source": options["source"] or settings.ARENA_BASE_IMAGE_SOURCE,
+                },
                 force=options["force"],
                 refresh_rootfs=options["refresh_rootfs"],
                 report=lambda line: self.stderr.write(line),
