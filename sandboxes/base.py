@@ -235,3 +235,40 @@ MEMORY_ERROR_MARKERS = (
     "JavaScript heap out of memory",
     "out of memory",
 )
+
+#: The only programs an agent finds by name, in either sandbox.
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def agent_environment(
+    source: AgentSource, *, sandbox: str, token: str, home: str, pythonpath: str
+) -> dict[str, str]:
+    """An agent's whole environment (nothing of the referee's leaks into it): ``home`` is
+    its writable folder, ``pythonpath`` puts the SDK first, then what the sandbox adds."""
+    return {
+        "PATH": SAFE_PATH,
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": pythonpath,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        # Numerical libraries would otherwise start a thread per core each.
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "ARENA_SANDBOX": sandbox,
+        "ARENA_SANDBOX_TOKEN": token,
+        **dict(source.environment),
+    }
+
+
+def termination_from(returncode: int | None, log: str, *, oom_killed: bool = False) -> Termination:
+    """How an agent that has ended ended, from its exit status and its last words."""
+    return Termination(
+        returncode,
+        out_of_memory=oom_killed or any(marker in log for marker in MEMORY_ERROR_MARKERS),
+        out_of_cpu=returncode == -signal.SIGXCPU,
+        file_too_large=returncode == -signal.SIGXFSZ
+        or any(marker in log for marker in FILE_SIZE_MARKERS),
+    )

@@ -37,15 +37,15 @@ from typing import Any
 
 from sandboxes import docker_engine
 from sandboxes.base import (
-    FILE_SIZE_MARKERS,
-    MEMORY_ERROR_MARKERS,
     AgentSource,
     CappedLog,
     EntryKind,
     SandboxError,
     SandboxLimits,
     Termination,
+    agent_environment,
     drain_log,
+    termination_from,
 )
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
 from sandboxes.docker_pool import Reaper, WarmPool
@@ -68,7 +68,6 @@ ENGINE_LOG_BYTES = 256 * 1024
 #: How long reading a closed agent's log waits for its container's removal to finish.
 REMOVAL_WAIT = 10.0
 STREAMS = 3  # stdin, stdout, stderr: the order in which the bridge connects
-SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def _make_readable(folder: Path) -> None:
@@ -179,13 +178,7 @@ class DockerAgent:
         self._drain.join(timeout=0.5)
         log = self.log()
         returncode = _decode_exit_code(state.exit_code)
-        self._termination = Termination(
-            returncode,
-            out_of_memory=state.oom_killed or any(marker in log for marker in MEMORY_ERROR_MARKERS),
-            out_of_cpu=returncode == -signal.SIGXCPU,
-            file_too_large=returncode == -signal.SIGXFSZ
-            or any(marker in log for marker in FILE_SIZE_MARKERS),
-        )
+        self._termination = termination_from(returncode, log, oom_killed=state.oom_killed)
         return self._termination
 
     def close(self) -> None:
@@ -383,24 +376,15 @@ class DockerSandbox:
         return container_command(source.entry, source.kind)
 
     def _environment(self, source: AgentSource, token: str) -> dict[str, str]:
-        return {
-            "PATH": SAFE_PATH,
-            "HOME": "/tmp",
-            "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
-            # The SDK first: a dependency must not shadow it. The folder of dependencies
-            # only exists in a revision's image.
-            "PYTHONPATH": f"{SDK_PATH}:{DEPS_PATH}",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONHASHSEED": "0",
-            # Numerical libraries would otherwise start a thread per host core each.
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "ARENA_SANDBOX": self.name,
-            "ARENA_SANDBOX_TOKEN": token,
-            **dict(source.environment),
-        }
+        # The SDK first: a dependency must not shadow it. The folder of dependencies only
+        # exists in a revision's image.
+        return agent_environment(
+            source,
+            sandbox=self.name,
+            token=token,
+            home="/tmp",
+            pythonpath=f"{SDK_PATH}:{DEPS_PATH}",
+        )
 
     def _container_options(
         self, limits: SandboxLimits, agent_dir: Path, socket_dir: Path, *, files_in_image: bool

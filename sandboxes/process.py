@@ -34,15 +34,16 @@ from pathlib import Path
 
 from sandboxes import jail
 from sandboxes.base import (
-    FILE_SIZE_MARKERS,
-    MEMORY_ERROR_MARKERS,
+    SAFE_PATH,
     AgentSource,
     CappedLog,
     EntryKind,
     SandboxError,
     SandboxLimits,
     Termination,
+    agent_environment,
     drain_log,
+    termination_from,
 )
 
 SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
@@ -55,7 +56,6 @@ UID_LOCKS = Path(tempfile.gettempdir()) / "arena-sandbox-uids"
 #: Room in the address space on top of the memory limit: runtimes such as Node.js
 #: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
 ADDRESS_SPACE_EXTRA_MB = 4096
-SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def _executable_by_anyone(path: Path) -> bool:
@@ -227,14 +227,7 @@ class ProcessAgent:
         # The drain thread may still hold the last words of the agent.
         self._drain.join(timeout=0.5)
         log = self.log()
-        out_of_memory = any(marker in log for marker in MEMORY_ERROR_MARKERS)
-        return Termination(
-            returncode,
-            out_of_memory=out_of_memory,
-            out_of_cpu=returncode == -signal.SIGXCPU,
-            file_too_large=returncode == -signal.SIGXFSZ
-            or any(marker in log for marker in FILE_SIZE_MARKERS),
-        )
+        return termination_from(returncode, log)
 
     def _kill_everything(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -345,22 +338,9 @@ class ProcessSandbox:
         return [self.python, "-s", "-B", "-m", "arena_sdk", source.entry]
 
     def _environment(self, source: AgentSource, workdir: Path, token: str) -> dict[str, str]:
-        return {
-            "PATH": SAFE_PATH,
-            "HOME": str(workdir),
-            "TMPDIR": str(workdir),
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": str(self._sdk()),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONHASHSEED": "0",
-            # Numerical libraries would otherwise start a thread per core each.
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "ARENA_SANDBOX": self.name,
-            "ARENA_SANDBOX_TOKEN": token,
-            **dict(source.environment),
-        }
+        return agent_environment(
+            source, sandbox=self.name, token=token, home=str(workdir), pythonpath=str(self._sdk())
+        )
 
     @staticmethod
     def _rlimits(limits: SandboxLimits) -> dict[str, tuple[int, int]]:

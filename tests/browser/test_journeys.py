@@ -175,6 +175,8 @@ def test_it_follows_a_validation_duel_to_a_replay_and_steps_through_it(
 
     matches.first.get_by_role("link", name="Replay").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Match 0")
+    # The viewer shows its controls once its script has taken over the page.
+    expect(page.locator("[data-replay-controls]")).to_be_visible()
     slider = page.locator("[data-replay-slider]")
     last = int(slider.get_attribute("max"))
     position = page.locator("[data-replay-position]")
