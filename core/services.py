@@ -381,6 +381,7 @@ def environments_import() -> list[Environment]:
                 "rules": info.rules,
                 "players": info.players,
                 "matches_per_duel": info.matches_per_duel,
+                "ladder_matches_per_duel": info.ladder_matches_per_duel,
                 "validation_matches": info.validation_matches,
                 "move_time": info.move_time,
                 "time_bank": info.time_bank,

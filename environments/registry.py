@@ -48,6 +48,9 @@ class EnvironmentInfo:
     memory_mb: int
     cpu_seconds: int
     static_dir: Path
+    #: Matches in each duel of a continuous ladder: few, so that matchmaking chooses often
+    #: (2 by default: one with each player first).
+    ladder_matches_per_duel: int = 2
 
     @property
     def html_class(self) -> str:
@@ -67,6 +70,8 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "memory_mb": int,
     "cpu_seconds": int,
 }
+#: Keys that may be left out (EnvironmentInfo has their defaults).
+_OPTIONAL: dict[str, type[int]] = {"ladder_matches_per_duel": int}
 
 
 def environment_names() -> list[str]:
@@ -100,7 +105,15 @@ def load_info(name: str) -> EnvironmentInfo:
         if isinstance(value, int | float) and value <= 0:
             raise InvalidEnvironmentInfo(f"{path}: {key!r} must be positive: {value!r}")
         values[key] = value
-    unknown = set(raw) - set(_REQUIRED)
+    for key, kind in _OPTIONAL.items():
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidEnvironmentInfo(
+                    f"{path}: {key!r} must be a positive {kind.__name__}: {value!r}"
+                )
+            values[key] = value
+    unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL)
     if unknown:
         raise InvalidEnvironmentInfo(f"{path}: unknown keys {sorted(unknown)}")
     return EnvironmentInfo(name=name, static_dir=path.parent / "static", **values)

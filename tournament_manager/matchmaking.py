@@ -1,10 +1,13 @@
 """Ladder matchmaking, as pure functions of the idle agents.
 
-Every pair of idle agents gets a score: the predicted quality of their duel (openskill's
-probability of a draw, highest for close ratings), plus for each of the two a bonus that
-grows without limit with the time it has waited since its last duel, plus a bonus for
-agents with few duels in the ladder. Pairs are taken greedily from the best score down,
-each agent at most once, until the free duel slots are filled.
+Every pair of idle agents gets a score: how uncertain their order on the leaderboard is
+(the probability, under the two ratings, that the one rated lower is in fact the
+stronger: 1/2 for equal ratings or for agents barely measured, near 0 for a well
+separated pair whose ratings are sure, which is therefore not replayed), plus for each
+of the two a bonus that grows without limit with the time it has waited since its last
+duel, plus a bonus for agents with few duels in the ladder. Pairs are taken greedily from
+the best score down, each agent at most once, until the free duel slots are filled.
+A duel spends its matches where they can still change the leaderboard's order.
 
 No agent waits forever: a pair that leaves out the agent A who has waited longest wins
 only if both its agents have waited almost as long as A (within what quality and the
@@ -16,13 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Sequence
-
-from openskill.models import PlackettLuce
-
-from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
-
-_MODEL = PlackettLuce(mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
 
 #: The bonus of an agent with no duel yet; it shrinks to 0 at ``newcomer_duels`` duels.
 NEWCOMER_BONUS = 0.5
@@ -48,15 +46,14 @@ class Matchmaker:
     #: Agents with fewer duels than this get a bonus.
     newcomer_duels: int
 
-    def quality(self, one: LadderAgent, two: LadderAgent) -> float:
-        return float(
-            _MODEL.predict_draw(
-                [
-                    [_MODEL.rating(mu=one.mu, sigma=one.sigma)],
-                    [_MODEL.rating(mu=two.mu, sigma=two.sigma)],
-                ]
-            )
-        )
+    def uncertainty(self, one: LadderAgent, two: LadderAgent) -> float:
+        """The probability that the pair's order by ``mu`` is the wrong way round: the
+        chance that their difference in strength, normal with the two sigmas, has the
+        other sign (0 to 1/2)."""
+        spread = math.sqrt(one.sigma**2 + two.sigma**2)
+        if spread == 0:
+            return 0.0
+        return 0.5 * math.erfc(abs(one.mu - two.mu) / (spread * math.sqrt(2)))
 
     def bonus(self, agent: LadderAgent) -> float:
         waiting = max(0.0, agent.waiting) / self.wait_seconds
@@ -66,7 +63,7 @@ class Matchmaker:
         return waiting + newcomer
 
     def score(self, one: LadderAgent, two: LadderAgent) -> float:
-        return self.quality(one, two) + self.bonus(one) + self.bonus(two)
+        return self.uncertainty(one, two) + self.bonus(one) + self.bonus(two)
 
     def pairings(
         self, agents: Sequence[LadderAgent], *, slots: int

@@ -29,7 +29,7 @@ import dataclasses
 import itertools
 import logging
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
@@ -113,7 +113,12 @@ def tournament_create(
             name=name,
             format=format,
             rounds=rounds if format == TournamentFormat.SWISS else None,
-            matches_per_duel=matches_per_duel or environment.matches_per_duel,
+            matches_per_duel=matches_per_duel
+            or (
+                environment.ladder_matches_per_duel
+                if format == TournamentFormat.LADDER
+                else environment.matches_per_duel
+            ),
             created_by=created_by,
         )
         Participant.objects.bulk_create(
@@ -394,10 +399,27 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
         ).update(duels_total=seen_total + len(pairs))
         if not claimed:
             return 0
-        duels = _create_duels(ladder, [(one.key, two.key) for one, two in pairs])
+        duels = _create_duels(ladder, _seats_balanced(ladder, pairs))
         _start(duels)
     logger.info("%s: %d duel(s) scheduled", ladder, len(duels))
     return len(duels)
+
+
+def _seats_balanced(
+    ladder: Tournament, pairs: Sequence[tuple[LadderAgent, LadderAgent]]
+) -> list[tuple[int, int]]:
+    """Each pair as (player 1, player 2) so that, over the ladder, each of two agents is
+    player 1 (who moves first in a duel's even-numbered matches) as often as the other:
+    with an odd number of matches per duel that is who moves first more often."""
+    as_player_1 = Counter(
+        Duel.objects.filter(tournament=ladder).values_list("revision_1_id", "revision_2_id")
+    )
+    ordered = []
+    for one, two in pairs:
+        if as_player_1[(one.key, two.key)] > as_player_1[(two.key, one.key)]:
+            one, two = two, one
+        ordered.append((one.key, two.key))
+    return ordered
 
 
 def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:

@@ -23,6 +23,8 @@ class Environment(models.Model):
     rules = models.TextField()
     players = models.PositiveSmallIntegerField()
     matches_per_duel = models.PositiveIntegerField()
+    #: A ladder's duels are short, so that its matchmaking chooses often.
+    ladder_matches_per_duel = models.PositiveIntegerField(default=2)
     validation_matches = models.PositiveIntegerField()
     move_time = models.FloatField()
     time_bank = models.FloatField()

@@ -7,6 +7,7 @@ import pytest
 from environments.base import Environment
 from environments.registry import (
     ENVIRONMENTS_DIR,
+    InvalidEnvironmentInfo,
     UnknownEnvironment,
     environment_names,
     load_environment_class,
@@ -128,3 +129,43 @@ def test_it_escapes_text_in_the_html(name: str) -> None:
 
     assert "<b>" not in fragment
     assert "&lt;b&gt;&amp;" in fragment
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_its_ladder_duels_are_two_matches_unless_info_says_otherwise(name: str) -> None:
+    assert load_info(name).ladder_matches_per_duel == 2
+
+
+@pytest.fixture
+def uncached_info():
+    # load_info remembers what it read: forget the edited copies on both sides.
+    load_info.cache_clear()
+    yield
+    load_info.cache_clear()
+
+
+def _game_with_info_line(tmp_path, monkeypatch, line: str) -> str:
+    folder = tmp_path / "connect_four"
+    folder.mkdir()
+    original = (ENVIRONMENTS_DIR / "connect_four" / "info.yml").read_text()
+    (folder / "info.yml").write_text(original + line + "\n")
+    monkeypatch.setattr("environments.registry.ENVIRONMENTS_DIR", tmp_path)
+    return "connect_four"
+
+
+@pytest.mark.usefixtures("uncached_info")
+def test_it_reads_the_ladder_duel_length_from_info(tmp_path, monkeypatch) -> None:
+    name = _game_with_info_line(tmp_path, monkeypatch, "ladder_matches_per_duel: 4")
+
+    assert load_info(name).ladder_matches_per_duel == 4
+
+
+@pytest.mark.usefixtures("uncached_info")
+@pytest.mark.parametrize("value", ["0", "two", "true", "1.5"])
+def test_it_refuses_a_ladder_duel_length_that_is_not_a_positive_integer(
+    tmp_path, monkeypatch, value: str
+) -> None:
+    name = _game_with_info_line(tmp_path, monkeypatch, f"ladder_matches_per_duel: {value}")
+
+    with pytest.raises(InvalidEnvironmentInfo, match="ladder_matches_per_duel"):
+        load_info(name)

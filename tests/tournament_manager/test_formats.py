@@ -33,6 +33,7 @@ from tournament_manager.services import (
     participant_withdraw,
     standings_update,
     swiss_round_next,
+    tournament_create,
     tournament_launch,
     tournament_stop,
 )
@@ -305,6 +306,33 @@ def test_a_ladder_keeps_at_most_its_concurrent_duels(make_tournament, finish, se
     assert ladder_matchmake(tournament=tournament) == 1
     assert tournament.duels.filter(status=DuelStatus.QUEUED).count() == 2
     assert sorted(dispatched) == sorted(tournament.duels.values_list("pk", flat=True))
+
+
+def test_a_ladder_plays_short_duels_by_default(dispatched):
+    environment = EnvironmentFactory(matches_per_duel=10, ladder_matches_per_duel=2)
+
+    ladder = tournament_create(environment=environment, name="ladder", revisions=[], format=LADDER)
+    round_robin = tournament_create(environment=environment, name="rr", revisions=[])
+
+    assert ladder.matches_per_duel == 2
+    assert round_robin.matches_per_duel == 10
+
+
+def test_a_ladder_gives_each_of_a_pair_the_first_seat_in_turn(
+    make_tournament, finish, settings, dispatched
+):
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 1
+    competitors(2)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+
+    orders = []
+    for _ in range(4):
+        assert ladder_matchmake(tournament=tournament) == 1
+        duel = tournament.duels.get(status=DuelStatus.QUEUED)
+        orders.append((duel.revision_1_id, duel.revision_2_id))
+        finish(duel)
+
+    assert orders[0] == orders[2] == orders[1][::-1] == orders[3][::-1]
 
 
 def test_ladder_standings_are_the_rating_leaderboard(make_tournament, dispatched):

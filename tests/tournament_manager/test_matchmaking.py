@@ -27,6 +27,41 @@ def test_it_pairs_agents_with_close_ratings():
     assert sorted(keys(pairs), key=min) == [{1, 3}, {2, 4}]
 
 
+def test_it_does_not_replay_a_pair_whose_order_is_sure():
+    # 1 and 2 are far apart and measured well: another duel would not change their order.
+    agents = [
+        agent(1, 35, sigma=1),
+        agent(2, 15, sigma=1),
+        agent(3, 25, sigma=6),
+        agent(4, 27, sigma=6),
+    ]
+
+    pairs = MATCHMAKER.pairings(agents, slots=1)
+
+    assert keys(pairs) == [{3, 4}]
+    assert MATCHMAKER.uncertainty(agents[0], agents[1]) < 1e-6
+
+
+def test_it_prefers_the_pair_whose_order_is_least_certain_at_the_same_rating_gap():
+    # Both pairs are 3 points apart; 3 and 4 are measured far less well.
+    agents = [
+        agent(1, 30, sigma=1),
+        agent(2, 27, sigma=1),
+        agent(3, 20, sigma=5),
+        agent(4, 17, sigma=5),
+    ]
+
+    pairs = MATCHMAKER.pairings(agents, slots=1)
+
+    assert keys(pairs) == [{3, 4}]
+    assert MATCHMAKER.uncertainty(agents[0], agents[1]) < 0.02
+    assert 0.3 < MATCHMAKER.uncertainty(agents[2], agents[3]) < 0.5
+
+
+def test_equal_ratings_are_a_coin_toss():
+    assert MATCHMAKER.uncertainty(agent(1, 25), agent(2, 25)) == 0.5
+
+
 def test_it_fills_no_more_than_the_free_slots():
     agents = [agent(key, 25 + key) for key in range(1, 7)]
 
