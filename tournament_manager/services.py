@@ -277,7 +277,11 @@ def swiss_round_next(*, tournament: Tournament) -> bool:
             return False
         # Paired under the claim's row lock, which withdrawals take too: a player who
         # withdraws now is already out.
-        players = [p for p in _standings(tournament) if not p.withdrawn]
+        # Score groups are ordered by seed, not by the tie-breaks of the standings.
+        players = sorted(
+            (p for p in _standings(tournament) if not p.withdrawn),
+            key=lambda p: (-p.points, p.seed or 0, p.pk),
+        )
         met = {
             frozenset(pair)
             for pair in tournament.duels.exclude(status=DuelStatus.CANCELLED).values_list(
@@ -286,6 +290,7 @@ def swiss_round_next(*, tournament: Tournament) -> bool:
         }
         next_round = pairing.next_round(
             [p.revision_id for p in players],
+            points={p.revision_id: p.points for p in players},
             met=met,
             byes={p.revision_id: p.byes for p in players},
         )
