@@ -42,6 +42,7 @@ from core import dispatch
 from core.errors import ArenaError
 from core.models import (
     Duel,
+    DuelResult,
     DuelStatus,
     Environment,
     Participant,
@@ -54,7 +55,13 @@ from core.models import (
 )
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
 from core.models.submissions import resend_at_default
-from referee.standings import bye_points, record_duel, shared_ranks, standing_key
+from referee.standings import (
+    buchholz_scores,
+    bye_points,
+    record_duel,
+    shared_ranks,
+    standing_key,
+)
 from tournament_manager import pairing
 from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
@@ -737,8 +744,8 @@ def _standings(tournament: Tournament) -> list[Participant]:
     """Every participant with points, record and rank recomputed (not saved), best first.
 
     Round robin and Swiss: ``referee.standings`` (2 points a duel won or a bye, 1 a draw;
-    then duels won, then match score). Ladder: the rating leaderboard (mu - 3 sigma).
-    Withdrawn ones rank last either way; equal keys share a rank.
+    then, Swiss only, Buchholz; then duels won, then match score). Ladder: the rating
+    leaderboard (mu - 3 sigma). Withdrawn ones rank last either way; equal keys share a rank.
     """
     participants = {
         participant.revision_id: participant
@@ -748,8 +755,10 @@ def _standings(tournament: Tournament) -> list[Participant]:
         participant.points = bye_points(participant.byes)
         participant.wins = participant.losses = participant.draws = 0
         participant.score = 0.0
-    duels = Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED).values_list(
-        "revision_1_id", "revision_2_id", "result", "player_1_score", "player_2_score"
+    duels = list(
+        Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED).values_list(
+            "revision_1_id", "revision_2_id", "result", "player_1_score", "player_2_score"
+        )
     )
     for first, second, result, first_score, second_score in duels:
         one = participants.get(first)
@@ -757,11 +766,19 @@ def _standings(tournament: Tournament) -> list[Participant]:
         if one is None or two is None:
             continue
         record_duel(one, two, result=result, first_score=first_score, second_score=second_score)
+    swiss = tournament.format == TournamentFormat.SWISS
+    if swiss:
+        _set_buchholz(participants, duels)
     if tournament.is_ladder:
         ratings = _conservative_ratings(p.revision.competitor_id for p in participants.values())
 
         def key(p: Participant) -> tuple[object, ...]:
             return (p.withdrawn, -ratings.get(p.revision.competitor_id, 0.0))
+
+    elif swiss:
+
+        def key(p: Participant) -> tuple[object, ...]:
+            return (p.withdrawn, *standing_key(p, buchholz=p.buchholz))
 
     else:
 
@@ -774,8 +791,30 @@ def _standings(tournament: Tournament) -> list[Participant]:
     return ordered
 
 
+def _set_buchholz(
+    participants: dict[int, Participant], duels: Iterable[tuple[int, int, str, float, float]]
+) -> None:
+    """Each Swiss participant's Buchholz, from its points (already tallied) and the
+    scored duels: one without a winner or a draw is no meeting either."""
+    scored = (DuelResult.PLAYER_1_WIN, DuelResult.PLAYER_2_WIN, DuelResult.DRAW)
+    meetings = [
+        (first, second)
+        for first, second, result, _, _ in duels
+        if result in scored and first in participants and second in participants
+    ]
+    buchholz = buchholz_scores(
+        {revision: p.points for revision, p in participants.items()},
+        meetings=meetings,
+        byes={revision: p.byes for revision, p in participants.items()},
+    )
+    for revision, participant in participants.items():
+        participant.buchholz = buchholz[revision]
+
+
 def standings_update(*, tournament: Tournament) -> list[Participant]:
     """Recompute every participant's points, record and rank from its finished duels."""
     ordered = _standings(tournament)
-    Participant.objects.bulk_update(ordered, ["points", "wins", "losses", "draws", "score", "rank"])
+    Participant.objects.bulk_update(
+        ordered, ["points", "wins", "losses", "draws", "score", "buchholz", "rank"]
+    )
     return ordered
