@@ -4,18 +4,18 @@ Three formats:
 
 - round robin: every pair of participants plays one duel;
 - Swiss: a set number of rounds; round 1 pairs by seed, each next round (scheduled by the
-  tournament manager once the previous one is over) pairs players on equal or close
-  points who have not met (``tournament_manager.pairing``); when the count is odd, one
-  player sits out with a bye worth a won duel;
+  tournament manager once the previous one is over) pairs by score groups, avoiding
+  rematches (``tournament_manager.pairing``); when the count is odd, one player sits out
+  with a bye worth a won duel;
 - continuous ladder: runs until stopped; the newest validated revision of every
   competitor plays, paired by ``tournament_manager.matchmaking``, a few duels at a time;
   its standings are the rating leaderboard (mu - 3 sigma).
 
-Points: 2 for a duel won (or a bye), 1 for a draw; standings by points, then duel wins,
-then total match score; ties share a rank; a withdrawn participant keeps its results and
-ranks last. Progress counts are recomputed from the duels, never incremented, so they
-stay exact whoever moved a duel. The duels themselves are played by
-``duel_runner.services``; the timed work (scheduled launches, expired leases, next
+Points: 2 for a duel won (or a bye), 1 for a draw; standings by points, then (Swiss)
+Buchholz, then duel wins, then total match score; ties share a rank; a withdrawn
+participant keeps its results and ranks last. Progress counts are recomputed from the
+duels, never incremented, so they stay exact whoever moved a duel. The duels themselves
+are played by ``duel_runner.services``; the timed work (scheduled launches, expired leases, next
 rounds, matchmaking) is done by the tournament manager daemon (``tournament_manager.daemon``).
 
 Every change that several tournament managers (or a manager and an organizer) could
