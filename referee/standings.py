@@ -4,12 +4,16 @@ the tournament manager.
 A duel won (or a bye) is worth 2 points, a draw 1, a loss 0. Players rank by points, then by
 duels won, then by total match score; players equal on all three share a rank (1, 2, 2, 4).
 A duel that failed for a reason outside the agents is not scored at all.
+
+Swiss adds a tie-break after points, Buchholz: the sum of the opponents' points (a
+stronger field met ranks higher). A bye counts as a virtual opponent on the player's own
+points, as FIDE's tie-break rules do, so sitting out neither helps nor hurts.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from referee.results import Outcome
@@ -62,12 +66,28 @@ def bye_points(byes: int) -> int:
     return WIN_POINTS * byes
 
 
-def standing_key(record: Record) -> tuple[float, ...]:
-    """Sorts best first: points, then duels won, then match score."""
-    return (-record.points, -record.wins, -record.score)
+def standing_key(record: Record, *, buchholz: int | None = None) -> tuple[float, ...]:
+    """Sorts best first: points, then (when given, Swiss) Buchholz, then duels won, then
+    match score."""
+    tie_break = () if buchholz is None else (-buchholz,)
+    return (-record.points, *tie_break, -record.wins, -record.score)
 
 
 T = TypeVar("T")
+P = TypeVar("P", bound=Hashable)
+
+
+def buchholz_scores(
+    points: Mapping[P, int], *, meetings: Iterable[tuple[P, P]], byes: Mapping[P, int]
+) -> dict[P, int]:
+    """Each player's Buchholz: the points of every opponent of a scored duel in
+    ``meetings`` (one pair a duel, so a rematch counts twice), plus its own points for
+    each bye."""
+    totals = {player: points[player] * byes.get(player, 0) for player in points}
+    for first, second in meetings:
+        totals[first] += points[second]
+        totals[second] += points[first]
+    return totals
 
 
 def shared_ranks(ordered: Sequence[T], key: Callable[[T], Hashable]) -> list[int]:

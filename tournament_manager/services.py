@@ -4,18 +4,18 @@ Three formats:
 
 - round robin: every pair of participants plays one duel;
 - Swiss: a set number of rounds; round 1 pairs by seed, each next round (scheduled by the
-  tournament manager once the previous one is over) pairs players on equal or close
-  points who have not met (``tournament_manager.pairing``); when the count is odd, one
-  player sits out with a bye worth a won duel;
+  tournament manager once the previous one is over) pairs by score groups, avoiding
+  rematches (``tournament_manager.pairing``); when the count is odd, one player sits out
+  with a bye worth a won duel;
 - continuous ladder: runs until stopped; the newest validated revision of every
   competitor plays, paired by ``tournament_manager.matchmaking``, a few duels at a time;
   its standings are the rating leaderboard (mu - 3 sigma).
 
-Points: 2 for a duel won (or a bye), 1 for a draw; standings by points, then duel wins,
-then total match score; ties share a rank; a withdrawn participant keeps its results and
-ranks last. Progress counts are recomputed from the duels, never incremented, so they
-stay exact whoever moved a duel. The duels themselves are played by
-``duel_runner.services``; the timed work (scheduled launches, expired leases, next
+Points: 2 for a duel won (or a bye), 1 for a draw; standings by points, then (Swiss)
+Buchholz, then duel wins, then total match score; ties share a rank; a withdrawn
+participant keeps its results and ranks last. Progress counts are recomputed from the
+duels, never incremented, so they stay exact whoever moved a duel. The duels themselves
+are played by ``duel_runner.services``; the timed work (scheduled launches, expired leases, next
 rounds, matchmaking) is done by the tournament manager daemon (``tournament_manager.daemon``).
 
 Every change that several tournament managers (or a manager and an organizer) could
@@ -42,6 +42,7 @@ from core import dispatch
 from core.errors import ArenaError
 from core.models import (
     Duel,
+    DuelResult,
     DuelStatus,
     Environment,
     Participant,
@@ -54,7 +55,13 @@ from core.models import (
 )
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
 from core.models.submissions import resend_at_default
-from referee.standings import bye_points, record_duel, shared_ranks, standing_key
+from referee.standings import (
+    buchholz_scores,
+    bye_points,
+    record_duel,
+    shared_ranks,
+    standing_key,
+)
 from tournament_manager import pairing
 from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
@@ -282,7 +289,11 @@ def swiss_round_next(*, tournament: Tournament) -> bool:
             return False
         # Paired under the claim's row lock, which withdrawals take too: a player who
         # withdraws now is already out.
-        players = [p for p in _standings(tournament) if not p.withdrawn]
+        # Score groups are ordered by seed, not by the tie-breaks of the standings.
+        players = sorted(
+            (p for p in _standings(tournament) if not p.withdrawn),
+            key=lambda p: (-p.points, p.seed or 0, p.pk),
+        )
         met = {
             frozenset(pair)
             for pair in tournament.duels.exclude(status=DuelStatus.CANCELLED).values_list(
@@ -291,6 +302,7 @@ def swiss_round_next(*, tournament: Tournament) -> bool:
         }
         next_round = pairing.next_round(
             [p.revision_id for p in players],
+            points={p.revision_id: p.points for p in players},
             met=met,
             byes={p.revision_id: p.byes for p in players},
         )
@@ -754,8 +766,8 @@ def _standings(tournament: Tournament) -> list[Participant]:
     """Every participant with points, record and rank recomputed (not saved), best first.
 
     Round robin and Swiss: ``referee.standings`` (2 points a duel won or a bye, 1 a draw;
-    then duels won, then match score). Ladder: the rating leaderboard (mu - 3 sigma).
-    Withdrawn ones rank last either way; equal keys share a rank.
+    then, Swiss only, Buchholz; then duels won, then match score). Ladder: the rating
+    leaderboard (mu - 3 sigma). Withdrawn ones rank last either way; equal keys share a rank.
     """
     participants = {
         participant.revision_id: participant
@@ -765,8 +777,10 @@ def _standings(tournament: Tournament) -> list[Participant]:
         participant.points = bye_points(participant.byes)
         participant.wins = participant.losses = participant.draws = 0
         participant.score = 0.0
-    duels = Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED).values_list(
-        "revision_1_id", "revision_2_id", "result", "player_1_score", "player_2_score"
+    duels = list(
+        Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED).values_list(
+            "revision_1_id", "revision_2_id", "result", "player_1_score", "player_2_score"
+        )
     )
     for first, second, result, first_score, second_score in duels:
         one = participants.get(first)
@@ -774,11 +788,19 @@ def _standings(tournament: Tournament) -> list[Participant]:
         if one is None or two is None:
             continue
         record_duel(one, two, result=result, first_score=first_score, second_score=second_score)
+    swiss = tournament.format == TournamentFormat.SWISS
+    if swiss:
+        _set_buchholz(participants, duels)
     if tournament.is_ladder:
         ratings = _conservative_ratings(p.revision.competitor_id for p in participants.values())
 
         def key(p: Participant) -> tuple[object, ...]:
             return (p.withdrawn, -ratings.get(p.revision.competitor_id, 0.0))
+
+    elif swiss:
+
+        def key(p: Participant) -> tuple[object, ...]:
+            return (p.withdrawn, *standing_key(p, buchholz=p.buchholz))
 
     else:
 
@@ -791,8 +813,30 @@ def _standings(tournament: Tournament) -> list[Participant]:
     return ordered
 
 
+def _set_buchholz(
+    participants: dict[int, Participant], duels: Iterable[tuple[int, int, str, float, float]]
+) -> None:
+    """Each Swiss participant's Buchholz, from its points (already tallied) and the
+    scored duels: one without a winner or a draw is no meeting either."""
+    scored = (DuelResult.PLAYER_1_WIN, DuelResult.PLAYER_2_WIN, DuelResult.DRAW)
+    meetings = [
+        (first, second)
+        for first, second, result, _, _ in duels
+        if result in scored and first in participants and second in participants
+    ]
+    buchholz = buchholz_scores(
+        {revision: p.points for revision, p in participants.items()},
+        meetings=meetings,
+        byes={revision: p.byes for revision, p in participants.items()},
+    )
+    for revision, participant in participants.items():
+        participant.buchholz = buchholz[revision]
+
+
 def standings_update(*, tournament: Tournament) -> list[Participant]:
     """Recompute every participant's points, record and rank from its finished duels."""
     ordered = _standings(tournament)
-    Participant.objects.bulk_update(ordered, ["points", "wins", "losses", "draws", "score", "rank"])
+    Participant.objects.bulk_update(
+        ordered, ["points", "wins", "losses", "draws", "score", "buchholz", "rank"]
+    )
     return ordered

@@ -20,6 +20,7 @@ from core.models import (
     Revision,
     StepStatus,
     Tournament,
+    TournamentFormat,
     TournamentStatus,
     User,
 )
@@ -244,6 +245,11 @@ class TournamentPage:
     @property
     def is_running(self) -> bool:
         return self.tournament.status == TournamentStatus.RUNNING
+
+    @property
+    def shows_buchholz(self) -> bool:
+        """Swiss standings break ties on points by Buchholz; other formats have none."""
+        return self.tournament.format == TournamentFormat.SWISS
 
     @property
     def done_percent(self) -> float:

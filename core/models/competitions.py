@@ -118,6 +118,8 @@ class Participant(models.Model):
     seed = models.PositiveIntegerField(null=True, blank=True)
     #: Swiss rounds sat out for an odd count of players, each worth a won duel's 2 points.
     byes = models.PositiveIntegerField(default=0)
+    #: Swiss tie-break: the sum of the opponents' points, its own for a bye (0 otherwise).
+    buchholz = models.PositiveIntegerField(default=0)
     #: When it entered (a ladder's newcomers wait from then for their first duel).
     joined_at = models.DateTimeField(default=timezone.now)
 

@@ -203,6 +203,32 @@ def test_it_pairs_the_next_round_once_the_current_one_is_over(make_tournament, f
     assert tournament.current_round == 2
 
 
+def test_it_ranks_swiss_players_on_equal_points_by_buchholz_before_wins_and_score(
+    make_tournament, finish, dispatched
+):
+    tournament = tournament_launch(tournament=make_tournament(4, format=SWISS, rounds=2))
+    one, two, three, four = entrants(tournament)
+    play(finish, tournament, one, three)
+    play(finish, tournament, four, two)
+    tournament.refresh_from_db()
+    assert swiss_round_next(tournament=tournament)
+    # Score groups: one and four on 2 points, two and three on 0.
+    assert pairs_of(tournament.duels.filter(round=2)) == {
+        frozenset((one.pk, four.pk)),
+        frozenset((two.pk, three.pk)),
+    }
+
+    play(finish, tournament, one, four)
+    play(finish, tournament, two, three, scores=(3, 0))
+
+    rows = standing(tournament)
+    # four and two: 2 points and a win each, two with more match points; four met
+    # stronger opponents (one's 4 points and two's 2, against four's 2 and three's 0).
+    assert [(rows[r.pk].points, rows[r.pk].buchholz) for r in (four, two)] == [(2, 6), (2, 2)]
+    assert [rows[r.pk].rank for r in (one, four, two, three)] == [1, 2, 3, 4]
+    assert rows[two.pk].score > rows[four.pk].score
+
+
 def test_it_plays_swiss_to_the_end_without_rematches_and_a_bye_each(
     make_tournament, finish, dispatched
 ):

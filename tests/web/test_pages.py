@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import strip_tags
 
-from core.models import Revision, StepStatus, Tournament
+from core.models import Revision, StepStatus, Tournament, TournamentFormat
 from tests.factories import EnvironmentFactory, RevisionFactory
 
 pytestmark = pytest.mark.django_db
@@ -183,6 +183,19 @@ def test_it_shows_a_tournament_with_progress_standings_and_duels(client, tournam
     assert duel.get_absolute_url() in page
     assert "alices-bot v1 won" in page
     assert 'http-equiv="refresh"' not in page
+
+
+def test_it_shows_buchholz_in_the_standings_of_a_swiss_tournament_only(client, tournament):
+    round_robin = visible_text(client.get(tournament.get_absolute_url()))
+    Tournament.objects.filter(pk=tournament.pk).update(format=TournamentFormat.SWISS, rounds=3)
+    tournament.participants.filter(rank=1).update(buchholz=7)
+
+    response = client.get(tournament.get_absolute_url())
+
+    assert "Buchholz" not in round_robin
+    assert re.search(r"<th[^>]*>Buchholz</th>", text(response))
+    assert re.search(r'<td class="num strong">2</td>\s*<td class="num">7</td>', text(response))
+    assert "ties broken by Buchholz" in visible_text(response)
 
 
 def test_it_refreshes_a_running_tournament(client, tournament):
