@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("core", "0004_pipeline_leases"),
+        ("core", "0005_participant_buchholz"),
     ]
 
     operations = [
