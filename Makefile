@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker bench-upload clean
+.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -32,6 +32,9 @@ bench-docker:    ## moves/s: agents in containers against host processes and att
 
 bench-upload:    ## seconds from upload to validated: docker and process sandboxes, with requirements
 	.venv/bin/python -m bench.bench_upload
+
+bench-ladder:    ## Kendall tau of the ladder and of round robins, 10 seeded runs end to end
+	.venv/bin/python -m bench.bench_ladder
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

@@ -1,0 +1,340 @@
+"""The continuous ladder against the round robin, end to end, over seeded repetitions.
+
+    python -m bench.bench_ladder            # full run: 8 agents, 10 repetitions, ~10 min
+    python -m bench.bench_ladder --quick    # smoke run: 3 agents, 2 repetitions
+    python -m bench.bench_ladder --json figures.json
+
+Agents of known strength (the example Connect Four minimax at depth 3 playing a random
+column with probability 0, .1, .2, .3, .45, .6 and .8, then the random player: the true
+order by construction) are uploaded through the platform's upload service, each a zip of
+``minimax.py`` and a ``main.py`` that sets its blunder rate, then built and validated by
+self-play, on the embedded default (a throwaway SQLite database, the ``process`` sandbox,
+tasks run in process). Then, in each repetition (seeded: the duels' seeds come from a
+generator seeded per repetition):
+
+ladder
+    Ratings reset, one continuous ladder launched and driven by the tournament manager's
+    ``run_once()`` exactly as ``manage.py run_tournament_manager`` drives it, until it has
+    played as many matches as the full round robin. Kendall's tau between its leaderboard
+    (mu - 3 sigma) and the true order is read when its matches reach each budget.
+round robin
+    Every pair once, with ``k`` matches per duel for each budget (the largest ``k`` whose
+    round robin fits in it), also driven by ``run_once()``; tau of its standings (points,
+    then wins, then score).
+
+Budgets are shares of the full round robin (every pair, ``info.yml``'s 10 matches per duel):
+25 %, 50 % and 100 %. The issue's goal: the ladder reaches tau >= 0.9 in at least 9 of 10
+repetitions with at most 50 % of the matches, and beats the equal-budget round robin on
+the median at 25 %.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import itertools
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.cli import run_bench
+
+ROOT = Path(__file__).resolve().parent.parent
+MINIMAX = ROOT / "example_players" / "connect_four" / "minimax.py"
+RANDOM_PLAYER = ROOT / "example_players" / "connect_four" / "random_player.py"
+SEED = 20261123
+SHARES = (0.25, 0.5, 1.0)
+TARGET_TAU = 0.9
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    #: Blunder rates of the minimax agents, strongest first; the random player comes last.
+    blunder_rates: tuple[float, ...]
+    repetitions: int
+    #: Matches per duel of the full round robin (the budget's 100 %).
+    full_matches: int
+
+
+FULL = Plan((0, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8), repetitions=10, full_matches=10)
+QUICK = Plan((0, 0.45), repetitions=2, full_matches=4)
+
+
+def kendall_tau(truth: list[float], measured: list[float]) -> float:
+    """Kendall's tau-b between two score lists (higher is better)."""
+    concordant = discordant = tied_truth = tied_measured = 0
+    for i, j in itertools.combinations(range(len(truth)), 2):
+        a = (truth[i] > truth[j]) - (truth[i] < truth[j])
+        b = (measured[i] > measured[j]) - (measured[i] < measured[j])
+        if a == 0 and b == 0:
+            continue
+        if a == 0:
+            tied_truth += 1
+        elif b == 0:
+            tied_measured += 1
+        elif a == b:
+            concordant += 1
+        else:
+            discordant += 1
+    pairs = concordant + discordant
+    denominator = ((pairs + tied_truth) * (pairs + tied_measured)) ** 0.5
+    return (concordant - discordant) / denominator if denominator else 0.0
+
+
+def _agent_zip(blunder_rate: float | None) -> bytes:
+    """An upload: the example minimax with its blunder rate, or the random player."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        if blunder_rate is None:
+            archive.writestr("main.py", RANDOM_PLAYER.read_text())
+        else:
+            archive.writestr("minimax.py", MINIMAX.read_text())
+            archive.writestr(
+                "main.py",
+                "import os\n\n"
+                'os.environ["ARENA_MINIMAX_DEPTH"] = "3"\n'
+                f'os.environ["ARENA_BLUNDER_RATE"] = "{blunder_rate}"\n\n'
+                "from minimax import MinimaxPlayer  # noqa: E402\n\n\n"
+                "class BenchPlayer(MinimaxPlayer):\n"
+                "    pass\n",
+            )
+    return buffer.getvalue()
+
+
+def _setup(folder: Path) -> None:
+    """Django on a throwaway SQLite database in ``folder``, migrated, games imported."""
+    sandboxes = Path(tempfile.mkdtemp(prefix="bench-ladder-sandboxes-"))
+    os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
+    os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
+    os.environ["ARENA_MEDIA_ROOT"] = str(folder / "media")
+    os.environ["ARENA_BUILD_ROOT"] = str(folder / "builds")
+    os.environ["ARENA_SANDBOX_ROOT"] = str(sandboxes)
+    os.environ["ARENA_SANDBOX"] = "process"
+    os.environ.pop("ARENA_BROKER_URL", None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from core.services import environments_import
+
+    environments_import()
+
+
+def _upload_agents(plan: Plan, report: Callable[[str], None]) -> list[tuple[str, int]]:
+    """(name, revision id) of each agent, strongest first; each built and validated."""
+    from django.db import transaction
+
+    from core.accounts import user_create
+    from core.models import Environment, Revision
+    from core.services import competitor_get_or_create, revision_create
+
+    owner = user_create(
+        email="bench@example.com", display_name="Bench", password="a long bench password 2026"
+    )
+    environment = Environment.objects.get(name="connect_four")
+    agents = []
+    for index, rate in enumerate([*plan.blunder_rates, None]):
+        name = "random" if rate is None else f"minimax-d3-blunder-{rate:g}"
+        with transaction.atomic():
+            competitor = competitor_get_or_create(owner=owner, environment=environment, name=name)
+            revision = revision_create(
+                competitor=competitor,
+                uploaded_by=owner,
+                filename=f"agent{index}.zip",
+                content=_agent_zip(rate),
+            )
+        revision = Revision.objects.get(pk=revision.pk)
+        if not revision.is_valid:
+            raise SystemExit(f"bench_ladder: {name} was not validated: {revision.validation_error}")
+        report(f"uploaded, built and validated {name}")
+        agents.append((name, revision.pk))
+    return agents
+
+
+def _drive(tournament_id: int, *, until_matches: int | None, checkpoints: list[int]) -> dict:
+    """Run the tournament manager's passes until the tournament is over (or, for a ladder,
+    has played ``until_matches``); the leaderboard's order at each checkpoint."""
+    from core.models import Match, Rating, Tournament, TournamentStatus
+    from tournament_manager.daemon import run_once
+    from tournament_manager.services import tournament_stop
+
+    seen: dict[int, list[int]] = {}
+    pending = sorted(checkpoints)
+    while True:
+        did_work = run_once()
+        tournament = Tournament.objects.get(pk=tournament_id)
+        played = Match.objects.filter(duel__tournament=tournament).count()
+        while pending and played >= pending[0]:
+            entered = list(
+                tournament.participants.values_list("revision__competitor_id", flat=True)
+            )
+            rated = {
+                rating.competitor_id: rating.mu - 3 * rating.sigma
+                for rating in Rating.objects.filter(competitor__in=entered)
+            }
+            # An agent not rated yet sits where a new rating would (25 - 3 x 25/3 = 0).
+            order = sorted(entered, key=lambda competitor: -rated.get(competitor, 0.0))
+            seen[pending.pop(0)] = order
+        if until_matches is not None and played >= until_matches:
+            tournament_stop(tournament=tournament)
+            return {"matches": played, "orders": seen}
+        if tournament.status != TournamentStatus.RUNNING:
+            return {"matches": played, "orders": seen}
+        if not did_work:
+            time.sleep(0.01)
+
+
+def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(prefix="bench-ladder-"))
+    _setup(folder)
+    from core.models import Environment, Revision, TournamentFormat
+    from tournament_manager import services
+    from tournament_manager.ratings import ratings_reset
+    from tournament_manager.services import (
+        standings_update,
+        tournament_create,
+        tournament_launch,
+    )
+
+    started = time.perf_counter()
+    agents = _upload_agents(plan, report)
+    revisions = [Revision.objects.get(pk=pk) for _, pk in agents]
+    competitor_strength = {
+        revision.competitor_id: -index for index, revision in enumerate(revisions)
+    }
+    truth = [competitor_strength[revision.competitor_id] for revision in revisions]
+    environment = Environment.objects.get(name="connect_four")
+    pairs = len(agents) * (len(agents) - 1) // 2
+    full = pairs * plan.full_matches
+    budgets = [round(share * full) for share in SHARES]
+
+    def tau_of(order: list[int]) -> float:
+        position = {competitor: -rank for rank, competitor in enumerate(order)}
+        return kendall_tau(truth, [position[r.competitor_id] for r in revisions])
+
+    def tau_of_standings(table: list[Any]) -> float:
+        # Tied participants share a rank, and count as tied.
+        rank = {participant.revision.competitor_id: -participant.rank for participant in table}
+        return kendall_tau(truth, [rank[r.competitor_id] for r in revisions])
+
+    repetitions = []
+    for repetition in range(plan.repetitions):
+        # The duels' seeds (and so every match's) come from this repetition's generator.
+        generator = random.Random(SEED + repetition)
+        services.random.SystemRandom = lambda generator=generator: generator  # type: ignore[assignment,misc]
+        ratings_reset(environment_id=environment.pk)
+        ladder = tournament_create(
+            environment=environment,
+            name=f"ladder {repetition}",
+            revisions=[],
+            format=TournamentFormat.LADDER,
+        )
+        tournament_launch(tournament=ladder)
+        run = _drive(ladder.pk, until_matches=full, checkpoints=budgets)
+        row: dict[str, Any] = {
+            "repetition": repetition,
+            "ladder": {str(b): round(tau_of(run["orders"][b]), 4) for b in budgets},
+        }
+        round_robins = {}
+        for budget in budgets:
+            per_pair = max(1, budget // pairs)
+            tournament = tournament_create(
+                environment=environment,
+                name=f"round robin {repetition} x{per_pair}",
+                revisions=revisions,
+                matches_per_duel=per_pair,
+            )
+            tournament_launch(tournament=tournament)
+            _drive(tournament.pk, until_matches=None, checkpoints=[])
+            table = standings_update(tournament=tournament)
+            round_robins[str(budget)] = {
+                "matches_per_duel": per_pair,
+                "matches": per_pair * pairs,
+                "tau": round(tau_of_standings(table), 4),
+            }
+        row["round_robin"] = round_robins
+        repetitions.append(row)
+        report(
+            f"repetition {repetition + 1}/{plan.repetitions}: ladder "
+            + ", ".join(f"{row['ladder'][str(b)]:.3f}" for b in budgets)
+            + "; round robin "
+            + ", ".join(f"{round_robins[str(b)]['tau']:.3f}" for b in budgets)
+        )
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "agents": [name for name, _ in agents],
+        "full_matches": full,
+        "budgets": budgets,
+        "shares": list(SHARES),
+        "repetitions": repetitions,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _summary(values: list[float]) -> str:
+    return f"median {statistics.median(values):.3f} (range {min(values):.3f} to {max(values):.3f})"
+
+
+def table(figures: dict[str, Any]) -> str:
+    rows = figures["repetitions"]
+    lines = [
+        f"Ladder against round robin, end to end — {figures['date']}, {figures['machine']}",
+        f"agents (true order): {', '.join(figures['agents'])}",
+        f"{len(rows)} seeded repetitions; the full round robin is {figures['full_matches']} "
+        f"matches; {figures['seconds']} s",
+        "",
+        f"{'budget':>16}  {'ladder tau':>40}  {'round robin tau':>40}",
+    ]
+    ladder_at_half = []
+    for share, budget in zip(figures["shares"], figures["budgets"], strict=True):
+        ladder = [row["ladder"][str(budget)] for row in rows]
+        robin = [row["round_robin"][str(budget)]["tau"] for row in rows]
+        per_pair = rows[0]["round_robin"][str(budget)]["matches_per_duel"]
+        label = f"{share:.0%} ({budget})"
+        lines.append(
+            f"{label:>16}  {_summary(ladder):>40}  {_summary(robin):>40}"
+            f"  (round robin: {per_pair} per pair)"
+        )
+        if share == 0.5:
+            ladder_at_half = ladder
+    quarter = figures["budgets"][0]
+    ladder_quarter = statistics.median(row["ladder"][str(quarter)] for row in rows)
+    robin_quarter = statistics.median(row["round_robin"][str(quarter)]["tau"] for row in rows)
+    reached = sum(1 for tau in ladder_at_half if tau >= TARGET_TAU)
+    lines += [
+        "",
+        f"ladder tau >= {TARGET_TAU} at 50 %: {reached} of {len(rows)} repetitions "
+        f"(goal: at least 9 of 10): {'met' if reached >= 0.9 * len(rows) else 'NOT met'}",
+        f"median at 25 %: ladder {ladder_quarter:.3f}, round robin {robin_quarter:.3f} "
+        f"(goal: the ladder ahead): {'met' if ladder_quarter > robin_quarter else 'NOT met'}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_bench(
+        argv,
+        prog="python -m bench.bench_ladder",
+        description=__doc__,
+        quick_help="smoke run: 3 agents, 2 repetitions",
+        measure=measure,
+        full=FULL,
+        quick=QUICK,
+        table=table,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
