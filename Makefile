@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder clean
+.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -35,6 +35,9 @@ bench-upload:    ## seconds from upload to validated: docker and process sandbox
 
 bench-ladder:    ## Kendall tau of the ladder and of round robins, 10 seeded runs end to end
 	.venv/bin/python -m bench.bench_ladder
+
+bench-leaderboard: ## a leaderboard refit against the online ratings of the same history
+	.venv/bin/python -m bench.bench_leaderboard
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import itertools
-import math
 import os
 import sys
 import time
@@ -50,6 +49,7 @@ from django.conf import settings  # noqa: E402
 
 from bench.bench_referee import _check_clean  # noqa: E402
 from bench.cli import run_bench  # noqa: E402
+from bench.ranking import kendall_tau  # noqa: E402
 from referee.duel import run_duel  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from sandboxes.base import AgentSource  # noqa: E402
@@ -115,28 +115,6 @@ class Plan:
 
 FULL = Plan(EIGHT, round_robin_matches=10, ladder_matches=2, round_seconds=60, stable_duels=10)
 QUICK = Plan(FOUR, round_robin_matches=2, ladder_matches=2, round_seconds=60, stable_duels=2)
-
-
-def kendall_tau(truth: Sequence[float], measured: Sequence[float]) -> float:
-    """Kendall's tau-b between two score lists (higher is better); ties count as neither."""
-    concordant = discordant = tied_truth = tied_measured = 0
-    for i, j in itertools.combinations(range(len(truth)), 2):
-        a = (truth[i] > truth[j]) - (truth[i] < truth[j])
-        b = (measured[i] > measured[j]) - (measured[i] < measured[j])
-        if a == 0 and b == 0:
-            continue
-        if a == 0:
-            tied_truth += 1
-        elif b == 0:
-            tied_measured += 1
-        elif a == b:
-            concordant += 1
-        else:
-            discordant += 1
-    denominator = math.sqrt(
-        (concordant + discordant + tied_truth) * (concordant + discordant + tied_measured)
-    )
-    return (concordant - discordant) / denominator if denominator else 0.0
 
 
 class Table:

@@ -195,6 +195,7 @@ def revision_image_build(
             pull=False,
             network_mode="none",
             deadline=deadline,
+            step_labels={"arena.role": DEPS_ROLE, LABEL_INSTANCE: labels.get(LABEL_INSTANCE, "")},
         )
     if replaced is not None and replaced != docker_engine.image_id(tag):
         # A rebuild took the tag; the old image goes now unless a duel still runs it

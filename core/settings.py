@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "duel_runner",
     "tournament_manager",
     "publisher",
+    "ninja",  # the API documentation page's own files (no CDN)
 ]
 
 AUTH_USER_MODEL = "core.User"
@@ -255,6 +256,15 @@ ARENA_LADDER_CONCURRENT_DUELS = env_int("ARENA_LADDER_CONCURRENT_DUELS", 2)
 ARENA_LADDER_WAIT_SECONDS = env_float("ARENA_LADDER_WAIT_SECONDS", 600)
 #: Ladder matchmaking: agents with fewer duels than this in the ladder get a bonus.
 ARENA_LADDER_NEWCOMER_DUELS = env_int("ARENA_LADDER_NEWCOMER_DUELS", 5)
+#: The published leaderboard ranks a revision once it has played this many rated matches;
+#: until then its entry is provisional, listed after the ranked ones.
+ARENA_LEADERBOARD_PROVISIONAL_MATCHES = env_int("ARENA_LEADERBOARD_PROVISIONAL_MATCHES", 6)
+
+# --- REST API ------------------------------------------------------------------------
+#: Requests allowed per token holder and per anonymous address ("N/s", "N/min", "N/h");
+#: over it the API answers 429 with Retry-After. Counted in the cache (CACHES).
+ARENA_API_TOKEN_RATE = env_str("ARENA_API_TOKEN_RATE", "600/min")
+ARENA_API_ANONYMOUS_RATE = env_str("ARENA_API_ANONYMOUS_RATE", "120/min")
 
 # --- Publisher --------------------------------------------------------------------
 

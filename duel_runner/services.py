@@ -8,11 +8,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.leases import worker_name
+from core.leases import Heartbeat, worker_name
 from core.models import Duel, DuelStatus, Match, Revision, StepStatus
 from core.models import DuelResult as StoredResult
 from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
@@ -162,36 +162,20 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
     return True
 
 
-class LeaseKeeper:
-    """Renews a duel's lease from a thread while the duel is played.
+def duel_heartbeat(*, duel_id: int, worker: str) -> Heartbeat:
+    """Renews the worker's lease on a duel from a thread while the duel is played.
 
     A worker that dies stops renewing, so its lease runs out and another worker may take
     the duel over; a live worker keeps it however long the duel takes.
     """
+    lease = settings.ARENA_DUEL_LEASE_SECONDS
 
-    def __init__(self, *, duel_id: int, worker: str) -> None:
-        self.duel_id = duel_id
-        self.worker = worker
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._renew, daemon=True)
+    def renew() -> None:
+        Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING, lease_owner=worker).update(
+            lease_expires_at=timezone.now() + timedelta(seconds=lease)
+        )
 
-    def _renew(self) -> None:
-        lease = settings.ARENA_DUEL_LEASE_SECONDS
-        try:
-            while not self.stopped.wait(lease / 3):
-                Duel.objects.filter(
-                    pk=self.duel_id, status=DuelStatus.RUNNING, lease_owner=self.worker
-                ).update(lease_expires_at=timezone.now() + timedelta(seconds=lease))
-        finally:
-            connection.close()
-
-    def __enter__(self) -> LeaseKeeper:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stopped.set()
-        self.thread.join()
+    return Heartbeat(renew, interval=lease / 3)
 
 
 def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
@@ -247,7 +231,7 @@ def duel_play(*, duel_id: int) -> float | None:
             infrastructure_error=f"a revision's build is missing: {error}",
         )
     else:
-        with LeaseKeeper(duel_id=duel.pk, worker=worker):
+        with duel_heartbeat(duel_id=duel.pk, worker=worker):
             result = run_duel(
                 environment,
                 sources,

@@ -83,7 +83,6 @@ class Contestant:
         self.agent: SandboxedAgent | None = None
         self.channel: Channel | None = None
         self.restarts = 0
-        self.starts = 0
         #: Why the current process can no longer be used; None while healthy.
         self.broken: str | None = None
         #: Agents of earlier starts, stopped: their logs are read when the duel ends, so
@@ -176,7 +175,6 @@ class Referee:
             contestant.agent = agent
             contestant.channel = Channel(agent, max_message_bytes=self.settings.max_message_bytes)
             contestant.broken = None
-            contestant.starts += 1
             self.startup_faults.pop(contestant.number, None)
 
     def _launch(self, contestants: list[Contestant]) -> None:

@@ -58,6 +58,8 @@ class EngineTimeout(EngineError):
 
 #: How the engine's build log names the container of a step.
 _RUNNING_STEP = re.compile(r"Running in ([0-9a-f]{12,64})")
+#: The line that ends a build step in the classic builder's log: " ---> <image id>".
+_STEP_LAYER = re.compile(r"\s*---> ([0-9a-f]{12,64})\s*$")
 
 #: What a read from the engine that outlived its timeout raises, depending on where the
 #: SDK was when it happened (``requests`` wraps some, streams raise urllib3's own).
@@ -168,6 +170,7 @@ def image_build(
     nocache: bool = False,
     network_mode: str | None = None,
     deadline: float | None = None,
+    step_labels: dict[str, str] | None = None,
 ) -> list[str]:
     """Build the Dockerfile at the top of the tar archive ``context``; returns the build log.
 
@@ -176,6 +179,8 @@ def image_build(
     the build's ``RUN`` steps no network. ``deadline`` (a ``time.monotonic()`` value)
     bounds the whole build: past it the connection is closed, which makes the engine
     cancel the build and remove its container, and ``EngineTimeout`` is raised.
+    ``step_labels``, set by a ``LABEL`` line before the recipe's ``RUN`` steps, let an
+    abandoned build's step containers be found even when the log never named them.
     """
     fileobj = io.BytesIO(context) if isinstance(context, bytes) else context
     options: dict[str, Any] = {
@@ -193,6 +198,7 @@ def image_build(
     if network_mode is not None:
         options["network_mode"] = network_mode
     log: list[str] = []
+    began = time.time()
     if deadline is None:
         with _engine_errors(f"build image {tag}"):
             _read_build(client().api.build(**options), tag, log, deadline=None)
@@ -214,7 +220,7 @@ def image_build(
     except (EngineTimeout, *_READ_TIMEOUTS) as error:
         if not isinstance(error, EngineTimeout) and time.monotonic() < deadline - 1:
             raise EngineUnavailable(_unavailable_message(error)) from error  # the engine left
-        _discard_step_container(log)
+        _discard_step_containers(log, step_labels, began=began)
         raise EngineTimeout(f"Docker engine: building {tag} did not finish in time") from None
     except docker.errors.DockerException as error:
         raise EngineError(f"Docker engine: cannot build image {tag}: {error}") from error
@@ -237,21 +243,53 @@ def _read_build(
             raise EngineTimeout(f"Docker engine: building {tag} did not finish in time")
 
 
-def _discard_step_container(log: list[str]) -> None:
-    """Remove the container of the step an abandoned build was running.
+#: After an abandoned build, how long the step containers are watched for: the engine
+#: may still be creating the one whose "Running in" line never reached the log.
+_STEP_SWEEP_SECONDS = 10.0
+_STEP_SWEEP_QUIET_SECONDS = 1.5
+
+
+def _discard_step_containers(
+    log: list[str], step_labels: dict[str, str] | None, *, began: float
+) -> None:
+    """Remove the containers of the steps an abandoned build was running.
 
     The engine cancels the build when its connection drops, but removes the step's
-    container in its own time: removed here, nothing of the build outlives the call.
+    container in its own time, and the log may not have named it yet (its "Running in"
+    line was still on the way). A container carrying ``step_labels``, created since the
+    build ``began`` from the image of the last step the log finished, is this build's and
+    is removed; another such container may be a concurrent build's, so it is only waited
+    for (the engine removes this build's own), up to ``_STEP_SWEEP_SECONDS``.
     """
     steps = [match.group(1) for line in log if (match := _RUNNING_STEP.search(line))]
-    if not steps:
+    if steps:
+        with (
+            _engine_errors(f"remove build container {steps[-1]}"),
+            contextlib.suppress(docker.errors.NotFound),
+        ):
+            container_discard(client().containers.get(steps[-1]))
+    if not step_labels:
         return
-    with _engine_errors(f"remove build container {steps[-1]}"):
-        try:
-            container = client().containers.get(steps[-1])
-        except docker.errors.NotFound:
+    layers = [match.group(1) for line in log if (match := _STEP_LAYER.match(line))]
+    parent = layers[-1] if layers else None
+    give_up = time.monotonic() + _STEP_SWEEP_SECONDS
+    quiet_since = time.monotonic()
+    while time.monotonic() < give_up:
+        found = [
+            container
+            for container in containers_labelled(step_labels)
+            if int(container.attrs.get("Created") or 0) >= int(began) - 1
+        ]
+        for container in found:
+            image = str(container.attrs.get("ImageID") or container.attrs.get("Image") or "")
+            if parent is not None and image.removeprefix("sha256:").startswith(parent):
+                container_discard(container)
+        now = time.monotonic()
+        if found:
+            quiet_since = now
+        elif now - quiet_since >= _STEP_SWEEP_QUIET_SECONDS:
             return
-    container_discard(container)
+        time.sleep(0.1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,6 +26,7 @@ from core.models import (
     DuelStatus,
     Environment,
     InviteCode,
+    LeaderboardEntry,
     Match,
     Participant,
     Rating,
@@ -325,3 +326,24 @@ class RatingChangeFactory(DjangoModelFactory):
     sigma_before = factory.SelfAttribute("rating.sigma")
     mu_after = factory.LazyAttribute(lambda change: change.mu_before + 1)
     sigma_after = factory.LazyAttribute(lambda change: change.sigma_before * 0.95)
+
+
+class LeaderboardEntryFactory(DjangoModelFactory):
+    """A ranked entry of the published leaderboard, for ``revision``'s competitor."""
+
+    class Meta:
+        model = LeaderboardEntry
+
+    revision = factory.SubFactory(RevisionFactory, validated=True)
+    competitor = factory.SelfAttribute("revision.competitor")
+    environment = factory.SelfAttribute("revision.competitor.environment")
+    rank = 1
+    rank_best = 1
+    rank_worst = 2
+    score = 1550.0
+    score_sd = 90.0
+    matches = 10
+    wins = 6
+    draws = 1
+    losses = 3
+    fitted_at = factory.LazyFunction(timezone.now)

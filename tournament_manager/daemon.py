@@ -3,7 +3,7 @@
 Besides tournaments, it reconciles the pipeline: builds, validations and duels whose
 worker died (their lease ran out) are queued again or, after their last attempt, failed
 with the reason; those whose queue message was lost (queued past their re-send time) are
-sent again.
+sent again. And it refits the published leaderboards (``tournament_manager.leaderboard``).
 
 Each step looks for due work, does it, and returns whether it did any. Every change is
 claimed with a conditional UPDATE in the service that makes it (see
@@ -24,6 +24,7 @@ from core.errors import ArenaError
 from core.models import (
     Duel,
     DuelStatus,
+    Environment,
     Participant,
     Revision,
     StepStatus,
@@ -36,6 +37,7 @@ from core.services import (
     revision_step_requeue_expired,
     revision_step_resend,
 )
+from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.services import (
     duel_fail_exhausted,
     duel_requeue_expired,
@@ -221,6 +223,17 @@ def run_ladders() -> bool:
     return did_work
 
 
+def refit_leaderboards() -> bool:
+    """Fit again the published leaderboard of every environment whose rated matches or
+    current revisions changed."""
+    did_work = False
+    for environment in Environment.objects.all():
+        if leaderboard_refit(environment=environment):
+            logger.info("%s: leaderboard refitted", environment.name)
+            did_work = True
+    return did_work
+
+
 #: In order: what a later step decides depends on what the earlier ones changed.
 STEPS: tuple[Callable[[], bool], ...] = (
     launch_scheduled_tournaments,
@@ -232,6 +245,7 @@ STEPS: tuple[Callable[[], bool], ...] = (
     fail_exhausted_duels,
     resend_queued_duels,
     withdraw_disabled_participants,
+    refit_leaderboards,
     settle_tournaments,
     schedule_swiss_rounds,
     run_ladders,

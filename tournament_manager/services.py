@@ -63,6 +63,7 @@ from referee.standings import (
     standing_key,
 )
 from tournament_manager import pairing
+from tournament_manager.leaderboard import ladder_strengths
 from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
 from tournament_manager.selectors import latest_validated_revisions
@@ -766,8 +767,9 @@ def _standings(tournament: Tournament) -> list[Participant]:
     """Every participant with points, record and rank recomputed (not saved), best first.
 
     Round robin and Swiss: ``referee.standings`` (2 points a duel won or a bye, 1 a draw;
-    then, Swiss only, Buchholz; then duels won, then match score). Ladder: the rating
-    leaderboard (mu - 3 sigma). Withdrawn ones rank last either way; equal keys share a rank.
+    then, Swiss only, Buchholz; then duels won, then match score). Ladder: a
+    Bradley-Terry fit of its own matches (``leaderboard.ladder_strengths``), a participant
+    without a match yet last. Withdrawn ones rank last either way; equal keys share a rank.
     """
     participants = {
         participant.revision_id: participant
@@ -792,10 +794,11 @@ def _standings(tournament: Tournament) -> list[Participant]:
     if swiss:
         _set_buchholz(participants, duels)
     if tournament.is_ladder:
-        ratings = _conservative_ratings(p.revision.competitor_id for p in participants.values())
+        strengths = ladder_strengths(tournament=tournament)
 
         def key(p: Participant) -> tuple[object, ...]:
-            return (p.withdrawn, -ratings.get(p.revision.competitor_id, 0.0))
+            strength = strengths.get(p.revision_id)
+            return (p.withdrawn, strength is None, -(strength or 0.0))
 
     elif swiss:
 

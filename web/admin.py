@@ -1,8 +1,8 @@
 """The admin of environments, competitors and their revisions (uploads with build and validation).
 
 It sits above the apps because its actions drive several of them: rebuild (builder),
-re-validate (duel runner), make public and re-publish (publisher), new tournaments
-(tournament manager). The shared pieces are in ``core.admin.base``.
+re-validate (duel runner), make public and re-publish (publisher), new tournaments and
+leaderboard refits (tournament manager). The shared pieces are in ``core.admin.base``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from core.services import (
 )
 from publisher.services import competitor_publish_latest, revision_publication_problem
 from publisher.tasks import TIME_LIMIT_SECONDS as PUBLISH_TIME_LIMIT
+from tournament_manager.leaderboard import leaderboard_refit
 
 
 @admin.register(Environment)
@@ -97,7 +98,7 @@ class EnvironmentAdmin(ArenaAdmin):
             },
         ),
     )
-    actions = ("reimport", "open_uploads", "close_uploads")
+    actions = ("reimport", "open_uploads", "close_uploads", "refit_leaderboards")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Environment]:
         return super().get_queryset(request).annotate(competitors_count=Count("competitors"))
@@ -137,6 +138,15 @@ class EnvironmentAdmin(ArenaAdmin):
     def close_uploads(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
         count = queryset.update(is_active=False)
         self.message_user(request, f"{count} environment(s) closed to uploads.", messages.SUCCESS)
+
+    @admin.action(description="Refit the leaderboard now")
+    def refit_leaderboards(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
+        # The tournament manager refits on its next pass anyway; this is for an organizer
+        # who wants to see it at once, or who changed ARENA_LEADERBOARD_* settings.
+        for environment in queryset:
+            leaderboard_refit(environment=environment, force=True)
+        names = ", ".join(environment.name for environment in queryset)
+        self.message_user(request, f"Leaderboard refitted: {names}.", messages.SUCCESS)
 
 
 def _steps_summary(revision: Revision) -> str:

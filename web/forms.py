@@ -10,7 +10,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
 from django.core.validators import validate_slug
 
-from core.models import InviteCode, User
+from core.models import InviteCode, TokenScope, User
 from web.services import invite_problem, upload_limits
 
 
@@ -151,4 +151,12 @@ class TokenForm(forms.Form):
         label="New token's name",
         max_length=80,
         help_text="What the token is for, e.g. 'laptop' or 'ci'.",
+    )
+    scopes = forms.MultipleChoiceField(
+        label="It may",
+        choices=TokenScope.choices,
+        initial=[TokenScope.READ],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Read: what you may see. Submit agents: upload and delete your "
+        "submissions. Play online: connect agents that play over the network.",
     )

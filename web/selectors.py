@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
+from django.conf import settings
 from django.db.models import Count, F, Q, QuerySet
 from django.utils.safestring import SafeString
 
@@ -13,6 +14,7 @@ from core.models import (
     Competitor,
     Duel,
     Environment,
+    LeaderboardEntry,
     Match,
     Participant,
     Rating,
@@ -60,34 +62,27 @@ def home_page(*, user: Visitor) -> HomePage:
 
 @dataclasses.dataclass(frozen=True)
 class LeaderboardRow:
-    rank: int
-    rating: Rating
+    entry: LeaderboardEntry
     competitor: Competitor
     #: False for a private competitor the visitor may not open: its name shows, unlinked.
     linked: bool
 
 
 def leaderboard(*, user: Visitor, environment: Environment) -> list[LeaderboardRow]:
-    ratings = (
-        Rating.objects.leaderboard()
-        .filter(competitor__environment=environment, competitor__is_disabled=False)
-        .select_related("competitor__owner", "competitor__environment")
+    """The published leaderboard: ranked entries best first, then the provisional ones."""
+    entries = (
+        LeaderboardEntry.objects.published()
+        .filter(environment=environment, competitor__is_disabled=False)
+        .select_related("competitor__owner", "competitor__environment", "revision")
     )
-    rows: list[LeaderboardRow] = []
-    rank, previous = 0, None
-    for position, rating in enumerate(ratings, start=1):
-        # Equal conservative ratings share a rank, as ties do in tournament standings.
-        if rating.conservative_rating != previous:
-            rank, previous = position, rating.conservative_rating
-        rows.append(
-            LeaderboardRow(
-                rank=rank,
-                rating=rating,
-                competitor=rating.competitor,
-                linked=can_see_competitor(user, rating.competitor),
-            )
+    return [
+        LeaderboardRow(
+            entry=entry,
+            competitor=entry.competitor,
+            linked=can_see_competitor(user, entry.competitor),
         )
-    return rows
+        for entry in entries
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +93,10 @@ class EnvironmentPage:
     #: The visitor's own competitors in this environment.
     own_competitors: list[Competitor]
     competitor_count: int
+    #: Below this many rated matches an entry is provisional.
+    provisional_matches: int = dataclasses.field(
+        default_factory=lambda: settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES
+    )
 
 
 def environment_page(*, user: Visitor, environment: Environment) -> EnvironmentPage:
@@ -119,6 +118,8 @@ def environment_page(*, user: Visitor, environment: Environment) -> EnvironmentP
 class CompetitorPage:
     competitor: Competitor
     rating: Rating | None
+    #: Its place on the published leaderboard; None until its current revision is rated.
+    entry: LeaderboardEntry | None
     revisions: list[Revision]
     tournaments: list[Tournament]
     is_owner: bool
@@ -148,6 +149,9 @@ def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
     return CompetitorPage(
         competitor=competitor,
         rating=Rating.objects.filter(competitor=competitor).first(),
+        entry=LeaderboardEntry.objects.filter(competitor=competitor)
+        .select_related("revision")
+        .first(),
         revisions=list(competitor.revisions.order_by("-version")),
         tournaments=list(tournaments),
         is_owner=is_owner(user, competitor),

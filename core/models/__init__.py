@@ -1,6 +1,6 @@
 """Arena's shared data model; every app reads and writes these tables through services."""
 
-from core.models.accounts import ApiToken, InviteCode, Role, User
+from core.models.accounts import ApiToken, InviteCode, Role, TokenScope, User
 from core.models.competitions import (
     Duel,
     DuelResult,
@@ -11,7 +11,7 @@ from core.models.competitions import (
     TournamentFormat,
     TournamentStatus,
 )
-from core.models.ratings import Rating, RatingChange
+from core.models.ratings import LeaderboardEntry, Rating, RatingChange
 from core.models.submissions import Competitor, Environment, Revision, StepStatus
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "DuelStatus",
     "Environment",
     "InviteCode",
+    "LeaderboardEntry",
     "Match",
     "Participant",
     "Rating",
@@ -29,6 +30,7 @@ __all__ = [
     "Revision",
     "Role",
     "StepStatus",
+    "TokenScope",
     "Tournament",
     "TournamentFormat",
     "TournamentStatus",

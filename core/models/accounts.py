@@ -104,6 +104,15 @@ def hash_token(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+class TokenScope(models.TextChoices):
+    """What a token may do: ``read`` (everything the user may see), ``submit`` (upload and
+    delete submissions), ``play`` (online play)."""
+
+    READ = "read", "Read"
+    SUBMIT = "submit", "Submit agents"
+    PLAY = "play", "Play online"
+
+
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def active(self) -> ApiTokenQuerySet:
         return self.filter(revoked_at__isnull=True)
@@ -119,6 +128,8 @@ class ApiToken(models.Model):
     #: The first characters of the secret, to tell tokens apart in lists.
     hint = models.CharField(max_length=16)
     token_hash = models.CharField(max_length=64, unique=True)
+    #: Space-separated ``TokenScope`` values.
+    scopes = models.CharField(max_length=64, default=TokenScope.READ)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -145,3 +156,7 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    @property
+    def scope_set(self) -> frozenset[str]:
+        return frozenset(self.scopes.split())

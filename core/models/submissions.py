@@ -32,6 +32,11 @@ class Environment(models.Model):
     memory_mb = models.PositiveIntegerField()
     cpu_seconds = models.PositiveIntegerField()
     is_active = models.BooleanField(default=True)
+    #: What the published leaderboard was fitted to (rated matches and current revisions,
+    #: hashed), when, and the first mover's advantage it found (Elo points).
+    leaderboard_key = models.CharField(max_length=64, blank=True, editable=False)
+    leaderboard_fitted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    first_move_advantage = models.FloatField(null=True, blank=True, editable=False)
     imported_at = models.DateTimeField(auto_now=True)
 
     class Meta:

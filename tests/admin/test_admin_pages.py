@@ -9,6 +9,7 @@ from core.models import Tournament, User
 from tests.factories import (
     ApiTokenFactory,
     DuelFactory,
+    LeaderboardEntryFactory,
     MatchFactory,
     ParticipantFactory,
     RatingChangeFactory,
@@ -31,6 +32,7 @@ def one_of_everything(alice: User, bob: User, organizer: User, invite: object) -
     MatchFactory(duel=duel)
     DuelFactory(validation=True, finished=True)
     RatingChangeFactory(rating__competitor=alice.competitors.get())
+    LeaderboardEntryFactory(revision=alice.competitors.get().revisions.get())
 
 
 def test_it_registers_every_core_model() -> None:
@@ -47,6 +49,7 @@ def test_it_registers_every_core_model() -> None:
         "Match",
         "Rating",
         "RatingChange",
+        "LeaderboardEntry",
     }
 
 

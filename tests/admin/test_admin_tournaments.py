@@ -15,6 +15,7 @@ from core.models import (
     DuelResult,
     DuelStatus,
     Environment,
+    LeaderboardEntry,
     Revision,
     Tournament,
     TournamentFormat,
@@ -140,6 +141,46 @@ def test_it_launches_and_plays_a_tournament_to_the_end(
     page = organizer_client.get(reverse("admin:core_tournament_change", args=[tournament.pk]))
     assert page.status_code == 200
     assert "1 / 1" in page.content.decode()
+
+
+def test_the_organizer_refits_the_leaderboard_and_the_public_page_shows_it(
+    organizer_client: Client,
+    client: Client,
+    players: list[Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    tournament = launched(players, run_action, django_capture_on_commit_callbacks)
+    environment = tournament.environment
+
+    notes = run_action(Environment, "refit_leaderboards", [environment])
+
+    assert notes == ["Leaderboard refitted: sum_to_10."]
+    entries = LeaderboardEntry.objects.filter(environment=environment)
+    assert sorted(entry.competitor.name for entry in entries) == ["alices-optimal", "bobs-random"]
+    # Two matches each: too few to be ranked yet.
+    assert {(entry.matches, entry.rank) for entry in entries} == {(2, None)}
+    listing = organizer_client.get(reverse("admin:core_leaderboardentry_changelist"))
+    assert listing.content.decode().count(">provisional<") == 2
+    public = client.get(reverse("environment", args=["sum_to_10"])).content.decode()
+    assert "alices-optimal" in public and "bobs-random" in public
+    assert public.count('title="Fewer than 6 rated matches: not ranked yet">provisional<') == 2
+
+
+def test_it_shows_buchholz_in_the_standings_of_a_swiss_tournament_only(
+    organizer_client: Client, organizer: User
+) -> None:
+    swiss = TournamentFactory(created_by=organizer, format=TournamentFormat.SWISS, rounds=3)
+    ParticipantFactory(tournament=swiss, points=4, buchholz=7.5, rank=1)
+    round_robin = TournamentFactory(created_by=organizer)
+    ParticipantFactory(tournament=round_robin, points=4, rank=1)
+
+    def page(tournament: Tournament) -> str:
+        url = reverse("admin:core_tournament_change", args=[tournament.pk])
+        return organizer_client.get(url).content.decode()
+
+    assert "Buchholz" in page(swiss) and "7.5" in page(swiss)
+    assert "Buchholz" not in page(round_robin)
 
 
 def test_it_reports_a_launch_refused_by_the_service(

@@ -32,3 +32,6 @@ def test_it_compares_the_ladder_with_round_robins_and_writes_the_figures(tmp_pat
             robin = repetition["round_robin"][str(budget)]
             assert robin["matches"] <= budget
             assert -1 <= robin["tau"] <= 1
+            over = repetition["round_robin"].get(f"{budget}+")
+            if over is not None:
+                assert over["matches"] > budget and -1 <= over["tau"] <= 1

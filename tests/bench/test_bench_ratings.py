@@ -33,7 +33,7 @@ def test_it_ranks_the_agents_and_writes_the_figures(tmp_path):
 
 def test_kendall_tau_handles_order_reversal_and_ties():
     sys.path.insert(0, str(ROOT))
-    from bench.bench_ratings import kendall_tau
+    from bench.ranking import kendall_tau
 
     assert kendall_tau([3, 2, 1], [30, 20, 10]) == 1
     assert kendall_tau([3, 2, 1], [10, 20, 30]) == -1

@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from core.models import Duel, DuelStatus
 from duel_runner.services import (
-    LeaseKeeper,
     duel_claim,
+    duel_heartbeat,
     duel_play,
     duel_record_result,
     revision_agent_source,
@@ -112,7 +112,7 @@ def test_it_keeps_renewing_the_lease_while_a_duel_runs(settings):
     claimed = duel_claim(duel_id=duel.pk, worker="me")
     first_expiry = claimed.lease_expires_at
 
-    with LeaseKeeper(duel_id=duel.pk, worker="me"):
+    with duel_heartbeat(duel_id=duel.pk, worker="me"):
         time.sleep(0.5)  # longer than the lease: only the renewals keep it
         duel.refresh_from_db()
 

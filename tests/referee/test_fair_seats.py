@@ -17,7 +17,7 @@ import pytest
 
 from referee.duel import MAX_RESTARTS, run_duel
 from referee.results import DuelResult, Outcome
-from sandboxes.base import AgentSource, SandboxLimits
+from sandboxes.base import AgentSource, SandboxBackend, SandboxLimits
 from tests.support.sandboxes import agent, hostile
 
 STARTUP_TIME = 2.0
@@ -76,14 +76,14 @@ CASES = [
 ]
 
 
-def play(backend: object, case: Case, hostile_player: int) -> DuelResult:
+def play(backend: SandboxBackend, case: Case, hostile_player: int) -> DuelResult:
     bad = hostile(case.behaviour, at=case.at)
     honest: AgentSource = agent("random_agent.py")
     sources = (bad, honest) if hostile_player == 1 else (honest, bad)
     return run_duel(
         "connect_four",
         sources,
-        backend=backend,  # type: ignore[arg-type]
+        backend=backend,
         seed=7,
         matches=3,
         move_time=MOVE_TIME,

@@ -22,7 +22,14 @@ from core.models import (
     TournamentFormat,
     TournamentStatus,
 )
-from tests.factories import CompetitorFactory, EnvironmentFactory, RatingFactory, RevisionFactory
+from tests.factories import (
+    CompetitorFactory,
+    DuelFactory,
+    EnvironmentFactory,
+    MatchFactory,
+    RatingFactory,
+    RevisionFactory,
+)
 from tests.tournament_manager.conftest import Finish
 from tournament_manager.daemon import withdraw_disabled_participants
 from tournament_manager.selectors import tournament_progress
@@ -361,20 +368,30 @@ def test_a_ladder_gives_each_of_a_pair_the_first_seat_in_turn(
     assert orders[0] == orders[2] == orders[1][::-1] == orders[3][::-1]
 
 
-def test_ladder_standings_are_the_rating_leaderboard(make_tournament, dispatched):
-    steady, promising, weak, gone = competitors(4)
-    for revision, mu, sigma in (
-        (steady, 30, 1),  # 27
-        (promising, 35, 4),  # 23
-        (weak, 20, 1),  # 17
-        (gone, 50, 1),  # 47, but withdrawn
-    ):
-        RatingFactory(competitor=revision.competitor, mu=mu, sigma=sigma)
+def won_matches(tournament: Tournament, winner: Revision, loser: Revision, count: int) -> None:
+    """A finished ladder duel of ``count`` matches, all won by ``winner``, seats alternating."""
+    duel = DuelFactory(
+        tournament=tournament, revision_1=winner, revision_2=loser, finished=True, num_matches=count
+    )
+    for _ in range(count):
+        MatchFactory(duel=duel, player_1_score=1, player_2_score=0)
+
+
+def test_ladder_standings_are_a_fit_of_its_own_matches(make_tournament, dispatched):
+    top, middle, bottom, gone, idle = competitors(5)
+    # Online ratings that say the opposite: the ladder ranks by its matches, not by them.
+    for revision, mu in ((top, 10), (middle, 20), (bottom, 40), (gone, 50)):
+        RatingFactory(competitor=revision.competitor, mu=mu, sigma=1)
     tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+    won_matches(tournament, top, middle, 4)
+    won_matches(tournament, middle, bottom, 4)
+    won_matches(tournament, gone, top, 6)
     participant_withdraw(participant=tournament.participants.get(revision=gone))
 
+    standings_update(tournament=tournament)
+
     table = standing(tournament)
-    assert [table[r.pk].rank for r in (steady, promising, weak, gone)] == [1, 2, 3, 4]
+    assert [table[r.pk].rank for r in (top, middle, bottom, idle, gone)] == [1, 2, 3, 4, 5]
 
 
 def test_it_stops_a_ladder(make_tournament, dispatched):

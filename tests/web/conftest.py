@@ -13,6 +13,8 @@ from core.models import (
     Competitor,
     Duel,
     DuelResult,
+    Environment,
+    LeaderboardEntry,
     Match,
     Rating,
     Revision,
@@ -20,7 +22,13 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from tests.factories import DuelFactory, MatchFactory, ParticipantFactory, TournamentFactory
+from tests.factories import (
+    DuelFactory,
+    MatchFactory,
+    ParticipantFactory,
+    RevisionFactory,
+    TournamentFactory,
+)
 
 
 @pytest.fixture
@@ -82,6 +90,42 @@ def ratings(alices_bot: Competitor, bobs_bot: Competitor) -> list[Rating]:
     return [
         Rating.objects.create(competitor=alices_bot, mu=30.0, sigma=5.0, games=10),
         Rating.objects.create(competitor=bobs_bot, mu=20.0, sigma=4.0, games=10),
+    ]
+
+
+@pytest.fixture
+def leaderboard(alices_revision: Revision, bobs_revision: Revision) -> list[LeaderboardEntry]:
+    """The published leaderboard: alice first, bob second, carol's newcomer provisional."""
+    environment = alices_revision.competitor.environment
+    now = timezone.now()
+    newcomer = RevisionFactory(
+        competitor__environment=environment, competitor__name="carols-bot", validated=True
+    )
+    rows = [
+        (alices_revision, 1, (1, 2), 1634.4, 81.2, (12, 9, 1, 2)),
+        (bobs_revision, 2, (1, 2), 1512.6, 77.0, (12, 2, 1, 9)),
+        (newcomer, None, (1, 3), 1580.2, 240.4, (2, 2, 0, 0)),
+    ]
+    Environment.objects.filter(pk=environment.pk).update(
+        leaderboard_fitted_at=now, first_move_advantage=41.7
+    )
+    return [
+        LeaderboardEntry.objects.create(
+            environment=environment,
+            competitor=revision.competitor,
+            revision=revision,
+            rank=rank,
+            rank_best=best,
+            rank_worst=worst,
+            score=score,
+            score_sd=sd,
+            matches=matches,
+            wins=wins,
+            draws=draws,
+            losses=losses,
+            fitted_at=now,
+        )
+        for revision, rank, (best, worst), score, sd, (matches, wins, draws, losses) in rows
     ]
 
 

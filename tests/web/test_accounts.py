@@ -16,7 +16,7 @@ from core.errors import ArenaError
 from core.models import ApiToken, InviteCode, User
 from core.models.accounts import hash_token
 from tests.factories import PASSWORD, ApiTokenFactory, InviteCodeFactory
-from web.services import user_register
+from web.services import api_token_create, user_register
 
 pytestmark = pytest.mark.django_db
 
@@ -218,12 +218,13 @@ def test_it_sends_anonymous_visitors_of_the_profile_to_the_login_page(client):
 def test_it_shows_a_new_tokens_secret_once_and_stores_only_its_hash(client, carol):
     client.force_login(carol)
 
-    response = client.post(reverse("token_create"), {"name": "laptop"})
+    response = client.post(reverse("token_create"), {"name": "laptop", "scopes": ["read", "play"]})
 
     token = ApiToken.objects.get(user=carol)
     secret = re.search(r"data-token-secret>(arena_[^<]+)<", response.content.decode()).group(1)
     assert response.status_code == 200
     assert token.name == "laptop"
+    assert token.scope_set == {"read", "play"}
     assert token.token_hash == hash_token(secret)
     assert token.hint == secret[:10]
     assert secret not in {token.hint, token.token_hash}
@@ -234,13 +235,25 @@ def test_it_shows_a_new_tokens_secret_once_and_stores_only_its_hash(client, caro
 
 def test_it_refuses_a_second_active_token_with_the_same_name(client, carol):
     client.force_login(carol)
-    client.post(reverse("token_create"), {"name": "laptop"})
+    client.post(reverse("token_create"), {"name": "laptop", "scopes": ["read"]})
 
-    response = client.post(reverse("token_create"), {"name": "laptop"})
+    response = client.post(reverse("token_create"), {"name": "laptop", "scopes": ["read"]})
 
     assert response.status_code == 400
     assert "You already have a token named 'laptop'" in text(response)
     assert ApiToken.objects.filter(user=carol).count() == 1
+
+
+def test_it_refuses_a_token_without_a_scope_or_with_an_unknown_one(client, carol):
+    client.force_login(carol)
+
+    none = client.post(reverse("token_create"), {"name": "laptop"})
+    unknown = client.post(reverse("token_create"), {"name": "laptop", "scopes": ["admin"]})
+
+    assert none.status_code == unknown.status_code == 400
+    assert "This field is required" in text(none)
+    assert "Select a valid choice. admin is not one of the available choices." in text(unknown)
+    assert not ApiToken.objects.filter(user=carol).exists()
 
 
 def test_it_revokes_a_token(client, carol):
@@ -274,3 +287,12 @@ def test_it_revokes_tokens_by_post_only(client, carol):
     assert client.get(reverse("token_revoke", args=[token.pk])).status_code == 405
     token.refresh_from_db()
     assert token.is_active
+
+
+def test_the_token_service_refuses_unknown_scopes_and_keeps_the_known_ones_in_order(carol):
+    with pytest.raises(ArenaError, match=r"among read, submit, play \(not admin\)"):
+        api_token_create(user=carol, name="x", scopes=["read", "admin"])
+
+    token, _ = api_token_create(user=carol, name="y", scopes=["play", "read"])
+
+    assert token.scopes == "read play"

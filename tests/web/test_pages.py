@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import strip_tags
 
 from core.models import Revision, StepStatus, Tournament, TournamentFormat
@@ -41,17 +43,23 @@ def test_it_lists_active_environments_and_recent_tournaments_on_the_home_page(
 
 
 def test_it_shows_the_rules_the_leaderboard_and_the_tournaments_of_an_environment(
-    client, tournament, ratings
+    client, tournament, leaderboard
 ):
     response = client.get(reverse("environment", args=["tic_tac_toe"]))
 
     page = text(response)
+    words = visible_text(response)
     assert response.status_code == 200
     assert "Two players take turns marking an empty cell" in page
-    # alice's private bot is on the leaderboard, by name, unlinked; bob's is linked.
-    assert page.index("alices-bot") < page.index("bobs-bot")
-    assert "15.00" in page  # alice: 30 - 3 * 5
-    assert "8.00" in page  # bob: 20 - 3 * 4
+    # alice's private bot is on the leaderboard, by name, unlinked; bob's is linked; the
+    # newcomer, though its score is higher than bob's, comes after them, provisional.
+    assert page.index("alices-bot") < page.index("bobs-bot") < page.index("carols-bot")
+    assert "1 alices-bot v1 private Alice 1634 ± 81 1\N{EN DASH}2 12 9-1-2" in words
+    assert "2 bobs-bot v1 Bob 1513 ± 77 1\N{EN DASH}2 12 2-1-9" in words
+    assert "provisional carols-bot v1 private" in words
+    assert "1580 ± 240 1\N{EN DASH}3 2 2-0-0" in words
+    assert "Moving first is worth 42 points" in words
+    assert "current revision, just now." in words
     assert "Alice" in page and "Bob" in page
     assert 'href="/environments/tic_tac_toe/competitors/bobs-bot/"' in page
     assert 'href="/environments/tic_tac_toe/competitors/alices-bot/"' not in page
@@ -79,7 +87,7 @@ def test_it_hides_private_tournaments_from_everyone_but_organizers(client, tourn
 
 
 def test_it_shows_a_competitor_with_its_rating_revisions_and_tournaments(
-    client, bobs_bot, tournament, ratings
+    client, bobs_bot, tournament, ratings, leaderboard
 ):
     RevisionFactory(competitor=bobs_bot)
 
@@ -89,7 +97,10 @@ def test_it_shows_a_competitor_with_its_rating_revisions_and_tournaments(
     assert response.status_code == 200
     assert "Bob" in page
     assert "Public" in page
-    assert "8.00" in page
+    words = visible_text(response)
+    assert "Leaderboard#2 (could rank 1\N{EN DASH}2)" in words
+    assert "Score1513 ± 77 (v1: 12 matches, 2-1-9)" in words
+    assert "Matchmaking rating μ / \N{GREEK SMALL LETTER SIGMA}20.00 / 4.00 (10 games)" in words
     assert "v1" in page and "v2" in page
     assert "Validated" in page and "Queued" in page
     assert "Autumn cup" in page
@@ -273,3 +284,13 @@ def test_it_links_the_admin_for_organizers_only(client, organizer, carol):
 
     client.force_login(organizer)
     assert reverse("admin:index") in text(client.get(reverse("home")))
+
+
+def test_it_says_how_long_ago_the_leaderboard_was_fitted(client, leaderboard):
+    environment = leaderboard[0].environment
+    environment.leaderboard_fitted_at = timezone.now() - timedelta(hours=2, minutes=3)
+    environment.save(update_fields=["leaderboard_fitted_at"])
+
+    response = client.get(reverse("environment", args=["tic_tac_toe"]))
+
+    assert "current revision, 2 hours, 3 minutes ago." in visible_text(response)

@@ -172,6 +172,15 @@ class ParticipantInline(ReadOnlyInline):
     ordering = ("rank", "-points")
     show_change_link = False
 
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        fields = list(self.fields or ())
+        if obj is not None and obj.format == TournamentFormat.SWISS:
+            fields.insert(fields.index("points") + 1, "buchholz")
+        return fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return self.get_fields(request, obj)
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Participant]:
         return (
             super()

@@ -1,13 +1,16 @@
-"""Ratings (leaderboard order, mu - 3 sigma) and every logged change."""
+"""The published leaderboards, the online ratings (mu - 3 sigma, for matchmaking) and
+every logged change."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import F, QuerySet
 from django.http import HttpRequest
 
 from core.admin.base import EMPTY, ReadOnlyAdmin, admin_changelist_link, admin_link
-from core.models import Rating, RatingChange
+from core.models import LeaderboardEntry, Rating, RatingChange
 
 
 @admin.register(Rating)
@@ -112,3 +115,62 @@ class RatingChangeAdmin(ReadOnlyAdmin):
         if change.match is None:
             return EMPTY
         return admin_link(change.match, f"match {change.match.index}")
+
+
+@admin.register(LeaderboardEntry)
+class LeaderboardEntryAdmin(ReadOnlyAdmin):
+    list_display = (
+        "place",
+        "competitor_link",
+        "environment",
+        "score_shown",
+        "could_rank",
+        "matches",
+        "record",
+        "revision_link",
+        "fitted_at",
+    )
+    list_filter = ("environment",)
+    search_fields = ("competitor__name", "competitor__owner__email")
+    list_select_related = ("environment", "competitor", "revision")
+    fields = (
+        "place",
+        "competitor_link",
+        "environment",
+        "revision_link",
+        "score_shown",
+        "could_rank",
+        "matches",
+        "record",
+        "fitted_at",
+    )
+    readonly_fields = fields
+
+    def get_ordering(self, request: HttpRequest) -> tuple[Any, ...]:
+        return ("environment__name", F("rank").asc(nulls_last=True), "-score")
+
+    @admin.display(description="rank", ordering="rank")
+    def place(self, entry: LeaderboardEntry) -> str:
+        return "provisional" if entry.rank is None else str(entry.rank)
+
+    @admin.display(description="competitor", ordering="competitor__name")
+    def competitor_link(self, entry: LeaderboardEntry) -> str:
+        return admin_link(entry.competitor, entry.competitor.name)
+
+    @admin.display(description="revision")
+    def revision_link(self, entry: LeaderboardEntry) -> str:
+        return admin_link(entry.revision)
+
+    @admin.display(description="score (Elo ± sd)", ordering="score")
+    def score_shown(self, entry: LeaderboardEntry) -> str:
+        return f"{entry.score:.0f} ± {entry.score_sd:.0f}"
+
+    @admin.display(description="could rank (95 %)")
+    def could_rank(self, entry: LeaderboardEntry) -> str:
+        if entry.rank_best == entry.rank_worst:
+            return str(entry.rank_best)
+        return f"{entry.rank_best}\N{EN DASH}{entry.rank_worst}"
+
+    @admin.display(description="W-D-L")
+    def record(self, entry: LeaderboardEntry) -> str:
+        return f"{entry.wins}-{entry.draws}-{entry.losses}"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django import template
+from django.utils import timezone
+from django.utils.timesince import timesince
 
 register = template.Library()
 
@@ -55,3 +59,13 @@ def score(value: float | None) -> str:
 def words(value: str) -> str:
     """An identifier as words: ``illegal_action`` → ``illegal action``."""
     return str(value).replace("_", " ")
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """How long ago, for people: ``just now`` under a minute, else ``5 minutes ago``."""
+    if moment is None:
+        return "—"
+    if timezone.now() - moment < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(moment)} ago"

@@ -73,7 +73,11 @@ def token_create(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
     if form.is_valid():
         try:
-            token, secret = api_token_create(user=request.user, name=form.cleaned_data["name"])
+            token, secret = api_token_create(
+                user=request.user,
+                name=form.cleaned_data["name"],
+                scopes=form.cleaned_data["scopes"],
+            )
         except ArenaError as error:
             form.add_error("name", sentence(error.message))
         else:

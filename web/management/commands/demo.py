@@ -19,7 +19,7 @@ from core.models import (
     Competitor,
     Environment,
     InviteCode,
-    Rating,
+    LeaderboardEntry,
     Revision,
     Role,
     StepStatus,
@@ -33,6 +33,7 @@ from core.services import (
     revision_create,
     revision_requeue,
 )
+from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.selectors import latest_validated_revisions
 from tournament_manager.services import tournament_cancel, tournament_create, tournament_launch
 
@@ -318,18 +319,23 @@ class Command(BaseCommand):
         participants = tournament.participants.select_related(
             "revision__competitor__owner"
         ).order_by("rank", "-points")
-        ratings = {
-            rating.competitor_id: rating
-            for rating in Rating.objects.filter(competitor__environment=tournament.environment)
+        leaderboard_refit(environment=tournament.environment)
+        entries = {
+            entry.competitor_id: entry
+            for entry in LeaderboardEntry.objects.filter(environment=tournament.environment)
         }
         self.stdout.write(
             f"  {'rank':>4}  {'player':<22} {'owner':<16} {'points':>6}  {'W-D-L':<8} "
-            f"{'score':>6}  rating (mu - 3 sigma)"
+            f"{'score':>6}  leaderboard (Elo ± sd, rank range)"
         )
         for participant in participants:
             competitor = participant.revision.competitor
-            rating = ratings.get(competitor.pk)
-            shown = f"{rating.conservative:6.2f}" if rating else "     —"
+            entry = entries.get(competitor.pk)
+            shown = (
+                f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, {entry.rank_best}-{entry.rank_worst}"
+                if entry
+                else "     —"
+            )
             record = f"{participant.wins}-{participant.draws}-{participant.losses}"
             self.stdout.write(
                 f"  {participant.rank or '':>4}  {participant.revision!s:<22} "

@@ -1,0 +1,130 @@
+"""Environments (the games) and their published leaderboards."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.http import Http404, HttpRequest
+from ninja import Router, Schema
+
+from api import auth
+from core.models import Environment
+from web.selectors import leaderboard as leaderboard_rows
+
+router = Router(tags=["environments"], auth=auth.read)
+
+
+class Limits(Schema):
+    move_time: float
+    time_bank: float
+    startup_time: float
+    memory_mb: int
+    cpu_seconds: int
+
+
+class EnvironmentOut(Schema):
+    name: str
+    title: str
+    description: str
+    players: int
+    matches_per_duel: int
+    ladder_matches_per_duel: int
+    is_active: bool
+    limits: Limits
+
+    @staticmethod
+    def resolve_limits(environment: Environment) -> Limits:
+        return Limits(
+            move_time=environment.move_time,
+            time_bank=environment.time_bank,
+            startup_time=environment.startup_time,
+            memory_mb=environment.memory_mb,
+            cpu_seconds=environment.cpu_seconds,
+        )
+
+
+class EnvironmentDetailOut(EnvironmentOut):
+    rules: str
+
+
+class LeaderboardEntryOut(Schema):
+    #: None while provisional.
+    rank: int | None
+    provisional: bool
+    competitor: str
+    owner: str
+    revision: int
+    score: float
+    score_sd: float
+    rank_best: int
+    rank_worst: int
+    matches: int
+    wins: int
+    draws: int
+    losses: int
+
+
+class LeaderboardOut(Schema):
+    environment: str
+    fitted_at: datetime | None
+    #: Elo points the first mover gains; None before the first fit.
+    first_move_advantage: float | None
+    provisional_below_matches: int
+    entries: list[LeaderboardEntryOut]
+
+
+def _environment(name: str) -> Environment:
+    environment = Environment.objects.filter(name=name).first()
+    if environment is None:
+        raise Http404(f"No environment named {name!r}.")
+    return environment
+
+
+@router.get("/environments", response=list[EnvironmentOut], summary="Every environment")
+def environments_list(request: HttpRequest) -> list[Environment]:
+    return list(Environment.objects.order_by("name"))
+
+
+@router.get(
+    "/environments/{name}", response=EnvironmentDetailOut, summary="One environment, with rules"
+)
+def environment_detail(request: HttpRequest, name: str) -> Environment:
+    return _environment(name)
+
+
+@router.get(
+    "/leaderboard/{name}",
+    response=LeaderboardOut,
+    summary="The published leaderboard of an environment",
+    description="Ranked entries best first, then the provisional ones (fewer rated matches "
+    "than `provisional_below_matches`). `score` is on the Elo scale, 1500 the field's mean; "
+    "`rank_best`..`rank_worst` is the 95 % interval of the rank.",
+)
+def leaderboard(request: HttpRequest, name: str) -> LeaderboardOut:
+    environment = _environment(name)
+    rows = leaderboard_rows(user=request.user, environment=environment)
+    return LeaderboardOut(
+        environment=environment.name,
+        fitted_at=environment.leaderboard_fitted_at,
+        first_move_advantage=environment.first_move_advantage,
+        provisional_below_matches=settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES,
+        entries=[
+            LeaderboardEntryOut(
+                rank=row.entry.rank,
+                provisional=row.entry.is_provisional,
+                competitor=row.competitor.name,
+                owner=row.competitor.owner.display_name,
+                revision=row.entry.revision.version,
+                score=row.entry.score,
+                score_sd=row.entry.score_sd,
+                rank_best=row.entry.rank_best,
+                rank_worst=row.entry.rank_worst,
+                matches=row.entry.matches,
+                wins=row.entry.wins,
+                draws=row.entry.draws,
+                losses=row.entry.losses,
+            )
+            for row in rows
+        ],
+    )

@@ -1,0 +1,29 @@
+"""How close a measured ranking is to the true one, for the rating benchmarks."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+
+def kendall_tau(truth: Sequence[float], measured: Sequence[float]) -> float:
+    """Kendall's tau-b between two score lists (higher is better); ties count as neither."""
+    concordant = discordant = tied_truth = tied_measured = 0
+    for i, j in itertools.combinations(range(len(truth)), 2):
+        a = (truth[i] > truth[j]) - (truth[i] < truth[j])
+        b = (measured[i] > measured[j]) - (measured[i] < measured[j])
+        if a == 0 and b == 0:
+            continue
+        if a == 0:
+            tied_truth += 1
+        elif b == 0:
+            tied_measured += 1
+        elif a == b:
+            concordant += 1
+        else:
+            discordant += 1
+    denominator = math.sqrt(
+        (concordant + discordant + tied_truth) * (concordant + discordant + tied_measured)
+    )
+    return (concordant - discordant) / denominator if denominator else 0.0

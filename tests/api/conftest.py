@@ -1,0 +1,32 @@
+"""API tests: a client that speaks JSON, and tokens with chosen scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.core.cache import cache
+
+from core.models import User
+from tests.factories import ApiTokenFactory
+
+Bearer = Callable[..., dict[str, str]]
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_counts() -> None:
+    """Request rates are counted in the cache: each test starts from zero."""
+    cache.clear()
+
+
+@pytest.fixture
+def bearer() -> Bearer:
+    """``bearer(user, "read", "submit")``: the headers of a new token of ``user`` with
+    those scopes (read only by default)."""
+
+    def bearer(user: User, *scopes: str) -> dict[str, str]:
+        secret = "arena_" + "x" * 20 + str(User.objects.count()) + user.email
+        ApiTokenFactory(user=user, secret=secret, scopes=" ".join(scopes or ("read",)))
+        return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+
+    return bearer

@@ -1,0 +1,194 @@
+"""The published leaderboard: fitted to every rated match of the current revisions."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from core.models import (
+    Competitor,
+    DuelResult,
+    Environment,
+    LeaderboardEntry,
+    Revision,
+    Tournament,
+)
+from tests.factories import (
+    CompetitorFactory,
+    DuelFactory,
+    EnvironmentFactory,
+    MatchFactory,
+    RevisionFactory,
+    TournamentFactory,
+)
+from tournament_manager.daemon import run_once
+from tournament_manager.leaderboard import leaderboard_refit
+from tournament_manager.ratings import ratings_update_from_duel
+from web.selectors import leaderboard
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def environment() -> Environment:
+    return EnvironmentFactory()
+
+
+@pytest.fixture
+def tournament(environment: Environment) -> Tournament:
+    return TournamentFactory(environment=environment)
+
+
+def agent(environment: Environment, name: str) -> Revision:
+    return RevisionFactory(
+        competitor=CompetitorFactory(environment=environment, name=name), validated=True
+    )
+
+
+def rated(
+    tournament: Tournament,
+    one: Revision,
+    two: Revision,
+    *,
+    wins: int = 0,
+    draws: int = 0,
+    losses: int = 0,
+) -> None:
+    """A finished duel in which ``one`` won, drew and lost that many matches against
+    ``two`` (seats alternating), rated as the tournament manager rates it."""
+    count = wins + draws + losses
+    duel = DuelFactory(
+        tournament=tournament, revision_1=one, revision_2=two, finished=True, num_matches=count
+    )
+    scores = [(1, 0)] * wins + [(0.5, 0.5)] * draws + [(0, 1)] * losses
+    for first, second in scores:
+        result = (
+            DuelResult.PLAYER_1_WIN
+            if first > second
+            else DuelResult.PLAYER_2_WIN
+            if second > first
+            else DuelResult.DRAW
+        )
+        MatchFactory(duel=duel, player_1_score=first, player_2_score=second, result=result)
+    ratings_update_from_duel(duel=duel)
+
+
+def entries(environment: Environment) -> dict[str, LeaderboardEntry]:
+    return {
+        entry.competitor.name: entry
+        for entry in LeaderboardEntry.objects.filter(environment=environment).select_related(
+            "competitor"
+        )
+    }
+
+
+def test_it_ranks_the_current_revisions_by_all_their_rated_matches(environment, tournament):
+    strong, middle, weak = (agent(environment, name) for name in ("strong", "middle", "weak"))
+    rated(tournament, strong, middle, wins=7, losses=1)
+    rated(tournament, middle, weak, wins=6, draws=2)
+    rated(tournament, strong, weak, wins=8)
+
+    assert leaderboard_refit(environment=environment)
+
+    table = entries(environment)
+    assert [table[name].rank for name in ("strong", "middle", "weak")] == [1, 2, 3]
+    assert table["strong"].score > table["middle"].score > table["weak"].score
+    assert (table["middle"].matches, table["middle"].wins) == (16, 7)
+    assert (table["middle"].draws, table["middle"].losses) == (2, 7)
+    for entry in table.values():
+        assert entry.rank_best <= entry.rank <= entry.rank_worst
+        assert entry.score_sd > 0
+    # The mean of the field is 1500.
+    assert sum(entry.score for entry in table.values()) / 3 == pytest.approx(1500)
+    environment.refresh_from_db()
+    assert environment.leaderboard_fitted_at is not None
+    assert environment.first_move_advantage is not None
+
+
+def test_a_newcomer_with_a_lucky_win_is_provisional_and_listed_after_the_ranked(
+    environment, tournament, settings
+):
+    settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES = 6
+    leader, runner_up = agent(environment, "leader"), agent(environment, "runner-up")
+    newcomer = agent(environment, "newcomer")
+    rated(tournament, leader, runner_up, wins=7, losses=3)
+    rated(tournament, newcomer, leader, wins=1)
+
+    leaderboard_refit(environment=environment)
+
+    table = entries(environment)
+    assert table["newcomer"].rank is None and table["newcomer"].is_provisional
+    assert (table["newcomer"].rank_best, table["newcomer"].rank_worst) == (1, 3)
+    assert table["newcomer"].score_sd > 1.5 * table["leader"].score_sd
+    # Its one win puts its score above the leader's, yet it is listed last.
+    assert table["newcomer"].score > table["leader"].score
+    names = [row.competitor.name for row in leaderboard(user=None, environment=environment)]
+    assert names == ["leader", "runner-up", "newcomer"]
+
+
+def test_a_new_revision_starts_again_and_takes_its_old_matches_off_everyone(
+    environment, tournament
+):
+    first, second, third = (agent(environment, name) for name in ("first", "second", "third"))
+    rated(tournament, first, second, wins=5, losses=5)
+    rated(tournament, second, third, wins=5, losses=5)
+    leaderboard_refit(environment=environment)
+    assert set(entries(environment)) == {"first", "second", "third"}
+
+    RevisionFactory(competitor=second.competitor, validated=True)
+    assert leaderboard_refit(environment=environment)
+
+    # second's new revision has played nothing; first and third never met.
+    assert entries(environment) == {}
+
+
+def test_it_leaves_out_disabled_competitors_and_matches_before_a_reset(environment, tournament):
+    one, two, three = (agent(environment, name) for name in ("one", "two", "three"))
+    rated(tournament, one, two, wins=10)
+    call_command("reset_ratings", "--environment", environment.name, "--yes")
+    assert entries(environment) == {}  # the command refits at once
+
+    rated(tournament, two, one, wins=4, losses=4)
+    rated(tournament, one, three, wins=6)
+    Competitor.objects.filter(pk=three.competitor_id).update(is_disabled=True)
+    leaderboard_refit(environment=environment)
+
+    table = entries(environment)
+    assert set(table) == {"one", "two"}
+    assert table["one"].matches == table["two"].matches == 8
+    assert table["one"].score == pytest.approx(table["two"].score, abs=1)
+
+
+def test_it_refits_only_when_what_it_sees_changed(environment, tournament):
+    one, two = agent(environment, "one"), agent(environment, "two")
+    rated(tournament, one, two, wins=4, losses=4)
+    assert leaderboard_refit(environment=environment)
+    fitted_at = Environment.objects.get(pk=environment.pk).leaderboard_fitted_at
+
+    assert not leaderboard_refit(environment=environment)
+    assert Environment.objects.get(pk=environment.pk).leaderboard_fitted_at == fitted_at
+
+    rated(tournament, one, two, wins=4)
+    assert leaderboard_refit(environment=environment)
+    assert entries(environment)["one"].matches == 12
+
+
+def test_the_tournament_manager_refits_every_changed_environment(environment, tournament):
+    one, two = agent(environment, "one"), agent(environment, "two")
+    rated(tournament, one, two, wins=6, losses=2)
+
+    assert run_once()
+
+    assert entries(environment)["one"].rank == 1
+    assert not run_once()
+
+
+def test_self_play_and_validation_duels_never_reach_it(environment):
+    revision = agent(environment, "alone")
+    duel = DuelFactory(validation=True, revision_1=revision, revision_2=revision, finished=True)
+    MatchFactory(duel=duel)
+    ratings_update_from_duel(duel=duel)
+
+    leaderboard_refit(environment=environment, force=True)
+
+    assert entries(environment) == {}

@@ -1,0 +1,172 @@
+"""The published leaderboard of every environment, refitted from the whole match history.
+
+The online openskill ratings (``tournament_manager.ratings``) change with every match and
+steer the ladder's matchmaking. What the leaderboard publishes is a batch fit instead
+(``tournament_manager.bradley_terry``) of every rated match between the competitors'
+current revisions, their newest validated ones, since the environment's ratings were
+last reset: a revision does not change, so its first matches count as much as its latest.
+
+The tournament manager refits an environment when what the fit would see has changed (a
+rated match, a newly validated or a disabled revision), and the demo and
+``reset_ratings`` do so directly. Several managers may run: the refit is claimed with a
+conditional update of the environment's stored key, so each change is fitted once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from core.models import (
+    DuelStatus,
+    Environment,
+    LeaderboardEntry,
+    Match,
+    RatingChange,
+    Tournament,
+)
+from tournament_manager.bradley_terry import ELO_PER_UNIT, Games, fit
+from tournament_manager.selectors import latest_validated_revisions
+
+
+@dataclasses.dataclass
+class _Record:
+    matches: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+
+
+def _last_reset(environment: Environment) -> int:
+    """The id of the environment's latest rating reset (0 if never reset): only the
+    changes after it count."""
+    last = RatingChange.objects.filter(
+        reason="reset", rating__competitor__environment=environment
+    ).aggregate(last=Max("pk"))["last"]
+    return last or 0
+
+
+def leaderboard_key(environment: Environment, current: Iterable[int]) -> str:
+    """What the fit would see, hashed: the latest rating change, the current revisions
+    (ids) and the provisional threshold. It changes exactly when a refit could."""
+    last_change = RatingChange.objects.filter(
+        rating__competitor__environment=environment
+    ).aggregate(last=Max("pk"))["last"]
+    revisions = sorted(current)
+    seen = (
+        f"{last_change or 0};{','.join(map(str, revisions))};"
+        f"{settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES}"
+    )
+    return hashlib.sha256(seen.encode()).hexdigest()
+
+
+def _games(matches: QuerySet[Match]) -> tuple[list[Games], dict[int, _Record]]:
+    """``matches`` counted by pairing (of revisions) and seat order, and every
+    revision's record."""
+    counts = (
+        matches.order_by()
+        .values("duel__revision_1_id", "duel__revision_2_id", "first_player")
+        .annotate(
+            games=Count("pk"),
+            player_1_wins=Count("pk", filter=Q(player_1_score__gt=F("player_2_score"))),
+            draws=Count("pk", filter=Q(player_1_score=F("player_2_score"))),
+        )
+    )
+    games: list[Games] = []
+    records: dict[int, _Record] = defaultdict(_Record)
+    for row in counts:
+        one, two = row["duel__revision_1_id"], row["duel__revision_2_id"]
+        total, draws = row["games"], row["draws"]
+        one_wins = row["player_1_wins"]
+        two_wins = total - one_wins - draws
+        if row["first_player"] == 1:
+            games.append(Games(one, two, total, one_wins + draws / 2))
+        else:
+            games.append(Games(two, one, total, two_wins + draws / 2))
+        for revision, wins, losses in ((one, one_wins, two_wins), (two, two_wins, one_wins)):
+            record = records[revision]
+            record.matches += total
+            record.wins += wins
+            record.draws += draws
+            record.losses += losses
+    return games, records
+
+
+def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
+    """Fit the environment's leaderboard again when what it would see has changed (or
+    ``force``), replacing every entry; returns whether this call changed any entry (an
+    empty leaderboard that stays empty only records what it saw)."""
+    stored = Environment.objects.values_list("leaderboard_key", flat=True).get(pk=environment.pk)
+    current = {revision.pk: revision for revision in latest_validated_revisions(environment)}
+    key = leaderboard_key(environment, current)
+    if key == stored and not force:
+        return False
+    rated = RatingChange.objects.filter(match=OuterRef("pk"), pk__gt=_last_reset(environment))
+    games, records = _games(
+        Match.objects.filter(
+            Exists(rated), duel__revision_1__in=current, duel__revision_2__in=current
+        )
+    )
+    played = [revision for revision in current if records[revision].matches]
+    now = timezone.now()
+    entries: list[LeaderboardEntry] = []
+    advantage = None
+    if played:
+        result = fit(played, games)
+        advantage = ELO_PER_UNIT * result.advantage
+        threshold = settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES
+        ranked = {revision for revision in played if records[revision].matches >= threshold}
+        ranks = result.ranks(ranked)
+        intervals = result.rank_intervals(ranked)
+        for revision in played:
+            record = records[revision]
+            best, worst = intervals[revision]
+            entries.append(
+                LeaderboardEntry(
+                    environment=environment,
+                    competitor_id=current[revision].competitor_id,
+                    revision_id=revision,
+                    rank=ranks.get(revision),
+                    rank_best=best,
+                    rank_worst=worst,
+                    score=result.elo(revision),
+                    score_sd=result.elo_sd(revision),
+                    matches=record.matches,
+                    wins=record.wins,
+                    draws=record.draws,
+                    losses=record.losses,
+                    fitted_at=now,
+                )
+            )
+    with transaction.atomic():
+        claimed = Environment.objects.filter(pk=environment.pk, leaderboard_key=stored).update(
+            leaderboard_key=key, leaderboard_fitted_at=now, first_move_advantage=advantage
+        )
+        if not claimed:
+            return False  # another manager refitted it meanwhile
+        deleted, _ = LeaderboardEntry.objects.filter(environment=environment).delete()
+        LeaderboardEntry.objects.bulk_create(entries)
+    environment.leaderboard_key = key
+    environment.leaderboard_fitted_at = now
+    environment.first_move_advantage = advantage
+    return bool(entries or deleted)
+
+
+def ladder_strengths(*, tournament: Tournament) -> dict[int, float]:
+    """A ladder's standings: the same fit, of its own played matches, by revision (a
+    revision without a match yet is missing)."""
+    games, records = _games(
+        Match.objects.filter(duel__tournament=tournament, duel__status=DuelStatus.SUCCEEDED)
+    )
+    played = [revision for revision, record in records.items() if record.matches]
+    if not played:
+        return {}
+    result = fit(played, games)
+    return {revision: result.elo(revision) for revision in played}
