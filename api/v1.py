@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI, Swagger
 
-from api import environments, errors
+from api import environments, errors, online
 from api.throttles import AnonymousThrottle, TokenThrottle
 
 api = NinjaAPI(
@@ -24,3 +24,4 @@ api = NinjaAPI(
 )
 errors.install(api)
 api.add_router("", environments.router)
+api.add_router("/online", online.router)

@@ -9,6 +9,7 @@ half-created.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
@@ -16,7 +17,11 @@ from django.core.validators import validate_email
 from django.db import transaction
 
 from core.errors import ArenaError
-from core.models import Role, User
+from core.models import ApiToken, Competitor, Role, TokenScope, User
+from core.models.accounts import hash_token
+
+#: Characters of a token's secret kept in clear, to tell tokens apart in lists.
+TOKEN_HINT_CHARS = 10
 
 
 def random_password() -> str:
@@ -79,3 +84,33 @@ def user_create(
             role=role,
             team=team,
         )
+
+
+def api_token_create(
+    *,
+    user: User,
+    name: str,
+    scopes: Iterable[str] = (TokenScope.READ,),
+    competitor: Competitor | None = None,
+) -> tuple[ApiToken, str]:
+    """A new token and its secret, which is stored only as a hash: show it once. With
+    ``competitor`` (an online one), a model token that speaks for it alone."""
+    if user.api_tokens.active().filter(name=name).exists():
+        raise ArenaError(f"You already have a token named {name!r}; choose another name.")
+    chosen = [scope for scope in TokenScope.values if scope in set(scopes)]
+    unknown = sorted(set(scopes) - set(TokenScope.values))
+    if unknown or not chosen:
+        raise ArenaError(
+            f"Choose the token's scopes among {', '.join(TokenScope.values)}"
+            + (f" (not {', '.join(unknown)})." if unknown else ".")
+        )
+    secret = ApiToken.new_secret()
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        hint=secret[:TOKEN_HINT_CHARS],
+        token_hash=hash_token(secret),
+        scopes=" ".join(chosen),
+        competitor=competitor,
+    )
+    return token, secret

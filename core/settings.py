@@ -175,6 +175,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "duels"
 CELERY_TASK_ROUTES = {
     "builder.tasks.*": {"queue": "build"},
+    "duel_runner.tasks.play_online_duel": {"queue": "online"},
     "duel_runner.tasks.*": {"queue": "duels"},
     "publisher.tasks.*": {"queue": "publish"},
 }
@@ -265,6 +266,30 @@ ARENA_LEADERBOARD_PROVISIONAL_MATCHES = env_int("ARENA_LEADERBOARD_PROVISIONAL_M
 #: over it the API answers 429 with Retry-After. Counted in the cache (CACHES).
 ARENA_API_TOKEN_RATE = env_str("ARENA_API_TOKEN_RATE", "600/min")
 ARENA_API_ANONYMOUS_RATE = env_str("ARENA_API_ANONYMOUS_RATE", "120/min")
+
+# --- Online play ---------------------------------------------------------------------
+#: The seat bus between the network gateway and the duel workers: Redis in production
+#: (``redis://host:6379/1``); empty, the embedded default, where the gateway process
+#: referees its online duels itself (``manage.py run_gateway``).
+ARENA_ONLINE_BUS_URL = env_str("ARENA_ONLINE_BUS_URL", "")
+#: Seconds added to each deadline of an online agent, and taken off each measured time
+#: before its time bank is charged: the network round trip is not thinking time.
+ARENA_ONLINE_ALLOWANCE_SECONDS = env_float("ARENA_ONLINE_ALLOWANCE_SECONDS", 0.5)
+#: How long an online agent may stay disconnected during a duel and resume; after it, it
+#: loses the match in play and the remaining ones by timeout.
+ARENA_ONLINE_GRACE_SECONDS = env_float("ARENA_ONLINE_GRACE_SECONDS", 30.0)
+#: An online agent counts as connected this long after a gateway last saw its stream.
+ARENA_ONLINE_PRESENCE_SECONDS = env_float("ARENA_ONLINE_PRESENCE_SECONDS", 30.0)
+#: An online agent that has waited this long in the queue with no online opponent is
+#: paired with hosted agents.
+ARENA_ONLINE_FILL_SECONDS = env_float("ARENA_ONLINE_FILL_SECONDS", 60.0)
+#: Duels with an online seat a ladder keeps queued or running at once (hosted-only duels
+#: have ARENA_LADDER_CONCURRENT_DUELS).
+ARENA_ONLINE_CONCURRENT_DUELS = env_int("ARENA_ONLINE_CONCURRENT_DUELS", 100)
+#: Replies (one per move) and other requests an online agent may send to the gateway.
+ARENA_ONLINE_RATE = env_str("ARENA_ONLINE_RATE", "50/s")
+#: A request body must arrive within this many seconds (slow senders are cut off).
+ARENA_REQUEST_BODY_SECONDS = env_float("ARENA_REQUEST_BODY_SECONDS", 20.0)
 
 # --- Publisher --------------------------------------------------------------------
 

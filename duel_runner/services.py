@@ -15,12 +15,14 @@ from django.utils import timezone
 from core.leases import Heartbeat, worker_name
 from core.models import Duel, DuelStatus, Match, Revision, StepStatus
 from core.models import DuelResult as StoredResult
+from core.online import LOCAL_REFEREE, seat_bus
 from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
 from core.signals import duel_finished, revision_validated
 from referee.duel import run_duel, validate
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
 from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
+from sandboxes.remote import RemoteSandbox
 
 if TYPE_CHECKING:
     from sandboxes.docker import DockerSandbox
@@ -83,7 +85,11 @@ def sandbox_backend_close() -> None:
 def revision_agent_source(revision: Revision) -> AgentSource:
     """How to start the revision: its own image in the docker sandbox (files and
     dependencies in it), else its unpacked files (a build made for the process sandbox
-    falls back to those in the docker sandbox too, mounted into the base image)."""
+    falls back to those in the docker sandbox too, mounted into the base image); an online
+    revision is not started but reached through its competitor's seat."""
+    competitor = revision.competitor
+    if competitor.is_online:
+        return AgentSource.remote(competitor.name, seat=competitor.seat)
     if settings.ARENA_SANDBOX == "docker" and revision.image:
         kind = (
             EntryKind.EXECUTABLE
@@ -200,12 +206,55 @@ def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
     ).get(pk=duel_id)
 
 
+def online_duel_play(*, duel_id: int) -> float | None:
+    """Play a duel with an online seat where its seat bus can be reached: in any worker
+    with a Redis bus; with the embedded default, handed to the gateway's own process
+    (which also takes it up by itself, so nothing is lost if this process is another)."""
+    if settings.ARENA_ONLINE_BUS_URL:
+        return duel_play(duel_id=duel_id)
+    submit = LOCAL_REFEREE.submit
+    if callable(submit):
+        submit(duel_id)
+    return None
+
+
 def _lease_wait(duel_id: int) -> float | None:
     """Seconds until another worker's lease on a running duel runs out; None if not running."""
     duel = Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING).first()
     if duel is None or duel.lease_expires_at is None:
         return None
     return max(1.0, (duel.lease_expires_at - timezone.now()).total_seconds() + 1)
+
+
+def _announcement(duel: Duel, player: int) -> dict[str, object]:
+    """What an online agent is told as one of its duels begins (its ``duel`` event)."""
+    opponent = (duel.revision_2 if player == 1 else duel.revision_1).competitor
+    return {
+        "environment": duel.revision_1.competitor.environment.name,
+        "player": player,
+        "opponent": opponent.name,
+        "matches": duel.num_matches,
+        "tournament": duel.tournament_id,
+    }
+
+
+def duel_backends(duel: Duel) -> tuple[SandboxBackend, SandboxBackend]:
+    """Each player's sandbox: the hosted ones', or a remote seat for an online agent."""
+    backends = []
+    for player, revision in ((1, duel.revision_1), (2, duel.revision_2)):
+        if revision.competitor.is_online:
+            backends.append(
+                RemoteSandbox(
+                    seat_bus(),
+                    duel=duel.pk,
+                    grace=settings.ARENA_ONLINE_GRACE_SECONDS,
+                    allowance=settings.ARENA_ONLINE_ALLOWANCE_SECONDS,
+                    announcement=_announcement(duel, player),
+                )
+            )
+        else:
+            backends.append(sandbox_backend())
+    return backends[0], backends[1]
 
 
 def duel_play(*, duel_id: int) -> float | None:
@@ -235,7 +284,7 @@ def duel_play(*, duel_id: int) -> float | None:
             result = run_duel(
                 environment,
                 sources,
-                backend=sandbox_backend(),
+                backend=duel_backends(duel),
                 seed=duel.seed,
                 matches=duel.num_matches,
             )

@@ -36,6 +36,22 @@ def play_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
         raise self.retry(countdown=wait)
 
 
+@shared_task(
+    bind=True,
+    name="duel_runner.tasks.play_online_duel",
+    queue="online",
+    soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
+    time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+    max_retries=None,
+)
+def play_online_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
+    """A duel with an online seat: mostly waiting on the network, so it runs on the
+    ``online`` queue, whose workers run many at once in threads (``-P threads``)."""
+    wait = services.online_duel_play(duel_id=duel_id)
+    if wait is not None and not self.request.is_eager:
+        raise self.retry(countdown=wait)
+
+
 @worker_ready.connect
 def sweep_orphaned_agents(**_: object) -> None:
     """A worker that was killed leaves its agents' containers behind: remove them first."""

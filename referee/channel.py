@@ -52,12 +52,16 @@ FATAL_KINDS = frozenset(
 
 
 class AgentFailure(Exception):
-    def __init__(self, kind: FaultKind, message: str, *, fatal: bool | None = None) -> None:
+    def __init__(
+        self, kind: FaultKind, message: str, *, fatal: bool | None = None, final: bool = False
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         #: True when the agent's process must be replaced before it can play again.
-        self.fatal = kind in FATAL_KINDS if fatal is None else fatal
+        self.fatal = final or (kind in FATAL_KINDS if fatal is None else fatal)
+        #: True when it cannot be replaced either (a remote seat whose client left for good).
+        self.final = final
 
 
 class Channel:
@@ -84,6 +88,8 @@ class Channel:
         termination = self.agent.termination(wait=0.5)
         if termination is None:
             return AgentFailure(FaultKind.CRASH, "it closed its output stream")
+        if termination.disconnected:
+            return AgentFailure(FaultKind.TIMEOUT, termination.describe(), final=True)
         if termination.out_of_memory:
             return AgentFailure(
                 FaultKind.MEMORY_EXCEEDED, "it exceeded its memory limit and stopped"

@@ -75,16 +75,20 @@ class DuelSettings:
 
 
 class Contestant:
-    """One side of the duel: its source, its running process and what it has cost."""
+    """One side of the duel: its source, its sandbox, its running agent and what it has
+    cost."""
 
-    def __init__(self, number: int, source: AgentSource) -> None:
+    def __init__(self, number: int, source: AgentSource, backend: SandboxBackend) -> None:
         self.number = number
         self.source = source
+        self.backend = backend
         self.agent: SandboxedAgent | None = None
         self.channel: Channel | None = None
         self.restarts = 0
         #: Why the current process can no longer be used; None while healthy.
         self.broken: str | None = None
+        #: Why it can never play again in this duel (a remote seat that left for good).
+        self.gone: str | None = None
         #: Agents of earlier starts, stopped: their logs are read when the duel ends, so
         #: that a sandbox that removes them in the background never delays play.
         self.stopped: list[SandboxedAgent] = []
@@ -92,6 +96,11 @@ class Contestant:
     @property
     def label(self) -> str:
         return f"player {self.number} ({self.source.name})"
+
+    @property
+    def allowance(self) -> float:
+        """Seconds added to each of its deadlines for the network (remote seats only)."""
+        return float(getattr(self.agent, "latency_allowance", 0.0))
 
     def say_bye(self) -> None:
         """Tell a healthy agent the duel is over, so it can exit on its own."""
@@ -103,7 +112,9 @@ class Contestant:
         """Kill the agent (after waiting up to ``grace`` seconds for it to exit)."""
         if self.agent is not None:
             if grace:
-                self.agent.termination(wait=grace)
+                # How it ended no longer matters: the duel is decided.
+                with contextlib.suppress(SandboxError):
+                    self.agent.termination(wait=grace)
             self.agent.close()
             self.stopped.append(self.agent)
         self.agent = None
@@ -122,15 +133,20 @@ class Referee:
         environment: str,
         sources: tuple[AgentSource, AgentSource],
         settings: DuelSettings,
-        backend: SandboxBackend,
+        backend: SandboxBackend | tuple[SandboxBackend, SandboxBackend],
         seed: int | None = None,
     ) -> None:
+        """``backend`` starts both agents, or is a pair: player 1's, then player 2's (an
+        online agent's seat beside a hosted one)."""
         self.environment_name = environment
         self.environment: Environment = make_environment(environment)
         self.settings = settings
-        self.backend = backend
+        backends = backend if isinstance(backend, tuple) else (backend, backend)
         self.seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-        self.contestants = (Contestant(1, sources[0]), Contestant(2, sources[1]))
+        self.contestants = (
+            Contestant(1, sources[0], backends[0]),
+            Contestant(2, sources[1], backends[1]),
+        )
         self.request_id = 0
         self.startup_faults: dict[int, Fault] = {}
         self._match_index = 0
@@ -151,7 +167,7 @@ class Referee:
         """Start the agents' sandboxes side by side (a container takes a while to start)."""
 
         def start(contestant: Contestant) -> SandboxedAgent:
-            return self.backend.start(
+            return contestant.backend.start(
                 contestant.source,
                 limits=self.settings.limits,
                 label=f"p{contestant.number}-{contestant.source.name}"[:40],
@@ -191,7 +207,7 @@ class Referee:
             channel = contestant.channel
             assert channel is not None
             # The start-up clock of each agent begins with its own handshake.
-            deadline = time.monotonic() + self.settings.startup_time
+            deadline = time.monotonic() + self.settings.startup_time + contestant.allowance
             try:
                 channel.send(hello, deadline)
             except AgentFailure as failure:
@@ -225,6 +241,7 @@ class Referee:
             contestant
             for contestant in self.contestants
             if contestant.broken is not None
+            and contestant.gone is None
             and contestant.restarts < MAX_RESTARTS
             # A failed start is first charged to the match it spoils, with its reason.
             and contestant.number not in self.startup_faults
@@ -242,6 +259,11 @@ class Referee:
     def _forfeit(self, record: MatchRecord, unavailable: list[Contestant]) -> None:
         for contestant in unavailable:
             fault = self.startup_faults.pop(contestant.number, None)
+            if fault is None and contestant.gone is not None:
+                # Lost as the match it left was: leaving is no way to escape a loss.
+                fault = Fault(
+                    contestant.number, FaultKind.TIMEOUT, f"not played: {contestant.gone}"
+                )
             if fault is None:
                 fault = Fault(
                     contestant.number,
@@ -277,6 +299,8 @@ class Referee:
     def _charge(self, contestant: Contestant, failure: AgentFailure, step: int | None) -> Fault:
         if failure.fatal:
             contestant.broken = f"{failure.kind.value}: {failure.message}"
+        if failure.final:
+            contestant.gone = failure.message
         return Fault(contestant.number, failure.kind, failure.message, step)
 
     def _request_actions(
@@ -306,7 +330,7 @@ class Referee:
                 "time_left": {"move": settings.move_time, "bank": round(banks[seat], 6)},
             }
             sent[seat] = time.monotonic()
-            deadline = sent[seat] + settings.move_time + banks[seat]
+            deadline = sent[seat] + settings.move_time + banks[seat] + seats[seat].allowance
             try:
                 channel.send(request, deadline)
             except AgentFailure as failure:
@@ -336,12 +360,13 @@ class Referee:
         for seat, arrival in sorted(arrivals.items()):
             try:
                 if arrival.failure is not None:
-                    if arrival.failure.kind is FaultKind.TIMEOUT:
+                    if arrival.failure.kind is FaultKind.TIMEOUT and not arrival.failure.final:
                         raise self._move_timeout(banks, seat)
                     raise arrival.failure
                 assert arrival.message is not None
                 timings[seat] = arrival.at - sent[seat]
-                actions[seat] = self._action_from(arrival.message, seat, timings[seat], banks)
+                charged = max(0.0, timings[seat] - seats[seat].allowance)
+                actions[seat] = self._action_from(arrival.message, seat, charged, banks)
             except AgentFailure as failure:
                 faults.append(self._charge(seats[seat], failure, step))
         return actions, timings, faults
@@ -519,11 +544,12 @@ def run_duel(
     environment: str,
     sources: tuple[AgentSource, AgentSource],
     *,
-    backend: SandboxBackend,
+    backend: SandboxBackend | tuple[SandboxBackend, SandboxBackend],
     seed: int | None = None,
     **overrides: Any,
 ) -> DuelResult:
-    """Play a duel with the limits of the environment's ``info.yml`` unless overridden."""
+    """Play a duel with the limits of the environment's ``info.yml`` unless overridden;
+    ``backend`` may be a pair, one per player."""
     settings = DuelSettings.from_info(load_info(environment), **overrides)
     return Referee(
         environment=environment,

@@ -38,6 +38,8 @@ class InvalidAgent(ValueError):
 class EntryKind(enum.Enum):
     PYTHON = "python"
     EXECUTABLE = "executable"
+    #: Nothing to start: the agent connects over the network.
+    REMOTE = "remote"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +59,14 @@ class AgentSource:
     #: built per revision for the docker sandbox); the docker sandbox starts it instead
     #: of mounting ``path``. Other backends run ``path`` and ignore it.
     image: str | None = None
+    #: An online agent's seat on the seat bus (``sandboxes.remote``): it connects over
+    #: the network, and nothing is started; ``path`` only names it.
+    seat: str | None = None
+
+    @classmethod
+    def remote(cls, name: str, *, seat: str) -> AgentSource:
+        """An online agent called ``name``, reached through ``seat``."""
+        return cls(path=Path(name), entry="", kind=EntryKind.REMOTE, seat=seat)
 
     @classmethod
     def from_path(cls, path: str | Path, environment: dict[str, str] | None = None) -> AgentSource:
@@ -87,6 +97,8 @@ class AgentSource:
 
     @property
     def name(self) -> str:
+        if self.kind is EntryKind.REMOTE:
+            return str(self.path)
         return self.path.stem if self.path.is_file() else self.path.name
 
     def copy_into(self, destination: Path) -> None:
@@ -125,8 +137,16 @@ class Termination:
     out_of_cpu: bool = False
     #: Stopped by the file size limit (killed by SIGXFSZ, or a write failed and it said so).
     file_too_large: bool = False
+    #: A remote seat whose client stayed away past its grace period: it cannot come back.
+    disconnected: bool = False
+    #: Said instead of the generic description, where the backend knows better.
+    detail: str = ""
 
     def describe(self) -> str:
+        if self.detail:
+            return self.detail
+        if self.disconnected:
+            return "it disconnected and did not come back in time"
         if self.out_of_memory:
             return "it ran out of memory"
         if self.out_of_cpu:
@@ -144,6 +164,10 @@ class Termination:
 
 
 class SandboxedAgent(Protocol):
+    """A running agent. A backend whose agents talk over a network also sets
+    ``latency_allowance`` (seconds added to every deadline and taken off every measured
+    time, for the round trip); the referee reads it with a default of 0."""
+
     #: File descriptor the referee writes requests to (non-blocking).
     request_fd: int
     #: File descriptor the referee reads replies from (non-blocking).

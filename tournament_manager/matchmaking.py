@@ -9,6 +9,11 @@ duel, plus a bonus for agents with few duels in the ladder. Pairs are taken gree
 the best score down, each agent at most once, until the free duel slots are filled.
 A duel spends its matches where they can still change the leaderboard's order.
 
+Online agents (clients connected over the network, in the queue) are paired like any
+other, with two differences: they meet hosted agents only once they have waited
+``fill_seconds`` without an online opponent (online agents first play each other), and
+their duels have slots of their own, since they cost the workers little CPU.
+
 No agent waits forever: a pair that leaves out the agent A who has waited longest wins
 only if both its agents have waited almost as long as A (within what quality and the
 newcomer bonus can be worth), and an agent that just played has not; so once A has
@@ -37,6 +42,8 @@ class LadderAgent:
     duels: int
     #: Seconds since its last duel in the ladder ended (or since it joined).
     waiting: float
+    #: An online agent (connected over the network), not a hosted one.
+    online: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +52,8 @@ class Matchmaker:
     wait_seconds: float
     #: Agents with fewer duels than this get a bonus.
     newcomer_duels: int
+    #: An online agent meets hosted ones only after waiting this long.
+    fill_seconds: float = math.inf
 
     def uncertainty(self, one: LadderAgent, two: LadderAgent) -> float:
         """The probability that the pair's order by ``mu`` is the wrong way round: the
@@ -65,27 +74,41 @@ class Matchmaker:
     def score(self, one: LadderAgent, two: LadderAgent) -> float:
         return self.uncertainty(one, two) + self.bonus(one) + self.bonus(two)
 
+    def may_meet(self, one: LadderAgent, two: LadderAgent) -> bool:
+        """Agents of one kind always; an online agent and a hosted one once the online
+        one has waited ``fill_seconds``."""
+        if one.competitor == two.competitor:
+            return False
+        if one.online == two.online:
+            return True
+        online = one if one.online else two
+        return online.waiting >= self.fill_seconds
+
     def pairings(
-        self, agents: Sequence[LadderAgent], *, slots: int
+        self, agents: Sequence[LadderAgent], *, slots: int, online_slots: int = 0
     ) -> list[tuple[LadderAgent, LadderAgent]]:
-        """At most ``slots`` disjoint pairs of ``agents``, best scores first."""
-        if slots <= 0:
+        """Disjoint pairs of ``agents``, best scores first: at most ``slots`` between
+        hosted agents and ``online_slots`` with an online agent in them."""
+        free = {False: max(0, slots), True: max(0, online_slots)}
+        if not any(free.values()):
             return []
         scored = sorted(
             (
                 (-self.score(one, two), one.key, two.key, one, two)
                 for one, two in itertools.combinations(agents, 2)
-                if one.competitor != two.competitor
+                if self.may_meet(one, two)
             ),
             key=lambda entry: entry[:3],
         )
         chosen: list[tuple[LadderAgent, LadderAgent]] = []
         busy: set[int] = set()
         for _, _, _, one, two in scored:
-            if one.key in busy or two.key in busy:
+            kind = one.online or two.online
+            if one.key in busy or two.key in busy or not free[kind]:
                 continue
             chosen.append((one, two))
             busy.update((one.key, two.key))
-            if len(chosen) == slots:
+            free[kind] -= 1
+            if not any(free.values()):
                 break
         return chosen

@@ -45,6 +45,7 @@ from core.models import (
     DuelResult,
     DuelStatus,
     Environment,
+    OnlineSeat,
     Participant,
     Rating,
     Revision,
@@ -76,6 +77,7 @@ SUPPORTED_FORMATS = (
     TournamentFormat.LADDER,
 )
 PLAY_DUEL = "duel_runner.tasks.play_duel"
+PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
 ACTIVE = (DuelStatus.QUEUED, DuelStatus.RUNNING)
 
 
@@ -383,25 +385,29 @@ def ladder_matchmaker() -> Matchmaker:
     return Matchmaker(
         wait_seconds=settings.ARENA_LADDER_WAIT_SECONDS,
         newcomer_duels=settings.ARENA_LADDER_NEWCOMER_DUELS,
+        fill_seconds=settings.ARENA_ONLINE_FILL_SECONDS,
     )
 
 
 def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> int:
     """Fill the ladder's free duel slots (``ARENA_LADDER_CONCURRENT_DUELS`` queued or
-    running at once) with the best pairings of its idle agents; returns duels created."""
+    running at once between hosted agents, ``ARENA_ONLINE_CONCURRENT_DUELS`` with an
+    online agent) with the best pairings of its idle agents; returns duels created."""
     now = now or timezone.now()
     ladder = Tournament.objects.get(pk=tournament.pk)
     if not ladder.is_ladder or ladder.status != TournamentStatus.RUNNING:
         return 0
     # Read before counting the busy duels: the claim below compares against it.
     seen_total = ladder.duels_total
-    slots = (
-        settings.ARENA_LADDER_CONCURRENT_DUELS
-        - Duel.objects.filter(tournament=ladder, status__in=ACTIVE).count()
-    )
-    if slots <= 0:
+    active = Duel.objects.filter(tournament=ladder, status__in=ACTIVE)
+    active_online = active.with_online_seat().count()
+    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - (active.count() - active_online)
+    online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_online
+    if slots <= 0 and online_slots <= 0:
         return 0
-    pairs = ladder_matchmaker().pairings(_ladder_idle_agents(ladder, now), slots=slots)
+    pairs = ladder_matchmaker().pairings(
+        _ladder_idle_agents(ladder, now), slots=slots, online_slots=online_slots
+    )
     if not pairs:
         return 0
     with transaction.atomic():
@@ -436,7 +442,8 @@ def _seats_balanced(
 
 
 def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
-    """The entries with no duel queued or running, with their ratings and waiting times."""
+    """The entries with no duel queued or running, with their ratings and waiting times;
+    an online agent only while it is in the queue and connected."""
     played: dict[int, int] = defaultdict(int)
     busy: set[int] = set()
     last_duel: dict[int, datetime] = {}
@@ -462,8 +469,21 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
                 last_duel[revision] = max(row["last"], last_duel.get(revision, row["last"]))
     participants = [
         participant
-        for participant in ladder.participants.filter(withdrawn=False).select_related("revision")
+        for participant in ladder.participants.filter(withdrawn=False).select_related(
+            "revision__competitor"
+        )
         if participant.revision_id not in busy
+    ]
+    queued = dict(
+        OnlineSeat.objects.available(now)
+        .filter(competitor__in=[p.revision.competitor_id for p in participants])
+        .values_list("competitor_id", "queued_at")
+    )
+    participants = [
+        participant
+        for participant in participants
+        if not participant.revision.competitor.is_online
+        or participant.revision.competitor_id in queued
     ]
     ratings = {
         rating.competitor_id: rating
@@ -481,6 +501,7 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
                 last_duel.get(participant.revision_id),
                 participant.joined_at,
                 ladder.started_at,
+                queued.get(competitor),
             )
             if moment is not None
         )
@@ -492,6 +513,7 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
                 sigma=rating.sigma if rating else DEFAULT_SIGMA,
                 duels=played[participant.revision_id],
                 waiting=(now - since).total_seconds(),
+                online=participant.revision.competitor.is_online,
             )
         )
     return agents
@@ -519,7 +541,7 @@ def duel_rerun(*, duel: Duel) -> bool:
                 status=TournamentStatus.RUNNING, ended_at=None
             )
             tournament_settle(tournament=Tournament.objects.get(pk=duel.tournament_id))
-        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+        _dispatch_duels([duel])
     return True
 
 
@@ -546,7 +568,7 @@ def duel_requeue_expired(*, duel: Duel) -> bool:
         )
         if not requeued:
             return False
-        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+        _dispatch_duels([duel])
     return True
 
 
@@ -567,7 +589,7 @@ def duel_resend(*, duel: Duel) -> bool:
         ).update(resends=duel.resends + 1, resend_at=now + wait)
         if not resent:
             return False
-        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+        _dispatch_duels([duel])
     return True
 
 
@@ -632,8 +654,18 @@ def _create_duels(
 
 
 def _start(duels: Sequence[Duel]) -> None:
+    _dispatch_duels(duels)
+
+
+def _dispatch_duels(duels: Sequence[Duel]) -> None:
+    """Send each duel to the queue that plays it: ``online`` if an online agent plays."""
+    online = set(
+        Duel.objects.filter(pk__in=[duel.pk for duel in duels])
+        .with_online_seat()
+        .values_list("pk", flat=True)
+    )
     for duel in sorted(duels, key=lambda duel: duel.pk):
-        dispatch.start(PLAY_DUEL, duel_id=duel.pk)
+        dispatch.start(PLAY_ONLINE_DUEL if duel.pk in online else PLAY_DUEL, duel_id=duel.pk)
 
 
 def _cancel_queued_duels(duels: QuerySet[Duel], why: str) -> int:

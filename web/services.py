@@ -1,22 +1,17 @@
-"""The website's workflows: uploads, registration with an invite code, API tokens."""
+"""The website's workflows: uploads, registration with an invite code, API tokens
+(created by ``core.accounts.api_token_create``, re-exported here)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from core.accounts import user_create
+from core.accounts import api_token_create, user_create
 from core.errors import ArenaError
-from core.models import ApiToken, Environment, InviteCode, Revision, TokenScope, User
-from core.models.accounts import hash_token
+from core.models import ApiToken, Environment, InviteCode, Revision, User
 from core.services import competitor_get_or_create, revision_create
 from core.uploads import upload_limits
-
-#: Characters of a token's secret kept in clear, to tell tokens apart in lists.
-TOKEN_HINT_CHARS = 10
 
 
 def revision_upload(
@@ -78,29 +73,8 @@ def user_register(*, code: str, email: str, display_name: str, team: str, passwo
         return user_create(email=email, display_name=display_name, team=team, password=password)
 
 
-def api_token_create(
-    *, user: User, name: str, scopes: Iterable[str] = (TokenScope.READ,)
-) -> tuple[ApiToken, str]:
-    """A new token and its secret, which is stored only as a hash: show it once."""
-    if user.api_tokens.active().filter(name=name).exists():
-        raise ArenaError(f"You already have a token named {name!r}; choose another name.")
-    chosen = [scope for scope in TokenScope.values if scope in set(scopes)]
-    unknown = sorted(set(scopes) - set(TokenScope.values))
-    if unknown or not chosen:
-        raise ArenaError(
-            f"Choose the token's scopes among {', '.join(TokenScope.values)}"
-            + (f" (not {', '.join(unknown)})." if unknown else ".")
-        )
-    secret = ApiToken.new_secret()
-    token = ApiToken.objects.create(
-        user=user,
-        name=name,
-        hint=secret[:TOKEN_HINT_CHARS],
-        token_hash=hash_token(secret),
-        scopes=" ".join(chosen),
-    )
-    return token, secret
-
-
 def api_token_revoke(*, token: ApiToken) -> None:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+__all__ = ["api_token_create"]

@@ -11,12 +11,20 @@ from core.models.competitions import (
     TournamentFormat,
     TournamentStatus,
 )
+from core.models.online import OnlineSeat
 from core.models.ratings import LeaderboardEntry, Rating, RatingChange
-from core.models.submissions import Competitor, Environment, Revision, StepStatus
+from core.models.submissions import (
+    Competitor,
+    CompetitorKind,
+    Environment,
+    Revision,
+    StepStatus,
+)
 
 __all__ = [
     "ApiToken",
     "Competitor",
+    "CompetitorKind",
     "Duel",
     "DuelResult",
     "DuelStatus",
@@ -24,6 +32,7 @@ __all__ = [
     "InviteCode",
     "LeaderboardEntry",
     "Match",
+    "OnlineSeat",
     "Participant",
     "Rating",
     "RatingChange",

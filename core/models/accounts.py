@@ -133,6 +133,14 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    #: A model token: it speaks for this online competitor only (``/api/v1/online/``).
+    competitor = models.ForeignKey(
+        "core.Competitor",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="model_tokens",
+    )
 
     objects = ApiTokenQuerySet.as_manager()
 

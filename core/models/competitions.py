@@ -161,6 +161,12 @@ class DuelQuerySet(models.QuerySet["Duel"]):
             tournament__status=TournamentStatus.RUNNING,
         )
 
+    def with_online_seat(self) -> DuelQuerySet:
+        """Duels in which an online agent plays (refereed where the seat bus reaches)."""
+        return self.filter(
+            Q(revision_1__competitor__kind="online") | Q(revision_2__competitor__kind="online")
+        )
+
     def claimable(self, now: datetime | None = None) -> DuelQuerySet:
         """Queued duels, and running ones whose worker lost its lease."""
         now = now or timezone.now()

@@ -49,8 +49,18 @@ class Environment(models.Model):
         return reverse("environment", args=[self.name])
 
 
+class CompetitorKind(models.TextChoices):
+    """Where a competitor's agent runs."""
+
+    #: Uploaded code, built and run by Arena in its sandbox.
+    HOSTED = "hosted", "Hosted (uploaded code)"
+    #: A client that connects over the network with a model token; nothing is uploaded.
+    ONLINE = "online", "Online (connects over the network)"
+
+
 class Competitor(models.Model):
-    """An agent entered in one environment by its owner; uploads make its revisions."""
+    """An agent entered in one environment by its owner: uploads make the revisions of a
+    hosted one; an online one plays over the network."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="competitors"
@@ -63,6 +73,9 @@ class Competitor(models.Model):
         default=False, help_text="Anyone may see and download the code of a public competitor."
     )
     is_disabled = models.BooleanField(default=False)
+    kind = models.CharField(
+        max_length=8, choices=CompetitorKind.choices, default=CompetitorKind.HOSTED
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -78,6 +91,15 @@ class Competitor(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("competitor", args=[self.environment.name, self.name])
+
+    @property
+    def is_online(self) -> bool:
+        return self.kind == CompetitorKind.ONLINE
+
+    @property
+    def seat(self) -> str:
+        """An online competitor's key on the seat bus (``sandboxes.seat_bus``)."""
+        return f"competitor-{self.pk}"
 
 
 class StepStatus(models.TextChoices):

@@ -20,7 +20,7 @@ from arena_sdk.adapters import (
     find_agent,
     load_agent,
 )
-from arena_sdk.agent import Agent, FunctionAgent, Match, Result, Turn, agent
+from arena_sdk.agent import Agent, FunctionAgent, Match, OnlineError, Result, Turn, agent
 from arena_sdk.protocol import PROTOCOL_VERSION
 from arena_sdk.serve import run, serve
 
@@ -33,6 +33,7 @@ __all__ = [
     "FunctionAgent",
     "KaggleAgent",
     "Match",
+    "OnlineError",
     "PlayerAgent",
     "Result",
     "Struct",

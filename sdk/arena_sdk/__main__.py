@@ -1,7 +1,14 @@
-"""``python -m arena_sdk path/to/main.py``: find the agent in a file and serve it."""
+"""``python -m arena_sdk path/to/main.py``: find the agent in a file and serve it (what a
+sandbox runs).
+
+``python -m arena_sdk connect --server URL --token-file FILE path/to/main.py``: play it
+online instead, from this machine, with a model token (see ``arena_sdk.online``).
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -9,9 +16,57 @@ from arena_sdk.adapters import AgentNotFound, load_agent
 from arena_sdk.serve import protocol_streams, run
 
 
+def _connect(argv: list[str]) -> int:
+    from arena_sdk.online import connect
+
+    parser = argparse.ArgumentParser(
+        prog="python -m arena_sdk connect",
+        description="Play an agent online on an Arena server, with a model token.",
+    )
+    parser.add_argument("--server", required=True, help="the site, e.g. http://127.0.0.1:8000")
+    parser.add_argument(
+        "--token-file",
+        help="a file holding the model token (or set ARENA_TOKEN); never pass it on the "
+        "command line",
+    )
+    parser.add_argument("--duels", type=int, help="stop after this many duels (default: never)")
+    parser.add_argument(
+        "--no-join", action="store_true", help="do not join the queue (already in it)"
+    )
+    parser.add_argument("agent", help="the agent's file (.py) or folder")
+    options = parser.parse_args(argv)
+    if options.token_file:
+        token = Path(options.token_file).read_text().strip()
+    else:
+        token = os.environ.get("ARENA_TOKEN", "").strip()
+    if not token:
+        parser.error("give --token-file FILE or set ARENA_TOKEN")
+    try:
+        agent = load_agent(Path(options.agent))
+    except AgentNotFound as error:
+        print(f"arena: {options.agent}: {error}", file=sys.stderr)
+        return 3
+    try:
+        return connect(
+            agent,
+            server=options.server,
+            token=token,
+            join=not options.no_join,
+            duels=options.duels,
+        )
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "connect":
+        return _connect(argv[1:])
     if len(argv) != 1:
-        print("usage: python -m arena_sdk path/to/agent.py", file=sys.stderr)
+        print(
+            "usage: python -m arena_sdk path/to/agent.py\n"
+            "       python -m arena_sdk connect --server URL --token-file FILE path/to/agent.py",
+            file=sys.stderr,
+        )
         return 2
     # Take the protocol streams first: the agent's module may print while it loads.
     streams = protocol_streams()

@@ -110,8 +110,32 @@ class Agent:
     def end(self, result: Result) -> None:
         """Called when a match is over."""
 
+    # Online play only (``python -m arena_sdk connect``): optional hooks.
+
+    def on_server_message(self, message: dict) -> None:
+        """Called with each message of the server that is not the protocol's: ``welcome``
+        (the stream is open), ``duel`` (a duel begins: its ``opponent``...), and others."""
+
+    def on_error(self, error: "OnlineError") -> None:
+        """Called when the server refused something: its ``status``, ``code`` and
+        ``message`` (for example a reply sent too late, ``not_your_turn``)."""
+
+    def on_disconnect(self, reason: str) -> None:
+        """Called when the connection to the server dropped; the client reconnects by
+        itself and resumes where it was."""
+
     def describe(self) -> str:
         return self.name or type(self).__name__
+
+
+class OnlineError(Exception):
+    """What the server answered when it refused a request."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
 
 
 class FunctionAgent(Agent):

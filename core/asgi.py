@@ -1,0 +1,142 @@
+"""The ASGI application: the whole site, for the network gateway (``manage.py run_gateway``,
+uvicorn), which holds online agents' long-lived streams.
+
+Django reads a request's whole body before any view runs, with no limit of its own on
+its size or on how long it takes: ``RequestLimits`` refuses a body larger than the
+request may be (413) or one that trickles in slower than ``ARENA_REQUEST_BODY_SECONDS``
+(408), with the API's JSON error, before Django sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Online play's requests are protocol messages: 1 MiB (the referee's limit) and headroom.
+ONLINE_MAX_BYTES = (1 << 20) + 64 * 1024
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class RequestLimits:
+    """Caps each request body's size (by path) and the time it takes to arrive."""
+
+    def __init__(
+        self, app: App, *, max_bytes: int, online_max_bytes: int, body_seconds: float
+    ) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.online_max_bytes = online_max_bytes
+        self.body_seconds = body_seconds
+
+    def _limit(self, path: str) -> int:
+        return self.online_max_bytes if path.startswith("/api/v1/online/") else self.max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self._limit(scope.get("path", ""))
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        try:
+            if declared is not None and (not declared.isdigit() or int(declared) > limit):
+                raise _Refused(413, "too_large", f"A request here may carry {limit} bytes at most.")
+            await self.app(scope, self._limited(receive, limit), send_tracked)
+        except _Refused as refused:
+            if started:
+                raise
+            await self._answer(send, refused)
+
+    def _limited(self, receive: Receive, limit: int) -> Receive:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_seconds
+        received = 0
+        complete = False
+
+        async def receive_limited() -> Message:
+            nonlocal received, complete
+            if complete:
+                return await receive()  # the body is in: waiting for a disconnect is fine
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise _Refused(
+                    408,
+                    "too_slow",
+                    f"The request body did not arrive within {self.body_seconds:g} s.",
+                ) from None
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _Refused(
+                        413, "too_large", f"A request here may carry {limit} bytes at most."
+                    )
+                complete = not message.get("more_body", False)
+            return message
+
+        return receive_limited
+
+    @staticmethod
+    async def _answer(send: Send, refused: _Refused) -> None:
+        import orjson
+
+        body = orjson.dumps(
+            {"error": {"code": refused.code, "message": refused.message, "details": []}}
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": refused.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _application() -> App:
+    from django.conf import settings
+
+    django_app: App = get_asgi_application()
+    if settings.DEBUG:
+        from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+        django_app = ASGIStaticFilesHandler(django_app)
+    return RequestLimits(
+        django_app,
+        max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+        online_max_bytes=ONLINE_MAX_BYTES,
+        body_seconds=settings.ARENA_REQUEST_BODY_SECONDS,
+    )
+
+
+application = _application()

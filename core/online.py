@@ -1,0 +1,171 @@
+"""Online play: registering online models, the matchmaking queue, the seat bus.
+
+An online competitor ("model") is registered by its owner for one environment and gets a
+model token; its client connects to the gateway with that token, joins the queue, and is
+paired by the ladder's matchmaking like any agent. Each version of the model is a
+revision, with nothing to build or self-play: it is checked as it plays.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from core.accounts import api_token_create
+from core.errors import ArenaError
+from core.models import (
+    ApiToken,
+    Competitor,
+    CompetitorKind,
+    Environment,
+    OnlineSeat,
+    Revision,
+    StepStatus,
+    TokenScope,
+    Tournament,
+    TournamentFormat,
+    TournamentStatus,
+    User,
+)
+from sandboxes.seat_bus import SeatBus, seat_bus_for
+
+#: What a model token may do: play, and read what its owner may see.
+MODEL_TOKEN_SCOPES = (TokenScope.READ, TokenScope.PLAY)
+ONLINE_BUILD_LOG = (
+    "An online agent: there is nothing to build; its client connects over the network."
+)
+ONLINE_VALIDATION_LOG = (
+    "An online agent: not validated by self-play. Every move it sends is checked by the "
+    "referee as it plays, like any agent's."
+)
+
+
+def seat_bus() -> SeatBus:
+    """The bus between the gateway and the referees of online duels (the setting
+    ``ARENA_ONLINE_BUS_URL``; without one, this process's own)."""
+    return seat_bus_for(settings.ARENA_ONLINE_BUS_URL or None)
+
+
+def online_revision_create(*, competitor: Competitor, created_by: User) -> Revision:
+    """The model's next version: a revision with nothing to build or validate. Its
+    leaderboard entry starts afresh, as an upload's does."""
+    now = timezone.now()
+    with transaction.atomic():
+        Competitor.objects.select_for_update().get(pk=competitor.pk)
+        latest = competitor.revisions.aggregate(latest=Max("version"))["latest"] or 0
+        return Revision.objects.create(
+            competitor=competitor,
+            version=latest + 1,
+            uploaded_by=created_by,
+            filename="",
+            sha256="",
+            size=0,
+            entry_point="",
+            build_status=StepStatus.SUCCEEDED,
+            build_started_at=now,
+            build_ended_at=now,
+            build_log=ONLINE_BUILD_LOG,
+            build_resend_at=None,
+            validation_status=StepStatus.SUCCEEDED,
+            validation_started_at=now,
+            validation_ended_at=now,
+            validation_log=ONLINE_VALIDATION_LOG,
+        )
+
+
+def online_model_register(
+    *, owner: User, environment: Environment, name: str, is_public: bool = True
+) -> tuple[Competitor, str]:
+    """A new online competitor, its first version and a model token; returns the
+    competitor and the token's secret (shown once)."""
+    if not environment.is_active:
+        raise ArenaError(f"{environment.title} is closed to new competitors")
+    with transaction.atomic():
+        if Competitor.objects.filter(environment=environment, name=name).exists():
+            raise ArenaError(
+                f"the name {name!r} is taken in {environment.title}; choose another name "
+                "(for a new token of your own model, ask for one on the model)"
+            )
+        competitor = Competitor.objects.create(
+            owner=owner,
+            environment=environment,
+            name=name,
+            is_public=is_public,
+            kind=CompetitorKind.ONLINE,
+        )
+        OnlineSeat.objects.create(competitor=competitor)
+        online_revision_create(competitor=competitor, created_by=owner)
+        _, secret = model_token_create(competitor=competitor, name=f"{name} model token")
+    return competitor, secret
+
+
+def model_token_create(*, competitor: Competitor, name: str) -> tuple[ApiToken, str]:
+    """Another token for an online competitor (its owner's; shown once)."""
+    if not competitor.is_online:
+        raise ArenaError(f"{competitor.name} is a hosted agent: it has no model tokens")
+    return api_token_create(
+        user=competitor.owner, name=name, scopes=MODEL_TOKEN_SCOPES, competitor=competitor
+    )
+
+
+def running_ladders(environment: Environment) -> list[Tournament]:
+    return list(
+        Tournament.objects.filter(
+            environment=environment,
+            format=TournamentFormat.LADDER,
+            status=TournamentStatus.RUNNING,
+        )
+    )
+
+
+def online_queue_join(*, competitor: Competitor) -> OnlineSeat:
+    """Put the model in the matchmaking queue of its environment's running ladder."""
+    if competitor.is_disabled:
+        raise ArenaError(f"{competitor.name} is disabled by the organizers")
+    if not running_ladders(competitor.environment):
+        raise ArenaError(
+            f"No ladder is running in {competitor.environment.title}, so there is no one to "
+            "play: ask the organizers to start one, then join again."
+        )
+    now = timezone.now()
+    seat, _ = OnlineSeat.objects.get_or_create(competitor=competitor)
+    OnlineSeat.objects.filter(pk=seat.pk, queued_at__isnull=True).update(queued_at=now)
+    OnlineSeat.objects.filter(pk=seat.pk).update(last_seen_at=now)
+    seat.refresh_from_db()
+    return seat
+
+
+def online_queue_leave(*, competitor: Competitor) -> None:
+    """Out of the queue: no new duel. A duel in play goes on (leaving it loses it)."""
+    OnlineSeat.objects.filter(competitor=competitor).update(queued_at=None)
+
+
+def online_seen(*, competitor_ids: Iterable[int]) -> int:
+    """The gateway holds a connection of these competitors' clients now."""
+    ids = list(competitor_ids)
+    if not ids:
+        return 0
+    return OnlineSeat.objects.filter(competitor_id__in=ids).update(last_seen_at=timezone.now())
+
+
+class _LocalReferee:
+    """Whether this process referees the online duels of a bus held in its own memory
+    (the embedded default: the gateway process does), and how to hand one over."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.submit: object | None = None
+
+
+LOCAL_REFEREE = _LocalReferee()
+
+
+def online_duels_here() -> bool:
+    """True if an online duel may be refereed in this process: with a Redis bus any
+    worker may; with the embedded default only the gateway's own process."""
+    return bool(settings.ARENA_ONLINE_BUS_URL) or LOCAL_REFEREE.submit is not None

@@ -1,0 +1,252 @@
+"""The ``remote`` seat: an agent that connects over the network instead of being started.
+
+To the referee it is one more sandboxed agent with a byte stream: a socket pair whose
+other end is relayed, line by line, to and from the seat bus (``seat_bus``), where the
+network gateway holds the client's connection. So the referee, its clocks, its faults
+and its records are exactly those of a hosted agent; what differs is said here:
+
+- **Nothing runs on our machines**: there is no process to limit or kill; the limits
+  that matter (message sizes, request rates, time) are applied by the gateway and by the
+  referee's clocks, which are kept here, on the server.
+- **Network allowance**: ``latency_allowance`` seconds are added to each of the seat's
+  deadlines and taken off each of its measured times before the time bank is charged, so
+  a round trip over the network is not charged as thinking time.
+- **Absence**: a client whose connections have all dropped may come back within
+  ``grace`` seconds and resumes where it was (the gateway replays what it missed). Past
+  the grace period the seat is gone: the match in play and every remaining one are lost
+  by timeout, and the duel is rated, so that leaving is never a way to escape a loss.
+  Its clocks run meanwhile, as a hosted agent's would.
+- **Arena's failures are not the agent's**: when the bus fails, or no gateway is alive
+  to take the client back, the seat raises ``SandboxError`` and the duel ends in error,
+  unrated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+import orjson
+
+from sandboxes.base import AgentSource, CappedLog, SandboxError, SandboxLimits, Termination
+from sandboxes.seat_bus import SeatBus, pending_key
+
+#: How often the relay looks for replies and checks the client is still there.
+POLL_SECONDS = 0.2
+
+
+class RemoteAgent:
+    """One remote seat for one duel: a socket pair, and two relay threads."""
+
+    def __init__(
+        self,
+        bus: SeatBus,
+        *,
+        seat: str,
+        duel: int,
+        announcement: dict[str, Any],
+        grace: float,
+        allowance: float,
+        log_bytes: int,
+    ) -> None:
+        self.bus = bus
+        self.seat = seat
+        self.grace = grace
+        self.latency_allowance = allowance
+        self._log = CappedLog(log_bytes)
+        referee_end, self._relay_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        referee_end.setblocking(False)
+        self._referee_end = referee_end
+        self.request_fd = self.reply_fd = referee_end.fileno()
+        exit_read, self._exit_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.exit_fd: int | None = exit_read
+        self._stop = threading.Event()
+        #: Set once the seat has nothing more to do: its duel said bye, or it ended.
+        self._done = threading.Event()
+        self._said_bye = False
+        self._ended = False
+        #: Why the seat is gone for good (its client stayed away), if it is.
+        self._gone: str | None = None
+        #: Arena's own failure (the bus, no gateway), if any: never charged to the agent.
+        self._failure: str | None = None
+        self._closed = False
+        self._note(f"duel {duel}: waiting for the client of seat {seat}")
+        try:
+            bus.seat_open(
+                seat,
+                duel=duel,
+                announcement=orjson.dumps({"type": "duel", "duel": duel, **announcement}),
+            )
+        except Exception as error:
+            self._close_fds()
+            raise SandboxError(f"the seat bus failed: {error}") from error
+        self._threads = [
+            threading.Thread(target=self._relay_out, name=f"seat-out-{seat}", daemon=True),
+            threading.Thread(target=self._relay_in, name=f"seat-in-{seat}", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- relays ---------------------------------------------------------------------------
+
+    def _note(self, text: str) -> None:
+        self._log.write(f"[{time.strftime('%H:%M:%S')}] {text}\n".encode())
+
+    def _fail(self, why: str) -> None:
+        if self._failure is None and self._gone is None:
+            self._failure = why
+            self._note(f"Arena failed: {why}")
+        self._end()
+
+    def _end(self) -> None:
+        """The seat is over: the referee sees its end at once (``exit_fd``, then EOF)."""
+        self._done.set()
+        if self._ended:
+            return
+        self._ended = True
+        with contextlib.suppress(OSError):
+            os.write(self._exit_write, b"x")
+        with contextlib.suppress(OSError):
+            self._relay_end.shutdown(socket.SHUT_RDWR)
+
+    def _relay_out(self) -> None:
+        """The referee's messages, a line each, to the bus."""
+        buffer = b""
+        self._relay_end.settimeout(POLL_SECONDS)
+        while not self._stop.is_set():
+            try:
+                chunk = self._relay_end.recv(1 << 16)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            buffer += chunk
+            while (end := buffer.find(b"\n")) >= 0:
+                line, buffer = buffer[:end], buffer[end + 1 :]
+                message = orjson.loads(line)  # the referee's own output
+                try:
+                    self.bus.publish(self.seat, line, awaits=pending_key(message))
+                except Exception as error:
+                    self._fail(f"the seat bus failed: {error}")
+                    return
+                if message.get("type") == "bye":
+                    self._note("duel over")
+                    self._said_bye = True
+                    self._done.set()
+
+    def _relay_in(self) -> None:
+        """The client's accepted replies to the referee; and whether the client is there."""
+        away_since: float | None = None
+        while not self._stop.is_set():
+            try:
+                replies = self.bus.replies(self.seat, POLL_SECONDS)
+                present = self.bus.is_present(self.seat)
+                alive = present or self.bus.gateway_alive()
+            except Exception as error:
+                self._fail(f"the seat bus failed: {error}")
+                return
+            for reply in replies:
+                try:
+                    self._relay_end.sendall(reply + b"\n")
+                except OSError:
+                    return
+            now = time.monotonic()
+            if self._said_bye:
+                continue  # the duel is over: where the client is no longer matters
+            if present:
+                if away_since is not None:
+                    self._note(f"the client is back after {now - away_since:.1f} s")
+                away_since = None
+                continue
+            if away_since is None:
+                away_since = now
+                self._note("the client is not connected")
+            if now - away_since < self.grace:
+                continue
+            if not alive:
+                self._fail("no network gateway is running, so the client could not come back")
+                return
+            self._gone = (
+                f"it disconnected and did not come back within the {self.grace:g} s grace period"
+            )
+            self._note(self._gone)
+            self._end()
+            return
+
+    # -- the SandboxedAgent interface -----------------------------------------------------------
+
+    def termination(self, wait: float = 0.0) -> Termination | None:
+        self._done.wait(wait)
+        if self._failure is not None:
+            raise SandboxError(self._failure)
+        if self._gone is not None:
+            return Termination(None, disconnected=True, detail=self._gone)
+        if self._closed or self._said_bye:
+            return Termination(0)
+        return None
+
+    def log(self) -> str:
+        return self._log.text()
+
+    def _close_fds(self) -> None:
+        for closing in (self._referee_end.close, self._relay_end.close):
+            with contextlib.suppress(OSError):
+                closing()
+        for fd in (self.exit_fd, self._exit_write):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.exit_fd = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._end()
+        for thread in self._threads:
+            thread.join(timeout=2 * POLL_SECONDS + 1)
+        if self._failure is None:
+            with contextlib.suppress(Exception):
+                self.bus.seat_close(self.seat)
+        self._close_fds()
+
+
+class RemoteSandbox:
+    """Seats of one duel whose agents connect over the network (``AgentSource.seat``)."""
+
+    name = "remote"
+
+    def __init__(
+        self,
+        bus: SeatBus,
+        *,
+        duel: int,
+        grace: float,
+        allowance: float,
+        announcement: dict[str, Any] | None = None,
+    ) -> None:
+        self.bus = bus
+        self.duel = duel
+        self.grace = grace
+        self.allowance = allowance
+        self.announcement = announcement or {}
+
+    def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> RemoteAgent:
+        if source.seat is None:
+            raise SandboxError(f"{source.name} is not an online agent (it has no seat)")
+        return RemoteAgent(
+            self.bus,
+            seat=source.seat,
+            duel=self.duel,
+            announcement=self.announcement,
+            grace=self.grace,
+            allowance=self.allowance,
+            log_bytes=limits.log_bytes,
+        )

@@ -1,0 +1,502 @@
+"""The seat bus: how a remote seat's referee and the network gateway reach each other.
+
+An online agent is a client on the network, held by the gateway (an ASGI server); its
+duels are refereed in a duel worker, which may be another process on another machine.
+The bus carries, per *seat* (one online model, which plays one duel at a time):
+
+- **events**, from the referee to the client: the protocol's messages (``hello``,
+  ``start``, ``act``, ``end``, ``bye``) and the server's own (``duel``: a duel begins).
+  They are kept in order with a sequence number (``seq``, an opaque string) so that a
+  client that reconnects resumes exactly where it was (``events_after``);
+- **pending requests**: what the referee waits for (``"ready"`` after ``hello``,
+  ``"act:<id>"`` after an ``act``). A reply is accepted only while its request is
+  pending, and taking it is atomic, so a second reply to the same request, a reply out
+  of turn or a late one is refused at the gateway, with a clear error, and never reaches
+  the referee;
+- **replies**, from the client to the referee, each one taken from the pending ones;
+- **presence**: the client's open connections, each kept alive by the gateway, so the
+  referee knows how long a seat has been away (its grace period);
+- **gateways alive**: when none is, an absent seat is Arena's failure, not the agent's.
+
+Two implementations with the same behaviour: ``MemorySeatBus`` for the embedded
+default, where the gateway and the referee share one process, and ``RedisSeatBus`` for
+production. The referee's side is called from threads; the gateway's side is
+``async``, for an event loop that holds many connections at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import re
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+#: Events kept per seat for clients that resume: a duel's worth and more.
+EVENTS_KEPT = 5000
+#: A connection the gateway has not refreshed for this long is gone (the gateway died).
+CONNECTION_TTL = 15.0
+#: A gateway is alive while it has refreshed its heartbeat within this long.
+GATEWAY_TTL = 15.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SeatDuel:
+    """The duel a seat is playing: its id, and the ``seq`` of the event that began it."""
+
+    duel: int
+    first_seq: str
+
+
+def pending_key(message: dict[str, Any]) -> str | None:
+    """What a reply to the referee's ``message`` must name, or None if none is awaited."""
+    kind = message.get("type")
+    if kind == "hello":
+        return "ready"
+    if kind == "act":
+        return f"act:{message.get('id')}"
+    return None
+
+
+def reply_key(reply: dict[str, Any]) -> str | None:
+    """The pending request a client's reply answers, or None if it is no reply at all."""
+    kind = reply.get("type")
+    if kind == "ready":
+        return "ready"
+    if kind in ("action", "error"):
+        request = reply.get("id")
+        if isinstance(request, int) and not isinstance(request, bool):
+            return f"act:{request}"
+    return None
+
+
+class SeatBus(Protocol):
+    # -- the referee's side (threads) ---------------------------------------------------
+
+    def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
+        """Begin ``duel`` on ``seat``: forget what is pending or unread from an earlier
+        duel, publish ``announcement`` (a JSON object) and return its ``seq``."""
+
+    def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
+        """Publish one message (a JSON object, no newline) to the client; returns its
+        ``seq``. Whatever was pending is dropped first (the referee has moved on) and
+        ``awaits``, if given, becomes pending."""
+
+    def replies(self, seat: str, timeout: float) -> list[bytes]:
+        """The replies accepted for ``seat``, oldest first, waiting up to ``timeout``."""
+
+    def seat_close(self, seat: str) -> None:
+        """The duel is over: nothing is pending any more."""
+
+    def is_present(self, seat: str) -> bool:
+        """True while the client holds at least one connection."""
+
+    def gateway_alive(self) -> bool:
+        """True while at least one gateway runs (an absent client could come back)."""
+
+    # -- the gateway's side (async) -------------------------------------------------------
+
+    async def start_point(self, seat: str) -> str:
+        """Where a client without a ``seq`` of its own starts: just before the current
+        duel's first event (it gets the whole duel so far), or after the newest event."""
+
+    async def events_after(self, seat: str, after: str, timeout: float) -> list[tuple[str, bytes]]:
+        """Events after ``seq`` ``after``, waiting up to ``timeout`` for one."""
+
+    async def current_duel(self, seat: str) -> SeatDuel | None:
+        """The duel the seat is playing, if any."""
+
+    async def last_seq(self, seat: str) -> str | None:
+        """The newest event's ``seq``."""
+
+    async def reply(self, seat: str, key: str, line: bytes) -> bool:
+        """Hand ``line`` to the referee if ``key`` is pending, taking it; False if not."""
+
+    async def pending(self, seat: str) -> list[str]:
+        """What the referee waits for from the seat."""
+
+    async def connection_open(self, seat: str, connection: str) -> None:
+        """A client connection opened, or is still open (call at least every few seconds)."""
+
+    async def connection_close(self, seat: str, connection: str) -> None:
+        """A client connection closed."""
+
+    async def gateway_heartbeat(self, gateway: str) -> None:
+        """This gateway is alive (call every few seconds)."""
+
+    async def gateway_stop(self, gateway: str) -> None:
+        """This gateway stops."""
+
+
+#: What a ``seq`` may look like, on either bus (a client sends one back to resume).
+SEQ_PATTERN = re.compile(r"[0-9]{1,20}(-[0-9]{1,20})?")
+
+
+def _seq_after(seq: str, after: str) -> bool:
+    return int(seq) > int(after.partition("-")[0])
+
+
+@dataclasses.dataclass
+class _MemorySeat:
+    events: collections.deque[tuple[str, bytes]] = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=EVENTS_KEPT)
+    )
+    pending: set[str] = dataclasses.field(default_factory=set)
+    replies: collections.deque[bytes] = dataclasses.field(default_factory=collections.deque)
+    duel: SeatDuel | None = None
+    #: connection → when it expires (``time.time()``).
+    connections: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Gateway tasks waiting for an event: (their loop, their event).
+    waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = dataclasses.field(
+        default_factory=set
+    )
+
+
+class MemorySeatBus:
+    """The bus inside one process: the embedded default's gateway and referee."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._replied = threading.Condition(self._lock)
+        self._seats: dict[str, _MemorySeat] = collections.defaultdict(_MemorySeat)
+        self._counter = 0
+        self._gateways: dict[str, float] = {}
+
+    # -- the referee's side ---------------------------------------------------------------
+
+    def _append(self, state: _MemorySeat, line: bytes) -> str:
+        self._counter += 1
+        seq = str(self._counter)
+        state.events.append((seq, line))
+        for loop, event in list(state.waiters):
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                loop.call_soon_threadsafe(event.set)
+        return seq
+
+    def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
+        with self._lock:
+            state = self._seats[seat]
+            state.pending.clear()
+            state.replies.clear()
+            seq = self._append(state, announcement)
+            state.duel = SeatDuel(duel, seq)
+            return seq
+
+    def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
+        with self._lock:
+            state = self._seats[seat]
+            state.pending.clear()
+            if awaits is not None:
+                state.pending.add(awaits)
+            return self._append(state, line)
+
+    def replies(self, seat: str, timeout: float) -> list[bytes]:
+        deadline = time.monotonic() + timeout
+        with self._replied:
+            state = self._seats[seat]
+            while not state.replies:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return []
+                self._replied.wait(remaining)
+            taken = list(state.replies)
+            state.replies.clear()
+            return taken
+
+    def seat_close(self, seat: str) -> None:
+        with self._lock:
+            state = self._seats[seat]
+            state.pending.clear()
+            state.duel = None
+
+    def is_present(self, seat: str) -> bool:
+        now = time.time()
+        with self._lock:
+            return any(expiry > now for expiry in self._seats[seat].connections.values())
+
+    def gateway_alive(self) -> bool:
+        now = time.time()
+        with self._lock:
+            return any(expiry > now for expiry in self._gateways.values())
+
+    # -- the gateway's side ---------------------------------------------------------------
+
+    async def start_point(self, seat: str) -> str:
+        with self._lock:
+            state = self._seats[seat]
+            if state.duel is not None:
+                return str(int(state.duel.first_seq) - 1)
+            return state.events[-1][0] if state.events else "0"
+
+    async def events_after(self, seat: str, after: str, timeout: float) -> list[tuple[str, bytes]]:
+        loop = asyncio.get_running_loop()
+        event = asyncio.Event()
+        waiter = (loop, event)
+        deadline = loop.time() + timeout
+        with self._lock:
+            state = self._seats[seat]
+            state.waiters.add(waiter)
+        try:
+            while True:
+                with self._lock:
+                    found = [item for item in state.events if _seq_after(item[0], after)]
+                    event.clear()
+                if found:
+                    return found
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return []
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), remaining)
+        finally:
+            with self._lock:
+                state.waiters.discard(waiter)
+
+    async def current_duel(self, seat: str) -> SeatDuel | None:
+        with self._lock:
+            return self._seats[seat].duel
+
+    async def last_seq(self, seat: str) -> str | None:
+        with self._lock:
+            events = self._seats[seat].events
+            return events[-1][0] if events else None
+
+    async def reply(self, seat: str, key: str, line: bytes) -> bool:
+        with self._replied:
+            state = self._seats[seat]
+            if key not in state.pending:
+                return False
+            state.pending.discard(key)
+            state.replies.append(line)
+            self._replied.notify_all()
+            return True
+
+    async def pending(self, seat: str) -> list[str]:
+        with self._lock:
+            return sorted(self._seats[seat].pending)
+
+    async def connection_open(self, seat: str, connection: str) -> None:
+        with self._lock:
+            self._seats[seat].connections[connection] = time.time() + CONNECTION_TTL
+
+    async def connection_close(self, seat: str, connection: str) -> None:
+        with self._lock:
+            self._seats[seat].connections.pop(connection, None)
+
+    async def gateway_heartbeat(self, gateway: str) -> None:
+        with self._lock:
+            self._gateways[gateway] = time.time() + GATEWAY_TTL
+
+    async def gateway_stop(self, gateway: str) -> None:
+        with self._lock:
+            self._gateways.pop(gateway, None)
+
+
+# --- Redis ------------------------------------------------------------------------------
+
+#: One channel for every seat's wake-ups: a gateway process listens on one connection.
+WAKE_CHANNEL = "arena:seat-wake"
+GATEWAYS_KEY = "arena:gateways"
+
+# Atomic take-and-hand-over: a second reply to the same request finds nothing pending.
+_REPLY_SCRIPT = """
+if redis.call('SREM', KEYS[1], ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+def _key(seat: str, part: str) -> str:
+    return f"arena:seat:{seat}:{part}"
+
+
+class RedisSeatBus:
+    """The bus between processes and machines, in Redis.
+
+    Events are a Redis stream per seat (its ids are the ``seq``), pending requests a set,
+    replies a list, connections a sorted set scored by expiry. Each publish is one
+    transaction that also wakes the gateways with one ``PUBLISH``; a gateway process
+    listens on a single connection whatever the number of clients it holds.
+    """
+
+    def __init__(self, url: str) -> None:
+        import redis
+        import redis.asyncio
+
+        self.url = url
+        self._redis: Any = redis.Redis.from_url(url, socket_timeout=30, health_check_interval=30)
+        self._async_redis: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._listeners: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._waiters: dict[str, set[asyncio.Event]] = collections.defaultdict(set)
+        self._async_module = redis.asyncio
+        self._take_reply: Any = None
+
+    # -- the referee's side ---------------------------------------------------------------
+
+    def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(_key(seat, "pending"), _key(seat, "replies"))
+        pipe.xadd(
+            _key(seat, "events"), {"line": announcement}, maxlen=EVENTS_KEPT, approximate=True
+        )
+        pipe.publish(WAKE_CHANNEL, seat)
+        seq = pipe.execute()[1].decode()
+        self._redis.hset(_key(seat, "duel"), mapping={"duel": duel, "first_seq": seq})
+        return seq
+
+    def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(_key(seat, "pending"))
+        if awaits is not None:
+            pipe.sadd(_key(seat, "pending"), awaits)
+        pipe.xadd(_key(seat, "events"), {"line": line}, maxlen=EVENTS_KEPT, approximate=True)
+        pipe.publish(WAKE_CHANNEL, seat)
+        return str(pipe.execute()[-2].decode())
+
+    def replies(self, seat: str, timeout: float) -> list[bytes]:
+        key = _key(seat, "replies")
+        first: Any = self._redis.blpop([key], timeout=max(0.01, timeout))
+        if first is None:
+            return []
+        rest: Any = self._redis.lpop(key, 1000)
+        return [first[1], *(rest or [])]
+
+    def seat_close(self, seat: str) -> None:
+        self._redis.delete(_key(seat, "pending"), _key(seat, "duel"))
+
+    def is_present(self, seat: str) -> bool:
+        return bool(self._redis.zcount(_key(seat, "connections"), time.time(), "+inf"))
+
+    def gateway_alive(self) -> bool:
+        return bool(self._redis.zcount(GATEWAYS_KEY, time.time(), "+inf"))
+
+    # -- the gateway's side ---------------------------------------------------------------
+
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._async_redis.get(loop)
+        if client is None:
+            client = self._async_module.Redis.from_url(self.url)
+            self._async_redis[loop] = client
+        return client
+
+    def _ensure_listener(self) -> None:
+        loop = asyncio.get_running_loop()
+        listener = self._listeners.get(loop)
+        if listener is None or listener.done():
+            self._listeners[loop] = loop.create_task(self._listen())
+
+    async def _listen(self) -> None:
+        """Wake this process's waiting streams when their seat gets an event."""
+        pubsub = self._async_module.Redis.from_url(self.url).pubsub()
+        await pubsub.subscribe(WAKE_CHANNEL)
+        try:
+            async for message in pubsub.listen():
+                if message.get("type") != "message":
+                    continue
+                seat = message["data"].decode()
+                for event in list(self._waiters.get(seat, ())):
+                    event.set()
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+
+    async def start_point(self, seat: str) -> str:
+        duel = await self.current_duel(seat)
+        if duel is None:
+            return await self.last_seq(seat) or "0-0"
+        milliseconds, _, number = duel.first_seq.partition("-")
+        if int(number or 0) > 0:
+            return f"{milliseconds}-{int(number) - 1}"
+        return f"{int(milliseconds) - 1}-{2**64 - 1}"
+
+    async def events_after(self, seat: str, after: str, timeout: float) -> list[tuple[str, bytes]]:
+        client = self._client()
+        self._ensure_listener()
+        event = asyncio.Event()
+        self._waiters[seat].add(event)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            start = f"({after}"
+            while True:
+                event.clear()
+                found = await client.xrange(_key(seat, "events"), min=start, max="+", count=500)
+                if found:
+                    return [(seq.decode(), fields[b"line"]) for seq, fields in found]
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return []
+                # A publish between the read and this wait has set the event already.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), min(remaining, 1.0))
+        finally:
+            waiters = self._waiters.get(seat)
+            if waiters is not None:
+                waiters.discard(event)
+                if not waiters:
+                    self._waiters.pop(seat, None)
+
+    async def current_duel(self, seat: str) -> SeatDuel | None:
+        found = await self._client().hgetall(_key(seat, "duel"))
+        if not found:
+            return None
+        return SeatDuel(int(found[b"duel"]), found[b"first_seq"].decode())
+
+    async def last_seq(self, seat: str) -> str | None:
+        found = await self._client().xrevrange(_key(seat, "events"), count=1)
+        return found[0][0].decode() if found else None
+
+    async def reply(self, seat: str, key: str, line: bytes) -> bool:
+        client = self._client()
+        taken = await client.eval(
+            _REPLY_SCRIPT, 2, _key(seat, "pending"), _key(seat, "replies"), key, line
+        )
+        return bool(taken)
+
+    async def pending(self, seat: str) -> list[str]:
+        members: Iterable[bytes] = await self._client().smembers(_key(seat, "pending"))
+        return sorted(member.decode() for member in members)
+
+    async def connection_open(self, seat: str, connection: str) -> None:
+        client = self._client()
+        now = time.time()
+        pipe = client.pipeline(transaction=False)
+        pipe.zadd(_key(seat, "connections"), {connection: now + CONNECTION_TTL})
+        pipe.zremrangebyscore(_key(seat, "connections"), "-inf", now)
+        await pipe.execute()
+
+    async def connection_close(self, seat: str, connection: str) -> None:
+        await self._client().zrem(_key(seat, "connections"), connection)
+
+    async def gateway_heartbeat(self, gateway: str) -> None:
+        client = self._client()
+        now = time.time()
+        pipe = client.pipeline(transaction=False)
+        pipe.zadd(GATEWAYS_KEY, {gateway: now + GATEWAY_TTL})
+        pipe.zremrangebyscore(GATEWAYS_KEY, "-inf", now)
+        await pipe.execute()
+
+    async def gateway_stop(self, gateway: str) -> None:
+        await self._client().zrem(GATEWAYS_KEY, gateway)
+
+
+def seat_bus_for(url: str | None) -> SeatBus:
+    """A Redis bus for a ``redis://`` URL; otherwise this process's memory bus."""
+    if url:
+        return RedisSeatBus(url)
+    global _MEMORY_BUS
+    with _MEMORY_BUS_LOCK:
+        if _MEMORY_BUS is None:
+            _MEMORY_BUS = MemorySeatBus()
+        return _MEMORY_BUS
+
+
+_MEMORY_BUS: MemorySeatBus | None = None
+_MEMORY_BUS_LOCK = threading.Lock()

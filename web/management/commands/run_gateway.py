@@ -1,0 +1,102 @@
+"""``manage.py run_gateway``: the network gateway for online agents, an ASGI server
+(uvicorn) of the whole site that holds the clients' long-lived streams.
+
+With a Redis seat bus (``ARENA_ONLINE_BUS_URL``) it only holds connections: duel
+workers on the ``online`` queue referee the duels. Without one (the embedded default) it
+referees its online duels itself, in threads of this process, and ``--manager`` also
+runs the tournament manager's passes here, so that one command plays everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import close_old_connections, connection
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the site and online play (/api/v1/online/) with uvicorn. Without "
+        "ARENA_ONLINE_BUS_URL, also referee online duels in this process; --manager also "
+        "runs the tournament manager here."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=settings.ARENA_PORT)
+        parser.add_argument(
+            "--manager",
+            action="store_true",
+            help="also run the tournament manager's passes in this process",
+        )
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=1.0,
+            help="with --manager: seconds between the manager's idle passes (default 1)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        import uvicorn
+
+        from duel_runner.online import OnlineDuelRunner
+
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        runner = None
+        if not settings.ARENA_ONLINE_BUS_URL:
+            runner = OnlineDuelRunner(concurrency=settings.ARENA_ONLINE_CONCURRENT_DUELS)
+            runner.start()
+        stopping = threading.Event()
+        manager = None
+        if options["manager"]:
+            manager = threading.Thread(
+                target=self._manage, args=(stopping, options["interval"]), daemon=True
+            )
+            manager.start()
+        where = f"http://{options['host']}:{options['port']}"
+        self.stdout.write(
+            f"Gateway on {where} (online play at {where}/api/v1/online/); online duels "
+            + ("refereed by the duel workers" if runner is None else "refereed here")
+            + ("; the tournament manager runs here" if manager else "")
+            + ". Ctrl-C stops it."
+        )
+        config = uvicorn.Config(
+            "core.asgi:application",
+            host=options["host"],
+            port=options["port"],
+            lifespan="off",
+            log_level="warning",
+            # Idle keep-alive connections go after this; streams are kept alive by pings.
+            timeout_keep_alive=20,
+            backlog=4096,
+        )
+        try:
+            uvicorn.Server(config).run()
+        finally:
+            stopping.set()
+            if manager is not None:
+                manager.join(timeout=10)
+            if runner is not None:
+                runner.stop()
+
+    @staticmethod
+    def _manage(stopping: threading.Event, interval: float) -> None:
+        from tournament_manager import daemon
+
+        log = logging.getLogger("tournament_manager.daemon")
+        while not stopping.is_set():
+            busy = False
+            try:
+                close_old_connections()
+                busy = daemon.run_once()
+            except Exception:
+                log.exception("the tournament manager's pass failed")
+            if not busy:
+                stopping.wait(interval)
+        connection.close()
