@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 
-pytest_plugins = ["tests.support.sandboxes"]
+pytest_plugins = ["tests.support.sandboxes", "tests.support.redis"]
 if importlib.util.find_spec("django") is not None:
     pytest_plugins += [
         "tests.support.stories",
         "tests.support.database",
         "tests.support.browser",
         "tests.support.workers",
+        "tests.support.gateway",
     ]

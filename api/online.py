@@ -31,12 +31,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, Header, Query, Router, Schema
-from ninja.errors import AuthenticationError, AuthorizationError, HttpError
+from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled
 from ninja.security import HttpBearer
 
 from api import auth
 from api.errors import error_body
-from api.throttles import OnlineThrottle
+from api.throttles import AnonymousThrottle, OnlineThrottle
 from core.errors import ArenaError
 from core.models import ApiToken, Competitor, Environment, OnlineSeat, TokenScope
 from core.models.accounts import hash_token
@@ -114,6 +114,10 @@ class ModelTokenAuth(HttpBearer):
         now = time.monotonic()
         cached = _checked.get(digest)
         if cached is None or cached[0] < now:
+            # Each look-up is a query: a flood of made-up tokens is limited per address.
+            misses = AnonymousThrottle()
+            if not misses.allow_request(request):
+                raise Throttled(wait=misses.wait())
             found = await sync_to_async(_model_seat)(digest)
             if len(_checked) > 10_000:
                 _checked.clear()
@@ -404,6 +408,7 @@ async def _status(seat: ModelSeat) -> StatusOut:
 @router.get(
     "/status",
     auth=model_token,
+    throttle=[OnlineThrottle()],
     response={200: StatusOut, **ERRORS},
     summary="Where your model stands",
 )

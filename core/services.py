@@ -50,6 +50,11 @@ def revision_create(
         raise UploadRejected(f"{competitor.environment.title} is closed to new uploads")
     if competitor.is_disabled:
         raise UploadRejected(f"{competitor.name} is disabled by the organizers")
+    if competitor.is_online:
+        raise UploadRejected(
+            f"{competitor.name} plays online (its client connects over the network); upload "
+            "code under another name"
+        )
     summary = inspect_upload(filename, content, limits or upload_limits())
     with transaction.atomic():
         # The row lock serialises concurrent uploads, so versions never collide.

@@ -39,7 +39,6 @@ def play_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
 @shared_task(
     bind=True,
     name="duel_runner.tasks.play_online_duel",
-    queue="online",
     soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
     time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
     max_retries=None,

@@ -232,6 +232,8 @@ class Referee:
                 contestant.number, startup_failure.kind, message
             )
             contestant.broken = message
+            if startup_failure.final:
+                contestant.gone = startup_failure.message
             # Stopped now: whatever it is doing must not take the others' CPU.
             contestant.stop()
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
+from arena_sdk import Agent
 from arena_sdk.adapters import load_agent
 from arena_sdk.serve import serve
 
@@ -40,18 +41,20 @@ class BusClient:
         self,
         bus: SeatBus,
         seat: str,
-        agent: Path,
+        agent: Path | Agent,
         *,
         drop_after: int | None = None,
         away: float = 0.0,
         resume: bool = True,
+        twice: bool = False,
     ) -> None:
         """``drop_after`` requests, the client drops its stream and stays ``away`` seconds
         (forever if ``away`` is 0), then comes back with its last seq (``resume``) or as a
-        fresh client that lost its place."""
+        fresh client that lost its place. ``twice``: every reply is sent a second time."""
         self.bus = bus
         self.seat = seat
-        self.agent = load_agent(agent)
+        self.agent = agent if isinstance(agent, Agent) else load_agent(agent)
+        self.twice = twice
         self.drop_after = drop_after
         self.away = away
         self.resume = resume
@@ -77,9 +80,13 @@ class BusClient:
         return asyncio.ensure_future(self._stream())
 
     async def _end(self) -> None:
-        self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
+        # The stream, and whatever the bus started on this loop (Redis's listener).
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        for task in others:
+            with contextlib.suppress(BaseException):
+                await task
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
@@ -127,13 +134,14 @@ class BusClient:
 
         class Replies(io.RawIOBase):
             def write(self, line: bytes) -> int:  # type: ignore[override]
-                future = asyncio.run_coroutine_threadsafe(
-                    reply_submit(client.bus, client.seat, bytes(line).strip()), client._loop
-                )
-                try:
-                    client.accepted.append(future.result(timeout=30))
-                except ReplyRefused as refused:
-                    client.refused.append(refused)
+                for _ in range(2 if client.twice else 1):
+                    future = asyncio.run_coroutine_threadsafe(
+                        reply_submit(client.bus, client.seat, bytes(line).strip()), client._loop
+                    )
+                    try:
+                        client.accepted.append(future.result(timeout=30))
+                    except ReplyRefused as refused:
+                        client.refused.append(refused)
                 return len(line)
 
         while not self._stop.is_set():

@@ -1,7 +1,7 @@
-"""A throwaway Redis server and real Celery worker processes, for pipeline tests.
+"""Real Celery worker processes, for pipeline tests, on the throwaway Redis server of
+``tests.support.redis``.
 
-``redis_url`` starts ``redis-server`` on a free loopback port for the test session
-(no persistence, deleted at the end). ``celery_workers`` starts worker processes on
+``celery_workers`` starts worker processes on
 the build and duels queues against the test database, the way production runs them
 (and daemons such as the tournament manager, with ``manage``), and stops (or has
 already killed) them before the test's tables are flushed.
@@ -10,12 +10,9 @@ already killed) them before the test's tables are flushed.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,57 +22,6 @@ import pytest
 from tests.support.require import require
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    server = shutil.which("redis-server")
-    require(
-        server,
-        "redis-server is not installed (apt-get install redis-server), so "
-        "pipeline tests with a real broker cannot run",
-    )
-    folder = Path(tempfile.mkdtemp(prefix="arena-test-redis-"))
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            server,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(folder),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                pytest.fail("redis-server did not start", pytrace=False)
-            time.sleep(0.05)
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _database_url() -> str:
@@ -97,8 +43,18 @@ class Workers:
         self.log_dir = log_dir
         self.processes: list[subprocess.Popen[bytes]] = []
 
-    def start(self, name: str, *, app: str = "core", **environment: str) -> subprocess.Popen[bytes]:
-        """A worker on the build and duels queues; ``app`` is the Celery app's module."""
+    def start(
+        self,
+        name: str,
+        *,
+        app: str = "core",
+        queues: str = "build,duels",
+        pool: str = "prefork",
+        concurrency: int = 1,
+        **environment: str,
+    ) -> subprocess.Popen[bytes]:
+        """A worker on ``queues`` (the build and duels queues by default; online duels
+        run on ``online``, in threads); ``app`` is the Celery app's module."""
         return self._run(
             name,
             [
@@ -109,11 +65,11 @@ class Workers:
                 app,
                 "worker",
                 "-Q",
-                "build,duels",
+                queues,
                 "--concurrency",
-                "1",
+                str(concurrency),
                 "--pool",
-                "prefork",
+                pool,
                 "--loglevel",
                 "INFO",
                 "--without-gossip",

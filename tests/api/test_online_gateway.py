@@ -1,0 +1,275 @@
+"""The network gateway against real clients, well behaved and hostile, on loopback, with
+a real Redis seat bus.
+
+The test process stands in for the referee (it opens a duel on a seat and publishes
+requests on the bus, as a duel worker does), so each case checks exactly what reaches
+the referee: only well-formed replies to open requests, whatever a client throws at the
+gateway; and a second model playing on the same gateway meanwhile is not affected.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import http.client
+import json
+import socket
+import time
+from typing import Any
+
+import pytest
+
+from core.models import ApiToken, Competitor
+from core.online import online_model_register
+from sandboxes.seat_bus import RedisSeatBus
+from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
+from tests.support.gateway import Gateway
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ACT = b'{"type":"act","id":%d,"match":0,"step":0,"observation":{},"legal_actions":[0,1,2]}'
+
+
+def register(name: str) -> tuple[Competitor, str]:
+    environment = EnvironmentFactory(name="connect_four")
+    owner = UserFactory()
+    return online_model_register(owner=owner, environment=environment, name=name)
+
+
+@pytest.fixture
+def bus(redis_url: str) -> RedisSeatBus:
+    return RedisSeatBus(redis_url)
+
+
+@pytest.fixture
+def model() -> tuple[Competitor, str]:
+    return register("net-bot")
+
+
+def ask(bus: RedisSeatBus, competitor: Competitor, request_id: int) -> None:
+    """What a referee does: a duel on the seat, and a request the client must answer."""
+    bus.seat_open(competitor.seat, duel=1, announcement=b'{"type":"duel","duel":1}')
+    bus.publish(competitor.seat, ACT % request_id, awaits=f"act:{request_id}")
+
+
+def reply(gateway: Gateway, token: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    status, answer, _ = gateway.request("POST", "/api/v1/online/reply", token=token, body=body)
+    return status, answer
+
+
+def test_it_hands_a_reply_to_the_referee_once(gateway, bus, model):
+    competitor, token = model
+    ask(bus, competitor, 7)
+
+    first = reply(gateway, token, b'{"type":"action","id":7,"action":2}')
+    second = reply(gateway, token, b'{"type":"action","id":7,"action":1}')
+
+    assert first == (202, {"accepted": "act:7"})
+    assert second[0] == 409
+    assert second[1]["error"]["code"] == "not_your_turn"
+    assert bus.replies(competitor.seat, 1.0) == [b'{"type":"action","id":7,"action":2}']
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, "malformed"),
+        (b"[1, 2]", 400, "malformed"),
+        (b'{"type": "hello"}', 400, "malformed"),
+        (b'{"type": "action", "action": 1}', 400, "malformed"),
+        (b'{"type": "action", "id": "7", "action": 1}', 400, "malformed"),
+        (b'{"type": "action", "id": 8, "action": 1}', 409, "not_your_turn"),
+        (b'{"type": "ready"}', 409, "not_your_turn"),
+    ],
+    ids=["not-json", "not-an-object", "not-a-reply", "no-id", "id-not-int", "out-of-turn", "ready"],
+)
+def test_it_refuses_a_bad_reply_with_a_reason_and_passes_nothing_on(
+    gateway, bus, model, body, status, code
+):
+    competitor, token = model
+    ask(bus, competitor, 7)
+
+    answer = reply(gateway, token, body)
+
+    assert answer[0] == status
+    assert answer[1]["error"]["code"] == code
+    assert answer[1]["error"]["message"]
+    assert bus.replies(competitor.seat, 0.3) == []
+    # The open request is still open: the right answer goes through.
+    assert reply(gateway, token, b'{"type":"action","id":7,"action":0}')[0] == 202
+
+
+def test_it_refuses_a_reply_when_no_duel_is_on(gateway, bus, model):
+    _, token = model
+
+    status, answer = reply(gateway, token, b'{"type":"action","id":1,"action":0}')
+
+    assert status == 409
+    assert answer["error"]["code"] == "not_playing"
+
+
+def test_it_refuses_an_oversized_body_before_reading_it(gateway, model):
+    _, token = model
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as client:
+        # Only the headers: the answer comes without the gateway waiting for the body.
+        client.sendall(
+            b"POST /api/v1/online/reply HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {token}\r\n".encode()
+            + b"Content-Length: 2097152\r\nContent-Type: application/json\r\n\r\n"
+        )
+        answer = client.recv(65536)
+
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b'"too_large"' in answer
+
+
+def test_it_refuses_an_oversized_body_sent_in_chunks_without_a_length(gateway, model):
+    _, token = model
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as client:
+        client.sendall(
+            b"POST /api/v1/online/reply HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {token}\r\n".encode()
+            + b"Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+        )
+        chunk = b"x" * 65536
+        try:
+            for _ in range(40):  # 2.5 MiB
+                client.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        except OSError:
+            pass  # the gateway answered and closed first
+        answer = client.recv(65536)
+
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b'"too_large"' in answer
+
+
+def test_it_cuts_off_a_slow_sender(gateway, bus, model):
+    _, token = model
+    other, other_token = register("fast-bot")
+    ask(bus, other, 3)
+    started = time.monotonic()
+    with socket.create_connection((gateway.host, gateway.port), timeout=20) as client:
+        client.sendall(
+            b"POST /api/v1/online/reply HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {token}\r\n".encode()
+            + b"Content-Length: 100\r\nContent-Type: application/json\r\n\r\n{"
+        )
+        # Meanwhile another model's reply goes through at once.
+        assert reply(gateway, other_token, b'{"type":"action","id":3,"action":1}')[0] == 202
+        answer = client.recv(65536)
+
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert b'"too_slow"' in answer
+    assert time.monotonic() - started < 10
+
+
+def test_it_answers_a_flood_with_429_and_a_retry_after(gateway, bus, model):
+    _, token = model
+    other, other_token = register("calm-bot")
+    ask(bus, other, 5)
+
+    def flood() -> list[tuple[int, str | None]]:
+        connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+        answers = []
+        for _ in range(60):
+            connection.request(
+                "GET", "/api/v1/online/status", headers={"Authorization": f"Bearer {token}"}
+            )
+            response = connection.getresponse()
+            response.read()
+            answers.append((response.status, response.getheader("Retry-After")))
+        connection.close()
+        return answers
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        answers = [answer for part in pool.map(lambda _: flood(), range(4)) for answer in part]
+    # The flood costs the flooder only.
+    answer = reply(gateway, other_token, b'{"type":"action","id":5,"action":2}')
+
+    refused = [retry for status, retry in answers if status == 429]
+    assert refused
+    assert all(retry is not None and int(retry) >= 1 for retry in refused)
+    assert answer[0] == 202
+
+
+def test_it_refuses_a_revoked_token(gateway, model):
+    _, token = model
+    assert gateway.request("GET", "/api/v1/online/status", token=token)[0] == 200
+
+    ApiToken.objects.update(revoked_at="2026-01-01T00:00:00Z")
+    time.sleep(1.2)  # a token's check is reused for a second at most
+    status, answer, headers = gateway.request("GET", "/api/v1/online/status", token=token)
+
+    assert status == 401
+    assert answer["error"]["code"] == "unauthorized"
+    assert headers["www-authenticate"] == "Bearer"
+
+
+def test_it_never_takes_a_token_from_the_url(gateway, model):
+    _, token = model
+
+    status, _, _ = gateway.request("GET", f"/api/v1/online/status?token={token}")
+
+    assert status == 401
+    assert token not in gateway.log()
+
+
+def test_it_refuses_a_user_token_for_play(gateway, model):
+    competitor, _ = model
+    status, answer, _ = gateway.request(
+        "GET", "/api/v1/online/status", token="arena_unknown_" + "x" * 30
+    )
+    assert status == 401
+    from core.accounts import api_token_create
+
+    _, user_secret = api_token_create(user=competitor.owner, name="cli", scopes=["play"])
+
+    status, answer, _ = gateway.request("GET", "/api/v1/online/status", token=user_secret)
+
+    assert status == 403
+    assert "model token" in answer["error"]["message"]
+
+
+def test_it_streams_a_duel_and_resumes_it_after_a_drop(gateway, bus, model):
+    competitor, token = model
+    ask(bus, competitor, 7)
+    first = read_stream(gateway, token, lines=3)
+
+    assert [event["type"] for event in first] == ["welcome", "duel", "act"]
+    # Reconnecting with the last seq handled: only what came since.
+    bus.publish(competitor.seat, ACT % 9, awaits="act:9")
+    resumed = read_stream(gateway, token, lines=2, last_event_id=first[-1]["seq"])
+
+    assert [(event["type"], event.get("id")) for event in resumed] == [
+        ("welcome", None),
+        ("act", 9),
+    ]
+
+
+def test_it_tells_the_queue_why_it_cannot_join(gateway, model):
+    competitor, token = model
+
+    status, answer, _ = gateway.request("POST", "/api/v1/online/queue", token=token)
+
+    assert status == 409
+    assert answer["error"]["code"] == "no_ladder"
+    assert "No ladder is running" in answer["error"]["message"]
+    TournamentFactory(environment=competitor.environment, format="ladder", status="running")
+    status, answer, _ = gateway.request("POST", "/api/v1/online/queue", token=token)
+    assert status == 200
+    assert answer["state"] == "queued"
+
+
+def read_stream(
+    gateway: Gateway, token: str, *, lines: int, last_event_id: str | None = None
+) -> list[dict[str, Any]]:
+    connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    headers = {"Authorization": f"Bearer {token}"}
+    if last_event_id:
+        headers["Last-Event-ID"] = last_event_id
+    connection.request("GET", "/api/v1/online/events", headers=headers)
+    response = connection.getresponse()
+    assert response.status == 200
+    assert response.getheader("Content-Type") == "application/x-ndjson"
+    events = [json.loads(response.readline()) for _ in range(lines)]
+    connection.close()
+    return events

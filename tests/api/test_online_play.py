@@ -1,0 +1,176 @@
+"""Online play end to end, as a new user meets it: a token, a model registered through
+the API, the reference agent connected with ``python -m arena_sdk connect`` from another
+process, matched in a ladder against hosted agents, rated, on the leaderboard, replayed.
+
+Twice: on the production path (Redis seat bus, the ``online`` queue's Celery worker in
+threads, the tournament manager and the gateway as their own processes) and on the
+embedded default (one ``run_gateway --manager`` process, no Redis).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from core.accounts import api_token_create
+from core.models import Competitor, Duel, DuelStatus, Match, RatingChange
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.support.gateway import GATEWAY_SETTINGS, Gateway, wait_until_up
+from tests.support.redis import free_port
+from tests.support.require import require
+from tests.support.workers import Workers, wait_for
+from tournament_manager.services import tournament_create, tournament_launch
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+RANDOM = PLAYERS / "connect_four" / "random_player.py"
+#: Pair the online agent with hosted ones at once, one hosted duel at a time.
+QUICK_LADDER = {"ARENA_ONLINE_FILL_SECONDS": "0", "ARENA_LADDER_CONCURRENT_DUELS": "1"}
+
+
+def _hosted_field(owner) -> None:  # type: ignore[no-untyped-def]
+    for name in ("minimax.py", "random_player.py"):
+        upload(owner, "connect_four", name[:-3].replace("_", "-"), PLAYERS / "connect_four" / name)
+
+
+def _register(gateway: Gateway, owner) -> str:  # type: ignore[no-untyped-def]
+    """Through the API, as the README says: a user token with 'play', then the model."""
+    _, user_token = api_token_create(user=owner, name="cli", scopes=["read", "play"])
+    status, answer, _ = gateway.request(
+        "POST",
+        "/api/v1/online/models",
+        token=user_token,
+        body=b'{"environment": "connect_four", "name": "net-random"}',
+    )
+    assert status == 201, answer
+    return str(answer["token"])
+
+
+def _connect(gateway: Gateway, token: str, duels: int) -> subprocess.CompletedProcess[str]:
+    with tempfile.NamedTemporaryFile("w", suffix=".token") as token_file:
+        token_file.write(token)
+        token_file.flush()
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "arena_sdk",
+                "connect",
+                "--server",
+                gateway.url,
+                "--token-file",
+                token_file.name,
+                "--duels",
+                str(duels),
+                str(RANDOM),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+
+def _assert_played_rated_and_replayed(duels: int) -> None:
+    online = Competitor.objects.get(name="net-random")
+    assert online.is_online
+    played = Duel.objects.filter(
+        status=DuelStatus.SUCCEEDED, revision_1__competitor=online
+    ) | Duel.objects.filter(status=DuelStatus.SUCCEEDED, revision_2__competitor=online)
+    # The client has its 'bye' a moment before the referee has stored the duel.
+    wait_for(lambda: played.count() >= duels, timeout=30, what="the duels to be stored")
+    for duel in played:
+        assert duel.error == ""  # a well-behaved online agent is charged nothing
+    assert RatingChange.objects.filter(rating__competitor=online).exists()
+    match = Match.objects.filter(duel__in=played).first()
+    assert match is not None and match.steps > 0
+    browser = Client()
+    page = browser.get(online.get_absolute_url())
+    assert page.status_code == 200
+    assert "plays online" in page.content.decode()
+    replay = browser.get(reverse("match", args=[match.duel_id, match.index]))
+    assert replay.status_code == 200
+
+
+def test_it_plays_an_online_agent_through_redis_and_the_online_workers(
+    celery_workers, redis_url, settings
+):
+    settings.ARENA_ONLINE_BUS_URL = redis_url
+    owner = make_user()
+    common = {"ARENA_ONLINE_BUS_URL": redis_url, **QUICK_LADDER}
+    celery_workers.start("hosted", **common)
+    celery_workers.start("online", queues="online", pool="threads", concurrency=8, **common)
+    celery_workers.manage("manager", "run_tournament_manager", "--interval", "0.5", **common)
+    port = free_port()
+    celery_workers.manage(
+        "gateway", "run_gateway", "--port", str(port), **common, **GATEWAY_SETTINGS
+    )
+    gateway = wait_until_up(Gateway("127.0.0.1", port, celery_workers))
+    _hosted_field(owner)
+    wait_for(
+        lambda: Competitor.objects.filter(revisions__validation_status="succeeded").count() == 2,
+        timeout=90,
+        what="the hosted agents to be validated",
+    )
+    token = _register(gateway, owner)
+    ladder = tournament_create(
+        environment=Competitor.objects.first().environment,
+        name="ladder",
+        revisions=[],
+        format="ladder",
+    )
+    tournament_launch(tournament=ladder)
+
+    client = _connect(gateway, token, duels=2)
+
+    assert client.returncode == 0, client.stderr + celery_workers.log("online")
+    assert client.stderr.count("duel over") == 2
+    _assert_played_rated_and_replayed(2)
+    assert "online@" in celery_workers.log("online")  # refereed by the online worker
+
+
+def test_it_plays_an_online_agent_on_the_embedded_default_in_one_process(settings, tmp_path: Path):
+    from django.db import connection
+
+    require(
+        connection.vendor == "postgresql",
+        "the gateway process needs the PostgreSQL test database (SQLite's is private)",
+    )
+    owner = make_user()
+    _hosted_field(owner)  # built and validated in this process (no broker)
+    processes = Workers("", settings, tmp_path)
+    try:
+        port = free_port()
+        processes.manage(
+            "gateway",
+            "run_gateway",
+            "--port",
+            str(port),
+            "--manager",
+            "--interval",
+            "0.5",
+            ARENA_ONLINE_BUS_URL="",
+            **QUICK_LADDER,
+            **GATEWAY_SETTINGS,
+        )
+        gateway = wait_until_up(Gateway("127.0.0.1", port, processes))
+        token = _register(gateway, owner)
+        ladder = tournament_create(
+            environment=Competitor.objects.first().environment,
+            name="ladder",
+            revisions=[],
+            format="ladder",
+        )
+        tournament_launch(tournament=ladder)
+
+        client = _connect(gateway, token, duels=2)
+
+        assert client.returncode == 0, client.stderr + processes.log("gateway")
+        _assert_played_rated_and_replayed(2)
+    finally:
+        processes.stop_all()

@@ -1,0 +1,293 @@
+"""The remote seat: an online agent plays through the referee exactly as a hosted one,
+and whatever it does wrong (leaving, never coming, being slow, answering twice) costs
+only itself, from either seat; whatever Arena does wrong costs nobody.
+
+The online agent is a ``BusClient``: an SDK agent on the seat bus, through the same
+gateway functions an HTTP client goes through. Both buses (in memory, and Redis) are
+tried where the bus matters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from arena_sdk import Agent
+
+from referee.duel import run_duel
+from referee.results import DuelResult, Outcome
+from sandboxes.base import AgentSource, SandboxBackend
+from sandboxes.remote import RemoteSandbox
+from sandboxes.seat_bus import MemorySeatBus, RedisSeatBus, SeatBus
+from tests.support.online import BusClient
+from tests.support.sandboxes import PLAYERS, agent, hostile
+
+RANDOM = PLAYERS / "connect_four" / "random_player.py"
+GRACE = 1.5
+ALLOWANCE = 0.2
+MOVE_TIME = 0.5
+TIME_BANK = 0.5
+STARTUP_TIME = 2.0
+SLACK = 6.0
+
+
+def _alive(bus: SeatBus) -> SeatBus:
+    asyncio.run(bus.gateway_heartbeat(f"test-{uuid.uuid4().hex[:8]}"))
+    return bus
+
+
+@pytest.fixture(params=["memory", "redis"])
+def bus(request: pytest.FixtureRequest) -> SeatBus:
+    """A seat bus with a gateway alive: in memory, then in a real Redis."""
+    if request.param == "memory":
+        return _alive(MemorySeatBus())
+    return _alive(RedisSeatBus(request.getfixturevalue("redis_url")))
+
+
+@pytest.fixture
+def memory_bus() -> SeatBus:
+    return _alive(MemorySeatBus())
+
+
+@pytest.fixture
+def seat() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+def duel(
+    bus: SeatBus,
+    seat: str,
+    opponent: AgentSource,
+    backend: SandboxBackend,
+    *,
+    online_player: int = 1,
+    matches: int = 3,
+    seed: int = 11,
+    **overrides: float,
+) -> DuelResult:
+    remote = RemoteSandbox(bus, duel=1, grace=GRACE, allowance=ALLOWANCE)
+    online = AgentSource.remote("online", seat=seat)
+    sources = (online, opponent) if online_player == 1 else (opponent, online)
+    backends = (remote, backend) if online_player == 1 else (backend, remote)
+    settings = {
+        "move_time": MOVE_TIME,
+        "time_bank": TIME_BANK,
+        "startup_time": STARTUP_TIME,
+        **overrides,
+    }
+    return run_duel(
+        "connect_four", sources, backend=backends, seed=seed, matches=matches, **settings
+    )
+
+
+def faults_of(result: DuelResult, player: int) -> list[list[str]]:
+    return [
+        [fault.kind.value for fault in match.faults if fault.player == player]
+        for match in result.matches
+    ]
+
+
+def won_by(result: DuelResult, player: int) -> bool:
+    winner = Outcome.PLAYER_1_WIN if player == 1 else Outcome.PLAYER_2_WIN
+    return all(match.result is winner for match in result.matches)
+
+
+class Slow(Agent):
+    """Thinks too long once: at its second move of its first match."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.moves = 0
+
+    def act(self, turn):  # type: ignore[no-untyped-def]
+        self.moves += 1
+        if self.moves == 2:
+            time.sleep(self.seconds)
+        return turn.random.choice(turn.legal_actions)
+
+
+class Illegal(Agent):
+    def act(self, turn):  # type: ignore[no-untyped-def]
+        return 99
+
+
+# --- plays like a hosted agent -------------------------------------------------------------
+
+
+def test_it_plays_an_online_agent_exactly_as_a_hosted_one(bus, seat, backend):
+    hosted = run_duel(
+        "connect_four",
+        (agent("random_agent.py"), AgentSource.from_path(RANDOM)),
+        backend=backend,
+        seed=5,
+        matches=4,
+    )
+    with BusClient(bus, seat, RANDOM):
+        online = duel(
+            bus, seat, agent("random_agent.py"), backend, online_player=2, seed=5, matches=4
+        )
+
+    assert not online.infrastructure_error
+    assert faults_of(online, 2) == [[]] * 4
+    # A deterministic agent's matches are the same whether it is hosted or online.
+    assert [match.actions for match in online.matches] == [
+        match.actions for match in hosted.matches
+    ]
+
+
+@pytest.mark.parametrize("online_player", [1, 2], ids=["online-first", "online-second"])
+def test_it_never_charges_an_online_agent_for_its_hosted_opponents_fault(
+    memory_bus, seat, backend, online_player
+):
+    with BusClient(memory_bus, seat, RANDOM):
+        result = duel(
+            memory_bus, seat, hostile("garbage_lines", at=1), backend, online_player=online_player
+        )
+
+    assert faults_of(result, online_player) == [[]] * 3
+    assert won_by(result, online_player)
+
+
+# --- its own faults, from either seat ------------------------------------------------------
+
+
+@pytest.mark.parametrize("online_player", [1, 2], ids=["online-first", "online-second"])
+def test_it_charges_an_online_agent_that_leaves_every_remaining_match_by_timeout(
+    bus, seat, any_backend, online_player
+):
+    started = time.monotonic()
+    with BusClient(bus, seat, RANDOM, drop_after=2):
+        result = duel(bus, seat, agent("random_agent.py"), any_backend, online_player=online_player)
+
+    assert not result.infrastructure_error
+    assert faults_of(result, online_player) == [["timeout"]] * 3
+    assert faults_of(result, 3 - online_player) == [[]] * 3
+    assert won_by(result, 3 - online_player)
+    messages = [match.faults[0].message for match in result.matches]
+    assert any(f"did not come back within the {GRACE:g} s grace period" in m for m in messages)
+    assert messages[2].startswith("not played: ")
+    assert time.monotonic() - started < GRACE + SLACK
+    log = result.player_1_log if online_player == 1 else result.player_2_log
+    assert "the client is not connected" in log
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["with-its-seq", "from-scratch"])
+def test_it_lets_an_online_agent_come_back_within_its_grace_period(bus, seat, backend, resume):
+    with BusClient(bus, seat, RANDOM, drop_after=3, away=0.4, resume=resume) as client:
+        result = duel(bus, seat, agent("random_agent.py"), backend, time_bank=2.0)
+
+    assert faults_of(result, 1) == [[]] * 3
+    assert "the client is back after" in result.player_1_log
+    if resume:
+        # Nothing lost, nothing repeated: every reply was to an open request.
+        assert client.refused == []
+    else:
+        # A client that lost its place gets the duel again; its answers to requests
+        # already answered are refused, and change nothing.
+        assert {refused.code for refused in client.refused} == {"not_your_turn"}
+
+
+@pytest.mark.parametrize("online_player", [1, 2], ids=["online-first", "online-second"])
+def test_it_charges_an_online_agent_that_never_connects(memory_bus, seat, backend, online_player):
+    started = time.monotonic()
+
+    result = duel(memory_bus, seat, agent("random_agent.py"), backend, online_player=online_player)
+
+    assert faults_of(result, online_player) == [["timeout"]] * 3
+    assert won_by(result, 3 - online_player)
+    assert time.monotonic() - started < STARTUP_TIME + SLACK
+
+
+@pytest.mark.parametrize("online_player", [1, 2], ids=["online-first", "online-second"])
+def test_it_charges_a_slow_online_agent_a_timeout_and_lets_it_play_on(
+    memory_bus, seat, backend, online_player
+):
+    too_long = MOVE_TIME + TIME_BANK + ALLOWANCE + 0.5
+    with BusClient(memory_bus, seat, Slow(too_long)) as client:
+        result = duel(
+            memory_bus, seat, agent("random_agent.py"), backend, online_player=online_player
+        )
+
+    assert faults_of(result, online_player) == [["timeout"], [], []]
+    restarts = result.player_1_restarts if online_player == 1 else result.player_2_restarts
+    assert restarts == 1
+    # Its late answer was refused at the gateway; it never reached the referee.
+    assert [refused.code for refused in client.refused] == ["not_your_turn"]
+
+
+def test_it_gives_an_online_agent_its_network_allowance(memory_bus, seat, backend):
+    # Over the move limit by less than the allowance: on time online, late if hosted.
+    slow = Slow(MOVE_TIME + ALLOWANCE * 0.6)
+    with BusClient(memory_bus, seat, slow):
+        result = duel(memory_bus, seat, agent("random_agent.py"), backend, time_bank=0.0, matches=1)
+
+    assert faults_of(result, 1) == [[]]
+
+
+@pytest.mark.parametrize("online_player", [1, 2], ids=["online-first", "online-second"])
+def test_it_charges_an_online_agents_illegal_action_and_plays_on(
+    memory_bus, seat, backend, online_player
+):
+    with BusClient(memory_bus, seat, Illegal()):
+        result = duel(
+            memory_bus, seat, agent("random_agent.py"), backend, online_player=online_player
+        )
+
+    assert faults_of(result, online_player) == [["illegal_action"]] * 3
+    restarts = result.player_1_restarts if online_player == 1 else result.player_2_restarts
+    assert restarts == 0
+
+
+def test_it_refuses_a_second_answer_to_the_same_request_and_plays_on(bus, seat, backend):
+    with BusClient(bus, seat, RANDOM, twice=True) as client:
+        result = duel(bus, seat, agent("random_agent.py"), backend)
+
+    assert faults_of(result, 1) == [[]] * 3
+    assert client.refused
+    assert {refused.code for refused in client.refused} == {"not_your_turn"}
+    assert len(client.refused) == len(client.accepted)
+
+
+# --- Arena's failures are nobody's -----------------------------------------------------------
+
+
+class BrokenBus(MemorySeatBus):
+    """Fails like a Redis that went away, after ``publishes`` messages."""
+
+    def __init__(self, publishes: int) -> None:
+        super().__init__()
+        self.publishes = publishes
+
+    def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
+        self.publishes -= 1
+        if self.publishes < 0:
+            raise ConnectionError("Connection refused (the bus is down)")
+        return super().publish(seat, line, awaits=awaits)
+
+
+def test_it_ends_the_duel_in_error_when_the_seat_bus_fails(seat, backend):
+    bus = _alive(BrokenBus(publishes=6))
+    with BusClient(bus, seat, RANDOM):
+        result = duel(bus, seat, agent("random_agent.py"), backend)
+
+    assert "the seat bus failed" in result.infrastructure_error
+    assert result.as_json()["result"] == "ERROR"
+
+
+def test_it_ends_the_duel_in_error_when_no_gateway_could_take_the_agent_back(seat, backend):
+    bus = MemorySeatBus()  # no gateway has said it is alive
+
+    result = duel(bus, seat, agent("random_agent.py"), backend)
+
+    assert "no network gateway is running" in result.infrastructure_error
+    assert result.as_json()["result"] == "ERROR"
+
+
+def test_it_leaves_nothing_pending_once_the_duel_is_over(bus, seat, backend):
+    with BusClient(bus, seat, RANDOM):
+        duel(bus, seat, agent("random_agent.py"), backend, matches=1)
+
+    assert asyncio.run(bus.pending(seat)) == []
+    assert asyncio.run(bus.current_duel(seat)) is None

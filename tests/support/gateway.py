@@ -1,0 +1,97 @@
+"""A real network gateway (``manage.py run_gateway``, uvicorn) on a loopback port, on the
+test's PostgreSQL database and a real Redis seat bus, for tests that talk to it the way
+online agents do: over HTTP, as well behaved or as hostile as they like."""
+
+from __future__ import annotations
+
+import dataclasses
+import http.client
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.redis import free_port
+from tests.support.workers import Workers
+
+#: Settings the gateway gets in these tests: a short body deadline (slow senders), a rate
+#: a flood passes quickly, a short presence window.
+GATEWAY_SETTINGS = {
+    "ARENA_REQUEST_BODY_SECONDS": "2",
+    "ARENA_ONLINE_RATE": "40/s",
+    "ARENA_ONLINE_PRESENCE_SECONDS": "6",
+}
+
+
+@dataclasses.dataclass
+class Gateway:
+    host: str
+    port: int
+    workers: Workers
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """One request on a new connection: status, JSON body, headers."""
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        sent = dict(headers or {})
+        if token is not None:
+            sent["Authorization"] = f"Bearer {token}"
+        if body is not None:
+            sent.setdefault("Content-Type", "application/json")
+        try:
+            connection.request(method, path, body=body, headers=sent)
+            response = connection.getresponse()
+            data = response.read()
+            return (
+                response.status,
+                json.loads(data) if data else {},
+                {key.lower(): value for key, value in response.getheaders()},
+            )
+        finally:
+            connection.close()
+
+    def log(self) -> str:
+        return self.workers.log("gateway")
+
+
+@pytest.fixture
+def gateway(celery_workers: Workers, redis_url: str, settings: Any) -> Iterator[Gateway]:
+    """The gateway, with the test process's seat bus on the same Redis."""
+    settings.ARENA_ONLINE_BUS_URL = redis_url
+    port = free_port()
+    celery_workers.manage(
+        "gateway",
+        "run_gateway",
+        "--port",
+        str(port),
+        ARENA_ONLINE_BUS_URL=redis_url,
+        **GATEWAY_SETTINGS,
+    )
+    yield wait_until_up(Gateway("127.0.0.1", port, celery_workers))
+
+
+def wait_until_up(gateway: Gateway, timeout: float = 30) -> Gateway:
+    """The gateway, once it answers; the test fails with its log if it does not."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if gateway.request("GET", "/api/v1/environments")[0] == 200:
+                return gateway
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"the gateway did not start:\n{gateway.log()}", pytrace=False)
+        time.sleep(0.2)
