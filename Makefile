@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard clean
+.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -38,6 +38,9 @@ bench-ladder:    ## Kendall tau of the ladder and of round robins, 10 seeded run
 
 bench-leaderboard: ## a leaderboard refit against the online ratings of the same history
 	.venv/bin/python -m bench.bench_leaderboard
+
+bench-online:    ## online play: a network seat against a process seat, 200 agents at once, 1,000 idle streams
+	.venv/bin/python -m bench.bench_online
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

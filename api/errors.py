@@ -9,6 +9,7 @@ for invalid input, where and what (``{"location": ["query", "limit"], "message":
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -74,7 +75,10 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(Throttled)
     def throttled(request: HttpRequest, error: Throttled) -> HttpResponse:
         wait = f" Retry in {error.wait:.0f} s." if error.wait else ""
-        return answer(request, 429, "rate_limited", f"Too many requests.{wait}")
+        response = answer(request, 429, "rate_limited", f"Too many requests.{wait}")
+        # Whoever raised it (a throttle, or the online token check): integer seconds.
+        response["Retry-After"] = str(max(1, math.ceil(error.wait or 1)))
+        return response
 
     @api.exception_handler(Http404)
     def not_found(request: HttpRequest, error: Http404) -> HttpResponse:

@@ -8,59 +8,43 @@ and answers each request of the referee with one ``POST /online/reply`` carrying
 protocol's reply (``docs/protocol.md``). The clocks are the server's; see
 ``sandboxes/remote.py`` for the network allowance, the grace period and what leaving costs.
 
-These views are async: the gateway (``manage.py run_gateway``, an ASGI server) holds
-thousands of idle streams on one event loop.
+The stream and the replies, one per move, are served by ``api.gateway`` in front of
+Django; the views here are async too: the gateway (``manage.py run_gateway``, an ASGI
+server) holds thousands of idle clients on one event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import socket
-import time
-from collections import Counter
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from ninja import Field, Header, Query, Router, Schema
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import Field, Query, Router, Schema
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled
+from ninja.responses import Status
 from ninja.security import HttpBearer
 
 from api import auth
 from api.errors import error_body
-from api.throttles import AnonymousThrottle, OnlineThrottle
+from api.gateway import ModelSeat, Refusal, model_seat, presence_seen
 from core.errors import ArenaError
-from core.models import ApiToken, Competitor, Environment, OnlineSeat, TokenScope
-from core.models.accounts import hash_token
+from core.models import Competitor, Environment, OnlineSeat
 from core.online import (
     model_token_create,
     online_model_register,
     online_queue_join,
     online_queue_leave,
     online_revision_create,
-    online_seen,
     running_ladders,
     seat_bus,
 )
-from sandboxes.seat_gateway import (
-    ReplyRefused,
-    event_lines,
-    reply_submit,
-    seq_check,
-)
+from sandboxes.seat_gateway import ReplyRefused, seq_check
 
 router = Router(tags=["online play"])
 
-#: How long a model token's check is reused: a revoked token stops working within this.
-TOKEN_CACHE_SECONDS = 1.0
 #: The longest a long poll (``/online/next``) may wait.
 MAX_POLL_SECONDS = 60
 
@@ -68,74 +52,24 @@ MAX_POLL_SECONDS = 60
 # --- model tokens ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ModelSeat:
-    """What a model token speaks for."""
-
-    competitor_id: int
-    seat: str
-    token_id: int
-
-
-def _model_seat(digest: str) -> ModelSeat | str:
-    """The model a token speaks for, or why it speaks for none (a user-facing reason)."""
-    token = (
-        ApiToken.objects.active()
-        .select_related("competitor")
-        .filter(token_hash=digest, user__is_active=True)
-        .first()
-    )
-    if token is None:
-        return "unknown"
-    if token.competitor is None:
-        return "not a model token"
-    if TokenScope.PLAY not in token.scope_set:
-        return "no play scope"
-    if token.competitor.is_disabled:
-        return "disabled"
-    return ModelSeat(token.competitor_id, token.competitor.seat, token.pk)
-
-
-_checked: dict[str, tuple[float, ModelSeat | str]] = {}
-
-
 class ModelTokenAuth(HttpBearer):
-    """A model token (``Authorization: Bearer <token>``), checked at most once a second
-    per token in each gateway process: every move is a request."""
+    """A model token (``Authorization: Bearer <token>``), checked by ``api.gateway`` (each
+    gateway process checks the tokens it has seen again every second), within the online
+    rate."""
 
     async def __call__(self, request: HttpRequest) -> ModelSeat:  # type: ignore[override]
-        value = request.headers.get("Authorization", "")
-        scheme, _, secret = value.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            raise AuthenticationError(
-                message="This needs a model token: send 'Authorization: Bearer <token>'."
+        try:
+            seat = await model_seat(
+                request.headers.get("Authorization", ""), request.META.get("REMOTE_ADDR", "?")
             )
-        digest = hash_token(secret.strip())
-        now = time.monotonic()
-        cached = _checked.get(digest)
-        if cached is None or cached[0] < now:
-            # Each look-up is a query: a flood of made-up tokens is limited per address.
-            misses = AnonymousThrottle()
-            if not misses.allow_request(request):
-                raise Throttled(wait=misses.wait())
-            found = await sync_to_async(_model_seat)(digest)
-            if len(_checked) > 10_000:
-                _checked.clear()
-            _checked[digest] = (now + TOKEN_CACHE_SECONDS, found)
-            cached = _checked[digest]
-        found = cached[1]
-        if isinstance(found, ModelSeat):
-            request.model_seat = found  # type: ignore[attr-defined]
-            return found
-        if found == "unknown":
-            raise AuthenticationError(message="The token is unknown or revoked.")
-        reasons = {
-            "not a model token": "This is a user token; online play needs the model token "
-            "you got when you registered the model (POST /api/v1/online/models).",
-            "no play scope": "This token lacks the 'play' scope.",
-            "disabled": "This model is disabled by the organizers.",
-        }
-        raise AuthorizationError(message=reasons[found])
+        except Refusal as refused:
+            if refused.status == 429:
+                raise Throttled(wait=refused.retry_after) from None
+            if refused.status == 401:
+                raise AuthenticationError(message=refused.message) from None
+            raise AuthorizationError(message=refused.message) from None
+        request.model_seat = seat  # type: ignore[attr-defined]
+        return seat
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         raise NotImplementedError  # __call__ does the whole check
@@ -147,48 +81,6 @@ model_token = ModelTokenAuth()
 def _seat(request: HttpRequest) -> ModelSeat:
     seat: ModelSeat = request.model_seat  # type: ignore[attr-defined]
     return seat
-
-
-# --- presence ------------------------------------------------------------------------------
-
-#: The models whose client holds a stream on this process, counted per stream.
-_streaming: Counter[int] = Counter()
-_presence_tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
-GATEWAY_NAME = f"{socket.gethostname()}:{os.getpid()}"
-
-
-async def _presence_loop() -> None:
-    """Tell the database who is connected (matchmaking reads it), and the seat bus that
-    this gateway is alive, every third of the presence window."""
-    bus = seat_bus()
-    every = max(1.0, settings.ARENA_ONLINE_PRESENCE_SECONDS / 3)
-    while True:
-        with contextlib.suppress(Exception):
-            await bus.gateway_heartbeat(GATEWAY_NAME)
-            await sync_to_async(online_seen)(competitor_ids=list(_streaming))
-        await asyncio.sleep(every)
-
-
-def presence_start() -> None:
-    """Start this event loop's presence task (the gateway does at start-up; a stream
-    does if it was not)."""
-    loop = asyncio.get_running_loop()
-    task = _presence_tasks.get(loop)
-    if task is None or task.done():
-        _presence_tasks[loop] = loop.create_task(_presence_loop())
-
-
-async def _stream(seat: ModelSeat, after: str | None) -> AsyncIterator[bytes]:
-    presence_start()
-    _streaming[seat.competitor_id] += 1
-    try:
-        await sync_to_async(online_seen)(competitor_ids=[seat.competitor_id])
-        async for chunk in event_lines(seat_bus(), seat.seat, after=after):
-            yield chunk
-    finally:
-        _streaming[seat.competitor_id] -= 1
-        if _streaming[seat.competitor_id] <= 0:
-            del _streaming[seat.competitor_id]
 
 
 # --- schemas ------------------------------------------------------------------------------
@@ -251,10 +143,6 @@ class ReplyIn(Schema):
     id: int | None = Field(None, description="The request answered (action, error).")
     action: Any = Field(None, description="One of the request's `legal_actions`.")
     message: str | None = Field(None, description="With `error`: what went wrong.")
-
-
-class ReplyAccepted(Schema):
-    accepted: str = Field(description="What was answered: `ready` or `act:<id>`.")
 
 
 class Problem(Schema):
@@ -322,7 +210,7 @@ def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
     response={201: ModelRegistered, **ERRORS},
     summary="Register an online model and get its token",
 )
-def model_register(request: HttpRequest, payload: ModelIn) -> tuple[int, ModelRegistered]:
+def model_register(request: HttpRequest, payload: ModelIn) -> Status[ModelRegistered]:
     environment = Environment.objects.filter(name=payload.environment).first()
     if environment is None:
         raise Http404(f"No environment named {payload.environment!r}.")
@@ -335,7 +223,10 @@ def model_register(request: HttpRequest, payload: ModelIn) -> tuple[int, ModelRe
     competitor, secret = online_model_register(
         owner=request.user, environment=environment, name=payload.name, is_public=payload.public
     )
-    return 201, ModelRegistered(model=_model_out(competitor, competitor.online_seat), token=secret)
+    return Status(
+        201,
+        ModelRegistered(model=_model_out(competitor, competitor.online_seat), token=secret),
+    )
 
 
 @router.get(
@@ -359,11 +250,11 @@ def models_list(request: HttpRequest) -> list[ModelOut]:
     response={201: TokenOut, **ERRORS},
     summary="Another token for one of your models",
 )
-def model_token_new(request: HttpRequest, environment: str, name: str) -> tuple[int, TokenOut]:
+def model_token_new(request: HttpRequest, environment: str, name: str) -> Status[TokenOut]:
     competitor = _own_model(request, environment, name)
     count = competitor.model_tokens.count() + 1
     _, secret = model_token_create(competitor=competitor, name=f"{name} model token {count}")
-    return 201, TokenOut(token=secret)
+    return Status(201, TokenOut(token=secret))
 
 
 @router.post(
@@ -374,10 +265,10 @@ def model_token_new(request: HttpRequest, environment: str, name: str) -> tuple[
     description="Say that the model changed: its leaderboard entry starts afresh, as after "
     "an upload; its ratings carry on.",
 )
-def model_version_new(request: HttpRequest, environment: str, name: str) -> tuple[int, ModelOut]:
+def model_version_new(request: HttpRequest, environment: str, name: str) -> Status[ModelOut]:
     competitor = _own_model(request, environment, name)
     online_revision_create(competitor=competitor, created_by=request.user)
-    return 201, _model_out(competitor, getattr(competitor, "online_seat", None))
+    return Status(201, _model_out(competitor, getattr(competitor, "online_seat", None)))
 
 
 # --- playing (model tokens) ------------------------------------------------------------------
@@ -408,7 +299,6 @@ async def _status(seat: ModelSeat) -> StatusOut:
 @router.get(
     "/status",
     auth=model_token,
-    throttle=[OnlineThrottle()],
     response={200: StatusOut, **ERRORS},
     summary="Where your model stands",
 )
@@ -425,7 +315,6 @@ def _join(competitor_id: int) -> None:
 @router.post(
     "/queue",
     auth=model_token,
-    throttle=[OnlineThrottle()],
     response={200: StatusOut, **ERRORS},
     summary="Join the matchmaking queue",
     description="Your model is paired as soon as a good opponent is free, while its stream "
@@ -443,7 +332,6 @@ async def queue_join(request: HttpRequest) -> StatusOut | HttpResponse:
 @router.delete(
     "/queue",
     auth=model_token,
-    throttle=[OnlineThrottle()],
     response={200: StatusOut, **ERRORS},
     summary="Leave the matchmaking queue",
     description="No new duel starts; a duel in play goes on, and leaving it loses it.",
@@ -455,54 +343,9 @@ async def queue_leave(request: HttpRequest) -> StatusOut:
     return await _status(seat)
 
 
-STREAM_DOC = {
-    "responses": {
-        "200": {
-            "description": "Newline-delimited JSON events, one object per line, for as long "
-            "as the connection stays open: `welcome`, `duel`, the protocol's messages, "
-            "`ping`.",
-            "content": {
-                "application/x-ndjson": {
-                    "schema": {"type": "string", "description": "One JSON object per line."}
-                }
-            },
-        }
-    }
-}
-
-
-@router.get(
-    "/events",
-    auth=model_token,
-    throttle=[OnlineThrottle()],
-    response={**ERRORS},
-    summary="The stream of events (newline-delimited JSON)",
-    description="Hold it open while your model plays. Every event has a `seq`: after a "
-    "drop, reconnect with `Last-Event-ID: <the last seq you handled>` and nothing is lost or "
-    "repeated. Without it, you get the current duel from its beginning (answers to requests "
-    "already answered are refused with 409, which a client may ignore).",
-    openapi_extra=STREAM_DOC,
-)
-async def events(
-    request: HttpRequest,
-    last_event_id: str | None = Header(None, alias="Last-Event-ID"),
-) -> HttpResponse:
-    try:
-        after = seq_check(last_event_id)
-    except ReplyRefused as refused:
-        return _refusal(refused.status, refused.code, refused.message)
-    response = StreamingHttpResponse(
-        _stream(_seat(request), after), content_type="application/x-ndjson"
-    )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # nginx: pass each line on at once
-    return response
-
-
 @router.get(
     "/next",
     auth=model_token,
-    throttle=[OnlineThrottle()],
     response={200: EventsOut, **ERRORS},
     summary="The next events (long poll)",
     description="For clients that cannot hold a stream: the events after `after` (or, "
@@ -520,9 +363,8 @@ async def events_next(
     except ReplyRefused as refused:
         return _refusal(refused.status, refused.code, refused.message)
     bus = seat_bus()
-    presence_start()
     await bus.connection_open(seat.seat, f"poll-{seat.token_id}")
-    await sync_to_async(online_seen)(competitor_ids=[seat.competitor_id])
+    await presence_seen(seat)
     if cursor is None:
         cursor = await bus.start_point(seat.seat)
     found = await bus.events_after(seat.seat, cursor, wait)
@@ -531,27 +373,3 @@ async def events_next(
         message = orjson.loads(line)
         events.append({"seq": seq, **message})
     return EventsOut(events=events, last_seq=found[-1][0] if found else cursor)
-
-
-@router.post(
-    "/reply",
-    auth=model_token,
-    throttle=[OnlineThrottle()],
-    response={202: ReplyAccepted, **ERRORS},
-    summary="Answer the referee",
-    description="The protocol's reply, as the body: `ready` to a `hello`, `action` (or "
-    "`error`) with the `id` of an `act`. 409 when the referee does not wait for that "
-    "reply (out of turn, answered already, too late, no duel): nothing is changed.",
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": ReplyIn.model_json_schema()}},
-        }
-    },
-)
-async def reply(request: HttpRequest) -> tuple[int, ReplyAccepted] | HttpResponse:
-    try:
-        key = await reply_submit(seat_bus(), _seat(request).seat, request.body)
-    except ReplyRefused as refused:
-        return _refusal(refused.status, refused.code, refused.message)
-    return 202, ReplyAccepted(accepted=key)

@@ -49,16 +49,3 @@ class AnonymousThrottle(_SettingRateThrottle):
         if _is_user(request):
             return None
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
-
-
-class OnlineThrottle(_SettingRateThrottle):
-    """Online play, per model token: a reply per move and the queue's requests."""
-
-    scope = "online"
-    rate_setting = "ARENA_ONLINE_RATE"
-
-    def get_cache_key(self, request: HttpRequest) -> str | None:
-        seat = getattr(request, "model_seat", None)
-        if seat is None:
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": seat.token_id}

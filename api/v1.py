@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ninja import NinjaAPI, Swagger
 
-from api import environments, errors, online
+from api import environments, errors, gateway, online
 from api.throttles import AnonymousThrottle, TokenThrottle
 
-api = NinjaAPI(
+
+class ArenaAPI(NinjaAPI):
+    """The API, whose document also describes online play's per-move endpoints, served
+    by ``api.gateway`` in front of Django."""
+
+    def get_openapi_schema(self, **options: Any) -> Any:
+        schema = super().get_openapi_schema(**options)
+        schema["paths"].update(gateway.openapi_paths(online.ReplyIn.model_json_schema()))
+        return schema
+
+
+api = ArenaAPI(
     title="Arena API",
     version="1",
     description=(

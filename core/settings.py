@@ -66,7 +66,14 @@ def database_from_url(url: str) -> dict[str, object]:
         path = unquote(parsed.path)
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path or ":memory:"}
+        # The embedded default writes from several threads (the gateway's referees) and
+        # processes: a transaction takes the write lock when it begins (a read turned
+        # write later fails at once when another writer holds it), and waits for it.
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path or ":memory:",
+            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+        }
     if parsed.scheme in {"postgres", "postgresql"}:
         return {
             "ENGINE": "django.db.backends.postgresql",
@@ -99,6 +106,7 @@ INSTALLED_APPS = [
     "duel_runner",
     "tournament_manager",
     "publisher",
+    "api",
     "ninja",  # the API documentation page's own files (no CDN)
 ]
 

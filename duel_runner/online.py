@@ -2,8 +2,9 @@
 
 With the seat bus in memory, only the process that holds the clients' connections can
 referee their duels. ``OnlineDuelRunner`` takes them up there: duels handed to it by the
-tasks of this process, and any other queued online duel it finds (queued by another
-process, such as the tournament manager's), each played in a thread of its own.
+tasks of this process, and any other online duel it finds queued (by another process,
+such as the tournament manager's) or left with an expired lease, each played in a thread
+of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import threading
 
 from django.db import close_old_connections, connection
 
-from core.models import Duel, DuelStatus
+from core.models import Duel
 from core.online import LOCAL_REFEREE
 from duel_runner.services import duel_play
 
@@ -65,8 +66,9 @@ class OnlineDuelRunner:
         while not self._stop.wait(self.poll_seconds):
             try:
                 close_old_connections()
+                # Queued ones, and any whose referee here stopped renewing its lease.
                 queued = list(
-                    Duel.objects.filter(status=DuelStatus.QUEUED)
+                    Duel.objects.claimable()
                     .with_online_seat()
                     .order_by("pk")
                     .values_list("pk", flat=True)[:200]

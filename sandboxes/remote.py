@@ -141,13 +141,13 @@ class RemoteAgent:
                     self._done.set()
 
     def _relay_in(self) -> None:
-        """The client's accepted replies to the referee; and whether the client is there."""
+        """The client's accepted replies to the referee, at once; and, every
+        ``POLL_SECONDS``, whether the client is still there."""
         away_since: float | None = None
+        next_check = 0.0
         while not self._stop.is_set():
             try:
                 replies = self.bus.replies(self.seat, POLL_SECONDS)
-                present = self.bus.is_present(self.seat)
-                alive = present or self.bus.gateway_alive()
             except Exception as error:
                 self._fail(f"the seat bus failed: {error}")
                 return
@@ -157,8 +157,15 @@ class RemoteAgent:
                 except OSError:
                     return
             now = time.monotonic()
-            if self._said_bye:
-                continue  # the duel is over: where the client is no longer matters
+            if now < next_check or self._said_bye:
+                continue  # after bye, where the client is no longer matters
+            next_check = now + POLL_SECONDS
+            try:
+                present = self.bus.is_present(self.seat)
+                alive = present or self.bus.gateway_alive()
+            except Exception as error:
+                self._fail(f"the seat bus failed: {error}")
+                return
             if present:
                 if away_since is not None:
                     self._note(f"the client is back after {now - away_since:.1f} s")

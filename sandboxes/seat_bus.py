@@ -302,6 +302,23 @@ class MemorySeatBus:
 WAKE_CHANNEL = "arena:seat-wake"
 GATEWAYS_KEY = "arena:gateways"
 
+# One publish, atomically: what was pending goes (and what is awaited now comes), the
+# event is appended, and the gateways get it on the wake channel with the seq before it,
+# so a stream that has delivered that one sends it on without reading the stream back.
+# ARGV: the line, what it awaits ('' for nothing), events kept, the seat, and 'open' to
+# begin a duel (the replies left from an earlier one go too).
+_PUBLISH_SCRIPT = r"""
+redis.call('DEL', KEYS[2])
+if ARGV[5] == 'open' then redis.call('DEL', KEYS[3]) end
+if ARGV[2] ~= '' then redis.call('SADD', KEYS[2], ARGV[2]) end
+local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local previous = '0-0'
+if newest[1] then previous = newest[1][1] end
+local seq = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'line', ARGV[1])
+redis.call('PUBLISH', KEYS[4], ARGV[4] .. '\n' .. previous .. '\n' .. seq .. '\n' .. ARGV[1])
+return seq
+"""
+
 # Atomic take-and-hand-over: a second reply to the same request finds nothing pending.
 _REPLY_SCRIPT = """
 if redis.call('SREM', KEYS[1], ARGV[1]) == 1 then
@@ -312,6 +329,25 @@ return 0
 """
 
 
+class _Waiter:
+    """One stream waiting for its seat's events: woken by ``event``, handed what was sent
+    as (the seq before it, its seq, the line)."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.sent: list[tuple[str, str, bytes]] = []
+
+    def following(self, after: str) -> list[tuple[str, bytes]]:
+        """The events sent that follow ``after`` without a gap."""
+        found = []
+        for previous, seq, line in self.sent:
+            if previous != after:
+                break
+            found.append((seq, line))
+            after = seq
+        return found
+
+
 def _key(seat: str, part: str) -> str:
     return f"arena:seat:{seat}:{part}"
 
@@ -320,9 +356,11 @@ class RedisSeatBus:
     """The bus between processes and machines, in Redis.
 
     Events are a Redis stream per seat (its ids are the ``seq``), pending requests a set,
-    replies a list, connections a sorted set scored by expiry. Each publish is one
-    transaction that also wakes the gateways with one ``PUBLISH``; a gateway process
-    listens on a single connection whatever the number of clients it holds.
+    replies a list, connections a sorted set scored by expiry. Each publish is one script
+    that also sends the event to the gateways with one ``PUBLISH``; a gateway process
+    listens on a single connection whatever the number of clients it holds, and hands
+    each event to the streams of its seat, which read the Redis stream back only when
+    they have missed one (they began waiting after it was published).
     """
 
     def __init__(self, url: str) -> None:
@@ -333,39 +371,33 @@ class RedisSeatBus:
         self._redis: Any = redis.Redis.from_url(url, socket_timeout=30, health_check_interval=30)
         self._async_redis: dict[asyncio.AbstractEventLoop, Any] = {}
         self._listeners: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
-        self._waiters: dict[str, set[asyncio.Event]] = collections.defaultdict(set)
+        #: Per seat, the streams waiting: each an event to set and the events it was sent.
+        self._waiters: dict[str, set[_Waiter]] = collections.defaultdict(set)
         self._async_module = redis.asyncio
-        self._take_reply: Any = None
+        self._publish_script = self._redis.register_script(_PUBLISH_SCRIPT)
+        self._reply_scripts: dict[asyncio.AbstractEventLoop, Any] = {}
 
     # -- the referee's side ---------------------------------------------------------------
 
+    def _publish(self, seat: str, line: bytes, awaits: str | None, mode: str) -> str:
+        keys = [_key(seat, "events"), _key(seat, "pending"), _key(seat, "replies"), WAKE_CHANNEL]
+        arguments: list[bytes | str | int] = [line, awaits or "", EVENTS_KEPT, seat, mode]
+        return str(self._publish_script(keys=keys, args=arguments).decode())
+
     def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(_key(seat, "pending"), _key(seat, "replies"))
-        pipe.xadd(
-            _key(seat, "events"), {"line": announcement}, maxlen=EVENTS_KEPT, approximate=True
-        )
-        pipe.publish(WAKE_CHANNEL, seat)
-        seq = pipe.execute()[1].decode()
+        seq = self._publish(seat, announcement, None, "open")
         self._redis.hset(_key(seat, "duel"), mapping={"duel": duel, "first_seq": seq})
         return seq
 
     def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(_key(seat, "pending"))
-        if awaits is not None:
-            pipe.sadd(_key(seat, "pending"), awaits)
-        pipe.xadd(_key(seat, "events"), {"line": line}, maxlen=EVENTS_KEPT, approximate=True)
-        pipe.publish(WAKE_CHANNEL, seat)
-        return str(pipe.execute()[-2].decode())
+        return self._publish(seat, line, awaits, "publish")
 
     def replies(self, seat: str, timeout: float) -> list[bytes]:
         key = _key(seat, "replies")
+        # One at a time: a reply is on its way at once, and the next one, if any, is
+        # taken by the next call without waiting.
         first: Any = self._redis.blpop([key], timeout=max(0.01, timeout))
-        if first is None:
-            return []
-        rest: Any = self._redis.lpop(key, 1000)
-        return [first[1], *(rest or [])]
+        return [] if first is None else [first[1]]
 
     def seat_close(self, seat: str) -> None:
         self._redis.delete(_key(seat, "pending"), _key(seat, "duel"))
@@ -393,16 +425,17 @@ class RedisSeatBus:
             self._listeners[loop] = loop.create_task(self._listen())
 
     async def _listen(self) -> None:
-        """Wake this process's waiting streams when their seat gets an event."""
+        """Hand each event to this process's streams waiting on its seat."""
         pubsub = self._async_module.Redis.from_url(self.url).pubsub()
         await pubsub.subscribe(WAKE_CHANNEL)
         try:
             async for message in pubsub.listen():
                 if message.get("type") != "message":
                     continue
-                seat = message["data"].decode()
-                for event in list(self._waiters.get(seat, ())):
-                    event.set()
+                seat, previous, seq, line = message["data"].split(b"\n", 3)
+                for waiter in list(self._waiters.get(seat.decode(), ())):
+                    waiter.sent.append((previous.decode(), seq.decode(), line))
+                    waiter.event.set()
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()
@@ -419,27 +452,35 @@ class RedisSeatBus:
     async def events_after(self, seat: str, after: str, timeout: float) -> list[tuple[str, bytes]]:
         client = self._client()
         self._ensure_listener()
-        event = asyncio.Event()
-        self._waiters[seat].add(event)
+        waiter = _Waiter()
+        self._waiters[seat].add(waiter)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
-            start = f"({after}"
+            read = True  # the stream first: what came before this waiter was listening
             while True:
-                event.clear()
-                found = await client.xrange(_key(seat, "events"), min=start, max="+", count=500)
+                waiter.event.clear()
+                if not read:
+                    found = waiter.following(after)
+                    if found:
+                        return found
+                found = await client.xrange(
+                    _key(seat, "events"), min=f"({after}", max="+", count=500
+                )
                 if found:
                     return [(seq.decode(), fields[b"line"]) for seq, fields in found]
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return []
-                # A publish between the read and this wait has set the event already.
+                # An event sent between the read and this wait has set the event already.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), min(remaining, 1.0))
+                    await asyncio.wait_for(waiter.event.wait(), min(remaining, 1.0))
+                # Sent in order right after ``after``: no need to read the stream back.
+                read = not waiter.sent or waiter.sent[0][0] != after
         finally:
             waiters = self._waiters.get(seat)
             if waiters is not None:
-                waiters.discard(event)
+                waiters.discard(waiter)
                 if not waiters:
                     self._waiters.pop(seat, None)
 
@@ -454,10 +495,11 @@ class RedisSeatBus:
         return found[0][0].decode() if found else None
 
     async def reply(self, seat: str, key: str, line: bytes) -> bool:
-        client = self._client()
-        taken = await client.eval(
-            _REPLY_SCRIPT, 2, _key(seat, "pending"), _key(seat, "replies"), key, line
-        )
+        loop = asyncio.get_running_loop()
+        script = self._reply_scripts.get(loop)
+        if script is None:
+            script = self._reply_scripts[loop] = self._client().register_script(_REPLY_SCRIPT)
+        taken = await script(keys=[_key(seat, "pending"), _key(seat, "replies")], args=[key, line])
         return bool(taken)
 
     async def pending(self, seat: str) -> list[str]:
@@ -488,15 +530,15 @@ class RedisSeatBus:
 
 
 def seat_bus_for(url: str | None) -> SeatBus:
-    """A Redis bus for a ``redis://`` URL; otherwise this process's memory bus."""
-    if url:
-        return RedisSeatBus(url)
-    global _MEMORY_BUS
-    with _MEMORY_BUS_LOCK:
-        if _MEMORY_BUS is None:
-            _MEMORY_BUS = MemorySeatBus()
-        return _MEMORY_BUS
+    """This process's bus: in Redis for a ``redis://`` URL, otherwise in memory. One per
+    URL, so that a process keeps one pool of connections and one listener per loop."""
+    key = url or ""
+    with _BUSES_LOCK:
+        bus = _BUSES.get(key)
+        if bus is None:
+            bus = _BUSES[key] = RedisSeatBus(key) if key else MemorySeatBus()
+        return bus
 
 
-_MEMORY_BUS: MemorySeatBus | None = None
-_MEMORY_BUS_LOCK = threading.Lock()
+_BUSES: dict[str, SeatBus] = {}
+_BUSES_LOCK = threading.Lock()

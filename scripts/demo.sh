@@ -3,7 +3,10 @@
 # install): sets up .venv, migrates, runs `manage.py demo` (imports the games, makes the
 # demo organizer and attendee and the invite code "welcome", uploads every reference
 # player, which is built and validated by self-play, plays a round robin per game and
-# prints the standings), then serves the site until Ctrl-C.
+# prints the standings, opens a Connect Four ladder for online play and prints the command
+# that connects a reference agent to it), then serves the site until Ctrl-C: the network
+# gateway (`manage.py run_gateway --manager`), which also referees online duels and runs
+# the tournament manager in the same process.
 #
 # Usage: scripts/demo.sh [--no-serve] [demo options, e.g. --games sum_to_10 --matches 4 --fresh]
 # ARENA_DEMO_NO_SERVE=1 is the same as --no-serve; ARENA_PORT picks the port (8000).
@@ -23,11 +26,16 @@ scripts/setup.sh
 .venv/bin/python manage.py demo --port "$port" ${demo_args[@]+"${demo_args[@]}"}
 
 echo
+# The demo's ladder pairs the online agent with the hosted ones (after 2 s without an
+# online opponent) and leaves the hosted ones idle otherwise, so an idle demo costs no CPU.
+export ARENA_LADDER_CONCURRENT_DUELS=${ARENA_LADDER_CONCURRENT_DUELS:-0}
+export ARENA_ONLINE_FILL_SECONDS=${ARENA_ONLINE_FILL_SECONDS:-2}
+serve_command=(.venv/bin/python manage.py run_gateway --manager --port "$port")
 if [ "$serve" = 0 ]; then
   echo "Not serving (--no-serve). Start the site with:"
-  echo "  .venv/bin/python manage.py runserver 127.0.0.1:$port"
+  echo "  ARENA_LADDER_CONCURRENT_DUELS=$ARENA_LADDER_CONCURRENT_DUELS ARENA_ONLINE_FILL_SECONDS=$ARENA_ONLINE_FILL_SECONDS ${serve_command[*]}"
   exit 0
 fi
 echo "Serving http://127.0.0.1:$port/ (admin: http://127.0.0.1:$port/admin/); log in as the"
 echo "organizer printed above. Ctrl-C stops the server; run scripts/demo.sh again to come back."
-exec .venv/bin/python manage.py runserver "127.0.0.1:$port"
+exec "${serve_command[@]}"

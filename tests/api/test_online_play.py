@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,95 @@ def test_it_plays_an_online_agent_on_the_embedded_default_in_one_process(setting
         _assert_played_rated_and_replayed(2)
     finally:
         processes.stop_all()
+
+
+SLOW_AGENT = """\
+import time
+
+from arena_sdk import Agent
+
+
+class Thoughtful(Agent):
+    def act(self, turn):
+        time.sleep(0.15)
+        return turn.random.choice(turn.legal_actions)
+"""
+
+
+def test_it_resumes_a_duel_by_itself_when_the_gateway_restarts_midway(
+    celery_workers, redis_url, settings, tmp_path: Path
+):
+    settings.ARENA_ONLINE_BUS_URL = redis_url
+    owner = make_user()
+    common = {"ARENA_ONLINE_BUS_URL": redis_url, **QUICK_LADDER}
+    celery_workers.start("hosted", **common)
+    celery_workers.start("online", queues="online", pool="threads", concurrency=4, **common)
+    celery_workers.manage("manager", "run_tournament_manager", "--interval", "0.5", **common)
+    port = free_port()
+    first = celery_workers.manage(
+        "gateway", "run_gateway", "--port", str(port), **common, **GATEWAY_SETTINGS
+    )
+    gateway = wait_until_up(Gateway("127.0.0.1", port, celery_workers))
+    _hosted_field(owner)
+    wait_for(
+        lambda: Competitor.objects.filter(revisions__validation_status="succeeded").count() == 2,
+        timeout=90,
+        what="the hosted agents to be validated",
+    )
+    token = _register(gateway, owner)
+    tournament_launch(
+        tournament=tournament_create(
+            environment=Competitor.objects.first().environment,
+            name="ladder",
+            revisions=[],
+            format="ladder",
+        )
+    )
+    agent_file = tmp_path / "thoughtful.py"
+    agent_file.write_text(SLOW_AGENT)
+    token_file = tmp_path / "model.token"
+    token_file.write_text(token)
+    client = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "arena_sdk",
+            "connect",
+            "--server",
+            gateway.url,
+            "--token-file",
+            str(token_file),
+            "--duels",
+            "1",
+            str(agent_file),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(
+            lambda: Duel.objects.filter(status=DuelStatus.RUNNING).with_online_seat().exists(),
+            timeout=60,
+            what="the online duel to start",
+        )
+        time.sleep(1.0)  # some moves in
+        celery_workers.kill(first)
+        time.sleep(1.0)
+        celery_workers.manage(
+            "gateway-again", "run_gateway", "--port", str(port), **common, **GATEWAY_SETTINGS
+        )
+        _, stderr = client.communicate(timeout=120)
+    finally:
+        if client.poll() is None:
+            client.kill()
+
+    assert client.returncode == 0, stderr
+    assert "reconnecting" in stderr
+    duel = Duel.objects.with_online_seat().get()
+    wait_for(
+        lambda: Duel.objects.filter(pk=duel.pk, status=DuelStatus.SUCCEEDED).exists(),
+        timeout=30,
+        what="the duel to be stored",
+    )
+    duel.refresh_from_db()
+    assert duel.error == ""  # nobody was charged anything for Arena's restart

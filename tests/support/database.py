@@ -79,7 +79,10 @@ def _use_database(url: str) -> None:
 
     # In place: Django's connection handler holds this very dict, with its defaults
     # (TEST, OPTIONS...) already filled in.
-    settings.DATABASES["default"].update(database_from_url(url))
+    chosen = database_from_url(url)
+    # The SQLite options (its lock timeout...) mean nothing to PostgreSQL.
+    chosen.setdefault("OPTIONS", {})
+    settings.DATABASES["default"].update(chosen)
     # A connection object made before now (by code that touched the database at
     # import time) would still be a SQLite one.
     connections["default"].close()

@@ -139,3 +139,47 @@ def test_it_is_the_waiting_bonus_that_gets_the_outlier_its_games():
     games, _ = simulate(Matchmaker(wait_seconds=1e12, newcomer_duels=0))
 
     assert games[5] == 0
+
+
+# --- online agents -------------------------------------------------------------------------
+
+ONLINE_MATCHMAKER = Matchmaker(wait_seconds=600, newcomer_duels=5, fill_seconds=60)
+
+
+def online(key: int, mu: float, *, waiting: float = 0) -> LadderAgent:
+    return dataclasses.replace(agent(key, mu, waiting=waiting), online=True)
+
+
+def test_it_pairs_online_agents_with_each_other_first():
+    agents = [online(1, 25), agent(2, 25), online(3, 30), agent(4, 25)]
+
+    pairs = ONLINE_MATCHMAKER.pairings(agents, slots=1, online_slots=1)
+
+    assert sorted(keys(pairs), key=min) == [{1, 3}, {2, 4}]
+
+
+def test_it_fills_in_a_hosted_opponent_once_an_online_agent_has_waited():
+    agents = [online(1, 25, waiting=59), agent(2, 25)]
+    assert ONLINE_MATCHMAKER.pairings(agents, slots=5, online_slots=5) == []
+
+    agents = [online(1, 25, waiting=61), agent(2, 25)]
+
+    assert keys(ONLINE_MATCHMAKER.pairings(agents, slots=5, online_slots=5)) == [{1, 2}]
+
+
+def test_it_counts_online_duels_in_their_own_slots():
+    agents = [
+        online(1, 25),
+        online(2, 25),
+        online(3, 25),
+        online(4, 25),
+        agent(5, 25),
+        agent(6, 25),
+    ]
+
+    pairs = ONLINE_MATCHMAKER.pairings(agents, slots=0, online_slots=2)
+
+    assert len(pairs) == 2
+    assert all(one.online and two.online for one, two in pairs)
+    hosted_only = ONLINE_MATCHMAKER.pairings(agents, slots=1, online_slots=0)
+    assert keys(hosted_only) == [{5, 6}]

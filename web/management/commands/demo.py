@@ -12,10 +12,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 
 from core.accounts import random_password, user_create
 from core.errors import ArenaError
 from core.models import (
+    ApiToken,
     Competitor,
     Environment,
     InviteCode,
@@ -24,9 +26,11 @@ from core.models import (
     Role,
     StepStatus,
     Tournament,
+    TournamentFormat,
     TournamentStatus,
     User,
 )
+from core.online import model_token_create, online_model_register, running_ladders
 from core.services import (
     competitor_get_or_create,
     environments_import,
@@ -42,6 +46,10 @@ ORGANIZER_EMAIL = "demo-organizer@example.com"
 ATTENDEE_EMAIL = "demo-attendee@example.com"
 INVITE_CODE = "welcome"
 TOURNAMENT_PREFIX = "Demo round robin"
+#: Online play in the demo: a ladder of this game, and a model the attendee connects.
+ONLINE_GAME = "connect_four"
+ONLINE_MODEL = "demo-online"
+ONLINE_LADDER = "Demo online ladder"
 #: A fixed time stamp in the zips made from folders, so the same folder gives the same
 #: bytes (and sha256) on every run.
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)
@@ -56,6 +64,14 @@ class ReferencePlayer:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.content).hexdigest()
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the project, as typed from its folder, where it is inside."""
+    try:
+        return str(path.relative_to(Path(settings.BASE_DIR)))
+    except ValueError:
+        return str(path)
 
 
 def zip_folder(folder: Path) -> bytes:
@@ -150,6 +166,9 @@ class Command(BaseCommand):
                 self.print_standings(tournament)
 
         base = f"http://127.0.0.1:{options['port']}"
+        token_file = None
+        if ONLINE_GAME in games:
+            token_file = self.online_setup(environments[ONLINE_GAME], owner=attendee)
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"Demo ready in {time.monotonic() - started:.1f} s."))
         self.stdout.write(f"  site:        {base}/")
@@ -157,6 +176,57 @@ class Command(BaseCommand):
         self.stdout.write(f"  organizer:   {organizer.email}  password: {organizer_password}")
         self.stdout.write(f"  attendee:    {attendee.email}  password: {attendee_password}")
         self.stdout.write(f"  invite code: {invite.code}  (to register new accounts)")
+        if token_file is not None:
+            agent = EXAMPLE_PLAYERS_DIR / ONLINE_GAME / "random_player.py"
+            self.stdout.write("")
+            self.stdout.write(
+                f"Online play: once the site is served, connect the reference random player as "
+                f"the online model {ONLINE_MODEL!r} from another terminal:"
+            )
+            self.stdout.write(
+                f"  .venv/bin/python -m arena_sdk connect --server {base} "
+                f"--token-file {_shown_path(token_file)} --duels 3 "
+                f"{_shown_path(agent)}"
+            )
+            self.stdout.write(
+                f"  It joins the {ONLINE_LADDER!r}, is paired with the hosted players and "
+                "prints each duel; watch them on the site."
+            )
+
+    def online_setup(self, environment: Environment, *, owner: User) -> Path:
+        """A running ladder of the game and the attendee's online model; a fresh model
+        token (the demo's earlier ones revoked) in ``var/online/<game>.token``."""
+        if not running_ladders(environment):
+            ladder = tournament_create(
+                environment=environment,
+                name=f"{ONLINE_LADDER}: {environment.title}",
+                revisions=[],
+                format=TournamentFormat.LADDER,
+                matches_per_duel=2,
+            )
+            tournament_launch(tournament=ladder)
+            self.stdout.write(f"Launched {ladder.name} for online play")
+        competitor = Competitor.objects.filter(environment=environment, name=ONLINE_MODEL).first()
+        if competitor is None:
+            competitor, secret = online_model_register(
+                owner=owner, environment=environment, name=ONLINE_MODEL
+            )
+            self.stdout.write(f"Registered the online model {ONLINE_MODEL!r}")
+        else:
+            ApiToken.objects.filter(competitor=competitor, revoked_at__isnull=True).update(
+                revoked_at=timezone.now()
+            )
+            _, secret = model_token_create(
+                competitor=competitor, name=f"demo token {timezone.now():%Y%m%d-%H%M%S%f}"
+            )
+        folder = Path(settings.VAR_DIR) / "online"
+        folder.mkdir(parents=True, exist_ok=True)
+        token_file = folder / f"{environment.name}.token"
+        token_file.unlink(missing_ok=True)
+        descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as written:
+            written.write(secret + "\n")
+        return token_file
 
     def demo_user(self, email: str, display_name: str, role: str) -> tuple[User, str]:
         """The demo account, with a new random password on every run (printed at the end)."""
@@ -278,7 +348,12 @@ class Command(BaseCommand):
         ):
             tournament_cancel(tournament=stale)
             self.stdout.write(f"Cancelled the unfinished {stale.name}")
-        revisions = latest_validated_revisions(environment)
+        # Online agents play when they connect: a round robin is for the hosted ones.
+        revisions = [
+            revision
+            for revision in latest_validated_revisions(environment)
+            if not revision.competitor.is_online
+        ]
         if len(revisions) < 2:
             self.stdout.write(
                 self.style.WARNING("Fewer than two validated players: no tournament.")

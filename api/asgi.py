@@ -1,5 +1,5 @@
-"""The ASGI application: the whole site, for the network gateway (``manage.py run_gateway``,
-uvicorn), which holds online agents' long-lived streams.
+"""The ASGI application of the network gateway (``manage.py run_gateway``, uvicorn): online
+play's per-move endpoints (``api.gateway``) in front of the whole site.
 
 Django reads a request's whole body before any view runs, with no limit of its own on
 its size or on how long it takes: ``RequestLimits`` refuses a body larger than the
@@ -131,8 +131,10 @@ def _application() -> App:
         from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
         django_app = ASGIStaticFilesHandler(django_app)
+    from api.gateway import OnlineGateway
+
     return RequestLimits(
-        django_app,
+        OnlineGateway(django_app),
         max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
         online_max_bytes=ONLINE_MAX_BYTES,
         body_seconds=settings.ARENA_REQUEST_BODY_SECONDS,

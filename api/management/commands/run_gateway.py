@@ -67,7 +67,7 @@ class Command(BaseCommand):
             + ". Ctrl-C stops it."
         )
         config = uvicorn.Config(
-            "core.asgi:application",
+            "api.asgi:application",
             host=options["host"],
             port=options["port"],
             lifespan="off",
