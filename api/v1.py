@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ninja import NinjaAPI, Swagger
 
-from api import environments, errors
+from api import competitors, duels, environments, errors, submissions, tournaments
+from api.limits import limit_request_body
 from api.throttles import AnonymousThrottle, TokenThrottle
 
 api = NinjaAPI(
@@ -12,15 +13,24 @@ api = NinjaAPI(
     version="1",
     description=(
         "Environments, leaderboards, competitors, tournaments, duels and replays, as on the "
-        "site. Send an API token (create one on your profile page) as "
-        "`Authorization: Bearer <token>`; reads also work without one, for what is public. "
-        'Every error is `{"error": {"code", "message", "details"}}`.'
+        "site; uploads of your agents. Send an API token (create one on your profile page) "
+        "as `Authorization: Bearer <token>`; reads also work without one, for what is "
+        'public. Every error is `{"error": {"code", "message", "details"}}`. Lists take '
+        "`limit` (at most 100) and `offset`, and answer "
+        '`{"count", "next", "previous", "items"}`.'
     ),
     urls_namespace="api-v1",
     openapi_url="/openapi.json",
     docs_url="/docs",
-    docs=Swagger(settings={"persistAuthorization": True}),
+    # Served from Arena's own static files (ninja's, "ninja" in INSTALLED_APPS); no
+    # validator badge, which Swagger UI would load from validator.swagger.io.
+    docs=Swagger(settings={"persistAuthorization": True, "validatorUrl": None}),
     throttle=[AnonymousThrottle(), TokenThrottle()],
 )
 errors.install(api)
+api.add_decorator(limit_request_body, mode="view")
 api.add_router("", environments.router)
+api.add_router("", competitors.router)
+api.add_router("", tournaments.router)
+api.add_router("", duels.router)
+api.add_router("", submissions.router)

@@ -265,6 +265,9 @@ ARENA_LEADERBOARD_PROVISIONAL_MATCHES = env_int("ARENA_LEADERBOARD_PROVISIONAL_M
 #: over it the API answers 429 with Retry-After. Counted in the cache (CACHES).
 ARENA_API_TOKEN_RATE = env_str("ARENA_API_TOKEN_RATE", "600/min")
 ARENA_API_ANONYMOUS_RATE = env_str("ARENA_API_ANONYMOUS_RATE", "120/min")
+#: The largest request body the API reads, uploads aside (they may be as large as
+#: ARENA_UPLOAD_MAX_BYTES); over it the answer is 413.
+ARENA_API_MAX_BODY_BYTES = env_int("ARENA_API_MAX_BODY_BYTES", 64 * 1024)
 
 # --- Publisher --------------------------------------------------------------------
 
