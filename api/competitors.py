@@ -9,7 +9,7 @@ from typing import Annotated
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Field, FilterLookup, FilterSchema, Query, Router, Schema
+from ninja import Field, FilterLookup, FilterSchema, Query, Schema
 
 from api import auth
 from api.errors import documented
@@ -32,7 +32,7 @@ from core.models import (
 from web.access import get_competitor_for_user, get_revision_for_user
 from web.selectors import PipelineStep, pipeline_steps, revision_validation_duel
 
-router = Router(tags=["competitors"], auth=auth.read)
+router = auth.ReadRouter(tags=["competitors"])
 
 
 # --- schemas ------------------------------------------------------------------------

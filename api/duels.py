@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Field, FilterLookup, FilterSchema, Query, Router, Schema
+from ninja import Field, FilterLookup, FilterSchema, Query, Schema
 
 from api import auth
 from api.errors import documented
@@ -21,7 +21,7 @@ from web.access import get_duel_for_user, get_match_for_user
 from web.replays import FaultNote, ReplayStates, match_faults, match_states, player_labels
 from web.selectors import DuelPlayer, duel_players
 
-router = Router(tags=["duels"], auth=auth.read)
+router = auth.ReadRouter(tags=["duels"])
 
 
 # --- schemas ------------------------------------------------------------------------

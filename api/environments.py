@@ -7,7 +7,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
-from ninja import FilterSchema, Query, Router, Schema
+from ninja import FilterSchema, Query, Schema
 
 from api import auth
 from api.errors import documented
@@ -16,7 +16,7 @@ from api.params import Slug
 from core.models import Environment
 from web.selectors import leaderboard as leaderboard_rows
 
-router = Router(tags=["environments"], auth=auth.read)
+router = auth.ReadRouter(tags=["environments"])
 
 
 class Limits(Schema):

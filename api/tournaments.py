@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from ninja import Field, FilterLookup, FilterSchema, Query, Router, Schema
+from ninja import Field, FilterLookup, FilterSchema, Query, Schema
 
 from api import auth
 from api.errors import documented
@@ -19,7 +19,7 @@ from core.models import Tournament, TournamentFormat, TournamentStatus
 from web.access import get_tournament_for_user
 from web.selectors import StandingRow, tournament_standings
 
-router = Router(tags=["tournaments"], auth=auth.read)
+router = auth.ReadRouter(tags=["tournaments"])
 
 
 class TournamentOut(Schema):

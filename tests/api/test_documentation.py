@@ -93,3 +93,10 @@ def test_the_docs_page_works_in_a_browser_with_only_arenas_own_files(live_server
     assert requested
     assert all(url.startswith(live_server.url) for url in requested), requested
     assert any(url.endswith("swagger-ui-bundle.js") for url in requested)
+
+
+def test_the_document_says_reads_need_no_token_and_submissions_do(client):
+    for path, method, operation in operations(client):
+        token = {"TokenAuth": []}
+        needed = [token] if path.startswith("/api/v1/submissions") else [token, {}]
+        assert operation["security"] == needed, f"{method} {path}"
