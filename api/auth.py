@@ -15,6 +15,7 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest
 from django.utils import timezone
+from ninja import Router
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 
@@ -87,3 +88,18 @@ read = TokenAuth("read", optional=True)
 submit = TokenAuth("submit")
 #: Online play.
 play = TokenAuth("play")
+
+
+class ReadRouter(Router):
+    """Routes for reads: a token with the ``read`` scope, or none at all. The OpenAPI
+    document says both (ninja alone would list the token as required)."""
+
+    def __init__(self, *, tags: list[str]) -> None:
+        super().__init__(tags=tags, auth=read)
+
+    def add_api_operation(self, *args: Any, **kwargs: Any) -> None:
+        # ninja extends the operation's security list (the token) with this one: an empty
+        # requirement, which in OpenAPI means "or no authentication".
+        anonymous_too: dict[str, Any] = {"security": [{}]}
+        kwargs["openapi_extra"] = {**anonymous_too, **(kwargs.get("openapi_extra") or {})}
+        super().add_api_operation(*args, **kwargs)

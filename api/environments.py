@@ -5,14 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
-from ninja import Router, Schema
+from ninja import FilterSchema, Query, Schema
 
 from api import auth
+from api.errors import documented
+from api.pagination import paginated
+from api.params import Slug
 from core.models import Environment
 from web.selectors import leaderboard as leaderboard_rows
 
-router = Router(tags=["environments"], auth=auth.read)
+router = auth.ReadRouter(tags=["environments"])
 
 
 class Limits(Schema):
@@ -74,35 +78,47 @@ class LeaderboardOut(Schema):
     entries: list[LeaderboardEntryOut]
 
 
-def _environment(name: str) -> Environment:
+def environment_named(name: str) -> Environment:
     environment = Environment.objects.filter(name=name).first()
     if environment is None:
         raise Http404(f"No environment named {name!r}.")
     return environment
 
 
-@router.get("/environments", response=list[EnvironmentOut], summary="Every environment")
-def environments_list(request: HttpRequest) -> list[Environment]:
-    return list(Environment.objects.order_by("name"))
+class EnvironmentFilters(FilterSchema):
+    #: Open to new uploads.
+    is_active: bool | None = None
 
 
 @router.get(
-    "/environments/{name}", response=EnvironmentDetailOut, summary="One environment, with rules"
+    "/environments", response=documented({200: list[EnvironmentOut]}), summary="Every environment"
 )
-def environment_detail(request: HttpRequest, name: str) -> Environment:
-    return _environment(name)
+@paginated
+def environments_list(
+    request: HttpRequest, filters: Query[EnvironmentFilters]
+) -> QuerySet[Environment]:
+    return filters.filter(Environment.objects.order_by("name"))
+
+
+@router.get(
+    "/environments/{name}",
+    response=documented({200: EnvironmentDetailOut}, 404),
+    summary="One environment, with rules",
+)
+def environment_detail(request: HttpRequest, name: Slug) -> Environment:
+    return environment_named(name)
 
 
 @router.get(
     "/leaderboard/{name}",
-    response=LeaderboardOut,
+    response=documented({200: LeaderboardOut}, 404),
     summary="The published leaderboard of an environment",
     description="Ranked entries best first, then the provisional ones (fewer rated matches "
     "than `provisional_below_matches`). `score` is on the Elo scale, 1500 the field's mean; "
     "`rank_best`..`rank_worst` is the 95 % interval of the rank.",
 )
-def leaderboard(request: HttpRequest, name: str) -> LeaderboardOut:
-    environment = _environment(name)
+def leaderboard(request: HttpRequest, name: Slug) -> LeaderboardOut:
+    environment = environment_named(name)
     rows = leaderboard_rows(user=request.user, environment=environment)
     return LeaderboardOut(
         environment=environment.name,

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI
+from django.http.multipartparser import MultiPartParserError
+from ninja import NinjaAPI, Schema
 from ninja.errors import (
     AuthenticationError,
     AuthorizationError,
@@ -23,6 +26,8 @@ from ninja.errors import (
 )
 
 from core.errors import ArenaError
+from core.uploads import UploadRejected
+from web.forms import sentence
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +43,36 @@ CODES = {
     422: "invalid",
     429: "rate_limited",
 }
+
+
+class ErrorDetail(Schema):
+    #: Where: ``["query", "limit"]``, ``["form", "competitor"]``...
+    location: list[str | int]
+    message: str
+
+
+class ErrorContent(Schema):
+    code: str
+    message: str
+    details: list[ErrorDetail]
+
+
+class ErrorOut(Schema):
+    error: ErrorContent
+
+
+#: What every operation may answer: a bad token (401), a token without the scope (403),
+#: invalid parameters (422), too many requests (429).
+COMMON = frozenset({401, 403, 422, 429})
+
+
+def documented(ok: dict[int, Any], *errors: int | Iterable[int]) -> dict[Any, Any]:
+    """The ``response`` of an operation: its success schemas, and ``ErrorOut`` for the
+    common errors and ``errors`` (404, 413...), so that the OpenAPI document lists them."""
+    codes = set(COMMON)
+    for error in errors:
+        codes |= {error} if isinstance(error, int) else set(error)
+    return {**ok, frozenset(codes): ErrorOut}
 
 
 def error_body(code: str, message: str, details: list[Any] | None = None) -> dict[str, Any]:
@@ -91,7 +126,22 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(ArenaError)
     def refused(request: HttpRequest, error: ArenaError) -> HttpResponse:
-        return answer(request, 400, "refused", error.message)
+        return answer(request, 400, "refused", sentence(error.message))
+
+    @api.exception_handler(UploadRejected)
+    def upload_rejected(request: HttpRequest, error: UploadRejected) -> HttpResponse:
+        return answer(request, 422, "upload_rejected", sentence(error.message))
+
+    @api.exception_handler(RequestDataTooBig)
+    def too_large(request: HttpRequest, error: RequestDataTooBig) -> HttpResponse:
+        return answer(request, 413, "too_large", "The request body is too large.")
+
+    # Django refuses a malformed or abusive body (a broken multipart body, too many fields)
+    # while reading it: the client's fault, not a server error.
+    @api.exception_handler(SuspiciousOperation)
+    @api.exception_handler(MultiPartParserError)
+    def bad_request(request: HttpRequest, error: Exception) -> HttpResponse:
+        return answer(request, 400, "bad_request", f"The request body cannot be read: {error}")
 
     @api.exception_handler(Exception)
     def failed(request: HttpRequest, error: Exception) -> HttpResponse:

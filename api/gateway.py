@@ -258,7 +258,9 @@ async def _stream(seat: ModelSeat, after: str | None) -> AsyncIterator[bytes]:
     _streaming[seat.competitor_id] += 1
     try:
         await presence_seen(seat)
-        async for chunk in event_lines(seat_bus(), seat.seat, after=after):
+        async for chunk in event_lines(
+            seat_bus(), seat.seat, after=after, max_seconds=settings.ARENA_ONLINE_STREAM_SECONDS
+        ):
             yield chunk
     finally:
         _streaming[seat.competitor_id] -= 1
@@ -269,12 +271,20 @@ async def _stream(seat: ModelSeat, after: str | None) -> AsyncIterator[bytes]:
 # --- the ASGI application -------------------------------------------------------------
 
 
-async def _answer(send: Send, status: int, body: object, retry_after: float | None = None) -> None:
+async def _answer(
+    send: Send,
+    status: int,
+    body: object,
+    retry_after: float | None = None,
+    allow: str | None = None,
+) -> None:
     content = orjson.dumps(body)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(content)).encode()),
     ]
+    if allow is not None:
+        headers.append((b"allow", allow.encode()))
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
     if retry_after is not None:
@@ -320,12 +330,15 @@ async def _events(receive: Receive, send: Send, seat: ModelSeat, after: str | No
     pump = asyncio.ensure_future(_pump(lines, send))
     watcher = asyncio.ensure_future(_until_disconnected(receive))
     try:
-        await asyncio.wait({pump, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({pump, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in (pump, watcher):
             task.cancel()
         await asyncio.gather(pump, watcher, return_exceptions=True)
         await lines.aclose()
+    if pump in done and not pump.cancelled() and pump.exception() is None:
+        # The stream's time is up (ARENA_ONLINE_STREAM_SECONDS): end it properly.
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class OnlineGateway:
@@ -353,7 +366,11 @@ class OnlineGateway:
             after = seq_check(headers.get(b"last-event-id", b"").decode("latin-1") or None)
         except Refusal as refused:
             await _answer(
-                send, refused.status, error_body(refused.code, refused.message), refused.retry_after
+                send,
+                refused.status,
+                error_body(refused.code, refused.message),
+                refused.retry_after,
+                allow=method if refused.status == 405 else None,
             )
             return
         except ReplyRefused as refused:
@@ -389,7 +406,37 @@ def _errors(*codes: int) -> dict[str, Any]:
     }
 
 
-def openapi_paths(reply_schema: dict[str, Any]) -> dict[str, Any]:
+#: A reply, as ``sandboxes.seat_gateway.reply_parse`` takes it (extra fields are kept).
+REPLY_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "description": "To a `hello`.",
+            "properties": {"type": {"const": "ready"}, "name": {"type": "string"}},
+            "required": ["type"],
+        },
+        {
+            "type": "object",
+            "description": "To an `act`: one of its `legal_actions`.",
+            "properties": {"type": {"const": "action"}, "id": {"type": "integer"}, "action": {}},
+            "required": ["type", "id", "action"],
+        },
+        {
+            "type": "object",
+            "description": "To an `act`, when the agent's own code failed (a crash, charged).",
+            "properties": {
+                "type": {"const": "error"},
+                "id": {"type": "integer"},
+                "message": {"type": "string"},
+                "kind": {"type": "string"},
+            },
+            "required": ["type", "id"],
+        },
+    ]
+}
+
+
+def openapi_paths() -> dict[str, Any]:
     """The two endpoints served here, for the API's OpenAPI document."""
     security = [{"ModelTokenAuth": []}]
     return {
@@ -399,10 +446,12 @@ def openapi_paths(reply_schema: dict[str, Any]) -> dict[str, Any]:
                 "summary": "The stream of events (newline-delimited JSON)",
                 "description": "Hold it open while your model plays. Every event has a "
                 "`seq`: after a drop, reconnect with `Last-Event-ID: <the last seq you "
-                "handled>` and nothing is lost or repeated. Without it you get the current "
-                "duel from its beginning (answers to requests already answered are refused "
-                "with 409, which a client may ignore). Lines: `welcome`, `duel`, the "
-                "protocol's messages (docs/protocol.md), `ping` every 15 s.",
+                "handled>` and nothing is lost or repeated (the server also ends a stream "
+                "after `ARENA_ONLINE_STREAM_SECONDS`, an hour by default). Without it you "
+                "get the current duel from its beginning (answers to requests already "
+                "answered are refused with 409, which a client may ignore). Lines: "
+                "`welcome`, `duel`, the protocol's messages (docs/protocol.md), `ping` "
+                "every 15 s.",
                 "tags": ["online play"],
                 "security": security,
                 "parameters": [
@@ -410,7 +459,9 @@ def openapi_paths(reply_schema: dict[str, Any]) -> dict[str, Any]:
                         "name": "Last-Event-ID",
                         "in": "header",
                         "required": False,
-                        "schema": {"type": "string", "pattern": "^[0-9]{1,20}(-[0-9]{1,20})?$"},
+                        "description": "The seq of the last event handled; empty or "
+                        "absent: from the start of the current duel.",
+                        "schema": {"type": "string", "pattern": "^([0-9]{1,20}(-[0-9]{1,20})?)?$"},
                     }
                 ],
                 "responses": {
@@ -435,7 +486,7 @@ def openapi_paths(reply_schema: dict[str, Any]) -> dict[str, Any]:
                 "security": security,
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": reply_schema}},
+                    "content": {"application/json": {"schema": REPLY_SCHEMA}},
                 },
                 "responses": {
                     "202": {

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.http import Http404, HttpRequest, HttpResponse
@@ -41,6 +42,7 @@ from core.online import (
     running_ladders,
     seat_bus,
 )
+from sandboxes.seat_bus import SEQ_PATTERN
 from sandboxes.seat_gateway import ReplyRefused, seq_check
 
 router = Router(tags=["online play"])
@@ -136,13 +138,6 @@ class EventsOut(Schema):
         description="Events in order: the same lines as the stream's, parsed."
     )
     last_seq: str = Field(description="Send it back as `after` for the next events.")
-
-
-class ReplyIn(Schema):
-    type: str = Field(description="`ready`, `action` or `error`.")
-    id: int | None = Field(None, description="The request answered (action, error).")
-    action: Any = Field(None, description="One of the request's `legal_actions`.")
-    message: str | None = Field(None, description="With `error`: what went wrong.")
 
 
 class Problem(Schema):
@@ -349,12 +344,13 @@ async def queue_leave(request: HttpRequest) -> StatusOut:
     response={200: EventsOut, **ERRORS},
     summary="The next events (long poll)",
     description="For clients that cannot hold a stream: the events after `after` (or, "
-    "without it, as the stream would start), waiting up to `wait` seconds for one. Your "
-    "model counts as connected for 15 s after each poll.",
+    "without it, as the stream would start), waiting up to `wait` seconds for one (at most "
+    "the server's `ARENA_ONLINE_POLL_SECONDS`, 60 by default). Your model counts as "
+    "connected for 15 s after each poll.",
 )
 async def events_next(
     request: HttpRequest,
-    after: str | None = Query(None, max_length=41),
+    after: str | None = Query(None, pattern=f"^{SEQ_PATTERN.pattern}$"),
     wait: float = Query(25.0, ge=0, le=MAX_POLL_SECONDS),
 ) -> EventsOut | HttpResponse:
     seat = _seat(request)
@@ -367,7 +363,7 @@ async def events_next(
     await presence_seen(seat)
     if cursor is None:
         cursor = await bus.start_point(seat.seat)
-    found = await bus.events_after(seat.seat, cursor, wait)
+    found = await bus.events_after(seat.seat, cursor, min(wait, settings.ARENA_ONLINE_POLL_SECONDS))
     events = []
     for seq, line in found:
         message = orjson.loads(line)

@@ -6,7 +6,8 @@ from typing import Any
 
 from ninja import NinjaAPI, Swagger
 
-from api import environments, errors, gateway, online
+from api import competitors, duels, environments, errors, gateway, online, submissions, tournaments
+from api.limits import limit_request_body
 from api.throttles import AnonymousThrottle, TokenThrottle
 
 
@@ -16,7 +17,7 @@ class ArenaAPI(NinjaAPI):
 
     def get_openapi_schema(self, **options: Any) -> Any:
         schema = super().get_openapi_schema(**options)
-        schema["paths"].update(gateway.openapi_paths(online.ReplyIn.model_json_schema()))
+        schema["paths"].update(gateway.openapi_paths())
         return schema
 
 
@@ -25,16 +26,25 @@ api = ArenaAPI(
     version="1",
     description=(
         "Environments, leaderboards, competitors, tournaments, duels and replays, as on the "
-        "site. Send an API token (create one on your profile page) as "
-        "`Authorization: Bearer <token>`; reads also work without one, for what is public. "
-        'Every error is `{"error": {"code", "message", "details"}}`.'
+        "site; uploads of your agents. Send an API token (create one on your profile page) "
+        "as `Authorization: Bearer <token>`; reads also work without one, for what is "
+        'public. Every error is `{"error": {"code", "message", "details"}}`. Lists take '
+        "`limit` (at most 100) and `offset`, and answer "
+        '`{"count", "next", "previous", "items"}`.'
     ),
     urls_namespace="api-v1",
     openapi_url="/openapi.json",
     docs_url="/docs",
-    docs=Swagger(settings={"persistAuthorization": True}),
+    # Served from Arena's own static files (ninja's, "ninja" in INSTALLED_APPS); no
+    # validator badge, which Swagger UI would load from validator.swagger.io.
+    docs=Swagger(settings={"persistAuthorization": True, "validatorUrl": None}),
     throttle=[AnonymousThrottle(), TokenThrottle()],
 )
 errors.install(api)
+api.add_decorator(limit_request_body, mode="view")
 api.add_router("", environments.router)
+api.add_router("", competitors.router)
+api.add_router("", tournaments.router)
+api.add_router("", duels.router)
+api.add_router("", submissions.router)
 api.add_router("/online", online.router)

@@ -274,6 +274,9 @@ ARENA_LEADERBOARD_PROVISIONAL_MATCHES = env_int("ARENA_LEADERBOARD_PROVISIONAL_M
 #: over it the API answers 429 with Retry-After. Counted in the cache (CACHES).
 ARENA_API_TOKEN_RATE = env_str("ARENA_API_TOKEN_RATE", "600/min")
 ARENA_API_ANONYMOUS_RATE = env_str("ARENA_API_ANONYMOUS_RATE", "120/min")
+#: The largest request body the API reads, uploads aside (they may be as large as
+#: ARENA_UPLOAD_MAX_BYTES); over it the answer is 413.
+ARENA_API_MAX_BODY_BYTES = env_int("ARENA_API_MAX_BODY_BYTES", 64 * 1024)
 
 # --- Online play ---------------------------------------------------------------------
 #: The seat bus between the network gateway and the duel workers: Redis in production
@@ -296,6 +299,11 @@ ARENA_ONLINE_FILL_SECONDS = env_float("ARENA_ONLINE_FILL_SECONDS", 60.0)
 ARENA_ONLINE_CONCURRENT_DUELS = env_int("ARENA_ONLINE_CONCURRENT_DUELS", 100)
 #: Replies (one per move) and other requests an online agent may send to the gateway.
 ARENA_ONLINE_RATE = env_str("ARENA_ONLINE_RATE", "50/s")
+#: An online agent's stream is ended after this long (its client reconnects and resumes),
+#: so that no connection is held by one gateway forever; a long poll waits at most
+#: ARENA_ONLINE_POLL_SECONDS.
+ARENA_ONLINE_STREAM_SECONDS = env_float("ARENA_ONLINE_STREAM_SECONDS", 3600.0)
+ARENA_ONLINE_POLL_SECONDS = env_float("ARENA_ONLINE_POLL_SECONDS", 60.0)
 #: A request body must arrive within this many seconds (slow senders are cut off).
 ARENA_REQUEST_BODY_SECONDS = env_float("ARENA_REQUEST_BODY_SECONDS", 20.0)
 

@@ -72,9 +72,12 @@ async def event_lines(
     *,
     after: str | None = None,
     ping_seconds: float = PING_SECONDS,
+    max_seconds: float | None = None,
 ) -> AsyncIterator[bytes]:
     """The stream of one client connection, from ``after`` (see ``seq_check``) on; the
-    connection counts as the seat's presence until the iterator is closed."""
+    connection counts as the seat's presence until the iterator is closed. After
+    ``max_seconds`` the stream ends (the client reconnects with its last seq), so that no
+    connection is held forever by one server."""
     connection = uuid.uuid4().hex
     await bus.connection_open(seat, connection)
     try:
@@ -92,8 +95,9 @@ async def event_lines(
         loop = asyncio.get_running_loop()
         refresh_at = loop.time() + CONNECTION_TTL / 3
         quiet_since = loop.time()
-        while True:
-            wait = max(0.0, min(refresh_at, quiet_since + ping_seconds) - loop.time())
+        ends_at = loop.time() + max_seconds if max_seconds is not None else float("inf")
+        while loop.time() < ends_at:
+            wait = max(0.0, min(refresh_at, quiet_since + ping_seconds, ends_at) - loop.time())
             events = await bus.events_after(seat, cursor, wait)
             now = loop.time()
             if events:

@@ -5,8 +5,11 @@ Import the fixtures into a test module (``from tests.pipeline import pipeline``)
 
 from __future__ import annotations
 
+import io
 import shutil
+import stat
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,3 +68,16 @@ def make_user(email: str = "owner@example.org") -> User:
     return User.objects.create_user(
         email, "a long enough password", display_name=email.split("@")[0]
     )
+
+
+def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None) -> bytes:
+    """A zip archive of ``files`` (name to content) and of symbolic links (name to target)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+        for name, target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, target)
+    return buffer.getvalue()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Union
 
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -50,6 +50,40 @@ def is_owner(user: Visitor, competitor: Competitor) -> bool:
 
 def can_see_tournament(user: Visitor, tournament: Tournament) -> bool:
     return tournament.is_public or is_organizer(user)
+
+
+# The same rules as filters, for lists: each returns the condition ``can_see_...`` checks
+# one row for, on the rows reached through ``path`` ("" for the model itself, else a
+# relation such as "revision__competitor").
+
+
+def _field(path: str, name: str) -> str:
+    return f"{path}__{name}" if path else name
+
+
+def competitors_visible(user: Visitor, path: str = "") -> Q:
+    if is_organizer(user):
+        return Q()
+    public = Q(**{_field(path, "is_public"): True})
+    if isinstance(user, User):
+        return public | Q(**{_field(path, "owner"): user})
+    return public
+
+
+def tournaments_visible(user: Visitor, path: str = "") -> Q:
+    if is_organizer(user):
+        return Q()
+    return Q(**{_field(path, "is_public"): True})
+
+
+def duels_visible(user: Visitor) -> Q:
+    in_tournament = Q(tournament__isnull=False) & tournaments_visible(user, "tournament")
+    outside = (
+        Q(tournament__isnull=True)
+        & competitors_visible(user, "revision_1__competitor")
+        & competitors_visible(user, "revision_2__competitor")
+    )
+    return in_tournament | outside
 
 
 def can_see_duel(user: Visitor, duel: Duel) -> bool:
@@ -97,6 +131,17 @@ def get_revision_for_user(
     if not can_see_competitor(user, revision.competitor):
         raise Http404("No such revision")
     return revision
+
+
+def get_own_revision(user: Visitor, pk: int) -> Revision:
+    """One of the user's own revisions, by id; anyone else's is a 404."""
+    if not isinstance(user, User):
+        raise Http404("No such revision")
+    return get_object_or_404(
+        Revision.objects.select_related("competitor__environment", "competitor__owner"),
+        pk=pk,
+        competitor__owner=user,
+    )
 
 
 def get_tournament_for_user(user: Visitor, pk: int) -> Tournament:

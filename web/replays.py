@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from core.models import Duel, DuelResult, Match
-from environments.base import IllegalAction
+from environments.base import Environment, IllegalAction
 from environments.registry import (
+    EnvironmentInfo,
     InvalidEnvironmentInfo,
     UnknownEnvironment,
     load_info,
@@ -110,52 +112,108 @@ class Replay:
         return len(self.frames) - 1
 
 
-def match_replay(match: Match) -> Replay:
-    duel = match.duel
-    labels = player_labels(duel)
-    seat_labels = [labels[player] for player in match.seats]
-    environment_name = duel.revision_1.competitor.environment.name
-    faults = match_faults(match, labels)
-    result_text = match_result_text(match, labels)
-    try:
-        environment = make_environment(environment_name)
-        static_dir = load_info(environment_name).static_dir
-    except (UnknownEnvironment, InvalidEnvironmentInfo):
-        return Replay([], seat_labels, faults, result_text, "this game is no longer installed")
-    stylesheets = sorted(path.name for path in static_dir.glob("*.css"))
+class ReplayBroken(Exception):
+    """A stored step no longer applies (the game's rules changed since the match)."""
+
+    def __init__(self, step: int, problem: Exception) -> None:
+        super().__init__(f"step {step} no longer replays with the current rules: {problem}")
+
+
+def _replayed(environment: Environment, match: Match) -> Iterator[int]:
+    """Reset ``environment`` to the match's start, then apply its steps one by one,
+    yielding the step number after each state (0 for the start)."""
     environment.reset(match.seed)
-    frames: list[dict[str, Any]] = [
-        {"step": 0, "html": environment.render_html(), "moves": [], "time": None}
-    ]
-    error = ""
+    yield 0
     for step, actions in enumerate(match.actions, start=1):
         try:
             environment.step(
                 {seat: action for seat, action in enumerate(actions) if action is not None}
             )
         except (IllegalAction, KeyError, TypeError, ValueError) as problem:
-            error = f"step {step} no longer replays with the current rules: {problem}"
-            break
-        timings = match.timings[step - 1] if step - 1 < len(match.timings) else []
-        moves = []
-        for seat, action in enumerate(actions):
-            if action is None:
-                continue
-            took = timings[seat] if seat < len(timings) else None
-            moves.append(
-                {
-                    "seat": seat + 1,
-                    "player": seat_labels[seat] if seat < len(seat_labels) else f"seat {seat}",
-                    "action": show_action(action),
-                    "time": took,
-                }
-            )
-        frames.append(
+            raise ReplayBroken(step, problem) from None
+        yield step
+
+
+def _environment_of(match: Match) -> tuple[Environment, EnvironmentInfo] | None:
+    """The match's game and its ``info.yml``; None once the game is no longer installed."""
+    name = match.duel.revision_1.competitor.environment.name
+    try:
+        return make_environment(name), load_info(name)
+    except (UnknownEnvironment, InvalidEnvironmentInfo):
+        return None
+
+
+NOT_INSTALLED = "this game is no longer installed"
+
+
+def match_replay(match: Match) -> Replay:
+    duel = match.duel
+    labels = player_labels(duel)
+    seat_labels = [labels[player] for player in match.seats]
+    faults = match_faults(match, labels)
+    result_text = match_result_text(match, labels)
+    game = _environment_of(match)
+    if game is None:
+        return Replay([], seat_labels, faults, result_text, NOT_INSTALLED)
+    environment, info = game
+    stylesheets = sorted(path.name for path in info.static_dir.glob("*.css"))
+    frames: list[dict[str, Any]] = []
+    error = ""
+    try:
+        for step in _replayed(environment, match):
+            frames.append(_frame(environment, match, step, seat_labels))
+    except ReplayBroken as broken:
+        error = str(broken)
+    return Replay(frames, seat_labels, faults, result_text, error, stylesheets)
+
+
+def _frame(
+    environment: Environment, match: Match, step: int, seat_labels: list[str]
+) -> dict[str, Any]:
+    if step == 0:
+        return {"step": 0, "html": environment.render_html(), "moves": [], "time": None}
+    actions = match.actions[step - 1]
+    timings = match.timings[step - 1] if step - 1 < len(match.timings) else []
+    moves = []
+    for seat, action in enumerate(actions):
+        if action is None:
+            continue
+        took = timings[seat] if seat < len(timings) else None
+        moves.append(
             {
-                "step": step,
-                "html": environment.render_html(),
-                "moves": moves,
-                "time": sum(move["time"] or 0 for move in moves) if moves else None,
+                "seat": seat + 1,
+                "player": seat_labels[seat] if seat < len(seat_labels) else f"seat {seat}",
+                "action": show_action(action),
+                "time": took,
             }
         )
-    return Replay(frames, seat_labels, faults, result_text, error, stylesheets)
+    return {
+        "step": step,
+        "html": environment.render_html(),
+        "moves": moves,
+        "time": sum(move["time"] or 0 for move in moves) if moves else None,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayStates:
+    match: Match
+    #: The game's JSON state at the start and after each step.
+    states: list[dict[str, Any]]
+    #: Set when the stored actions no longer replay, or the game is gone.
+    error: str
+
+
+def match_states(match: Match) -> ReplayStates:
+    """Every state of the match as the game's JSON (``Environment.state()``)."""
+    game = _environment_of(match)
+    if game is None:
+        return ReplayStates(match, [], NOT_INSTALLED)
+    environment, _info = game
+    states = []
+    try:
+        for _step in _replayed(environment, match):
+            states.append(environment.state())
+    except ReplayBroken as broken:
+        return ReplayStates(match, states, str(broken))
+    return ReplayStates(match, states, "")

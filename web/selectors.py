@@ -26,19 +26,17 @@ from core.models import (
     TournamentStatus,
     User,
 )
+from core.models.submissions import STEPS
 from tournament_manager.selectors import tournament_progress
-from web.access import Visitor, can_see_competitor, is_organizer, is_owner
+from web.access import Visitor, can_see_competitor, is_owner, tournaments_visible
 from web.charts import RatingPoint, rating_chart_svg
 from web.replays import FaultNote, match_faults, match_result_text, player_labels, result_text
 
 RECENT_TOURNAMENTS = 10
 
 
-def _visible_tournaments(user: Visitor) -> QuerySet[Tournament]:
-    tournaments = Tournament.objects.select_related("environment")
-    if is_organizer(user):
-        return tournaments
-    return tournaments.filter(is_public=True)
+def visible_tournaments(user: Visitor) -> QuerySet[Tournament]:
+    return Tournament.objects.select_related("environment").filter(tournaments_visible(user))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +49,7 @@ def home_page(*, user: Visitor) -> HomePage:
     environments = Environment.objects.filter(is_active=True).annotate(
         competitor_count=Count("competitors", filter=Q(competitors__is_disabled=False))
     )
-    tournaments = _visible_tournaments(user).filter(status=TournamentStatus.COMPLETED)
+    tournaments = visible_tournaments(user).filter(status=TournamentStatus.COMPLETED)
     return HomePage(
         environments=list(environments),
         tournaments=list(
@@ -108,7 +106,7 @@ def environment_page(*, user: Visitor, environment: Environment) -> EnvironmentP
     return EnvironmentPage(
         environment=environment,
         leaderboard=leaderboard(user=user, environment=environment),
-        tournaments=list(_visible_tournaments(user).filter(environment=environment)),
+        tournaments=list(visible_tournaments(user).filter(environment=environment)),
         own_competitors=list(own),
         competitor_count=environment.competitors.filter(is_disabled=False).count(),
     )
@@ -126,13 +124,14 @@ class CompetitorPage:
     rating_chart: SafeString | None = None
 
 
+def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
+    """Every change of the competitor's rating, oldest first."""
+    return RatingChange.objects.filter(rating__competitor=competitor).order_by("created_at", "pk")
+
+
 def rating_history(competitor: Competitor) -> list[RatingPoint]:
     """The competitor's rating after each of its changes, oldest first."""
-    rows = (
-        RatingChange.objects.filter(rating__competitor=competitor)
-        .order_by("created_at", "pk")
-        .values_list("mu_after", "sigma_after", "reason")
-    )
+    rows = rating_changes(competitor).values_list("mu_after", "sigma_after", "reason")
     return [
         RatingPoint(number=number, mu=mu, sigma=sigma, is_reset=reason == "reset")
         for number, (mu, sigma, reason) in enumerate(rows, start=1)
@@ -141,7 +140,7 @@ def rating_history(competitor: Competitor) -> list[RatingPoint]:
 
 def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
     tournaments = (
-        _visible_tournaments(user)
+        visible_tournaments(user)
         .filter(participants__revision__competitor=competitor)
         .distinct()
         .order_by("-created_at")
@@ -190,27 +189,36 @@ class RevisionPage:
         return any(step.is_pending for step in self.steps)
 
 
-def revision_page(*, user: Visitor, revision: Revision) -> RevisionPage:
-    steps = []
-    for name in ("build", "validation", "publication"):
-        steps.append(
-            PipelineStep(
-                name=name,
-                status=getattr(revision, f"{name}_status"),
-                status_label=getattr(revision, f"get_{name}_status_display")(),
-                started_at=getattr(revision, f"{name}_started_at"),
-                ended_at=getattr(revision, f"{name}_ended_at"),
-                duration=revision.step_duration(name),
-                error=getattr(revision, f"{name}_error"),
-                log=getattr(revision, f"{name}_log"),
-                attempts=getattr(revision, f"{name}_attempts", 0),
-            )
+def pipeline_steps(revision: Revision) -> list[PipelineStep]:
+    """The revision's build, validation and publication, in that order (no query)."""
+    return [
+        PipelineStep(
+            name=name,
+            status=getattr(revision, f"{name}_status"),
+            status_label=getattr(revision, f"get_{name}_status_display")(),
+            started_at=getattr(revision, f"{name}_started_at"),
+            ended_at=getattr(revision, f"{name}_ended_at"),
+            duration=revision.step_duration(name),
+            error=getattr(revision, f"{name}_error"),
+            log=getattr(revision, f"{name}_log"),
+            attempts=getattr(revision, f"{name}_attempts", 0),
         )
-    validation_duel = (
+        for name in STEPS
+    ]
+
+
+def revision_validation_duel(revision: Revision) -> Duel | None:
+    """Its latest self-play."""
+    return (
         Duel.objects.filter(is_validation=True, revision_1=revision).order_by("-created_at").first()
     )
+
+
+def revision_page(*, user: Visitor, revision: Revision) -> RevisionPage:
+    steps = pipeline_steps(revision)
+    validation_duel = revision_validation_duel(revision)
     tournaments = (
-        _visible_tournaments(user).filter(participants__revision=revision).order_by("-created_at")
+        visible_tournaments(user).filter(participants__revision=revision).order_by("-created_at")
     )
     return RevisionPage(
         revision=revision,
@@ -270,11 +278,12 @@ class TournamentPage:
         return tournament_progress(self.tournament).minutes_left
 
 
-def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
+def tournament_standings(*, user: Visitor, tournament: Tournament) -> list[StandingRow]:
+    """Best first; the withdrawn last. Private competitors' names show, unlinked."""
     participants = tournament.participants.select_related(
         "revision__competitor__owner", "revision__competitor__environment"
     ).order_by("withdrawn", F("rank").asc(nulls_last=True), "-points", "revision__competitor__name")
-    standings = [
+    return [
         StandingRow(
             participant=participant,
             competitor=participant.revision.competitor,
@@ -282,6 +291,10 @@ def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
         )
         for participant in participants
     ]
+
+
+def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
+    standings = tournament_standings(user=user, tournament=tournament)
     duels = tournament.duels.select_related(
         "revision_1__competitor", "revision_2__competitor"
     ).order_by("round", "pk")
@@ -336,7 +349,8 @@ def _duel_result_text(duel: Duel, labels: dict[int, str]) -> str:
     return result_text(duel.result, labels) or duel.get_status_display()
 
 
-def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
+def duel_players(*, user: Visitor, duel: Duel) -> list[DuelPlayer]:
+    """Players 1 and 2; an agent's log only for whoever may see its competitor."""
     labels = player_labels(duel)
     players = []
     for number, revision in ((1, duel.revision_1), (2, duel.revision_2)):
@@ -354,9 +368,14 @@ def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
                 log=getattr(duel, f"player_{number}_log") if visible else None,
             )
         )
+    return players
+
+
+def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
+    labels = player_labels(duel)
     return DuelPage(
         duel=duel,
-        players=players,
+        players=duel_players(user=user, duel=duel),
         matches=[
             MatchRow(
                 match=match,

@@ -3,13 +3,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from core.accounts import api_token_create, user_create
 from core.errors import ArenaError
-from core.models import ApiToken, Environment, InviteCode, Revision, User
+from core.models import (
+    ApiToken,
+    Duel,
+    Environment,
+    InviteCode,
+    LeaderboardEntry,
+    Participant,
+    RatingChange,
+    Revision,
+    StepStatus,
+    User,
+)
+from core.models.submissions import STEPS
 from core.services import competitor_get_or_create, revision_create
 from core.uploads import upload_limits
 
@@ -40,6 +54,75 @@ def revision_upload(
             content=content,
             limits=upload_limits(),
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class RevisionDeletion:
+    #: The withdrawn (disabled) revision; None once it is erased.
+    kept: Revision | None
+    #: Why it was withdrawn rather than erased ("" when erased).
+    reason: str
+
+    @property
+    def erased(self) -> bool:
+        return self.kept is None
+
+
+def _why_kept(revision: Revision) -> str:
+    """Why erasing the revision would lose someone else's data, or break a worker; ''
+    when nothing but its own validation refers to it."""
+    if any(getattr(revision, f"{step}_status") == StepStatus.RUNNING for step in STEPS):
+        # The worker holding the step would write to a row that is gone.
+        return "a worker is building, validating or publishing it"
+    played = Q(revision_1=revision) | Q(revision_2=revision)
+    if Participant.objects.filter(revision=revision).exists():
+        return "it is entered in a tournament (its standings keep it)"
+    if Duel.objects.filter(played, is_validation=False).exists():
+        return "it played duels (its opponents' results and replays keep it)"
+    if LeaderboardEntry.objects.filter(revision=revision).exists():
+        return "it is on the leaderboard"
+    if RatingChange.objects.filter(duel__in=Duel.objects.filter(played)).exists():
+        return "its matches changed ratings"
+    return ""
+
+
+def revision_delete(*, revision: Revision) -> RevisionDeletion:
+    """The owner's delete: erase a revision nothing else depends on, else withdraw it.
+
+    Erased: the row, its validation duels (self-play, with their matches) and its stored
+    upload; the competitor too when it has no revision left, which frees its name. A
+    revision that other rows keep (tournaments, duels against others, the leaderboard,
+    rating changes), or whose step a worker holds, is disabled instead: it plays no more
+    and leaves the tournaments it is in (the tournament manager withdraws it), while
+    everything it played stays. Deleting a withdrawn revision again erases it once nothing
+    keeps it any more.
+    """
+    with transaction.atomic():
+        # Locked, so that between the checks below and the delete no worker claims a step
+        # of it (claims are UPDATEs of this row), no duel or entry comes to refer to it (a
+        # foreign key check waits on the lock), and no upload adds a revision to the
+        # competitor (uploads lock the competitor's row).
+        revision = (
+            Revision.objects.select_for_update(of=("self", "competitor"))
+            .select_related("competitor__environment", "competitor__owner")
+            .get(pk=revision.pk)
+        )
+        reason = _why_kept(revision)
+        if reason:
+            Revision.objects.filter(pk=revision.pk).update(is_disabled=True)
+            revision.is_disabled = True
+            return RevisionDeletion(kept=revision, reason=reason)
+        upload, storage = revision.source.name, revision.source.storage
+        competitor = revision.competitor
+        Duel.objects.filter(
+            Q(revision_1=revision) | Q(revision_2=revision), is_validation=True
+        ).delete()
+        revision.delete()
+        if not competitor.revisions.exists():
+            competitor.delete()
+        if upload:
+            transaction.on_commit(lambda: storage.delete(upload))
+    return RevisionDeletion(kept=None, reason="")
 
 
 def invite_problem(invite: InviteCode | None) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from django.core.cache import cache
 
-from core.models import User
+from core.models import ApiToken, User
 from tests.factories import ApiTokenFactory
 
 Bearer = Callable[..., dict[str, str]]
@@ -25,7 +25,8 @@ def bearer() -> Bearer:
     those scopes (read only by default)."""
 
     def bearer(user: User, *scopes: str) -> dict[str, str]:
-        secret = "arena_" + "x" * 20 + str(User.objects.count()) + user.email
+        # One secret per token, however many a test makes for a user.
+        secret = "arena_" + "x" * 20 + str(ApiToken.objects.count()) + user.email
         ApiTokenFactory(user=user, secret=secret, scopes=" ".join(scopes or ("read",)))
         return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
 

@@ -3,12 +3,11 @@ tokens, errors, rates, the OpenAPI document."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.utils import timezone
 
 from core.models import ApiToken
+from tests.api.responses import body
 from tests.factories import (
     ApiTokenFactory,
     EnvironmentFactory,
@@ -19,17 +18,13 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 
-def body(response) -> object:
-    return json.loads(response.content)
-
-
 def test_it_lists_environments_with_their_limits(client):
     EnvironmentFactory(name="tic_tac_toe")
 
     response = client.get("/api/v1/environments")
 
     assert response.status_code == 200
-    [environment] = body(response)
+    [environment] = body(response)["items"]
     assert environment["name"] == "tic_tac_toe"
     assert environment["players"] == 2
     assert set(environment["limits"]) == {

@@ -8,6 +8,10 @@ loaded by the root ``conftest.py`` when Django is installed).
 - organizer: runs tournaments from the admin (role organizer, staff).
 - invite: the active invite code ``welcome-2026``.
 
+And a small played world: ``tournament``, a finished round robin between alice's private
+bot and bob's public one, its ``duel`` and ``match``; ``ratings``; the published
+``leaderboard``; alice's ``validation_duel``.
+
 Every user's password is ``tests.factories.PASSWORD``.
 """
 
@@ -15,16 +19,35 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
-from core.models import Competitor, InviteCode, User
+from core.models import (
+    Competitor,
+    Duel,
+    DuelResult,
+    Environment,
+    InviteCode,
+    LeaderboardEntry,
+    Match,
+    Rating,
+    Revision,
+    Tournament,
+    TournamentStatus,
+    User,
+)
 from tests.factories import (
     CompetitorFactory,
+    DuelFactory,
     InviteCodeFactory,
+    MatchFactory,
     OrganizerFactory,
+    ParticipantFactory,
     RevisionFactory,
+    TournamentFactory,
     UserFactory,
 )
 
@@ -86,3 +109,138 @@ def organizer(db: None) -> User:
 @pytest.fixture
 def invite(db: None) -> InviteCode:
     return InviteCodeFactory(code="welcome-2026", is_active=True, created_by=None)
+
+
+@pytest.fixture
+def alices_revision(alices_bot: Competitor) -> Revision:
+    return alices_bot.revisions.get(version=1)
+
+
+@pytest.fixture
+def bobs_revision(bobs_bot: Competitor) -> Revision:
+    return bobs_bot.revisions.get(version=1)
+
+
+@pytest.fixture
+def tournament(alices_revision: Revision, bobs_revision: Revision, organizer: User) -> Tournament:
+    now = timezone.now()
+    tournament = TournamentFactory(
+        environment=alices_revision.competitor.environment,
+        name="Autumn cup",
+        status=TournamentStatus.COMPLETED,
+        matches_per_duel=1,
+        created_by=organizer,
+        started_at=now - timedelta(minutes=5),
+        ended_at=now,
+        duels_total=1,
+        duels_done=1,
+    )
+    ParticipantFactory(
+        tournament=tournament, revision=alices_revision, points=2, wins=1, score=1, rank=1
+    )
+    ParticipantFactory(tournament=tournament, revision=bobs_revision, losses=1, rank=2)
+    return tournament
+
+
+@pytest.fixture
+def duel(tournament: Tournament, alices_revision: Revision, bobs_revision: Revision) -> Duel:
+    duel = DuelFactory(
+        tournament=tournament,
+        revision_1=alices_revision,
+        revision_2=bobs_revision,
+        num_matches=1,
+        finished=True,
+        result=DuelResult.PLAYER_1_WIN,
+        player_1_wins=1,
+        player_1_score=1,
+        player_1_log="alice's private thoughts",
+        player_2_log="bob's public musings",
+    )
+    MatchFactory(duel=duel)
+    return duel
+
+
+@pytest.fixture
+def match(duel: Duel) -> Match:
+    return duel.matches.get(index=0)
+
+
+@pytest.fixture
+def ratings(alices_bot: Competitor, bobs_bot: Competitor) -> list[Rating]:
+    return [
+        Rating.objects.create(competitor=alices_bot, mu=30.0, sigma=5.0, games=10),
+        Rating.objects.create(competitor=bobs_bot, mu=20.0, sigma=4.0, games=10),
+    ]
+
+
+@pytest.fixture
+def leaderboard(alices_revision: Revision, bobs_revision: Revision) -> list[LeaderboardEntry]:
+    """The published leaderboard: alice first, bob second, carol's newcomer provisional."""
+    environment = alices_revision.competitor.environment
+    now = timezone.now()
+    newcomer = RevisionFactory(
+        competitor__environment=environment, competitor__name="carols-bot", validated=True
+    )
+    rows = [
+        (alices_revision, 1, (1, 2), 1634.4, 81.2, (12, 9, 1, 2)),
+        (bobs_revision, 2, (1, 2), 1512.6, 77.0, (12, 2, 1, 9)),
+        (newcomer, None, (1, 3), 1580.2, 240.4, (2, 2, 0, 0)),
+    ]
+    Environment.objects.filter(pk=environment.pk).update(
+        leaderboard_fitted_at=now, first_move_advantage=41.7
+    )
+    return [
+        LeaderboardEntry.objects.create(
+            environment=environment,
+            competitor=revision.competitor,
+            revision=revision,
+            rank=rank,
+            rank_best=best,
+            rank_worst=worst,
+            score=score,
+            score_sd=sd,
+            matches=matches,
+            wins=wins,
+            draws=draws,
+            losses=losses,
+            fitted_at=now,
+        )
+        for revision, rank, (best, worst), score, sd, (matches, wins, draws, losses) in rows
+    ]
+
+
+@pytest.fixture
+def validation_duel(alices_revision: Revision) -> Duel:
+    """Alice's self-play, whose first match she lost by an illegal action."""
+    duel = DuelFactory(
+        validation=True,
+        revision_1=alices_revision,
+        revision_2=alices_revision,
+        finished=True,
+        result=DuelResult.PLAYER_1_WIN,
+        player_1_log="first copy's log",
+        player_2_log="second copy's log",
+    )
+    # Tic-tac-toe: X takes the centre, then O answers 4 again, which is taken.
+    MatchFactory(
+        duel=duel,
+        index=0,
+        first_player=1,
+        actions=[[4, None]],
+        timings=[[0.012, None]],
+        steps=1,
+        result=DuelResult.PLAYER_1_WIN,
+        player_1_score=1,
+        player_2_score=0,
+        faults=[
+            {
+                "player": 2,
+                "kind": "illegal_action",
+                "message": "4 is illegal: cell 4 is already taken by player 1 (X)",
+                "step": 1,
+            }
+        ],
+        fault_player=2,
+        fault_kind="illegal_action",
+    )
+    return duel

@@ -6,9 +6,19 @@ alice's bot is private; bob's is public; carol is another attendee.
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
-from core.models import Duel, Tournament
+from core.models import Competitor, Duel, Tournament
+from tests.factories import DuelFactory, TournamentFactory
+from web.access import (
+    can_see_competitor,
+    can_see_duel,
+    can_see_tournament,
+    competitors_visible,
+    duels_visible,
+    tournaments_visible,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -136,3 +146,26 @@ def test_it_answers_404_for_missing_things(client, duel):
     assert client.get(reverse("tournament", args=[999])).status_code == 404
     assert client.get(reverse("revision", args=["tic_tac_toe", "bobs-bot", 9])).status_code == 404
     assert client.get(reverse("competitor", args=["tic_tac_toe", "nobody"])).status_code == 404
+
+
+def test_the_filters_for_lists_agree_with_the_rules_for_one_row(
+    alice, bob, carol, organizer, tournament, duel, validation_duel
+):
+    hidden = TournamentFactory(is_public=False)
+    DuelFactory(tournament=hidden)
+    DuelFactory(validation=True, revision_1=bob.competitors.get().revisions.get())
+
+    for visitor in [AnonymousUser(), alice, bob, carol, organizer]:
+        assert set(Competitor.objects.filter(competitors_visible(visitor))) == {
+            competitor
+            for competitor in Competitor.objects.all()
+            if can_see_competitor(visitor, competitor)
+        }
+        assert set(Tournament.objects.filter(tournaments_visible(visitor))) == {
+            tournament
+            for tournament in Tournament.objects.all()
+            if can_see_tournament(visitor, tournament)
+        }
+        assert set(Duel.objects.filter(duels_visible(visitor))) == {
+            duel for duel in Duel.objects.all() if can_see_duel(visitor, duel)
+        }

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import html
-import io
-import stat
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,24 +11,12 @@ from django.urls import reverse
 
 from core.models import Competitor, Environment, Revision, StepStatus
 from tests.factories import CompetitorFactory, UserFactory
-from tests.pipeline import PLAYERS, pipeline  # noqa: F401
+from tests.pipeline import PLAYERS, make_zip, pipeline  # noqa: F401
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pipeline")]
 
 RANDOM_PLAYER = (PLAYERS / "tic_tac_toe" / "random_player.py").read_bytes()
 ENVIRONMENT_URL = reverse("environment", args=["tic_tac_toe"])
-
-
-def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
-        for name, target in (symlinks or {}).items():
-            info = zipfile.ZipInfo(name)
-            info.external_attr = (stat.S_IFLNK | 0o777) << 16
-            archive.writestr(info, target)
-    return buffer.getvalue()
 
 
 def submit(client, *, name: str = "rando", filename: str, content: bytes, url=ENVIRONMENT_URL):

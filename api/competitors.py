@@ -1,0 +1,254 @@
+"""Competitors, their revisions (with the build, validation and publication of each) and
+their rating history. A private competitor is a 404 to everyone but its owner and the
+organizers, as on the site (``web.access``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Field, FilterLookup, FilterSchema, Query, Schema
+
+from api import auth
+from api.errors import documented
+from api.pagination import paginated
+from api.params import Id, Number, Slug
+from api.selectors import (
+    competitor_with_summary,
+    competitors_for,
+    rating_changes_of,
+    revisions_of,
+)
+from core.models import (
+    Competitor,
+    LeaderboardEntry,
+    Rating,
+    RatingChange,
+    Revision,
+    StepStatus,
+)
+from web.access import get_competitor_for_user, get_revision_for_user
+from web.selectors import PipelineStep, pipeline_steps, revision_validation_duel
+
+router = auth.ReadRouter(tags=["competitors"])
+
+
+# --- schemas ------------------------------------------------------------------------
+
+
+class RatingOut(Schema):
+    """The openskill rating matchmaking uses (mu, sigma); the leaderboard is fitted apart."""
+
+    mu: float
+    sigma: float
+    #: mu - 3 sigma.
+    conservative: float
+    games: int
+
+
+class CompetitorOut(Schema):
+    environment: str = Field(alias="environment.name")
+    name: str
+    owner: str = Field(alias="owner.display_name")
+    owner_id: int
+    is_public: bool
+    is_disabled: bool
+    created_at: datetime
+    rating: RatingOut | None
+
+    @staticmethod
+    def resolve_rating(competitor: Competitor) -> Rating | None:
+        # The reverse one-to-one raises an AttributeError when there is no rating yet.
+        return getattr(competitor, "rating", None)
+
+
+class LeaderboardPlaceOut(Schema):
+    #: None while provisional.
+    rank: int | None
+    provisional: bool = Field(alias="is_provisional")
+    #: The revision whose matches were fitted.
+    revision: int = Field(alias="revision.version")
+    score: float
+    score_sd: float
+    rank_best: int
+    rank_worst: int
+    matches: int
+
+
+class CompetitorDetailOut(CompetitorOut):
+    revisions: int = Field(alias="revision_count")
+    latest_version: int | None
+    leaderboard: LeaderboardPlaceOut | None
+
+    @staticmethod
+    def resolve_leaderboard(competitor: Competitor) -> LeaderboardEntry | None:
+        return getattr(competitor, "leaderboard_entry", None)
+
+
+class StepOut(Schema):
+    status: StepStatus
+    started_at: datetime | None
+    ended_at: datetime | None
+    #: Seconds, once ended.
+    duration: float | None
+    #: Times a worker took the step up (0 for publication, which has no leases).
+    attempts: int
+    error: str
+
+
+class StepWithLogOut(StepOut):
+    log: str
+
+
+class RevisionOut(Schema):
+    id: int
+    environment: str = Field(alias="competitor.environment.name")
+    competitor: str = Field(alias="competitor.name")
+    version: int
+    filename: str
+    size: int
+    sha256: str
+    entry_point: str
+    has_requirements: bool
+    #: Withdrawn by its owner or disabled by the organizers: it plays no more.
+    is_disabled: bool
+    #: Built and validated, and not disabled: it may play.
+    is_valid: bool
+    created_at: datetime
+    build: StepOut
+    validation: StepOut
+    publication: StepOut
+
+    @staticmethod
+    def resolve_build(revision: Revision) -> PipelineStep:
+        return _step(revision, "build")
+
+    @staticmethod
+    def resolve_validation(revision: Revision) -> PipelineStep:
+        return _step(revision, "validation")
+
+    @staticmethod
+    def resolve_publication(revision: Revision) -> PipelineStep:
+        return _step(revision, "publication")
+
+
+class RevisionDetailOut(RevisionOut):
+    """With each step's log, and the self-play duel that validated it (its matches replay)."""
+
+    build: StepWithLogOut
+    validation: StepWithLogOut
+    publication: StepWithLogOut
+    validation_duel: int | None
+
+    @staticmethod
+    def resolve_validation_duel(revision: Revision) -> int | None:
+        duel = revision_validation_duel(revision)
+        return duel.pk if duel else None
+
+
+def _step(revision: Revision, name: str) -> PipelineStep:
+    return next(step for step in pipeline_steps(revision) if step.name == name)
+
+
+class RatingChangeOut(Schema):
+    created_at: datetime
+    #: "match" for a rated match, "reset" when the organizers reset ratings.
+    reason: str
+    mu_before: float
+    sigma_before: float
+    mu_after: float
+    sigma_after: float
+    duel: int | None = Field(alias="duel_id")
+    match_index: int | None
+
+    @staticmethod
+    def resolve_match_index(change: RatingChange) -> int | None:
+        return change.match.index if change.match is not None else None
+
+
+# --- filters ------------------------------------------------------------------------
+
+
+class CompetitorFilters(FilterSchema):
+    environment: Annotated[Slug | None, FilterLookup("environment__name")] = None
+    owner_id: Id | None = None
+    is_public: bool | None = None
+
+
+class RevisionFilters(FilterSchema):
+    build_status: StepStatus | None = None
+    validation_status: StepStatus | None = None
+    is_disabled: bool | None = None
+
+
+class RatingChangeFilters(FilterSchema):
+    reason: Annotated[Slug | None, FilterLookup("reason")] = None
+
+
+# --- operations ---------------------------------------------------------------------
+
+COMPETITOR = "/competitors/{environment}/{name}"
+
+
+@router.get(
+    "/competitors",
+    response=documented({200: list[CompetitorOut]}),
+    summary="Competitors you may see",
+    description="Public competitors, and your own; every one for organizers. "
+    "`mine=true` keeps only yours.",
+)
+@paginated
+def competitors_list(
+    request: HttpRequest, filters: Query[CompetitorFilters], mine: bool = False
+) -> QuerySet[Competitor]:
+    return filters.filter(competitors_for(user=request.user, owned_only=mine))
+
+
+@router.get(
+    COMPETITOR,
+    response=documented({200: CompetitorDetailOut}, 404),
+    summary="One competitor",
+)
+def competitor_detail(request: HttpRequest, environment: Slug, name: Slug) -> Competitor:
+    competitor = get_competitor_for_user(request.user, environment, name)
+    return competitor_with_summary(competitor)
+
+
+@router.get(
+    f"{COMPETITOR}/revisions",
+    response=documented({200: list[RevisionOut]}, 404),
+    summary="A competitor's revisions, newest first",
+)
+@paginated
+def revisions_list(
+    request: HttpRequest, environment: Slug, name: Slug, filters: Query[RevisionFilters]
+) -> QuerySet[Revision]:
+    competitor = get_competitor_for_user(request.user, environment, name)
+    return filters.filter(revisions_of(competitor))
+
+
+@router.get(
+    f"{COMPETITOR}/revisions/{{version}}",
+    response=documented({200: RevisionDetailOut}, 404),
+    summary="One revision, with its build, validation and publication logs",
+)
+def revision_detail(
+    request: HttpRequest, environment: Slug, name: Slug, version: Number
+) -> Revision:
+    return get_revision_for_user(request.user, environment, name, version)
+
+
+@router.get(
+    f"{COMPETITOR}/ratings",
+    response=documented({200: list[RatingChangeOut]}, 404),
+    summary="A competitor's rating history, oldest first",
+    description="Every change of its openskill rating: after each rated match, and resets.",
+)
+@paginated
+def rating_changes_list(
+    request: HttpRequest, environment: Slug, name: Slug, filters: Query[RatingChangeFilters]
+) -> QuerySet[RatingChange]:
+    competitor = get_competitor_for_user(request.user, environment, name)
+    return filters.filter(rating_changes_of(competitor))

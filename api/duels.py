@@ -1,0 +1,230 @@
+"""Duels, their matches and the matches' replays. A duel is visible with its tournament;
+a validation duel (self-play) with its competitor; an agent's log only to whoever may see
+its competitor (``web.access``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Field, FilterLookup, FilterSchema, Query, Schema
+
+from api import auth
+from api.errors import documented
+from api.pagination import paginated
+from api.params import Id, Number, Slug
+from api.selectors import duels_for, matches_of
+from core.models import Duel, DuelResult, DuelStatus, Match
+from web.access import get_duel_for_user, get_match_for_user
+from web.replays import FaultNote, ReplayStates, match_faults, match_states, player_labels
+from web.selectors import DuelPlayer, duel_players
+
+router = auth.ReadRouter(tags=["duels"])
+
+
+# --- schemas ------------------------------------------------------------------------
+
+
+class DuelPlayerOut(Schema):
+    #: 1 or 2.
+    number: int
+    #: How the pages name it: "competitor vN" (with "(player N)" in self-play).
+    label: str
+    competitor: str = Field(alias="revision.competitor.name")
+    owner: str = Field(alias="revision.competitor.owner.display_name")
+    revision: int = Field(alias="revision.version")
+    wins: int
+    score: float
+    #: Matches lost by a fault of its agent.
+    errors: int
+    restarts: int
+
+
+class DuelPlayerWithLogOut(DuelPlayerOut):
+    #: What its agent wrote on stderr; None when you may not see its competitor.
+    log: str | None
+
+
+def _players(duel: Duel, context: dict[str, Any]) -> list[DuelPlayer]:
+    request: HttpRequest = context["request"]
+    return duel_players(user=request.user, duel=duel)
+
+
+class _DuelFields(Schema):
+    id: int
+    tournament: int | None = Field(alias="tournament_id")
+    round: int | None
+    is_validation: bool
+    environment: str = Field(alias="revision_1.competitor.environment.name")
+    status: DuelStatus
+    #: None until it is over.
+    result: DuelResult | None
+    num_matches: int
+    draws: int
+    #: Matches lost to faults of neither agent.
+    other_errors: int
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    error: str
+
+    @staticmethod
+    def resolve_result(duel: Duel) -> str | None:
+        return duel.result or None
+
+
+class DuelOut(_DuelFields):
+    players: list[DuelPlayerOut]
+
+    @staticmethod
+    def resolve_players(duel: Duel, context: dict[str, Any]) -> list[DuelPlayer]:
+        return _players(duel, context)
+
+
+class DuelDetailOut(_DuelFields):
+    players: list[DuelPlayerWithLogOut]
+
+    @staticmethod
+    def resolve_players(duel: Duel, context: dict[str, Any]) -> list[DuelPlayer]:
+        return _players(duel, context)
+
+
+class FaultOut(Schema):
+    #: The duel player at fault, 1 or 2.
+    player: int
+    kind: str
+    message: str
+    #: The step (from 0) it happened on, when it was during a move.
+    step: int | None
+    #: What the kind means.
+    explanation: str
+
+
+def _faults(match: Match) -> list[FaultNote]:
+    return match_faults(match, player_labels(match.duel))
+
+
+class MatchOut(Schema):
+    index: int
+    #: The duel player (1 or 2) in the game's first seat.
+    first_player: int
+    seed: int
+    result: DuelResult
+    player_1_score: float
+    player_2_score: float
+    steps: int
+    #: Seconds.
+    duration: float
+    #: The duel player at fault, when exactly one was.
+    fault_player: int | None
+    fault_kind: str
+    error: str = Field(alias="error_msg")
+    faults: list[FaultOut]
+
+    @staticmethod
+    def resolve_faults(match: Match) -> list[FaultNote]:
+        return _faults(match)
+
+
+class ReplayOut(Schema):
+    """Everything a match stores, and every state recomputed from it by the game."""
+
+    duel: int = Field(alias="match.duel_id")
+    index: int = Field(alias="match.index")
+    environment: str = Field(alias="match.duel.revision_1.competitor.environment.name")
+    seed: int = Field(alias="match.seed")
+    #: The duel player (1 or 2) in each of the game's seats.
+    seats: list[int] = Field(alias="match.seats")
+    #: One entry per step: each seat's action, None for a seat that did not move.
+    actions: list[list[Any]] = Field(alias="match.actions")
+    #: Seconds each seat took, in the same layout.
+    timings: list[list[float | None]] = Field(alias="match.timings")
+    result: DuelResult = Field(alias="match.result")
+    faults: list[FaultOut]
+    #: The game's state at the start and after each step (``states[0]`` is the start).
+    states: list[dict[str, Any]]
+    #: Why the states stop short: the game's rules changed, or it is no longer installed.
+    replay_error: str = Field(alias="error")
+
+    @staticmethod
+    def resolve_faults(replayed: ReplayStates) -> list[FaultNote]:
+        return _faults(replayed.match)
+
+
+# --- filters ------------------------------------------------------------------------
+
+
+class DuelFilters(FilterSchema):
+    tournament: Annotated[Id | None, FilterLookup("tournament_id")] = None
+    environment: Annotated[
+        Slug | None, FilterLookup("revision_1__competitor__environment__name")
+    ] = None
+    #: Duels where this competitor (by name) plays either side.
+    competitor: Annotated[
+        Slug | None,
+        FilterLookup(["revision_1__competitor__name", "revision_2__competitor__name"]),
+    ] = None
+    status: DuelStatus | None = None
+    is_validation: bool | None = None
+
+
+class MatchFilters(FilterSchema):
+    result: DuelResult | None = None
+    fault_player: Annotated[int | None, Field(ge=1, le=2)] = None
+
+
+# --- operations ---------------------------------------------------------------------
+
+
+@router.get(
+    "/duels",
+    response=documented({200: list[DuelOut]}),
+    summary="Duels you may see, newest first",
+)
+@paginated
+def duels_list(request: HttpRequest, filters: Query[DuelFilters]) -> QuerySet[Duel]:
+    return filters.filter(duels_for(user=request.user))
+
+
+@router.get(
+    "/duels/{duel_id}",
+    response=documented({200: DuelDetailOut}, 404),
+    summary="One duel, with its agents' logs when you may see them",
+)
+def duel_detail(request: HttpRequest, duel_id: Id) -> Duel:
+    return get_duel_for_user(request.user, duel_id)
+
+
+@router.get(
+    "/duels/{duel_id}/matches",
+    response=documented({200: list[MatchOut]}, 404),
+    summary="A duel's matches, in order",
+)
+@paginated
+def matches_list(
+    request: HttpRequest, duel_id: Id, filters: Query[MatchFilters]
+) -> QuerySet[Match]:
+    return filters.filter(matches_of(get_duel_for_user(request.user, duel_id)))
+
+
+@router.get(
+    "/duels/{duel_id}/matches/{index}",
+    response=documented({200: MatchOut}, 404),
+    summary="One match",
+)
+def match_detail(request: HttpRequest, duel_id: Id, index: Number) -> Match:
+    return get_match_for_user(request.user, duel_id, index)
+
+
+@router.get(
+    "/duels/{duel_id}/matches/{index}/replay",
+    response=documented({200: ReplayOut}, 404),
+    summary="A match's replay: seed, actions, timings, faults and every state",
+    description="Games are deterministic: a match stores its seed and actions, and the "
+    "states are recomputed from them by the game itself.",
+)
+def match_replay(request: HttpRequest, duel_id: Id, index: Number) -> ReplayStates:
+    return match_states(get_match_for_user(request.user, duel_id, index))

@@ -1,0 +1,102 @@
+"""The OpenAPI document and the documentation page: every operation and its errors are
+documented, and the page works from Arena's own files (no CDN)."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import urlsplit
+
+import pytest
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorOut"}
+
+
+def document(client) -> dict:
+    return json.loads(client.get("/api/v1/openapi.json").content)
+
+
+def operations(client) -> list[tuple[str, str, dict]]:
+    return [
+        (path, method, operation)
+        for path, methods in document(client)["paths"].items()
+        for method, operation in methods.items()
+    ]
+
+
+def test_it_documents_every_operation_with_its_success_and_error_schemas(client):
+    found = operations(client)
+
+    assert {path for path, _, _ in found} >= {
+        "/api/v1/competitors",
+        "/api/v1/competitors/{environment}/{name}/revisions/{version}",
+        "/api/v1/competitors/{environment}/{name}/ratings",
+        "/api/v1/tournaments/{tournament_id}",
+        "/api/v1/duels/{duel_id}/matches/{index}/replay",
+        "/api/v1/submissions",
+        "/api/v1/submissions/{submission_id}",
+    }
+    for path, method, operation in found:
+        responses = operation["responses"]
+        success = [code for code in responses if code.startswith("2")]
+        assert success, f"{method} {path}"
+        assert "$ref" in responses[success[0]]["content"]["application/json"]["schema"]
+        errors = {"401", "403", "422", "429"} | ({"404"} if "{" in path else set())
+        for code in errors:
+            assert responses[code]["content"]["application/json"]["schema"] == ERROR_SCHEMA, (
+                f"{method} {path} {code}"
+            )
+
+
+def test_every_list_is_paginated_the_same_way(client):
+    for path, _method, operation in operations(client):
+        schema = operation["responses"].get("200", {}).get("content", {})
+        reference = schema.get("application/json", {}).get("schema", {}).get("$ref", "")
+        if not reference.split("/")[-1].startswith("Paged"):
+            continue
+        parameters = {parameter["name"]: parameter for parameter in operation["parameters"]}
+        assert parameters["limit"]["schema"]["maximum"] == 100, path
+        assert parameters["offset"]["schema"]["minimum"] == 0, path
+    paged = document(client)["components"]["schemas"]["PagedDuelOut"]
+    assert set(paged["properties"]) == {"count", "next", "previous", "items"}
+
+
+def test_an_unknown_api_path_is_a_404_in_the_error_shape(client):
+    response = client.get("/api/v1/chess/openings")
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert json.loads(response.content)["error"]["code"] == "not_found"
+
+
+def test_the_docs_page_refers_to_no_other_host(client):
+    page = client.get("/api/v1/docs").content.decode()
+
+    references = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert references
+    assert all(not urlsplit(reference).netloc for reference in references), references
+    settings = json.loads(re.search(r'id="swagger-settings">(.*?)</script>', page, re.S)[1])
+    # Swagger UI would otherwise load its validator badge from validator.swagger.io.
+    assert settings["validatorUrl"] is None
+
+
+def test_the_docs_page_works_in_a_browser_with_only_arenas_own_files(live_server, page):
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+
+    page.goto(f"{live_server.url}/api/v1/docs")
+    page.locator(".opblock-summary-path", has_text="/api/v1/submissions").first.wait_for()
+
+    assert page.locator(".opblock").count() >= 17
+    assert requested
+    assert all(url.startswith(live_server.url) for url in requested), requested
+    assert any(url.endswith("swagger-ui-bundle.js") for url in requested)
+
+
+def test_the_document_says_reads_need_no_token_and_submissions_do(client):
+    for path, method, operation in operations(client):
+        token = {"TokenAuth": []}
+        needed = [token] if path.startswith("/api/v1/submissions") else [token, {}]
+        assert operation["security"] == needed, f"{method} {path}"
