@@ -73,6 +73,28 @@ class SubmissionForm(UploadForm):
         return self.cleaned_data["name"].strip()
 
 
+class OnlineModelForm(forms.Form):
+    """An online model: an agent that plays from its owner's machine over the network."""
+
+    prefix = "online"  # beside the upload form on the environment page
+
+    name = forms.CharField(
+        label="Model name",
+        max_length=64,
+        validators=[validate_slug],
+        help_text="Its name on the leaderboard: letters, digits, hyphens and underscores.",
+    )
+    is_public = forms.BooleanField(
+        label="Public",
+        required=False,
+        initial=True,
+        help_text="Anyone may then see it and its games.",
+    )
+
+    def clean_name(self) -> str:
+        return self.cleaned_data["name"].strip()
+
+
 class EmailAuthenticationForm(AuthenticationForm):
     """Log in with the e-mail address, in any case (addresses are stored in lower case)."""
 

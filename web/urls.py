@@ -13,6 +13,11 @@ urlpatterns = [
     path("", environments.home, name="home"),
     path("environments/<slug:name>/", environments.environment, name="environment"),
     path(
+        "environments/<slug:name>/online-models/",
+        environments.online_model_create,
+        name="online_model_create",
+    ),
+    path(
         "environments/<slug:name>/static/<str:filename>",
         environments.environment_static,
         name="environment_static",

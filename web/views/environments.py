@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.errors import ArenaError
+from core.models import Environment
+from core.online import online_model_register
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
 from web.access import get_environment
-from web.forms import SubmissionForm
+from web.forms import OnlineModelForm, SubmissionForm, sentence
 from web.selectors import environment_page, home_page
 from web.views.submissions import upload_from_form
 
@@ -29,13 +33,50 @@ def environment(request: HttpRequest, name: str) -> HttpResponse:
         revision = upload_from_form(request, form, environment=environment)
         if revision is not None:
             return redirect(revision)
+    return _render_environment(request, environment, form, OnlineModelForm())
+
+
+def _render_environment(
+    request: HttpRequest,
+    environment: Environment,
+    form: SubmissionForm,
+    online_form: OnlineModelForm,
+) -> HttpResponse:
     page = environment_page(user=request.user, environment=environment)
     return render(
         request,
         "web/environment.html",
-        {"page": page, "environment": environment, "form": form},
-        status=400 if form.errors else 200,
+        {"page": page, "environment": environment, "form": form, "online_form": online_form},
+        status=400 if form.errors or online_form.errors else 200,
     )
+
+
+@login_required
+@require_POST
+def online_model_create(request: HttpRequest, name: str) -> HttpResponse:
+    """Register an online model and show its token, once."""
+    environment = get_environment(name)
+    form = OnlineModelForm(request.POST)
+    if form.is_valid():
+        try:
+            competitor, secret = online_model_register(
+                owner=request.user,
+                environment=environment,
+                name=form.cleaned_data["name"],
+                is_public=form.cleaned_data["is_public"],
+            )
+        except ArenaError as error:
+            form.add_error("name", sentence(error.message))
+        else:
+            # The token is in this response only: the database keeps its hash.
+            response = render(
+                request,
+                "web/online_model_created.html",
+                {"competitor": competitor, "secret": secret},
+            )
+            response["Cache-Control"] = "no-store"
+            return response
+    return _render_environment(request, environment, SubmissionForm(), form)
 
 
 @require_GET

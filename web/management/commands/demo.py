@@ -406,11 +406,16 @@ class Command(BaseCommand):
         for participant in participants:
             competitor = participant.revision.competitor
             entry = entries.get(competitor.pk)
-            shown = (
-                f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, {entry.rank_best}-{entry.rank_worst}"
-                if entry
-                else "     —"
-            )
+            if entry is None:
+                shown = "     —"
+            elif entry.is_provisional:
+                # Too few matches to rank: where it could rank says nothing yet.
+                shown = f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, provisional"
+            else:
+                shown = (
+                    f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, "
+                    f"{entry.rank_best}-{entry.rank_worst}"
+                )
             record = f"{participant.wins}-{participant.draws}-{participant.losses}"
             self.stdout.write(
                 f"  {participant.rank or '':>4}  {participant.revision!s:<22} "
