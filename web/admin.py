@@ -177,6 +177,7 @@ class CompetitorAdmin(ArenaAdmin):
         "name",
         "environment",
         "owner_link",
+        "kind",
         "is_public",
         "is_disabled",
         "revision_count",
@@ -185,14 +186,15 @@ class CompetitorAdmin(ArenaAdmin):
         "created_at",
         "public",
     )
-    list_filter = ("environment", "is_public", "is_disabled")
+    list_filter = ("environment", "kind", "is_public", "is_disabled")
     search_fields = ("name", "owner__email", "owner__display_name", "owner__team")
     list_select_related = ("environment", "owner", "rating")
-    readonly_fields = ("name", "environment", "owner_link", "rating_link", "created_at")
+    readonly_fields = ("name", "environment", "owner_link", "kind", "rating_link", "created_at")
     fields = (
         "name",
         "environment",
         "owner_link",
+        "kind",
         "is_public",
         "is_disabled",
         "rating_link",

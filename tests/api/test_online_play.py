@@ -9,6 +9,7 @@ embedded default (one ``run_gateway --manager`` process, no Redis).
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import tempfile
@@ -98,9 +99,21 @@ def _assert_played_rated_and_replayed(duels: int) -> None:
     assert replay.status_code == 200
 
 
-def test_it_plays_an_online_agent_through_redis_and_the_online_workers(
-    celery_workers, redis_url, settings
-):
+@dataclasses.dataclass
+class Production:
+    """The production path, running: workers, the tournament manager, the gateway, two
+    validated hosted agents in a running ladder, and a model's token."""
+
+    workers: Workers
+    gateway: Gateway
+    gateway_process: subprocess.Popen[bytes]
+    port: int
+    token: str
+    common: dict[str, str]
+
+
+@pytest.fixture
+def production(celery_workers, redis_url, settings) -> Production:
     settings.ARENA_ONLINE_BUS_URL = redis_url
     owner = make_user()
     common = {"ARENA_ONLINE_BUS_URL": redis_url, **QUICK_LADDER}
@@ -108,7 +121,7 @@ def test_it_plays_an_online_agent_through_redis_and_the_online_workers(
     celery_workers.start("online", queues="online", pool="threads", concurrency=8, **common)
     celery_workers.manage("manager", "run_tournament_manager", "--interval", "0.5", **common)
     port = free_port()
-    celery_workers.manage(
+    process = celery_workers.manage(
         "gateway", "run_gateway", "--port", str(port), **common, **GATEWAY_SETTINGS
     )
     gateway = wait_until_up(Gateway("127.0.0.1", port, celery_workers))
@@ -126,13 +139,16 @@ def test_it_plays_an_online_agent_through_redis_and_the_online_workers(
         format="ladder",
     )
     tournament_launch(tournament=ladder)
+    return Production(celery_workers, gateway, process, port, token, common)
 
-    client = _connect(gateway, token, duels=2)
 
-    assert client.returncode == 0, client.stderr + celery_workers.log("online")
+def test_it_plays_an_online_agent_through_redis_and_the_online_workers(production):
+    client = _connect(production.gateway, production.token, duels=2)
+
+    assert client.returncode == 0, client.stderr + production.workers.log("online")
     assert client.stderr.count("duel over") == 2
     _assert_played_rated_and_replayed(2)
-    assert "online@" in celery_workers.log("online")  # refereed by the online worker
+    assert "online@" in production.workers.log("online")  # refereed by the online worker
 
 
 def test_it_plays_an_online_agent_on_the_embedded_default_in_one_process(settings, tmp_path: Path):
@@ -190,39 +206,12 @@ class Thoughtful(Agent):
 """
 
 
-def test_it_resumes_a_duel_by_itself_when_the_gateway_restarts_midway(
-    celery_workers, redis_url, settings, tmp_path: Path
-):
-    settings.ARENA_ONLINE_BUS_URL = redis_url
-    owner = make_user()
-    common = {"ARENA_ONLINE_BUS_URL": redis_url, **QUICK_LADDER}
-    celery_workers.start("hosted", **common)
-    celery_workers.start("online", queues="online", pool="threads", concurrency=4, **common)
-    celery_workers.manage("manager", "run_tournament_manager", "--interval", "0.5", **common)
-    port = free_port()
-    first = celery_workers.manage(
-        "gateway", "run_gateway", "--port", str(port), **common, **GATEWAY_SETTINGS
-    )
-    gateway = wait_until_up(Gateway("127.0.0.1", port, celery_workers))
-    _hosted_field(owner)
-    wait_for(
-        lambda: Competitor.objects.filter(revisions__validation_status="succeeded").count() == 2,
-        timeout=90,
-        what="the hosted agents to be validated",
-    )
-    token = _register(gateway, owner)
-    tournament_launch(
-        tournament=tournament_create(
-            environment=Competitor.objects.first().environment,
-            name="ladder",
-            revisions=[],
-            format="ladder",
-        )
-    )
+def test_it_resumes_a_duel_by_itself_when_the_gateway_restarts_midway(production, tmp_path: Path):
+    gateway, workers = production.gateway, production.workers
     agent_file = tmp_path / "thoughtful.py"
     agent_file.write_text(SLOW_AGENT)
     token_file = tmp_path / "model.token"
-    token_file.write_text(token)
+    token_file.write_text(production.token)
     client = subprocess.Popen(
         [
             sys.executable,
@@ -247,10 +236,15 @@ def test_it_resumes_a_duel_by_itself_when_the_gateway_restarts_midway(
             what="the online duel to start",
         )
         time.sleep(1.0)  # some moves in
-        celery_workers.kill(first)
+        workers.kill(production.gateway_process)  # as if its machine died
         time.sleep(1.0)
-        celery_workers.manage(
-            "gateway-again", "run_gateway", "--port", str(port), **common, **GATEWAY_SETTINGS
+        workers.manage(
+            "gateway-again",
+            "run_gateway",
+            "--port",
+            str(production.port),
+            **production.common,
+            **GATEWAY_SETTINGS,
         )
         _, stderr = client.communicate(timeout=120)
     finally:
