@@ -436,6 +436,22 @@ REPLY_SCHEMA: dict[str, Any] = {
 }
 
 
+#: The components the two endpoints' documentation refers to, beside Django's.
+OPENAPI_SCHEMAS: dict[str, Any] = {
+    "ReplyAccepted": {
+        "type": "object",
+        "title": "ReplyAccepted",
+        "properties": {
+            "accepted": {
+                "type": "string",
+                "description": "What was answered: `ready` or `act:<id>`.",
+            }
+        },
+        "required": ["accepted"],
+    }
+}
+
+
 def openapi_paths() -> dict[str, Any]:
     """The two endpoints served here, for the API's OpenAPI document."""
     security = [{"ModelTokenAuth": []}]
@@ -493,11 +509,7 @@ def openapi_paths() -> dict[str, Any]:
                         "description": "Handed to the referee.",
                         "content": {
                             "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {"accepted": {"type": "string"}},
-                                    "required": ["accepted"],
-                                }
+                                "schema": {"$ref": "#/components/schemas/ReplyAccepted"}
                             }
                         },
                     },

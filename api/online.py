@@ -29,8 +29,9 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 
 from api import auth
-from api.errors import error_body
+from api.errors import documented, error_body
 from api.gateway import ModelSeat, Refusal, model_seat, presence_seen
+from api.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Pagination
 from core.errors import ArenaError
 from core.models import Competitor, Environment, OnlineSeat
 from core.online import (
@@ -99,13 +100,26 @@ class ModelIn(Schema):
 
 
 class ModelOut(Schema):
+    """An online competitor and its queue entry (made by ``_model_out``)."""
+
     environment: str
     name: str
-    version: int
+    version: int = Field(description="Its current version (revision).")
     public: bool
-    queued: bool
-    connected: bool
+    queued: bool = Field(description="In the matchmaking queue.")
+    connected: bool = Field(description="A client of it holds a connection now.")
     duels_played: int
+
+
+class PagedModelOut(Schema):
+    count: int
+    next: str | None
+    previous: str | None
+    items: list[ModelOut]
+
+
+def _seat_of(competitor: Competitor) -> OnlineSeat | None:
+    return getattr(competitor, "online_seat", None)
 
 
 class ModelRegistered(Schema):
@@ -140,19 +154,6 @@ class EventsOut(Schema):
     last_seq: str = Field(description="Send it back as `after` for the next events.")
 
 
-class Problem(Schema):
-    code: str
-    message: str
-    details: list[Any]
-
-
-class ErrorOut(Schema):
-    error: Problem
-
-
-ERRORS: dict[int, Any] = {code: ErrorOut for code in (400, 401, 403, 404, 409, 413, 422, 429)}
-
-
 # --- helpers -------------------------------------------------------------------------------
 
 
@@ -166,12 +167,13 @@ def _json(value: object) -> bytes:
     return orjson.dumps(value)
 
 
-def _model_out(competitor: Competitor, seat: OnlineSeat | None) -> ModelOut:
-    latest = competitor.revisions.order_by("-version").values_list("version", flat=True).first()
+def _model_out(competitor: Competitor) -> ModelOut:
+    seat = _seat_of(competitor)
+    latest = competitor.revisions.order_by("-version").values_list("version", flat=True)
     return ModelOut(
         environment=competitor.environment.name,
         name=competitor.name,
-        version=latest or 0,
+        version=latest.first() or 0,
         public=competitor.is_public,
         queued=bool(seat and seat.is_queued),
         connected=bool(seat and seat.is_connected()),
@@ -191,8 +193,12 @@ def _own_model(request: HttpRequest, environment: str, name: str) -> Competitor:
 
 
 def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
-    competitor = Competitor.objects.select_related("environment").get(pk=competitor_id)
-    seat, _ = OnlineSeat.objects.get_or_create(competitor=competitor)
+    competitor = Competitor.objects.select_related("environment", "online_seat").get(
+        pk=competitor_id
+    )
+    seat = _seat_of(competitor)
+    if seat is None:
+        seat = competitor.online_seat = OnlineSeat.objects.create(competitor=competitor)
     return competitor, seat
 
 
@@ -202,7 +208,7 @@ def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
 @router.post(
     "/models",
     auth=auth.play,
-    response={201: ModelRegistered, **ERRORS},
+    response=documented({201: ModelRegistered}, 400, 404),
     summary="Register an online model and get its token",
 )
 def model_register(request: HttpRequest, payload: ModelIn) -> Status[ModelRegistered]:
@@ -220,29 +226,33 @@ def model_register(request: HttpRequest, payload: ModelIn) -> Status[ModelRegist
     )
     return Status(
         201,
-        ModelRegistered(model=_model_out(competitor, competitor.online_seat), token=secret),
+        ModelRegistered(model=_model_out(competitor), token=secret),
     )
 
 
 @router.get(
-    "/models", auth=auth.play, response={200: list[ModelOut], **ERRORS}, summary="Your models"
+    "/models", auth=auth.play, response=documented({200: PagedModelOut}), summary="Your models"
 )
-def models_list(request: HttpRequest) -> list[ModelOut]:
-    competitors = (
+def models_list(
+    request: HttpRequest,
+    limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
+) -> dict[str, Any]:
+    models = (
         Competitor.objects.filter(owner=request.user, kind="online")
         .select_related("environment", "online_seat")
-        .order_by("environment__name", "name")
+        .order_by("environment__name", "name", "pk")
     )
-    return [
-        _model_out(competitor, getattr(competitor, "online_seat", None))
-        for competitor in competitors
-    ]
+    page = Pagination().paginate_queryset(
+        models, Pagination.Input(limit=limit, offset=offset), request
+    )
+    return {**page, "items": [_model_out(competitor) for competitor in page["items"]]}
 
 
 @router.post(
     "/models/{environment}/{name}/tokens",
     auth=auth.play,
-    response={201: TokenOut, **ERRORS},
+    response=documented({201: TokenOut}, 404),
     summary="Another token for one of your models",
 )
 def model_token_new(request: HttpRequest, environment: str, name: str) -> Status[TokenOut]:
@@ -255,7 +265,7 @@ def model_token_new(request: HttpRequest, environment: str, name: str) -> Status
 @router.post(
     "/models/{environment}/{name}/versions",
     auth=auth.play,
-    response={201: ModelOut, **ERRORS},
+    response=documented({201: ModelOut}, 404),
     summary="A new version of one of your models",
     description="Say that the model changed: its leaderboard entry starts afresh, as after "
     "an upload; its ratings carry on.",
@@ -263,7 +273,7 @@ def model_token_new(request: HttpRequest, environment: str, name: str) -> Status
 def model_version_new(request: HttpRequest, environment: str, name: str) -> Status[ModelOut]:
     competitor = _own_model(request, environment, name)
     online_revision_create(competitor=competitor, created_by=request.user)
-    return Status(201, _model_out(competitor, getattr(competitor, "online_seat", None)))
+    return Status(201, _model_out(competitor))
 
 
 # --- playing (model tokens) ------------------------------------------------------------------
@@ -274,7 +284,7 @@ async def _status(seat: ModelSeat) -> StatusOut:
     bus = seat_bus()
     duel = await bus.current_duel(seat.seat)
     ladders = await sync_to_async(running_ladders)(competitor.environment)
-    model = await sync_to_async(_model_out)(competitor, online_seat)
+    model = await sync_to_async(_model_out)(competitor)
     if duel is not None:
         state = "playing"
     elif online_seat.is_queued:
@@ -294,7 +304,7 @@ async def _status(seat: ModelSeat) -> StatusOut:
 @router.get(
     "/status",
     auth=model_token,
-    response={200: StatusOut, **ERRORS},
+    response=documented({200: StatusOut}),
     summary="Where your model stands",
 )
 async def status(request: HttpRequest) -> StatusOut:
@@ -310,7 +320,7 @@ def _join(competitor_id: int) -> None:
 @router.post(
     "/queue",
     auth=model_token,
-    response={200: StatusOut, **ERRORS},
+    response=documented({200: StatusOut}, 409),
     summary="Join the matchmaking queue",
     description="Your model is paired as soon as a good opponent is free, while its stream "
     "is open. 409 when no ladder runs in its environment.",
@@ -327,7 +337,7 @@ async def queue_join(request: HttpRequest) -> StatusOut | HttpResponse:
 @router.delete(
     "/queue",
     auth=model_token,
-    response={200: StatusOut, **ERRORS},
+    response=documented({200: StatusOut}),
     summary="Leave the matchmaking queue",
     description="No new duel starts; a duel in play goes on, and leaving it loses it.",
 )
@@ -341,7 +351,7 @@ async def queue_leave(request: HttpRequest) -> StatusOut:
 @router.get(
     "/next",
     auth=model_token,
-    response={200: EventsOut, **ERRORS},
+    response=documented({200: EventsOut}, 400),
     summary="The next events (long poll)",
     description="For clients that cannot hold a stream: the events after `after` (or, "
     "without it, as the stream would start), waiting up to `wait` seconds for one (at most "

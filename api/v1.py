@@ -18,6 +18,7 @@ class ArenaAPI(NinjaAPI):
     def get_openapi_schema(self, **options: Any) -> Any:
         schema = super().get_openapi_schema(**options)
         schema["paths"].update(gateway.openapi_paths())
+        schema["components"]["schemas"].update(gateway.OPENAPI_SCHEMAS)
         return schema
 
 

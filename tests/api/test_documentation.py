@@ -12,6 +12,8 @@ import pytest
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorOut"}
+#: Online play's per-move endpoints, served by the network gateway in front of Django.
+GATEWAY_OPERATIONS = ("online_events", "online_reply")
 
 
 def document(client) -> dict:
@@ -42,8 +44,17 @@ def test_it_documents_every_operation_with_its_success_and_error_schemas(client)
         responses = operation["responses"]
         success = [code for code in responses if code.startswith("2")]
         assert success, f"{method} {path}"
-        assert "$ref" in responses[success[0]]["content"]["application/json"]["schema"]
-        errors = {"401", "403", "422", "429"} | ({"404"} if "{" in path else set())
+        content = responses[success[0]]["content"]
+        if operation.get("operationId") == "online_events":
+            # Online play's stream: newline-delimited JSON, for as long as it is open.
+            assert set(content) == {"application/x-ndjson"}
+        else:
+            assert "$ref" in content["application/json"]["schema"], f"{method} {path}"
+        if operation.get("operationId") in GATEWAY_OPERATIONS:
+            # Served in front of Django: nothing there answers 422 (a bad reply is a 400).
+            errors = {"400", "401", "403", "429"}
+        else:
+            errors = {"401", "403", "422", "429"} | ({"404"} if "{" in path else set())
         for code in errors:
             assert responses[code]["content"]["application/json"]["schema"] == ERROR_SCHEMA, (
                 f"{method} {path} {code}"
@@ -95,8 +106,15 @@ def test_the_docs_page_works_in_a_browser_with_only_arenas_own_files(live_server
     assert any(url.endswith("swagger-ui-bundle.js") for url in requested)
 
 
-def test_the_document_says_reads_need_no_token_and_submissions_do(client):
+def test_the_document_says_reads_need_no_token_and_submissions_and_play_do(client):
     for path, method, operation in operations(client):
         token = {"TokenAuth": []}
-        needed = [token] if path.startswith("/api/v1/submissions") else [token, {}]
+        if path.startswith("/api/v1/online/models"):
+            needed = [token]  # a user token with 'play' registers models
+        elif path.startswith("/api/v1/online/"):
+            needed = [{"ModelTokenAuth": []}]  # a model's own token plays it
+        elif path.startswith("/api/v1/submissions"):
+            needed = [token]
+        else:
+            needed = [token, {}]
         assert operation["security"] == needed, f"{method} {path}"

@@ -95,7 +95,8 @@ def test_it_lists_ones_models_and_makes_new_tokens_and_versions(
     version = client.post("/api/v1/online/models/connect_four/mine/versions", **headers)
     others = client.post("/api/v1/online/models/connect_four/bobs/tokens", **headers)
 
-    assert [model["name"] for model in listed] == ["mine"]
+    assert [model["name"] for model in listed["items"]] == ["mine"]
+    assert listed["count"] == 1
     assert token.status_code == 201 and body(token)["token"].startswith("arena_")
     assert ApiToken.objects.filter(competitor__name="mine").count() == 2
     assert version.status_code == 201 and body(version)["version"] == 2
