@@ -8,8 +8,7 @@ revision, with nothing to build or self-play: it is checked as it plays.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
@@ -155,11 +154,10 @@ def online_seen(*, competitor_ids: Iterable[int]) -> int:
 
 class _LocalReferee:
     """Whether this process referees the online duels of a bus held in its own memory
-    (the embedded default: the gateway process does), and how to hand one over."""
+    (the embedded default: the gateway process does): ``submit(duel_id)`` hands one over."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.submit: object | None = None
+        self.submit: Callable[[int], bool] | None = None
 
 
 LOCAL_REFEREE = _LocalReferee()

@@ -212,9 +212,8 @@ def online_duel_play(*, duel_id: int) -> float | None:
     (which also takes it up by itself, so nothing is lost if this process is another)."""
     if settings.ARENA_ONLINE_BUS_URL:
         return duel_play(duel_id=duel_id)
-    submit = LOCAL_REFEREE.submit
-    if callable(submit):
-        submit(duel_id)
+    if LOCAL_REFEREE.submit is not None:
+        LOCAL_REFEREE.submit(duel_id)
     return None
 
 

@@ -1,4 +1,7 @@
-"""Sandbox backends; ``get_backend`` picks one by name (the ``ARENA_SANDBOX`` setting)."""
+"""Sandbox backends; ``get_backend`` picks one by name (the ``ARENA_SANDBOX`` setting).
+
+The ``remote`` seat of an online agent (``sandboxes.remote``) is not picked by name: the
+duel runner makes one per duel, on the seat bus, beside the other seat's sandbox."""
 
 from __future__ import annotations
 

@@ -236,6 +236,7 @@ def test_it_resumes_a_duel_by_itself_when_the_gateway_restarts_midway(production
             what="the online duel to start",
         )
         time.sleep(1.0)  # some moves in
+        duel = Duel.objects.filter(status=DuelStatus.RUNNING).with_online_seat().get()
         workers.kill(production.gateway_process)  # as if its machine died
         time.sleep(1.0)
         workers.manage(
@@ -253,7 +254,6 @@ def test_it_resumes_a_duel_by_itself_when_the_gateway_restarts_midway(production
 
     assert client.returncode == 0, stderr
     assert "reconnecting" in stderr
-    duel = Duel.objects.with_online_seat().get()
     wait_for(
         lambda: Duel.objects.filter(pk=duel.pk, status=DuelStatus.SUCCEEDED).exists(),
         timeout=30,
