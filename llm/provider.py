@@ -117,11 +117,16 @@ class Provider:
                         f"{self.config.describe()} failed {len(errors)} times in a row; "
                         f"the last time: {failure}"
                     ) from None
-                if wait > self.config.max_retry_wait or time.monotonic() + wait >= deadline:
+                if wait > self.config.max_retry_wait:
                     raise ProviderFailure(
                         f"{self.config.describe()} failed ({failure}) and asked to wait "
-                        f"{wait:g} s, more than the move's clock or the "
-                        f"{self.config.max_retry_wait:g} s allowed"
+                        f"{wait:g} s, more than the {self.config.max_retry_wait:g} s allowed"
+                    ) from None
+                if time.monotonic() + wait >= deadline:
+                    raise ProviderFailure(
+                        f"{self.config.describe()} failed {len(errors)} time(s) (the last: "
+                        f"{failure}), and the next retry, in {wait:g} s, would come after "
+                        "the move's clock ran out"
                     ) from None
                 if self._stopped.wait(wait):
                     raise Stopped() from None
