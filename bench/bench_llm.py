@@ -1,7 +1,7 @@
 """LLM players: what the harness adds to a move on top of the model's server, and whether a
 worker playing many LLM duels in threads keeps its other duels' speed.
 
-    python -m bench.bench_llm               # full run, about 3 minutes
+    python -m bench.bench_llm               # full run, about 5 minutes
     python -m bench.bench_llm --quick       # smoke run (a test runs it)
     python -m bench.bench_llm --json figures.json
     python -m bench.bench_llm --profile     # where the harness's time goes (cProfile)
@@ -30,7 +30,9 @@ load
     sandbox. The hosted duels' moves per second (moves over the summed match durations)
     alone, then during the LLM duels, in the same round; the LLM duels' completion (all
     finished, none in error, no fault), wall time and moves per second, and the CPU time
-    of this process and of the server.
+    they took in this process (the hosted referee thread's own left out) and in the
+    server. A control in each round: the same LLM duels in another process (``--llm-duels``),
+    sharing the machine's cores with the hosted duel but not its interpreter.
 """
 
 from __future__ import annotations
@@ -331,6 +333,8 @@ def _check(duel: DuelResult) -> None:
 class HostedRun:
     moves: int = 0
     match_seconds: float = 0.0
+    #: CPU time of the thread that refereed them (the agents are other processes).
+    cpu_seconds: float = 0.0
 
     @property
     def moves_per_second(self) -> float:
@@ -342,6 +346,7 @@ def _hosted_until(stop: threading.Event | float, backend: ProcessSandbox, seed: 
     comes); only the duels that ended before then count."""
     run = HostedRun()
     sources = (AgentSource.from_path(CONNECT_FOUR_RANDOM),) * 2
+    cpu_before = time.thread_time()
 
     def stopped() -> bool:
         return stop.is_set() if isinstance(stop, threading.Event) else time.monotonic() >= stop
@@ -356,6 +361,7 @@ def _hosted_until(stop: threading.Event | float, backend: ProcessSandbox, seed: 
             break
         run.moves += sum(len(match.actions) for match in duel.matches)
         run.match_seconds += sum(match.duration for match in duel.matches)
+    run.cpu_seconds = time.thread_time() - cpu_before
     return run
 
 
@@ -364,60 +370,117 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _load_round(plan: Plan, server: ServerProcess, matches: int, seed: int) -> dict[str, Any]:
-    backend = ProcessSandbox()
-    alone = _hosted_until(time.monotonic() + plan.alone_seconds, backend, seed)
+def _llm_duels(
+    url: str, duels: int, matches: int, seed: int, *, started: Callable[[], None] = lambda: None
+) -> dict[str, Any]:
+    """``duels`` tic-tac-toe duels of two LLM seats at once, a thread each; what became of
+    them, and this process's CPU time meanwhile."""
     clock = llm_clock(load_info("tic_tac_toe"))
 
     def llm_duel(number: int) -> DuelResult:
         return run_duel(
             "tic_tac_toe",
             (AgentSource.llm("cold"), AgentSource.llm("warm")),
-            backend=(_llm_seat(server.url, 0.0), _llm_seat(server.url, 0.6)),
+            backend=(_llm_seat(url, 0.0), _llm_seat(url, 0.6)),
             seed=seed * 1000 + number,
             matches=matches,
             **clock,
         )
 
-    stop = threading.Event()
-    with concurrent.futures.ThreadPoolExecutor(1) as hosted_pool:
-        hosted = hosted_pool.submit(_hosted_until, stop, backend, seed + 500)
-        cpu_before, server_cpu_before = _cpu_seconds(), server.cpu_seconds()
-        started = time.monotonic()
-        with concurrent.futures.ThreadPoolExecutor(plan.duels) as pool:
-            duels = list(pool.map(llm_duel, range(plan.duels)))
-        wall = time.monotonic() - started
-        cpu, server_cpu = _cpu_seconds() - cpu_before, server.cpu_seconds() - server_cpu_before
-        stop.set()
-        together = hosted.result()
+    cpu_before = _cpu_seconds()
+    begun = time.monotonic()
+    started()
+    with concurrent.futures.ThreadPoolExecutor(duels) as pool:
+        played = list(pool.map(llm_duel, range(duels)))
+    wall = time.monotonic() - begun
+    cpu = _cpu_seconds() - cpu_before
     timings = sorted(
         timing
-        for duel in duels
+        for duel in played
         for match in duel.matches
         for step in match.timings
         for timing in step
         if timing is not None
     )
     return {
-        "alone_moves_per_s": alone.moves_per_second,
-        "alone_moves": alone.moves,
-        "together_moves_per_s": together.moves_per_second,
-        "together_moves": together.moves,
-        "ratio": together.moves_per_second / alone.moves_per_second,
-        "llm_duels": len(duels),
-        "llm_finished": sum(1 for duel in duels if len(duel.matches) == matches),
-        "llm_errors": sum(1 for duel in duels if duel.infrastructure_error),
-        "llm_faults": sum(len(match.faults) for duel in duels for match in duel.matches),
+        "llm_duels": len(played),
+        "llm_finished": sum(1 for duel in played if len(duel.matches) == matches),
+        "llm_errors": sum(1 for duel in played if duel.infrastructure_error),
+        "llm_faults": sum(len(match.faults) for duel in played for match in duel.matches),
         "llm_error_matches": sum(
-            1 for duel in duels for match in duel.matches if match.result is Outcome.ERROR
+            1 for duel in played for match in duel.matches if match.result is Outcome.ERROR
         ),
         "llm_moves": len(timings),
         "llm_wall_s": wall,
         "llm_moves_per_s": len(timings) / wall,
         "llm_move_median_ms": statistics.median(timings) * 1000,
         "llm_move_p90_ms": _quantile(timings, 0.9) * 1000,
-        "worker_cpu_s": cpu,
-        "worker_cpu_per_llm_move_ms": cpu / len(timings) * 1000,
+        "cpu_s": cpu,
+    }
+
+
+def _run_llm_duels(url: str, duels: int, matches: int, seed: int) -> int:
+    """The other-process side: ``started`` once the duels begin, then their figures."""
+    figures = _llm_duels(url, duels, matches, seed, started=lambda: print("started", flush=True))
+    print(json.dumps(figures), flush=True)
+    return 0
+
+
+def _load_round(plan: Plan, server: ServerProcess, matches: int, seed: int) -> dict[str, Any]:
+    backend = ProcessSandbox()
+    alone = _hosted_until(time.monotonic() + plan.alone_seconds, backend, seed)
+
+    # The LLM duels in threads of this process, as one worker would play them.
+    stop = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(1) as hosted_pool:
+        hosted = hosted_pool.submit(_hosted_until, stop, backend, seed + 500)
+        server_cpu_before = server.cpu_seconds()
+        llm = _llm_duels(server.url, plan.duels, matches, seed)
+        server_cpu = server.cpu_seconds() - server_cpu_before
+        stop.set()
+        together = hosted.result()
+    # The control: the same LLM duels in another process (another worker), so that they
+    # share this machine's cores with the hosted duel but not its interpreter.
+    other = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.bench_llm",
+            "--llm-duels",
+            server.url,
+            str(plan.duels),
+            str(matches),
+            str(seed),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None
+    if other.stdout.readline().strip() != "started":
+        raise RuntimeError(f"the other process's LLM duels did not start ({other.wait()})")
+    stop = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(1) as hosted_pool:
+        hosted = hosted_pool.submit(_hosted_until, stop, backend, seed + 700)
+        elsewhere = json.loads(other.stdout.readline())
+        stop.set()
+        beside_other = hosted.result()
+    other.wait()
+    # The hosted duels' own referee ran in this process too: its thread's CPU is not theirs.
+    llm_cpu = llm["cpu_s"] - together.cpu_seconds
+    return {
+        "alone_moves_per_s": alone.moves_per_second,
+        "alone_moves": alone.moves,
+        "together_moves_per_s": together.moves_per_second,
+        "together_moves": together.moves,
+        "ratio": together.moves_per_second / alone.moves_per_second,
+        "other_process_moves_per_s": beside_other.moves_per_second,
+        "other_process_ratio": beside_other.moves_per_second / alone.moves_per_second,
+        "other_process_llm_wall_s": elsewhere["llm_wall_s"],
+        "other_process_llm_finished": elsewhere["llm_finished"],
+        **{key: value for key, value in llm.items() if key != "cpu_s"},
+        "worker_cpu_s": llm_cpu,
+        "worker_cpu_per_llm_move_ms": llm_cpu / llm["llm_moves"] * 1000,
         "server_cpu_s": server_cpu,
     }
 
@@ -454,6 +517,9 @@ def _load(
                 "ratio",
                 "alone_moves_per_s",
                 "together_moves_per_s",
+                "other_process_moves_per_s",
+                "other_process_ratio",
+                "other_process_llm_wall_s",
                 "llm_wall_s",
                 "llm_moves_per_s",
                 "llm_move_median_ms",
@@ -472,6 +538,7 @@ def _load(
                 "llm_faults",
                 "llm_error_matches",
                 "llm_moves",
+                "other_process_llm_finished",
             )
         },
     }
@@ -587,11 +654,17 @@ def table(figures: dict[str, Any]) -> str:
             ("alone_moves_per_s", "hosted duel alone (moves/s)", 0),
             ("together_moves_per_s", "hosted duel beside the LLM duels (moves/s)", 0),
             ("ratio", "beside / alone", 3),
+            (
+                "other_process_moves_per_s",
+                "control: beside the same LLM duels in another process (moves/s)",
+                0,
+            ),
+            ("other_process_ratio", "control: beside / alone", 3),
             ("llm_wall_s", "LLM duels' wall time (s)", 1),
             ("llm_moves_per_s", "LLM moves/s", 0),
             ("llm_move_median_ms", "LLM move, median (ms)", 1),
             ("llm_move_p90_ms", "LLM move, 90th percentile (ms)", 1),
-            ("worker_cpu_s", "this process's CPU time (s)", 1),
+            ("worker_cpu_s", "this process's CPU time for the LLM duels (s)", 1),
             ("worker_cpu_per_llm_move_ms", "of which per LLM move (ms)", 2),
             ("server_cpu_s", "the server's CPU time (s)", 1),
         ):
@@ -600,7 +673,8 @@ def table(figures: dict[str, Any]) -> str:
             "",
             f"LLM duels finished: {load['llm_finished']} of {load['llm_duels']} "
             f"({load['llm_moves']} moves), in error: {load['llm_errors']}, faults: "
-            f"{load['llm_faults']}, matches in error: {load['llm_error_matches']}",
+            f"{load['llm_faults']}, matches in error: {load['llm_error_matches']}; in "
+            f"another process: {load['other_process_llm_finished']} finished",
             f"target: the LLM duels complete beside a hosted duel that keeps "
             f"{TARGET_HOSTED_RATIO:.0%} of its speed: "
             + ("met" if complete and kept else "NOT met"),
@@ -666,6 +740,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--serve"]:
         return _serve(float(argv[1]))
+    if argv[:1] == ["--llm-duels"]:
+        return _run_llm_duels(argv[1], int(argv[2]), int(argv[3]), int(argv[4]))
     if argv[:1] == ["--profile"]:
         return profile()
     return run_bench(

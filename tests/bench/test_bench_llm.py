@@ -35,3 +35,5 @@ def test_it_measures_the_harness_overhead_and_llm_duels_beside_a_hosted_duel(tmp
     assert load["llm_errors"] == load["llm_faults"] == load["llm_error_matches"] == 0
     assert load["alone_moves_per_s"]["median"] > 0
     assert load["together_moves_per_s"]["median"] > 0
+    assert load["other_process_llm_finished"] == 3
+    assert load["other_process_moves_per_s"]["median"] > 0
