@@ -25,14 +25,15 @@ overhead
 load
     In this process, as in one worker: ``duels`` tic-tac-toe duels of two LLM seats
     (temperatures 0 and 0.6) at once in a thread pool, against a server that waits a
-    while before each answer (a model thinking: 20 ms, then 0.5 s), while another thread plays
-    hosted Connect Four duels between two example random players in the ``process``
-    sandbox. The hosted duels' moves per second (moves over the summed match durations)
-    alone, then during the LLM duels, in the same round; the LLM duels' completion (all
-    finished, none in error, no fault), wall time and moves per second, and the CPU time
-    they took in this process (the hosted referee thread's own left out) and in the
-    server. A control in each round: the same LLM duels in another process (``--llm-duels``),
-    sharing the machine's cores with the hosted duel but not its interpreter.
+    while before each answer (a model thinking: 20 ms, then 0.5 s), while another
+    thread plays hosted Connect Four duels between two example random players in the
+    ``process`` sandbox. The hosted duels' moves per second (moves over the summed match
+    durations) alone (before and after) and during the LLM duels, in the same round;
+    the LLM duels' completion (all finished, none in error, no fault), wall time and
+    moves per second, and the CPU time they took in this process (the hosted referee
+    thread's own left out) and in the server. A control in each round: the same LLM
+    duels in another process (``--llm-duels``), sharing the machine's cores with the
+    hosted duel but not its interpreter.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ class Plan:
     #: The load measurements: (seconds the server waits before each answer, matches of
     #: each LLM duel).
     loads: tuple[tuple[float, int], ...]
-    #: Seconds the hosted duels are measured alone in each load round.
+    #: Seconds the hosted duels are measured alone in each load round (half before the
+    #: LLM duels, half after).
     alone_seconds: float
 
 
@@ -428,7 +430,9 @@ def _run_llm_duels(url: str, duels: int, matches: int, seed: int) -> int:
 
 def _load_round(plan: Plan, server: ServerProcess, matches: int, seed: int) -> dict[str, Any]:
     backend = ProcessSandbox()
-    alone = _hosted_until(time.monotonic() + plan.alone_seconds, backend, seed)
+    # Alone before and after the LLM duels, pooled: a slow patch of the machine in the
+    # round weighs on the baseline as on the measurements.
+    before = _hosted_until(time.monotonic() + plan.alone_seconds / 2, backend, seed)
 
     # The LLM duels in threads of this process, as one worker would play them.
     stop = threading.Event()
@@ -466,6 +470,11 @@ def _load_round(plan: Plan, server: ServerProcess, matches: int, seed: int) -> d
         stop.set()
         beside_other = hosted.result()
     other.wait()
+    after = _hosted_until(time.monotonic() + plan.alone_seconds / 2, backend, seed + 900)
+    alone = HostedRun(
+        moves=before.moves + after.moves,
+        match_seconds=before.match_seconds + after.match_seconds,
+    )
     # The hosted duels' own referee ran in this process too: its thread's CPU is not theirs.
     llm_cpu = llm["cpu_s"] - together.cpu_seconds
     return {
