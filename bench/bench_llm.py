@@ -738,6 +738,12 @@ def profile(moves: int = 2000, top: int = 30) -> int:
         elapsed = time.monotonic() - started
         harness.close()
     print(f"{played} moves of the harness alone, {elapsed / played * 1000:.3f} ms per move")
+    # Each start of an LLM seat makes its own client (``llm.provider.Provider``).
+    cpu_before = time.process_time()
+    for _ in range(20):
+        Harness(config).close()
+    construction_ms = (time.process_time() - cpu_before) / 20 * 1000
+    print(f"a new Harness (its openai client): {construction_ms:.1f} ms of CPU")
     for order in ("cumulative", "tottime"):
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
