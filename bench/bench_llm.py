@@ -100,8 +100,7 @@ class Plan:
     #: The load measurements: (seconds the server waits before each answer, matches of
     #: each LLM duel).
     loads: tuple[tuple[float, int], ...]
-    #: Seconds the hosted duels are measured alone in each load round (half before the
-    #: LLM duels, half after).
+    #: Seconds the hosted duels are measured alone in each load round (and again after).
     alone_seconds: float
 
 
@@ -113,7 +112,7 @@ FULL = Plan(
     # The issue's test server (an answer in 20 ms: the harness's own cost dominates), and
     # a model closer to real ones (half a second an answer).
     loads=((0.02, 10), (0.5, 2)),
-    alone_seconds=8.0,
+    alone_seconds=5.0,
 )
 QUICK = Plan(rounds=1, matches=2, load_rounds=1, duels=3, loads=((0.02, 1),), alone_seconds=0.5)
 
@@ -154,10 +153,6 @@ class ServerProcess:
         self.url = self.process.stdout.readline().strip()
         if not self.url:
             raise RuntimeError(f"the model's server exited with {self.process.wait()}")
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         assert self.process.stdin is not None
@@ -428,55 +423,63 @@ def _run_llm_duels(url: str, duels: int, matches: int, seed: int) -> int:
     return 0
 
 
-def _load_round(plan: Plan, server: ServerProcess, matches: int, seed: int) -> dict[str, Any]:
-    backend = ProcessSandbox()
-    # Alone before and after the LLM duels, pooled: a slow patch of the machine in the
-    # round weighs on the baseline as on the measurements.
-    before = _hosted_until(time.monotonic() + plan.alone_seconds / 2, backend, seed)
+def _process_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    # The LLM duels in threads of this process, as one worker would play them.
+
+def _beside(
+    backend: ProcessSandbox, seed: int, play: Callable[[], dict[str, Any]]
+) -> tuple[HostedRun, dict[str, Any]]:
+    """Hosted duels in another thread for as long as ``play`` takes."""
     stop = threading.Event()
     with concurrent.futures.ThreadPoolExecutor(1) as hosted_pool:
-        hosted = hosted_pool.submit(_hosted_until, stop, backend, seed + 500)
-        server_cpu_before = server.cpu_seconds()
-        llm = _llm_duels(server.url, plan.duels, matches, seed)
-        server_cpu = server.cpu_seconds() - server_cpu_before
-        stop.set()
-        together = hosted.result()
-    # The control: the same LLM duels in another process (another worker), so that they
-    # share this machine's cores with the hosted duel but not its interpreter.
-    other = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.bench_llm",
-            "--llm-duels",
-            server.url,
-            str(plan.duels),
-            str(matches),
-            str(seed),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert other.stdout is not None
-    if other.stdout.readline().strip() != "started":
-        raise RuntimeError(f"the other process's LLM duels did not start ({other.wait()})")
-    stop = threading.Event()
-    with concurrent.futures.ThreadPoolExecutor(1) as hosted_pool:
-        hosted = hosted_pool.submit(_hosted_until, stop, backend, seed + 700)
-        elsewhere = json.loads(other.stdout.readline())
-        stop.set()
-        beside_other = hosted.result()
-    other.wait()
-    after = _hosted_until(time.monotonic() + plan.alone_seconds / 2, backend, seed + 900)
-    alone = HostedRun(
-        moves=before.moves + after.moves,
-        match_seconds=before.match_seconds + after.match_seconds,
-    )
+        hosted = hosted_pool.submit(_hosted_until, stop, backend, seed)
+        try:
+            played = play()
+        finally:
+            stop.set()
+        return hosted.result(), played
+
+
+def _load_round(
+    url: str, server_pid: int, duels: int, matches: int, alone_seconds: float, seed: int
+) -> dict[str, Any]:
+    """One round, in a process of its own (``--load-round``): a fresh worker."""
+    backend = ProcessSandbox()
+    alone = _hosted_until(time.monotonic() + alone_seconds, backend, seed)
+
+    def elsewhere() -> dict[str, Any]:
+        # The control: the same LLM duels in another process (another worker), sharing
+        # this machine's cores with the hosted duel but not its interpreter.
+        other = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "bench.bench_llm", "--llm-duels", url),
+                *(str(duels), str(matches), str(seed)),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert other.stdout is not None
+        if other.stdout.readline().strip() != "started":
+            raise RuntimeError(f"the other process's LLM duels did not start ({other.wait()})")
+        figures: dict[str, Any] = json.loads(other.stdout.readline())
+        other.wait()
+        return figures
+
+    def here() -> dict[str, Any]:
+        # The LLM duels in threads of this process, as one worker would play them.
+        server_cpu_before = _process_cpu_seconds(server_pid)
+        figures = _llm_duels(url, duels, matches, seed)
+        figures["server_cpu_s"] = _process_cpu_seconds(server_pid) - server_cpu_before
+        return figures
+
+    beside_other, other = _beside(backend, seed + 300, elsewhere)
+    together, llm = _beside(backend, seed + 500, here)
+    after = _hosted_until(time.monotonic() + alone_seconds, backend, seed + 700)
     # The hosted duels' own referee ran in this process too: its thread's CPU is not theirs.
-    llm_cpu = llm["cpu_s"] - together.cpu_seconds
+    llm_cpu = llm.pop("cpu_s") - together.cpu_seconds
     return {
         "alone_moves_per_s": alone.moves_per_second,
         "alone_moves": alone.moves,
@@ -485,13 +488,23 @@ def _load_round(plan: Plan, server: ServerProcess, matches: int, seed: int) -> d
         "ratio": together.moves_per_second / alone.moves_per_second,
         "other_process_moves_per_s": beside_other.moves_per_second,
         "other_process_ratio": beside_other.moves_per_second / alone.moves_per_second,
-        "other_process_llm_wall_s": elsewhere["llm_wall_s"],
-        "other_process_llm_finished": elsewhere["llm_finished"],
-        **{key: value for key, value in llm.items() if key != "cpu_s"},
+        "other_process_llm_wall_s": other["llm_wall_s"],
+        "other_process_llm_finished": other["llm_finished"],
+        "after_moves_per_s": after.moves_per_second,
+        "after_ratio": after.moves_per_second / alone.moves_per_second,
+        **llm,
         "worker_cpu_s": llm_cpu,
         "worker_cpu_per_llm_move_ms": llm_cpu / llm["llm_moves"] * 1000,
-        "server_cpu_s": server_cpu,
     }
+
+
+def _run_load_round(arguments: list[str]) -> int:
+    url, server_pid, duels, matches, alone_seconds, seed = arguments
+    figures = _load_round(
+        url, int(server_pid), int(duels), int(matches), float(alone_seconds), int(seed)
+    )
+    print(json.dumps(figures), flush=True)
+    return 0
 
 
 # --- the whole run ---------------------------------------------------------------------------
@@ -508,7 +521,18 @@ def _load(
     rounds: list[dict[str, Any]] = []
     with ServerProcess(delay) as server:
         for number in range(plan.load_rounds):
-            rounds.append(_load_round(plan, server, matches, 200 + number))
+            arguments = [server.process.pid, plan.duels, matches, plan.alone_seconds, 200 + number]
+            completed = subprocess.run(
+                [
+                    *(sys.executable, "-m", "bench.bench_llm", "--load-round", server.url),
+                    *(str(argument) for argument in arguments),
+                ],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                text=True,
+                check=True,
+            )
+            rounds.append(json.loads(completed.stdout.strip().splitlines()[-1]))
             row = rounds[-1]
             report(
                 f"load, {delay * 1000:g} ms an answer, round {number + 1}: hosted "
@@ -529,6 +553,8 @@ def _load(
                 "other_process_moves_per_s",
                 "other_process_ratio",
                 "other_process_llm_wall_s",
+                "after_moves_per_s",
+                "after_ratio",
                 "llm_wall_s",
                 "llm_moves_per_s",
                 "llm_move_median_ms",
@@ -669,6 +695,8 @@ def table(figures: dict[str, Any]) -> str:
                 0,
             ),
             ("other_process_ratio", "control: beside / alone", 3),
+            ("after_moves_per_s", "hosted duel alone again, after the LLM duels (moves/s)", 0),
+            ("after_ratio", "after / alone", 3),
             ("llm_wall_s", "LLM duels' wall time (s)", 1),
             ("llm_moves_per_s", "LLM moves/s", 0),
             ("llm_move_median_ms", "LLM move, median (ms)", 1),
@@ -755,6 +783,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--serve"]:
         return _serve(float(argv[1]))
+    if argv[:1] == ["--load-round"]:
+        return _run_load_round(argv[1:])
     if argv[:1] == ["--llm-duels"]:
         return _run_llm_duels(argv[1], int(argv[2]), int(argv[3]), int(argv[4]))
     if argv[:1] == ["--profile"]:
