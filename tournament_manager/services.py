@@ -78,6 +78,7 @@ SUPPORTED_FORMATS = (
 )
 PLAY_DUEL = "duel_runner.tasks.play_duel"
 PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
+PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
 ACTIVE = (DuelStatus.QUEUED, DuelStatus.RUNNING)
 
 
@@ -658,14 +659,20 @@ def _start(duels: Sequence[Duel]) -> None:
 
 
 def _dispatch_duels(duels: Sequence[Duel]) -> None:
-    """Send each duel to the queue that plays it: ``online`` if an online agent plays."""
-    online = set(
-        Duel.objects.filter(pk__in=[duel.pk for duel in duels])
-        .with_online_seat()
-        .values_list("pk", flat=True)
-    )
+    """Send each duel to the task that plays it: an online agent's where its seat bus is
+    reached, an LLM player's on the ``online`` queue's threads (it mostly waits on its
+    server), any other on the ``duels`` queue."""
+    chosen = Duel.objects.filter(pk__in=[duel.pk for duel in duels])
+    online = set(chosen.with_online_seat().values_list("pk", flat=True))
+    llm = set(chosen.with_llm_seat().values_list("pk", flat=True))
     for duel in sorted(duels, key=lambda duel: duel.pk):
-        dispatch.start(PLAY_ONLINE_DUEL if duel.pk in online else PLAY_DUEL, duel_id=duel.pk)
+        if duel.pk in online:
+            task = PLAY_ONLINE_DUEL
+        elif duel.pk in llm:
+            task = PLAY_LLM_DUEL
+        else:
+            task = PLAY_DUEL
+        dispatch.start(task, duel_id=duel.pk)
 
 
 def _cancel_queued_duels(duels: QuerySet[Duel], why: str) -> int:
