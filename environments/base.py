@@ -13,6 +13,7 @@ player index.
 from __future__ import annotations
 
 import html
+import json
 from typing import Any, ClassVar
 
 JSON = Any
@@ -92,6 +93,12 @@ class Environment:
         """A self-contained HTML fragment of the current state, styled by the
         game's ``static/`` stylesheet (class names prefixed with the game name)."""
         raise NotImplementedError
+
+    def render_observation(self, observation: dict[str, JSON], player: int) -> str:
+        """What ``player`` sees, as text for a reader (an LLM's prompt). Built from the
+        observation alone, never from the state, so that hidden information stays
+        hidden; by default the observation's JSON."""
+        return json.dumps(observation, sort_keys=True)
 
     # -- shared behaviour -----------------------------------------------------
 

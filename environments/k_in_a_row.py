@@ -110,6 +110,18 @@ class KInARow(Environment):
     def to_move(self) -> list[int]:
         return [] if self.terminal else [self.current]
 
+    def board_text(self) -> str:
+        raise NotImplementedError
+
+    def symbol_of(self, mark: int) -> str:
+        raise NotImplementedError
+
+    def render_observation(self, observation: dict[str, JSON], player: int) -> str:
+        scratch = type(self)(self.configuration)
+        scratch.board = [int(mark) for mark in observation["board"]]
+        mark = int(observation.get("mark", player + 1))
+        return f"{scratch.board_text()}\nYou play {scratch.symbol_of(mark)}, mark {mark}."
+
     def observation(self, player: int) -> dict[str, JSON]:
         return {"board": self.board[:], "mark": player + 1}
 

@@ -51,6 +51,10 @@ class EnvironmentInfo:
     #: Matches in each duel of a continuous ladder: few, so that matchmaking chooses often
     #: (2 by default: one with each player first).
     ladder_matches_per_duel: int = 2
+    #: The clock of a duel with an LLM seat, for every seat of it: a language model behind
+    #: a server takes seconds per answer, not milliseconds (``referee.duel.llm_clock``).
+    llm_move_time: float = 60.0
+    llm_time_bank: float = 300.0
 
     @property
     def html_class(self) -> str:
@@ -71,7 +75,11 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "cpu_seconds": int,
 }
 #: Keys that may be left out (EnvironmentInfo has their defaults).
-_OPTIONAL: dict[str, type[int]] = {"ladder_matches_per_duel": int}
+_OPTIONAL: dict[str, type | tuple[type, ...]] = {
+    "ladder_matches_per_duel": int,
+    "llm_move_time": (int, float),
+    "llm_time_bank": (int, float),
+}
 
 
 def environment_names() -> list[str]:
@@ -108,10 +116,12 @@ def load_info(name: str) -> EnvironmentInfo:
     for key, kind in _OPTIONAL.items():
         if key in raw:
             value = raw[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise InvalidEnvironmentInfo(
-                    f"{path}: {key!r} must be a positive {kind.__name__}: {value!r}"
+                    f"{path}: {key!r} must be a positive number: {value!r}"
                 )
+            if not isinstance(value, kind):
+                raise InvalidEnvironmentInfo(f"{path}: {key!r} must be a whole number: {value!r}")
             values[key] = value
     unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL)
     if unknown:

@@ -120,6 +120,12 @@ class Contestant:
         self.agent = None
         self.channel = None
 
+    def transcript(self, match: int) -> dict[str, Any] | None:
+        """Its conversation in ``match``, if its seat keeps one (an LLM seat does)."""
+        agent = self.agent if self.agent is not None else next(reversed(self.stopped), None)
+        keeper = getattr(agent, "transcript", None)
+        return keeper(match) if keeper is not None else None
+
     def log(self) -> str:
         agents = [*self.stopped, *([self.agent] if self.agent is not None else [])]
         parts = [agent.log() for agent in agents]
@@ -467,6 +473,10 @@ class Referee:
             self._score(record, environment.scores())
         self._send_end(record, seats)
         for contestant in seats:
+            transcript = contestant.transcript(index)
+            if transcript is not None:
+                record.transcripts[contestant.number] = {"player": contestant.number, **transcript}
+        for contestant in seats:
             if contestant.broken is not None:
                 # Stopped now, so that whatever it is still doing (a busy loop, a swarm of
                 # processes) takes nothing from the other agent while it plays on.
@@ -540,6 +550,12 @@ class Referee:
 def _shown(action: Any) -> str:
     text = repr(action)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def llm_clock(info: EnvironmentInfo) -> dict[str, float]:
+    """The clock of a duel with an LLM seat (``info.yml``'s ``llm_move_time`` and
+    ``llm_time_bank``), for every seat of it: overrides for ``run_duel``."""
+    return {"move_time": info.llm_move_time, "time_bank": info.llm_time_bank}
 
 
 def run_duel(

@@ -117,6 +117,9 @@ class MatchRecord:
     #: Seconds each action took, same shape as ``actions``.
     timings: list[list[float | None]] = dataclasses.field(default_factory=list)
     duration: float = 0.0
+    #: Duel player (1 or 2) -> its conversation in this match, for seats that keep one
+    #: (an LLM player's: every prompt and answer, ``llm.records``).
+    transcripts: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def seats(self) -> list[int]:
@@ -124,7 +127,7 @@ class MatchRecord:
         return [1, 2] if self.first_player == 1 else [2, 1]
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        document = {
             "index": self.index,
             "seed": self.seed,
             "first_player": self.first_player,
@@ -139,6 +142,11 @@ class MatchRecord:
             "steps": len(self.actions),
             "duration": round(self.duration, 6),
         }
+        if self.transcripts:
+            document["transcripts"] = {
+                str(player): conversation for player, conversation in self.transcripts.items()
+            }
+        return document
 
 
 @dataclasses.dataclass

@@ -40,6 +40,8 @@ class EntryKind(enum.Enum):
     EXECUTABLE = "executable"
     #: Nothing to start: the agent connects over the network.
     REMOTE = "remote"
+    #: Nothing to start: a language model behind a server plays (``sandboxes.llm``).
+    LLM = "llm"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,11 @@ class AgentSource:
     def remote(cls, name: str, *, seat: str) -> AgentSource:
         """An online agent called ``name``, reached through ``seat``."""
         return cls(path=Path(name), entry="", kind=EntryKind.REMOTE, seat=seat)
+
+    @classmethod
+    def llm(cls, name: str) -> AgentSource:
+        """An LLM player called ``name``: its seat (``sandboxes.llm``) says which model."""
+        return cls(path=Path(name), entry="", kind=EntryKind.LLM)
 
     @classmethod
     def from_path(cls, path: str | Path, environment: dict[str, str] | None = None) -> AgentSource:
@@ -97,7 +104,7 @@ class AgentSource:
 
     @property
     def name(self) -> str:
-        if self.kind is EntryKind.REMOTE:
+        if self.kind in (EntryKind.REMOTE, EntryKind.LLM):
             return str(self.path)
         return self.path.stem if self.path.is_file() else self.path.name
 

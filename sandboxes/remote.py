@@ -24,22 +24,18 @@ and its records are exactly those of a hosted agent; what differs is said here:
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import threading
 import time
 from typing import Any
 
 import orjson
 
-from sandboxes.base import AgentSource, CappedLog, SandboxError, SandboxLimits, Termination
+from sandboxes.base import AgentSource, SandboxError, SandboxLimits
 from sandboxes.seat_bus import SeatBus, pending_key
-
-#: How often the relay looks for replies and checks the client is still there.
-POLL_SECONDS = 0.2
+from sandboxes.socket_seat import POLL_SECONDS, SocketSeat
 
 
-class RemoteAgent:
+class RemoteAgent(SocketSeat):
     """One remote seat for one duel: a socket pair, and two relay threads."""
 
     def __init__(
@@ -53,27 +49,11 @@ class RemoteAgent:
         allowance: float,
         log_bytes: int,
     ) -> None:
+        super().__init__(log_bytes=log_bytes)
         self.bus = bus
         self.seat = seat
         self.grace = grace
         self.latency_allowance = allowance
-        self._log = CappedLog(log_bytes)
-        referee_end, self._relay_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        referee_end.setblocking(False)
-        self._referee_end = referee_end
-        self.request_fd = self.reply_fd = referee_end.fileno()
-        exit_read, self._exit_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.exit_fd: int | None = exit_read
-        self._stop = threading.Event()
-        #: Set once the seat has nothing more to do: its duel said bye, or it ended.
-        self._done = threading.Event()
-        self._said_bye = False
-        self._ended = False
-        #: Why the seat is gone for good (its client stayed away), if it is.
-        self._gone: str | None = None
-        #: Arena's own failure (the bus, no gateway), if any: never charged to the agent.
-        self._failure: str | None = None
-        self._closed = False
         self._note(f"duel {duel}: waiting for the client of seat {seat}")
         try:
             bus.seat_open(
@@ -93,52 +73,17 @@ class RemoteAgent:
 
     # -- relays ---------------------------------------------------------------------------
 
-    def _note(self, text: str) -> None:
-        self._log.write(f"[{time.strftime('%H:%M:%S')}] {text}\n".encode())
-
-    def _fail(self, why: str) -> None:
-        if self._failure is None and self._gone is None:
-            self._failure = why
-            self._note(f"Arena failed: {why}")
-        self._end()
-
-    def _end(self) -> None:
-        """The seat is over: the referee sees its end at once (``exit_fd``, then EOF)."""
-        self._done.set()
-        if self._ended:
-            return
-        self._ended = True
-        with contextlib.suppress(OSError):
-            os.write(self._exit_write, b"x")
-        with contextlib.suppress(OSError):
-            self._relay_end.shutdown(socket.SHUT_RDWR)
-
     def _relay_out(self) -> None:
         """The referee's messages, a line each, to the bus."""
-        buffer = b""
-        self._relay_end.settimeout(POLL_SECONDS)
-        while not self._stop.is_set():
+        for line in self._referee_lines():
+            message = orjson.loads(line)  # the referee's own output
             try:
-                chunk = self._relay_end.recv(1 << 16)
-            except TimeoutError:
-                continue
-            except OSError:
+                self.bus.publish(self.seat, line, awaits=pending_key(message))
+            except Exception as error:
+                self._fail(f"the seat bus failed: {error}")
                 return
-            if not chunk:
-                return
-            buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                line, buffer = buffer[:end], buffer[end + 1 :]
-                message = orjson.loads(line)  # the referee's own output
-                try:
-                    self.bus.publish(self.seat, line, awaits=pending_key(message))
-                except Exception as error:
-                    self._fail(f"the seat bus failed: {error}")
-                    return
-                if message.get("type") == "bye":
-                    self._note("duel over")
-                    self._said_bye = True
-                    self._done.set()
+            if message.get("type") == "bye":
+                self._heard_bye()
 
     def _relay_in(self) -> None:
         """The client's accepted replies to the referee, at once; and, every
@@ -186,30 +131,7 @@ class RemoteAgent:
             self._end()
             return
 
-    # -- the SandboxedAgent interface -----------------------------------------------------------
-
-    def termination(self, wait: float = 0.0) -> Termination | None:
-        self._done.wait(wait)
-        if self._failure is not None:
-            raise SandboxError(self._failure)
-        if self._gone is not None:
-            return Termination(None, disconnected=True, detail=self._gone)
-        if self._closed or self._said_bye:
-            return Termination(0)
-        return None
-
-    def log(self) -> str:
-        return self._log.text()
-
-    def _close_fds(self) -> None:
-        for closing in (self._referee_end.close, self._relay_end.close):
-            with contextlib.suppress(OSError):
-                closing()
-        for fd in (self.exit_fd, self._exit_write):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.exit_fd = None
+    # -- the SandboxedAgent interface -----------------------------------------------------
 
     def close(self) -> None:
         if self._closed:

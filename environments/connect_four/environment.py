@@ -56,6 +56,12 @@ class ConnectFour(KInARow):
         return f"Player {self.current + 1} ({COLOURS[self.current]}) to move"
 
     def render_text(self) -> str:
+        return f"{self.board_text()}\n{self._status()}"
+
+    def symbol_of(self, mark: int) -> str:
+        return f"{SYMBOLS[mark - 1]} ({COLOURS[mark - 1]})"
+
+    def board_text(self) -> str:
         width = len(str(self.columns - 1))
         lines = [" ".join(str(column).rjust(width) for column in range(self.columns))]
         for row in range(self.rows):
@@ -64,7 +70,7 @@ class ConnectFour(KInARow):
                 " ".join((SYMBOLS[mark - 1] if mark else ".").rjust(width) for mark in row_cells)
             )
         legend = f"{SYMBOLS[0]} = player 1 ({COLOURS[0]}), {SYMBOLS[1]} = player 2 ({COLOURS[1]})"
-        return "\n".join(lines) + f"\n{legend}\n{self._status()}"
+        return "\n".join(lines) + f"\n{legend}"
 
     def render_html(self) -> str:
         winning = set(self.winning_line)

@@ -7,6 +7,7 @@ of four pieces wins when one bit is set in all four or clear in all four.
 from __future__ import annotations
 
 import html
+from typing import Any
 
 from environments.base import JSON, Environment, IllegalAction, require_int
 
@@ -242,16 +243,14 @@ class Quarto(Environment):
         )
 
     def render_text(self) -> str:
-        lines = ["Squares are numbered 0..15 row by row; '..' is empty."]
-        for row in range(SIZE):
-            row_pieces = self.board[row * SIZE : (row + 1) * SIZE]
-            lines.append(" ".join(".." if piece is None else f"{piece:2d}" for piece in row_pieces))
-        if self.piece_in_hand is not None:
-            lines.append(f"Piece to place: {describe_piece(self.piece_in_hand)}")
-        available = self._available()
-        lines.append(f"Available: {' '.join(map(str, available)) if available else 'none'}")
-        lines.append(self._status())
-        return "\n".join(lines)
+        text = _board_text(self.board, self.piece_in_hand, self._available())
+        return f"{text}\n{self._status()}"
+
+    def render_observation(self, observation: dict[str, JSON], player: int) -> str:
+        text = _board_text(observation["board"], observation["piece"], observation["available"])
+        if observation["piece"] is None:
+            return f"{text}\nChoose the first piece your opponent must place (square null)."
+        return f"{text}\nPlace the piece in hand, then choose the next piece for your opponent."
 
     def _piece_html(self, piece: int) -> str:
         classes = " ".join(f"quarto-{name}" for name in piece_attributes(piece))
@@ -303,3 +302,14 @@ class Quarto(Environment):
             f'<p class="quarto-legend">Attributes: {html.escape(legend)}</p>'
             "</div>"
         )
+
+
+def _board_text(board: list[Any], piece: int | None, available: list[int]) -> str:
+    lines = ["Squares are numbered 0..15 row by row; '..' is empty."]
+    for row in range(SIZE):
+        row_pieces = board[row * SIZE : (row + 1) * SIZE]
+        lines.append(" ".join(".." if piece is None else f"{piece:2d}" for piece in row_pieces))
+    if piece is not None:
+        lines.append(f"Piece to place: {describe_piece(piece)}")
+    lines.append(f"Available: {' '.join(map(str, available)) if available else 'none'}")
+    return "\n".join(lines)

@@ -128,6 +128,16 @@ class RockPaperScissors(Environment):
         lines.append(self._status())
         return "\n".join(lines)
 
+    def render_observation(self, observation: dict[str, JSON], player: int) -> str:
+        lines = [
+            f"Round {observation['round'] + 1}. Points: you {observation['my_points']}, "
+            f"your opponent {observation['opponent_points']} (first to {self.points_to_win}, "
+            f"at most {self.max_rounds} rounds)."
+        ]
+        for number, (mine, theirs) in enumerate(observation["history"], start=1):
+            lines.append(f"round {number}: you {mine}, your opponent {theirs}")
+        return "\n".join(lines)
+
     def render_html(self) -> str:
         rows_html = []
         for number, pair in enumerate(self.history, start=1):

@@ -86,6 +86,12 @@ class SumTo10(Environment):
             return f"Player {self.current + 1} wins by reaching {self.target}"
         return f"Player {self.current + 1} to add 1 to {self.max_add} (total {self.total})"
 
+    def render_observation(self, observation: dict[str, JSON], player: int) -> str:
+        return (
+            f"The total is {observation['total']}; whoever brings it to exactly "
+            f"{observation['target']} wins. You may add 1 to {self.max_add}."
+        )
+
     def render_text(self) -> str:
         lines = [f"Total: {self.total} of {self.target}"]
         running = 0

@@ -46,6 +46,9 @@ class TicTacToe(KInARow):
         return f"Player {self.current + 1} ({SYMBOLS[self.current]}) to move"
 
     def render_text(self) -> str:
+        return f"{self.board_text()}\n{self._status()}"
+
+    def board_text(self) -> str:
         # Empty cells show their number so a reader (or an LLM) can name its move.
         width = len(str(len(self.board) - 1))
         lines = []
@@ -56,7 +59,10 @@ class TicTacToe(KInARow):
                 cells.append((SYMBOLS[mark - 1] if mark else str(cell)).rjust(width))
             lines.append(" | ".join(cells))
         separator = "\n" + "-" * len(lines[0]) + "\n"
-        return separator.join(lines) + f"\n{self._status()}"
+        return separator.join(lines)
+
+    def symbol_of(self, mark: int) -> str:
+        return SYMBOLS[mark - 1]
 
     def render_html(self) -> str:
         winning = set(self.winning_line)

@@ -1,0 +1,258 @@
+"""Asking a model behind an OpenAI-compatible server, with the provider's failures retried.
+
+Each request is a streamed chat completion (``stream=True``), read with the official
+``openai`` client: streaming lets the harness stop reading an answer that grows past
+``max_answer_chars`` and tell a complete answer (it has a ``finish_reason``) from one cut
+off by a broken connection. The client's own retries are off: every retry is made here,
+so that each one is recorded and bounded by the move's clock.
+
+What is the provider's fault, never the model's: a request that times out
+(``request_timeout``), a connection refused or broken, a stream cut short, HTTP 408, 409,
+429 and 5xx. Each is retried after its ``Retry-After`` (seconds or a date) or an
+exponential backoff; when the retries are spent, or the wait would outlast the move's
+clock, ``ProviderFailure`` is raised and the duel ends in error, unrated. Any other 4xx
+(a refused key, an unknown model) is a ``ProviderFailure`` at once: retrying cannot help.
+When the move's own clock runs out meanwhile, ``OutOfTime`` is raised: that is the
+model's time, as slow thinking is a hosted agent's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import threading
+import time
+from typing import Any
+
+import openai
+
+from llm.config import LLMConfig
+
+#: The first backoff; each next one doubles, up to ``MAX_BACKOFF``.
+FIRST_BACKOFF = 0.5
+MAX_BACKOFF = 8.0
+#: HTTP statuses worth retrying (besides 5xx).
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+
+class ProviderFailure(Exception):
+    """The provider failed for good: Arena's side, never charged to the model."""
+
+
+class OutOfTime(Exception):
+    """The move's clock ran out while the model was being asked."""
+
+
+class Stopped(Exception):
+    """The seat was closed while a request was under way."""
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclasses.dataclass
+class Completion:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    #: From the first request to the answer, provider retries and waits included.
+    latency_ms: float
+    #: Set when the answer grew past ``max_answer_chars`` and was cut there.
+    too_long: int | None = None
+    #: One per failed request before this answer: what failed and how long was waited.
+    provider_errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+class Provider:
+    """One model's server, for one seat: a client with its own connection pool."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+        self._stopped = threading.Event()
+        self._client = openai.OpenAI(
+            base_url=config.base_url,
+            # Servers without keys (llama.cpp, Ollama) accept any; the client wants one.
+            api_key=config.api_key or "no-key",
+            max_retries=0,
+            timeout=config.request_timeout,
+        )
+
+    def redact(self, text: str) -> str:
+        """``text`` without the API key, should a server have echoed it back."""
+        key = self.config.api_key
+        return text.replace(key, "[the API key]") if key else text
+
+    def close(self) -> None:
+        """Stop: a request under way fails at once and no other starts."""
+        self._stopped.set()
+        self._client.close()
+
+    def complete(self, messages: list[dict[str, str]], *, deadline: float) -> Completion:
+        """The model's answer to ``messages``, before ``deadline`` (``time.monotonic``)."""
+        started = time.monotonic()
+        errors: list[dict[str, Any]] = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise OutOfTime()
+            timeout = min(self.config.request_timeout, remaining)
+            try:
+                completion = self._request(messages, timeout)
+            except ProviderFailure as failure:
+                raise ProviderFailure(self.redact(str(failure))) from None
+            except _Retryable as failure:
+                failure = _Retryable(self.redact(str(failure)), failure.retry_after)
+                if self._stopped.is_set():
+                    raise Stopped() from None
+                if time.monotonic() >= deadline:
+                    raise OutOfTime() from None
+                wait = self._wait_after(failure, len(errors))
+                errors.append({"error": str(failure), "waited_ms": round(wait * 1000, 1)})
+                if len(errors) > self.config.provider_retries:
+                    raise ProviderFailure(
+                        f"{self.config.describe()} failed {len(errors)} times in a row; "
+                        f"the last time: {failure}"
+                    ) from None
+                if wait > self.config.max_retry_wait:
+                    raise ProviderFailure(
+                        f"{self.config.describe()} failed ({failure}) and asked to wait "
+                        f"{wait:g} s, more than the {self.config.max_retry_wait:g} s allowed"
+                    ) from None
+                if time.monotonic() + wait >= deadline:
+                    raise ProviderFailure(
+                        f"{self.config.describe()} failed {len(errors)} time(s) (the last: "
+                        f"{failure}), and the next retry, in {wait:g} s, would come after "
+                        "the move's clock ran out"
+                    ) from None
+                if self._stopped.wait(wait):
+                    raise Stopped() from None
+                continue
+            completion.text = self.redact(completion.text)
+            completion.latency_ms = round((time.monotonic() - started) * 1000, 3)
+            completion.provider_errors = errors
+            return completion
+
+    def _wait_after(self, failure: _Retryable, failures_before: int) -> float:
+        if failure.retry_after is not None:
+            return max(0.0, failure.retry_after)
+        return min(MAX_BACKOFF, FIRST_BACKOFF * 2**failures_before)
+
+    def _arguments(self, messages: list[dict[str, str]], timeout: float) -> dict[str, Any]:
+        config = self.config
+        arguments: dict[str, Any] = {
+            "model": config.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": config.max_tokens,
+            "timeout": timeout,
+        }
+        for name in ("temperature", "top_p", "seed"):
+            value = getattr(config, name)
+            if value is not None:
+                arguments[name] = value
+        return arguments
+
+    def _request(self, messages: list[dict[str, str]], timeout: float) -> Completion:
+        if self._stopped.is_set():
+            raise Stopped()
+        try:
+            stream = self._client.chat.completions.create(**self._arguments(messages, timeout))
+        except openai.APITimeoutError:
+            raise _Retryable(f"no answer within {timeout:.3g} s") from None
+        except openai.APIConnectionError as error:
+            raise _Retryable(f"could not reach the server: {_reason(error)}") from None
+        except openai.APIStatusError as error:
+            status = error.status_code
+            message = f"HTTP {status}: {_cut(_body_message(error))}"
+            if status in RETRYABLE_STATUSES or status >= 500:
+                raise _Retryable(message, _retry_after(error.response.headers)) from None
+            refused = f"{self.config.describe()} refused the request: {message}"
+            raise ProviderFailure(refused) from None
+        return self._read(stream)
+
+    def _read(self, stream: Any) -> Completion:
+        limit = self.config.max_answer_chars
+        parts: list[str] = []
+        size = 0
+        finish_reason: str | None = None
+        usage: Any = None
+        too_long: int | None = None
+        try:
+            for chunk in stream:
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                for choice in chunk.choices or ():
+                    content = choice.delta.content if choice.delta is not None else None
+                    if content:
+                        parts.append(content)
+                        size += len(content)
+                    if choice.finish_reason:
+                        finish_reason = choice.finish_reason
+                if size > limit:
+                    too_long = limit
+                    break
+        except Exception as error:  # whatever broke the stream: the server's side
+            raise _Retryable(f"the answer's stream broke: {_reason(error)}") from None
+        finally:
+            stream.close()
+        if too_long is None and finish_reason is None:
+            raise _Retryable("the answer's stream ended before the answer was complete")
+        text = "".join(parts)
+        return Completion(
+            text=text[:limit],
+            finish_reason=finish_reason,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            latency_ms=0.0,
+            too_long=too_long,
+        )
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return float(milliseconds) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _body_message(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error")
+        if isinstance(message, dict):
+            message = message.get("message")
+        if message:
+            return str(message)
+    return str(error.message)
+
+
+def _reason(error: BaseException) -> str:
+    cause = error.__cause__ or error.__context__
+    text = str(error) or type(error).__name__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" ({cause})"
+    return _cut(text)
+
+
+def _cut(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
