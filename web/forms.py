@@ -201,6 +201,7 @@ class LLMSettingsForm(forms.Form):
     base_url = forms.URLField(
         label="Base URL",
         max_length=500,
+        assume_scheme="http",
         validators=[URLValidator(schemes=["http", "https"])],
         help_text="Of an OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, a hosted "
         "API), e.g. <code>http://127.0.0.1:8000/v1</code>.",

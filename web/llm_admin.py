@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.core.validators import validate_slug
+from django.core.validators import URLValidator, validate_slug
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -37,6 +37,13 @@ _SETTINGS = (
 
 
 class LLMPlayerChangeForm(forms.ModelForm):
+    base_url = forms.URLField(
+        label="Base URL",
+        max_length=500,
+        assume_scheme="http",
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="An OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.",
+    )
     api_key = forms.CharField(
         label="API key",
         required=False,
