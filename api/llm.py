@@ -17,7 +17,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator
 from django.db.models import Max, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
-from llm.harness import SUPPORTED_HARNESS_VERSIONS
 from ninja import Field, FilterLookup, FilterSchema, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
@@ -38,6 +37,7 @@ from core.models.llm import (
     TOP_P_RANGE,
 )
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
+from llm.harness import SUPPORTED_HARNESS_VERSIONS
 from web.access import get_duel_for_user, get_match_for_user, is_owner
 from web.llm import (
     PlayerStats,
@@ -66,6 +66,8 @@ _JSONL_RESPONSE = {
     }
 }
 
+#: What the schema says of a base URL; the server checks it further (a valid host).
+URL_PATTERN = r"^https?://[^\s/?#]+\S*$"
 #: A model's name as registered: printable characters.
 ModelName = Annotated[
     str, Field(min_length=1, max_length=MODEL_NAME_MAX, pattern=MODEL_NAME_PATTERN)
@@ -118,6 +120,7 @@ class LLMPlayerIn(_Settings):
     name: Slug = Field(description="Its name on the leaderboard (letters, digits, - and _).")
     base_url: str = Field(
         max_length=500,
+        pattern=URL_PATTERN,
         description="An OpenAI-compatible base URL (http or https), e.g. "
         "`http://127.0.0.1:8000/v1`.",
     )
@@ -138,7 +141,7 @@ class LLMPlayerIn(_Settings):
 class LLMPlayerPatch(_Settings):
     """Only what is sent changes; a change of what plays makes a new revision."""
 
-    base_url: str | None = Field(None, max_length=500)
+    base_url: str | None = Field(None, max_length=500, pattern=URL_PATTERN)
     model: ModelName | None = None
     api_key: ApiKey | None = Field(None, description="A new key; absent or empty keeps it.")
     api_key_ref: ApiKeyRef | None = Field(None, description="Empty drops the reference.")
@@ -349,7 +352,7 @@ def llm_player_detail(request: HttpRequest, player_id: Id) -> Competitor:
 @router.patch(
     "/llm/players/{player_id}",
     auth=auth.submit,
-    response=documented({200: LLMPlayerOut}, 404),
+    response=documented({200: LLMPlayerOut}, 400, 404),
     summary="Change one of your LLM players",
     description="A change of what plays (server, model, sampling, limits, harness version, "
     "key) makes a new version, whose leaderboard entry starts afresh.",
@@ -418,13 +421,14 @@ MATCH = "/duels/{duel_id}/matches/{index}"
     auth=auth.read,
     openapi_extra=_ANONYMOUS_TOO,
     response=documented({200: list[ConversationOut]}, 404),
-    summary="A match's LLM conversations",
+    summary="A match's LLM conversations, by player",
     description="For each LLM seat you may see (as for an agent's log), every request "
     "and answer of every move.",
 )
+@paginated
 def match_conversations(
     request: HttpRequest, duel_id: Id, index: Number
-) -> list[MatchConversation]:
+) -> QuerySet[MatchConversation]:
     match = get_match_for_user(request.user, duel_id, index)
     return conversations_visible(request.user, match)
 

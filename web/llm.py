@@ -230,16 +230,20 @@ def model_page(*, user: Visitor, model: str) -> ModelPage:
 # --- conversations --------------------------------------------------------------------
 
 
-def conversations_visible(user: Visitor, match: Match) -> list[MatchConversation]:
+def conversations_visible(user: Visitor, match: Match) -> QuerySet[MatchConversation]:
     """The match's conversations the visitor may read: those of players whose competitor
-    it may see (as for an agent's log)."""
+    it may see (as for an agent's log), by player."""
     duel = match.duel
-    players = {1: duel.revision_1.competitor, 2: duel.revision_2.competitor}
-    return [
-        conversation
-        for conversation in sorted(match.conversations.all(), key=lambda row: row.player)
-        if can_see_competitor(user, players[conversation.player])
+    players = [
+        player
+        for player, revision in ((1, duel.revision_1), (2, duel.revision_2))
+        if can_see_competitor(user, revision.competitor)
     ]
+    return (
+        MatchConversation.objects.filter(match=match, player__in=players)
+        .select_related("competitor")
+        .order_by("player")
+    )
 
 
 def turns_by_frame(
@@ -292,4 +296,4 @@ def conversations_jsonl(*, user: Visitor, matches: Iterable[Match]) -> Iterator[
 
 
 def duel_matches(duel: Duel) -> QuerySet[Match]:
-    return duel.matches.order_by("index").prefetch_related("conversations")
+    return duel.matches.order_by("index")

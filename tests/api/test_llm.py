@@ -144,8 +144,9 @@ def test_it_answers_a_matchs_conversations_as_json_and_json_lines(client):
     lines = client.get(base + ".jsonl")
     duel_lines = client.get(f"/api/v1/duels/{duel.pk}/conversations.jsonl")
 
-    assert [row["player"] for row in listed] == [1]
-    assert listed[0]["turns"] == conversation.turns and listed[0]["competitor"] == llm.name
+    assert [row["player"] for row in listed["items"]] == [1]
+    first = listed["items"][0]
+    assert first["turns"] == conversation.turns and first["competitor"] == llm.name
     assert lines["Content-Type"] == "application/x-ndjson"
     assert len(lines.content.splitlines()) == len(conversation.turns) == conversation.moves
     assert duel_lines.content == lines.content

@@ -39,7 +39,7 @@ def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
     match = get_match_for_user(request.user, duel_pk, index)
     replay = match_replay(match)
     step = _requested_step(request, replay.final_step)
-    conversations = conversations_visible(request.user, match)
+    conversations = list(conversations_visible(request.user, match))
     # Every frame's conversation panel is rendered (hidden but the current one): the
     # viewer's script shows the one of the step it moves to, without a request.
     panels = turns_by_frame(
