@@ -181,7 +181,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        self.server.record(request, dict(self.headers))
+        self.server.record(request, {name.lower(): value for name, value in self.headers.items()})
         reply = self.server.brain(request)
         if reply.delay:
             time.sleep(reply.delay)
@@ -316,7 +316,7 @@ class LocalLLMServer:
 
     @property
     def headers(self) -> list[dict[str, str]]:
-        """The HTTP headers of every chat request, in order."""
+        """The HTTP headers of every chat request (names in lower case), in order."""
         return self._server.headers
 
     @property

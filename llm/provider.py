@@ -12,8 +12,10 @@ What is the provider's fault, never the model's: a request that times out
 exponential backoff; when the retries are spent, or the wait would outlast the move's
 clock, ``ProviderFailure`` is raised and the duel ends in error, unrated. Any other 4xx
 (a refused key, an unknown model) is a ``ProviderFailure`` at once: retrying cannot help.
-When the move's own clock runs out meanwhile, ``OutOfTime`` is raised: that is the
-model's time, as slow thinking is a hosted agent's.
+When the move's clock runs out while the model is answering (and the provider has not
+failed on this move), ``OutOfTime`` is raised: that is the model's time, as slow thinking
+is a hosted agent's; once the provider has failed on a move, a clock that runs out while
+it is retried is the provider's failure.
 """
 
 from __future__ import annotations
@@ -48,9 +50,13 @@ class Stopped(Exception):
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, retry_after: float | None = None, *, clock_ran_out: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        #: The request was cut short by the move's clock, not by ``request_timeout``.
+        self.clock_ran_out = clock_ran_out
 
 
 @dataclasses.dataclass
@@ -105,11 +111,11 @@ class Provider:
             except ProviderFailure as failure:
                 raise ProviderFailure(self.redact(str(failure))) from None
             except _Retryable as failure:
-                failure = _Retryable(self.redact(str(failure)), failure.retry_after)
                 if self._stopped.is_set():
                     raise Stopped() from None
-                if time.monotonic() >= deadline:
+                if failure.clock_ran_out and not errors:
                     raise OutOfTime() from None
+                failure = _Retryable(self.redact(str(failure)), failure.retry_after)
                 wait = self._wait_after(failure, len(errors))
                 errors.append({"error": str(failure), "waited_ms": round(wait * 1000, 1)})
                 if len(errors) > self.config.provider_retries:
@@ -122,11 +128,13 @@ class Provider:
                         f"{self.config.describe()} failed ({failure}) and asked to wait "
                         f"{wait:g} s, more than the {self.config.max_retry_wait:g} s allowed"
                     ) from None
+                # Once the provider has failed, running out of time is its failure too:
+                # the model never had its chance to answer.
                 if time.monotonic() + wait >= deadline:
                     raise ProviderFailure(
                         f"{self.config.describe()} failed {len(errors)} time(s) (the last: "
-                        f"{failure}), and the next retry, in {wait:g} s, would come after "
-                        "the move's clock ran out"
+                        f"{failure}), and the move's clock ran out before it could be "
+                        "asked again"
                     ) from None
                 if self._stopped.wait(wait):
                     raise Stopped() from None
@@ -163,7 +171,10 @@ class Provider:
         try:
             stream = self._client.chat.completions.create(**self._arguments(messages, timeout))
         except openai.APITimeoutError:
-            raise _Retryable(f"no answer within {timeout:.3g} s") from None
+            raise _Retryable(
+                f"no answer within {timeout:.3g} s",
+                clock_ran_out=timeout < self.config.request_timeout,
+            ) from None
         except openai.APIConnectionError as error:
             raise _Retryable(f"could not reach the server: {_reason(error)}") from None
         except openai.APIStatusError as error:
