@@ -160,6 +160,9 @@ def rule_based(request: dict[str, Any]) -> Reply:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each event is sent as it is written, as a real server's are: with Nagle's algorithm
+    # on, a small write waits for the client's delayed acknowledgement (40 ms).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
