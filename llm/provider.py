@@ -3,8 +3,9 @@
 Each request is a streamed chat completion (``stream=True``), sent with the official
 ``openai`` client (its plain POST) and read here, event by event: streaming lets the
 harness stop reading an answer that grows past ``max_answer_chars`` and tell a complete
-answer (it has a ``finish_reason``) from one cut off by a broken connection. The client's own retries are off: every retry is made here,
-so that each one is recorded and bounded by the move's clock.
+answer (it has a ``finish_reason``) from one cut off by a broken connection. The client's
+own retries are off: every retry is made here, so that each one is recorded and bounded
+by the move's clock.
 
 What is the provider's fault, never the model's: a request that times out
 (``request_timeout``), a connection refused or broken, a stream cut short, HTTP 408, 409,
