@@ -11,7 +11,6 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from sandboxes.llm import LLMSandbox
 
 from core.errors import ArenaError
 from core.leases import Heartbeat, worker_name
@@ -26,6 +25,7 @@ from referee.duel import llm_clock, run_duel, validate
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
 from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
+from sandboxes.llm import LLMSandbox
 from sandboxes.remote import RemoteSandbox
 
 if TYPE_CHECKING:

@@ -17,12 +17,12 @@ from django.core.validators import (
 )
 from django.db import models
 from django.db.models import Q
-from llm.config import LLMConfig
-from llm.harness import HARNESS_VERSION, SUPPORTED_HARNESS_VERSIONS
 
 from core.models.competitions import Match
 from core.models.submissions import Competitor
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN, secret_decrypt, secret_resolve
+from llm.config import LLMConfig
+from llm.harness import HARNESS_VERSION, SUPPORTED_HARNESS_VERSIONS
 
 #: The ranges the sampling settings and limits may take (forms and the API check them).
 TEMPERATURE_RANGE = (0.0, 2.0)

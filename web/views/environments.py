@@ -5,12 +5,12 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from llm.harness import HARNESS_VERSION
 
 from core.errors import ArenaError
 from core.models import Environment
 from core.online import online_model_register
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
+from llm.harness import HARNESS_VERSION
 from web.access import get_environment
 from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm, sentence
 from web.selectors import environment_page, home_page
