@@ -19,7 +19,7 @@ from django.db import transaction
 from core.errors import ArenaError
 from core.models import Competitor, CompetitorKind, Environment, LLMPlayer, Revision, User
 from core.models.llm import PLAYING_FIELDS
-from core.secrets import secret_encrypt
+from core.secrets import reference_refusal, secret_encrypt, url_refusal
 from core.services import competitor_create_unbuilt, revision_create_unbuilt
 
 LLM_BUILD_LOG = (
@@ -61,7 +61,11 @@ def llm_player_register(
     harness_version: str | None = None,
     is_public: bool = True,
 ) -> Competitor:
-    """A new LLM competitor, its settings and its first revision, ready to play."""
+    """A new LLM competitor, its settings and its first revision, ready to play. ArenaError
+    if its owner may not point it at ``base_url`` or give a secret reference."""
+    refusal = url_refusal(base_url, by=owner) or reference_refusal(api_key_ref, by=owner)
+    if refusal:
+        raise ArenaError(refusal)
     with transaction.atomic():
         competitor = competitor_create_unbuilt(
             owner=owner,
@@ -104,6 +108,7 @@ def llm_player_update(
         raise TypeError(f"not an LLM player's setting: {', '.join(sorted(unknown))}")
     with transaction.atomic():
         player = LLMPlayer.objects.select_for_update().get(competitor=competitor)
+        _check_change(player, changes, by=changed_by)
         plays_differently = False
         for field in (*PLAYING_FIELDS, *PRICE_FIELDS):
             if field in changes and getattr(player, field) != _typed(field, changes[field]):
@@ -129,6 +134,27 @@ def llm_player_update(
         if plays_differently:
             return llm_revision_create(competitor=competitor, created_by=changed_by)
     return None
+
+
+def _check_change(player: LLMPlayer, changes: dict[str, Any], *, by: User) -> None:
+    """ArenaError if ``by`` may not make these changes (``core.secrets``)."""
+    new_url = changes.get("base_url")
+    if new_url and new_url != player.base_url:
+        keeps_reference = (
+            player.api_key_ref and changes.get("api_key_ref", "x") and not (changes.get("api_key"))
+        )
+        if keeps_reference and not by.is_organizer:
+            raise ArenaError(
+                "this player's key is a secret of Arena's workers, set by the organizers: "
+                "only they may point it at another server (or give a key of your own with "
+                "the new URL)"
+            )
+        refusal = url_refusal(new_url, by=by)
+        if refusal:
+            raise ArenaError(refusal)
+    refusal = reference_refusal(changes.get("api_key_ref") or "", by=by)
+    if refusal and changes.get("api_key_ref") != player.api_key_ref:
+        raise ArenaError(refusal)
 
 
 def _typed(field: str, value: Any) -> Any:

@@ -314,6 +314,14 @@ ARENA_REQUEST_BODY_SECONDS = env_float("ARENA_REQUEST_BODY_SECONDS", 20.0)
 #: Empty: derived from SECRET_KEY, so rotating SECRET_KEY would lose every stored key;
 #: production sets it (``core.secrets``).
 ARENA_SECRETS_KEY = env_str("ARENA_SECRETS_KEY", "")
+#: Where ``file:<name>`` secret references of LLM players are read (on the duel workers).
+ARENA_LLM_SECRETS_DIR = env_str("ARENA_LLM_SECRETS_DIR", "/run/secrets")
+#: Who may point an LLM player at this machine or a private network (the workers would
+#: send requests there): everyone, organizers or nobody. Everyone on the embedded default
+#: (a model served on the same laptop); organizers only in production.
+ARENA_LLM_PRIVATE_URLS = env_str("ARENA_LLM_PRIVATE_URLS", "everyone" if DEBUG else "organizers")
+if ARENA_LLM_PRIVATE_URLS not in ("everyone", "organizers", "nobody"):
+    raise ValueError("ARENA_LLM_PRIVATE_URLS must be everyone, organizers or nobody")
 
 # --- Publisher --------------------------------------------------------------------
 

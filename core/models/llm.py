@@ -18,9 +18,16 @@ from django.core.validators import (
 from django.db import models
 from django.db.models import Q
 
+from core.errors import ArenaError
 from core.models.competitions import Match
 from core.models.submissions import Competitor
-from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN, secret_decrypt, secret_resolve
+from core.secrets import (
+    SECRET_REF_HELP,
+    SECRET_REF_PATTERN,
+    secret_decrypt,
+    secret_resolve,
+    url_refusal,
+)
 from llm.config import LLMConfig
 from llm.harness import HARNESS_VERSION, SUPPORTED_HARNESS_VERSIONS
 
@@ -130,6 +137,12 @@ class LLMPlayer(models.Model):
         return secret_decrypt(self.api_key_encrypted, what=what)
 
     def config(self) -> LLMConfig:
+        """What the seat plays with, the key in clear. ArenaError if it may not play: its
+        key cannot be had, or its server's address is one its owner may not reach (checked
+        again here, where it plays: a host name may have been made to point elsewhere)."""
+        refusal = url_refusal(self.base_url, by=self.competitor.owner)
+        if refusal:
+            raise ArenaError(f"the LLM player {self.competitor.name} may not play: {refusal}")
         return LLMConfig(
             base_url=self.base_url,
             model=self.model,

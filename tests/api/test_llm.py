@@ -89,7 +89,7 @@ def test_it_refuses_bad_settings_with_the_field_named(client, alice, bearer, fie
 def test_it_refuses_a_key_and_a_reference_together(client, alice, bearer):
     EnvironmentFactory()
 
-    response = register(client, bearer(alice, "submit"), api_key_ref="env:KEY")
+    response = register(client, bearer(alice, "submit"), api_key_ref="env:ARENA_LLM_KEY_X")
 
     assert response.status_code == 422 and "not both" in body(response)["error"]["message"]
 

@@ -26,7 +26,7 @@ def register(owner, **settings):
         owner=owner,
         environment=EnvironmentFactory(),
         name=settings.pop("name", "gpt-bot"),
-        base_url="http://127.0.0.1:8011/v1",
+        base_url=settings.pop("base_url", "http://127.0.0.1:8011/v1"),
         model="rule-based",
         **settings,
     )
@@ -63,18 +63,81 @@ def test_it_refuses_a_taken_name(alice, bob):
     assert not Competitor.objects.filter(owner=alice).exclude(name="alices-bot").exists()
 
 
-def test_it_reads_a_key_reference_when_it_plays(alice, monkeypatch, tmp_path):
-    competitor = register(alice, api_key_ref="env:ARENA_TEST_LLM_KEY")
+def test_it_reads_a_key_reference_when_it_plays(organizer, monkeypatch, tmp_path, settings):
+    competitor = register(organizer, api_key_ref="env:ARENA_LLM_KEY_TEST")
 
-    with pytest.raises(ArenaError, match="ARENA_TEST_LLM_KEY, which is not set"):
+    with pytest.raises(ArenaError, match="ARENA_LLM_KEY_TEST, which is not set"):
         competitor.llm.config()
-    monkeypatch.setenv("ARENA_TEST_LLM_KEY", KEY)
+    monkeypatch.setenv("ARENA_LLM_KEY_TEST", KEY)
     assert competitor.llm.config().api_key == KEY
 
-    (tmp_path / "key").write_text(KEY + "\n")
-    llm_player_update(competitor=competitor, changed_by=alice, api_key_ref=f"file:{tmp_path}/key")
+    settings.ARENA_LLM_SECRETS_DIR = str(tmp_path)
+    (tmp_path / "course-key").write_text(KEY + "\n")
+    llm_player_update(competitor=competitor, changed_by=organizer, api_key_ref="file:course-key")
     competitor.llm.refresh_from_db()
     assert competitor.llm.config().api_key == KEY
+
+
+def test_it_lets_only_organizers_name_a_secret_of_the_workers(alice, organizer):
+    # A reference sends a worker's secret to the player's server: an attendee would point
+    # it at a server of their own.
+    with pytest.raises(ArenaError, match="only organizers may give a secret reference"):
+        register(alice, api_key_ref="env:ARENA_LLM_KEY_COURSE")
+    competitor = register(organizer, name="course-bot", api_key_ref="env:ARENA_LLM_KEY_COURSE")
+    Competitor.objects.filter(pk=competitor.pk).update(owner=alice)
+    competitor.refresh_from_db()
+
+    with pytest.raises(ArenaError, match="only they may point it at another server"):
+        llm_player_update(
+            competitor=competitor, changed_by=alice, base_url="http://attacker.example/v1"
+        )
+    competitor.llm.refresh_from_db()
+    assert competitor.llm.base_url != "http://attacker.example/v1"
+
+
+@pytest.mark.parametrize(
+    "reference", ["env:DATABASE_URL", "env:ARENA_SECRET_KEY", "file:/etc/shadow", "file:../x"]
+)
+def test_it_never_reads_a_secret_outside_the_llm_keys(organizer, reference):
+    competitor = register(organizer, name="course-bot")
+    LLMPlayer.objects.filter(competitor=competitor).update(api_key_ref=reference)
+    competitor.llm.refresh_from_db()
+
+    with pytest.raises(ArenaError, match="is not env:ARENA_LLM_KEY_<NAME>"):
+        competitor.llm.config()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://localhost/v1",
+        "http://10.1.2.3/v1",
+        "http://169.254.169.254/latest",
+        "http://[::1]:8000/v1",
+    ],
+)
+def test_it_keeps_attendees_off_private_addresses_when_the_organizers_say_so(
+    alice, organizer, settings, url
+):
+    settings.ARENA_LLM_PRIVATE_URLS = "organizers"
+
+    with pytest.raises(ArenaError, match="private or local address"):
+        register(alice, base_url=url)
+    competitor = register(organizer, name="local-bot", base_url=url)
+    assert competitor.llm.base_url == url
+
+    # Checked again where it plays, with its owner's rights.
+    Competitor.objects.filter(pk=competitor.pk).update(owner=alice)
+    competitor.refresh_from_db()
+    with pytest.raises(ArenaError, match=r"may not play: .* private or local address"):
+        competitor.llm.config()
+
+
+def test_it_lets_nobody_reach_private_addresses_when_told_so(organizer, settings):
+    settings.ARENA_LLM_PRIVATE_URLS = "nobody"
+    with pytest.raises(ArenaError, match="only nobody may point"):
+        register(organizer, base_url="http://192.168.1.20/v1")
 
 
 def test_it_says_to_re_enter_a_key_the_secrets_key_no_longer_opens(alice, settings):

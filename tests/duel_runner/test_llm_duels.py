@@ -84,13 +84,13 @@ def test_it_marks_the_conversation_of_a_player_that_forfeited(server):
 
 
 def test_it_ends_a_duel_whose_key_cannot_be_read_in_error_charged_to_nobody(server):
-    duel = llm_vs_random(server, api_key_ref="env:ARENA_TEST_MISSING_KEY")
+    duel = llm_vs_random(server, api_key_ref="env:ARENA_LLM_KEY_TEST_MISSING")
 
     duel_play(duel_id=duel.pk)
 
     duel.refresh_from_db()
     assert duel.status == DuelStatus.FAILED and duel.result == ""
-    assert "ARENA_TEST_MISSING_KEY" in duel.error
+    assert "ARENA_LLM_KEY_TEST_MISSING" in duel.error
     assert duel.player_1_errors == 0 and not duel.matches.exists()
     assert server.requests == []
 

@@ -62,8 +62,8 @@ def test_it_registers_an_llm_player_from_the_environment_page(alice_client, alic
         ({"base_url": "ftp://example.com/v1"}, "base_url", "Enter a valid URL"),
         ({"temperature": "3"}, "temperature", "less than or equal to 2"),
         ({"max_tokens": "0"}, "max_tokens", "greater than or equal to 1"),
-        ({"api_key_ref": "vault:x"}, "api_key_ref", "env:NAME"),
-        ({"api_key_ref": "env:KEY"}, "api_key_ref", "not both"),
+        ({"api_key_ref": "vault:x"}, "api_key_ref", "env:ARENA_LLM_KEY_"),
+        ({"api_key_ref": "env:ARENA_LLM_KEY_X"}, "api_key_ref", "not both"),
         ({"name": "no spaces"}, "name", "letters"),
     ],
 )
