@@ -393,7 +393,8 @@ def ladder_matchmaker() -> Matchmaker:
 def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> int:
     """Fill the ladder's free duel slots (``ARENA_LADDER_CONCURRENT_DUELS`` queued or
     running at once between hosted agents, ``ARENA_ONLINE_CONCURRENT_DUELS`` with an
-    online agent) with the best pairings of its idle agents; returns duels created."""
+    online agent or an LLM player) with the best pairings of its idle agents; returns
+    duels created."""
     now = now or timezone.now()
     ladder = Tournament.objects.get(pk=tournament.pk)
     if not ladder.is_ladder or ladder.status != TournamentStatus.RUNNING:
@@ -401,9 +402,9 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
     # Read before counting the busy duels: the claim below compares against it.
     seen_total = ladder.duels_total
     active = Duel.objects.filter(tournament=ladder, status__in=ACTIVE)
-    active_online = active.with_online_seat().count()
-    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - (active.count() - active_online)
-    online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_online
+    active_networked = (active.with_online_seat() | active.with_llm_seat()).distinct().count()
+    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - (active.count() - active_networked)
+    online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_networked
     if slots <= 0 and online_slots <= 0:
         return 0
     pairs = ladder_matchmaker().pairings(
@@ -515,6 +516,7 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
                 duels=played[participant.revision_id],
                 waiting=(now - since).total_seconds(),
                 online=participant.revision.competitor.is_online,
+                waits_on_network=participant.revision.competitor.is_llm,
             )
         )
     return agents
