@@ -15,4 +15,5 @@ def no_such_endpoint(request: HttpRequest, rest: str) -> HttpResponse:
     )
 
 
-urlpatterns = [path("", api.urls), re_path(r"^(?P<rest>.*)$", no_such_endpoint)]
+# Any character: a path with a newline (%0A) is an unknown endpoint too, not the site's page.
+urlpatterns = [path("", api.urls), re_path(r"^(?P<rest>[\s\S]*)$", no_such_endpoint)]

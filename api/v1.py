@@ -6,7 +6,17 @@ from typing import Any
 
 from ninja import NinjaAPI, Swagger
 
-from api import competitors, duels, environments, errors, gateway, online, submissions, tournaments
+from api import (
+    competitors,
+    duels,
+    environments,
+    errors,
+    gateway,
+    llm,
+    online,
+    submissions,
+    tournaments,
+)
 from api.limits import limit_request_body
 from api.throttles import AnonymousThrottle, TokenThrottle
 
@@ -49,3 +59,4 @@ api.add_router("", tournaments.router)
 api.add_router("", duels.router)
 api.add_router("", submissions.router)
 api.add_router("/online", online.router)
+api.add_router("", llm.router)

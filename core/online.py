@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from core.accounts import api_token_create
@@ -24,13 +23,13 @@ from core.models import (
     Environment,
     OnlineSeat,
     Revision,
-    StepStatus,
     TokenScope,
     Tournament,
     TournamentFormat,
     TournamentStatus,
     User,
 )
+from core.services import competitor_create_unbuilt, revision_create_unbuilt
 from sandboxes.seat_bus import SeatBus, seat_bus_for
 
 #: What a model token may do: play, and read what its owner may see.
@@ -53,28 +52,12 @@ def seat_bus() -> SeatBus:
 def online_revision_create(*, competitor: Competitor, created_by: User) -> Revision:
     """The model's next version: a revision with nothing to build or validate. Its
     leaderboard entry starts afresh, as an upload's does."""
-    now = timezone.now()
-    with transaction.atomic():
-        Competitor.objects.select_for_update().get(pk=competitor.pk)
-        latest = competitor.revisions.aggregate(latest=Max("version"))["latest"] or 0
-        return Revision.objects.create(
-            competitor=competitor,
-            version=latest + 1,
-            uploaded_by=created_by,
-            filename="",
-            sha256="",
-            size=0,
-            entry_point="",
-            build_status=StepStatus.SUCCEEDED,
-            build_started_at=now,
-            build_ended_at=now,
-            build_log=ONLINE_BUILD_LOG,
-            build_resend_at=None,
-            validation_status=StepStatus.SUCCEEDED,
-            validation_started_at=now,
-            validation_ended_at=now,
-            validation_log=ONLINE_VALIDATION_LOG,
-        )
+    return revision_create_unbuilt(
+        competitor=competitor,
+        created_by=created_by,
+        build_log=ONLINE_BUILD_LOG,
+        validation_log=ONLINE_VALIDATION_LOG,
+    )
 
 
 def online_model_register(
@@ -82,20 +65,14 @@ def online_model_register(
 ) -> tuple[Competitor, str]:
     """A new online competitor, its first version and a model token; returns the
     competitor and the token's secret (shown once)."""
-    if not environment.is_active:
-        raise ArenaError(f"{environment.title} is closed to new competitors")
     with transaction.atomic():
-        if Competitor.objects.filter(environment=environment, name=name).exists():
-            raise ArenaError(
-                f"the name {name!r} is taken in {environment.title}; choose another name "
-                "(for a new token of your own model, ask for one on the model)"
-            )
-        competitor = Competitor.objects.create(
+        competitor = competitor_create_unbuilt(
             owner=owner,
             environment=environment,
             name=name,
             is_public=is_public,
             kind=CompetitorKind.ONLINE,
+            taken_hint="for a new token of your own model, ask for one on the model",
         )
         OnlineSeat.objects.create(competitor=competitor)
         online_revision_create(competitor=competitor, created_by=owner)

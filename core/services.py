@@ -55,6 +55,11 @@ def revision_create(
             f"{competitor.name} plays online (its client connects over the network); upload "
             "code under another name"
         )
+    if competitor.is_llm:
+        raise UploadRejected(
+            f"{competitor.name} is an LLM player (Arena's harness prompts its model); upload "
+            "code under another name"
+        )
     summary = inspect_upload(filename, content, limits or upload_limits())
     with transaction.atomic():
         # The row lock serialises concurrent uploads, so versions never collide.
@@ -76,6 +81,62 @@ def revision_create(
         revision.save()
         dispatch.start("builder.tasks.build_revision", revision_id=revision.pk)
     return revision
+
+
+def revision_create_unbuilt(
+    *, competitor: Competitor, created_by: User, build_log: str, validation_log: str
+) -> Revision:
+    """The next version of a competitor whose agent Arena neither builds nor self-plays
+    (an online agent, an LLM player): a revision ready to play, checked as it plays. Its
+    leaderboard entry starts afresh, as an upload's does; ``build_log`` and
+    ``validation_log`` say why there was nothing to do."""
+    now = timezone.now()
+    with transaction.atomic():
+        # The row lock serialises concurrent versions, as for uploads.
+        Competitor.objects.select_for_update().get(pk=competitor.pk)
+        latest = competitor.revisions.aggregate(latest=Max("version"))["latest"] or 0
+        return Revision.objects.create(
+            competitor=competitor,
+            version=latest + 1,
+            uploaded_by=created_by,
+            filename="",
+            sha256="",
+            size=0,
+            entry_point="",
+            build_status=StepStatus.SUCCEEDED,
+            build_started_at=now,
+            build_ended_at=now,
+            build_log=build_log,
+            build_resend_at=None,
+            validation_status=StepStatus.SUCCEEDED,
+            validation_started_at=now,
+            validation_ended_at=now,
+            validation_log=validation_log,
+        )
+
+
+def competitor_create_unbuilt(
+    *,
+    owner: User,
+    environment: Environment,
+    name: str,
+    is_public: bool,
+    kind: str,
+    taken_hint: str = "",
+) -> Competitor:
+    """A new competitor of a kind that uploads nothing (online, LLM); its name must be free
+    (``taken_hint`` is added to the refusal). Call inside a transaction with what
+    completes it."""
+    if not environment.is_active:
+        raise ArenaError(f"{environment.title} is closed to new competitors")
+    if Competitor.objects.filter(environment=environment, name=name).exists():
+        hint = f" ({taken_hint})" if taken_hint else ""
+        raise ArenaError(
+            f"the name {name!r} is taken in {environment.title}; choose another name{hint}"
+        )
+    return Competitor.objects.create(
+        owner=owner, environment=environment, name=name, is_public=is_public, kind=kind
+    )
 
 
 #: The task that runs each step of a revision, taking ``revision_id``.
@@ -234,6 +295,15 @@ def _idle(step: str, now: datetime) -> Q:
     ) | Q(**{f"{step}_status": StepStatus.RUNNING, f"{step}_lease_expires_at__lt": now})
 
 
+def _hosted_only(revision: Revision) -> None:
+    competitor = revision.competitor
+    if not competitor.is_hosted:
+        raise ArenaError(
+            f"{competitor.name} is {competitor.get_kind_display().lower()}: Arena has nothing "
+            "to build or self-play; it is checked as it plays"
+        )
+
+
 def revision_rebuild(*, revision: Revision) -> bool:
     """An organizer's rebuild: build, then validate again. Returns whether it was queued.
 
@@ -241,6 +311,7 @@ def revision_rebuild(*, revision: Revision) -> bool:
     build must not be queued or held by a live worker, nor the validation running. A
     step whose worker died (its lease ran out) may be rebuilt at once.
     """
+    _hosted_only(revision)
     now = timezone.now()
     return _requeue(
         revision=revision,
@@ -251,7 +322,9 @@ def revision_rebuild(*, revision: Revision) -> bool:
 
 
 def revision_revalidate(*, revision: Revision) -> bool:
-    """An organizer's re-validation (self-play again) of a built revision; whether it acted."""
+    """An organizer's re-validation (self-play again) of a built revision; whether it acted.
+    An LLM player's would spend tokens on self-play: it is checked as it plays instead."""
+    _hosted_only(revision)
     return _requeue(
         revision=revision,
         steps=("validation",),

@@ -183,7 +183,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "duels"
 CELERY_TASK_ROUTES = {
     "builder.tasks.*": {"queue": "build"},
+    # Duels that mostly wait on the network: many at once in a threads pool.
     "duel_runner.tasks.play_online_duel": {"queue": "online"},
+    "duel_runner.tasks.play_llm_duel": {"queue": "online"},
     "duel_runner.tasks.*": {"queue": "duels"},
     "publisher.tasks.*": {"queue": "publish"},
 }
@@ -306,6 +308,20 @@ ARENA_ONLINE_STREAM_SECONDS = env_float("ARENA_ONLINE_STREAM_SECONDS", 3600.0)
 ARENA_ONLINE_POLL_SECONDS = env_float("ARENA_ONLINE_POLL_SECONDS", 60.0)
 #: A request body must arrive within this many seconds (slow senders are cut off).
 ARENA_REQUEST_BODY_SECONDS = env_float("ARENA_REQUEST_BODY_SECONDS", 20.0)
+
+# --- LLM players -----------------------------------------------------------------------
+#: The Fernet key (``Fernet.generate_key()``) LLM players' API keys are encrypted with.
+#: Empty: derived from SECRET_KEY, so rotating SECRET_KEY would lose every stored key;
+#: production sets it (``core.secrets``).
+ARENA_SECRETS_KEY = env_str("ARENA_SECRETS_KEY", "")
+#: Where ``file:<name>`` secret references of LLM players are read (on the duel workers).
+ARENA_LLM_SECRETS_DIR = env_str("ARENA_LLM_SECRETS_DIR", "/run/secrets")
+#: Who may point an LLM player at this machine or a private network (the workers would
+#: send requests there): everyone, organizers or nobody. Everyone on the embedded default
+#: (a model served on the same laptop); organizers only in production.
+ARENA_LLM_PRIVATE_URLS = env_str("ARENA_LLM_PRIVATE_URLS", "everyone" if DEBUG else "organizers")
+if ARENA_LLM_PRIVATE_URLS not in ("everyone", "organizers", "nobody"):
+    raise ValueError("ARENA_LLM_PRIVATE_URLS must be everyone, organizers or nobody")
 
 # --- Publisher --------------------------------------------------------------------
 

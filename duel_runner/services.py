@@ -12,16 +12,20 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.errors import ArenaError
 from core.leases import Heartbeat, worker_name
-from core.models import Duel, DuelStatus, Match, Revision, StepStatus
+from core.models import Duel, DuelStatus, Match, MatchConversation, Revision, StepStatus
 from core.models import DuelResult as StoredResult
+from core.models.llm import SUMMARY_COUNTERS
 from core.online import LOCAL_REFEREE, seat_bus
 from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
 from core.signals import duel_finished, revision_validated
-from referee.duel import run_duel, validate
+from environments.registry import load_info
+from referee.duel import llm_clock, run_duel, validate
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
 from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
+from sandboxes.llm import LLMSandbox
 from sandboxes.remote import RemoteSandbox
 
 if TYPE_CHECKING:
@@ -86,10 +90,13 @@ def revision_agent_source(revision: Revision) -> AgentSource:
     """How to start the revision: its own image in the docker sandbox (files and
     dependencies in it), else its unpacked files (a build made for the process sandbox
     falls back to those in the docker sandbox too, mounted into the base image); an online
-    revision is not started but reached through its competitor's seat."""
+    revision is not started but reached through its competitor's seat; an LLM player's
+    seat is played by the harness in a thread of this worker."""
     competitor = revision.competitor
     if competitor.is_online:
         return AgentSource.remote(competitor.name, seat=competitor.seat)
+    if competitor.is_llm:
+        return AgentSource.llm(competitor.name)
     if settings.ARENA_SANDBOX == "docker" and revision.image:
         kind = (
             EntryKind.EXECUTABLE
@@ -126,8 +133,33 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
     )
 
 
+def _conversation_rows(duel: Duel, match: Match, record: MatchRecord) -> list[MatchConversation]:
+    """The conversations of the match's LLM seats (``MatchRecord.transcripts``)."""
+    rows = []
+    for player, conversation in sorted(record.transcripts.items()):
+        summary = conversation.get("summary") or {}
+        revision = duel.revision_1 if int(player) == 1 else duel.revision_2
+        rows.append(
+            MatchConversation(
+                match=match,
+                player=int(player),
+                competitor_id=revision.competitor_id,
+                model=str(conversation.get("model", ""))[:200],
+                harness_version=str(conversation.get("harness_version", ""))[:16],
+                harness_hash=str(conversation.get("harness_hash", ""))[:64],
+                turns=conversation.get("turns") or [],
+                latencies_ms=summary.get("latencies_ms") or [],
+                # A fault charged to the seat ends the match against it.
+                forfeited=any(fault.player == int(player) for fault in record.faults),
+                **{counter: int(summary.get(counter) or 0) for counter in SUMMARY_COUNTERS},
+            )
+        )
+    return rows
+
+
 def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
     """Store a played duel and its matches; an infrastructure error is stored, never scored.
+    The conversations of LLM seats are stored with their matches, in the same transaction.
 
     Only the worker holding the lease may record: a worker that lost it (it stalled and
     another took the duel over) has its result dropped. Returns whether it was stored.
@@ -142,7 +174,14 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
             return False
         Match.objects.filter(duel=duel).delete()
         if not failed:
-            Match.objects.bulk_create([_match_row(duel, record) for record in result.matches])
+            matches = Match.objects.bulk_create(
+                [_match_row(duel, record) for record in result.matches]
+            )
+            MatchConversation.objects.bulk_create(
+                row
+                for match, record in zip(matches, result.matches, strict=True)
+                for row in _conversation_rows(duel, match, record)
+            )
         owned.update(
             status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
             ended_at=timezone.now(),
@@ -238,10 +277,14 @@ def _announcement(duel: Duel, player: int) -> dict[str, object]:
 
 
 def duel_backends(duel: Duel) -> tuple[SandboxBackend, SandboxBackend]:
-    """Each player's sandbox: the hosted ones', or a remote seat for an online agent."""
-    backends = []
+    """Each player's sandbox: the hosted ones', a remote seat for an online agent, the
+    harness for an LLM player (with its key in clear: ArenaError when it cannot be had)."""
+    environment = duel.revision_1.competitor.environment.name
+    backends: list[SandboxBackend] = []
     for player, revision in ((1, duel.revision_1), (2, duel.revision_2)):
-        if revision.competitor.is_online:
+        if revision.competitor.is_llm:
+            backends.append(LLMSandbox(revision.competitor.llm.config(), environment=environment))
+        elif revision.competitor.is_online:
             backends.append(
                 RemoteSandbox(
                     seat_bus(),
@@ -269,23 +312,38 @@ def duel_play(*, duel_id: int) -> float | None:
     environment = duel.revision_1.competitor.environment.name
     try:
         sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
-    except InvalidAgent as error:
-        # A built revision whose files are gone is the platform's problem, not the agent's.
+        backends = duel_backends(duel)
+    except (InvalidAgent, ArenaError) as error:
+        # A built revision whose files are gone, or an LLM player's key that cannot be
+        # read here: the platform's problem, never charged to the agent.
+        problem = (
+            f"a revision's build is missing: {error}"
+            if isinstance(error, InvalidAgent)
+            else f"an LLM seat cannot be played: {error.message}"
+        )
         result = DuelResult(
             environment=environment,
             player_1=str(duel.revision_1),
             player_2=str(duel.revision_2),
             seed=duel.seed,
-            infrastructure_error=f"a revision's build is missing: {error}",
+            infrastructure_error=problem,
         )
     else:
+        # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
+        # takes seconds where a program's takes microseconds.
+        clock = (
+            llm_clock(load_info(environment))
+            if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
+            else {}
+        )
         with duel_heartbeat(duel_id=duel.pk, worker=worker):
             result = run_duel(
                 environment,
                 sources,
-                backend=duel_backends(duel),
+                backend=backends,
                 seed=duel.seed,
                 matches=duel.num_matches,
+                **clock,
             )
     if not duel_record_result(duel=duel, result=result, worker=worker):
         return None

@@ -51,6 +51,21 @@ def play_online_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def
         raise self.retry(countdown=wait)
 
 
+@shared_task(
+    bind=True,
+    name="duel_runner.tasks.play_llm_duel",
+    soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
+    time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+    max_retries=None,
+)
+def play_llm_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
+    """A duel with an LLM seat (and no online one): mostly waiting on the model's server,
+    so it runs on the ``online`` queue's threads rather than holding a prefork worker."""
+    wait = services.duel_play(duel_id=duel_id)
+    if wait is not None and not self.request.is_eager:
+        raise self.retry(countdown=wait)
+
+
 @worker_ready.connect
 def sweep_orphaned_agents(**_: object) -> None:
     """A worker that was killed leaves its agents' containers behind: remove them first."""

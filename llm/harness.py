@@ -32,6 +32,8 @@ __all__ = [
     "harness_hash",
 ]
 
+#: Seconds before the move's clock runs out at which the harness stops asking.
+DEADLINE_MARGIN = 0.1
 #: Answers are kept whole up to ``max_answer_chars``; refused ones are quoted back cut
 #: to this (a retry prompt must not grow with a model that rambles).
 QUOTED_ANSWER_CHARS = 2_000
@@ -115,7 +117,9 @@ class Harness:
             self._begin(match, self._seat)
         clock = request.get("time_left") or {}
         move_time, bank = float(clock.get("move", 0)), float(clock.get("bank", 0))
-        deadline = received + move_time + bank
+        # A little before the referee's own deadline, so that a provider still failing
+        # then is seen as the provider's failure (an error) and not the model's timeout.
+        deadline = received + move_time + bank - DEADLINE_MARGIN
         legal = list(request.get("legal_actions") or [])
         turn = Turn(
             environment=self.environment_name,

@@ -160,6 +160,9 @@ def rule_based(request: dict[str, Any]) -> Reply:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each event is sent as it is written, as a real server's are: with Nagle's algorithm
+    # on, a small write waits for the client's delayed acknowledgement (40 ms).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -181,7 +184,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        self.server.record(request, dict(self.headers))
+        self.server.record(request, {name.lower(): value for name, value in self.headers.items()})
         reply = self.server.brain(request)
         if reply.delay:
             time.sleep(reply.delay)
@@ -316,7 +319,7 @@ class LocalLLMServer:
 
     @property
     def headers(self) -> list[dict[str, str]]:
-        """The HTTP headers of every chat request, in order."""
+        """The HTTP headers of every chat request (names in lower case), in order."""
         return self._server.headers
 
     @property

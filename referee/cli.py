@@ -4,9 +4,15 @@
     python -m referee validate connect_four AGENT
     python -m referee round-robin connect_four AGENT AGENT AGENT... --matches 10
     python -m referee replay DUEL.json --match 3 [--html replay.html]
+    python -m referee run tic_tac_toe llm:MODEL@URL example_players/tic_tac_toe/minimax.py
 
 An agent is a ``.py`` file or a folder with ``main.py``, ``agent.py`` or an
-executable named ``agent``.
+executable named ``agent``; in ``run``, it may also be an LLM player, ``llm:MODEL@URL``
+(a model behind an OpenAI-compatible server; ``--llm1``/``--llm2`` set its sampling, and
+its key is read from the environment variable ``OPENAI_API_KEY`` or the one named by
+``api_key_env``). A run with an LLM player writes ``game_results.json``, one conversation
+file per game and ``game_summary_<model>.json`` into ``--output`` (``runs/<time>-<game>``
+by default). ``python -m duel_runner`` is the same command.
 """
 
 from __future__ import annotations
@@ -14,7 +20,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
+import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +37,9 @@ from environments.registry import (  # noqa: E402
     load_info,
     make_environment,
 )
-from referee.duel import run_duel, validate  # noqa: E402
+from llm.config import LLMConfig  # noqa: E402
+from llm.run_logs import write_run_logs  # noqa: E402
+from referee.duel import llm_clock, run_duel, validate  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from referee.standings import Standing, record_duel, shared_ranks, standing_key  # noqa: E402
 from sandboxes import (  # noqa: E402
@@ -39,6 +50,19 @@ from sandboxes import (  # noqa: E402
     SandboxError,
     get_backend,
 )
+from sandboxes.llm import LLMSandbox  # noqa: E402
+
+_LLM_SPEC = re.compile(r"^llm:(?P<model>[^@]+?)@(?P<url>https?://\S+)$")
+#: What ``--llm1``/``--llm2`` may set, and how each is read.
+_LLM_OPTIONS: dict[str, type] = {
+    "temperature": float,
+    "top_p": float,
+    "max_tokens": int,
+    "seed": int,
+    "request_timeout": float,
+    "provider_retries": int,
+    "max_answer_chars": int,
+}
 
 
 def _variables(pairs: list[str]) -> dict[str, str]:
@@ -49,6 +73,39 @@ def _variables(pairs: list[str]) -> dict[str, str]:
             raise argparse.ArgumentTypeError(f"--env wants NAME=VALUE, got {pair!r}")
         variables[name] = value
     return variables
+
+
+def llm_config(spec: str, options: dict[str, str]) -> LLMConfig:
+    """``llm:MODEL@URL`` and its ``--llmN NAME=VALUE`` options as an LLM player."""
+    found = _LLM_SPEC.match(spec)
+    if found is None:
+        raise argparse.ArgumentTypeError(
+            f"an LLM player is llm:MODEL@URL (for example "
+            f"llm:qwen2.5:7b@http://127.0.0.1:11434/v1), got {spec!r}"
+        )
+    settings: dict[str, object] = {}
+    key_variable = options.get("api_key_env", "OPENAI_API_KEY")
+    for name, value in options.items():
+        if name == "api_key_env":
+            continue
+        kind = _LLM_OPTIONS.get(name)
+        if kind is None:
+            known = ", ".join([*_LLM_OPTIONS, "api_key_env"])
+            raise argparse.ArgumentTypeError(f"unknown LLM option {name!r}; known: {known}")
+        try:
+            settings[name] = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} wants a {kind.__name__}, got {value!r}"
+            ) from None
+    return LLMConfig(
+        base_url=found.group("url"),
+        model=found.group("model"),
+        # The key comes from the environment, never from the command line (where any
+        # user of the machine could read it).
+        api_key=os.environ.get(key_variable, ""),
+        **settings,  # type: ignore[arg-type]
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +147,20 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="environment variable for agent 2 (repeatable)",
+    )
+    for number in (1, 2):
+        run.add_argument(
+            f"--llm{number}",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"an option of agent {number} when it is llm:MODEL@URL: "
+            f"{', '.join(_LLM_OPTIONS)} or api_key_env (repeatable)",
+        )
+    run.add_argument(
+        "--output",
+        type=Path,
+        help="where a run with an LLM player writes its files (runs/<time>-<game>)",
     )
     run.add_argument("--no-logs", action="store_true", help="leave the agents' logs out")
     run.add_argument(
@@ -234,6 +305,50 @@ def replay_match(document: dict[str, Any], index: int, html_path: Path | None) -
     return "\n".join(lines)
 
 
+def _run(arguments: argparse.Namespace, backend: SandboxBackend, overrides: dict[str, Any]) -> int:
+    specs = (arguments.agent_1, arguments.agent_2)
+    configs = [
+        llm_config(spec, _variables(options)) if spec.startswith("llm:") else None
+        for spec, options in zip(specs, (arguments.llm1, arguments.llm2), strict=True)
+    ]
+    models = [config.model if config else "" for config in configs]
+    sources: list[AgentSource] = []
+    backends: list[SandboxBackend] = []
+    for number, (spec, config, variables) in enumerate(
+        zip(specs, configs, (arguments.env1, arguments.env2), strict=True), start=1
+    ):
+        if config is None:
+            sources.append(AgentSource.from_path(spec, _variables(variables)))
+            backends.append(backend)
+            continue
+        # The same model on both seats (at two temperatures, say) gets two names.
+        name = f"{config.model}-{number}" if models[0] == models[1] else config.model
+        sources.append(AgentSource.llm(name))
+        backends.append(LLMSandbox(config, environment=arguments.environment))
+    if any(configs):
+        clock = llm_clock(load_info(arguments.environment))
+        overrides = {**overrides, **{k: v for k, v in clock.items() if overrides.get(k) is None}}
+    result = run_duel(
+        arguments.environment,
+        (sources[0], sources[1]),
+        backend=(backends[0], backends[1]),
+        seed=arguments.seed,
+        **overrides,
+    )
+    document = result.as_json(include_logs=not arguments.no_logs)
+    if any(configs):
+        output = arguments.output or Path(
+            "runs", time.strftime("%Y%m%d-%H%M%S") + f"-{arguments.environment}"
+        )
+        written = write_run_logs(document, output)
+        print(f"wrote {len(written)} files into {output}/", file=sys.stderr)
+    if arguments.summary:
+        print(summary(result))
+    else:
+        print(json.dumps(document, indent=2))
+    return 2 if result.infrastructure_error else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     overrides = {
@@ -256,18 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                 overrides=overrides,
             )
         if arguments.command == "run":
-            sources = (
-                AgentSource.from_path(arguments.agent_1, _variables(arguments.env1)),
-                AgentSource.from_path(arguments.agent_2, _variables(arguments.env2)),
-            )
-            result = run_duel(
-                arguments.environment, sources, backend=backend, seed=arguments.seed, **overrides
-            )
-            if arguments.summary:
-                print(summary(result))
-            else:
-                print(json.dumps(result.as_json(include_logs=not arguments.no_logs), indent=2))
-            return 2 if result.infrastructure_error else 0
+            return _run(arguments, backend, overrides)
         validation = validate(
             arguments.environment,
             AgentSource.from_path(arguments.agent),

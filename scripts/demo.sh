@@ -6,7 +6,9 @@
 # prints the standings, opens a Connect Four ladder for online play and prints the command
 # that connects a reference agent to it), then serves the site until Ctrl-C: the network
 # gateway (`manage.py run_gateway --manager`), which also referees online duels and runs
-# the tournament manager in the same process.
+# the tournament manager in the same process. Two LLM players play in the tic-tac-toe
+# round robin; their "model" is `python -m llm.local_server` (rule-based, no weights),
+# which this script serves on ARENA_DEMO_LLM_PORT (8011) for as long as it runs.
 #
 # Usage: scripts/demo.sh [--no-serve] [demo options, e.g. --games sum_to_10 --matches 4 --fresh]
 # ARENA_DEMO_NO_SERVE=1 is the same as --no-serve; ARENA_PORT picks the port (8000).
@@ -23,6 +25,21 @@ port=${ARENA_PORT:-8000}
 
 scripts/setup.sh
 .venv/bin/python manage.py migrate --verbosity 0
+
+llm_port=${ARENA_DEMO_LLM_PORT:-8011}
+export ARENA_DEMO_LLM_URL=${ARENA_DEMO_LLM_URL:-http://127.0.0.1:$llm_port/v1}
+llm_server=
+llm_answers() {
+  .venv/bin/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/models", timeout=2)' \
+    "$ARENA_DEMO_LLM_URL" 2>/dev/null
+}
+if ! llm_answers; then
+  mkdir -p var
+  .venv/bin/python -m llm.local_server --port "$llm_port" >var/llm-server.log 2>&1 &
+  llm_server=$!
+  trap '[ -n "$llm_server" ] && kill "$llm_server" 2>/dev/null' EXIT
+  for _ in $(seq 50); do llm_answers && break; sleep 0.1; done
+fi
 .venv/bin/python manage.py demo --port "$port" ${demo_args[@]+"${demo_args[@]}"}
 
 echo
@@ -38,4 +55,4 @@ if [ "$serve" = 0 ]; then
 fi
 echo "Serving http://127.0.0.1:$port/ (admin: http://127.0.0.1:$port/admin/); log in as the"
 echo "organizer printed above. Ctrl-C stops the server; run scripts/demo.sh again to come back."
-exec "${serve_command[@]}"
+"${serve_command[@]}"

@@ -21,13 +21,16 @@ from factory.django import DjangoModelFactory
 from core.models import (
     ApiToken,
     Competitor,
+    CompetitorKind,
     Duel,
     DuelResult,
     DuelStatus,
     Environment,
     InviteCode,
     LeaderboardEntry,
+    LLMPlayer,
     Match,
+    MatchConversation,
     Participant,
     Rating,
     RatingChange,
@@ -39,6 +42,7 @@ from core.models import (
     User,
 )
 from core.models.accounts import hash_token
+from core.secrets import secret_encrypt
 from environments.registry import load_info, make_environment
 
 #: Every factory-made user's password.
@@ -347,3 +351,126 @@ class LeaderboardEntryFactory(DjangoModelFactory):
     draws = 1
     losses = 3
     fitted_at = factory.LazyFunction(timezone.now)
+
+
+# --- LLM players --------------------------------------------------------------------
+
+
+class LLMPlayerFactory(DjangoModelFactory):
+    """An LLM competitor's settings (``api_key=`` stores that key, encrypted); its
+    competitor is of kind LLM, with a first revision ready to play."""
+
+    class Meta:
+        model = LLMPlayer
+        skip_postgeneration_save = True
+
+    class Params:
+        api_key = ""
+
+    competitor = factory.SubFactory(CompetitorFactory, kind=CompetitorKind.LLM, is_public=True)
+    base_url = "http://127.0.0.1:8011/v1"
+    model = "rule-based"
+    temperature = 0.2
+    max_tokens = 256
+    api_key_encrypted = factory.LazyAttribute(lambda player: secret_encrypt(player.api_key))
+
+    @factory.post_generation
+    def revision(player: LLMPlayer, create: bool, extracted: Any, **kwargs: Any) -> None:
+        if create and not player.competitor.revisions.exists():
+            RevisionFactory(
+                competitor=player.competitor, validated=True, filename="", size=0, sha256=""
+            )
+
+
+def conversation_turn(
+    *,
+    step: int,
+    legal_actions: list[Any],
+    answer: str,
+    action: Any,
+    verdict: str = "legal",
+    retry: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One move of an LLM seat as ``llm.records`` writes it (a refused first answer
+    with ``retry=``: its answer, verdict and error)."""
+    attempts = []
+    if retry is not None:
+        attempts.append(
+            {
+                "kind": "move",
+                "messages": [{"role": "user", "content": f"Your move (step {step})."}],
+                "answer": retry["answer"],
+                "verdict": retry["verdict"],
+                "error": retry["error"],
+                "parsed": None,
+                "prompt_tokens": 100,
+                "completion_tokens": 5,
+                "latency_ms": 20.0,
+                "finish_reason": "stop",
+                "provider_errors": [],
+            }
+        )
+    attempts.append(
+        {
+            "kind": "retry" if retry is not None else "move",
+            "messages": [
+                {"role": "system", "content": "You play a game."},
+                {"role": "user", "content": f"Your move (step {step})."},
+            ],
+            "answer": answer,
+            "verdict": verdict,
+            "error": "",
+            "parsed": action,
+            "prompt_tokens": 100,
+            "completion_tokens": 5,
+            "latency_ms": 20.0,
+            "finish_reason": "stop",
+            "provider_errors": [],
+        }
+    )
+    return {
+        "match": 0,
+        "step": step,
+        "request": step + 1,
+        "legal_actions": legal_actions,
+        "attempts": attempts,
+        "action": action,
+        "outcome": verdict,
+        "latency_ms": 20.0 * len(attempts),
+        "prompt_tokens": 100 * len(attempts),
+        "completion_tokens": 5 * len(attempts),
+    }
+
+
+class MatchConversationFactory(DjangoModelFactory):
+    """An LLM seat's conversation in a match: one legal turn per move of its seat."""
+
+    class Meta:
+        model = MatchConversation
+
+    match = factory.SubFactory(MatchFactory)
+    player = 1
+    competitor = factory.LazyAttribute(
+        lambda row: getattr(row.match.duel, f"revision_{row.player}").competitor
+    )
+    model = "rule-based"
+    harness_version = "1"
+    harness_hash = "0" * 64
+    turns = factory.LazyAttribute(
+        lambda row: [
+            conversation_turn(
+                step=step,
+                legal_actions=[actions[seat]],
+                answer=f"ANSWER: {actions[seat]}",
+                action=actions[seat],
+            )
+            for step, actions in enumerate(row.match.actions)
+            for seat in [row.match.seats.index(row.player)]
+            if actions[seat] is not None
+        ]
+    )
+    moves = factory.LazyAttribute(lambda row: len(row.turns))
+    requests = factory.LazyAttribute(lambda row: len(row.turns))
+    prompt_tokens = factory.LazyAttribute(lambda row: 100 * len(row.turns))
+    completion_tokens = factory.LazyAttribute(lambda row: 5 * len(row.turns))
+    latencies_ms = factory.LazyAttribute(lambda row: [20.0] * len(row.turns))

@@ -12,7 +12,9 @@ A duel spends its matches where they can still change the leaderboard's order.
 Online agents (clients connected over the network, in the queue) are paired like any
 other, with two differences: they meet hosted agents only once they have waited
 ``fill_seconds`` without an online opponent (online agents first play each other), and
-their duels have slots of their own, since they cost the workers little CPU.
+their duels have slots of their own, since they cost the workers little CPU. So do the
+duels of LLM players (``waits_on_network``), which mostly wait on their model's server;
+an LLM player otherwise meets anyone at any time, like a hosted agent.
 
 No agent waits forever: a pair that leaves out the agent A who has waited longest wins
 only if both its agents have waited almost as long as A (within what quality and the
@@ -44,6 +46,13 @@ class LadderAgent:
     waiting: float
     #: An online agent (connected over the network), not a hosted one.
     online: bool = False
+    #: Its duels mostly wait on the network (an online agent's, an LLM player's): they
+    #: take the network slots, not the hosted ones.
+    waits_on_network: bool = False
+
+    @property
+    def networked(self) -> bool:
+        return self.online or self.waits_on_network
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +97,7 @@ class Matchmaker:
         self, agents: Sequence[LadderAgent], *, slots: int, online_slots: int = 0
     ) -> list[tuple[LadderAgent, LadderAgent]]:
         """Disjoint pairs of ``agents``, best scores first: at most ``slots`` between
-        hosted agents and ``online_slots`` with an online agent in them."""
+        hosted agents and ``online_slots`` with an online agent or an LLM player in them."""
         free = {False: max(0, slots), True: max(0, online_slots)}
         if not any(free.values()):
             return []
@@ -103,7 +112,7 @@ class Matchmaker:
         chosen: list[tuple[LadderAgent, LadderAgent]] = []
         busy: set[int] = set()
         for _, _, _, one, two in scored:
-            kind = one.online or two.online
+            kind = one.networked or two.networked
             if one.key in busy or two.key in busy or not free[kind]:
                 continue
             chosen.append((one, two))

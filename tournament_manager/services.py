@@ -78,6 +78,7 @@ SUPPORTED_FORMATS = (
 )
 PLAY_DUEL = "duel_runner.tasks.play_duel"
 PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
+PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
 ACTIVE = (DuelStatus.QUEUED, DuelStatus.RUNNING)
 
 
@@ -392,7 +393,8 @@ def ladder_matchmaker() -> Matchmaker:
 def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> int:
     """Fill the ladder's free duel slots (``ARENA_LADDER_CONCURRENT_DUELS`` queued or
     running at once between hosted agents, ``ARENA_ONLINE_CONCURRENT_DUELS`` with an
-    online agent) with the best pairings of its idle agents; returns duels created."""
+    online agent or an LLM player) with the best pairings of its idle agents; returns
+    duels created."""
     now = now or timezone.now()
     ladder = Tournament.objects.get(pk=tournament.pk)
     if not ladder.is_ladder or ladder.status != TournamentStatus.RUNNING:
@@ -400,9 +402,9 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
     # Read before counting the busy duels: the claim below compares against it.
     seen_total = ladder.duels_total
     active = Duel.objects.filter(tournament=ladder, status__in=ACTIVE)
-    active_online = active.with_online_seat().count()
-    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - (active.count() - active_online)
-    online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_online
+    active_networked = (active.with_online_seat() | active.with_llm_seat()).distinct().count()
+    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - (active.count() - active_networked)
+    online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_networked
     if slots <= 0 and online_slots <= 0:
         return 0
     pairs = ladder_matchmaker().pairings(
@@ -514,6 +516,7 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
                 duels=played[participant.revision_id],
                 waiting=(now - since).total_seconds(),
                 online=participant.revision.competitor.is_online,
+                waits_on_network=participant.revision.competitor.is_llm,
             )
         )
     return agents
@@ -658,14 +661,20 @@ def _start(duels: Sequence[Duel]) -> None:
 
 
 def _dispatch_duels(duels: Sequence[Duel]) -> None:
-    """Send each duel to the queue that plays it: ``online`` if an online agent plays."""
-    online = set(
-        Duel.objects.filter(pk__in=[duel.pk for duel in duels])
-        .with_online_seat()
-        .values_list("pk", flat=True)
-    )
+    """Send each duel to the task that plays it: an online agent's where its seat bus is
+    reached, an LLM player's on the ``online`` queue's threads (it mostly waits on its
+    server), any other on the ``duels`` queue."""
+    chosen = Duel.objects.filter(pk__in=[duel.pk for duel in duels])
+    online = set(chosen.with_online_seat().values_list("pk", flat=True))
+    llm = set(chosen.with_llm_seat().values_list("pk", flat=True))
     for duel in sorted(duels, key=lambda duel: duel.pk):
-        dispatch.start(PLAY_ONLINE_DUEL if duel.pk in online else PLAY_DUEL, duel_id=duel.pk)
+        if duel.pk in online:
+            task = PLAY_ONLINE_DUEL
+        elif duel.pk in llm:
+            task = PLAY_LLM_DUEL
+        else:
+            task = PLAY_DUEL
+        dispatch.start(task, duel_id=duel.pk)
 
 
 def _cancel_queued_duels(duels: QuerySet[Duel], why: str) -> int:

@@ -41,6 +41,9 @@ from core.services import (
 from publisher.services import competitor_publish_latest, revision_publication_problem
 from publisher.tasks import TIME_LIMIT_SECONDS as PUBLISH_TIME_LIMIT
 from tournament_manager.leaderboard import leaderboard_refit
+from web import llm_admin  # registers the LLM players' and conversations' admin
+
+__all__ = ["llm_admin"]
 
 
 @admin.register(Environment)
@@ -189,12 +192,21 @@ class CompetitorAdmin(ArenaAdmin):
     list_filter = ("environment", "kind", "is_public", "is_disabled")
     search_fields = ("name", "owner__email", "owner__display_name", "owner__team")
     list_select_related = ("environment", "owner", "rating")
-    readonly_fields = ("name", "environment", "owner_link", "kind", "rating_link", "created_at")
+    readonly_fields = (
+        "name",
+        "environment",
+        "owner_link",
+        "kind",
+        "llm_link",
+        "rating_link",
+        "created_at",
+    )
     fields = (
         "name",
         "environment",
         "owner_link",
         "kind",
+        "llm_link",
         "is_public",
         "is_disabled",
         "rating_link",
@@ -223,6 +235,11 @@ class CompetitorAdmin(ArenaAdmin):
         return format_html(
             "{} {}", admin_link(revision, f"v{revision.version}"), _steps_summary(revision)
         )
+
+    @admin.display(description="LLM settings")
+    def llm_link(self, competitor: Competitor) -> str:
+        player = getattr(competitor, "llm", None) if competitor.is_llm else None
+        return admin_link(player, f"{player.model} at {player.base_url}") if player else EMPTY
 
     @admin.display(description="rating")
     def rating_link(self, competitor: Competitor) -> str:

@@ -8,9 +8,18 @@ from django import forms
 from django.contrib.auth import password_validation
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
-from django.core.validators import validate_slug
+from django.core.validators import RegexValidator, URLValidator, validate_slug
 
 from core.models import InviteCode, TokenScope, User
+from core.models.llm import (
+    MAX_TOKENS_RANGE,
+    MODEL_NAME_MAX,
+    MODEL_NAME_PATTERN,
+    REQUEST_TIMEOUT_RANGE,
+    TEMPERATURE_RANGE,
+    TOP_P_RANGE,
+)
+from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
 from web.services import invite_problem, upload_limits
 
 
@@ -182,3 +191,98 @@ class TokenForm(forms.Form):
         help_text="Read: what you may see. Submit agents: upload and delete your "
         "submissions. Play online: connect agents that play over the network.",
     )
+
+
+class LLMSettingsForm(forms.Form):
+    """What an LLM player plays with; its owner changes these on its page."""
+
+    prefix = "llm"  # beside the upload and online forms on the environment page
+
+    base_url = forms.URLField(
+        label="Base URL",
+        max_length=500,
+        assume_scheme="http",
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="Of an OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, a hosted "
+        "API), e.g. <code>http://127.0.0.1:8000/v1</code>.",
+    )
+    model = forms.CharField(
+        max_length=MODEL_NAME_MAX,
+        validators=[RegexValidator(MODEL_NAME_PATTERN, "Printable characters only.")],
+        help_text="The model's name as the server knows it.",
+    )
+    api_key = forms.CharField(
+        label="API key",
+        required=False,
+        max_length=1000,
+        strip=True,
+        widget=forms.PasswordInput(attrs={"autocomplete": "off"}, render_value=False),
+        help_text="Stored encrypted and never shown again. Leave empty for a server without "
+        "keys, or give a secret reference below.",
+    )
+    api_key_ref = forms.CharField(
+        label="Or a secret reference",
+        required=False,
+        max_length=300,
+        validators=[RegexValidator(SECRET_REF_PATTERN, f"Write {SECRET_REF_HELP}.")],
+        help_text=f"{SECRET_REF_HELP}: the key is read there when it plays.",
+    )
+    temperature = forms.FloatField(
+        required=False, min_value=TEMPERATURE_RANGE[0], max_value=TEMPERATURE_RANGE[1]
+    )
+    top_p = forms.FloatField(
+        label="Top p", required=False, min_value=TOP_P_RANGE[0], max_value=TOP_P_RANGE[1]
+    )
+    max_tokens = forms.IntegerField(
+        label="Max tokens per answer",
+        initial=512,
+        min_value=MAX_TOKENS_RANGE[0],
+        max_value=MAX_TOKENS_RANGE[1],
+    )
+    request_timeout = forms.FloatField(
+        label="Request timeout (seconds)",
+        initial=60,
+        min_value=REQUEST_TIMEOUT_RANGE[0],
+        max_value=REQUEST_TIMEOUT_RANGE[1],
+        help_text="A longer wait counts as the server's failure (retried, then the duel "
+        "ends unscored), never as the model's.",
+    )
+    seed = forms.IntegerField(
+        required=False, min_value=-(2**63), max_value=2**63 - 1, help_text="Sent if set."
+    )
+    is_public = forms.BooleanField(
+        label="Public",
+        required=False,
+        initial=True,
+        help_text="Anyone may then see it, its settings (never its key) and its conversations.",
+    )
+
+    def __init__(self, *args: Any, has_key: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.has_key = has_key
+        if has_key:
+            self.fields[
+                "api_key"
+            ].help_text = "A key is stored; leave empty to keep it. A new key replaces it."
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("api_key") and cleaned.get("api_key_ref"):
+            self.add_error("api_key_ref", "Give the key or a reference to it, not both.")
+        return cleaned
+
+
+class LLMPlayerForm(LLMSettingsForm):
+    """A new LLM player, from the environment page."""
+
+    name = forms.CharField(
+        label="Player name",
+        max_length=64,
+        validators=[validate_slug],
+        help_text="Its name on the leaderboard: letters, digits, hyphens and underscores.",
+    )
+
+    field_order = ["name", "base_url", "model", "api_key", "api_key_ref"]
+
+    def clean_name(self) -> str:
+        return self.cleaned_data["name"].strip()

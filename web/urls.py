@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from web.forms import EmailAuthenticationForm
-from web.views import accounts, competitions, environments, submissions
+from web.views import accounts, competitions, environments, llm, submissions
 
 COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
 REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_name>/v<int:version>/"
@@ -18,16 +18,35 @@ urlpatterns = [
         name="online_model_create",
     ),
     path(
+        "environments/<slug:name>/llm-players/",
+        llm.llm_player_create,
+        name="llm_player_create",
+    ),
+    path(
         "environments/<slug:name>/static/<str:filename>",
         environments.environment_static,
         name="environment_static",
     ),
     path(COMPETITOR, submissions.competitor, name="competitor"),
+    path(COMPETITOR + "llm/", llm.llm_player_edit, name="llm_player_edit"),
     path(REVISION, submissions.revision, name="revision"),
     path(REVISION + "source", submissions.revision_source, name="revision_source"),
     path("tournaments/<int:pk>/", competitions.tournament, name="tournament"),
     path("duels/<int:pk>/", competitions.duel, name="duel"),
     path("duels/<int:duel_pk>/matches/<int:index>/", competitions.match, name="match"),
+    path(
+        "duels/<int:pk>/conversations.jsonl",
+        llm.duel_conversations,
+        name="duel_conversations",
+    ),
+    path(
+        "duels/<int:duel_pk>/matches/<int:index>/conversations.jsonl",
+        llm.match_conversations,
+        name="match_conversations",
+    ),
+    path("llm/", llm.llm_index, name="llm_index"),
+    # A model's name may hold slashes (``org/model``): the rest of the path is the name.
+    path("llm/models/<path:model>/", llm.llm_model, name="llm_model"),
     # Accounts: Django's views, with Arena's templates.
     path("accounts/register/", accounts.register, name="register"),
     path(

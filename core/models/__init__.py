@@ -11,6 +11,7 @@ from core.models.competitions import (
     TournamentFormat,
     TournamentStatus,
 )
+from core.models.llm import LLMPlayer, MatchConversation
 from core.models.online import OnlineSeat
 from core.models.ratings import LeaderboardEntry, Rating, RatingChange
 from core.models.submissions import (
@@ -30,8 +31,10 @@ __all__ = [
     "DuelStatus",
     "Environment",
     "InviteCode",
+    "LLMPlayer",
     "LeaderboardEntry",
     "Match",
+    "MatchConversation",
     "OnlineSeat",
     "Participant",
     "Rating",

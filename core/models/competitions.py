@@ -167,6 +167,12 @@ class DuelQuerySet(models.QuerySet["Duel"]):
             Q(revision_1__competitor__kind="online") | Q(revision_2__competitor__kind="online")
         )
 
+    def with_llm_seat(self) -> DuelQuerySet:
+        """Duels in which an LLM player plays (mostly waiting on its server)."""
+        return self.filter(
+            Q(revision_1__competitor__kind="llm") | Q(revision_2__competitor__kind="llm")
+        )
+
     def claimable(self, now: datetime | None = None) -> DuelQuerySet:
         """Queued duels, and running ones whose worker lost its lease."""
         now = now or timezone.now()

@@ -56,11 +56,14 @@ class CompetitorKind(models.TextChoices):
     HOSTED = "hosted", "Hosted (uploaded code)"
     #: A client that connects over the network with a model token; nothing is uploaded.
     ONLINE = "online", "Online (connects over the network)"
+    #: A model behind an OpenAI-compatible server, played by Arena's harness (``llm``).
+    LLM = "llm", "LLM player (a model behind an OpenAI-compatible server)"
 
 
 class Competitor(models.Model):
     """An agent entered in one environment by its owner: uploads make the revisions of a
-    hosted one; an online one plays over the network."""
+    hosted one; an online one plays over the network; an LLM player is a model that
+    Arena's harness prompts (``core.models.llm``)."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="competitors"
@@ -95,6 +98,15 @@ class Competitor(models.Model):
     @property
     def is_online(self) -> bool:
         return self.kind == CompetitorKind.ONLINE
+
+    @property
+    def is_llm(self) -> bool:
+        return self.kind == CompetitorKind.LLM
+
+    @property
+    def is_hosted(self) -> bool:
+        """Its revisions are uploads, built and validated by Arena."""
+        return self.kind == CompetitorKind.HOSTED
 
     @property
     def seat(self) -> str:

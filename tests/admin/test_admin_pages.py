@@ -10,6 +10,8 @@ from tests.factories import (
     ApiTokenFactory,
     DuelFactory,
     LeaderboardEntryFactory,
+    LLMPlayerFactory,
+    MatchConversationFactory,
     MatchFactory,
     ParticipantFactory,
     RatingChangeFactory,
@@ -33,6 +35,8 @@ def one_of_everything(alice: User, bob: User, organizer: User, invite: object) -
     DuelFactory(validation=True, finished=True)
     RatingChangeFactory(rating__competitor=alice.competitors.get())
     LeaderboardEntryFactory(revision=alice.competitors.get().revisions.get())
+    MatchConversationFactory(match=MatchFactory(duel=duel, index=1))
+    LLMPlayerFactory(competitor__owner=bob)
 
 
 def test_it_registers_every_core_model() -> None:
@@ -50,6 +54,8 @@ def test_it_registers_every_core_model() -> None:
         "Rating",
         "RatingChange",
         "LeaderboardEntry",
+        "LLMPlayer",
+        "MatchConversation",
     }
 
 

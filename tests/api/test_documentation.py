@@ -45,8 +45,8 @@ def test_it_documents_every_operation_with_its_success_and_error_schemas(client)
         success = [code for code in responses if code.startswith("2")]
         assert success, f"{method} {path}"
         content = responses[success[0]]["content"]
-        if operation.get("operationId") == "online_events":
-            # Online play's stream: newline-delimited JSON, for as long as it is open.
+        if operation.get("operationId") == "online_events" or path.endswith(".jsonl"):
+            # Online play's stream, LLM conversations' downloads: newline-delimited JSON.
             assert set(content) == {"application/x-ndjson"}
         else:
             assert "$ref" in content["application/json"]["schema"], f"{method} {path}"
@@ -115,6 +115,8 @@ def test_the_document_says_reads_need_no_token_and_submissions_and_play_do(clien
             needed = [{"ModelTokenAuth": []}]  # a model's own token plays it
         elif path.startswith("/api/v1/submissions"):
             needed = [token]
+        elif path.startswith("/api/v1/llm/players") and method in ("post", "patch"):
+            needed = [token]  # a user token with 'submit' registers and changes them
         else:
             needed = [token, {}]
         assert operation["security"] == needed, f"{method} {path}"

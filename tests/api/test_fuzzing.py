@@ -21,7 +21,7 @@ from django.db import close_old_connections
 from schemathesis.config import SchemathesisConfig
 
 from core.wsgi import application
-from tests.factories import ApiTokenFactory
+from tests.factories import ApiTokenFactory, LLMPlayerFactory, MatchConversationFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -64,6 +64,19 @@ def fuzzing_config(*, token: str | None) -> SchemathesisConfig:
                         }
                     },
                 },
+                *(
+                    # A base URL is checked beyond its pattern (a valid host name), and a
+                    # player's name may be taken: refused with 400 or 422, nothing stored.
+                    {
+                        "include-operation-id": operation,
+                        "checks": {
+                            "positive_data_acceptance": {
+                                "expected-statuses": ["2xx", "400", "401", "403", "404", "422"]
+                            }
+                        },
+                    }
+                    for operation in ("api_llm_llm_player_create", "api_llm_llm_player_change")
+                ),
             ],
         }
     )
@@ -132,6 +145,10 @@ def test_it_answers_each_read_of_real_rows_as_its_document_says(
     token_schema, tournament, duel, validation_duel
 ):
     """Generated ids rarely hit a row: each read once more, on the story's rows."""
+    llm_match = MatchConversationFactory(
+        match__duel__revision_1=LLMPlayerFactory().competitor.revisions.get()
+    ).match
+    llm_match_path = {"duel_id": llm_match.duel_id, "index": llm_match.index}
     competitor = {"environment": "tic_tac_toe", "name": "alices-bot"}
     match = {"duel_id": duel.pk, "index": 0}
     reads = {
@@ -155,6 +172,12 @@ def test_it_answers_each_read_of_real_rows_as_its_document_says(
         "/api/v1/duels/{duel_id}/matches/{index}/replay": match,
         "/api/v1/submissions": {},
         "/api/v1/submissions/{submission_id}": {"submission_id": duel.revision_1_id},
+        "/api/v1/llm/players": {},
+        "/api/v1/llm/players/{player_id}": {"player_id": llm_match.duel.revision_1.competitor_id},
+        "/api/v1/llm/models/{model}": {"model": "rule-based"},
+        "/api/v1/duels/{duel_id}/matches/{index}/conversations": llm_match_path,
+        "/api/v1/duels/{duel_id}/matches/{index}/conversations.jsonl": llm_match_path,
+        "/api/v1/duels/{duel_id}/conversations.jsonl": {"duel_id": llm_match.duel_id},
     }
 
     for path, parameters in reads.items():

@@ -108,3 +108,57 @@ def test_it_runs_as_a_module():
 
     assert completed.returncode == 0, completed.stderr
     assert "sum_to_10: optimal vs random_player" in completed.stdout
+
+
+def test_it_plays_an_llm_player_and_writes_the_run_logs(tmp_path, capsys, monkeypatch):
+    from llm.local_server import LocalLLMServer
+
+    monkeypatch.setenv("ARENA_TEST_LLM_KEY", "sk-cli-secret")
+    with LocalLLMServer() as server:
+        code = main(
+            [
+                "run",
+                "tic_tac_toe",
+                f"llm:rule-based@{server.url}",
+                f"llm:rule-based@{server.url}",
+                "--llm1",
+                "temperature=0",
+                "--llm2",
+                "temperature=1.5",
+                "--llm2",
+                "api_key_env=ARENA_TEST_LLM_KEY",
+                "--matches",
+                "4",
+                "--output",
+                str(tmp_path / "run"),
+                "--summary",
+            ]
+        )
+        keys = {headers.get("authorization") for headers in server.headers}
+    assert code == 0
+    assert "tic_tac_toe: rule-based-1 vs rule-based-2" in capsys.readouterr().out
+    run = tmp_path / "run"
+    results = json.loads((run / "game_results.json").read_text())
+    assert [game["game"] for game in results["games"]] == [0, 1, 2, 3]
+    assert all(
+        game["conversation"] == f"conversations/game_{game['game']}.json"
+        for game in results["games"]
+    )
+    game = json.loads((run / "conversations" / "game_0.json").read_text())
+    assert set(game["conversations"]) == {"1", "2"}
+    for number, temperature in ((1, 0.0), (2, 1.5)):
+        summary = json.loads((run / f"game_summary_rule-based-{number}.json").read_text())
+        assert summary["games"] == 4
+        assert summary["wins"] + summary["losses"] + summary["draws"] == 4
+        assert summary["sampling"]["temperature"] == temperature
+        assert summary["moves"] >= 8 and summary["median_latency_ms"] > 0
+        assert summary["illegal_share"] == 0.0
+    # The key is sent to the server, never written down.
+    assert "Bearer sk-cli-secret" in keys
+    assert not any("sk-cli-secret" in path.read_text() for path in run.rglob("*.json"))
+
+
+def test_it_says_what_an_llm_player_looks_like(capsys):
+    code = main(["run", "tic_tac_toe", "llm:no-url", str(PLAYERS / "tic_tac_toe/minimax.py")])
+    assert code == 2
+    assert "an LLM player is llm:MODEL@URL" in capsys.readouterr().err

@@ -183,3 +183,16 @@ def test_it_counts_online_duels_in_their_own_slots():
     assert all(one.online and two.online for one, two in pairs)
     hosted_only = ONLINE_MATCHMAKER.pairings(agents, slots=1, online_slots=0)
     assert keys(hosted_only) == [{5, 6}]
+
+
+def test_it_gives_llm_players_the_network_slots_and_lets_them_meet_anyone():
+    hosted = [agent(key, 25) for key in (1, 2)]
+    llm = [dataclasses.replace(agent(key, 25), waits_on_network=True) for key in (3, 4)]
+
+    # No hosted slot free: the LLM players still play, each other or a hosted agent.
+    pairs = MATCHMAKER.pairings([*hosted, *llm], slots=0, online_slots=2)
+    assert len(pairs) == 2
+    assert all(one.networked or two.networked for one, two in pairs)
+    # And they take none of the hosted slots.
+    pairs = MATCHMAKER.pairings([*hosted, *llm], slots=1, online_slots=0)
+    assert [(one.key, two.key) for one, two in pairs] == [(1, 2)]

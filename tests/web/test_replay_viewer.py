@@ -6,6 +6,13 @@ import re
 
 import pytest
 
+from tests.factories import (
+    DuelFactory,
+    LLMPlayerFactory,
+    MatchConversationFactory,
+    MatchFactory,
+)
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -58,3 +65,31 @@ def test_it_steps_through_a_replay_with_keys_clicks_the_slider_and_play(
     page.keyboard.press("End")
     assert position.inner_text() == f"Step {last} of {last}"
     assert re.search(r"wins|Draw", page.locator("[data-replay-board]").inner_text())
+
+
+def test_it_shows_the_llm_conversation_of_the_step_it_moves_to(live_server, page):
+    llm = LLMPlayerFactory(competitor__name="llm-bot").competitor
+    duel = DuelFactory(
+        finished=True, tournament__environment=llm.environment, revision_1=llm.revisions.get()
+    )
+    match = MatchFactory(duel=duel)  # player 1, the LLM, moves first: steps 0, 2, 4...
+    MatchConversationFactory(match=match, player=1)
+    page.goto(live_server.url + match.get_absolute_url() + "?step=0")
+    shown = page.locator("[data-conversation-step]:visible")
+    none = page.locator("[data-conversation-none]")
+
+    assert shown.count() == 0 and none.is_visible()
+
+    page.keyboard.press("ArrowRight")
+    assert shown.count() == 1 and shown.get_attribute("data-conversation-step") == "1"
+    assert "ANSWER:" in shown.locator(".conversation-answer").first.inner_text()
+    shown.locator("summary").first.click()  # the prompt, folded until asked for
+    assert "Your move (step 0)." in shown.inner_text()
+    assert not none.is_visible()
+
+    page.keyboard.press("ArrowRight")  # the opponent's move: no conversation
+    assert shown.count() == 0 and none.is_visible()
+
+    page.keyboard.press("ArrowRight")
+    assert shown.get_attribute("data-conversation-step") == "3"
+    assert "ANSWER:" in shown.locator(".conversation-answer").first.inner_text()

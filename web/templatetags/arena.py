@@ -8,6 +8,8 @@ from django import template
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from web.replays import show_action
+
 register = template.Library()
 
 #: Status → CSS modifier: what a badge looks like.
@@ -69,3 +71,19 @@ def ago(moment: datetime | None) -> str:
     if timezone.now() - moment < timedelta(minutes=1):
         return "just now"
     return f"{timesince(moment)} ago"
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    """A share for people: ``12.5 %``."""
+    if value is None:
+        return "—"
+    return f"{float(value) * 100:.1f} %"
+
+
+@register.filter
+def action(value: object) -> str:
+    """An action as the replay viewer shows it (``web.replays.show_action``)."""
+    if value is None:
+        return "—"
+    return show_action(value)

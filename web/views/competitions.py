@@ -5,7 +5,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from web.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
-from web.replays import match_replay
+from web.llm import conversations_visible, turns_by_frame
+from web.replays import match_replay, player_labels
 from web.selectors import duel_page, tournament_page
 
 
@@ -38,6 +39,12 @@ def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
     match = get_match_for_user(request.user, duel_pk, index)
     replay = match_replay(match)
     step = _requested_step(request, replay.final_step)
+    conversations = list(conversations_visible(request.user, match))
+    # Every frame's conversation panel is rendered (hidden but the current one): the
+    # viewer's script shows the one of the step it moves to, without a request.
+    panels = turns_by_frame(
+        conversations, labels=player_labels(match.duel), final_step=max(replay.final_step, 0)
+    )
     return render(
         request,
         "web/match.html",
@@ -49,5 +56,8 @@ def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
             "frame": replay.frames[step] if replay.frames else None,
             "frames_json": replay.frames,
             "environment": match.duel.revision_1.competitor.environment,
+            "has_conversations": bool(conversations),
+            "conversation_panels": sorted(panels.items()),
+            "conversation_steps": set(panels),
         },
     )

@@ -10,8 +10,9 @@ from core.errors import ArenaError
 from core.models import Environment
 from core.online import online_model_register
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
+from llm.harness import HARNESS_VERSION
 from web.access import get_environment
-from web.forms import OnlineModelForm, SubmissionForm, sentence
+from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm, sentence
 from web.selectors import environment_page, home_page
 from web.views.submissions import upload_from_form
 
@@ -33,21 +34,29 @@ def environment(request: HttpRequest, name: str) -> HttpResponse:
         revision = upload_from_form(request, form, environment=environment)
         if revision is not None:
             return redirect(revision)
-    return _render_environment(request, environment, form, OnlineModelForm())
+    return render_environment(request, environment, form=form)
 
 
-def _render_environment(
+def render_environment(
     request: HttpRequest,
     environment: Environment,
-    form: SubmissionForm,
-    online_form: OnlineModelForm,
+    *,
+    form: SubmissionForm | None = None,
+    online_form: OnlineModelForm | None = None,
+    llm_form: LLMPlayerForm | None = None,
 ) -> HttpResponse:
+    """The environment page, with the forms as given (a refused one shows its errors)."""
+    forms = {
+        "form": form or SubmissionForm(),
+        "online_form": online_form or OnlineModelForm(),
+        "llm_form": llm_form or LLMPlayerForm(),
+    }
     page = environment_page(user=request.user, environment=environment)
     return render(
         request,
         "web/environment.html",
-        {"page": page, "environment": environment, "form": form, "online_form": online_form},
-        status=400 if form.errors or online_form.errors else 200,
+        {"page": page, "environment": environment, "harness_version": HARNESS_VERSION, **forms},
+        status=400 if any(form.errors for form in forms.values()) else 200,
     )
 
 
@@ -76,7 +85,7 @@ def online_model_create(request: HttpRequest, name: str) -> HttpResponse:
             )
             response["Cache-Control"] = "no-store"
             return response
-    return _render_environment(request, environment, SubmissionForm(), form)
+    return render_environment(request, environment, online_form=form)
 
 
 @require_GET

@@ -10,7 +10,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from core.errors import ArenaError
 from core.models import Competitor, Environment, Revision
 from web.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
-from web.forms import UploadForm, sentence
+from web.forms import LLMSettingsForm, UploadForm, sentence
+from web.llm import player_stats
 from web.selectors import competitor_page, revision_page
 from web.services import revision_upload
 
@@ -59,12 +60,56 @@ def competitor(request: HttpRequest, environment_name: str, name: str) -> HttpRe
         )
         if revision is not None:
             return redirect(revision)
+    return render_competitor(request, competitor, form=form)
+
+
+def render_competitor(
+    request: HttpRequest,
+    competitor: Competitor,
+    *,
+    form: UploadForm | None = None,
+    llm_form: LLMSettingsForm | None = None,
+) -> HttpResponse:
+    """The competitor's page; an LLM player's shows its settings, statistics and (to its
+    owner) the form that changes them."""
+    form = form or UploadForm()
+    if competitor.is_llm and llm_form is None:
+        llm_form = llm_settings_form(competitor)
     page = competitor_page(user=request.user, competitor=competitor)
     return render(
         request,
         "web/competitor.html",
-        {"page": page, "competitor": competitor, "form": form},
-        status=400 if form.errors else 200,
+        {
+            "page": page,
+            "competitor": competitor,
+            "form": form,
+            "llm_form": llm_form,
+            "llm_stats": player_stats(user=request.user, competitor=competitor)
+            if competitor.is_llm
+            else [],
+        },
+        status=400 if form.errors or (llm_form is not None and llm_form.errors) else 200,
+    )
+
+
+def llm_settings_form(competitor: Competitor) -> LLMSettingsForm:
+    """The edit form, filled in with the player's settings (never its key)."""
+    player = competitor.llm
+    initial = {
+        field: getattr(player, field)
+        for field in (
+            "base_url",
+            "model",
+            "api_key_ref",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "seed",
+            "request_timeout",
+        )
+    }
+    return LLMSettingsForm(
+        initial={**initial, "is_public": competitor.is_public}, has_key=player.has_key
     )
 
 

@@ -4,6 +4,7 @@ import hashlib
 import io
 import os
 import time
+import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +17,14 @@ from django.utils import timezone
 
 from core.accounts import random_password, user_create
 from core.errors import ArenaError
+from core.llm import llm_player_register, llm_player_update
 from core.models import (
     ApiToken,
     Competitor,
     Environment,
     InviteCode,
     LeaderboardEntry,
+    MatchConversation,
     Revision,
     Role,
     StepStatus,
@@ -50,6 +53,11 @@ TOURNAMENT_PREFIX = "Demo round robin"
 ONLINE_GAME = "connect_four"
 ONLINE_MODEL = "demo-online"
 ONLINE_LADDER = "Demo online ladder"
+#: LLM players in the demo: the same rule-based "model" (``llm.local_server``, which
+#: ``scripts/demo.sh`` serves) at two temperatures, entered in this game's round robin.
+LLM_GAME = "tic_tac_toe"
+LLM_MODEL = "rule-based"
+LLM_PLAYERS = (("llm-careful", 0.0), ("llm-bold", 1.2))
 #: A fixed time stamp in the zips made from folders, so the same folder gives the same
 #: bytes (and sha256) on every run.
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)
@@ -127,6 +135,12 @@ class Command(BaseCommand):
             help="seconds to wait for a tournament played elsewhere (by workers)",
         )
         parser.add_argument(
+            "--llm-url",
+            default=os.environ.get("ARENA_DEMO_LLM_URL", "http://127.0.0.1:8011/v1"),
+            help="the OpenAI-compatible server of the demo's LLM players "
+            "(default: $ARENA_DEMO_LLM_URL or the local rule-based one scripts/demo.sh serves)",
+        )
+        parser.add_argument(
             "--port",
             default=settings.ARENA_PORT,
             help="port printed in the login address (default: $ARENA_PORT or 8000)",
@@ -155,6 +169,8 @@ class Command(BaseCommand):
             self.stdout.write("")
             self.stdout.write(self.style.MIGRATE_HEADING(f"=== {environment.title} ({game}) ==="))
             self.upload_players(environment, owners=(organizer, attendee))
+            if game == LLM_GAME:
+                self.llm_setup(environment, owner=organizer, url=options["llm_url"])
             tournament = self.round_robin(
                 environment,
                 organizer=organizer,
@@ -176,6 +192,8 @@ class Command(BaseCommand):
         self.stdout.write(f"  organizer:   {organizer.email}  password: {organizer_password}")
         self.stdout.write(f"  attendee:    {attendee.email}  password: {attendee_password}")
         self.stdout.write(f"  invite code: {invite.code}  (to register new accounts)")
+        if LLM_GAME in games:
+            self.llm_report(base, url=options["llm_url"])
         if token_file is not None:
             agent = EXAMPLE_PLAYERS_DIR / ONLINE_GAME / "random_player.py"
             self.stdout.write("")
@@ -192,6 +210,69 @@ class Command(BaseCommand):
                 f"  It joins the {ONLINE_LADDER!r}, is paired with the hosted players and "
                 "prints each duel; watch them on the site."
             )
+
+    def llm_setup(self, environment: Environment, *, owner: User, url: str) -> None:
+        """The demo's two LLM players, registered once (a later run with another URL points
+        them at it), so that the game's round robin has them."""
+        if not self.llm_server_answers(url):
+            self.stdout.write(
+                self.style.WARNING(
+                    f"No OpenAI-compatible server answers at {url}: the LLM players' duels "
+                    "will end in error until one does (scripts/demo.sh starts "
+                    "`python -m llm.local_server --port 8011`)."
+                )
+            )
+        for name, temperature in LLM_PLAYERS:
+            competitor = Competitor.objects.filter(environment=environment, name=name).first()
+            if competitor is None:
+                llm_player_register(
+                    owner=owner,
+                    environment=environment,
+                    name=name,
+                    base_url=url,
+                    model=LLM_MODEL,
+                    temperature=temperature,
+                    max_tokens=256,
+                    request_timeout=10.0,
+                )
+                self.stdout.write(
+                    f"Registered the LLM player {name!r}: {LLM_MODEL} at {url}, "
+                    f"temperature {temperature:g}"
+                )
+            elif competitor.is_llm and competitor.llm.base_url != url:
+                llm_player_update(competitor=competitor, changed_by=owner, base_url=url)
+                self.stdout.write(f"Pointed the LLM player {name!r} at {url}")
+
+    def llm_server_answers(self, url: str) -> bool:
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=2) as answer:
+                return answer.status == 200
+        except (OSError, ValueError):
+            return False
+
+    def llm_report(self, base: str, *, url: str) -> None:
+        conversation = (
+            MatchConversation.objects.filter(match__duel__tournament__isnull=False)
+            .select_related("match__duel")
+            .order_by("-pk")
+            .first()
+        )
+        self.stdout.write("")
+        names = " and ".join(repr(name) for name, _ in LLM_PLAYERS)
+        self.stdout.write(
+            f"LLM players: {names}, the rule-based model of `python -m llm.local_server` at "
+            f"{url} at two temperatures, played in the {LLM_GAME} round robin."
+        )
+        if conversation is not None:
+            match = conversation.match
+            self.stdout.write(
+                f"  a match with its conversation: {base}"
+                f"{reverse('match', args=[match.duel_id, match.index])}"
+            )
+        self.stdout.write(f"  their statistics:             {base}{reverse('llm_index')}")
+        self.stdout.write(
+            '  A real model instead: README, "LLM players" (Ollama, vLLM, llama.cpp, an API).'
+        )
 
     def online_setup(self, environment: Environment, *, owner: User) -> Path:
         """A running ladder of the game and the attendee's online model; a fresh model

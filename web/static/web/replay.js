@@ -27,6 +27,11 @@
   var moveList = root.querySelector("[data-replay-moves]");
   var moveLinks = Array.prototype.slice.call(root.querySelectorAll("[data-step]"));
   var faultBoxes = Array.prototype.slice.call(document.querySelectorAll("[data-replay-fault]"));
+  // An LLM seat's conversation for each step, rendered (and escaped) by the server.
+  var conversations = Array.prototype.slice.call(
+    document.querySelectorAll("[data-conversation-step]")
+  );
+  var noConversation = document.querySelector("[data-conversation-none]");
   var current = clamp(parseInt(root.getAttribute("data-step"), 10));
   var timer = null;
 
@@ -81,6 +86,15 @@
     faultBoxes.forEach(function (box) {
       box.classList.toggle("is-now", current === last);
     });
+    var conversationShown = false;
+    conversations.forEach(function (panel) {
+      var here = Number(panel.getAttribute("data-conversation-step")) === current;
+      panel.hidden = !here;
+      conversationShown = conversationShown || here;
+    });
+    if (noConversation) {
+      noConversation.hidden = conversationShown;
+    }
     if (window.history && window.history.replaceState) {
       window.history.replaceState(null, "", "?step=" + current);
     }

@@ -1,0 +1,210 @@
+"""LLM players in the data model: registering one, its key kept encrypted (or read from a
+secret of the workers), a change of what plays making a new revision."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from cryptography.fernet import Fernet
+
+from core.errors import ArenaError
+from core.llm import llm_player_register, llm_player_update
+from core.models import Competitor, CompetitorKind, LLMPlayer, StepStatus
+from core.services import revision_create, revision_revalidate
+from core.uploads import UploadRejected
+from llm.harness import HARNESS_VERSION
+from tests.factories import EnvironmentFactory, LLMPlayerFactory
+
+pytestmark = pytest.mark.django_db
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def register(owner, **settings):
+    return llm_player_register(
+        owner=owner,
+        environment=EnvironmentFactory(),
+        name=settings.pop("name", "gpt-bot"),
+        base_url=settings.pop("base_url", "http://127.0.0.1:8011/v1"),
+        model="rule-based",
+        **settings,
+    )
+
+
+def test_it_registers_a_competitor_ready_to_play_with_nothing_to_build(alice):
+    competitor = register(alice, api_key=KEY, temperature=0.7)
+
+    assert competitor.kind == CompetitorKind.LLM and competitor.is_llm
+    revision = competitor.revisions.get()
+    assert revision.is_valid
+    assert revision.build_status == revision.validation_status == StepStatus.SUCCEEDED
+    assert "not validated by self-play" in revision.validation_log
+    player = competitor.llm
+    assert player.has_key and player.harness_version == HARNESS_VERSION
+    config = player.config()
+    assert (config.api_key, config.temperature, config.model) == (KEY, 0.7, "rule-based")
+    assert KEY not in repr(config)
+
+
+def test_it_stores_the_key_encrypted_only(alice):
+    competitor = register(alice, api_key=KEY)
+
+    stored = LLMPlayer.objects.filter(competitor=competitor).values()[0]
+    assert KEY not in str(stored)
+    assert stored["api_key_encrypted"] and stored["api_key_ref"] == ""
+
+
+def test_it_refuses_a_taken_name(alice, bob):
+    register(bob, name="taken")
+
+    with pytest.raises(ArenaError, match="is taken"):
+        register(alice, name="taken")
+    assert not Competitor.objects.filter(owner=alice).exclude(name="alices-bot").exists()
+
+
+def test_it_reads_a_key_reference_when_it_plays(organizer, monkeypatch, tmp_path, settings):
+    competitor = register(organizer, api_key_ref="env:ARENA_LLM_KEY_TEST")
+
+    with pytest.raises(ArenaError, match="ARENA_LLM_KEY_TEST, which is not set"):
+        competitor.llm.config()
+    monkeypatch.setenv("ARENA_LLM_KEY_TEST", KEY)
+    assert competitor.llm.config().api_key == KEY
+
+    settings.ARENA_LLM_SECRETS_DIR = str(tmp_path)
+    (tmp_path / "course-key").write_text(KEY + "\n")
+    llm_player_update(competitor=competitor, changed_by=organizer, api_key_ref="file:course-key")
+    competitor.llm.refresh_from_db()
+    assert competitor.llm.config().api_key == KEY
+
+
+def test_it_lets_only_organizers_name_a_secret_of_the_workers(alice, organizer):
+    # A reference sends a worker's secret to the player's server: an attendee would point
+    # it at a server of their own.
+    with pytest.raises(ArenaError, match="only organizers may give a secret reference"):
+        register(alice, api_key_ref="env:ARENA_LLM_KEY_COURSE")
+    competitor = register(organizer, name="course-bot", api_key_ref="env:ARENA_LLM_KEY_COURSE")
+    Competitor.objects.filter(pk=competitor.pk).update(owner=alice)
+    competitor.refresh_from_db()
+
+    with pytest.raises(ArenaError, match="only they may point it at another server"):
+        llm_player_update(
+            competitor=competitor, changed_by=alice, base_url="http://attacker.example/v1"
+        )
+    competitor.llm.refresh_from_db()
+    assert competitor.llm.base_url != "http://attacker.example/v1"
+
+
+@pytest.mark.parametrize(
+    "reference", ["env:DATABASE_URL", "env:ARENA_SECRET_KEY", "file:/etc/shadow", "file:../x"]
+)
+def test_it_never_reads_a_secret_outside_the_llm_keys(organizer, reference):
+    competitor = register(organizer, name="course-bot")
+    LLMPlayer.objects.filter(competitor=competitor).update(api_key_ref=reference)
+    competitor.llm.refresh_from_db()
+
+    with pytest.raises(ArenaError, match="is not env:ARENA_LLM_KEY_<NAME>"):
+        competitor.llm.config()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://localhost/v1",
+        "http://10.1.2.3/v1",
+        "http://169.254.169.254/latest",
+        "http://[::1]:8000/v1",
+    ],
+)
+def test_it_keeps_attendees_off_private_addresses_when_the_organizers_say_so(
+    alice, organizer, settings, url
+):
+    settings.ARENA_LLM_PRIVATE_URLS = "organizers"
+
+    with pytest.raises(ArenaError, match="private or local address"):
+        register(alice, base_url=url)
+    competitor = register(organizer, name="local-bot", base_url=url)
+    assert competitor.llm.base_url == url
+
+    # Checked again where it plays, with its owner's rights.
+    Competitor.objects.filter(pk=competitor.pk).update(owner=alice)
+    competitor.refresh_from_db()
+    with pytest.raises(ArenaError, match=r"may not play: .* private or local address"):
+        competitor.llm.config()
+
+
+def test_it_lets_nobody_reach_private_addresses_when_told_so(organizer, settings):
+    settings.ARENA_LLM_PRIVATE_URLS = "nobody"
+    with pytest.raises(ArenaError, match="only nobody may point"):
+        register(organizer, base_url="http://192.168.1.20/v1")
+
+
+def test_it_says_to_re_enter_a_key_the_secrets_key_no_longer_opens(alice, settings):
+    competitor = register(alice, api_key=KEY)
+
+    settings.ARENA_SECRETS_KEY = Fernet.generate_key().decode()
+
+    with pytest.raises(ArenaError, match="re-enter the key"):
+        LLMPlayer.objects.get(competitor=competitor).config()
+
+
+def test_it_keeps_keys_readable_across_secret_key_rotation_with_a_secrets_key(alice, settings):
+    settings.ARENA_SECRETS_KEY = Fernet.generate_key().decode()
+    competitor = register(alice, api_key=KEY)
+
+    settings.SECRET_KEY = "rotated"
+
+    assert LLMPlayer.objects.get(competitor=competitor).config().api_key == KEY
+
+
+def test_it_makes_a_new_revision_when_what_plays_changes(alice):
+    competitor = register(alice, api_key=KEY)
+
+    assert llm_player_update(competitor=competitor, changed_by=alice, temperature=1.0)
+    assert llm_player_update(competitor=competitor, changed_by=alice, api_key="sk-other")
+    assert llm_player_update(competitor=competitor, changed_by=alice, model="other-model")
+
+    assert competitor.revisions.count() == 4
+    player = LLMPlayer.objects.get(competitor=competitor)
+    assert (player.temperature, player.model, player.config().api_key) == (
+        1.0,
+        "other-model",
+        "sk-other",
+    )
+
+
+def test_it_makes_no_revision_for_the_same_settings_a_kept_key_or_prices(alice):
+    competitor = register(alice, api_key=KEY, temperature=0.5)
+
+    unchanged = [
+        llm_player_update(competitor=competitor, changed_by=alice, temperature=0.5),
+        llm_player_update(competitor=competitor, changed_by=alice, api_key=""),
+        llm_player_update(competitor=competitor, changed_by=alice, api_key=KEY),
+        llm_player_update(
+            competitor=competitor,
+            changed_by=alice,
+            price_input_per_million="2.50",
+            price_output_per_million=10,
+            is_public=False,
+        ),
+    ]
+
+    assert unchanged == [None, None, None, None]
+    assert competitor.revisions.count() == 1
+    player = LLMPlayer.objects.get(competitor=competitor)
+    assert player.price_input_per_million == Decimal("2.5")
+    assert player.config().api_key == KEY
+    assert not Competitor.objects.get(pk=competitor.pk).is_public
+
+
+def test_it_refuses_uploads_and_self_play_for_an_llm_player(alice):
+    player = LLMPlayerFactory(competitor__owner=alice)
+    competitor = player.competitor
+
+    with pytest.raises(UploadRejected, match="is an LLM player"):
+        revision_create(
+            competitor=competitor, uploaded_by=alice, filename="a.py", content=b"print(1)"
+        )
+    with pytest.raises(ArenaError, match="checked as it plays"):
+        revision_revalidate(revision=competitor.revisions.get())

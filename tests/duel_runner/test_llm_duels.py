@@ -1,0 +1,107 @@
+"""Duels with an LLM seat, played for real against ``llm.local_server`` (a rule-based
+OpenAI-compatible server in a thread): the conversations stored with their matches, the
+key sent to the server and nowhere else, a key that cannot be had an unscored error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.core import serializers
+
+from core.models import Duel, DuelStatus, MatchConversation
+from core.models.llm import SUMMARY_COUNTERS
+from duel_runner.services import duel_play
+from llm.local_server import LocalLLMServer, Reply, rule_based
+from tests.factories import LLMPlayerFactory
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+KEY = "sk-duel-secret-4f1e2d3c"
+
+
+@pytest.fixture
+def server() -> Iterator[LocalLLMServer]:
+    with LocalLLMServer() as running:
+        yield running
+
+
+def llm_vs_random(server: LocalLLMServer, **player: object) -> Duel:
+    owner = make_user()
+    rando = upload(owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py")
+    llm = LLMPlayerFactory(
+        competitor__environment=rando.competitor.environment,
+        competitor__name="llm-bot",
+        base_url=server.url,
+        **player,
+    )
+    return Duel.objects.create(
+        revision_1=llm.competitor.revisions.get(), revision_2=rando, num_matches=2, seed=7
+    )
+
+
+def test_it_stores_every_llm_seats_conversation_with_its_match(server):
+    duel = llm_vs_random(server, api_key=KEY)
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
+    matches = list(duel.matches.order_by("index"))
+    assert len(matches) == 2
+    for match in matches:
+        conversation = match.conversations.get()
+        assert conversation.player == 1 and conversation.model == "rule-based"
+        assert conversation.competitor == duel.revision_1.competitor
+        assert len(conversation.harness_hash) == 64
+        seat = match.seats.index(1)
+        moves = [step for step, actions in enumerate(match.actions) if actions[seat] is not None]
+        assert [turn["step"] for turn in conversation.turns] == moves
+        assert conversation.moves == len(moves) and conversation.requests >= len(moves)
+        assert len(conversation.latencies_ms) == conversation.moves
+        assert not conversation.forfeited
+    # The key went to the server, as a bearer token, and into no stored row.
+    sent = [{name.lower(): value for name, value in headers.items()} for headers in server.headers]
+    assert sent and all(headers["authorization"] == f"Bearer {KEY}" for headers in sent)
+    stored = serializers.serialize("json", [*MatchConversation.objects.all(), duel, *matches])
+    assert KEY not in stored and KEY not in duel.player_1_log
+
+
+def test_it_marks_the_conversation_of_a_player_that_forfeited(server):
+    server.brain = lambda request: Reply(text="I would rather not say.")
+    duel = llm_vs_random(server)
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED and duel.player_2_wins == 2
+    for conversation in MatchConversation.objects.filter(match__duel=duel):
+        assert conversation.forfeited
+        assert conversation.unparseable == conversation.requests > 1
+        assert conversation.retries == conversation.requests - 1
+        assert {counter: getattr(conversation, counter) >= 0 for counter in SUMMARY_COUNTERS}
+
+
+def test_it_ends_a_duel_whose_key_cannot_be_read_in_error_charged_to_nobody(server):
+    duel = llm_vs_random(server, api_key_ref="env:ARENA_LLM_KEY_TEST_MISSING")
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.FAILED and duel.result == ""
+    assert "ARENA_LLM_KEY_TEST_MISSING" in duel.error
+    assert duel.player_1_errors == 0 and not duel.matches.exists()
+    assert server.requests == []
+
+
+def test_it_ends_a_duel_whose_server_keeps_failing_in_error_charged_to_nobody(server):
+    server.brain = lambda request: Reply(text="overloaded", status=500)
+    duel = llm_vs_random(server, request_timeout=5)
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.FAILED and duel.result == ""
+    assert not MatchConversation.objects.filter(match__duel=duel).exists()
+    server.brain = rule_based

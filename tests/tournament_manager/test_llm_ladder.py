@@ -1,0 +1,119 @@
+"""LLM players in a ladder: their duels go to the ``online`` queue's threads, and, end to
+end, two players of the same model at two temperatures, served by ``llm.local_server``,
+play a rated tic-tac-toe ladder whose every conversation the site and the API show."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from django.db import transaction
+from django.urls import reverse
+from django.utils.html import escape
+
+from core import dispatch
+from core.celery import app
+from core.models import (
+    DuelStatus,
+    Environment,
+    MatchConversation,
+    Rating,
+    TournamentFormat,
+)
+from llm.local_server import LocalLLMServer
+from tests.factories import DuelFactory, LLMPlayerFactory
+from tests.pipeline import pipeline  # noqa: F401
+from tournament_manager.daemon import run_once
+from tournament_manager.services import (
+    _dispatch_duels,
+    tournament_create,
+    tournament_launch,
+    tournament_stop,
+)
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    started: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        dispatch, "start", lambda path, **ids: started.append((path, ids["duel_id"]))
+    )
+    return started
+
+
+@pytest.mark.django_db
+def test_it_sends_duels_with_an_llm_seat_to_the_online_queue(sent):
+    hosted = DuelFactory()
+    environment = hosted.tournament.environment
+    llm = LLMPlayerFactory(competitor__environment=environment).competitor.revisions.get()
+    with_llm = DuelFactory(tournament=hosted.tournament, revision_1=llm)
+
+    _dispatch_duels([hosted, with_llm])
+
+    assert sent == [
+        ("duel_runner.tasks.play_duel", hosted.pk),
+        ("duel_runner.tasks.play_llm_duel", with_llm.pk),
+    ]
+    route = app.amqp.router.route({}, "duel_runner.tasks.play_llm_duel")
+    assert route["queue"].name == "online"
+
+
+@pytest.fixture
+def server() -> Iterator[LocalLLMServer]:
+    with LocalLLMServer() as running:
+        yield running
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("pipeline")
+def test_two_llm_players_play_a_rated_ladder_whose_conversations_are_shown(
+    settings, server, client
+):
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 1
+    environment = Environment.objects.get(name="tic_tac_toe")
+    careful, reckless = (
+        LLMPlayerFactory(
+            competitor__environment=environment,
+            competitor__name=name,
+            base_url=server.url,
+            temperature=temperature,
+        ).competitor
+        for name, temperature in (("careful", 0.0), ("reckless", 1.5))
+    )
+    with transaction.atomic():
+        ladder = tournament_create(
+            environment=environment,
+            name="LLM ladder",
+            revisions=[],
+            format=TournamentFormat.LADDER,
+            matches_per_duel=2,
+        )
+        tournament_launch(tournament=ladder)
+
+    assert run_once()  # pairs the two; the duel is played in this process
+    assert run_once()  # and a second one
+
+    duels = list(ladder.duels.order_by("pk"))
+    assert len(duels) >= 2
+    assert all(duel.status == DuelStatus.SUCCEEDED for duel in duels), [d.error for d in duels]
+    for competitor in (careful, reckless):
+        assert Rating.objects.get(competitor=competitor).games == 2 * len(duels)
+    conversations = MatchConversation.objects.filter(match__duel__in=duels)
+    assert conversations.count() == 2 * 2 * len(duels)  # both seats of every match
+    assert {row.competitor for row in conversations} == {careful, reckless}
+    tournament_stop(tournament=ladder)
+
+    page = client.get(reverse("llm_model", args=["rule-based"])).content.decode()
+    assert "careful" in page and "reckless" in page
+    stats = json.loads(client.get("/api/v1/llm/models/rule-based").content)
+    games = {row["player"]: row["games"] for row in stats["players"]}
+    assert games == {"careful": 2 * len(duels), "reckless": 2 * len(duels)}
+    assert stats["games"] == 4 * len(duels)
+
+    match = duels[0].matches.get(index=0)
+    replay = client.get(match.get_absolute_url() + "?step=1").content.decode()
+    first_turn = match.conversations.get(player=match.first_player).turns[0]
+    assert escape(first_turn["attempts"][-1]["answer"].splitlines()[0]) in replay
+    lines = client.get(reverse("duel_conversations", args=[duels[0].pk])).content.splitlines()
+    assert len(lines) == sum(len(row.turns) for row in conversations.filter(match__duel=duels[0]))
