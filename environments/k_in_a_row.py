@@ -117,7 +117,9 @@ class KInARow(Environment):
         raise NotImplementedError
 
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
-        scratch = type(self)(self.configuration)
+        # A board of its own to draw on (made once: its rays cost a little to compute).
+        scratch = self.__dict__.get("_observer") or type(self)(self.configuration)
+        self.__dict__["_observer"] = scratch
         scratch.board = [int(mark) for mark in observation["board"]]
         mark = int(observation.get("mark", player + 1))
         return f"{scratch.board_text()}\nYou play {scratch.symbol_of(mark)}, mark {mark}."

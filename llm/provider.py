@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import functools
+import ssl
 import threading
 import time
 from typing import Any
@@ -38,6 +40,11 @@ FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 8.0
 #: HTTP statuses worth retrying (besides 5xx).
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    return ssl.create_default_context()
 
 
 class ProviderFailure(Exception):
@@ -88,6 +95,10 @@ class Provider:
             api_key=config.api_key or "no-key",
             max_retries=0,
             timeout=config.request_timeout,
+            # A connection pool of its own (closing it stops this seat's request at once),
+            # with the process's one TLS context: loading the CA bundle for each new client
+            # cost 24 ms of CPU a seat.
+            http_client=openai.DefaultHttpxClient(verify=_tls_context()),
         )
 
     def redact(self, text: str) -> str:
