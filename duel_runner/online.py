@@ -4,7 +4,8 @@ With the seat bus in memory, only the process that holds the clients' connection
 referee their duels. ``OnlineDuelRunner`` takes them up there: duels handed to it by the
 tasks of this process, and any other online duel it finds queued (by another process,
 such as the tournament manager's) or left with an expired lease, each played in a thread
-of its own.
+of its own. Duels with an LLM seat dispatched in this process are handed to it too
+(``duel_runner.services.llm_duel_play``): they wait on a model's server for minutes.
 """
 
 from __future__ import annotations

@@ -256,6 +256,17 @@ def online_duel_play(*, duel_id: int) -> float | None:
     return None
 
 
+def llm_duel_play(*, duel_id: int) -> float | None:
+    """Play a duel with an LLM seat. In a worker, here. Without a broker (the embedded
+    default), where the gateway's process has its pool of duel threads, handed to it, so
+    that the tournament manager's pass that dispatched it is not held for the minutes an
+    LLM duel takes; elsewhere (the demo command, a lone manager) here as well."""
+    if settings.CELERY_TASK_ALWAYS_EAGER and LOCAL_REFEREE.submit is not None:
+        LOCAL_REFEREE.submit(duel_id)
+        return None
+    return duel_play(duel_id=duel_id)
+
+
 def _lease_wait(duel_id: int) -> float | None:
     """Seconds until another worker's lease on a running duel runs out; None if not running."""
     duel = Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING).first()

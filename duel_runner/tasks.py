@@ -61,7 +61,7 @@ def play_online_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def
 def play_llm_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
     """A duel with an LLM seat (and no online one): mostly waiting on the model's server,
     so it runs on the ``online`` queue's threads rather than holding a prefork worker."""
-    wait = services.duel_play(duel_id=duel_id)
+    wait = services.llm_duel_play(duel_id=duel_id)
     if wait is not None and not self.request.is_eager:
         raise self.retry(countdown=wait)
 

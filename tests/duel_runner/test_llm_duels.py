@@ -105,3 +105,25 @@ def test_it_ends_a_duel_whose_server_keeps_failing_in_error_charged_to_nobody(se
     assert duel.status == DuelStatus.FAILED and duel.result == ""
     assert not MatchConversation.objects.filter(match__duel=duel).exists()
     server.brain = rule_based
+
+
+def test_it_hands_an_llm_duel_to_the_gateways_duel_threads_without_a_broker(server, monkeypatch):
+    # The embedded default: the tournament manager's pass that dispatches the duel runs
+    # in the gateway's process, whose duel pool plays it; the pass is not held meanwhile.
+    from core.online import LOCAL_REFEREE
+    from duel_runner.tasks import play_llm_duel
+
+    handed: list[int] = []
+    monkeypatch.setattr(LOCAL_REFEREE, "submit", handed.append)
+    duel = llm_vs_random(server, api_key=KEY)
+
+    play_llm_duel.delay(duel_id=duel.pk)
+
+    assert handed == [duel.pk]
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.QUEUED  # to be played by the pool, not here
+
+    monkeypatch.setattr(LOCAL_REFEREE, "submit", None)
+    play_llm_duel.delay(duel_id=duel.pk)  # a lone manager, or the demo: played here
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
