@@ -40,6 +40,9 @@ from typing import Any, Protocol
 EVENTS_KEPT = 5000
 #: A connection the gateway has not refreshed for this long is gone (the gateway died).
 CONNECTION_TTL = 15.0
+#: Seconds a seat's keys outlive its last use on Redis: a model that stops playing (or a
+#: competitor deleted) leaves nothing behind for good.
+SEAT_KEYS_TTL = 7 * 24 * 3600
 #: A gateway is alive while it has refreshed its heartbeat within this long.
 GATEWAY_TTL = 15.0
 
@@ -305,8 +308,8 @@ GATEWAYS_KEY = "arena:gateways"
 # One publish, atomically: what was pending goes (and what is awaited now comes), the
 # event is appended, and the gateways get it on the wake channel with the seq before it,
 # so a stream that has delivered that one sends it on without reading the stream back.
-# ARGV: the line, what it awaits ('' for nothing), events kept, the seat, and 'open' to
-# begin a duel (the replies left from an earlier one go too).
+# ARGV: the line, what it awaits ('' for nothing), events kept, the seat, 'open' to
+# begin a duel (the replies left from an earlier one go too), and the keys' time to live.
 _PUBLISH_SCRIPT = r"""
 redis.call('DEL', KEYS[2])
 if ARGV[5] == 'open' then redis.call('DEL', KEYS[3]) end
@@ -315,6 +318,8 @@ local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local previous = '0-0'
 if newest[1] then previous = newest[1][1] end
 local seq = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'line', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[6])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
 redis.call('PUBLISH', KEYS[4], ARGV[4] .. '\n' .. previous .. '\n' .. seq .. '\n' .. ARGV[1])
 return seq
 """
@@ -323,6 +328,7 @@ return seq
 _REPLY_SCRIPT = """
 if redis.call('SREM', KEYS[1], ARGV[1]) == 1 then
   redis.call('RPUSH', KEYS[2], ARGV[2])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
   return 1
 end
 return 0
@@ -381,12 +387,22 @@ class RedisSeatBus:
 
     def _publish(self, seat: str, line: bytes, awaits: str | None, mode: str) -> str:
         keys = [_key(seat, "events"), _key(seat, "pending"), _key(seat, "replies"), WAKE_CHANNEL]
-        arguments: list[bytes | str | int] = [line, awaits or "", EVENTS_KEPT, seat, mode]
+        arguments: list[bytes | str | int] = [
+            line,
+            awaits or "",
+            EVENTS_KEPT,
+            seat,
+            mode,
+            SEAT_KEYS_TTL,
+        ]
         return str(self._publish_script(keys=keys, args=arguments).decode())
 
     def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
         seq = self._publish(seat, announcement, None, "open")
-        self._redis.hset(_key(seat, "duel"), mapping={"duel": duel, "first_seq": seq})
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hset(_key(seat, "duel"), mapping={"duel": duel, "first_seq": seq})
+        pipe.expire(_key(seat, "duel"), SEAT_KEYS_TTL)
+        pipe.execute()
         return seq
 
     def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
@@ -499,7 +515,10 @@ class RedisSeatBus:
         script = self._reply_scripts.get(loop)
         if script is None:
             script = self._reply_scripts[loop] = self._client().register_script(_REPLY_SCRIPT)
-        taken = await script(keys=[_key(seat, "pending"), _key(seat, "replies")], args=[key, line])
+        taken = await script(
+            keys=[_key(seat, "pending"), _key(seat, "replies")],
+            args=[key, line, SEAT_KEYS_TTL],
+        )
         return bool(taken)
 
     async def pending(self, seat: str) -> list[str]:
@@ -512,6 +531,7 @@ class RedisSeatBus:
         pipe = client.pipeline(transaction=False)
         pipe.zadd(_key(seat, "connections"), {connection: now + CONNECTION_TTL})
         pipe.zremrangebyscore(_key(seat, "connections"), "-inf", now)
+        pipe.expire(_key(seat, "connections"), SEAT_KEYS_TTL)
         await pipe.execute()
 
     async def connection_close(self, seat: str, connection: str) -> None:

@@ -291,3 +291,20 @@ def test_it_leaves_nothing_pending_once_the_duel_is_over(bus, seat, backend):
 
     assert asyncio.run(bus.pending(seat)) == []
     assert asyncio.run(bus.current_duel(seat)) is None
+
+
+def test_it_lets_a_seats_keys_expire_on_redis(redis_url, seat, backend):
+    import redis
+
+    from sandboxes.seat_bus import SEAT_KEYS_TTL
+
+    bus = _alive(RedisSeatBus(redis_url))
+    with BusClient(bus, seat, RANDOM):
+        duel(bus, seat, agent("random_agent.py"), backend, matches=1)
+
+    client = redis.Redis.from_url(redis_url)
+    keys = client.keys(f"arena:seat:{seat}:*")
+    assert keys  # the events (and the connections) stay for a client that comes back...
+    for key in keys:
+        # ...but none for good: a model that stops playing leaves nothing behind.
+        assert 0 < client.ttl(key) <= SEAT_KEYS_TTL, key
