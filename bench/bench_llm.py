@@ -247,7 +247,7 @@ def _request_body(config: LLMConfig, messages: list[dict[str, str]]) -> bytes:
 
 def _llm_seat(url: str, temperature: float) -> LLMSandbox:
     config = LLMConfig(base_url=url, model=MODEL, api_key="bench", temperature=temperature)
-    return LLMSandbox(config, environment="tic_tac_toe")
+    return LLMSandbox(config)
 
 
 def _quantile(values: list[float], share: float) -> float:

@@ -290,11 +290,10 @@ def _announcement(duel: Duel, player: int) -> dict[str, object]:
 def duel_backends(duel: Duel) -> tuple[SandboxBackend, SandboxBackend]:
     """Each player's sandbox: the hosted ones', a remote seat for an online agent, the
     harness for an LLM player (with its key in clear: ArenaError when it cannot be had)."""
-    environment = duel.revision_1.competitor.environment.name
     backends: list[SandboxBackend] = []
     for player, revision in ((1, duel.revision_1), (2, duel.revision_2)):
         if revision.competitor.is_llm:
-            backends.append(LLMSandbox(revision.competitor.llm.config(), environment=environment))
+            backends.append(LLMSandbox(revision.competitor.llm.config()))
         elif revision.competitor.is_online:
             backends.append(
                 RemoteSandbox(

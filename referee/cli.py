@@ -324,7 +324,7 @@ def _run(arguments: argparse.Namespace, backend: SandboxBackend, overrides: dict
         # The same model on both seats (at two temperatures, say) gets two names.
         name = f"{config.model}-{number}" if models[0] == models[1] else config.model
         sources.append(AgentSource.llm(name))
-        backends.append(LLMSandbox(config, environment=arguments.environment))
+        backends.append(LLMSandbox(config))
     if any(configs):
         clock = llm_clock(load_info(arguments.environment))
         overrides = {**overrides, **{k: v for k, v in clock.items() if overrides.get(k) is None}}

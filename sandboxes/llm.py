@@ -32,8 +32,6 @@ from sandboxes.socket_seat import POLL_SECONDS, SocketSeat
 class LLMAgent(SocketSeat):
     """One start of an LLM seat: the harness in a thread, answering the referee."""
 
-    latency_allowance = 0.0
-
     def __init__(self, harness: Harness, *, log_bytes: int) -> None:
         super().__init__(log_bytes=log_bytes)
         self.harness = harness
@@ -106,9 +104,8 @@ class LLMSandbox:
 
     name = "llm"
 
-    def __init__(self, config: LLMConfig, *, environment: str = "") -> None:
+    def __init__(self, config: LLMConfig) -> None:
         self.config = config
-        self.environment = environment
         self.conversations: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
