@@ -18,7 +18,7 @@ overhead
     the same request (the same messages and sampling settings), asked by a bare client:
     one raw HTTP/1.1 POST with ``stream: true``, the whole SSE answer read to its end,
     on a kept-alive connection. The difference is what the harness adds: the referee's
-    socket relay, prompt building, the ``openai`` client, reading the answer, records. The
+    socket relay, prompt building, the HTTP client (``llm.provider``), records. The
     LLM seat's own records split it (the harness's time for the move, the client's time
     for the request), and a second bare pass, opening a new connection per request, shows
     what reconnecting costs.
@@ -309,7 +309,7 @@ def _overhead_round(plan: Plan, server: ServerProcess, seed: int) -> dict[str, A
         "added_ms": added(referee, bare),
         "referee_relay_ms": added(referee, harness),
         "prompts_reading_records_ms": added(harness, client),
-        "openai_client_ms": added(client, bare),
+        "client_ms": added(client, bare),
         "new_connection_ms": added(reconnecting, bare),
     }
 
@@ -608,7 +608,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                 "added_ms",
                 "referee_relay_ms",
                 "prompts_reading_records_ms",
-                "openai_client_ms",
+                "client_ms",
                 "new_connection_ms",
             )
         },
@@ -643,7 +643,7 @@ def table(figures: dict[str, Any]) -> str:
     for part, label in (
         ("referee", "referee's time for the LLM seat"),
         ("harness", "harness's time for the move (its records)"),
-        ("client", "openai client's time for the request (its records)"),
+        ("client", "the HTTP client's time for the request, events read (its records)"),
         ("bare", "bare client, kept-alive connection (baseline)"),
         ("bare_new_connection", "bare client, a new connection per request"),
     ):
@@ -658,8 +658,8 @@ def table(figures: dict[str, Any]) -> str:
     for key, label in (
         ("added_ms", "**harness over the server's own latency**"),
         ("referee_relay_ms", "of which the referee and the socket relay"),
-        ("prompts_reading_records_ms", "of which prompts, reading the answer, records"),
-        ("openai_client_ms", "of which the openai client"),
+        ("prompts_reading_records_ms", "of which prompts, checking the answer, records"),
+        ("client_ms", "of which the HTTP client (llm.provider)"),
         ("new_connection_ms", "(a new connection per request, bare)"),
     ):
         lines.append(f"| {label} | {_spread_text(overhead[key], 3)} |")
@@ -770,7 +770,7 @@ def profile(moves: int = 2000, top: int = 30) -> int:
     for _ in range(20):
         Harness(config).close()
     construction_ms = (time.process_time() - cpu_before) / 20 * 1000
-    print(f"a new Harness (its openai client): {construction_ms:.1f} ms of CPU")
+    print(f"a new Harness (its HTTP client): {construction_ms:.1f} ms of CPU")
     for order in ("cumulative", "tottime"):
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)

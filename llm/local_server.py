@@ -47,6 +47,11 @@ class Reply:
     truncate: bool = False
     #: Report token usage (as ``stream_options.include_usage`` asks).
     usage: bool = True
+    #: Close the connection after the answer, unannounced, as a server does with a
+    #: kept-alive connection that has been idle too long.
+    close: bool = False
+    #: Answer with one JSON completion even when a stream was asked (some servers do).
+    ignore_stream: bool = False
 
 
 Brain = Callable[[dict[str, Any]], Reply]
@@ -168,6 +173,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        self.server.connected()
+
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
@@ -195,10 +204,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             message = reply.text or f"scripted status {reply.status}"
             self._json(reply.status, {"error": {"message": message}}, headers)
             return
-        if request.get("stream"):
+        if request.get("stream") and not reply.ignore_stream:
             self._stream(request, reply)
         else:
             self._json(200, self._completion(request, reply))
+        if reply.close:
+            self.close_connection = True
 
     def _usage(self, request: dict[str, Any], text: str) -> dict[str, int]:
         prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
@@ -285,12 +296,17 @@ class _Server(http.server.ThreadingHTTPServer):
         self.brain = brain
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.connections = 0
         self._lock = threading.Lock()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], OSError):
             return  # a client that went away mid-answer (a harness that gave up)
         super().handle_error(request, client_address)
+
+    def connected(self) -> None:
+        with self._lock:
+            self.connections += 1
 
     def record(self, request: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:
@@ -321,6 +337,11 @@ class LocalLLMServer:
     def headers(self) -> list[dict[str, str]]:
         """The HTTP headers of every chat request (names in lower case), in order."""
         return self._server.headers
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted so far (a client that keeps its connection opens one)."""
+        return self._server.connections
 
     @property
     def brain(self) -> Brain:

@@ -1,9 +1,11 @@
 """The ``llm`` seat: a model behind an OpenAI-compatible server plays through the referee
 like any agent. The server is ``llm.local_server`` on loopback, scripted to answer well,
 illegally, unparseably, slowly, with 500 and 429, with broken streams and huge answers;
-the harness reaches it through the official ``openai`` client. Every case is played with
-the LLM player first and second, and each ends with its documented outcome: the model's
-faults are charged to it alone, the provider's failures end the duel in error, unrated.
+the official ``openai`` client gets the same answers from it as from a real server, and
+the harness sends the official client's requests (``test_provider.py``). Every case is
+played with the LLM player first and second, and each ends with its documented outcome:
+the model's faults are charged to it alone, the provider's failures end the duel in
+error, unrated.
 """
 
 from __future__ import annotations
