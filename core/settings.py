@@ -18,6 +18,15 @@ VAR_DIR = Path(os.environ.get("ARENA_VAR_DIR", BASE_DIR / "var"))
 
 
 def env_str(name: str, default: str) -> str:
+    """``name`` from the environment; or, when ``<name>_FILE`` is set, the content of that
+    file (a secret mounted by docker-compose or a secrets manager), without its final
+    newline."""
+    path = os.environ.get(f"{name}_FILE")
+    if path:
+        try:
+            return Path(path).read_text().rstrip("\r\n")
+        except OSError as error:
+            raise ValueError(f"{name}_FILE: cannot read {path}: {error.strerror}") from None
     return os.environ.get(name, default)
 
 
@@ -164,7 +173,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(env_str("ARENA_STATIC_ROOT", str(VAR_DIR / "static")))
 MEDIA_ROOT = Path(env_str("ARENA_MEDIA_ROOT", str(VAR_DIR / "media")))
 
 EMAIL_BACKEND = env_str("ARENA_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

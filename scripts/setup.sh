@@ -16,7 +16,8 @@ say() { printf 'arena setup: %s\n' "$*"; }
 # (the tests start a throwaway cluster with its binaries), Chromium (browser tests), Redis
 # (the broker of the Celery pipeline tests, started throwaway too), and
 # Debian's Docker engine with debootstrap (the docker sandbox and its base image, built
-# from the Debian mirror because no container registry is reachable).
+# from the Debian mirror because no container registry is reachable), and Debian's
+# docker-compose (the deployment's compose files are checked with it).
 missing=()
 if [ "$want_system" = 1 ]; then
   command -v node >/dev/null || missing+=(nodejs)
@@ -26,6 +27,7 @@ if [ "$want_system" = 1 ]; then
   command -v redis-server >/dev/null || missing+=(redis-server)
   [ -x /usr/sbin/dockerd ] || missing+=(docker.io)
   [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+  command -v docker-compose >/dev/null || missing+=(docker-compose)
 fi
 "$PYTHON" -m venv --help >/dev/null 2>&1 && "$PYTHON" -c 'import ensurepip' 2>/dev/null \
   || missing+=(python3-venv)

@@ -150,3 +150,10 @@ def test_it_opens_a_page_of_the_live_server_in_chromium(live_server, page, scree
     path = screenshot("admin-login")
     assert path.name == "test_it_opens_a_page_of_the_live_server_in_chromium-admin-login.png"
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_every_model_change_has_its_migration() -> None:
+    from django.core.management import call_command
+
+    # Exits with 1 (SystemExit) when a model differs from its migrations.
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -35,6 +36,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--once", action="store_true", help="make one pass and exit (1 if it failed)"
         )
+        parser.add_argument(
+            "--heartbeat",
+            type=Path,
+            metavar="FILE",
+            help="touch FILE after every pass that did not fail: a healthcheck reads its age "
+            "(python -m core.healthcheck file FILE SECONDS)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] >= 1:
@@ -59,7 +67,7 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Tournament manager started (idle interval {options['interval']:g} s)."
             )
-            self.serve(interval=options["interval"])
+            self.serve(interval=options["interval"], heartbeat=options["heartbeat"])
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
@@ -69,9 +77,10 @@ class Command(BaseCommand):
         logger.info("%s received: stopping after the current pass", signal.Signals(number).name)
         self.stopping.set()
 
-    def serve(self, *, interval: float) -> None:
+    def serve(self, *, interval: float, heartbeat: Path | None = None) -> None:
         """Pass after pass until ``stopping`` is set; sleep ``interval`` after an idle
-        pass. A failed pass (the database gone, say) is logged and tried again."""
+        pass. A failed pass (the database gone, say) is logged and tried again; each other
+        pass touches ``heartbeat``."""
         while not self.stopping.is_set():
             # Drops a connection that broke or outlived CONN_MAX_AGE, as a request would.
             close_old_connections()
@@ -84,6 +93,9 @@ class Command(BaseCommand):
             except Exception:
                 logger.exception("the pass failed; trying again in %g s", interval)
                 did_work = False
+            else:
+                if heartbeat is not None:
+                    heartbeat.touch()
             if not did_work:
                 self.stopping.wait(interval)
         connection.close()

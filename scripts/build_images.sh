@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Builds every image a deployment runs, with no container registry: the Debian root file
+# system (debootstrap from the Debian mirror, cached in var/cache/base-image), the
+# agents' base image on it (`manage.py build_base_image`), and on the same root file
+# system the application image (Dockerfile), PostgreSQL's and Redis's
+# (images/*.Dockerfile). Each is tagged by the hash of what it is made from and as
+# `:deployed`, the tag docker-compose.yml runs; unchanged inputs reuse the images
+# (a second run takes seconds). Safe to run again; `docker-compose up -d` afterwards
+# recreates the containers whose image changed.
+#
+# Usage: scripts/build_images.sh          (needs Docker, debootstrap and Python 3.11)
+set -euo pipefail
+shopt -s inherit_errexit
+cd "$(dirname "$0")/.."
+say() { printf 'arena images: %s\n' "$*" >&2; }
+
+scripts/setup.sh >&2
+say "the agents' base image (the first time: debootstrap, about 1.5 minutes)"
+base=$(.venv/bin/python manage.py build_base_image)
+rootfs=$(.venv/bin/python - <<'PY'
+from sandboxes.base_image import base_image_recipe
+
+print(base_image_recipe("debootstrap").rootfs_tag)
+PY
+)
+docker tag "$base" arena-base:deployed
+
+# The application's pinned dependencies as wheels, fetched by this machine's pip (its
+# index and its configuration, which a build container would not have), so the image is
+# built with `pip install --no-index`: nothing is downloaded inside the build.
+say "wheels of the pinned dependencies (var/wheelhouse)"
+mkdir -p var/wheelhouse
+.venv/bin/python - > var/wheelhouse/requirements.txt <<'PY'
+import tomllib
+
+with open("pyproject.toml", "rb") as handle:
+    print("\n".join(tomllib.load(handle)["project"]["dependencies"]))
+PY
+.venv/bin/python -m pip wheel -q --disable-pip-version-check -r var/wheelhouse/requirements.txt \
+  -w var/wheelhouse >&2
+
+# The hash of every file an image is made from (tracked or not, ignored files left out;
+# the wheels named by their file names, which carry their versions).
+inputs_hash() {
+  { git ls-files -z --cached --others --exclude-standard -- "$@" | sort -z | xargs -0 sha256sum
+    ls var/wheelhouse; } | sha256sum | cut -c1-16
+}
+build() {  # name, Dockerfile, context, hash
+  local name=$1 dockerfile=$2 context=$3 tag
+  tag="$name:$(printf '%s %s' "$rootfs" "$4" | sha256sum | cut -c1-16)"
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    say "$tag exists: reused"
+  else
+    say "building $tag"
+    docker build -q --build-arg "BASE=$rootfs" -f "$dockerfile" -t "$tag" "$context" >/dev/null
+  fi
+  docker tag "$tag" "$name:deployed"
+  echo "$tag"
+}
+# The image's Python (Debian's) may need dependencies this machine's does not (markers
+# such as python_full_version < "3.11.3"): the dependencies stage says which one it
+# misses, this machine's pip fetches it, and the stage is tried again.
+for _ in 1 2 3 4 5 6; do
+  if missing=$({ docker build -q --build-arg "BASE=$rootfs" --target dependencies . 2>&1 \
+      >/dev/null || true; } | sed -n 's/.*No matching distribution found for \([^;]*\).*/\1/p' | head -1) \
+      && [ -n "$missing" ]; then
+    say "the image's Python also needs $missing: fetching it"
+    .venv/bin/python -m pip wheel -q --disable-pip-version-check --no-deps "$missing" \
+      -w var/wheelhouse >&2
+    echo "$missing" >> var/wheelhouse/requirements.txt
+  else
+    break
+  fi
+done
+app=$(build arena-app Dockerfile . "$(inputs_hash .)")
+postgres=$(build arena-postgres images/postgres.Dockerfile images "$(inputs_hash images/postgres*)")
+redis=$(build arena-redis images/redis.Dockerfile images "$(inputs_hash images/redis*)")
+say "done: $app, $postgres, $redis and $base, each also tagged :deployed"

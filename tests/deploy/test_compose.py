@@ -1,0 +1,156 @@
+"""docker-compose.yml and its companions, read as docker-compose reads them: every
+service the deployment needs, each with a healthcheck and a start order by health; only
+nginx publishes a port; only the engine proxy holds the Docker socket; secrets come from
+files, never from the repository; `.env.example` names every setting Arena reads."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.require import require
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = {
+    "nginx", "web", "gateway", "migrate", "prepare", "worker-build", "worker-duels",
+    "worker-online", "beat", "manager", "engine", "postgres", "redis",
+}  # fmt: skip
+ONE_SHOTS = {"migrate", "prepare"}
+
+
+def compose_config(*files: str, environment: dict[str, str] | None = None) -> dict[str, Any]:
+    """The configuration docker-compose resolves from ``files`` (anchors, merges and
+    variables applied), with the example settings and throwaway secrets."""
+    require(
+        shutil.which("docker-compose"),
+        "docker-compose is not installed (apt-get install docker-compose), so the compose "
+        "files cannot be checked",
+    )
+    arguments = ["docker-compose", "--env-file", str(ROOT / ".env.example")]
+    for name in files:
+        arguments += ["-f", str(ROOT / name)]
+    answer = subprocess.run(
+        [*arguments, "config"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "ARENA_ENV_FILE": str(ROOT / ".env.example"),
+            **(environment or {}),
+        },
+        check=False,
+    )
+    assert answer.returncode == 0, answer.stderr
+    return yaml.safe_load(answer.stdout)
+
+
+def port_target(port: dict[str, Any] | str) -> int:
+    """The container's port of a mapping, in either form docker-compose prints."""
+    if isinstance(port, dict):
+        return int(port["target"])
+    return int(port.split(":")[-1].split("/")[0])
+
+
+@pytest.fixture(scope="module")
+def control() -> dict[str, Any]:
+    return compose_config("docker-compose.yml")["services"]
+
+
+def test_it_runs_every_service_of_a_deployment(control):
+    assert set(control) == SERVICES
+
+
+def test_every_long_running_service_has_a_healthcheck_and_starts_after_what_it_needs(control):
+    for name, service in control.items():
+        if name in ONE_SHOTS:
+            continue
+        check = service.get("healthcheck", {})
+        assert check.get("test") and not check.get("disable"), f"{name} has no healthcheck"
+        for needed, condition in (service.get("depends_on") or {}).items():
+            wanted = "service_completed_successfully" if needed in ONE_SHOTS else "service_healthy"
+            assert condition["condition"] == wanted, f"{name} waits on {needed}: {condition}"
+    for name in ("web", "gateway", "beat", "manager", "worker-duels", "worker-build"):
+        assert control[name]["depends_on"]["migrate"]["condition"] == (
+            "service_completed_successfully"
+        )
+    assert control["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_only_nginx_publishes_ports(control):
+    published = {name for name, service in control.items() if service.get("ports")}
+    assert published == {"nginx"}
+    assert {port_target(port) for port in control["nginx"]["ports"]} == {8080, 8443}
+
+
+def test_only_the_engine_proxy_holds_the_docker_socket_and_the_site_no_way_to_the_engine(
+    control,
+):
+    def holding(source: str) -> set[str]:
+        return {
+            name
+            for name, service in control.items()
+            if any(volume.split(":")[0] == source for volume in service.get("volumes", []))
+        }
+
+    assert holding("/var/run/docker.sock") == {"engine"}
+    assert control["engine"]["network_mode"] == "none"
+    with_engine = holding("engine-socket")
+    assert with_engine == {"engine", "worker-build", "worker-duels", "worker-online"}
+    for name in ("web", "gateway", "nginx", "beat", "manager"):
+        assert "DOCKER_HOST" not in (control[name].get("environment") or {}), name
+
+
+def test_arenas_services_run_unprivileged_on_a_read_only_root(control):
+    for name, service in control.items():
+        if name in {"postgres", "redis", "prepare"}:
+            continue  # their own images' users; `prepare` only makes the host folders
+        assert service.get("user", "10100").startswith("10100"), name
+        assert service.get("read_only") is True, name
+        assert service.get("cap_drop") == ["ALL"], name
+        assert "no-new-privileges:true" in service.get("security_opt", []), name
+
+
+def test_secrets_come_from_files_and_stay_out_of_the_repository(control):
+    configuration = compose_config("docker-compose.yml")
+    for name, secret in configuration["secrets"].items():
+        assert Path(secret["file"]).parent == ROOT / "secrets", name
+    ignored = subprocess.run(
+        ["git", "check-ignore", "secrets/db_password", ".env", "tls/privkey.pem"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    ).stdout.split()
+    assert ignored == ["secrets/db_password", ".env", "tls/privkey.pem"]
+    for name in ("web", "worker-duels", "manager"):
+        environment = control[name]["environment"]
+        assert environment["DATABASE_URL_FILE"] == "/run/secrets/database_url"
+        assert "DATABASE_URL" not in environment and "ARENA_SECRET_KEY" not in environment
+
+
+def test_worker_machines_and_the_control_machine_files_resolve():
+    workers = compose_config("docker-compose.worker.yml")["services"]
+    assert set(workers) == {"prepare", "worker-build", "worker-duels", "worker-online", "engine"}
+    assert not any(service.get("ports") for service in workers.values())
+    published = compose_config(
+        "docker-compose.yml",
+        "docker-compose.control.yml",
+        environment={"ARENA_PRIVATE_ADDRESS": "10.0.1.5"},
+    )["services"]
+    for name, port in (("postgres", 5432), ("redis", 6379)):
+        [mapping] = published[name]["ports"]
+        assert mapping == f"10.0.1.5:{port}:{port}/tcp"
+
+
+def test_env_example_names_every_setting_arena_reads():
+    read = set(re.findall(r'env_\w+\("([A-Z_]+)"', (ROOT / "core" / "settings.py").read_text()))
+    example = (ROOT / ".env.example").read_text()
+    named = set(re.findall(r"^#? ?([A-Z_]+)[:=]", example, re.M))
+    assert read - named == set()
