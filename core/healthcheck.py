@@ -25,8 +25,8 @@ def check_http(url: str) -> str | None:
     hosts = [host for host in os.environ.get("ARENA_ALLOWED_HOSTS", "").split(",") if host]
     request = urllib.request.Request(url)
     # Django answers 400 to a Host it does not serve; a wildcard is no host name.
-    if hosts and not hosts[0].startswith("."):
-        request.add_header("Host", hosts[0].strip("*"))
+    if hosts and "*" not in hosts[0] and not hosts[0].startswith("."):
+        request.add_header("Host", hosts[0])
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
             status = response.status

@@ -11,6 +11,7 @@ Inputs are checked by the forms and the API's schemas; these services assume the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -33,6 +34,12 @@ LLM_VALIDATION_LOG = (
 #: What ``llm_player_update`` may change: what plays, the key, and the organizers' prices.
 UPDATABLE_FIELDS = (*PLAYING_FIELDS, "api_key", "api_key_ref", "is_public")
 PRICE_FIELDS = ("price_input_per_million", "price_output_per_million")
+
+
+def llm_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The player's settings among ``values`` (a form's cleaned data): what
+    ``llm_player_register`` and ``llm_player_update`` take besides who and where."""
+    return {name: values[name] for name in UPDATABLE_FIELDS if name in values}
 
 
 def llm_revision_create(*, competitor: Competitor, created_by: User) -> Revision:

@@ -126,12 +126,12 @@ def read_answer(text: str, legal_actions: list[Any], *, too_long: int | None = N
     except ValueError:
         return Reading(
             Verdict.UNPARSEABLE,
-            error=f"{_cut(value)!r} after {ANSWER_PREFIX} is not valid JSON",
+            error=f"{cut(value)!r} after {ANSWER_PREFIX} is not valid JSON",
         )
     legal = {_json(candidate) for candidate in legal_actions}
     if _json(action) not in legal:
         return Reading(
-            Verdict.ILLEGAL, action, error=f"{_cut(_json(action))} is not one of the legal actions"
+            Verdict.ILLEGAL, action, error=f"{cut(_json(action))} is not one of the legal actions"
         )
     return Reading(Verdict.LEGAL, action)
 
@@ -140,5 +140,6 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _cut(text: str, limit: int = 80) -> str:
+def cut(text: str, limit: int = 80) -> str:
+    """``text``, or its first ``limit`` characters ending in "..." (for messages)."""
     return text if len(text) <= limit else text[: limit - 3] + "..."

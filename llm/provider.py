@@ -42,7 +42,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from llm.config import LLMConfig
-from llm.prompts import HARNESS_VERSION
+from llm.prompts import HARNESS_VERSION, cut
 
 #: The first backoff; each next one doubles, up to ``MAX_BACKOFF``.
 FIRST_BACKOFF = 0.5
@@ -52,6 +52,8 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})
 #: Bytes of a refusal's body read for its message; the rest is never read.
 ERROR_BODY_LIMIT = 64 * 1024
 USER_AGENT = f"Arena-LLM-harness/{HARNESS_VERSION}"
+#: Characters of a server's message kept in an error.
+ERROR_CHARS = 300
 
 
 @functools.cache
@@ -310,7 +312,7 @@ class Provider:
                 raise _Retryable(f"could not reach the server: {_reason(error)}") from None
         status = response.status
         if not 200 <= status < 300:
-            message = f"HTTP {status}: {_cut(self._refusal(response))}"
+            message = f"HTTP {status}: {cut(self._refusal(response), ERROR_CHARS)}"
             if status in RETRYABLE_STATUSES or status >= 500:
                 raise _Retryable(message, _retry_after(response)) from None
             raise ProviderFailure(f"{self.config.describe()} refused the request: {message}")
@@ -382,9 +384,11 @@ class Provider:
                 continue
             event = orjson.loads(data)
             if not isinstance(event, dict):
-                raise ValueError(f"an event that is not an object: {_cut(data.decode(), 80)}")
+                raise ValueError(f"an event that is not an object: {cut(data.decode(), 80)}")
             if event.get("error"):
-                raise ValueError(f"the server reported an error: {_cut(str(event['error']))}")
+                raise ValueError(
+                    f"the server reported an error: {cut(str(event['error']), ERROR_CHARS)}"
+                )
             if isinstance(event.get("usage"), dict):
                 usage = event["usage"]
             for choice in event.get("choices") or ():
@@ -464,8 +468,4 @@ def _reason(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     if cause is not None and str(cause) and str(cause) not in text:
         text += f" ({cause})"
-    return _cut(text)
-
-
-def _cut(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(text, ERROR_CHARS)

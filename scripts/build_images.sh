@@ -39,11 +39,10 @@ PY
 .venv/bin/python -m pip wheel -q --disable-pip-version-check -r var/wheelhouse/requirements.txt \
   -w var/wheelhouse >&2
 
-# The hash of every file an image is made from (tracked or not, ignored files left out;
-# the wheels named by their file names, which carry their versions).
+# The hash of every file an image is made from (tracked or not, ignored files left out).
 inputs_hash() {
-  { git ls-files -z --cached --others --exclude-standard -- "$@" | sort -z | xargs -0 sha256sum
-    ls var/wheelhouse; } | sha256sum | cut -c1-16
+  git ls-files -z --cached --others --exclude-standard -- "$@" | sort -z | xargs -0 sha256sum \
+    | sha256sum | cut -c1-16
 }
 build() {  # name, Dockerfile, context, hash
   local name=$1 dockerfile=$2 context=$3 tag
@@ -72,7 +71,8 @@ for _ in 1 2 3 4 5 6; do
     break
   fi
 done
-app=$(build arena-app Dockerfile . "$(inputs_hash .)")
+# The application's also names its wheels (their file names carry their versions).
+app=$(build arena-app Dockerfile . "$(inputs_hash .) $(ls var/wheelhouse | sha256sum)")
 postgres=$(build arena-postgres images/postgres.Dockerfile images "$(inputs_hash images/postgres*)")
 redis=$(build arena-redis images/redis.Dockerfile images "$(inputs_hash images/redis*)")
 say "done: $app, $postgres, $redis and $base, each also tagged :deployed"

@@ -40,8 +40,24 @@ MILLION = Decimal(1_000_000)
 _ENVIRONMENT = "match__duel__revision_1__competitor__environment__name"
 
 
+class AnswerShares:
+    """The shares of a record's answers (``requests``) that were refused."""
+
+    requests: int
+    illegal: int
+    unparseable: int
+
+    @property
+    def illegal_share(self) -> float:
+        return self.illegal / self.requests if self.requests else 0.0
+
+    @property
+    def unparseable_share(self) -> float:
+        return self.unparseable / self.requests if self.requests else 0.0
+
+
 @dataclasses.dataclass(frozen=True)
-class PlayerStats:
+class PlayerStats(AnswerShares):
     """One LLM player's record with one model in one environment."""
 
     model: str
@@ -65,14 +81,6 @@ class PlayerStats:
     completion_tokens: int
     median_latency_ms: float | None
     cost: Decimal
-
-    @property
-    def illegal_share(self) -> float:
-        return self.illegal / self.requests if self.requests else 0.0
-
-    @property
-    def unparseable_share(self) -> float:
-        return self.unparseable / self.requests if self.requests else 0.0
 
     @property
     def name(self) -> str:
@@ -149,7 +157,7 @@ def _cost(competitor: Competitor | None, prompt_tokens: int, completion_tokens: 
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelSummary:
+class ModelSummary(AnswerShares):
     """A model's totals over every player and environment (the /llm/ page)."""
 
     model: str
@@ -162,14 +170,6 @@ class ModelSummary:
     illegal: int
     unparseable: int
     cost: Decimal
-
-    @property
-    def illegal_share(self) -> float:
-        return self.illegal / self.requests if self.requests else 0.0
-
-    @property
-    def unparseable_share(self) -> float:
-        return self.unparseable / self.requests if self.requests else 0.0
 
 
 def model_summaries(stats: Iterable[PlayerStats]) -> list[ModelSummary]:

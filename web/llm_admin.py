@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from core.admin.base import ArenaAdmin, ReadOnlyAdmin, admin_link, pretty_json, public_link
-from core.llm import UPDATABLE_FIELDS, llm_player_register, llm_player_update
+from core.llm import llm_player_register, llm_player_update, llm_settings
 from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
 
 _SETTINGS = (
@@ -126,9 +126,11 @@ class LLMPlayerAdmin(ArenaAdmin):
             "price_output_per_million": settings["price_output_per_million"],
         }
         if change:
-            changes = {name: settings[name] for name in UPDATABLE_FIELDS if name in settings}
             llm_player_update(
-                competitor=obj.competitor, changed_by=request.user, **changes, **prices
+                competitor=obj.competitor,
+                changed_by=request.user,
+                **llm_settings(settings),
+                **prices,
             )
             obj.refresh_from_db()
             return
@@ -136,17 +138,7 @@ class LLMPlayerAdmin(ArenaAdmin):
             owner=settings["owner"],
             environment=settings["environment"],
             name=settings["name"],
-            is_public=settings["is_public"],
-            base_url=settings["base_url"],
-            model=settings["model"],
-            api_key=settings["api_key"],
-            api_key_ref=settings["api_key_ref"],
-            temperature=settings["temperature"],
-            top_p=settings["top_p"],
-            max_tokens=settings["max_tokens"],
-            seed=settings["seed"],
-            request_timeout=settings["request_timeout"],
-            harness_version=settings["harness_version"],
+            **llm_settings(settings),
         )
         llm_player_update(competitor=competitor, changed_by=request.user, **prices)
         registered = competitor.llm

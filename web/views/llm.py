@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError
-from core.llm import llm_player_register, llm_player_update
+from core.llm import llm_player_register, llm_player_update, llm_settings
 from web.access import get_duel_for_user, get_environment, get_match_for_user, get_own_competitor
 from web.forms import LLMPlayerForm, LLMSettingsForm, sentence
 from web.llm import conversations_jsonl, duel_matches, llm_index_page, model_page
@@ -34,16 +34,7 @@ def llm_player_create(request: HttpRequest, name: str) -> HttpResponse:
                 owner=request.user,
                 environment=environment,
                 name=settings["name"],
-                base_url=settings["base_url"],
-                model=settings["model"],
-                api_key=settings["api_key"],
-                api_key_ref=settings["api_key_ref"],
-                temperature=settings["temperature"],
-                top_p=settings["top_p"],
-                max_tokens=settings["max_tokens"],
-                seed=settings["seed"],
-                request_timeout=settings["request_timeout"],
-                is_public=settings["is_public"],
+                **llm_settings(settings),
             )
         except ArenaError as error:
             form.add_error("name", sentence(error.message))
