@@ -215,6 +215,9 @@ def image_build(
     with _engine_errors(f"build image {tag}"):
         # The SDK's annotation says int; requests takes any number of seconds.
         build_client = docker.DockerClient.from_env(timeout=max(0.5, remaining + 0.1))  # type: ignore[arg-type]
+    # The SDK's build() sends its own timeout (None unless given) with the request, not
+    # the client's: without this, a step that prints nothing outlives the deadline.
+    options["timeout"] = max(0.5, remaining + 0.1)
     try:
         try:
             _read_build(build_client.api.build(**options), tag, log, deadline=deadline)
