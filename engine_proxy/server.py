@@ -161,7 +161,13 @@ class EngineProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             body_kind = chosen.body
             document = None
             if body_kind == "json":
-                document = _strict_json(read_body(wire, request, policy.MAX_JSON_BYTES))
+                try:
+                    body = read_body(wire, request, policy.MAX_JSON_BYTES)
+                except BadRequest as error:
+                    if error.status == 413:  # read the rest, so the client sees the answer
+                        drain(wire, request, DRAIN_BYTES)
+                    raise
+                document = _strict_json(body)
             elif body_kind == "none" and request.length != 0:
                 raise Refused("this call takes no body")
             call = Call(request.method, version, path, request.query, request.headers, document)

@@ -36,7 +36,9 @@ def token() -> str:
     return os.urandom(6).hex()
 
 
-def test_it_plays_a_duel_in_the_docker_sandbox(through_engine_proxy, docker_base_image, sandbox_root):
+def test_it_plays_a_duel_in_the_docker_sandbox(
+    through_engine_proxy, docker_base_image, sandbox_root
+):
     label = {"arena.test": f"proxy-duel-{token()}"}
     backend = DockerSandbox(sandbox_root, image=docker_base_image, labels=label, pool_size=2)
     random_player = player("connect_four/random_player.py")
@@ -87,7 +89,9 @@ def test_it_builds_runs_and_prunes_an_image_with_a_dependency_stage(
     tag = f"arena-revision:{int(time.time())}-{token()}"
     context = tar_of(
         {
-            "Dockerfile": DEPENDENCY_STAGE.format(base=docker_base_image, instance=instance).encode(),
+            "Dockerfile": DEPENDENCY_STAGE.format(
+                base=docker_base_image, instance=instance
+            ).encode(),
             "wheels/tiny.whl": tiny_wheel(),
             "agent/main.py": b"import tiny\nprint('answer', tiny.ANSWER)\n",
         }
@@ -190,9 +194,12 @@ def test_it_imports_and_builds_a_base_image_only_where_the_operator_allows_it(
     tarball = sandbox_root / "rootfs.tar"
     tarball.write_bytes(tar_of({"etc/arena-test": b"an imported root file system\n"}))
     context = tar_of({"Dockerfile": f"FROM {rootfs}\nCOPY Dockerfile /Dockerfile\n".encode()})
-    with engine_proxy_running([sandbox_root]) as proxy, using_engine_proxy(proxy):
-        with pytest.raises(docker_engine.EngineError, match="the base image is the operator's"):
-            docker_engine.image_import(tarball, tag=rootfs, role="rootfs", labels={})
+    with (
+        engine_proxy_running([sandbox_root]) as proxy,
+        using_engine_proxy(proxy),
+        pytest.raises(docker_engine.EngineError, match="the base image is the operator's"),
+    ):
+        docker_engine.image_import(tarball, tag=rootfs, role="rootfs", labels={})
     with (
         engine_proxy_running([sandbox_root], "--allow-base-images") as proxy,
         using_engine_proxy(proxy),
