@@ -60,6 +60,8 @@ ULIMITS = frozenset({"cpu", "nofile", "fsize", "core"})
 NO_NEW_PRIVILEGES = frozenset({"no-new-privileges", "no-new-privileges:true"})
 
 _NAME = r"[a-zA-Z0-9][a-zA-Z0-9_.-]*"
+#: An image by tag or id, in the engine's own store: no registry host, no path.
+_IMAGE = r"[a-z0-9][a-zA-Z0-9_.:-]*"
 _IMAGE_ID = re.compile(r"(?:sha256:)?[0-9a-f]{12,64}")
 _USER = re.compile(r"(\d+)(?::(\d+))?")
 _SIZE = re.compile(r"(\d+)([kmg]?)")
@@ -277,8 +279,8 @@ def _role_filters(
 
 
 def _labels(document: Any, what: str) -> dict[str, str]:
-    labels = (document or {}).get("Config", {}) or {}
-    found = labels.get("Labels") or {}
+    config = (document or {}).get("Config", {}) or {}
+    found = config.get("Labels") or {}
     if not isinstance(found, dict):
         raise Refused(f"{what} has labels of the wrong type")
     return found
@@ -430,8 +432,8 @@ def check_container_config(policy: Policy, config: Any) -> None:
         raise Refused(f"{LABEL_ROLE} must be one of {', '.join(sorted(CREATE_ROLES))}")
     if not labels.get(LABEL_OWNER):
         raise Refused(f"{LABEL_OWNER} must be set")
-    if not isinstance(config.get("Image"), str):
-        raise Refused("Image must be set")
+    if not isinstance(config.get("Image"), str) or not re.fullmatch(_IMAGE, config["Image"]):
+        raise Refused("Image must be the name of a local image (a tag or an id)")
     _strings(config.get("Env"), "Env")
     _strings(config.get("Cmd"), "Cmd")
     for key in ("Hostname", "WorkingDir"):
@@ -738,7 +740,6 @@ def _system(path: str) -> Check:
 
 
 _ID = rf"(?P<id>{_NAME})"
-_IMAGE = r"(?P<name>[a-z0-9][a-zA-Z0-9_.:-]*)"
 
 #: Every call the proxy forwards; the SDK function of ``docker_engine`` that makes it.
 ROUTES = [
@@ -794,9 +795,9 @@ ROUTES = [
         _on_container("", {"v": _boolean, "force": _boolean, "link": _false("link")}),
     ),
     Route("GET", re.compile(r"/containers/json"), "none", _list_containers),
-    Route("GET", re.compile(rf"/images/{_IMAGE}/json"), "none", _inspect_image),
+    Route("GET", re.compile(rf"/images/(?P<name>{_IMAGE})/json"), "none", _inspect_image),
     Route("GET", re.compile(r"/images/json"), "none", _list_images),
-    Route("DELETE", re.compile(rf"/images/{_IMAGE}"), "none", _remove_image),
+    Route("DELETE", re.compile(rf"/images/(?P<name>{_IMAGE})"), "none", _remove_image),
     Route("POST", re.compile(r"/images/prune"), "none", _prune_images),
     Route("POST", re.compile(r"/images/create"), "stream", _import),  # import_image_from_file
     Route("POST", re.compile(r"/build"), "stream", _build),
