@@ -15,7 +15,8 @@ __all__ = ["docker_base_image"]
 
 @pytest.fixture
 def engine_proxy(docker_base_image: str, sandbox_root: Path) -> Iterator[RunningProxy]:
-    with engine_proxy_running([sandbox_root]) as proxy:
+    # Verbose: every call it forwards is logged, so a test can tell none was.
+    with engine_proxy_running([sandbox_root], "--verbose") as proxy:
         yield proxy
 
 

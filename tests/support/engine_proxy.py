@@ -44,6 +44,10 @@ class RunningProxy:
     def refusals(self) -> list[str]:
         return [line for line in self.log().splitlines() if " refused " in line]
 
+    def forwarded(self) -> list[str]:
+        """The calls sent on to the engine (logged with ``--verbose``)."""
+        return [line for line in self.log().splitlines() if " forwarding " in line]
+
 
 @contextlib.contextmanager
 def engine_proxy_running(bind_roots: list[Path], *options: str) -> Iterator[RunningProxy]:
