@@ -42,7 +42,7 @@ from typing import IO
 from builder.requirements import WheelSet
 from sandboxes import docker_engine
 from sandboxes.base import EntryKind
-from sandboxes.docker import AGENT_DIR, DEPS_PATH, SDK_PATH, container_command
+from sandboxes.docker import AGENT_DIR, DEPS_PATH, SDK_PATH, confinement, container_command
 
 REPOSITORY = "arena-revision"
 ROLE = "revision"
@@ -65,6 +65,7 @@ def base_numpy_version(base: str) -> str | None:
         command=["python3", "-c", "import numpy; print(numpy.__version__)"],
         role="build",
         timeout=60,
+        **confinement(memory_mb=512, max_processes=64),
     )
     text = output.decode("utf-8", errors="replace").strip()
     return text.splitlines()[-1] if code == 0 and text else None

@@ -256,6 +256,9 @@ def base_image_build(
             buildargs=recipe.buildargs,
             pull=recipe.rootfs_tag is None,
             nocache=force or refresh_rootfs,
+            # The Debian root file system has all it needs; from a registry's base, pip
+            # downloads NumPy.
+            network_mode="none" if recipe.rootfs_tag is not None else None,
         )
         if replaced is not None and replaced != docker_engine.image_id(recipe.tag):
             # The rebuilt image took the tag: the old one would linger untagged.

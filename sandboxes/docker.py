@@ -94,6 +94,29 @@ def container_command(entry: str, kind: EntryKind) -> list[str]:
     return [*bridge, "--", *agent]
 
 
+def confinement(*, memory_mb: int, max_processes: int) -> dict[str, Any]:
+    """The ``docker_engine.container_start`` options that confine every container Arena
+    starts from an agent's image (agents, and the builder's probes of an image): no
+    network, no swap, one CPU, a process limit, a read-only root with a small tmpfs, an
+    unprivileged user, no capabilities, no new privileges, a capped engine log. The
+    engine proxy refuses to create a container without them (docs/sandboxes.md)."""
+    mib = 1024 * 1024
+    return {
+        "user": AGENT_USER,
+        "network_mode": "none",
+        "mem_limit": memory_mb * mib,
+        # Equal to the memory limit: no swap, so a hog is killed instead of slowed.
+        "memswap_limit": memory_mb * mib,
+        "nano_cpus": 1_000_000_000,
+        "pids_limit": max_processes,
+        "read_only": True,
+        "tmpfs": {"/tmp": f"size={TMPFS_MB}m,mode=1777"},
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "log_max_bytes": ENGINE_LOG_BYTES,
+    }
+
+
 def _short_name(label: str, length: int = 16) -> str:
     """``label`` cut short, with what the engine refuses in names replaced."""
     return re.sub(r"[^a-zA-Z0-9_.-]+", "_", label)[:length]
@@ -394,18 +417,8 @@ class DockerSandbox:
         if not files_in_image:
             volumes[str(agent_dir)] = {"bind": AGENT_DIR, "mode": "ro"}
         return {
-            "user": AGENT_USER,
+            **confinement(memory_mb=limits.memory_mb, max_processes=limits.max_processes),
             "working_dir": AGENT_DIR,
-            "network_mode": "none",
-            "mem_limit": limits.memory_mb * mib,
-            # Equal to the memory limit: no swap, so a hog is killed instead of slowed.
-            "memswap_limit": limits.memory_mb * mib,
-            "nano_cpus": 1_000_000_000,
-            "pids_limit": limits.max_processes,
-            "read_only": True,
-            "tmpfs": {"/tmp": f"size={TMPFS_MB}m,mode=1777"},
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
             # An init as process 1 reaps the zombies an agent's children leave.
             "init": True,
             "volumes": volumes,
@@ -415,7 +428,6 @@ class DockerSandbox:
                 "fsize": (limits.max_file_mb * mib, limits.max_file_mb * mib),
                 "core": (0, 0),
             },
-            "log_max_bytes": ENGINE_LOG_BYTES,
             "hostname": "agent",
         }
 

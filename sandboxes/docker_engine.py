@@ -42,6 +42,9 @@ LABEL_REVISION = "arena.revision"
 
 #: The engine's API answers within seconds; image imports and builds stream for longer.
 API_TIMEOUT = 120
+#: The memory (without swap) of each step of a build: a revision's dependencies are
+#: installed by pip, whose needs are modest; a runaway step must not take the host's.
+BUILD_MEMORY_BYTES = 2 * 1024**3
 
 
 class EngineError(SandboxError):
@@ -194,6 +197,7 @@ def image_build(
         "rm": True,
         "forcerm": True,
         "decode": True,
+        "container_limits": {"memory": BUILD_MEMORY_BYTES, "memswap": BUILD_MEMORY_BYTES},
     }
     if network_mode is not None:
         options["network_mode"] = network_mode
@@ -211,6 +215,9 @@ def image_build(
     with _engine_errors(f"build image {tag}"):
         # The SDK's annotation says int; requests takes any number of seconds.
         build_client = docker.DockerClient.from_env(timeout=max(0.5, remaining + 0.1))  # type: ignore[arg-type]
+    # The SDK's build() sends its own timeout (None unless given) with the request, not
+    # the client's: without this, a step that prints nothing outlives the deadline.
+    options["timeout"] = max(0.5, remaining + 0.1)
     try:
         try:
             _read_build(build_client.api.build(**options), tag, log, deadline=deadline)
@@ -469,9 +476,8 @@ def container_run(
     """Run ``command`` in a new container with no network until it exits; returns its exit
     code (None if it outlived ``timeout`` and was killed) and its output. The container
     is removed either way."""
-    with running_container(
-        image=image, command=command, role=role, network_mode="none", **options
-    ) as container:
+    options = {**options, "network_mode": "none"}
+    with running_container(image=image, command=command, role=role, **options) as container:
         code: int | None
         try:
             status = container.wait(timeout=timeout)

@@ -19,7 +19,7 @@ fi
 # runs its tests in a virtualenv without Django, which proves it imports none; the rest
 # runs in .venv. With arguments (e.g. -k hostile) everything runs in .venv, as pytest
 # would.
-PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players)
+PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
 if [ $# -eq 0 ]; then
   scripts/setup_pure.sh
   echo "arena test: the Django-free layer, in .venv-pure (no Django installed)"
