@@ -54,19 +54,24 @@ class Command(BaseCommand):
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-        if not settings.ARENA_EMBEDDED_BROKER or options["no_worker"]:
-            self.serve(options, worker=None)
-            return
-        worker = EmbeddedWorker(
-            log_path=settings.VAR_DIR / "log" / "worker.log",
-            concurrency=settings.ARENA_EMBEDDED_WORKER_CONCURRENCY,
-            report=logging.getLogger("core.embedded_worker").error,
-        )
-        with worker:
-            try:
-                self.serve(options, worker=worker)
-            finally:
-                self.stdout.write("Stopping the Celery worker (its running tasks may finish).")
+        try:
+            if not settings.ARENA_EMBEDDED_BROKER or options["no_worker"]:
+                self.serve(options, worker=None)
+                return
+            worker = EmbeddedWorker(
+                log_path=settings.VAR_DIR / "log" / "worker.log",
+                concurrency=settings.ARENA_EMBEDDED_WORKER_CONCURRENCY,
+                report=logging.getLogger("core.embedded_worker").error,
+            )
+            with worker:
+                try:
+                    self.serve(options, worker=worker)
+                finally:
+                    self.stdout.write("Stopping the Celery worker (its running tasks may finish).")
+        except KeyboardInterrupt:
+            # uvicorn has shut down in order and raises Ctrl-C again: nothing to show.
+            pass
+        self.stdout.write("Stopped.")
 
     def serve(self, options: dict[str, Any], *, worker: EmbeddedWorker | None) -> None:
         import uvicorn
