@@ -77,7 +77,11 @@ class Channel(sqlalchemy.Channel):
                     Path(database).parent.mkdir(parents=True, exist_ok=True)
                 engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
                 event.listen(engine, "connect", _configure_connection)
-                metadata.create_all(engine)
+                with engine.begin() as connection:
+                    # One process at a time: of several creating the tables of a new
+                    # file at once, the others would fail ("table already exists").
+                    connection.exec_driver_sql("BEGIN IMMEDIATE")
+                    metadata.create_all(connection)
                 _ENGINES[key] = engine, sessionmaker(bind=engine)
             return _ENGINES[key]
 

@@ -85,16 +85,18 @@ print(json.dumps(tournament.pk))
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedSite]:
+def site(
+    tmp_path_factory: pytest.TempPathFactory, embedded_database: Path
+) -> Iterator[EmbeddedSite]:
     """A served embedded site with three validated players. Short duel leases, so that a
     killed worker's duel is taken over in seconds."""
     site = EmbeddedSite(
         tmp_path_factory.mktemp("embedded"),
+        database=embedded_database,
         ARENA_DUEL_LEASE_SECONDS="2",
         ARENA_EMBEDDED_WORKER_CONCURRENCY="2",
     )
     try:
-        site.manage("migrate", "--verbosity", "0")
         site.run(SEED)
         site.serve()
 
@@ -205,10 +207,9 @@ def test_a_killed_workers_duel_is_played_again_once_by_the_next_worker(site):
     assert site.worker_log().count(" started\n") >= 2
 
 
-def test_a_ctrl_c_stops_the_server_and_its_worker(tmp_path: Path):
-    site = EmbeddedSite(tmp_path)
+def test_a_ctrl_c_stops_the_server_and_its_worker(tmp_path: Path, embedded_database: Path):
+    site = EmbeddedSite(tmp_path, database=embedded_database)
     try:
-        site.manage("migrate", "--verbosity", "0")
         site.serve()
         worker = site.worker_pid()
         assert worker in site.processes()
@@ -223,10 +224,9 @@ def test_a_ctrl_c_stops_the_server_and_its_worker(tmp_path: Path):
         site.close()
 
 
-def test_a_killed_server_takes_its_worker_with_it(tmp_path: Path):
-    site = EmbeddedSite(tmp_path)
+def test_a_killed_server_takes_its_worker_with_it(tmp_path: Path, embedded_database: Path):
+    site = EmbeddedSite(tmp_path, database=embedded_database)
     try:
-        site.manage("migrate", "--verbosity", "0")
         site.serve()
         assert site.worker_pid() in site.processes()
 
