@@ -1,8 +1,8 @@
 """Django settings, driven by the environment.
 
-Defaults give the embedded setup: SQLite in ``var/``, the ``process`` sandbox,
-debug on. Production sets ``ARENA_DEBUG=0``, ``ARENA_SECRET_KEY``,
-``DATABASE_URL`` and ``ARENA_ALLOWED_HOSTS``.
+Defaults give the embedded setup: SQLite in ``var/`` (the database and the embedded
+broker), the ``process`` sandbox, debug on. Production sets ``ARENA_DEBUG=0``,
+``ARENA_SECRET_KEY``, ``DATABASE_URL``, ``ARENA_BROKER_URL`` and ``ARENA_ALLOWED_HOSTS``.
 """
 
 from __future__ import annotations
@@ -216,8 +216,9 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# A message taken by a worker that died goes back to its queue once it has been out for
-# the visibility timeout; workers look for such messages every interval x throttle s.
+# Redis: a message taken by a worker that died goes back to its queue once it has been out
+# for the visibility timeout; workers look for such messages every interval x throttle s.
+# (The embedded broker cannot, and ignores these: see core/embedded_broker.py.)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("ARENA_BROKER_VISIBILITY_TIMEOUT", 3600),
     "unacked_restore_interval": env_int("ARENA_BROKER_RESTORE_INTERVAL", 10),
