@@ -169,6 +169,8 @@ def test_the_admins_launch_answers_at_once_and_the_worker_plays_the_tournament(s
     assert all(name in page for name in PLAYERS)
     assert 'http-equiv="refresh"' not in page
     assert "embedded-" in site.worker_log() and "play_duel" in site.worker_log()
+    # Neither the server nor the tournament manager's passes had anything to warn about.
+    assert [line for line in site.server_log().splitlines() if "WARNING" in line] == []
 
 
 def test_a_killed_workers_duel_is_played_again_once_by_the_next_worker(site):
