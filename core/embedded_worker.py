@@ -44,6 +44,8 @@ QUICK_EXITS_ALLOWED = 3
 RESTART_DELAY_SECONDS = 1.0
 #: After a cold shutdown, seconds before the worker's process group is killed.
 COLD_STOP_SECONDS = 5.0
+#: A log over this size when a worker starts is kept as ``<log>.1`` and a new one begun.
+LOG_KEEP_BYTES = 10 * 1024 * 1024
 _PR_SET_PDEATHSIG = 1
 
 
@@ -169,6 +171,8 @@ class EmbeddedWorker:
         with self._lock:
             if self._stopping.is_set():
                 return None
+            if self.log_path.exists() and self.log_path.stat().st_size > LOG_KEEP_BYTES:
+                self.log_path.replace(self.log_path.with_name(self.log_path.name + ".1"))
             with open(self.log_path, "ab") as log:
                 log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} started\n".encode())
                 log.flush()

@@ -12,6 +12,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,6 +139,17 @@ def launch_from_the_admin(site: EmbeddedSite, tournament_id: int) -> float:
     return took
 
 
+def completed(site: EmbeddedSite, tournament_id: int, *, what: str) -> dict[str, Any]:
+    """The tournament, once it has completed (as its API shows it)."""
+    wait_until(
+        lambda: site.get(f"/tournaments/{tournament_id}")["status"] == "completed",
+        timeout=120,
+        what=what,
+        site=site,
+    )
+    return site.get(f"/tournaments/{tournament_id}")
+
+
 def test_the_admins_launch_answers_at_once_and_the_worker_plays_the_tournament(site):
     tournament_id = site.run(draft(PLAYERS, matches=6))
 
@@ -151,13 +163,7 @@ def test_the_admins_launch_answers_at_once_and_the_worker_plays_the_tournament(s
     assert took < 1.5
     page = site.page(f"/tournaments/{tournament_id}/")
     assert 'http-equiv="refresh"' in page  # it follows the tournament as it is played
-    wait_until(
-        lambda: site.get(f"/tournaments/{tournament_id}")["status"] == "completed",
-        timeout=90,
-        what="the worker to play the tournament",
-        site=site,
-    )
-    tournament = site.get(f"/tournaments/{tournament_id}")
+    tournament = completed(site, tournament_id, what="the worker to play the tournament")
     assert (tournament["duels_done"], tournament["duels_failed"]) == (3, 0)
     standings = tournament["standings"]
     assert sorted(row["competitor"] for row in standings) == sorted(PLAYERS)
@@ -189,17 +195,13 @@ def test_a_killed_workers_duel_is_played_again_once_by_the_next_worker(site):
     # The worker and its pool, playing the duel, at once: as if the machine lost them.
     os.killpg(site.worker_pid(), signal.SIGKILL)
 
-    wait_until(
-        lambda: site.get(f"/tournaments/{tournament_id}")["status"] == "completed",
-        timeout=120,
-        what="the duel to be played again and the tournament to finish",
-        site=site,
+    tournament = completed(
+        site, tournament_id, what="the duel to be played again and the tournament to finish"
     )
     duel = site.get(f"/duels/{duel['id']}")
     assert (duel["status"], duel["attempts"]) == ("succeeded", 2)
     matches = site.get(f"/duels/{duel['id']}/matches?limit=1")
     assert matches["count"] == 40
-    tournament = site.get(f"/tournaments/{tournament_id}")
     assert (tournament["duels_done"], tournament["duels_failed"]) == (1, 0)
     # Counted once: one duel's points and matches in the standings.
     standings = tournament["standings"]
