@@ -18,8 +18,9 @@ of late acknowledgement holds: a pool process that dies has its task put back by
 worker (``CELERY_TASK_REJECT_ON_WORKER_LOST``), and a worker stopped by a signal puts back
 the messages it took and had not finished. A killed worker's work is recovered by the
 platform itself, as in production: its duel, build or validation lease runs out and the
-tournament manager queues it again (``tournament_manager/daemon.py``); a message lost for
-any reason is sent again after ``ARENA_RESEND_AFTER_SECONDS``.
+tournament manager queues it again (``tournament_manager/daemon.py``); and work still
+queued whose message was lost any other way is sent again after
+``ARENA_RESEND_AFTER_SECONDS``.
 
 Three changes to kombu's transport, each for several processes on one SQLite file:
 
