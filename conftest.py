@@ -2,7 +2,8 @@
 environments, SDK, example players) need only ``tests.support.sandboxes``, so that they
 also run where Django is not installed (``scripts/test.sh`` runs them so); everything
 else loads with Django: the story fixtures (``tests.support.stories``: alice, bob, carol,
-an organizer, an invite), the database, the browser and the Celery workers.
+an organizer, an invite), the database, the browser, the Celery workers and the
+embedded default run for real.
 """
 
 from __future__ import annotations
@@ -17,4 +18,5 @@ if importlib.util.find_spec("django") is not None:
         "tests.support.browser",
         "tests.support.workers",
         "tests.support.gateway",
+        "tests.support.embedded",
     ]

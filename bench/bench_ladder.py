@@ -8,9 +8,9 @@ Agents of known strength (the example Connect Four minimax at depth 3 playing a 
 column with probability 0, .1, .2, .3, .45, .6 and .8, then the random player: the true
 order by construction) are uploaded through the platform's upload service, each a zip of
 ``minimax.py`` and a ``main.py`` that sets its blunder rate, then built and validated by
-self-play, on the embedded default (a throwaway SQLite database, the ``process`` sandbox,
-tasks run in process). Then, in each repetition (seeded: the duels' seeds come from a
-generator seeded per repetition):
+self-play, on the embedded default (a throwaway SQLite database, the ``process`` sandbox)
+with tasks run in process (``ARENA_BROKER_URL=eager``). Then, in each repetition (seeded:
+the duels' seeds come from a generator seeded per repetition):
 
 ladder
     Ratings reset, one continuous ladder launched and driven by the tournament manager's
@@ -100,7 +100,8 @@ def _setup(folder: Path) -> None:
     os.environ["ARENA_BUILD_ROOT"] = str(folder / "builds")
     os.environ["ARENA_SANDBOX_ROOT"] = str(sandboxes)
     os.environ["ARENA_SANDBOX"] = "process"
-    os.environ.pop("ARENA_BROKER_URL", None)
+    # Tasks run in this process, eagerly: no broker or worker to wait for.
+    os.environ["ARENA_BROKER_URL"] = "eager"
     import django
 
     django.setup()

@@ -57,7 +57,8 @@ def _setup(folder: Path) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
     os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
     os.environ["ARENA_MEDIA_ROOT"] = str(folder / "media")
-    os.environ.pop("ARENA_BROKER_URL", None)
+    # Tasks run in this process, eagerly: no broker or worker to wait for.
+    os.environ["ARENA_BROKER_URL"] = "eager"
     import django
 
     django.setup()

@@ -235,7 +235,8 @@ def _setup(folder: Path) -> None:
             "ARENA_ONLINE_CONCURRENT_DUELS": "200",
         }
     )
-    os.environ.pop("ARENA_BROKER_URL", None)
+    # Tasks run in this process, eagerly: no broker or worker to wait for.
+    os.environ["ARENA_BROKER_URL"] = "eager"
     import django
 
     django.setup()

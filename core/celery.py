@@ -1,8 +1,11 @@
-"""The Celery app: queues ``build``, ``duels`` and ``publish``, JSON only, late acknowledgement.
+"""The Celery app: queues ``build``, ``duels``, ``online`` and ``publish``, JSON only, late
+acknowledgement.
 
-With ``ARENA_BROKER_URL`` unset (the embedded default) tasks run in the calling
-process, right after the transaction that started them commits, so the same
-services run without Redis or a worker.
+The broker is Redis in production and, with ``ARENA_BROKER_URL`` unset (the embedded
+default), a SQLite file (``core/embedded_broker.py``) served by a worker that
+``run_gateway`` and the ``demo`` command start (``core/embedded_worker.py``): the same
+tasks, queues and workers either way. ``ARENA_BROKER_URL=eager`` runs each task in the
+calling process right after the transaction that started it commits (the tests).
 """
 
 from __future__ import annotations
@@ -10,8 +13,13 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
+
+# The embedded broker's scheme (``CELERY_BROKER_URL`` in the settings), by name: kombu
+# imports the transport, and SQLAlchemy, only when a connection first needs it.
+TRANSPORT_ALIASES["arena-sqlite"] = "core.embedded_broker:Transport"
 
 app = Celery("arena")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -1,9 +1,10 @@
 """Starting background work once the current transaction has committed.
 
-Work is a Celery task named by its dotted path, with ids as keyword arguments. With a
-broker (production) it goes to the task's queue and a worker runs it; without one (the
-embedded default) Celery runs it in this process. Either way it starts only after the
-commit, so the worker sees the rows the caller wrote.
+Work is a Celery task named by its dotted path, with ids as keyword arguments. It goes
+to the task's queue on the broker (Redis in production, the embedded SQLite broker by
+default) and a worker runs it; eagerly (``ARENA_BROKER_URL=eager``) Celery runs it in this
+process. Either way it starts only after the commit, so the worker sees the rows the
+caller wrote.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ def task_named(path: str) -> Task:
 def start(path: str, **ids: int) -> None:
     """Queue the task ``path`` with ``ids`` once the current transaction commits.
 
-    ``robust``: one failing piece of work (in-process) is logged and does not stop the
-    others queued by the same transaction (the duels of a tournament, say).
+    ``robust``: one failing piece of work (eagerly, or a broker that cannot be reached) is
+    logged and does not stop the others queued by the same transaction (the duels of a
+    tournament, say).
     """
     task = task_named(path)
     transaction.on_commit(lambda: task.delay(**ids), robust=True)

@@ -1,8 +1,8 @@
 """Django settings, driven by the environment.
 
-Defaults give the embedded setup: SQLite in ``var/``, the ``process`` sandbox,
-debug on. Production sets ``ARENA_DEBUG=0``, ``ARENA_SECRET_KEY``,
-``DATABASE_URL`` and ``ARENA_ALLOWED_HOSTS``.
+Defaults give the embedded setup: SQLite in ``var/`` (the database and the embedded
+broker), the ``process`` sandbox, debug on. Production sets ``ARENA_DEBUG=0``,
+``ARENA_SECRET_KEY``, ``DATABASE_URL``, ``ARENA_BROKER_URL`` and ``ARENA_ALLOWED_HOSTS``.
 """
 
 from __future__ import annotations
@@ -76,12 +76,19 @@ def database_from_url(url: str) -> dict[str, object]:
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         # The embedded default writes from several threads (the gateway's referees) and
-        # processes: a transaction takes the write lock when it begins (a read turned
-        # write later fails at once when another writer holds it), and waits for it.
+        # processes (the gateway, its worker and the worker's pool): a transaction takes
+        # the write lock when it begins (a read turned write later fails at once when
+        # another writer holds it), and waits up to 30 s for it. With write-ahead logging
+        # readers never wait for the writer nor it for them; a power loss may undo the
+        # last commits (synchronous=NORMAL), never corrupt the file.
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": path or ":memory:",
-            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+            "OPTIONS": {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+            },
         }
     if parsed.scheme in {"postgres", "postgresql"}:
         return {
@@ -181,9 +188,24 @@ DEFAULT_FROM_EMAIL = env_str("ARENA_FROM_EMAIL", "arena@localhost")
 
 # --- Celery ----------------------------------------------------------------------
 
-#: Redis in production (``redis://host:6379/0``); unset, tasks run in-process.
-CELERY_BROKER_URL = env_str("ARENA_BROKER_URL", "") or None
-CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+#: Where tasks go. Redis in production (``redis://host:6379/0``). Unset: the embedded
+#: broker, a SQLite file beside the database (``core/embedded_broker.py``), whose worker
+#: ``run_gateway`` and the ``demo`` command start themselves (``core/embedded_worker.py``);
+#: any other process, ``runserver`` included, only sends tasks to it. ``eager``: no broker
+#: and no worker, each task runs in the process that started it once its transaction
+#: commits (the test suite, benchmarks, scripts).
+ARENA_BROKER_URL = env_str("ARENA_BROKER_URL", "")
+ARENA_EMBEDDED_BROKER = not ARENA_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = ARENA_BROKER_URL == "eager"
+CELERY_BROKER_URL: str | None = (
+    None
+    if CELERY_TASK_ALWAYS_EAGER
+    else ARENA_BROKER_URL or f"arena-sqlite+sqlite:///{VAR_DIR / 'broker.sqlite3'}"
+)
+#: The embedded broker's worker: its processes (prefork), on every queue.
+ARENA_EMBEDDED_WORKER_CONCURRENCY = env_int(
+    "ARENA_EMBEDDED_WORKER_CONCURRENCY", max(1, min(4, os.cpu_count() or 1))
+)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -203,8 +225,9 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# A message taken by a worker that died goes back to its queue once it has been out for
-# the visibility timeout; workers look for such messages every interval x throttle s.
+# Redis: a message taken by a worker that died goes back to its queue once it has been out
+# for the visibility timeout; workers look for such messages every interval x throttle s.
+# (The embedded broker cannot, and ignores these: see core/embedded_broker.py.)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("ARENA_BROKER_VISIBILITY_TIMEOUT", 3600),
     "unacked_restore_interval": env_int("ARENA_BROKER_RESTORE_INTERVAL", 10),

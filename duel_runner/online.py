@@ -3,9 +3,11 @@
 With the seat bus in memory, only the process that holds the clients' connections can
 referee their duels. ``OnlineDuelRunner`` takes them up there: duels handed to it by the
 tasks of this process, and any other online duel it finds queued (by another process,
-such as the tournament manager's) or left with an expired lease, each played in a thread
-of its own. Duels with an LLM seat dispatched in this process are handed to it too
-(``duel_runner.services.llm_duel_play``): they wait on a model's server for minutes.
+such as the tournament manager's, or the embedded broker's worker, which cannot reach
+this bus) or left with an expired lease, each played in a thread of its own. With tasks
+run eagerly (``ARENA_BROKER_URL=eager``), duels with an LLM seat dispatched in this
+process are handed to it too (``duel_runner.services.llm_duel_play``): they wait on a
+model's server for minutes.
 """
 
 from __future__ import annotations

@@ -257,8 +257,8 @@ def online_duel_play(*, duel_id: int) -> float | None:
 
 
 def llm_duel_play(*, duel_id: int) -> float | None:
-    """Play a duel with an LLM seat. In a worker, here. Without a broker (the embedded
-    default), where the gateway's process has its pool of duel threads, handed to it, so
+    """Play a duel with an LLM seat. In a worker, here. Eagerly (``ARENA_BROKER_URL=eager``,
+    no worker), where the gateway's process has its pool of duel threads, handed to it, so
     that the tournament manager's pass that dispatched it is not held for the minutes an
     LLM duel takes; elsewhere (the demo command, a lone manager) here as well."""
     if settings.CELERY_TASK_ALWAYS_EAGER and LOCAL_REFEREE.submit is not None:

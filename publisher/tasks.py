@@ -22,7 +22,8 @@ TIME_LIMIT_SECONDS = 31 * 60
     time_limit=TIME_LIMIT_SECONDS,
 )
 def publish_revision(self, revision_id: int) -> None:  # type: ignore[no-untyped-def]
-    # In-process (no broker) nothing would come back later: one attempt, then failed or not.
+    # Eagerly (ARENA_BROKER_URL=eager) nothing would come back later: one attempt, then
+    # failed or not.
     retries_left = 0 if self.request.is_eager else MAX_RETRIES - self.request.retries
     try:
         services.revision_publish(revision_id=revision_id, retries_left=retries_left)

@@ -6,7 +6,10 @@
 # prints the standings, opens a Connect Four ladder for online play and prints the command
 # that connects a reference agent to it), then serves the site until Ctrl-C: the network
 # gateway (`manage.py run_gateway --manager`), which also referees online duels and runs
-# the tournament manager in the same process. Two LLM players play in the tic-tac-toe
+# the tournament manager in the same process. Builds, validations and duels go through the
+# embedded broker (var/broker.sqlite3) to a Celery worker that `manage.py demo` and then
+# the gateway each start as a child process and stop when they exit (Ctrl-C included);
+# its log is var/log/worker.log. Two LLM players play in the tic-tac-toe
 # round robin; their "model" is `python -m llm.local_server` (rule-based, no weights),
 # which this script serves on ARENA_DEMO_LLM_PORT (8011) for as long as it runs.
 #

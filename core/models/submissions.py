@@ -276,6 +276,12 @@ class Revision(models.Model):
             and not self.is_disabled
         )
 
+    @property
+    def is_being_checked(self) -> bool:
+        """Its build or validation is queued or running (a worker has it to do)."""
+        pending = {StepStatus.QUEUED, StepStatus.RUNNING}
+        return self.build_status in pending or self.validation_status in pending
+
     def step_duration(self, step: str) -> float | None:
         started = getattr(self, f"{step}_started_at")
         ended = getattr(self, f"{step}_ended_at")

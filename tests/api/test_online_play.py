@@ -151,7 +151,9 @@ def test_it_plays_an_online_agent_through_redis_and_the_online_workers(productio
     assert "online@" in production.workers.log("online")  # refereed by the online worker
 
 
-def test_it_plays_an_online_agent_on_the_embedded_default_in_one_process(settings, tmp_path: Path):
+def test_it_plays_an_online_agent_on_the_embedded_default(settings, tmp_path: Path):
+    """No Redis: the gateway's process referees the online duels (its bus is in memory);
+    the embedded broker's worker it starts plays the hosted ones."""
     from django.db import connection
 
     require(
@@ -159,7 +161,7 @@ def test_it_plays_an_online_agent_on_the_embedded_default_in_one_process(setting
         "the gateway process needs the PostgreSQL test database (SQLite's is private)",
     )
     owner = make_user()
-    _hosted_field(owner)  # built and validated in this process (no broker)
+    _hosted_field(owner)  # built and validated in this process (eagerly)
     processes = Workers("", settings, tmp_path)
     try:
         port = free_port()
@@ -172,6 +174,7 @@ def test_it_plays_an_online_agent_on_the_embedded_default_in_one_process(setting
             "--interval",
             "0.5",
             ARENA_ONLINE_BUS_URL="",
+            ARENA_VAR_DIR=str(tmp_path / "var"),
             **QUICK_LADDER,
             **GATEWAY_SETTINGS,
         )

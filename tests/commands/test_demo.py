@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import shutil
 import zipfile
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -10,6 +11,7 @@ from django.core.management.base import CommandError
 from pytest_django.fixtures import Settings
 
 from core.models import InviteCode, Revision, Role, Tournament, TournamentStatus, User
+from tests.support.embedded import EmbeddedSite
 from web.management.commands.demo import EXAMPLE_PLAYERS_DIR, zip_folder
 
 # The demo relies on work starting when each transaction commits, as in production.
@@ -96,3 +98,25 @@ def test_it_names_the_games_for_an_unknown_one() -> None:
     with pytest.raises(CommandError, match="unknown game"):
         call_command("demo", "--games=chess", stdout=io.StringIO())
     assert not Revision.objects.exists()
+
+
+def test_it_plays_through_a_worker_of_its_own_on_the_embedded_broker(
+    tmp_path: Path, embedded_database: Path
+) -> None:
+    # As scripts/demo.sh runs it: its own process, SQLite in var/, ARENA_BROKER_URL unset.
+    site = EmbeddedSite(tmp_path, database=embedded_database)
+    try:
+        out = site.manage("demo", "--games=sum_to_10", "--matches=2", timeout=300)
+        left_running = site.processes()
+    finally:
+        site.close()
+
+    assert "Started a Celery worker" in out
+    assert "optimal v1 (optimal.py) validated" in out
+    assert "Demo round robin #1: Sum to 10: completed" in out
+    standings = out.split("leaderboard (Elo ± sd, rank range)\n", 1)[1].splitlines()
+    assert "optimal v1" in "\n".join(standings[:4])
+    assert left_running == []  # the worker stopped with the command
+    log = site.worker_log()
+    assert "validate_revision" in log and "play_duel" in log
+    assert "database is locked" not in log

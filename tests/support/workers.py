@@ -1,10 +1,13 @@
-"""Real Celery worker processes, for pipeline tests, on the throwaway Redis server of
-``tests.support.redis``.
+"""Celery in the tests: eager by default, real worker processes for pipeline tests.
 
-``celery_workers`` starts worker processes on
-the build and duels queues against the test database, the way production runs them
-(and daemons such as the tournament manager, with ``manage``), and stops (or has
-already killed) them before the test's tables are flushed.
+The test process runs every task eagerly, right after the commit that started it
+(``ARENA_BROKER_URL=eager``), and so do the processes it starts unless a test gives them
+a broker: tests see the outcome of an upload or a launch when the call returns.
+
+``celery_workers`` starts worker processes on the build and duels queues of the throwaway
+Redis server of ``tests.support.redis``, against the test database, the way production
+runs them (and daemons such as the tournament manager, with ``manage``), and stops (or
+has already killed) them before the test's tables are flushed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,21 @@ def _database_url() -> str:
         f"postgres://{database['USER']}:{database['PASSWORD']}@{database['HOST']}:"
         f"{database['PORT']}/{database['NAME']}"
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from django.conf import settings
+
+    os.environ["ARENA_BROKER_URL"] = "eager"
+    if not settings.configured:
+        return
+    settings.ARENA_BROKER_URL = "eager"
+    settings.ARENA_EMBEDDED_BROKER = False
+    settings.CELERY_BROKER_URL = None
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    from core.celery import app
+
+    app.conf.update(broker_url=None, task_always_eager=True)
 
 
 class Workers:

@@ -4,7 +4,9 @@
 With a Redis seat bus (``ARENA_ONLINE_BUS_URL``) it only holds connections: duel
 workers on the ``online`` queue referee the duels. Without one (the embedded default) it
 referees its online duels itself, in threads of this process, and ``--manager`` also
-runs the tournament manager's passes here, so that one command plays everything.
+runs the tournament manager's passes here. With the embedded broker (``ARENA_BROKER_URL``
+unset) it also starts the Celery worker that builds, validates and plays everything else
+(``core/embedded_worker.py``) and stops it on exit, so that one command plays everything.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection
 
+from core.embedded_worker import EmbeddedWorker
+
 
 class Command(BaseCommand):
     help = (
         "Serve the site and online play (/api/v1/online/) with uvicorn. Without "
         "ARENA_ONLINE_BUS_URL, also referee online duels in this process; --manager also "
-        "runs the tournament manager here."
+        "runs the tournament manager here. Without ARENA_BROKER_URL (the embedded broker), "
+        "also run a Celery worker on every queue in a child process, unless --no-worker."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -39,15 +44,40 @@ class Command(BaseCommand):
             default=1.0,
             help="with --manager: seconds between the manager's idle passes (default 1)",
         )
+        parser.add_argument(
+            "--no-worker",
+            action="store_true",
+            help="with the embedded broker: start no Celery worker (one runs elsewhere)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        try:
+            if not settings.ARENA_EMBEDDED_BROKER or options["no_worker"]:
+                self.serve(options, worker=None)
+                return
+            worker = EmbeddedWorker(
+                log_path=settings.VAR_DIR / "log" / "worker.log",
+                concurrency=settings.ARENA_EMBEDDED_WORKER_CONCURRENCY,
+                report=logging.getLogger("core.embedded_worker").error,
+            )
+            with worker:
+                try:
+                    self.serve(options, worker=worker)
+                finally:
+                    self.stdout.write("Stopping the Celery worker (its running tasks may finish).")
+        except KeyboardInterrupt:
+            # uvicorn has shut down in order and raises Ctrl-C again: nothing to show.
+            pass
+        self.stdout.write("Stopped.")
+
+    def serve(self, options: dict[str, Any], *, worker: EmbeddedWorker | None) -> None:
         import uvicorn
 
         from duel_runner.online import OnlineDuelRunner
 
-        logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
         runner = None
         if not settings.ARENA_ONLINE_BUS_URL:
             runner = OnlineDuelRunner(concurrency=settings.ARENA_ONLINE_CONCURRENT_DUELS)
@@ -64,6 +94,12 @@ class Command(BaseCommand):
             f"Gateway on {where} (online play at {where}/api/v1/online/); online duels "
             + ("refereed by the duel workers" if runner is None else "refereed here")
             + ("; the tournament manager runs here" if manager else "")
+            + (
+                f"; builds, validations and duels played by a Celery worker (pid "
+                f"{worker.pid}, log {worker.log_path})"
+                if worker
+                else ""
+            )
             + ". Ctrl-C stops it."
         )
         config = uvicorn.Config(

@@ -16,6 +16,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from core.accounts import random_password, user_create
+from core.embedded_worker import EmbeddedWorker
 from core.errors import ArenaError
 from core.llm import llm_player_register, llm_player_update
 from core.models import (
@@ -117,6 +118,8 @@ class Command(BaseCommand):
         "game and print the standings. Safe to run again: identical uploads are skipped and "
         "a game with a completed tournament is not played again unless --fresh."
     )
+    #: The embedded broker's worker, while this command runs it.
+    worker: EmbeddedWorker | None = None
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -132,7 +135,8 @@ class Command(BaseCommand):
             "--timeout",
             type=float,
             default=600,
-            help="seconds to wait for a tournament played elsewhere (by workers)",
+            help="seconds to wait for the workers to validate a game's players, and again "
+            "to play its tournament",
         )
         parser.add_argument(
             "--llm-url",
@@ -147,9 +151,29 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        started = time.monotonic()
         if options["matches"] is not None and options["matches"] < 1:
             raise CommandError("--matches must be at least 1")
+        if not settings.ARENA_EMBEDDED_BROKER:
+            # In-process (eager), or a broker whose workers run elsewhere.
+            self.worker = None
+            self.play(options)
+            return
+        # The embedded broker: this command starts the worker that builds, validates and
+        # plays, as ``run_gateway`` does, and stops it when the demo is ready.
+        self.worker = EmbeddedWorker(
+            log_path=Path(settings.VAR_DIR) / "log" / "worker.log",
+            concurrency=settings.ARENA_EMBEDDED_WORKER_CONCURRENCY,
+            report=lambda text: self.stderr.write(text),
+        )
+        with self.worker:
+            self.stdout.write(
+                f"Started a Celery worker (pid {self.worker.pid}, log "
+                f"{_shown_path(self.worker.log_path)}): it builds, validates and plays."
+            )
+            self.play(options)
+
+    def play(self, options: dict[str, Any]) -> None:
+        started = time.monotonic()
         environments = {environment.name: environment for environment in environments_import()}
         games = options["games"] or sorted(environments)
         unknown = sorted(set(games) - set(environments))
@@ -168,7 +192,9 @@ class Command(BaseCommand):
             environment = environments[game]
             self.stdout.write("")
             self.stdout.write(self.style.MIGRATE_HEADING(f"=== {environment.title} ({game}) ==="))
-            self.upload_players(environment, owners=(organizer, attendee))
+            self.upload_players(
+                environment, owners=(organizer, attendee), timeout=options["timeout"]
+            )
             if game == LLM_GAME:
                 self.llm_setup(environment, owner=organizer, url=options["llm_url"])
             tournament = self.round_robin(
@@ -339,26 +365,54 @@ class Command(BaseCommand):
             )
         return invite
 
-    def upload_players(self, environment: Environment, *, owners: tuple[User, User]) -> None:
+    def upload_players(
+        self, environment: Environment, *, owners: tuple[User, User], timeout: float
+    ) -> None:
         players = reference_players(environment.name)
+        uploads = []
         for index, player in enumerate(players):
             owner = owners[index % len(owners)]
             try:
                 competitor = competitor_get_or_create(
                     owner=owner, environment=environment, name=player.name, is_public=True
                 )
-                revision, note = self.upload(competitor, owner, player)
+                uploads.append(self.upload(competitor, owner, player))
             except ArenaError as error:
                 self.stdout.write(self.style.ERROR(f"  ✘ {player.name}: {error.message}"))
-                continue
-            self.report_validation(revision, note)
+        self.wait_for_validations(uploads, timeout=timeout)
+
+    def wait_for_validations(self, uploads: list[tuple[Revision, str]], *, timeout: float) -> None:
+        """Report each upload as the workers finish building and validating it (in
+        process, eagerly, they are done already); after ``timeout`` seconds, the rest as
+        they are."""
+        waiting = list(uploads)
+        deadline = time.monotonic() + timeout
+        while waiting:
+            for revision, note in list(waiting):
+                revision.refresh_from_db()
+                if not revision.is_being_checked:
+                    self.report_validation(revision, note)
+                    waiting.remove((revision, note))
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                for revision, note in waiting:
+                    self.report_validation(revision, note)
+                return
+            self.check_worker()
+            time.sleep(0.2)
+
+    def check_worker(self) -> None:
+        """Stop waiting for a worker that was given up on (it says why)."""
+        if self.worker is not None and self.worker.failure is not None:
+            raise CommandError(self.worker.failure)
 
     def upload(
         self, competitor: Competitor, owner: User, player: ReferencePlayer
     ) -> tuple[Revision, str]:
         """The competitor's revision with these bytes (uploaded, reused, or re-queued if it
-        did not validate) and what was done. In the embedded setup the build and the
-        validation run right after the upload commits, so they are over when this returns."""
+        did not validate) and what was done. Its build and validation start once the upload
+        commits: in a worker (``wait_for_validations``), or eagerly, over when this returns."""
         revision = competitor.revisions.filter(sha256=player.sha256).order_by("-version").first()
         note = "already uploaded"
         if revision is None:
@@ -455,10 +509,20 @@ class Command(BaseCommand):
         began = time.monotonic()
         tournament_launch(tournament=tournament)
         tournament.refresh_from_db()
-        # In the embedded setup the duels are played by now; with workers, wait for them.
+        # Eagerly the duels are played by now; otherwise the workers play them meanwhile,
+        # counted on a line of their own in a terminal.
+        shown = None
         while not tournament.is_finished and time.monotonic() - began < timeout:
-            time.sleep(0.5)
+            self.check_worker()
+            progress = f"  {tournament.duels_done}/{tournament.duels_total} duels played"
+            if self.stdout.isatty() and progress != shown:
+                self.stdout.write(f"\r{progress}", ending="")
+                self.stdout.flush()
+                shown = progress
+            time.sleep(0.3)
             tournament.refresh_from_db()
+        if shown is not None:
+            self.stdout.write(f"\r{' ' * len(shown)}\r", ending="")
         took = time.monotonic() - began
         status = tournament.get_status_display().lower()
         line = (

@@ -1,0 +1,135 @@
+"""The embedded default's Celery broker: a SQLite file, no server to run.
+
+Why kombu's SQLAlchemy transport and not its filesystem one (both need no server):
+
+- Taking a message is a SQLite transaction (``BEGIN IMMEDIATE``, select, delete, commit),
+  so of several worker processes exactly one gets it. The filesystem transport takes a
+  message by moving its file to the system's temporary folder: across file systems that is
+  a copy then a delete, which two workers can both do (the same task run twice), and it
+  takes no lock, so it can take a file another process is still writing (an empty message,
+  lost).
+- Queues are rows, so the four of ``CELERY_TASK_ROUTES`` live in one file beside the
+  database. The price is one pinned dependency, SQLAlchemy.
+
+What neither transport can do, and so this one does not: give back a message whose
+worker was killed outright (SIGKILL, a crash of the machine). kombu's SQLAlchemy transport
+hides a taken message for good, with no visibility timeout as Redis has. Everything else
+of late acknowledgement holds: a pool process that dies has its task put back by the
+worker (``CELERY_TASK_REJECT_ON_WORKER_LOST``), and a worker stopped by a signal puts back
+the messages it took and had not finished. A killed worker's work is recovered by the
+platform itself, as in production: its duel, build or validation lease runs out and the
+tournament manager queues it again (``tournament_manager/daemon.py``); and work still
+queued whose message was lost any other way is sent again after
+``ARENA_RESEND_AFTER_SECONDS``.
+
+Three changes to kombu's transport, each for several processes on one SQLite file:
+
+- write-ahead logging and a 30 s busy timeout, so readers never wait for the writer and a
+  writer waits for the other instead of failing with "database is locked";
+- an engine per process: a SQLite connection must never cross a fork (Celery's pool);
+- a taken message is deleted, where kombu keeps it forever, hidden and never read again,
+  so the file would grow by every task ever run.
+
+It polls the queues every ``polling_interval`` seconds when they are empty.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from json import loads
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+from kombu.transport import sqlalchemy
+from kombu.transport.sqlalchemy.models import metadata
+from kombu.utils.encoding import bytes_to_str
+from sqlalchemy import create_engine, event, make_url, select, text
+from sqlalchemy.dialects.sqlite import insert
+from sqlalchemy.orm import sessionmaker
+
+#: Seconds a writer waits for another one before it gives up.
+BUSY_TIMEOUT_SECONDS = 30
+
+# (process id, database URL) -> (engine, session factory)
+_ENGINES: dict[tuple[int, str], tuple[Any, Any]] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def _configure_connection(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    # With write-ahead logging a commit is durable once checkpointed; a power loss may
+    # undo the last few messages (they are sent again, see the module's docstring), never
+    # corrupt the file.
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+class Channel(sqlalchemy.Channel):
+    def _open(self) -> tuple[Any, Any]:
+        url = self.connection.client.hostname
+        key = (os.getpid(), url)
+        with _ENGINES_LOCK:
+            if key not in _ENGINES:
+                database = make_url(url).database
+                if database:
+                    Path(database).parent.mkdir(parents=True, exist_ok=True)
+                engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
+                event.listen(engine, "connect", _configure_connection)
+                with engine.begin() as connection:
+                    # One process at a time: of several creating the tables of a new
+                    # file at once, the others would fail ("table already exists").
+                    connection.exec_driver_sql("BEGIN IMMEDIATE")
+                    metadata.create_all(connection)
+                _ENGINES[key] = engine, sessionmaker(bind=engine)
+            return _ENGINES[key]
+
+    def _get_or_create(self, queue: str) -> Any:
+        """The queue's row; two processes creating it at once both get it."""
+        found = self.session.query(self.queue_cls).filter(self.queue_cls.name == queue).first()
+        if found is not None:
+            return found
+        self.session.execute(
+            insert(self.queue_cls.__table__).values(name=queue).on_conflict_do_nothing()
+        )
+        self.session.commit()
+        return self.session.query(self.queue_cls).filter(self.queue_cls.name == queue).one()
+
+    def _get(self, queue: str) -> dict[str, Any]:
+        """Take the queue's oldest message: deleted in the transaction that reads it."""
+        queue_id = self._get_or_create(queue).id
+        message = self.message_cls
+        session = self.session
+        try:
+            # The write lock first: a read that turns into a write later fails at once
+            # when another process wrote in between.
+            session.execute(text("BEGIN IMMEDIATE"))
+            row = session.execute(
+                select(message.id, message.payload)
+                .where(message.queue_id == queue_id, message.visible.is_not(False))
+                .order_by(message.sent_at, message.id)
+                .limit(1)
+            ).first()
+            if row is None:
+                session.rollback()
+                raise Empty()
+            session.execute(message.__table__.delete().where(message.id == row.id))
+            session.commit()
+        except Empty:
+            raise
+        except BaseException:
+            session.rollback()
+            raise
+        return loads(bytes_to_str(row.payload))
+
+
+class Transport(sqlalchemy.Transport):
+    Channel = Channel
+    polling_interval = 0.2
+
+    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+        # Celery's worker waits up to 2 s here before it looks at its signals: a stop
+        # would wait that long for nothing.
+        super().drain_events(connection, timeout=min(timeout, 0.5) if timeout else timeout)
