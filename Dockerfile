@@ -39,7 +39,7 @@ COPY --from=dependencies /opt/arena/venv /opt/arena/venv
 RUN groupadd --gid 10100 arena \
     && useradd --uid 10100 --gid 10100 --home-dir /srv/arena --no-create-home \
         --shell /usr/sbin/nologin arena \
-    && mkdir -p /srv/arena/static /srv/arena/media /srv/arena/var /srv/arena/maintenance \
+    && mkdir -p /srv/arena/static /srv/arena/media /srv/arena/var /srv/arena/publisher /srv/arena/maintenance \
         /run/arena-engine /var/lib/nginx /var/log/nginx \
     && chown -R arena:arena /srv/arena /run/arena-engine /var/lib/nginx /var/log/nginx
 

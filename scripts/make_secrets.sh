@@ -32,3 +32,9 @@ write secret_key "$(random)$(random)"
 write secrets_key "$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"
 write database_url "postgres://arena:$(cat "$folder/db_password")@$host_db:5432/arena"
 write broker_url "redis://:$(cat "$folder/redis_password")@$host_redis:6379/0"
+# The publication repository's URL, with its credentials (README, "Publishing"); left
+# empty, publishing is off.
+if [ ! -e "$folder/publish_repository" ]; then
+  : > "$folder/publish_repository"
+  chmod 0644 "$folder/publish_repository"
+fi

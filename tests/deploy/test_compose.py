@@ -19,7 +19,7 @@ from tests.support.require import require
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {
     "nginx", "web", "gateway", "migrate", "prepare", "worker-build", "worker-duels",
-    "worker-online", "beat", "manager", "engine", "postgres", "redis",
+    "worker-online", "worker-publish", "beat", "manager", "engine", "postgres", "redis",
 }  # fmt: skip
 ONE_SHOTS = {"migrate", "prepare"}
 
@@ -76,7 +76,7 @@ def test_every_long_running_service_has_a_healthcheck_and_starts_after_what_it_n
         for needed, condition in (service.get("depends_on") or {}).items():
             wanted = "service_completed_successfully" if needed in ONE_SHOTS else "service_healthy"
             assert condition["condition"] == wanted, f"{name} waits on {needed}: {condition}"
-    for name in ("web", "gateway", "beat", "manager", "worker-duels", "worker-build"):
+    for name in ("web", "gateway", "manager", "worker-duels", "worker-build", "worker-publish"):
         assert control[name]["depends_on"]["migrate"]["condition"] == (
             "service_completed_successfully"
         )
@@ -103,7 +103,7 @@ def test_only_the_engine_proxy_holds_the_docker_socket_and_the_site_no_way_to_th
     assert control["engine"]["network_mode"] == "none"
     with_engine = holding("engine-socket")
     assert with_engine == {"engine", "worker-build", "worker-duels", "worker-online"}
-    for name in ("web", "gateway", "nginx", "beat", "manager"):
+    for name in ("web", "gateway", "nginx", "beat", "manager", "worker-publish"):
         assert "DOCKER_HOST" not in (control[name].get("environment") or {}), name
 
 
@@ -135,10 +135,37 @@ def test_secrets_come_from_files_and_stay_out_of_the_repository(control):
         assert "DATABASE_URL" not in environment and "ARENA_SECRET_KEY" not in environment
 
 
+def test_each_service_gets_only_the_secrets_it_uses(control):
+    def mounting(secret: str) -> set[str]:
+        return {
+            name
+            for name, service in control.items()
+            if any(entry.get("source", entry) == secret for entry in service.get("secrets", []))
+        }
+
+    # The key of LLM players' API keys: where they are entered and where they are used.
+    assert mounting("secrets_key") == {"web", "worker-online"}
+    for name in set(control) - {"web", "worker-online"}:
+        assert "ARENA_SECRETS_KEY_FILE" not in (control[name].get("environment") or {}), name
+    # The publication remote's credentials: the publisher only.
+    assert mounting("publish_repository") == {"worker-publish"}
+    # Beat sends tasks: the broker, no database, no key to the site's sessions.
+    assert mounting("database_url") >= {"web", "gateway", "migrate", "manager"}
+    assert "beat" not in mounting("database_url") | mounting("secret_key")
+    assert mounting("db_password") == {"postgres"}
+    assert mounting("redis_password") == {"redis"}
+    assert not control["nginx"].get("secrets") and not control["engine"].get("secrets")
+
+
 def test_worker_machines_and_the_control_machine_files_resolve():
     workers = compose_config("docker-compose.worker.yml")["services"]
     assert set(workers) == {"prepare", "worker-build", "worker-duels", "worker-online", "engine"}
     assert not any(service.get("ports") for service in workers.values())
+    assert [
+        name
+        for name, service in workers.items()
+        if any(entry.get("source", entry) == "secrets_key" for entry in service.get("secrets", []))
+    ] == ["worker-online"]
     published = compose_config(
         "docker-compose.yml",
         "docker-compose.control.yml",
