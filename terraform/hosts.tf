@@ -103,7 +103,6 @@ resource "aws_key_pair" "admin" {
 resource "aws_instance" "control" {
   ami                    = local.ami_id
   instance_type          = var.control_instance_type
-  availability_zone      = local.availability_zone
   subnet_id              = aws_subnet.control.id
   private_ip             = local.control_private_ip
   vpc_security_group_ids = [aws_security_group.control.id]
@@ -153,7 +152,6 @@ resource "aws_instance" "worker" {
   count                  = var.worker_count
   ami                    = local.ami_id
   instance_type          = var.worker_instance_type
-  availability_zone      = local.availability_zone
   subnet_id              = aws_subnet.workers.id
   vpc_security_group_ids = [aws_security_group.workers.id]
   iam_instance_profile   = aws_iam_instance_profile.host.name

@@ -5,8 +5,9 @@
 
 locals {
   availability_zone = var.availability_zone != "" ? var.availability_zone : "${var.aws_region}a"
-  control_cidr      = cidrsubnet(var.vpc_cidr, 8, 0)
-  workers_cidr      = cidrsubnet(var.vpc_cidr, 8, 1)
+  subnet_newbits    = 24 - tonumber(split("/", var.vpc_cidr)[1])
+  control_cidr      = cidrsubnet(var.vpc_cidr, local.subnet_newbits, 0)
+  workers_cidr      = cidrsubnet(var.vpc_cidr, local.subnet_newbits, 1)
   # Fixed, so that the workers' boot configuration can name it without waiting for the
   # control machine (and without a cycle between the two).
   control_private_ip = cidrhost(local.control_cidr, 10)

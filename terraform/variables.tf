@@ -27,7 +27,7 @@ variable "repository_url" {
   type        = string
 
   validation {
-    condition     = can(regex("^https://", var.repository_url))
+    condition     = can(regex("^https://[A-Za-z0-9._~:/@%+-]+$", var.repository_url))
     error_message = "repository_url must be an https URL: the machines open only ports 80 and 443 outwards by default."
   }
 }
@@ -55,13 +55,13 @@ variable "domain_name" {
 }
 
 variable "vpc_cidr" {
-  description = "Address range of the VPC; the control machine's subnet is its first /24, the workers' the second."
+  description = "Address range of the VPC, /16 to /23; the control machine's subnet is its first /24, the workers' the second."
   type        = string
   default     = "10.42.0.0/16"
 
   validation {
-    condition     = can(cidrsubnet(var.vpc_cidr, 8, 1)) && tonumber(split("/", var.vpc_cidr)[1]) <= 22
-    error_message = "vpc_cidr must be an IPv4 range of /22 or larger, e.g. 10.42.0.0/16."
+    condition     = can(cidrnetmask(var.vpc_cidr)) && try(tonumber(split("/", var.vpc_cidr)[1]) >= 16 && tonumber(split("/", var.vpc_cidr)[1]) <= 23, false)
+    error_message = "vpc_cidr must be an IPv4 range from /16 to /23, e.g. 10.42.0.0/16."
   }
 }
 
