@@ -26,43 +26,44 @@ data "aws_ami" "debian" {
 locals {
   ami_id = var.ami_id != "" ? var.ami_id : data.aws_ami.debian[0].id
 
+  # Each kind of machine's compose files (README.md, "Production"): the control machine
+  # also publishes PostgreSQL and Redis on its private address for the workers.
   compose_files = {
-    control = "docker-compose.yml"
-    worker  = "docker-compose.worker.yml"
+    control = ["docker-compose.yml", "docker-compose.control.yml"]
+    worker  = ["docker-compose.worker.yml"]
   }
 
-  # Settings every machine writes to its env file (the repository's .env); the secrets
-  # are added at boot from SSM Parameter Store. COMPOSE_FILE there makes a plain
+  # The settings of each machine's .env, none secret: the secrets are files in the
+  # checkout's secrets/ folder, written at boot from SSM Parameter Store, and arena-boot
+  # adds DOCKER_GID, the docker group's id on the machine. COMPOSE_FILE makes a plain
   # `docker-compose ps` or `logs` on a machine see its own services.
   common_settings = {
-    ARENA_DEBUG        = "0"
-    ARENA_SANDBOX      = "docker"
-    ARENA_CONTROL_HOST = local.control_private_ip
+    ARENA_DEBUG     = "0"
+    ARENA_SANDBOX   = "docker"
+    ARENA_HOST_DATA = "/var/lib/arena"
   }
   control_settings = merge(local.common_settings, {
-    ARENA_ALLOWED_HOSTS = join(",", compact([var.domain_name, aws_eip.control.public_ip]))
-    COMPOSE_FILE        = local.compose_files.control
+    ARENA_ALLOWED_HOSTS   = join(",", compact([var.domain_name, aws_eip.control.public_ip]))
+    ARENA_PRIVATE_ADDRESS = local.control_private_ip
+    ARENA_HTTP_PORT       = "80"
+    ARENA_HTTPS_PORT      = "443"
+    COMPOSE_FILE          = join(":", local.compose_files.control)
   }, var.settings)
   worker_settings = merge(local.common_settings, {
-    COMPOSE_FILE = local.compose_files.worker
+    COMPOSE_FILE = join(":", local.compose_files.worker)
   }, var.settings)
 
   # What files/arena-boot.sh needs besides the settings: where the code and the secrets
-  # are, and where PostgreSQL and Redis answer (compose's service names on the control
-  # machine, its private address on the workers).
-  common_boot = {
+  # are, and on a worker the control machine's address, which make_secrets.sh puts in
+  # the URLs of PostgreSQL and Redis (on the control machine they name compose's services).
+  control_boot = {
     ARENA_REPOSITORY       = var.repository_url
     ARENA_REF              = var.repository_ref
     ARENA_REGION           = var.aws_region
     ARENA_PARAMETER_PREFIX = local.parameter_prefix
   }
-  control_boot = merge(local.common_boot, {
-    ARENA_DATABASE_HOST = "postgres"
-    ARENA_REDIS_HOST    = "redis"
-  })
-  worker_boot = merge(local.common_boot, {
-    ARENA_DATABASE_HOST = local.control_private_ip
-    ARENA_REDIS_HOST    = local.control_private_ip
+  worker_boot = merge(local.control_boot, {
+    CONTROL_HOST = local.control_private_ip
   })
 
   # Env files go into the cloud-init template as JSON strings, which YAML reads as quoted
@@ -79,18 +80,18 @@ locals {
 
   # The variables of templates/cloud-init.yaml.tftpl for each kind of machine.
   control_cloud_init = {
-    role         = "control"
-    compose_file = local.compose_files.control
-    boot_env     = local.env_files.control_boot
-    settings_env = local.env_files.control_settings
-    boot_script  = local.boot_script
+    role            = "control"
+    compose_options = join(" ", formatlist("-f %s", local.compose_files.control))
+    boot_env        = local.env_files.control_boot
+    settings_env    = local.env_files.control_settings
+    boot_script     = local.boot_script
   }
   worker_cloud_init = {
-    role         = "worker"
-    compose_file = local.compose_files.worker
-    boot_env     = local.env_files.worker_boot
-    settings_env = local.env_files.worker_settings
-    boot_script  = local.boot_script
+    role            = "worker"
+    compose_options = join(" ", formatlist("-f %s", local.compose_files.worker))
+    boot_env        = local.env_files.worker_boot
+    settings_env    = local.env_files.worker_settings
+    boot_script     = local.boot_script
   }
 }
 

@@ -17,7 +17,7 @@ output "control_public_dns" {
 }
 
 output "control_private_ip" {
-  description = "Private address of the control machine, where the workers reach PostgreSQL and Redis (ARENA_CONTROL_HOST)."
+  description = "Private address of the control machine, where the workers reach PostgreSQL and Redis (CONTROL_HOST of scripts/make_secrets.sh)."
   value       = aws_instance.control.private_ip
 }
 

@@ -19,8 +19,8 @@ locals {
   parameter_prefix = "/${var.name}"
 }
 
-# Every secret lands in an env file read by docker-compose (and the passwords also in
-# URLs), so none holds a character that a dotenv parser, a shell or a URL reads specially.
+# Every secret lands in a file of the machines' secrets/ folder, and the passwords also in
+# URLs, so none holds a character that a shell or a URL reads specially.
 resource "random_password" "django_secret_key" {
   length           = 64
   override_special = "-_"

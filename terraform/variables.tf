@@ -161,7 +161,7 @@ variable "egress_ports" {
 }
 
 variable "settings" {
-  description = "Further Arena settings (README.md, \"Settings\") written to every machine's env file, e.g. ARENA_FROM_EMAIL; never secrets (they would sit in the user data)."
+  description = "Further Arena settings (README.md, \"Settings\") written to every machine's .env, e.g. ARENA_FROM_EMAIL; never secrets (they would sit in the user data)."
   type        = map(string)
   default     = {}
 
@@ -176,6 +176,13 @@ variable "settings" {
       "DATABASE_URL", "ARENA_BROKER_URL", "ARENA_ONLINE_BUS_URL",
     ])) == 0
     error_message = "settings must not set the secrets or the URLs holding them: the machines build those from SSM Parameter Store."
+  }
+
+  validation {
+    condition = length(setintersection(keys(var.settings), [
+      "DOCKER_GID", "ARENA_PRIVATE_ADDRESS", "ARENA_HTTP_PORT", "ARENA_HTTPS_PORT", "COMPOSE_FILE",
+    ])) == 0
+    error_message = "settings must not set DOCKER_GID, ARENA_PRIVATE_ADDRESS, ARENA_HTTP_PORT, ARENA_HTTPS_PORT or COMPOSE_FILE: the machines and the firewall depend on their values."
   }
 }
 

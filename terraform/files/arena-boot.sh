@@ -1,16 +1,34 @@
 #!/bin/bash
-# First boot of an Arena machine, run once by cloud-init (templates/cloud-init.yaml.tftpl):
-# the secrets from SSM Parameter Store into /etc/arena/arena.env, the repository at
-# ARENA_REF in /opt/arena with that file as its .env, then the images
-# (scripts/build_images.sh, offline from the Debian mirror). arena.service starts the
-# services afterwards. Running it again refreshes the env file, the checkout and the images.
+# First boot of an Arena machine, run once as root by cloud-init
+# (templates/cloud-init.yaml.tftpl): the repository at ARENA_REF in /opt/arena, the
+# secrets from SSM Parameter Store into /opt/arena/secrets (scripts/make_secrets.sh, the
+# layout docker-compose mounts), the non-secret settings into /opt/arena/.env, then the
+# images (scripts/build_images.sh, offline from the Debian mirror). arena.service starts
+# the compose files afterwards. Running it again refreshes the checkout, the secrets, the
+# settings and the images.
 set -euo pipefail
-# ARENA_REPOSITORY, ARENA_REF, ARENA_REGION, ARENA_PARAMETER_PREFIX, ARENA_DATABASE_HOST,
-# ARENA_REDIS_HOST: written by Terraform, no secret among them.
+# Fixed on the machines; tests point them at a folder of their own.
+etc=${ARENA_ETC:-/etc/arena}
+checkout=${ARENA_CHECKOUT:-/opt/arena}
+# ARENA_REPOSITORY, ARENA_REF, ARENA_REGION, ARENA_PARAMETER_PREFIX, and on a worker
+# CONTROL_HOST (the control machine's private address): written by Terraform, no secret
+# among them.
 # shellcheck source=/dev/null
-. /etc/arena/boot.env
+. "$etc/boot.env"
 
 say() { printf 'arena-boot: %s\n' "$*" >&2; }
+
+if [ ! -d "$checkout/.git" ]; then
+  say "cloning $ARENA_REPOSITORY"
+  git clone --quiet "$ARENA_REPOSITORY" "$checkout"
+fi
+git -C "$checkout" fetch --quiet --tags origin
+# A branch is checked out as the remote has it; a tag or a commit as it is.
+ref=$ARENA_REF
+if git -C "$checkout" rev-parse --verify --quiet "origin/$ARENA_REF^{commit}" >/dev/null; then
+  ref=origin/$ARENA_REF
+fi
+git -C "$checkout" checkout --quiet --detach "$ref"
 
 # A new instance role can take a little while to be usable, so reading is retried.
 secret() {
@@ -29,40 +47,28 @@ secret() {
 say "reading the secrets from SSM Parameter Store ($ARENA_PARAMETER_PREFIX/...)"
 secret_key=$(secret django-secret-key)
 secrets_key=$(secret secrets-key)
-database_password=$(secret database-password)
+db_password=$(secret database-password)
 redis_password=$(secret redis-password)
+# make_secrets.sh lays them out as on any other machine, with the URLs built from them
+# (naming the control machine's address on a worker): ./secrets, 0700, owned by root
+# (this script's user), each file readable by the containers that mount it.
+GIVEN_SECRET_KEY=$secret_key GIVEN_SECRETS_KEY=$secrets_key GIVEN_DB_PASSWORD=$db_password \
+  GIVEN_REDIS_PASSWORD=$redis_password CONTROL_HOST=${CONTROL_HOST:-} \
+  "$checkout/scripts/make_secrets.sh" >&2
 
-# mktemp makes the file readable by root only; mv replaces the old one at once.
-env_file=$(mktemp /etc/arena/arena.env.XXXXXX)
+# .env holds settings only: Terraform's, and the docker group's id on this machine (the
+# engine proxy runs in it). mktemp and mv replace the old file at once.
+docker_gid=$(getent group docker | cut -d: -f3) || { say "no docker group (docker.io)"; exit 1; }
+env_file=$(mktemp "$etc/env.XXXXXX")
 {
-  echo "# Written by arena-boot from /etc/arena/settings.env and SSM Parameter Store."
-  cat /etc/arena/settings.env
-  echo "ARENA_SECRET_KEY=$secret_key"
-  echo "ARENA_SECRETS_KEY=$secrets_key"
-  echo "POSTGRES_USER=arena"
-  echo "POSTGRES_DB=arena"
-  echo "POSTGRES_PASSWORD=$database_password"
-  echo "REDIS_PASSWORD=$redis_password"
-  echo "DATABASE_URL=postgres://arena:$database_password@$ARENA_DATABASE_HOST:5432/arena"
-  echo "ARENA_BROKER_URL=redis://:$redis_password@$ARENA_REDIS_HOST:6379/0"
-  echo "ARENA_ONLINE_BUS_URL=redis://:$redis_password@$ARENA_REDIS_HOST:6379/1"
+  echo "# Written by arena-boot from $etc/settings.env; the secrets are in ./secrets."
+  cat "$etc/settings.env"
+  echo "DOCKER_GID=$docker_gid"
 } >"$env_file"
-mv "$env_file" /etc/arena/arena.env
+chmod 0644 "$env_file"
+mv "$env_file" "$checkout/.env"
 
-if [ ! -d /opt/arena/.git ]; then
-  say "cloning $ARENA_REPOSITORY"
-  git clone --quiet "$ARENA_REPOSITORY" /opt/arena
-fi
-git -C /opt/arena fetch --quiet --tags origin
-# A branch is checked out as the remote has it; a tag or a commit as it is.
-ref=$ARENA_REF
-if git -C /opt/arena rev-parse --verify --quiet "origin/$ARENA_REF^{commit}" >/dev/null; then
-  ref=origin/$ARENA_REF
-fi
-git -C /opt/arena checkout --quiet --detach "$ref"
-ln -sfn /etc/arena/arena.env /opt/arena/.env
-
-say "building the images at $(git -C /opt/arena rev-parse --short HEAD)"
-cd /opt/arena
+say "building the images at $(git -C "$checkout" rev-parse --short HEAD)"
+cd "$checkout"
 scripts/build_images.sh
 say "done; arena.service starts the services"

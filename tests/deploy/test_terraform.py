@@ -1,7 +1,9 @@
 """terraform/, checked without the terraform binary (not installable here): every file
 parses (python-hcl2), the README documents exactly the variables and outputs there are,
 the firewall opens what the README says and nothing more, the cloud-init template renders
-for both kinds of machine with no secret in it, and checkov finds no failed check."""
+for both kinds of machine with no secret in it, the boot script (run with stand-ins for
+AWS, git and the image build) writes every secret file the compose files mount and no
+secret into .env, and checkov finds no failed check."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from tests.support.require import require
 
 ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
+BOOT_SCRIPT = TERRAFORM / "files" / "arena-boot.sh"
 CHECKOV = ROOT / ".venv-tools" / "bin" / "checkov"
 #: Plain Python values: no comment or block markers, strings without their quotes.
 PLAIN = SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
@@ -103,7 +107,8 @@ def _local_value(expression: str, locals_: dict[str, Any]) -> Any:
 
 def _cloud_init(instance: str) -> tuple[str, dict[str, Any]]:
     """The rendered user data of an ``aws_instance`` and its parsed YAML. Values Terraform
-    computes (the env files) are stood in for; the boot script is the real one."""
+    computes (the env files, the compose options) are stood in for; the boot script is
+    the real one."""
     user_data = _resources("aws_instance")[instance]["user_data"]
     call = re.fullmatch(r'\$\{templatefile\("\$\{path\.module\}/(.+)", local\.(\w+)\)\}', user_data)
     assert call, f"aws_instance.{instance} renders no template from a local: {user_data}"
@@ -112,9 +117,14 @@ def _cloud_init(instance: str) -> tuple[str, dict[str, Any]]:
     expressions = locals_[local_name]
     assert expressions["boot_script"] == "${local.boot_script}"
     assert locals_["boot_script"] == '${base64encode(file("${path.module}/files/arena-boot.sh"))}'
-    script = (TERRAFORM / "files" / "arena-boot.sh").read_bytes()
+    script = BOOT_SCRIPT.read_bytes()
+    role = _local_value(expressions["role"], locals_)
+    assert expressions["compose_options"] == (
+        f'${{join(" ", formatlist("-f %s", local.compose_files.{role}))}}'
+    )
     stand_ins = {
         "boot_script": base64.b64encode(script).decode(),
+        "compose_options": " ".join(f"-f {name}" for name in locals_["compose_files"][role]),
         "boot_env": json.dumps("ARENA_REF=main\nARENA_REGION=eu-west-1\n"),
         "settings_env": json.dumps("ARENA_DEBUG=0\nARENA_SANDBOX=docker\n"),
     }
@@ -203,26 +213,31 @@ def test_it_opens_ssh_only_when_asked_and_only_from_the_given_range() -> None:
 
 
 @pytest.mark.parametrize(
-    ("instance", "compose_file"),
-    [("control", "docker-compose.yml"), ("worker", "docker-compose.worker.yml")],
+    ("instance", "compose_files"),
+    [
+        ("control", ["docker-compose.yml", "docker-compose.control.yml"]),
+        ("worker", ["docker-compose.worker.yml"]),
+    ],
 )
-def test_it_boots_each_machine_into_its_own_compose_file(instance: str, compose_file: str) -> None:
+def test_it_boots_each_machine_into_its_own_compose_files(
+    instance: str, compose_files: list[str]
+) -> None:
     rendered, cloud_config = _cloud_init(instance)
     unit = _written(cloud_config, "/etc/systemd/system/arena.service")["content"]
     boot_script = _written(cloud_config, "/usr/local/sbin/arena-boot")
+    options = " ".join(f"-f {name}" for name in compose_files)
 
     assert rendered.startswith("#cloud-config\n")
     assert len(rendered.encode()) < USER_DATA_LIMIT
     assert {"docker.io", "docker-compose", "git", "debootstrap", "awscli"} <= set(
         cloud_config["packages"]
     )
-    assert f"Environment=COMPOSE_FILE={compose_file}\n" in unit
+    assert _named("locals")["compose_files"][instance] == compose_files
     assert "WorkingDirectory=/opt/arena\n" in unit
-    assert "ExecStart=/usr/bin/docker-compose up -d\n" in unit
-    assert (
-        base64.b64decode(boot_script["content"])
-        == (TERRAFORM / "files" / "arena-boot.sh").read_bytes()
-    )
+    assert f"ExecStart=/usr/bin/docker-compose {options} up -d\n" in unit
+    assert f"ExecStop=/usr/bin/docker-compose {options} stop\n" in unit
+    assert "COMPOSE_FILE" not in unit
+    assert base64.b64decode(boot_script["content"]) == BOOT_SCRIPT.read_bytes()
     assert boot_script["permissions"] == "0755"
     assert cloud_config["runcmd"] == [
         "/usr/local/sbin/arena-boot && systemctl enable --now arena.service"
@@ -234,9 +249,13 @@ def test_it_points_the_workers_at_the_control_machines_private_address() -> None
     control = _resources("aws_instance")["control"]
 
     assert control["private_ip"] == "${local.control_private_ip}"
-    assert locals_["common_settings"]["ARENA_CONTROL_HOST"] == "${local.control_private_ip}"
-    assert "ARENA_DATABASE_HOST = local.control_private_ip" in locals_["worker_boot"]
-    assert "ARENA_REDIS_HOST = local.control_private_ip" in locals_["worker_boot"]
+    # make_secrets.sh names it in a worker's URLs; docker-compose.control.yml publishes
+    # PostgreSQL and Redis on it.
+    assert "CONTROL_HOST = local.control_private_ip" in locals_["worker_boot"]
+    assert "ARENA_PRIVATE_ADDRESS = local.control_private_ip" in locals_["control_settings"]
+    assert 'COMPOSE_FILE = join(":", local.compose_files.control)' in locals_["control_settings"]
+    assert 'COMPOSE_FILE = join(":", local.compose_files.worker)' in locals_["worker_settings"]
+    assert "ARENA_CONTROL_HOST" not in json.dumps(locals_)
 
 
 def test_it_keeps_the_secrets_out_of_the_user_data() -> None:
@@ -254,14 +273,181 @@ def test_it_keeps_the_secrets_out_of_the_user_data() -> None:
 
 
 def test_it_reads_the_secrets_from_ssm_at_boot() -> None:
-    script = (TERRAFORM / "files" / "arena-boot.sh").read_text()
+    script = BOOT_SCRIPT.read_text()
     parameters = _named("locals")["secrets"]
-    completed = subprocess.run(["bash", "-n", TERRAFORM / "files" / "arena-boot.sh"], check=False)
+    completed = subprocess.run(["bash", "-n", BOOT_SCRIPT], check=False)
 
     assert completed.returncode == 0
     for name in parameters:
         assert f"$(secret {name})" in script
     assert _resources("aws_ssm_parameter")["secret"]["type"] == "SecureString"
+
+
+#: What the stand-in for the AWS CLI answers, by SSM parameter (secrets.tf's names), and
+#: the file of ./secrets each becomes (scripts/make_secrets.sh's names).
+PARAMETERS = {
+    "django-secret-key": ("secret_key", "django-secret-key-value-0123456789"),
+    "secrets-key": ("secrets_key", "c2VjcmV0cy1rZXktdmFsdWUtMDEyMzQ1Njc4OWFiY2Q="),
+    "database-password": ("db_password", "databasepassword0123456789"),
+    "redis-password": ("redis_password", "redispassword0123456789"),
+}
+CONTROL_ADDRESS = "10.42.0.10"
+DOCKER_GID = "4242"
+#: Stand-ins for what a machine has and a test cannot: AWS (a parameter's value from a
+#: folder), git (the checkout is there already), the docker group, and time.
+STUBS = {
+    "aws": 'while [ $# -gt 0 ]; do [ "$1" = --name ] && name=$2; shift; done\n'
+    'cat "$STUB_PARAMETERS$name"\n',
+    "git": 'case "$*" in *--short*) echo 0123abc ;; esac\n',
+    "getent": f'[ "$*" = "group docker" ] && echo "docker:x:{DOCKER_GID}:"\n',
+    "sleep": "",
+}
+#: Each machine's settings as Terraform writes them (hosts.tf), with stand-in values.
+SETTINGS = {
+    "control": {
+        "ARENA_ALLOWED_HOSTS": "arena.example.org",
+        "ARENA_DEBUG": "0",
+        "ARENA_HOST_DATA": "/var/lib/arena",
+        "ARENA_HTTPS_PORT": "443",
+        "ARENA_HTTP_PORT": "80",
+        "ARENA_PRIVATE_ADDRESS": CONTROL_ADDRESS,
+        "ARENA_SANDBOX": "docker",
+        "COMPOSE_FILE": "docker-compose.yml:docker-compose.control.yml",
+    },
+    "worker": {
+        "ARENA_DEBUG": "0",
+        "ARENA_HOST_DATA": "/var/lib/arena",
+        "ARENA_SANDBOX": "docker",
+        "COMPOSE_FILE": "docker-compose.worker.yml",
+    },
+}
+
+
+def _env_file(entries: dict[str, str]) -> str:
+    """An env file as hosts.tf's ``env_files`` writes it."""
+    return "".join(f"{key}={entries[key]}\n" for key in sorted(entries))
+
+
+@pytest.fixture(params=["control", "worker"])
+def booted(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path]:
+    """A machine's checkout once files/arena-boot.sh has run on it as cloud-init runs it,
+    with this repository's make_secrets.sh and compose files, and the stand-ins above."""
+    instance = request.param
+    etc, checkout, stubs, parameters = (
+        tmp_path / name for name in ("etc", "checkout", "stubs", "parameters")
+    )
+    for folder in (etc, checkout / ".git", checkout / "scripts", stubs, parameters / "arena"):
+        folder.mkdir(parents=True)
+    shutil.copy2(ROOT / "scripts" / "make_secrets.sh", checkout / "scripts")
+    for compose_file in ROOT.glob("docker-compose*.yml"):
+        shutil.copy2(compose_file, checkout)
+    executables = {stubs / name: body for name, body in STUBS.items()}
+    executables[checkout / "scripts" / "build_images.sh"] = "touch images-built\n"
+    for path, body in executables.items():
+        path.write_text(f"#!/bin/bash\n{body}")
+        path.chmod(0o755)
+    for parameter, (_, value) in PARAMETERS.items():
+        (parameters / "arena" / parameter).write_text(f"{value}\n")
+    boot = {
+        "ARENA_REPOSITORY": "https://git.example.org/arena.git",
+        "ARENA_REF": "main",
+        "ARENA_REGION": "eu-west-1",
+        "ARENA_PARAMETER_PREFIX": "/arena",
+    }
+    assert set(boot) == set(_named("locals")["control_boot"])
+    if instance == "worker":
+        boot["CONTROL_HOST"] = CONTROL_ADDRESS
+    (etc / "boot.env").write_text(_env_file(boot))
+    (etc / "settings.env").write_text(_env_file(SETTINGS[instance]))
+
+    completed = subprocess.run(
+        ["bash", BOOT_SCRIPT],
+        env={
+            "PATH": f"{stubs}:/usr/bin:/bin",
+            "ARENA_ETC": str(etc),
+            "ARENA_CHECKOUT": str(checkout),
+            "STUB_PARAMETERS": str(parameters),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert (checkout / "images-built").exists()
+    return instance, checkout
+
+
+def test_the_boot_writes_every_secret_file_the_machines_compose_files_mount(
+    booted: tuple[str, Path],
+) -> None:
+    instance, checkout = booted
+    database, redis = ("postgres", "redis") if instance == "control" else (CONTROL_ADDRESS,) * 2
+    given = dict(PARAMETERS.values())
+    expected = {
+        **given,
+        "database_url": f"postgres://arena:{given['db_password']}@{database}:5432/arena",
+        "broker_url": f"redis://:{given['redis_password']}@{redis}:6379/0",
+    }
+    mounted = {}
+    for compose_file in _named("locals")["compose_files"][instance]:
+        mounted.update(yaml.safe_load((checkout / compose_file).read_text()).get("secrets", {}))
+    folder = checkout / "secrets"
+
+    assert set(PARAMETERS) == set(_named("locals")["secrets"])
+    assert mounted, "the machine's compose files mount no secret"
+    for name, secret in mounted.items():
+        assert (checkout / secret["file"]).read_text() == f"{expected[name]}\n", name
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert folder.stat().st_uid == os.getuid()  # root, who runs it on the machines
+    for path in folder.iterdir():
+        # docker-compose mounts the file as it is, into containers with users of their own.
+        assert path.stat().st_mode & 0o777 == 0o644, path.name
+        assert path.stat().st_uid == os.getuid(), path.name
+
+
+def test_the_boot_writes_the_settings_and_no_secret_into_env(booted: tuple[str, Path]) -> None:
+    instance, checkout = booted
+    env = (checkout / ".env").read_text()
+    secrets = [path.read_text().strip() for path in (checkout / "secrets").iterdir()]
+
+    assert [secret for secret in secrets if secret in env] == []
+    assert not re.search(r"PASSWORD|SECRET|_URL\b|://", env)
+    assert _env_file(SETTINGS[instance]) in env
+    assert f"\nDOCKER_GID={DOCKER_GID}\n" in env
+
+
+def test_the_booted_checkout_resolves_with_the_machines_compose_files(
+    booted: tuple[str, Path],
+) -> None:
+    require(
+        shutil.which("docker-compose"),
+        "docker-compose is not installed (apt-get install docker-compose), so the booted "
+        "checkout cannot be resolved",
+    )
+    instance, checkout = booted
+    arguments = ["docker-compose"]
+    for compose_file in _named("locals")["compose_files"][instance]:
+        arguments += ["-f", compose_file]
+    completed = subprocess.run(
+        [*arguments, "config"],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        env={"PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    configuration = yaml.safe_load(completed.stdout)
+    services = configuration["services"]
+    for name, secret in configuration["secrets"].items():
+        assert Path(secret["file"]) == checkout / "secrets" / name
+    assert services["engine"]["user"] == f"10100:{DOCKER_GID}"
+    if instance == "control":
+        for name, port in (("postgres", 5432), ("redis", 6379)):
+            assert services[name]["ports"] == [f"{CONTROL_ADDRESS}:{port}:{port}/tcp"]
 
 
 def test_it_passes_checkov_with_no_failed_check() -> None:
