@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --system-packages
+# Tools the tests run but never import (checkov, for terraform/), in their own .venv-tools.
+scripts/setup_tools.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy

@@ -181,3 +181,52 @@ def test_env_example_names_every_setting_arena_reads():
     example = (ROOT / ".env.example").read_text()
     named = set(re.findall(r"^#? ?([A-Z_]+)[:=]", example, re.M))
     assert read - named == set()
+
+
+def run_make_secrets(folder: Path, **environment: str) -> dict[str, str]:
+    """What ``scripts/make_secrets.sh folder`` leaves there: each file's value by name."""
+    subprocess.run(
+        [ROOT / "scripts" / "make_secrets.sh", folder],
+        env={"PATH": "/usr/bin:/bin", **environment},
+        capture_output=True,
+        check=True,
+    )
+    return {path.name: path.read_text().removesuffix("\n") for path in folder.iterdir()}
+
+
+def test_make_secrets_writes_every_secret_the_compose_files_mount_and_keeps_them(tmp_path):
+    folder = tmp_path / "secrets"
+    mounted = set()
+    for name in ("docker-compose.yml", "docker-compose.worker.yml"):
+        secrets = yaml.safe_load((ROOT / name).read_text())["secrets"]
+        assert {secret["file"] for secret in secrets.values()} == {
+            f"./secrets/{secret}" for secret in secrets
+        }
+        mounted |= set(secrets)
+
+    first = run_make_secrets(folder)
+    again = run_make_secrets(folder)
+
+    assert set(first) == mounted
+    assert again == first
+    assert first["database_url"] == f"postgres://arena:{first['db_password']}@postgres:5432/arena"
+    assert first["broker_url"] == f"redis://:{first['redis_password']}@redis:6379/0"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert {path.stat().st_mode & 0o777 for path in folder.iterdir()} == {0o644}
+
+
+def test_make_secrets_writes_the_values_given_and_builds_the_urls_again(tmp_path):
+    folder = tmp_path / "secrets"
+    before = run_make_secrets(folder)
+
+    after = run_make_secrets(
+        folder, GIVEN_DB_PASSWORD="given-db", GIVEN_SECRETS_KEY="given-key", CONTROL_HOST="10.0.1.5"
+    )
+
+    assert after == {
+        **before,
+        "db_password": "given-db",
+        "secrets_key": "given-key",
+        "database_url": "postgres://arena:given-db@10.0.1.5:5432/arena",
+        "broker_url": f"redis://:{before['redis_password']}@10.0.1.5:6379/0",
+    }
