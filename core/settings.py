@@ -312,6 +312,18 @@ ARENA_API_ANONYMOUS_RATE = env_str("ARENA_API_ANONYMOUS_RATE", "120/min")
 #: ARENA_UPLOAD_MAX_BYTES); over it the answer is 413.
 ARENA_API_MAX_BODY_BYTES = env_int("ARENA_API_MAX_BODY_BYTES", 64 * 1024)
 
+# --- Behind a reverse proxy ----------------------------------------------------------
+#: On when every request comes through a reverse proxy that sets X-Forwarded-For to the
+#: client's address and X-Forwarded-Proto to its scheme, replacing what the client sent
+#: (nginx/ does; production turns this on). Then the API's per-address rates count
+#: that address and Django knows a request came over HTTPS (its CSRF check compares the
+#: page's scheme with the form's Origin). Off, the embedded default, anyone could send
+#: these headers: they are ignored, and the address is the connection's.
+ARENA_BEHIND_PROXY = env_bool("ARENA_BEHIND_PROXY", False)
+NINJA_NUM_PROXIES = 1 if ARENA_BEHIND_PROXY else 0
+if ARENA_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 # --- Online play ---------------------------------------------------------------------
 #: The seat bus between the network gateway and the duel workers: Redis in production
 #: (``redis://host:6379/1``); empty, the embedded default, where the gateway process

@@ -14,10 +14,12 @@ say() { printf 'arena setup: %s\n' "$*"; }
 # Debian packages for the test suite: Node.js (the non-Python example agent), a system
 # Python with NumPy (what agents run on, as in the sandbox image), the PostgreSQL server
 # (the tests start a throwaway cluster with its binaries), Chromium (browser tests), Redis
-# (the broker of the Celery pipeline tests, started throwaway too), and
-# Debian's Docker engine with debootstrap (the docker sandbox and its base image, built
-# from the Debian mirror because no container registry is reachable), and Debian's
-# docker-compose (the deployment's compose files are checked with it).
+# (the broker of the Celery pipeline tests, started throwaway too), nginx with openssl
+# (the production proxy's configuration, run throwaway on loopback, HTTPS with a
+# self-signed certificate), Debian's Docker engine with debootstrap (the docker sandbox
+# and its base image, built from the Debian mirror because no container registry is
+# reachable), and Debian's docker-compose (the deployment's compose files are checked
+# with it).
 missing=()
 if [ "$want_system" = 1 ]; then
   command -v node >/dev/null || missing+=(nodejs)
@@ -25,6 +27,8 @@ if [ "$want_system" = 1 ]; then
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   command -v redis-server >/dev/null || missing+=(redis-server)
+  [ -x /usr/sbin/nginx ] || missing+=(nginx)
+  command -v openssl >/dev/null || missing+=(openssl)
   [ -x /usr/sbin/dockerd ] || missing+=(docker.io)
   [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
   command -v docker-compose >/dev/null || missing+=(docker-compose)
@@ -43,6 +47,14 @@ if [ ${#missing[@]} -gt 0 ]; then
       pg_lsclusters --no-header | while read -r version name _port status _rest; do
         if [ "$status" = online ]; then pg_ctlcluster "$version" "$name" stop || true; fi
       done
+    fi
+    if [[ " ${missing[*]} " == *" nginx "* ]]; then
+      # Likewise the package may start a server on port 80 (and at every boot): the tests
+      # run their own nginx on loopback.
+      if command -v systemctl >/dev/null && systemctl is-enabled --quiet nginx 2>/dev/null; then
+        systemctl disable --now nginx >/dev/null 2>&1 || true
+      fi
+      /usr/sbin/nginx -s quit 2>/dev/null || true
     fi
   else
     say "not root: skipping system packages ${missing[*]} (tests that need them will say so)"

@@ -143,6 +143,18 @@ def test_over_the_rate_it_answers_429_with_retry_after(client, alice, bearer, se
     assert body(refused)["error"]["code"] == "rate_limited"
 
 
+def test_a_made_up_x_forwarded_for_does_not_escape_the_anonymous_rate(client, settings):
+    settings.ARENA_API_ANONYMOUS_RATE = "2/min"
+
+    statuses = [
+        client.get("/api/v1/environments", HTTP_X_FORWARDED_FOR=f"198.51.100.{n}").status_code
+        for n in range(3)
+    ]
+
+    # Not behind a proxy (ARENA_BEHIND_PROXY off), the header is the client's own word.
+    assert statuses == [200, 200, 429]
+
+
 def test_every_route_is_in_the_openapi_document_and_the_docs_page_needs_no_cdn(client):
     document = body(client.get("/api/v1/openapi.json"))
     docs = client.get("/api/v1/docs").content.decode()

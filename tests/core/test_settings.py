@@ -1,10 +1,37 @@
-"""Settings from the environment, or from files for secrets (``<NAME>_FILE``)."""
+"""Settings from the environment, or from files for secrets (``<NAME>_FILE``); settings
+that depend on each other, read from the environment as a fresh process reads them
+(``core/settings.py``)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
+from django.conf import settings
 
 from core.settings import env_str
+
+READ = (
+    "import json; from core import settings as s; print(json.dumps({"
+    "'proxies': s.NINJA_NUM_PROXIES, "
+    "'scheme_header': getattr(s, 'SECURE_PROXY_SSL_HEADER', None)}))"
+)
+
+
+def _settings(**environment: str) -> dict[str, object]:
+    found = subprocess.run(
+        [sys.executable, "-c", READ],
+        env={**os.environ, **environment},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return json.loads(found.stdout)
 
 
 def test_a_setting_is_read_from_its_file_without_the_final_newline(tmp_path, monkeypatch):
@@ -27,3 +54,14 @@ def test_an_unreadable_file_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_SECRET_KEY_FILE", str(tmp_path / "missing"))
     with pytest.raises(ValueError, match=r"ARENA_SECRET_KEY_FILE: cannot read .*missing"):
         env_str("ARENA_SECRET_KEY", "")
+
+
+def test_behind_the_proxy_the_client_address_and_scheme_come_from_its_headers():
+    assert _settings(ARENA_BEHIND_PROXY="1") == {
+        "proxies": 1,  # the API's rates: the last X-Forwarded-For address, nginx's
+        "scheme_header": ["HTTP_X_FORWARDED_PROTO", "https"],
+    }
+
+
+def test_by_default_the_forwarding_headers_are_ignored():
+    assert _settings(ARENA_BEHIND_PROXY="0") == {"proxies": 0, "scheme_header": None}

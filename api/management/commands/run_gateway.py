@@ -111,6 +111,9 @@ class Command(BaseCommand):
             # Idle keep-alive connections go after this; streams are kept alive by pings.
             timeout_keep_alive=20,
             backlog=4096,
+            # Behind the proxy (the only peer that reaches this port then), a client's
+            # address is the proxy's X-Forwarded-For: the per-address rates count it.
+            forwarded_allow_ips="*" if settings.ARENA_BEHIND_PROXY else None,
         )
         try:
             uvicorn.Server(config).run()
