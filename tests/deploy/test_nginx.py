@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 import socket
+import ssl
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -513,6 +515,21 @@ def test_over_https_the_site_learns_the_scheme_and_browsers_get_hsts(https_proxy
     assert page.headers["Strict-Transport-Security"] == "max-age=31536000"
     for name, value in SECURITY_HEADERS.items():
         assert page.headers.get_all(name) == [value]
+
+
+def test_after_a_renewal_a_reload_serves_the_new_certificate(https_proxy):
+    tls = https_proxy.deployment.tls_dir
+    first = https_proxy.served_certificate()
+
+    self_signed_certificate(tls)  # renewed: a new key and certificate, same files
+    renewed = ssl.PEM_cert_to_DER_cert((tls / "fullchain.pem").read_text())
+    https_proxy.reload()
+    deadline = time.monotonic() + 10
+    while https_proxy.served_certificate() != renewed and time.monotonic() < deadline:
+        time.sleep(0.1)  # the new workers take over
+
+    assert first != renewed
+    assert https_proxy.served_certificate() == renewed
 
 
 # --- in front of the real site ------------------------------------------------------------------

@@ -43,10 +43,6 @@ def require_nginx() -> None:
         "nginx is not installed (apt-get install nginx), so the proxy's configuration "
         "cannot be checked",
     )
-    require(
-        shutil.which("openssl"),
-        "openssl is not installed (apt-get install openssl), so HTTPS cannot be checked",
-    )
 
 
 @dataclasses.dataclass
@@ -124,12 +120,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("X-Served-By", self.server.upstream.name)
         self.end_headers()
-        for seq in (1, 2):
-            if seq == 2 and not self.server.upstream.release.wait(10):
-                break
-            event = json.dumps({"type": "ping", "seq": str(seq)})
-            self._chunk(f"id: {seq}\ndata: {event}\n\n".encode() if sse else f"{event}\n".encode())
-        self.wfile.write(b"0\r\n\r\n")
+        try:
+            for seq in (1, 2):
+                if seq == 2 and not self.server.upstream.release.wait(10):
+                    break
+                event = json.dumps({"type": "ping", "seq": str(seq)})
+                self._chunk(
+                    f"id: {seq}\ndata: {event}\n\n".encode() if sse else f"{event}\n".encode()
+                )
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True  # the client left: so does the stream
 
     def _websocket(self) -> None:
         """The handshake (RFC 6455), then every byte sent back as it came."""
@@ -219,6 +220,10 @@ class Proxy:
     def certificate(self) -> Path:
         return self.deployment.certificate
 
+    @property
+    def error_log(self) -> Path:
+        return self.deployment.runtime_dir / "error.log"
+
     def connection(
         self, *, https: bool = False, source: str = "127.0.0.1", timeout: float = 15
     ) -> http.client.HTTPConnection:
@@ -257,9 +262,8 @@ class Proxy:
     def start(self) -> None:
         """Render the configuration now (certificates found or not) and run nginx."""
         self.config.write_text(nginx_config_render(deployment=self.deployment))
-        error_log = self.deployment.runtime_dir / "error.log"
         self.process = subprocess.Popen(
-            [NGINX, "-e", str(error_log), "-c", str(self.config)],
+            [NGINX, "-e", str(self.error_log), "-c", str(self.config)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             **_as_nobody(),
@@ -267,13 +271,13 @@ class Proxy:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"nginx did not start:\n{_read(error_log)}")
+                raise RuntimeError(f"nginx did not start:\n{_read(self.error_log)}")
             try:
                 socket.create_connection(("127.0.0.1", self.deployment.http_port), 0.2).close()
                 return
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError(f"nginx did not listen within 15 s:\n{_read(error_log)}")
+        raise RuntimeError(f"nginx did not listen within 15 s:\n{_read(self.error_log)}")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -284,10 +288,29 @@ class Proxy:
                 self.process.kill()
                 self.process.wait()
 
-    def check(self) -> subprocess.CompletedProcess[str]:
-        """``nginx -t`` on the configuration, rendered now."""
-        self.config.write_text(nginx_config_render(deployment=self.deployment))
-        return nginx_test(self.config, self.deployment.runtime_dir)
+    def reload(self) -> None:
+        """``nginx -s reload``, as an operator would after renewing the certificate."""
+        subprocess.run(
+            [NGINX, "-s", "reload", "-e", str(self.error_log), "-c", str(self.config)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+            **_as_nobody(),
+        )
+
+    def served_certificate(self) -> bytes:
+        """The certificate HTTPS presents now (DER)."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        address = ("127.0.0.1", self.deployment.https_port)
+        with (
+            socket.create_connection(address, 5) as plain,
+            context.wrap_socket(plain) as secure,
+        ):
+            served = secure.getpeercert(binary_form=True)
+        assert served is not None
+        return served
 
 
 def _read(path: Path) -> str:
@@ -310,12 +333,16 @@ def nginx_test(config: Path, runtime_dir: Path) -> subprocess.CompletedProcess[s
         stderr=subprocess.PIPE,
         text=True,
         timeout=30,
-        **_as_nobody(),  # type: ignore[arg-type]
+        **_as_nobody(),
     )
 
 
 def self_signed_certificate(folder: Path) -> None:
     """``fullchain.pem`` and ``privkey.pem`` for 127.0.0.1, as a mounted certificate."""
+    require(
+        shutil.which("openssl"),
+        "openssl is not installed (apt-get install openssl), so HTTPS cannot be checked",
+    )
     folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
