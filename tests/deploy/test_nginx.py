@@ -30,6 +30,7 @@ from api.limits import MULTIPART_ALLOWANCE
 from api.nginx import Deployment, nginx_config_render, site_limits
 from api.v1 import api
 from tests.factories import PASSWORD, UserFactory
+from tests.support.gateway import gateway_started
 from tests.support.nginx import (
     PAGE,
     WEBSOCKET_GUID,
@@ -540,7 +541,7 @@ def site_proxy(live_server: Any, settings: Any) -> Iterator[Proxy]:
     """nginx with HTTPS in front of the real site (Django's live server)."""
     require_nginx()
     port = urllib.parse.urlsplit(live_server.url).port
-    yield from proxy_started(settings, tls=True, site=f"127.0.0.1:{port}")
+    yield from proxy_started(settings, tls=True, site_address=f"127.0.0.1:{port}")
 
 
 def _sign_in_over_https(proxy: Proxy, email: str) -> int:
@@ -606,3 +607,37 @@ def test_behind_the_proxy_the_api_counts_each_client_by_its_own_address(site_pro
 
     assert first == [200, 200, 429]  # a forged X-Forwarded-For buys nothing
     assert second == 200  # another client has its own count
+
+
+@pytest.fixture
+def gateway_proxy(celery_workers: Any, redis_url: str, settings: Any) -> Iterator[Proxy]:
+    """nginx in front of the real gateway (uvicorn), which is told it is behind a proxy."""
+    require_nginx()
+    gateway = gateway_started(
+        celery_workers,
+        redis_url,
+        settings,
+        ARENA_BEHIND_PROXY="1",
+        # Look-ups of unknown tokens, counted per address.
+        ARENA_API_ANONYMOUS_RATE="2/min",
+        # uvicorn would trust a proxy on loopback by itself: here only the setting may.
+        FORWARDED_ALLOW_IPS="192.0.2.1",
+    )
+    yield from proxy_started(settings, gateway_address=f"{gateway.host}:{gateway.port}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_behind_the_proxy_the_gateway_counts_each_client_by_its_own_address(gateway_proxy):
+    def status(source: str, token: str) -> int:
+        return gateway_proxy.request(
+            "GET",
+            "/api/v1/online/status",
+            source=source,
+            headers={"Authorization": f"Bearer {token}", "X-Forwarded-For": "192.0.2.7"},
+        ).status
+
+    first = [status("127.0.0.2", f"made-up-{n}") for n in range(3)]
+    second = status("127.0.0.3", "made-up-3")
+
+    assert first == [401, 401, 429]  # a forged X-Forwarded-For buys nothing
+    assert second == 401  # its own count, not the proxy's address's

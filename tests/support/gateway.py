@@ -70,17 +70,23 @@ class Gateway:
 @pytest.fixture
 def gateway(celery_workers: Workers, redis_url: str, settings: Any) -> Iterator[Gateway]:
     """The gateway, with the test process's seat bus on the same Redis."""
+    yield gateway_started(celery_workers, redis_url, settings, **GATEWAY_SETTINGS)
+
+
+def gateway_started(workers: Workers, redis_url: str, settings: Any, **environment: str) -> Gateway:
+    """A gateway on a free port with these settings (its seat bus, and the test
+    process's, on ``redis_url``), once it answers."""
     settings.ARENA_ONLINE_BUS_URL = redis_url
     port = free_port()
-    celery_workers.manage(
+    workers.manage(
         "gateway",
         "run_gateway",
         "--port",
         str(port),
         ARENA_ONLINE_BUS_URL=redis_url,
-        **GATEWAY_SETTINGS,
+        **environment,
     )
-    yield wait_until_up(Gateway("127.0.0.1", port, celery_workers))
+    return wait_until_up(Gateway("127.0.0.1", port, workers))
 
 
 def wait_until_up(gateway: Gateway, timeout: float = 30) -> Gateway:

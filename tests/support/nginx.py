@@ -386,19 +386,27 @@ def proxy_deployment(folder: Path, web: Upstream, gateway: Upstream) -> Deployme
     )
 
 
-def proxy_started(settings: Any, *, tls: bool = False, site: str | None = None) -> Iterator[Proxy]:
+def proxy_started(
+    settings: Any,
+    *,
+    tls: bool = False,
+    site_address: str | None = None,
+    gateway_address: str | None = None,
+) -> Iterator[Proxy]:
     """A started ``Proxy`` (HTTPS too with ``tls``), stopped and deleted afterwards. The
     site's settings (pytest-django's ``settings``) are read when it starts; its static
-    files are the proxy's folder's. ``site``: the real site's ``host:port`` instead of the
-    stub's."""
+    files are the proxy's folder's. ``site_address``, ``gateway_address``: the
+    ``host:port`` of the real one instead of the stub."""
     folder = proxy_folder()
     settings.STATIC_ROOT = folder / "static"
     web, gateway = Upstream("web"), Upstream("gateway")
     if tls:
         self_signed_certificate(folder / "tls")
     deployment = proxy_deployment(folder, web, gateway)
-    if site is not None:
-        deployment = dataclasses.replace(deployment, web=site)
+    if site_address is not None:
+        deployment = dataclasses.replace(deployment, web=site_address)
+    if gateway_address is not None:
+        deployment = dataclasses.replace(deployment, gateway=gateway_address)
     proxy = Proxy(folder, deployment, folder / "run" / "nginx.conf", web, gateway)
     try:
         proxy.start()
