@@ -9,11 +9,14 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import http.client
 import os
 import re
 import shutil
 import socket
 import ssl
+import subprocess
+import sys
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -27,7 +30,7 @@ from django.urls import reverse
 from api.asgi import ONLINE_MAX_BYTES
 from api.gateway import EVENTS_PATH, REPLY_PATH
 from api.limits import MULTIPART_ALLOWANCE
-from api.nginx import Deployment, nginx_config_render, site_limits
+from api.nginx import NGINX_DIR, Deployment, nginx_config_render, site_limits
 from api.v1 import api
 from tests.factories import PASSWORD, UserFactory
 from tests.support.gateway import gateway_started
@@ -41,6 +44,7 @@ from tests.support.nginx import (
     require_nginx,
     self_signed_certificate,
 )
+from tests.support.redis import free_port
 
 #: Small caps, so that bodies just over them are quick to send.
 UPLOAD_MAX_BYTES = 100_000
@@ -155,6 +159,58 @@ def test_with_a_certificate_the_configuration_serves_https_and_passes_nginx_t(fo
     assert "listen 8443 ssl http2 default_server;" in text
     assert f"ssl_certificate {folder / 'tls' / 'fullchain.pem'};" in text
     assert "return 308 https://$host$request_uri;" in text  # 443 for the visitors: no port
+
+
+def test_start_sh_renders_the_configuration_and_becomes_nginx(folder):
+    script = NGINX_DIR / "start.sh"
+    port, closed = free_port(), free_port()
+    process = subprocess.Popen(
+        [
+            str(script),
+            *("--web", f"127.0.0.1:{closed}", "--gateway", f"127.0.0.1:{closed}"),
+            *("--resolver", "", "--http-port", str(port)),
+            *("--tls-dir", str(folder / "tls"), "--acme-dir", str(folder / "acme")),
+            *("--maintenance-flag", str(folder / "maintenance" / "on")),
+            *("--access-log", str(folder / "run" / "access.log")),
+        ],
+        env={
+            **os.environ,
+            "PYTHON": sys.executable,
+            "ARENA_NGINX_RUNTIME_DIR": str(folder / "run"),
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        health = _when_listening(port, "/_arena/health")
+        page = _when_listening(port, "/")
+    finally:
+        process.terminate()  # nginx itself: the script exec'd it
+        _, errors = process.communicate(timeout=15)
+
+    assert health.status == 200
+    assert page.status == 503  # no site behind it: the maintenance page
+    assert (folder / "run" / "nginx.conf").is_file()
+    assert b"(HTTP only)" in errors
+    assert process.returncode == 0  # it stopped on SIGTERM, as nginx does
+
+
+def _when_listening(port: int, path: str, timeout: float = 30) -> http.client.HTTPResponse:
+    """GET ``path`` on ``port`` once something listens there (the answer, read)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+            return response
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+        finally:
+            connection.close()
 
 
 # --- routing ------------------------------------------------------------------------------
