@@ -102,15 +102,15 @@ class SiteLimits:
 
     #: Any request to the site's pages: an upload with its form.
     site_max_bytes: int
-    #: The API's bodies, uploads aside, and the API's uploads.
     api_prefix: str
+    #: The API's bodies, uploads aside.
     api_max_bytes: int
     uploads: list[BodyCap]
     #: Everything under it goes to the network gateway, whose bodies are protocol messages.
     online_prefix: str
     online_max_bytes: int
-    upload_max_bytes: int
     body_seconds: int
+    #: How long nginx waits for the gateway to say something.
     gateway_read_seconds: int
     static_url: str
     static_root: Path
@@ -150,7 +150,8 @@ def site_limits() -> SiteLimits:
 
     api_prefix = reverse("api-v1:api-root")
     online_prefix = EVENTS_PATH.rsplit("/", 1)[0] + "/"
-    assert REPLY_PATH.startswith(online_prefix), "the gateway's two endpoints share a prefix"
+    if not REPLY_PATH.startswith(online_prefix):
+        raise RuntimeError("the gateway's endpoints no longer share a prefix: route each one")
     upload_max_bytes = settings.ARENA_UPLOAD_MAX_BYTES + MULTIPART_ALLOWANCE
     reset = reverse("password_reset_confirm", kwargs={"uidb64": "uid", "token": "token"})
     static_url = "/" + settings.STATIC_URL.strip("/") + "/"
@@ -161,7 +162,6 @@ def site_limits() -> SiteLimits:
         uploads=_uploads(api_prefix, upload_max_bytes),
         online_prefix=online_prefix,
         online_max_bytes=ONLINE_MAX_BYTES,
-        upload_max_bytes=upload_max_bytes,
         body_seconds=max(1, round(settings.ARENA_REQUEST_BODY_SECONDS)),
         gateway_read_seconds=round(
             max(settings.ARENA_ONLINE_POLL_SECONDS, PING_SECONDS) + GATEWAY_READ_MARGIN_SECONDS
