@@ -26,8 +26,9 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/arena/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-# nginx, CA certificates (LLM players' HTTPS servers), git (the publisher
-# pushes to a repository), PostgreSQL's client (backups: pg_dump and pg_restore).
+# nginx (nginx/start.sh runs it as the service user, its pid and temporary files in
+# /tmp), CA certificates (LLM players' HTTPS servers), git (the publisher pushes to a
+# repository), PostgreSQL's client (backups: pg_dump and pg_restore).
 RUN apt-get update -qq \
     && apt-get install -y -qq --no-install-recommends \
         ca-certificates nginx git postgresql-client \
@@ -39,9 +40,9 @@ COPY --from=dependencies /opt/arena/venv /opt/arena/venv
 RUN groupadd --gid 10100 arena \
     && useradd --uid 10100 --gid 10100 --home-dir /srv/arena --no-create-home \
         --shell /usr/sbin/nologin arena \
-    && mkdir -p /srv/arena/static /srv/arena/media /srv/arena/var /srv/arena/publisher /srv/arena/maintenance \
-        /run/arena-engine /var/lib/nginx /var/log/nginx \
-    && chown -R arena:arena /srv/arena /run/arena-engine /var/lib/nginx /var/log/nginx
+    && mkdir -p /srv/arena/static /srv/arena/media /srv/arena/var /srv/arena/publisher \
+        /run/arena-engine \
+    && chown -R arena:arena /srv/arena /run/arena-engine
 
 COPY --chown=root:root . /opt/arena/app
 WORKDIR /opt/arena/app

@@ -1,6 +1,7 @@
 """docker-compose.yml and its companions, read as docker-compose reads them: every
 service the deployment needs, each with a healthcheck and a start order by health; only
-nginx publishes a port; only the engine proxy holds the Docker socket; secrets come from
+nginx publishes a port, renders its configuration from the site's settings and reads no
+upload or secret; only the engine proxy holds the Docker socket; secrets come from
 files, never from the repository; `.env.example` names every setting Arena reads."""
 
 from __future__ import annotations
@@ -8,12 +9,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from api.nginx import Deployment, nginx_config_render
 from tests.support.require import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +118,46 @@ def test_arenas_services_run_unprivileged_on_a_read_only_root(control):
         assert service.get("read_only") is True, name
         assert service.get("cap_drop") == ["ALL"], name
         assert "no-new-privileges:true" in service.get("security_opt", []), name
+
+
+def test_nginx_renders_its_configuration_and_serves_the_image_s_static_files_alone(control):
+    nginx = control["nginx"]
+    assert nginx["command"] == [
+        "/opt/arena/app/nginx/start.sh",
+        "--public-https-port",
+        "443",  # ARENA_HTTPS_PORT: where HTTP redirects to
+    ]
+    assert nginx["image"] == control["web"]["image"]  # the site's settings, its static files
+    assert nginx.get("env_file") == control["web"].get("env_file")
+    mounts = {volume.split(":")[1]: volume for volume in nginx.get("volumes", [])}
+    defaults = Deployment()
+    assert set(mounts) == {
+        str(defaults.maintenance_flag.parent),
+        str(defaults.tls_dir),
+        str(defaults.acme_dir),
+    }
+    assert all(volume.endswith(":ro") and volume.startswith("/") for volume in mounts.values())
+    # Uploads are agents' source code: nginx never reads them, nor any secret.
+    assert not nginx.get("secrets")
+    assert "/srv/arena/media" not in mounts
+    assert "DATABASE_URL_FILE" not in nginx["environment"]
+    for name in ("web", "nginx"):
+        assert "ARENA_STATIC_ROOT" not in control[name]["environment"], name
+
+
+def test_nginx_s_healthcheck_asks_nginx_itself_where_the_configuration_answers(control):
+    check = control["nginx"]["healthcheck"]["test"]
+    assert check[:5] == ["CMD", "python", "-m", "core.healthcheck", "http"]
+    url = urllib.parse.urlsplit(check[5])
+    config = nginx_config_render(deployment=Deployment(tls_dir=Path("/nonexistent")))
+    assert f"listen {url.port} default_server;" in config
+    assert f"location = {url.path} {{" in config
+
+
+def test_the_site_and_the_gateway_trust_the_client_address_nginx_forwards(control):
+    for name in ("web", "gateway"):
+        assert control[name]["environment"]["ARENA_BEHIND_PROXY"] == "1", name
+    assert "--forwarded-allow-ips" in control["web"]["command"]
 
 
 def test_secrets_come_from_files_and_stay_out_of_the_repository(control):
