@@ -4,39 +4,54 @@
 # agents' base image on it (`manage.py build_base_image`), and on the same root file
 # system the application image (Dockerfile), PostgreSQL's and Redis's
 # (images/*.Dockerfile). Each is tagged by the hash of what it is made from and as
-# `:deployed`, the tag docker-compose.yml runs; unchanged inputs reuse the images
-# (a second run takes seconds). Safe to run again; `docker-compose up -d` afterwards
-# recreates the containers whose image changed.
+# `:deployed` (ARENA_IMAGE_TAG), the tag docker-compose.yml runs; unchanged inputs reuse
+# the images (a second run takes seconds). Safe to run again; `docker-compose up -d`
+# afterwards recreates the containers whose image changed.
 #
 # Usage: scripts/build_images.sh          (needs Docker, debootstrap and Python 3.11)
+#   ARENA_IMAGE_TAG=name   tag the images name instead of deployed (default: the one
+#                          in .env, which docker-compose reads too): deployments, or
+#                          test runs, sharing one Docker engine then never run each
+#                          other's images
+#   ARENA_BUILD_PYTHON=path  a Python with Arena's dependencies installed to run the
+#                          build steps with, instead of the .venv scripts/setup.sh makes
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 say() { printf 'arena images: %s\n' "$*" >&2; }
+if [ -z "${ARENA_IMAGE_TAG:-}" ] && [ -f .env ]; then
+  ARENA_IMAGE_TAG=$(sed -n 's/^ARENA_IMAGE_TAG=//p' .env | tail -1)
+fi
+deployed=${ARENA_IMAGE_TAG:-deployed}
 
-scripts/setup.sh >&2
+if [ -n "${ARENA_BUILD_PYTHON:-}" ]; then
+  python=$ARENA_BUILD_PYTHON
+else
+  scripts/setup.sh >&2
+  python=.venv/bin/python
+fi
 say "the agents' base image (the first time: debootstrap, about 1.5 minutes)"
-base=$(.venv/bin/python manage.py build_base_image)
-rootfs=$(.venv/bin/python - <<'PY'
+base=$("$python" manage.py build_base_image)
+rootfs=$("$python" - <<'PY'
 from sandboxes.base_image import base_image_recipe
 
 print(base_image_recipe("debootstrap").rootfs_tag)
 PY
 )
-docker tag "$base" arena-base:deployed
+docker tag "$base" "arena-base:$deployed"
 
 # The application's pinned dependencies as wheels, fetched by this machine's pip (its
 # index and its configuration, which a build container would not have), so the image is
 # built with `pip install --no-index`: nothing is downloaded inside the build.
 say "wheels of the pinned dependencies (var/wheelhouse)"
 mkdir -p var/wheelhouse
-.venv/bin/python - > var/wheelhouse/requirements.txt <<'PY'
+"$python" - > var/wheelhouse/requirements.txt <<'PY'
 import tomllib
 
 with open("pyproject.toml", "rb") as handle:
     print("\n".join(tomllib.load(handle)["project"]["dependencies"]))
 PY
-.venv/bin/python -m pip wheel -q --disable-pip-version-check -r var/wheelhouse/requirements.txt \
+"$python" -m pip wheel -q --disable-pip-version-check -r var/wheelhouse/requirements.txt \
   -w var/wheelhouse >&2
 
 # The hash of every file an image is made from (tracked or not, ignored files left out).
@@ -53,7 +68,7 @@ build() {  # name, Dockerfile, context, hash
     say "building $tag"
     docker build -q --build-arg "BASE=$rootfs" -f "$dockerfile" -t "$tag" "$context" >/dev/null
   fi
-  docker tag "$tag" "$name:deployed"
+  docker tag "$tag" "$name:$deployed"
   echo "$tag"
 }
 # The image's Python (Debian's) may need dependencies this machine's does not (markers
@@ -64,7 +79,7 @@ for _ in 1 2 3 4 5 6; do
       >/dev/null || true; } | sed -n 's/.*No matching distribution found for \([^;]*\).*/\1/p' | head -1) \
       && [ -n "$missing" ]; then
     say "the image's Python also needs $missing: fetching it"
-    .venv/bin/python -m pip wheel -q --disable-pip-version-check --no-deps "$missing" \
+    "$python" -m pip wheel -q --disable-pip-version-check --no-deps "$missing" \
       -w var/wheelhouse >&2
     echo "$missing" >> var/wheelhouse/requirements.txt
   else
@@ -75,4 +90,4 @@ done
 app=$(build arena-app Dockerfile . "$(inputs_hash .) $(ls var/wheelhouse | sha256sum)")
 postgres=$(build arena-postgres images/postgres.Dockerfile images "$(inputs_hash images/postgres*)")
 redis=$(build arena-redis images/redis.Dockerfile images "$(inputs_hash images/redis*)")
-say "done: $app, $postgres, $redis and $base, each also tagged :deployed"
+say "done: $app, $postgres, $redis and $base, each also tagged :$deployed"
