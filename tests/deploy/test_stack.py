@@ -1,0 +1,94 @@
+"""docker-compose.yml for real: a fresh clone's stack (``tests.support.compose_stack``)
+comes up healthy, and a worker container killed in the middle of a duel costs the duel
+one more attempt, never a second result."""
+
+from __future__ import annotations
+
+import time
+
+from tests.support.compose_stack import (
+    HOST,
+    LONG_RUNNING,
+    ONE_SHOTS,
+    ComposeStack,
+    docker,
+    kill_container,
+    players_upload,
+    round_robin_launch,
+    tournament_completed,
+)
+
+PASSWORD = "a player's long password"
+
+
+def test_a_fresh_clone_comes_up_healthy(compose_stack: ComposeStack):
+    for service in LONG_RUNNING:
+        state = compose_stack.state(service)
+        assert (state["Status"], state["Health"]["Status"]) == ("running", "healthy"), service
+        image = docker("inspect", "-f", "{{.Config.Image}}", compose_stack.container_id(service))
+        assert image.endswith(f":{compose_stack.project}"), (service, image)
+    for service in ONE_SHOTS:
+        state = compose_stack.state(service)
+        assert (state["Status"], state["ExitCode"]) == ("exited", 0), service
+    session = compose_stack.session()
+    assert session.get(f"{compose_stack.url}/healthz", timeout=30).ok
+    home = session.get(f"{compose_stack.url}/", timeout=30)
+    assert home.status_code == 200 and "<html" in home.text.lower()
+    # Only the host name the deployment serves.
+    assert session.get(compose_stack.url, headers={"Host": "elsewhere.test"}).status_code == 400
+    assert session.headers["Host"] == HOST
+
+
+def test_a_worker_container_killed_midway_plays_the_duel_again_once(
+    compose_stack: ComposeStack,
+):
+    names = ("kill-ann", "kill-bob")
+    players_upload(compose_stack, email="killer@example.org", password=PASSWORD, names=names)
+    tournament_id = round_robin_launch(compose_stack, names=names, matches=60)
+    [duel] = compose_stack.get(f"/duels?tournament={tournament_id}")["items"]
+    compose_stack.wait_for(
+        lambda: compose_stack.get(f"/duels/{duel['id']}")["status"] == "running",
+        timeout=60,
+        what="worker-duels to start the duel",
+    )
+    time.sleep(2)
+    worker = compose_stack.container_id("worker-duels")
+    agents = {
+        container
+        for container in docker("ps", "-q", "--filter", "label=arena.role=agent").split()
+        if docker("inspect", "-f", '{{index .Config.Labels "arena.owner"}}', container).startswith(
+            f"{worker[:12]}:"
+        )
+    }
+    assert len(agents) == 2, "the duel's two agents run in containers of their own"
+    restarts = compose_stack.state("worker-duels")["RestartCount"]
+
+    crashed = kill_container(compose_stack, "worker-duels")
+
+    compose_stack.wait_for(
+        lambda: compose_stack.state("worker-duels")["Status"] == "running",
+        timeout=60,
+        what="worker-duels to be started again",
+    )
+    assert compose_stack.container_id("worker-duels") == worker
+    if crashed:  # started again by its restart policy, not by an operator
+        assert compose_stack.state("worker-duels")["RestartCount"] == restarts + 1
+    tournament = tournament_completed(compose_stack, tournament_id, timeout=180)
+    duel = compose_stack.get(f"/duels/{duel['id']}")
+    assert (duel["status"], duel["attempts"], duel["num_matches"]) == ("succeeded", 2, 60)
+    assert compose_stack.get(f"/duels/{duel['id']}/matches?limit=1")["count"] == 60
+    assert (tournament["duels_done"], tournament["duels_failed"]) == (1, 0)
+    # Counted once: one duel's points and result in the standings, and each player rated
+    # once per match of it.
+    standings = tournament["standings"]
+    assert sum(row["points"] for row in standings) == 2
+    assert sum(row["wins"] + row["draws"] + row["losses"] for row in standings) == 2
+    for name in names:
+        ratings = compose_stack.get(f"/competitors/sum_to_10/{name}/ratings?limit=1")
+        assert ratings["count"] == 60, name
+    # The killed worker's agents did not outlive it: the restarted worker removed them.
+    compose_stack.wait_for(
+        lambda: not agents & set(docker("ps", "-aq", "--filter", "label=arena.role=agent").split()),
+        timeout=30,
+        what="the killed worker's agent containers to be removed",
+    )
