@@ -25,7 +25,7 @@ def test_a_fresh_clone_comes_up_healthy(compose_stack: ComposeStack):
     for service in LONG_RUNNING:
         state = compose_stack.state(service)
         assert (state["Status"], state["Health"]["Status"]) == ("running", "healthy"), service
-        image = docker("inspect", "-f", "{{.Config.Image}}", compose_stack.container_id(service))
+        image = compose_stack.containers()[service]["Config"]["Image"]
         assert image.endswith(f":{compose_stack.project}"), (service, image)
     for service in ONE_SHOTS:
         state = compose_stack.state(service)

@@ -160,7 +160,8 @@ def test_a_backup_restored_on_a_server_rebuilt_empty_brings_back_users_uploads_a
     players_upload(compose_stack, email="dana@example.org", password=PASSWORD, names=names)
     tournament_id = round_robin_launch(compose_stack, names=names, matches=4)
     tournament = tournament_completed(compose_stack, tournament_id, timeout=120)
-    [duel] = compose_stack.get(f"/duels?tournament={tournament_id}")["items"]
+    [listed] = compose_stack.get(f"/duels?tournament={tournament_id}")["items"]
+    duel = compose_stack.get(f"/duels/{listed['id']}")
     upload = source(compose_stack, "backup-dana").content
     assert upload.startswith(b"\nimport time")
     archive = backup(compose_stack, tmp_path / "backups")

@@ -194,17 +194,32 @@ class ComposeStack:
     ) -> subprocess.CompletedProcess[str]:
         return self.run(["docker-compose", *arguments], timeout=timeout, check=check)
 
+    def containers(self) -> dict[str, dict[str, Any]]:
+        """The engine's view (``docker inspect``) of each service's container, by service
+        (one-off containers of ``docker-compose run`` left out)."""
+        found = docker(
+            "ps",
+            "-aq",
+            "--filter",
+            f"label=com.docker.compose.project={self.project}",
+            "--filter",
+            "label=com.docker.compose.oneoff=False",
+        ).split()
+        # Whatever is removed meanwhile is left out (docker inspect says so and goes on).
+        details = docker("inspect", *found, check=False) if found else ""
+        return {
+            container["Config"]["Labels"]["com.docker.compose.service"]: container
+            for container in json.loads(details or "[]")
+        }
+
     def container_id(self, service: str) -> str:
         """The id of the service's container ("" if it has none)."""
-        return self.compose("ps", "-q", service, check=False).stdout.strip()
+        return str(self.containers().get(service, {}).get("Id", ""))
 
     def state(self, service: str) -> dict[str, Any]:
         """The engine's ``State`` of the service's container, with ``RestartCount``."""
-        found = docker(
-            "inspect", "-f", "{{json .State}}|{{.RestartCount}}", self.container_id(service)
-        )
-        state, restarts = found.rsplit("|", 1)
-        return {**json.loads(state), "RestartCount": int(restarts)}
+        container = self.containers()[service]
+        return {**container["State"], "RestartCount": container["RestartCount"]}
 
     def django(self, code: str) -> Any:
         """Python run by ``manage.py shell`` in the web container; the last line it
@@ -254,12 +269,13 @@ class ComposeStack:
 
     def unhealthy(self) -> dict[str, str]:
         """The long-running services not (yet) healthy, with what they are instead."""
+        containers = self.containers()
         found = {}
         for service in LONG_RUNNING:
-            if not self.container_id(service):
+            if service not in containers:
                 found[service] = "no container"
                 continue
-            state = self.state(service)
+            state = containers[service]["State"]
             health = (state.get("Health") or {}).get("Status", "no healthcheck")
             if state["Status"] != "running" or health != "healthy":
                 found[service] = f"{state['Status']}, {health}"
