@@ -130,12 +130,16 @@ class ComposeStack:
             PYTHONPATH=f"{self.folder}:{self.folder / 'sdk'}",
         )
 
-    def up(self) -> None:
-        """``up -d`` of the long-running services, then wait until they are healthy."""
+    def up(self, *, healthy: tuple[str, ...] = LONG_RUNNING) -> None:
+        """``up -d`` of the long-running services, then wait until ``healthy`` are (the
+        workers' first healthcheck comes 30 s after they start)."""
         done = self.compose("up", "-d", *LONG_RUNNING, timeout=600, check=False)
         if done.returncode != 0:
-            self.fail(f"docker-compose up failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        self.wait_healthy()
+            self.fail(
+                f"docker-compose up failed ({done.returncode}):\n{done.stderr[-3000:]}",
+                services=LONG_RUNNING,
+            )
+        self.wait_healthy(healthy)
 
     def down(self) -> None:
         """``down -v`` of this project, and what its workers made on the engine."""
@@ -267,11 +271,11 @@ class ComposeStack:
 
     # --- health -----------------------------------------------------------------------
 
-    def unhealthy(self) -> dict[str, str]:
-        """The long-running services not (yet) healthy, with what they are instead."""
+    def unhealthy(self, services: tuple[str, ...] = LONG_RUNNING) -> dict[str, str]:
+        """Those of ``services`` not (yet) healthy, with what they are instead."""
         containers = self.containers()
         found = {}
-        for service in LONG_RUNNING:
+        for service in services:
             if service not in containers:
                 found[service] = "no container"
                 continue
@@ -281,9 +285,11 @@ class ComposeStack:
                 found[service] = f"{state['Status']}, {health}"
         return found
 
-    def wait_healthy(self, timeout: float = 300) -> None:
+    def wait_healthy(
+        self, services: tuple[str, ...] = LONG_RUNNING, *, timeout: float = 300
+    ) -> None:
         deadline = time.monotonic() + timeout
-        while unhealthy := self.unhealthy():
+        while unhealthy := self.unhealthy(services):
             if time.monotonic() > deadline:
                 self.fail(f"not healthy after {timeout:.0f} s: {unhealthy}", services=unhealthy)
             time.sleep(2)
