@@ -61,10 +61,12 @@ sql() {
   "${compose[@]}" exec -T -e PGOPTIONS=--client-min-messages=warning postgres \
     psql -q -v ON_ERROR_STOP=1 -d postgres "$@"
 }
+answers() { "${compose[@]}" exec -T postgres pg_isready -q 2> /dev/null; }
 for _ in $(seq 60); do
-  "${compose[@]}" exec -T postgres pg_isready -q 2>/dev/null && break
+  answers && break
   sleep 1
 done
+answers || refuse "PostgreSQL does not answer: see docker-compose logs postgres"
 "${compose[@]}" exec -T postgres pg_restore --list < "$work/database.dump" > /dev/null 2>&1 \
   || refuse "$archive is corrupt: pg_restore cannot read its database.dump"
 read -r owner database < <("${compose[@]}" exec -T postgres sh -c 'echo "$POSTGRES_USER $POSTGRES_DB"')
@@ -80,7 +82,9 @@ fi
 
 running=()
 while read -r service; do
-  [[ " ${WRITERS[*]} " == *" $service "* ]] && running+=("$service")
+  if [[ " ${WRITERS[*]} " == *" $service "* ]]; then
+    running+=("$service")
+  fi
 done < <("${compose[@]}" ps --services --filter status=running)
 if [ ${#running[@]} -gt 0 ]; then
   say "stopping the services that write: ${running[*]}"

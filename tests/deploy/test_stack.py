@@ -10,7 +10,7 @@ from tests.support.compose_stack import (
     LONG_RUNNING,
     ONE_SHOTS,
     ComposeStack,
-    docker,
+    agents_of,
     kill_container,
     players_upload,
     round_robin_launch,
@@ -52,13 +52,7 @@ def test_a_worker_container_killed_midway_plays_the_duel_again_once(
     )
     time.sleep(2)
     worker = compose_stack.container_id("worker-duels")
-    agents = {
-        container
-        for container in docker("ps", "-q", "--filter", "label=arena.role=agent").split()
-        if docker("inspect", "-f", '{{index .Config.Labels "arena.owner"}}', container).startswith(
-            f"{worker[:12]}:"
-        )
-    }
+    agents = agents_of({worker})
     assert len(agents) >= 2, "the duel's two agents run in containers of their own"
     restarts = compose_stack.state("worker-duels")["RestartCount"]
 
@@ -86,7 +80,7 @@ def test_a_worker_container_killed_midway_plays_the_duel_again_once(
         assert ratings["count"] == 60, name
     # The killed worker's agents did not outlive it: the restarted worker removed them.
     compose_stack.wait_for(
-        lambda: not agents & set(docker("ps", "-aq", "--filter", "label=arena.role=agent").split()),
+        lambda: not agents & agents_of({worker}),
         timeout=30,
         what="the killed worker's agent containers to be removed",
     )

@@ -144,17 +144,14 @@ class ComposeStack:
     def down(self) -> None:
         """``down -v`` of this project, and what its workers made on the engine."""
         workers = {
-            container_id[:12]
+            container_id
             for service in ("worker-build", "worker-duels", "worker-online")
             if (container_id := self.container_id(service))
         }
         self.compose("down", "-v", "--remove-orphans", timeout=300, check=False)
-        for container in docker("ps", "-aq", "--filter", "label=arena.role=agent").split():
-            owner = docker(
-                "inspect", "-f", '{{index .Config.Labels "arena.owner"}}', container, check=False
-            )
-            if owner.split(":")[0] in workers:
-                docker("rm", "-f", container, check=False)
+        # Agents a killed worker left behind (its next start would have removed them).
+        for container in agents_of(workers):
+            docker("rm", "-f", container, check=False)
         # Revision images and their dependency stages, by this stack's instance label.
         images = docker("images", "-aq", "--filter", f"label=arena.instance={self.project}")
         for image in sorted(set(images.split())):
@@ -334,6 +331,21 @@ def docker(*arguments: str, check: bool = True) -> str:
     if check and done.returncode != 0:
         raise RuntimeError(f"docker {' '.join(arguments)}: {done.stderr.strip()}")
     return done.stdout.strip()
+
+
+def agents_of(workers: set[str]) -> set[str]:
+    """The agent containers (running or not) that processes of the containers
+    ``workers`` (ids, or their first 12 digits: the containers' host names) started."""
+    hosts = {worker[:12] for worker in workers}
+    agents = docker(
+        "ps", "-a", "--filter", "label=arena.role=agent", "--format",
+        '{{.ID}} {{.Label "arena.owner"}}',
+    )  # fmt: skip
+    return {
+        container
+        for container, _, owner in (line.partition(" ") for line in agents.splitlines())
+        if owner.split(":")[0] in hosts
+    }
 
 
 def kill_container(stack: ComposeStack, service: str) -> bool:
