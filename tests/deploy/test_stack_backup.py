@@ -166,10 +166,11 @@ def test_a_backup_restored_on_a_server_rebuilt_empty_brings_back_users_uploads_a
     assert upload.startswith(b"\nimport time")
     archive = backup(compose_stack, tmp_path / "backups")
 
-    # The server is lost: the same deployment, rebuilt with nothing in it (restored at
-    # once, before the workers' first healthcheck).
+    # The server is lost: the same deployment, rebuilt with nothing in it (and restored
+    # as soon as the site answers, before the workers' first healthcheck).
     compose_stack.compose("down", "-v", timeout=300)
-    compose_stack.up(healthy=("web",))
+    compose_stack.up(wait=False)
+    compose_stack.wait_answering()
     assert source(compose_stack, "backup-dana").status_code == 404
     assert not logged_in(compose_stack, "dana@example.org", PASSWORD)
     # Nothing uploaded yet: the media part of its backup is empty, and still made.
@@ -178,7 +179,7 @@ def test_a_backup_restored_on_a_server_rebuilt_empty_brings_back_users_uploads_a
     done = restore(compose_stack, archive)
 
     assert done.returncode == 0, done.stderr
-    compose_stack.wait_healthy(("web",))
+    compose_stack.wait_answering()
     assert source(compose_stack, "backup-dana").content == upload
     assert logged_in(compose_stack, "dana@example.org", PASSWORD)
     assert compose_stack.get(f"/tournaments/{tournament_id}") == tournament

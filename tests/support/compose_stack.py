@@ -130,16 +130,17 @@ class ComposeStack:
             PYTHONPATH=f"{self.folder}:{self.folder / 'sdk'}",
         )
 
-    def up(self, *, healthy: tuple[str, ...] = LONG_RUNNING) -> None:
-        """``up -d`` of the long-running services, then wait until ``healthy`` are (the
-        workers' first healthcheck comes 30 s after they start)."""
+    def up(self, *, wait: bool = True) -> None:
+        """``up -d`` of the long-running services, then (if ``wait``) wait until they
+        are healthy: the workers' first healthcheck comes 30 s after they start."""
         done = self.compose("up", "-d", *LONG_RUNNING, timeout=600, check=False)
         if done.returncode != 0:
             self.fail(
                 f"docker-compose up failed ({done.returncode}):\n{done.stderr[-3000:]}",
                 services=LONG_RUNNING,
             )
-        self.wait_healthy(healthy)
+        if wait:
+            self.wait_healthy()
 
     def down(self) -> None:
         """``down -v`` of this project, and what its workers made on the engine."""
@@ -290,6 +291,17 @@ class ComposeStack:
             if time.monotonic() > deadline:
                 self.fail(f"not healthy after {timeout:.0f} s: {unhealthy}", services=unhealthy)
             time.sleep(2)
+
+    def wait_answering(self, timeout: float = 120) -> None:
+        """Wait until the site answers ``/healthz`` (sooner than its healthcheck says so)."""
+
+        def answers() -> bool:
+            try:
+                return self.session().get(f"{self.url}/healthz", timeout=5).ok
+            except (requests.RequestException, RuntimeError, IndexError):  # not up yet
+                return False
+
+        self.wait_for(answers, timeout=timeout, what="the site to answer")
 
     def wait_for(self, predicate: Callable[[], object], *, timeout: float, what: str) -> None:
         """Wait until ``predicate()`` holds; fail with the workers' and the manager's logs."""
