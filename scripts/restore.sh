@@ -8,8 +8,8 @@
 # services that write (the site, the gateway, the workers, beat, the tournament manager)
 # stopped, the database swapped for the restored one, the media volume replaced and
 # `manage.py migrate` run (a backup made by older code gets the newer migrations), and
-# the services that were running started again. Any failure before the swap leaves the
-# deployment as it was, and says so.
+# the services that were running started again (nginx shows its maintenance page
+# meanwhile). Any failure before the swap leaves the deployment as it was, and says so.
 #
 # Usage: scripts/restore.sh ARCHIVE
 #   Run it where docker-compose runs, as scripts/backup.sh (COMPOSE_PROJECT_NAME,
@@ -22,7 +22,7 @@ say() { printf 'arena restore: %s\n' "$*" >&2; }
 refuse() { say "$*"; say "nothing was changed"; exit 1; }
 read -r -a compose <<< "${DOCKER_COMPOSE:-docker-compose}"
 #: The services that write to the database or the media volume.
-WRITERS=(web gateway worker-build worker-duels worker-online beat manager)
+WRITERS=(web gateway worker-build worker-duels worker-online worker-publish beat manager)
 STAGING=arena_restoring
 
 [ $# -eq 1 ] || refuse "usage: scripts/restore.sh ARCHIVE (made by scripts/backup.sh)"

@@ -1,9 +1,10 @@
 """docker-compose.yml for real: a fresh clone's stack (``tests.support.compose_stack``)
-comes up healthy, and a worker container killed in the middle of a duel costs the duel
-one more attempt, never a second result."""
+comes up healthy and serves the site through nginx, and a worker container killed in the
+middle of a duel costs the duel one more attempt, never a second result."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from tests.support.compose_stack import (
@@ -29,10 +30,16 @@ def test_a_fresh_clone_comes_up_healthy(compose_stack: ComposeStack):
     for service in ONE_SHOTS:
         state = compose_stack.state(service)
         assert (state["Status"], state["ExitCode"]) == ("exited", 0), service
+    # The site, through nginx on its published port: pages from gunicorn, static files
+    # from nginx's disk.
     session = compose_stack.session()
     assert session.get(f"{compose_stack.url}/healthz", timeout=30).ok
     home = session.get(f"{compose_stack.url}/", timeout=30)
     assert home.status_code == 200 and "<html" in home.text.lower()
+    stylesheet = re.search(r"/static/[^\"']+\.css", home.text)
+    assert stylesheet, home.text[:2000]
+    css = session.get(f"{compose_stack.url}{stylesheet.group(0)}", timeout=30)
+    assert css.ok and "max-age" in css.headers["Cache-Control"]
     # Only the host name the deployment serves.
     elsewhere = session.get(compose_stack.url, headers={"Host": "elsewhere.test"}, timeout=30)
     assert elsewhere.status_code == 400

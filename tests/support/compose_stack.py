@@ -43,10 +43,8 @@ from tests.support.require import require
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The services the stack is started with and waited on until healthy (the one-shots
-#: ``migrate`` and ``prepare`` run first, as their dependencies).
-#: NGINX JOINS HERE: main's nginx service cannot start yet (its configuration is being
-#: reworked, nginx/start.sh); once it can, add "nginx" to this tuple and read the site
-#: through ``ComposeStack.http_port`` rather than the web container's address.
+#: ``migrate`` and ``prepare`` run first, as their dependencies): every service of
+#: docker-compose.yml. The site is read through nginx, as visitors reach it.
 LONG_RUNNING = (
     "postgres",
     "redis",
@@ -56,8 +54,10 @@ LONG_RUNNING = (
     "worker-build",
     "worker-duels",
     "worker-online",
+    "worker-publish",
     "beat",
     "manager",
+    "nginx",
 )
 ONE_SHOTS = ("migrate", "prepare")
 #: The name the site is reached by (ARENA_ALLOWED_HOSTS).
@@ -101,8 +101,11 @@ class ComposeStack:
     # --- set up and tear down ---------------------------------------------------------
 
     def configure(self) -> None:
-        """Secrets and ``.env``, as an operator makes them from the README."""
+        """Secrets, ``.env`` and nginx's host folders, as an operator makes them from the
+        README."""
         self.run(["scripts/make_secrets.sh"], timeout=60)
+        for folder in ("tls", "acme", "maintenance"):
+            (self.folder / folder).mkdir()
         settings = {
             "ARENA_IMAGE_TAG": self.project,
             "ARENA_HOST_DATA": str(self.host_data),
@@ -245,15 +248,8 @@ class ComposeStack:
 
     @property
     def url(self) -> str:
-        """The site, at the web container's address on the project's network (nginx,
-        which would publish it, is not in ``LONG_RUNNING`` yet)."""
-        address = docker(
-            "inspect",
-            "-f",
-            "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
-            self.container_id("web"),
-        ).split()[0]
-        return f"http://{address}:8000"
+        """The site, through nginx on its published HTTP port."""
+        return f"http://127.0.0.1:{self.http_port}"
 
     def session(self) -> requests.Session:
         """A visitor's session, sending the site's host name."""
@@ -298,7 +294,7 @@ class ComposeStack:
         def answers() -> bool:
             try:
                 return self.session().get(f"{self.url}/healthz", timeout=5).ok
-            except (requests.RequestException, RuntimeError, IndexError):  # not up yet
+            except requests.RequestException:
                 return False
 
         self.wait_for(answers, timeout=timeout, what="the site to answer")
