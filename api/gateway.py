@@ -406,6 +406,10 @@ def _errors(*codes: int) -> dict[str, Any]:
     }
 
 
+#: An ``act``'s id as a reply gives it back: the referee's ids are positive, and a number
+#: beyond 64 bits is not read as an integer.
+REQUEST_ID_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+
 #: A reply, as ``sandboxes.seat_gateway.reply_parse`` takes it (extra fields are kept).
 REPLY_SCHEMA: dict[str, Any] = {
     "oneOf": [
@@ -418,7 +422,7 @@ REPLY_SCHEMA: dict[str, Any] = {
         {
             "type": "object",
             "description": "To an `act`: one of its `legal_actions`.",
-            "properties": {"type": {"const": "action"}, "id": {"type": "integer"}, "action": {}},
+            "properties": {"type": {"const": "action"}, "id": REQUEST_ID_SCHEMA, "action": {}},
             "required": ["type", "id", "action"],
         },
         {
@@ -426,7 +430,7 @@ REPLY_SCHEMA: dict[str, Any] = {
             "description": "To an `act`, when the agent's own code failed (a crash, charged).",
             "properties": {
                 "type": {"const": "error"},
-                "id": {"type": "integer"},
+                "id": REQUEST_ID_SCHEMA,
                 "message": {"type": "string"},
                 "kind": {"type": "string"},
             },

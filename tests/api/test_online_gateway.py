@@ -82,6 +82,18 @@ def test_it_hands_a_reply_to_the_referee_once(gateway, bus, model):
     assert bus.replies(competitor.seat, 1.0) == [b'{"type":"action","id":7,"action":2}']
 
 
+def test_it_reads_an_id_written_with_a_zero_fraction_as_that_integer(gateway, bus, model):
+    # JSON does not tell 7 from 7.0, and the document's schema calls both integers.
+    competitor, token = model
+    ask(bus, competitor, 7)
+
+    assert reply(gateway, token, b'{"type":"action","id":7.0,"action":2}') == (
+        202,
+        {"accepted": "act:7"},
+    )
+    assert bus.replies(competitor.seat, 1.0) == [b'{"type":"action","id":7,"action":2}']
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
@@ -90,10 +102,22 @@ def test_it_hands_a_reply_to_the_referee_once(gateway, bus, model):
         (b'{"type": "hello"}', 400, "malformed"),
         (b'{"type": "action", "action": 1}', 400, "malformed"),
         (b'{"type": "action", "id": "7", "action": 1}', 400, "malformed"),
+        (b'{"type": "action", "id": 7.5, "action": 1}', 400, "malformed"),
+        (b'{"type": "action", "id": 18446744073709551623, "action": 1}', 400, "malformed"),
         (b'{"type": "action", "id": 8, "action": 1}', 409, "not_your_turn"),
         (b'{"type": "ready"}', 409, "not_your_turn"),
     ],
-    ids=["not-json", "not-an-object", "not-a-reply", "no-id", "id-not-int", "out-of-turn", "ready"],
+    ids=[
+        "not-json",
+        "not-an-object",
+        "not-a-reply",
+        "no-id",
+        "id-not-int",
+        "id-fraction",
+        "id-beyond-64-bits",
+        "out-of-turn",
+        "ready",
+    ],
 )
 def test_it_refuses_a_bad_reply_with_a_reason_and_passes_nothing_on(
     gateway, bus, model, body, status, code
