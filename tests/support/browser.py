@@ -26,8 +26,15 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 CHROMIUM = Path("/usr/bin/chromium")
-# --no-sandbox: Chromium's own sandbox cannot run as root (CI); the pages are local.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# --no-sandbox: Chromium's own sandbox cannot run as root (CI); the pages are local. Names
+# under the reserved .test domain lead to loopback: a site served by name (the compose
+# stack's nginx, tests/deploy) is reached as a visitor reaches it.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--host-resolver-rules=MAP *.test 127.0.0.1",
+]
 SCREENSHOTS_DIR = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 TIMEOUT_MS = 15_000
 
