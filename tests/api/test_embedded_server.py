@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.agents import SLOW_AGENT
 from tests.support.embedded import (
     ORGANIZER_EMAIL,
     ORGANIZER_PASSWORD,
@@ -23,22 +24,6 @@ from tests.support.embedded import (
     wait_until,
 )
 
-#: A sum_to_10 agent that thinks 50 ms a move: a duel lasts long enough to watch.
-SLOW_AGENT = b"""
-import time
-
-from arena_sdk import Agent, run
-
-
-class Slow(Agent):
-    def act(self, turn):
-        time.sleep(0.05)
-        return turn.random.choice(turn.legal_actions)
-
-
-if __name__ == "__main__":
-    run(Slow())
-"""
 PLAYERS = ("ann", "bob", "cid")
 SEED = f"""
 import json
@@ -59,7 +44,10 @@ for name in {PLAYERS!r}:
         owner=organizer, environment=environment, name=name, is_public=True
     )
     revision = revision_create(
-        competitor=competitor, uploaded_by=organizer, filename="main.py", content={SLOW_AGENT!r}
+        competitor=competitor,
+        uploaded_by=organizer,
+        filename="main.py",
+        content={SLOW_AGENT.encode()!r},
     )
 print(json.dumps("seeded"))
 """

@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 import requests
 
+from tests.support.agents import SLOW_AGENT
 from tests.support.redis import free_port
 from tests.support.require import require
 
@@ -423,23 +424,6 @@ def compose_stack(compose_stack_session: ComposeStack) -> ComposeStack:
 
 
 # --- stories in the stack ---------------------------------------------------------------
-
-#: A sum_to_10 agent that thinks 50 ms a move: a duel of 60 matches lasts about 15 s.
-SLOW_AGENT = """
-import time
-
-from arena_sdk import Agent, run
-
-
-class Slow(Agent):
-    def act(self, turn):
-        time.sleep(0.05)
-        return turn.random.choice(turn.legal_actions)
-
-
-if __name__ == "__main__":
-    run(Slow())
-"""
 
 
 def players_upload(
