@@ -34,8 +34,6 @@ from types import TracebackType
 
 logger = logging.getLogger(__name__)
 
-#: Every queue of ``CELERY_TASK_ROUTES``: one worker does all the embedded default's work.
-QUEUES = ("build", "duels", "online", "publish")
 #: A worker that stops within this many seconds of its start failed to start.
 QUICK_EXIT_SECONDS = 15.0
 #: Quick exits in a row after which the worker is not started again.
@@ -49,6 +47,15 @@ LOG_KEEP_BYTES = 10 * 1024 * 1024
 _PR_SET_PDEATHSIG = 1
 
 
+def routed_queues() -> list[str]:
+    """Every queue a task goes to (``CELERY_TASK_ROUTES`` and the default): one worker does
+    all the embedded default's work."""
+    from django.conf import settings
+
+    routes = settings.CELERY_TASK_ROUTES.values()
+    return sorted({route["queue"] for route in routes} | {settings.CELERY_TASK_DEFAULT_QUEUE})
+
+
 def worker_arguments(*, name: str, concurrency: int) -> list[str]:
     """``celery`` arguments of the embedded worker. No gossip, mingle or heartbeats: they
     need a broadcast exchange, which the embedded broker does not have."""
@@ -57,7 +64,7 @@ def worker_arguments(*, name: str, concurrency: int) -> list[str]:
         "core",
         "worker",
         "--queues",
-        ",".join(QUEUES),
+        ",".join(routed_queues()),
         "--pool",
         "prefork",
         "--concurrency",
@@ -79,6 +86,18 @@ def _describe_exit(code: int) -> str:
         return f"killed by {signal.Signals(-code).name}"
     except ValueError:
         return f"killed by signal {-code}"
+
+
+def site_worker(*, report: Callable[[str], None]) -> EmbeddedWorker:
+    """The worker of the commands that serve the site or play the demo: its log in
+    ``ARENA_VAR_DIR/log``, ``ARENA_EMBEDDED_WORKER_CONCURRENCY`` processes."""
+    from django.conf import settings
+
+    return EmbeddedWorker(
+        log_path=Path(settings.VAR_DIR) / "log" / "worker.log",
+        concurrency=settings.ARENA_EMBEDDED_WORKER_CONCURRENCY,
+        report=report,
+    )
 
 
 class EmbeddedWorker:
@@ -192,6 +211,15 @@ class EmbeddedWorker:
             return self._process
 
     def _supervise(self) -> None:
+        try:
+            self._supervise_restarts()
+        except Exception as error:  # the log cannot be written, the process not started
+            self.failure = f"The Celery worker could not be started: {error}"
+            self.report(self.failure)
+        finally:
+            self._started.set()
+
+    def _supervise_restarts(self) -> None:
         quick_exits = 0
         while True:
             process = self._spawn()

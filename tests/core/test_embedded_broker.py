@@ -17,9 +17,10 @@ import pytest
 from kombu import Connection, Message, Queue
 
 import core.celery  # noqa: F401 - registers the embedded broker's scheme with kombu
+from core.embedded_worker import routed_queues
 from tests.support.workers import ROOT, wait_for
 
-QUEUES = ["build", "duels", "online", "publish"]
+QUEUES = routed_queues()
 
 
 @pytest.fixture

@@ -34,3 +34,17 @@ def test_it_gives_up_on_a_worker_that_fails_as_it_starts_and_says_why(
     assert all("starting it again" in report for report in reports[:-1])
     assert (tmp_path / "worker.log").read_text().count(" started\n") == QUICK_EXITS_ALLOWED
     assert process_ids_with("ARENA_TEST_WORKER_OWNER", str(tmp_path)) == []
+
+
+def test_it_reports_a_worker_it_cannot_start_at_once(tmp_path: Path):
+    # A log that cannot be opened: no process can be started.
+    (tmp_path / "worker.log").mkdir()
+    reports: list[str] = []
+    worker = EmbeddedWorker(log_path=tmp_path / "worker.log", concurrency=1, report=reports.append)
+
+    with worker:
+        assert worker.failure is not None
+        assert worker.failure.startswith("The Celery worker could not be started:")
+        assert "Is a directory" in worker.failure
+        assert worker.pid is None
+    assert reports == [worker.failure]

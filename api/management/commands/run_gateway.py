@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection
 
-from core.embedded_worker import EmbeddedWorker
+from core.embedded_worker import EmbeddedWorker, site_worker
 
 
 class Command(BaseCommand):
@@ -58,12 +58,7 @@ class Command(BaseCommand):
             if not settings.ARENA_EMBEDDED_BROKER or options["no_worker"]:
                 self.serve(options, worker=None)
                 return
-            worker = EmbeddedWorker(
-                log_path=settings.VAR_DIR / "log" / "worker.log",
-                concurrency=settings.ARENA_EMBEDDED_WORKER_CONCURRENCY,
-                report=logging.getLogger("core.embedded_worker").error,
-            )
-            with worker:
+            with site_worker(report=logging.getLogger("core.embedded_worker").error) as worker:
                 try:
                     self.serve(options, worker=worker)
                 finally:

@@ -16,7 +16,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from core.accounts import random_password, user_create
-from core.embedded_worker import EmbeddedWorker
+from core.embedded_worker import EmbeddedWorker, site_worker
 from core.errors import ArenaError
 from core.llm import llm_player_register, llm_player_update
 from core.models import (
@@ -160,11 +160,7 @@ class Command(BaseCommand):
             return
         # The embedded broker: this command starts the worker that builds, validates and
         # plays, as ``run_gateway`` does, and stops it when the demo is ready.
-        self.worker = EmbeddedWorker(
-            log_path=Path(settings.VAR_DIR) / "log" / "worker.log",
-            concurrency=settings.ARENA_EMBEDDED_WORKER_CONCURRENCY,
-            report=lambda text: self.stderr.write(text),
-        )
+        self.worker = site_worker(report=self.stderr.write)
         with self.worker:
             self.stdout.write(
                 f"Started a Celery worker (pid {self.worker.pid}, log "
