@@ -19,6 +19,12 @@ RUN python3 -m venv /opt/arena/venv \
     && pip install --no-cache-dir -q --disable-pip-version-check --no-index \
         --find-links /tmp/wheelhouse -r /tmp/wheelhouse/requirements.txt
 
+# The source tree without var/: the build context holds the wheels for the stage above,
+# which the image must not carry.
+FROM ${BASE} AS source
+COPY . /src
+RUN rm -rf /src/var
+
 FROM ${BASE}
 ENV DEBIAN_FRONTEND=noninteractive \
     LANG=C.UTF-8 \
@@ -44,7 +50,7 @@ RUN groupadd --gid 10100 arena \
         /run/arena-engine \
     && chown -R arena:arena /srv/arena /run/arena-engine
 
-COPY --chown=root:root . /opt/arena/app
+COPY --chown=root:root --from=source /src /opt/arena/app
 WORKDIR /opt/arena/app
 ENV PYTHONPATH=/opt/arena/app:/opt/arena/app/sdk \
     ARENA_VAR_DIR=/srv/arena/var \
