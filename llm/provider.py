@@ -51,6 +51,9 @@ MAX_BACKOFF = 8.0
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 #: Bytes of a refusal's body read for its message; the rest is never read.
 ERROR_BODY_LIMIT = 64 * 1024
+#: A kept connection idle longer than this is closed rather than used (the official
+#: client's keep-alive expiry): routers drop idle connections without telling either side.
+KEEPALIVE_SECONDS = 5.0
 USER_AGENT = f"Arena-LLM-harness/{HARNESS_VERSION}"
 #: Characters of a server's message kept in an error.
 ERROR_CHARS = 300
@@ -166,6 +169,8 @@ class Provider:
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._connection: http.client.HTTPConnection | None = None
+        #: When the kept connection last finished a request.
+        self._idle_since = time.monotonic()
         self._route: _Route | None = None
         self._route_error = ""
         try:
@@ -269,17 +274,22 @@ class Provider:
     # -- one request --------------------------------------------------------------------
 
     def _connect(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        """The kept connection (and True), or a new one (and False)."""
+        """The kept connection (and True), or a new one (and False). A connection idle for
+        more than ``KEEPALIVE_SECONDS`` is not kept: a router may have dropped it without a
+        word, and a request sent into it would wait out the model's clock."""
         assert self._route is not None
         with self._lock:
             if self._stopped.is_set():
                 raise Stopped()
             connection = self._connection
-            if connection is None or connection.sock is None:
-                connection = self._connection = self._route.connection(timeout)
-                return connection, False
-        connection.sock.settimeout(timeout)
-        return connection, True
+            stale = time.monotonic() - self._idle_since > KEEPALIVE_SECONDS
+            if connection is not None and connection.sock is not None and not stale:
+                connection.sock.settimeout(timeout)
+                return connection, True
+            if connection is not None:
+                connection.close()
+            connection = self._connection = self._route.connection(timeout)
+            return connection, False
 
     def _drop(self) -> None:
         """Closes the connection: the next request opens a new one."""
@@ -332,6 +342,7 @@ class Provider:
             raise _Retryable(f"the answer's stream broke: {_reason(error)}") from None
         if completion.too_long is not None or response.will_close or not response.isclosed():
             self._drop()  # the rest of the answer is not read, or the server closes
+        self._idle_since = time.monotonic()
         if completion.too_long is None and completion.finish_reason is None:
             raise _Retryable("the answer's stream ended before the answer was complete")
         return completion
@@ -343,19 +354,17 @@ class Provider:
             body = response.read(ERROR_BODY_LIMIT)
         except (OSError, http.client.HTTPException):
             body = b""
-        finally:
-            self._drop()
-        try:
+        self._drop()
+        message = None
+        with contextlib.suppress(orjson.JSONDecodeError):
             document = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return body.decode("utf-8", "replace").strip() or response.reason
-        if isinstance(document, dict):
-            message = document.get("message") or document.get("error")
-            if isinstance(message, dict):
-                message = message.get("message")
-            if message:
-                return str(message)
-        return body.decode("utf-8", "replace").strip() or response.reason
+            if isinstance(document, dict):
+                message = document.get("message") or document.get("error")
+                if isinstance(message, dict):
+                    message = message.get("message")
+        return (
+            str(message) if message else body.decode("utf-8", "replace").strip() or response.reason
+        )
 
     def _read_events(
         self, response: http.client.HTTPResponse, connection: Any, ends: float
@@ -384,7 +393,9 @@ class Provider:
                 continue
             event = orjson.loads(data)
             if not isinstance(event, dict):
-                raise ValueError(f"an event that is not an object: {cut(data.decode(), 80)}")
+                raise ValueError(
+                    f"an event that is not an object: {cut(data.decode('utf-8', 'replace'))}"
+                )
             if event.get("error"):
                 raise ValueError(
                     f"the server reported an error: {cut(str(event['error']), ERROR_CHARS)}"

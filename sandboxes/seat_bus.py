@@ -71,9 +71,14 @@ def reply_key(reply: dict[str, Any]) -> str | None:
     if kind == "ready":
         return "ready"
     if kind in ("action", "error"):
-        request = reply.get("id")
-        if isinstance(request, int) and not isinstance(request, bool):
-            return f"act:{request}"
+        request_id = reply.get("id")
+        # The referee's ids are positive and within 64 bits (the API document says so).
+        if (
+            isinstance(request_id, int)
+            and not isinstance(request_id, bool)
+            and (0 <= request_id < 2**63)
+        ):
+            return f"act:{request_id}"
     return None
 
 

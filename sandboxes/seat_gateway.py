@@ -130,10 +130,10 @@ def reply_parse(body: bytes, *, max_bytes: int = MAX_REPLY_BYTES) -> tuple[str, 
         raise ReplyRefused(
             400, "malformed", "A reply is a JSON object with a 'type': ready, action or error."
         )
-    request = message.get("id")
-    if isinstance(request, float) and request.is_integer() and 0 <= request < 2**63:
+    request_id = message.get("id")
+    if isinstance(request_id, float) and request_id.is_integer():
         # JSON does not tell 128 from 128.0, and JSON Schema calls both integers.
-        message["id"] = int(request)
+        message["id"] = int(request_id)
     key = reply_key(message)
     if key is None:
         kind = message["type"][:40]

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from core.admin.base import ArenaAdmin, ReadOnlyAdmin, admin_link, pretty_json, public_link
-from core.llm import llm_player_register, llm_player_update, llm_settings
+from core.llm import PRICE_FIELDS, llm_player_register, llm_player_update, llm_settings
 from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
 
 _SETTINGS = (
@@ -121,10 +121,7 @@ class LLMPlayerAdmin(ArenaAdmin):
 
     def save_model(self, request: HttpRequest, obj: LLMPlayer, form: Any, change: bool) -> None:
         settings = form.cleaned_data
-        prices = {
-            "price_input_per_million": settings["price_input_per_million"],
-            "price_output_per_million": settings["price_output_per_million"],
-        }
+        prices = {name: settings[name] for name in PRICE_FIELDS}
         if change:
             llm_player_update(
                 competitor=obj.competitor,

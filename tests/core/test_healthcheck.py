@@ -33,18 +33,40 @@ def serve(status: int, seen: list[str]) -> HTTPServer:
 
 @pytest.mark.parametrize(("status", "healthy"), [(200, True), (503, False), (400, False)])
 def test_http_asks_with_the_first_allowed_host(monkeypatch, status, healthy):
-    monkeypatch.setenv("ARENA_ALLOWED_HOSTS", "arena.example.org,localhost")
+    monkeypatch.setenv("ARENA_ALLOWED_HOSTS", " arena.example.org , localhost")
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # never used for the check
     seen: list[str] = []
     server = serve(status, seen)
     url = f"http://127.0.0.1:{server.server_address[1]}/healthz"
-    assert (healthcheck.main(["http", url]) == 0) is healthy
-    server.shutdown()
+    try:
+        assert (healthcheck.main(["http", url]) == 0) is healthy
+    finally:
+        server.shutdown()
+        server.server_close()
     assert seen == ["arena.example.org"]
 
 
+@pytest.mark.parametrize("allowed", ["*", ".example.org"])
+def test_http_names_no_host_for_a_wildcard(monkeypatch, allowed):
+    monkeypatch.setenv("ARENA_ALLOWED_HOSTS", allowed)
+    seen: list[str] = []
+    server = serve(200, seen)
+    port = server.server_address[1]
+    try:
+        assert healthcheck.main(["http", f"http://127.0.0.1:{port}/healthz"]) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [f"127.0.0.1:{port}"]
+
+
 def test_http_is_unhealthy_when_nothing_answers(capsys):
-    assert healthcheck.main(["http", "http://127.0.0.1:9/healthz"]) == 1
-    assert capsys.readouterr().err.startswith("unhealthy: http://127.0.0.1:9/healthz")
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    url = f"http://127.0.0.1:{port}/healthz"
+    assert healthcheck.main(["http", url]) == 1
+    assert capsys.readouterr().err.startswith(f"unhealthy: {url}")
 
 
 def test_a_heartbeat_file_is_healthy_while_fresh(tmp_path, capsys):
@@ -85,3 +107,16 @@ def test_healthz_answers_when_the_database_does(client):
     assert answer.status_code == 200 and answer.json() == {"status": "ok"}
     assert "no-cache" in answer["Cache-Control"]
     assert client.post("/healthz").status_code == 405
+
+
+@pytest.mark.django_db
+def test_healthz_says_unavailable_when_the_database_does_not_answer(client, monkeypatch):
+    from django.db import OperationalError, connection
+
+    def refused() -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(connection, "cursor", refused)
+    answer = client.get("/healthz")
+    assert answer.status_code == 503
+    assert answer.json() == {"status": "unavailable", "database": "unreachable"}

@@ -152,6 +152,20 @@ def test_it_reconnects_at_once_when_the_server_closed_the_idle_connection(server
     assert server.connections == 2
 
 
+def test_it_opens_a_new_connection_after_one_idle_past_its_keep_alive(server, monkeypatch):
+    # A router may drop an idle connection without a word: it is not used again.
+    monkeypatch.setattr("llm.provider.KEEPALIVE_SECONDS", 0.2)
+    provider = Provider(config(server.url))
+    first = ask(provider)
+    time.sleep(0.3)
+    second = ask(provider)
+    third = ask(provider)
+    provider.close()
+    assert first.text == second.text == third.text == ANSWER
+    assert second.provider_errors == [] and third.provider_errors == []
+    assert server.connections == 2  # the idle one replaced, the next request kept it
+
+
 def test_it_reads_a_server_that_answers_whole_when_a_stream_was_asked(server):
     server.brain = lambda request: Reply(ANSWER, ignore_stream=True)
     provider = Provider(config(server.url))

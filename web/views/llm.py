@@ -53,7 +53,7 @@ def llm_player_edit(request: HttpRequest, environment_name: str, name: str) -> H
     form = LLMSettingsForm(request.POST, has_key=competitor.llm.has_key)
     if form.is_valid():
         revision = llm_player_update(
-            competitor=competitor, changed_by=request.user, **form.cleaned_data
+            competitor=competitor, changed_by=request.user, **llm_settings(form.cleaned_data)
         )
         if revision is None:
             messages.success(request, "Saved; it plays as before.")
