@@ -62,6 +62,10 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock.connect(self.path)
 
 
+class EngineDown(Exception):
+    """The engine did not answer a lookup: the call gets 502, as a forward would."""
+
+
 class UnixEngine:
     """The real engine, asked to inspect what a call names (``policy.Engine``)."""
 
@@ -74,6 +78,8 @@ class UnixEngine:
             connection.request("GET", path)
             response = connection.getresponse()
             return Lookup(status=response.status, body=response.read(policy.MAX_JSON_BYTES * 4))
+        except (OSError, http.client.HTTPException) as error:
+            raise EngineDown(str(error) or type(error).__name__) from None
         finally:
             connection.close()
 
@@ -180,6 +186,11 @@ class EngineProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             if body_kind != "json":  # a JSON body was read whole already
                 drain(wire, request, DRAIN_BYTES)
             answer(client, refusal.status, f"engine proxy: {refusal.rule}")
+            return
+        except EngineDown as error:
+            if body_kind != "json":
+                drain(wire, request, DRAIN_BYTES)
+            answer(client, 502, f"engine proxy: the Docker engine does not answer: {error}")
             return
         if forward.answer is not None:
             respond(client, forward.answer.status, forward.answer.body)

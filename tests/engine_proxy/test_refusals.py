@@ -20,7 +20,7 @@ from typing import Any
 import docker
 import pytest
 
-from tests.support.engine_proxy import REAL_ENGINE, RunningProxy, raw_call
+from tests.support.engine_proxy import REAL_ENGINE, RunningProxy, engine_proxy_running, raw_call
 
 V = "/v1.41"
 
@@ -575,6 +575,21 @@ def test_it_passes_on_the_engines_404_for_what_does_not_exist(engine_proxy):
 
         assert status == 404
         assert "No such" in answer["message"]
+
+
+def test_it_answers_502_when_the_engine_does_not_answer_a_lookup(tmp_path):
+    # Calls the proxy checks against the engine first: the answer is 502, never a
+    # connection closed without a word.
+    with engine_proxy_running([tmp_path], engine=str(tmp_path / "no-engine.sock")) as proxy:
+        for method, path in [
+            ("GET", "/containers/arena-some-container/json"),
+            ("DELETE", "/images/arena-revision:1-000000000000"),
+            ("POST", "/containers/arena-some-container/start"),
+        ]:
+            status, answer = raw_call(proxy.socket, method, f"{V}{path}")
+
+            assert status == 502, (method, path, answer)
+            assert "the Docker engine does not answer" in answer["message"]
 
 
 # -- HTTP itself ---------------------------------------------------------------------------

@@ -50,12 +50,14 @@ class RunningProxy:
 
 
 @contextlib.contextmanager
-def engine_proxy_running(bind_roots: list[Path], *options: str) -> Iterator[RunningProxy]:
+def engine_proxy_running(
+    bind_roots: list[Path], *options: str, engine: str = REAL_ENGINE
+) -> Iterator[RunningProxy]:
     folder = Path(tempfile.mkdtemp(prefix="arena-engine-proxy-"))
     listen = folder / "docker.sock"
     log_path = folder / "proxy.log"
     command = [sys.executable, "-m", "engine_proxy", "--listen", str(listen), "--engine"]
-    command += [REAL_ENGINE, *[f"--bind-root={root}" for root in bind_roots], *options]
+    command += [engine, *[f"--bind-root={root}" for root in bind_roots], *options]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, cwd=REPOSITORY_ROOT, stdout=log, stderr=log)
     try:
