@@ -128,16 +128,25 @@ def read_request(wire: Wire) -> Request | None:
     return Request(method=method, path=split.path, query=query, headers=headers)
 
 
+def _within(size: int, limit: int) -> None:
+    if size > limit:
+        raise BadRequest(f"the body may be at most {limit} bytes", 413)
+
+
+def _exactly(wire: Wire, size: int) -> Iterator[bytes]:
+    """The next ``size`` bytes, in pieces as they come."""
+    while size > 0:
+        data = wire.read_some(min(size, CHUNK))
+        size -= len(data)
+        yield data
+
+
 def body_chunks(wire: Wire, request: Request, limit: int) -> Iterator[bytes]:
     """The request's body, in pieces as they come; ``BadRequest`` (413) past ``limit`` bytes."""
     length = request.length
     if length is not None:
-        if length > limit:
-            raise BadRequest(f"the body may be at most {limit} bytes", 413)
-        while length > 0:
-            data = wire.read_some(min(length, CHUNK))
-            length -= len(data)
-            yield data
+        _within(length, limit)
+        yield from _exactly(wire, length)
         return
     total = 0
     while True:
@@ -151,12 +160,8 @@ def body_chunks(wire: Wire, request: Request, limit: int) -> Iterator[bytes]:
                 pass  # trailers: not forwarded
             return
         total += size
-        if total > limit:
-            raise BadRequest(f"the body may be at most {limit} bytes", 413)
-        while size > 0:
-            data = wire.read_some(min(size, CHUNK))
-            size -= len(data)
-            yield data
+        _within(total, limit)
+        yield from _exactly(wire, size)
         if wire.readline(_CHUNK_LINE) not in {b"\r\n", b"\n"}:
             raise BadRequest("a chunk does not end where its size says")
 
