@@ -8,6 +8,7 @@ secret into .env, and checkov finds no failed check."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -46,6 +47,7 @@ def _parsed(path: Path) -> dict[str, Any]:
     return hcl2.loads(path.read_text(), serialization_options=PLAIN)
 
 
+@functools.cache
 def _configuration() -> list[dict[str, Any]]:
     return [_parsed(path) for path in sorted(TERRAFORM.glob("*.tf"))]
 

@@ -357,24 +357,20 @@ def agents_of(workers: set[str]) -> set[str]:
     }
 
 
-def kill_container(stack: ComposeStack, service: str) -> bool:
+def kill_container(stack: ComposeStack, service: str) -> None:
     """SIGKILL the main process of the service's container (and with it every process
-    in the container), as a crash or the kernel's OOM killer would. True if so; False if
-    it was killed as an operator would (see below) and started again.
+    in the container), as a crash or the kernel's OOM killer would.
 
     ``docker kill`` would not do: the engine counts it as an operator's stop, and
     ``restart: unless-stopped`` then leaves the container stopped. A process killed from
     outside is a crash, which the engine answers by starting the container again.
-    Killing it takes root (the container's processes are another user's); without it,
-    the container is killed with ``docker kill`` and started again with
-    ``docker-compose start``.
+    Killing it takes root (the container's processes are another user's).
     """
-    if os.geteuid() == 0:
-        os.kill(stack.state(service)["Pid"], signal.SIGKILL)
-        return True
-    docker("kill", stack.container_id(service))
-    stack.compose("start", service)
-    return False
+    require(
+        os.geteuid() == 0,
+        "crashing a container's process takes root (its processes are another user's)",
+    )
+    os.kill(stack.state(service)["Pid"], signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
