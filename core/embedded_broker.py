@@ -97,31 +97,44 @@ class Channel(sqlalchemy.Channel):
         self.session.commit()
         return self.session.query(self.queue_cls).filter(self.queue_cls.name == queue).one()
 
+    def _queue_id(self, queue: str) -> int:
+        """The queue's row id, asked once per channel (queue rows are never deleted)."""
+        known: dict[str, int] = self.__dict__.setdefault("_queue_ids", {})
+        if queue not in known:
+            known[queue] = self._get_or_create(queue).id
+        return known[queue]
+
     def _get(self, queue: str) -> dict[str, Any]:
         """Take the queue's oldest message: deleted in the transaction that reads it."""
-        queue_id = self._get_or_create(queue).id
+        queue_id = self._queue_id(queue)
         message = self.message_cls
         session = self.session
+        # An idle worker polls every queue a few times a second: a look without the write
+        # lock first (readers never wait in WAL mode), the lock only for a message.
+        waiting = session.execute(
+            select(message.id).where(message.queue_id == queue_id).limit(1)
+        ).first()
+        session.rollback()
+        if waiting is None:
+            raise Empty()
         try:
             # The write lock first: a read that turns into a write later fails at once
             # when another process wrote in between.
             session.execute(text("BEGIN IMMEDIATE"))
             row = session.execute(
                 select(message.id, message.payload)
-                .where(message.queue_id == queue_id, message.visible.is_not(False))
+                .where(message.queue_id == queue_id)
                 .order_by(message.sent_at, message.id)
                 .limit(1)
             ).first()
-            if row is None:
-                session.rollback()
-                raise Empty()
-            session.execute(message.__table__.delete().where(message.id == row.id))
+            if row is not None:
+                session.execute(message.__table__.delete().where(message.id == row.id))
             session.commit()
-        except Empty:
-            raise
         except BaseException:
             session.rollback()
             raise
+        if row is None:  # another process took it meanwhile
+            raise Empty()
         return loads(bytes_to_str(row.payload))
 
 
