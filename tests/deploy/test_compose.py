@@ -220,7 +220,12 @@ def test_worker_machines_and_the_control_machine_files_resolve():
 
 
 def test_env_example_names_every_setting_arena_reads():
-    read = set(re.findall(r'(?:env_\w+\(|os\.environ\.get\()\s*"([A-Z_]+)"', (ROOT / "core" / "settings.py").read_text()))
+    read = set(
+        re.findall(
+            r'(?:env_\w+\(|os\.environ\.get\()\s*"([A-Z_]+)"',
+            (ROOT / "core" / "settings.py").read_text(),
+        )
+    )
     example = (ROOT / ".env.example").read_text()
     named = set(re.findall(r"^#? ?([A-Z_]+)[:=]", example, re.M))
     assert read - named == set()
