@@ -45,7 +45,12 @@ from core.errors import ArenaError
 from core.leases import worker_name
 from core.models import Revision, StepStatus
 from core.models.submissions import resend_at_default
-from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
+from core.services import (
+    revision_step_begin,
+    revision_step_finish,
+    revision_step_heartbeat,
+    revision_upload_read,
+)
 from core.uploads import REQUIREMENTS, UploadRejected, extract_upload, upload_limits
 from sandboxes import docker_engine
 from sandboxes.base import AgentSource, InvalidAgent, SandboxError
@@ -230,8 +235,7 @@ def _build(revision: Revision, worker: str) -> None:
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
     image = ""
     try:
-        with revision.source.open("rb") as upload:
-            content = upload.read()
+        content = revision_upload_read(revision=revision)
         summary = extract_upload(revision.filename, content, staging, upload_limits())
         log.append(f"unpacked {len(summary.files)} file(s), {summary.unpacked_bytes:,} bytes")
         errors = _compile_errors(staging)

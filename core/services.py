@@ -8,14 +8,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import transaction
-from django.db.models import F, Max, Q
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max, ProtectedError, Q
 from django.utils import timezone
 
 from core import dispatch
 from core.errors import ArenaError
 from core.leases import Heartbeat
-from core.models import Competitor, Environment, Revision, StepStatus, User
+from core.models import Competitor, Environment, Revision, StepStatus, UploadContent, User
 from core.models.submissions import LEASED_STEPS, resend_at_default
 from core.uploads import UploadLimits, UploadRejected, inspect_upload, upload_limits
 
@@ -61,6 +61,7 @@ def revision_create(
             "code under another name"
         )
     summary = inspect_upload(filename, content, limits or upload_limits())
+    sha256 = hashlib.sha256(content).hexdigest()
     with transaction.atomic():
         # The row lock serialises concurrent uploads, so versions never collide.
         Competitor.objects.select_for_update().get(pk=competitor.pk)
@@ -70,8 +71,9 @@ def revision_create(
             version=latest + 1,
             uploaded_by=uploaded_by,
             filename=filename.rsplit("/", 1)[-1][:200],
-            sha256=hashlib.sha256(content).hexdigest(),
+            sha256=sha256,
             size=len(content),
+            upload=upload_content_store(content=content, sha256=sha256),
             entry_point=summary.entry_point,
             has_requirements=summary.has_requirements,
             build_status=StepStatus.QUEUED,
@@ -81,6 +83,53 @@ def revision_create(
         revision.save()
         dispatch.start("builder.tasks.build_revision", revision_id=revision.pk)
     return revision
+
+
+class UploadUnavailable(ArenaError):
+    """A revision's upload cannot be read from the database: not stored, or not its bytes."""
+
+
+def upload_content_store(*, content: bytes, sha256: str) -> UploadContent:
+    """The stored bytes of an upload, saved unless the same bytes already are. Call in the
+    transaction that creates the revision referring to them."""
+    stored, _ = UploadContent.objects.get_or_create(
+        sha256=sha256, defaults={"content": content, "size": len(content)}
+    )
+    return stored
+
+
+def revision_upload_read(*, revision: Revision) -> bytes:
+    """The bytes of the revision's upload, from the database (so on any host), checked
+    against the SHA-256 recorded when it was uploaded. Raises UploadUnavailable."""
+    stored = None
+    if revision.upload_id:
+        rows = UploadContent.objects.filter(pk=revision.upload_id)
+        stored = rows.values_list("content", flat=True).first()
+    if stored is None:
+        raise UploadUnavailable(
+            f"the upload of {revision} is not stored in the database (it was missing or "
+            "damaged when uploads moved there); its owner must upload it again"
+        )
+    content = bytes(stored)
+    digest = hashlib.sha256(content).hexdigest()
+    if digest != revision.sha256:
+        raise UploadUnavailable(
+            f"the stored upload of {revision} is damaged: its SHA-256 is {digest[:12]}..., "
+            f"not {revision.sha256[:12]}... as uploaded; its owner must upload it again"
+        )
+    return content
+
+
+def upload_content_release(*, sha256: str) -> bool:
+    """Delete the stored bytes of an upload once no revision refers to them (the last one
+    was deleted); returns whether they went. Call after the deletion commits: an upload
+    of the same bytes committed meanwhile keeps them (the foreign key refuses the delete)."""
+    try:
+        with transaction.atomic():
+            deleted, _ = UploadContent.objects.filter(pk=sha256, revisions__isnull=True).delete()
+    except (IntegrityError, ProtectedError):
+        return False
+    return bool(deleted)
 
 
 def revision_create_unbuilt(

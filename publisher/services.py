@@ -20,7 +20,12 @@ from django.conf import settings
 
 from core import dispatch
 from core.models import Competitor, Rating, Revision, StepStatus
-from core.services import revision_step_begin, revision_step_finish
+from core.services import (
+    UploadUnavailable,
+    revision_step_begin,
+    revision_step_finish,
+    revision_upload_read,
+)
 from core.uploads import UploadRejected, extract_upload, upload_limits
 from publisher.git import Clone, PublishError, Transcript
 from sandboxes.locks import folder_lock
@@ -103,10 +108,9 @@ class SkippedFile:
 
 def _unpack(revision: Revision, destination: Path) -> None:
     try:
-        with revision.source.open("rb") as stored:
-            content = stored.read()
-    except OSError as error:
-        raise PublishError(f"the uploaded file cannot be read: {error}") from None
+        content = revision_upload_read(revision=revision)
+    except UploadUnavailable as error:
+        raise PublishError(error.message) from None
     try:
         extract_upload(revision.filename, content, destination, upload_limits())
     except UploadRejected as error:

@@ -43,6 +43,7 @@ from core.models import (
 )
 from core.models.accounts import hash_token
 from core.secrets import secret_encrypt
+from core.services import upload_content_store
 from environments.registry import load_info, make_environment
 
 #: Every factory-made user's password.
@@ -182,6 +183,10 @@ class RevisionFactory(DjangoModelFactory):
     entry_point = "main.py"
     source = factory.LazyAttribute(lambda revision: ContentFile(revision.code, revision.filename))
     sha256 = factory.LazyAttribute(lambda revision: hashlib.sha256(revision.code).hexdigest())
+    # Stored as the upload service stores it: in the database, where every host reads it.
+    upload = factory.LazyAttribute(
+        lambda revision: upload_content_store(content=revision.code, sha256=revision.sha256)
+    )
     size = factory.LazyAttribute(lambda revision: len(revision.code))
 
 

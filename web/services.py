@@ -24,7 +24,7 @@ from core.models import (
     User,
 )
 from core.models.submissions import STEPS
-from core.services import competitor_get_or_create, revision_create
+from core.services import competitor_get_or_create, revision_create, upload_content_release
 from core.uploads import upload_limits
 
 
@@ -113,6 +113,7 @@ def revision_delete(*, revision: Revision) -> RevisionDeletion:
             revision.is_disabled = True
             return RevisionDeletion(kept=revision, reason=reason)
         upload, storage = revision.source.name, revision.source.storage
+        content = revision.upload_id
         competitor = revision.competitor
         Duel.objects.filter(
             Q(revision_1=revision) | Q(revision_2=revision), is_validation=True
@@ -122,6 +123,9 @@ def revision_delete(*, revision: Revision) -> RevisionDeletion:
             competitor.delete()
         if upload:
             transaction.on_commit(lambda: storage.delete(upload))
+        if content:
+            # Other revisions may share the same bytes: they go with the last of them.
+            transaction.on_commit(lambda: upload_content_release(sha256=content))
     return RevisionDeletion(kept=None, reason="")
 
 

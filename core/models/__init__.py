@@ -20,6 +20,7 @@ from core.models.submissions import (
     Environment,
     Revision,
     StepStatus,
+    UploadContent,
 )
 
 __all__ = [
@@ -46,5 +47,6 @@ __all__ = [
     "Tournament",
     "TournamentFormat",
     "TournamentStatus",
+    "UploadContent",
     "User",
 ]

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Length
 from django.urls import reverse
 from django.utils import timezone
 
@@ -131,6 +132,31 @@ def _revision_upload_path(revision: Revision, filename: str) -> str:
     )
 
 
+class UploadContent(models.Model):
+    """The bytes of an upload, stored once per content and named by their SHA-256.
+
+    In the database rather than only on the media volume, so that every worker host reads
+    them: the control machine's volume is not shared, and uploads are small
+    (``ARENA_UPLOAD_MAX_BYTES``, 10 MiB). Revisions with the same upload share a row; it
+    goes when the last of them is deleted (``core.services.upload_content_release``).
+    """
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    content = models.BinaryField()
+    size = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(size=Length("content")), name="upload_content_size_matches"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"upload {self.sha256[:12]} ({self.size:,} bytes)"
+
+
 STEPS = ("build", "validation", "publication")
 #: The steps a worker holds with a lease (``<step>_lease_owner``, ``<step>_lease_expires_at``)
 #: that a heartbeat renews; the tournament manager queues them again when it runs out.
@@ -194,6 +220,17 @@ class Revision(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     source = models.FileField(upload_to=_revision_upload_path, max_length=300)
+    #: The upload's bytes, which every host reads (builds, duels, downloads, publication);
+    #: ``source`` keeps the same bytes on the control machine's media volume, as before.
+    #: Empty for online and LLM players.
+    upload = models.ForeignKey(
+        UploadContent,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="revisions",
+        editable=False,
+    )
     #: The name the upload had (``agent.py`` or ``bot.zip``).
     filename = models.CharField(max_length=200)
     sha256 = models.CharField(max_length=64)
@@ -251,6 +288,10 @@ class Revision(models.Model):
                 fields=["competitor", "version"], name="revision_version_unique"
             ),
             models.CheckConstraint(condition=Q(version__gte=1), name="revision_version_positive"),
+            models.CheckConstraint(
+                condition=Q(upload__isnull=True) | Q(upload=F("sha256")),
+                name="revision_upload_matches_sha256",
+            ),
             *[_step_constraint(step) for step in STEPS],
         ]
 

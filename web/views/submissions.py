@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import mimetypes
 
 from django.contrib import messages
@@ -9,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import ArenaError
 from core.models import Competitor, Environment, Revision
+from core.services import UploadUnavailable, revision_upload_read
 from web.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
 from web.forms import LLMSettingsForm, UploadForm, sentence
 from web.llm import player_stats
@@ -128,10 +130,13 @@ def revision_source(
 ) -> FileResponse:
     revision = get_revision_for_user(request.user, environment_name, competitor_name, version)
     try:
-        source = revision.source.open("rb")
-    except (FileNotFoundError, ValueError):
+        content = revision_upload_read(revision=revision)
+    except UploadUnavailable:
         raise Http404("The uploaded file is no longer stored") from None
     content_type = mimetypes.guess_type(revision.filename)[0] or "application/octet-stream"
     return FileResponse(
-        source, as_attachment=True, filename=revision.filename, content_type=content_type
+        io.BytesIO(content),
+        as_attachment=True,
+        filename=revision.filename,
+        content_type=content_type,
     )
