@@ -187,6 +187,7 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
             ended_at=timezone.now(),
             lease_owner="",
             lease_expires_at=None,
+            played_by=worker,
             seed=result.seed,
             result="" if failed else document["result"],
             error=document["error_msg"][:10_000],

@@ -198,6 +198,8 @@ class Duel(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=120, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    #: The worker (``host:pid``) that recorded its outcome: which machine played it.
+    played_by = models.CharField(max_length=120, blank=True)
     #: Times its queue message was sent again because it sat queued (the message was lost).
     resends = models.PositiveIntegerField(default=0)
     #: When the tournament manager sends its queue message again if it is still queued.

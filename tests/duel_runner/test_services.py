@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.leases import worker_name
 from core.models import Duel, DuelStatus
 from duel_runner.services import (
     duel_claim,
@@ -49,6 +50,7 @@ def test_it_plays_a_stored_duel_and_records_every_match():
     assert duel.result == "PLAYER_1_WIN" and duel.player_1_wins == 4
     assert [m.first_player for m in duel.matches.order_by("index")] == [1, 2, 1, 2]
     assert duel.lease_owner == "" and duel.ended_at is not None
+    assert duel.played_by == worker_name()  # kept: which machine played it
 
 
 def test_it_lets_only_one_worker_claim_a_duel():

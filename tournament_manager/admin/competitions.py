@@ -524,6 +524,7 @@ class DuelAdmin(ReadOnlyAdmin):
                     "attempts",
                     "lease_owner",
                     "lease_expires_at",
+                    "played_by",
                     "resends",
                     "resend_at",
                     "created_at",
