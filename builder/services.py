@@ -43,6 +43,7 @@ from builder.revision_image import (
 from core import dispatch
 from core.errors import ArenaError
 from core.leases import worker_name
+from core.local_builds import revision_host_lock, uses_image
 from core.models import Revision, StepStatus
 from core.models.submissions import resend_at_default
 from core.services import (
@@ -225,46 +226,80 @@ def revision_build(*, revision_id: int) -> None:
         _build(revision, worker)
 
 
+def _make(
+    revision: Revision, *, folder: Path, with_image: bool, deadline: float, log: list[str]
+) -> str:
+    """Unpack the revision's stored upload (its SHA-256 checked) into ``folder``, check it
+    and, ``with_image``, build its image; returns the image's tag ('' without one).
+
+    The build runs this, and so does a host that makes its own copy of a built revision
+    (``revision_build_here``): the same bytes, the same checks, the same image tag.
+    """
+    content = revision_upload_read(revision=revision)
+    summary = extract_upload(revision.filename, content, folder, upload_limits())
+    log.append(f"unpacked {len(summary.files)} file(s), {summary.unpacked_bytes:,} bytes")
+    errors = _compile_errors(folder)
+    if errors:
+        raise UploadRejected("syntax error:\n" + "\n".join(errors))
+    AgentSource.from_path(folder)
+    log.append(f"entry point: {summary.entry_point}")
+    policy = requirements_policy()
+    requirements = _requirements_checked(folder, policy=policy, log=log)
+    if with_image:
+        return _revision_image(
+            revision=revision,
+            folder=folder,
+            requirements=requirements,
+            policy=policy,
+            deadline=deadline,
+            log=log,
+        )
+    if requirements:
+        log.append(
+            "requirements checked but not installed: "
+            + ", ".join(str(requirement) for requirement in requirements)
+            + ". The process sandbox runs agents on this host's Python, so these "
+            "must already be importable there."
+        )
+    return ""
+
+
+def _staging(revision: Revision) -> Path:
+    target = revision.build_dir
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+
+
+def _put_in_place(staging: Path, target: Path) -> None:
+    if target.exists():
+        shutil.rmtree(target)
+    staging.rename(target)
+
+
+#: What a build or a host's own copy may fail with; anything else is a bug, and raised.
+BUILD_ERRORS = (ArenaError, SandboxError, InvalidAgent, OSError)
+
+
 def _build(revision: Revision, worker: str) -> None:
     timeout = settings.ARENA_BUILD_TIMEOUT_SECONDS
     # The Celery task's own limits are a little longer: this one fails the build cleanly.
     deadline = time.monotonic() + timeout
     log: list[str] = [f"building {revision} from {revision.filename} ({revision.size:,} bytes)"]
-    target = revision.build_dir
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    staging = _staging(revision)
     image = ""
     try:
-        content = revision_upload_read(revision=revision)
-        summary = extract_upload(revision.filename, content, staging, upload_limits())
-        log.append(f"unpacked {len(summary.files)} file(s), {summary.unpacked_bytes:,} bytes")
-        errors = _compile_errors(staging)
-        if errors:
-            raise UploadRejected("syntax error:\n" + "\n".join(errors))
-        AgentSource.from_path(staging)
-        log.append(f"entry point: {summary.entry_point}")
-        policy = requirements_policy()
-        requirements = _requirements_checked(staging, policy=policy, log=log)
-        if settings.ARENA_SANDBOX == "docker":
-            image = _revision_image(
-                revision=revision,
+        # Exclusive on this host: no duel here starts the revision's previous image while
+        # it is replaced, and no other worker here makes the same build meanwhile.
+        with revision_host_lock(revision.pk, shared=False):
+            image = _make(
+                revision,
                 folder=staging,
-                requirements=requirements,
-                policy=policy,
+                with_image=settings.ARENA_SANDBOX == "docker",
                 deadline=deadline,
                 log=log,
             )
-        elif requirements:
-            log.append(
-                "requirements checked but not installed: "
-                + ", ".join(str(requirement) for requirement in requirements)
-                + ". The process sandbox runs agents on this host's Python, so these "
-                "must already be importable there."
-            )
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    except (ArenaError, SandboxError, InvalidAgent, OSError) as error:
+            _put_in_place(staging, revision.build_dir)
+    except BUILD_ERRORS as error:
         shutil.rmtree(staging, ignore_errors=True)
         message = _failure_message(error, timeout=timeout)
         log.append(f"build failed: {message}")
@@ -291,6 +326,33 @@ def _build(revision: Revision, worker: str) -> None:
             dispatch.start("duel_runner.tasks.validate_revision", revision_id=revision.pk)
 
 
+def revision_build_here(*, revision: Revision) -> None:
+    """Make this host's build of a revision built elsewhere (``core.local_builds``): its
+    folder and, when its duels start an image, that image, from the upload stored in the
+    database, by the build's own steps (``_make``); its requirements' wheels come from this
+    host's cache or are downloaded here, as a build's would. Records nothing: the build
+    that succeeded did. The caller holds the revision's exclusive lock on this host.
+
+    Raises BuildFailed with the reason, which is the platform's problem, not the upload's:
+    the upload passed these very steps when it was built.
+    """
+    timeout = settings.ARENA_BUILD_TIMEOUT_SECONDS
+    deadline = time.monotonic() + timeout
+    log: list[str] = []
+    staging = _staging(revision)
+    try:
+        image = _make(
+            revision, folder=staging, with_image=uses_image(revision), deadline=deadline, log=log
+        )
+        if image != (revision.image if uses_image(revision) else ""):
+            raise BuildFailed(f"this host made the image {image}, not {revision.image}")
+        _put_in_place(staging, revision.build_dir)
+    except BUILD_ERRORS as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        detail = _failure_message(error, timeout=timeout)
+        raise BuildFailed(f"{revision} could not be built on this host: {detail}") from error
+
+
 @dataclasses.dataclass(frozen=True)
 class PrunedImage:
     image: str
@@ -298,6 +360,19 @@ class PrunedImage:
     #: Why it went (or, when ``removed`` is False, why it should have and could not).
     reason: str
     removed: bool = True
+
+
+def _removal_reason(
+    image: docker_engine.ImageSummary, use: selectors.RevisionImageUse | None
+) -> str | None:
+    """Why a revision image can go, or None while it is needed."""
+    if use is None:
+        return "its revision no longer exists"
+    if use.building:
+        return None
+    if use.image not in image.tags:
+        return "a later build of its revision replaced it"
+    return use.removal_reason
 
 
 def revision_images_prune() -> list[PrunedImage]:
@@ -321,20 +396,28 @@ def revision_images_prune() -> list[PrunedImage]:
     pruned = []
     for image in images:
         label = image.labels.get(LABEL_REVISION, "")
-        use = uses.get(int(label)) if label.isdigit() else None
-        if use is None:
-            reason = "its revision no longer exists"
-        elif use.building:
+        revision_id = int(label) if label.isdigit() else None
+        use = uses.get(revision_id) if revision_id is not None else None
+        reason = _removal_reason(image, use)
+        if reason is None:
             continue
-        elif use.image not in image.tags:
-            reason = "a later build of its revision replaced it"
-        elif use.removal_reason is None:
-            continue
-        else:
-            reason = use.removal_reason
         name = image.tags[0] if image.tags else image.id
-        removed = docker_engine.image_remove(name)
-        pruned.append(PrunedImage(name, int(label) if label.isdigit() else None, reason, removed))
+        if revision_id is None:
+            pruned.append(PrunedImage(name, None, reason, docker_engine.image_remove(name)))
+            continue
+        # Exclusive on this host, and asked again under it: a duel of this host that
+        # started with the image holds it shared, and one claimed since the first look
+        # makes it needed again.
+        with revision_host_lock(revision_id, shared=False, timeout=0) as had:
+            if not had:
+                busy = "a duel or build on this host holds it"
+                pruned.append(PrunedImage(name, revision_id, busy, removed=False))
+                continue
+            use = selectors.revision_image_uses(revision_ids=[revision_id]).get(revision_id)
+            reason = _removal_reason(image, use)
+            if reason is not None:
+                removed = docker_engine.image_remove(name)
+                pruned.append(PrunedImage(name, revision_id, reason, removed))
     for image_id in docker_engine.images_prune_dangling(
         {LABEL_ROLE: DEPS_ROLE, LABEL_INSTANCE: instance}, older_than="24h"
     ):

@@ -410,6 +410,38 @@ def revision_step_requeue_expired(*, revision: Revision, step: str) -> bool:
     return True
 
 
+def revision_step_give_back(*, revision: Revision, step: str, worker: str, problem: str) -> bool:
+    """A build or validation that ``worker`` holds but cannot do on its host (it could not
+    build the revision there): queued again for another try, by any worker, while it has
+    attempts left (``ARENA_REVISION_MAX_ATTEMPTS``: each claim counted one); after the
+    last, failed with the reason, which is the platform's and not the upload's. Returns
+    whether it was queued again (False: failed, or the worker no longer held it)."""
+    held = Q(**{f"{step}_status": StepStatus.RUNNING, f"{step}_lease_owner": worker})
+    attempts = settings.ARENA_REVISION_MAX_ATTEMPTS
+    requeued = Revision.objects.filter(
+        held, pk=revision.pk, **{f"{step}_attempts__lt": attempts}
+    ).update(
+        **{
+            f"{step}_status": StepStatus.QUEUED,
+            f"{step}_lease_owner": "",
+            f"{step}_lease_expires_at": None,
+            f"{step}_resend_at": resend_at_default(),
+            f"{step}_error": f"A worker could not start it: {problem}"[:10_000],
+        }
+    )
+    if requeued:
+        return True
+    _fail(
+        revision,
+        step,
+        held & Q(**{f"{step}_attempts__gte": attempts}),
+        f"The workers could not prepare this revision on their machines ({attempts} "
+        "attempts). This is a problem on our side, not with your upload; an organizer can "
+        f"retry it from the admin. The last: {problem}",
+    )
+    return False
+
+
 def _fail(revision: Revision, step: str, when: Q, error: str) -> bool:
     fields: dict[str, object] = {
         f"{step}_status": StepStatus.FAILED,

@@ -14,3 +14,9 @@ duel_finished = Signal()
 
 #: A revision passed its validation by self-play. Keyword argument: ``revision``.
 revision_validated = Signal()
+
+#: A worker is about to run a hosted revision on this host (a duel, a validation) and this
+#: host lacks its build (``core.local_builds``). Keyword argument: ``revision``. The
+#: builder's receiver makes it here from the stored upload, as the build did, while the
+#: sender holds the revision's exclusive host lock; it raises ArenaError when it cannot.
+revision_build_missing = Signal()

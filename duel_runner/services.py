@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
 from datetime import timedelta
@@ -14,11 +16,18 @@ from django.utils import timezone
 
 from core.errors import ArenaError
 from core.leases import Heartbeat, worker_name
+from core.local_builds import LocalBuild, revisions_built_here
 from core.models import Duel, DuelStatus, Match, MatchConversation, Revision, StepStatus
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
+from core.models.submissions import resend_at_default
 from core.online import LOCAL_REFEREE, seat_bus
-from core.services import revision_step_begin, revision_step_finish, revision_step_heartbeat
+from core.services import (
+    revision_step_begin,
+    revision_step_finish,
+    revision_step_give_back,
+    revision_step_heartbeat,
+)
 from core.signals import duel_finished, revision_validated
 from environments.registry import load_info
 from referee.duel import llm_clock, run_duel, validate
@@ -31,8 +40,13 @@ from sandboxes.remote import RemoteSandbox
 if TYPE_CHECKING:
     from sandboxes.docker import DockerSandbox
 
+logger = logging.getLogger(__name__)
+
 #: Stored logs are cut to this many characters (the sandbox already caps them).
 LOG_CHARS = 200_000
+#: A duel or validation this host could not build its agents for is tried again after
+#: this (by any worker of any host), within its attempts.
+RETRY_SECONDS = 10.0
 
 
 def sandbox_backend(*, warm: bool = True) -> SandboxBackend:
@@ -314,12 +328,29 @@ def duel_play(*, duel_id: int) -> float | None:
     """Play a queued duel with the referee and store it; tells its tournament.
 
     Returns None when the duel is done with (played here, or finished already), or the
-    seconds to wait when another worker holds it, for the task to look again then.
+    seconds to wait when it is to be tried again: another worker holds it, or its agents
+    could not be built on this host (``_duel_give_back``).
     """
     worker = worker_name()
     duel = duel_claim(duel_id=duel_id, worker=worker)
     if duel is None:
         return _lease_wait(duel_id)
+    with duel_heartbeat(duel_id=duel.pk, worker=worker), contextlib.ExitStack() as builds:
+        try:
+            built = builds.enter_context(revisions_built_here([duel.revision_1, duel.revision_2]))
+        except ArenaError as error:
+            return _duel_give_back(duel=duel, worker=worker, problem=error.message)
+        _log_local_builds(built, f"duel {duel.pk}")
+        result = _duel_result(duel)
+    if not duel_record_result(duel=duel, result=result, worker=worker):
+        return None
+    duel.refresh_from_db()
+    duel_finished.send(sender=Duel, duel=duel)
+    return None
+
+
+def _duel_result(duel: Duel) -> DuelResult:
+    """Play the claimed duel, whose agents' builds this host holds."""
     environment = duel.revision_1.competitor.environment.name
     try:
         sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
@@ -332,49 +363,102 @@ def duel_play(*, duel_id: int) -> float | None:
             if isinstance(error, InvalidAgent)
             else f"an LLM seat cannot be played: {error.message}"
         )
-        result = DuelResult(
-            environment=environment,
-            player_1=str(duel.revision_1),
-            player_2=str(duel.revision_2),
-            seed=duel.seed,
-            infrastructure_error=problem,
+        return _infrastructure_failure(duel, problem)
+    # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
+    # takes seconds where a program's takes microseconds.
+    clock = (
+        llm_clock(load_info(environment))
+        if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
+        else {}
+    )
+    return run_duel(
+        environment,
+        sources,
+        backend=backends,
+        seed=duel.seed,
+        matches=duel.num_matches,
+        **clock,
+    )
+
+
+def _infrastructure_failure(duel: Duel, problem: str) -> DuelResult:
+    return DuelResult(
+        environment=duel.revision_1.competitor.environment.name,
+        player_1=str(duel.revision_1),
+        player_2=str(duel.revision_2),
+        seed=duel.seed,
+        infrastructure_error=problem,
+    )
+
+
+def _log_local_builds(built: list[LocalBuild], what: str) -> None:
+    for build in built:
+        # Before the referee starts: on no player's clock.
+        logger.info(
+            "%s: built %s on this host in %.1f s, before play (%s)",
+            what,
+            build.revision,
+            build.seconds,
+            build.revision.image or build.revision.build_dir,
         )
-    else:
-        # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
-        # takes seconds where a program's takes microseconds.
-        clock = (
-            llm_clock(load_info(environment))
-            if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
-            else {}
+
+
+def _duel_give_back(*, duel: Duel, worker: str, problem: str) -> float | None:
+    """A claimed duel whose agents this host could not build: an infrastructure failure,
+    never the agents'. Queued again for another worker (of any host) while it has
+    attempts left (``ARENA_DUEL_MAX_ATTEMPTS``: each claim counted one); failed with the
+    reason, never scored, after the last. Returns the seconds after which the task
+    looks again, or None when the duel failed (or this worker no longer held it)."""
+    logger.warning(
+        "duel %d: not played on this host (attempt %d): %s", duel.pk, duel.attempts, problem
+    )
+    if duel.attempts < settings.ARENA_DUEL_MAX_ATTEMPTS:
+        given_back = Duel.objects.filter(
+            pk=duel.pk, status=DuelStatus.RUNNING, lease_owner=worker
+        ).update(
+            status=DuelStatus.QUEUED,
+            lease_owner="",
+            lease_expires_at=None,
+            error=f"Attempt {duel.attempts} could not start its agents: {problem}"[:10_000],
+            resend_at=resend_at_default(),
         )
-        with duel_heartbeat(duel_id=duel.pk, worker=worker):
-            result = run_duel(
-                environment,
-                sources,
-                backend=backends,
-                seed=duel.seed,
-                matches=duel.num_matches,
-                **clock,
-            )
-    if not duel_record_result(duel=duel, result=result, worker=worker):
-        return None
-    duel.refresh_from_db()
-    duel_finished.send(sender=Duel, duel=duel)
+        return RETRY_SECONDS if given_back else None
+    problem = (
+        f"Not played: its agents could not be built on the workers ({duel.attempts} "
+        f"attempts; not the agents' fault). The last: {problem}"
+    )
+    if duel_record_result(duel=duel, result=_infrastructure_failure(duel, problem), worker=worker):
+        duel.refresh_from_db()
+        duel_finished.send(sender=Duel, duel=duel)
     return None
 
 
-def revision_validate(*, revision_id: int) -> None:
+def revision_validate(*, revision_id: int) -> float | None:
     """Self-play the revision; store the validation duel so its matches can be replayed.
 
     The validation is held under a renewed lease; a worker that lost it meanwhile (the
     validation was queued again) stores nothing, neither the duel nor the outcome.
+    Returns the seconds after which the task tries again when this host could not build
+    the revision (the validation was queued again, see ``revision_step_give_back``).
     """
     worker = worker_name()
     revision = revision_step_begin(revision_id=revision_id, step="validation", worker=worker)
     if revision is None:
-        return
+        return None
     environment = revision.competitor.environment
-    with revision_step_heartbeat(revision=revision, step="validation", worker=worker):
+    with (
+        revision_step_heartbeat(revision=revision, step="validation", worker=worker),
+        contextlib.ExitStack() as builds,
+    ):
+        try:
+            built = builds.enter_context(revisions_built_here([revision]))
+        except ArenaError as error:
+            logger.warning("%s: not validated on this host: %s", revision, error.message)
+            again = revision_step_give_back(
+                revision=revision, step="validation", worker=worker, problem=error.message
+            )
+            return RETRY_SECONDS if again else None
+        _log_local_builds(built, f"validation of {revision}")
         source = revision_agent_source(revision)
         validation = validate(environment.name, source, backend=sandbox_backend(warm=False))
         log = validation.message
@@ -389,7 +473,7 @@ def revision_validate(*, revision_id: int) -> None:
                 validation_lease_owner=worker,
             )
             if not held.exists():
-                return
+                return None
             duel = Duel.objects.create(
                 lease_owner=worker,
                 revision_1=revision,
@@ -413,3 +497,4 @@ def revision_validate(*, revision_id: int) -> None:
             )
     if validation.passed:
         revision_validated.send(sender=Revision, revision=revision)
+    return None

@@ -14,12 +14,17 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(
+    bind=True,
     name="duel_runner.tasks.validate_revision",
     soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
     time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+    max_retries=None,
 )
-def validate_revision(revision_id: int) -> None:
-    services.revision_validate(revision_id=revision_id)
+def validate_revision(self, revision_id: int) -> None:  # type: ignore[no-untyped-def]
+    wait = services.revision_validate(revision_id=revision_id)
+    if wait is not None and not self.request.is_eager:
+        # This host could not build the revision: queued again, for any worker to try.
+        raise self.retry(countdown=wait)
 
 
 @shared_task(
@@ -32,7 +37,8 @@ def validate_revision(revision_id: int) -> None:
 def play_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
     wait = services.duel_play(duel_id=duel_id)
     if wait is not None and not self.request.is_eager:
-        # Another worker holds the lease (a redelivered message): look again when it ends.
+        # Another worker holds the lease (a redelivered message): look again when it ends;
+        # or this host could not build an agent and the duel is queued again: any worker.
         raise self.retry(countdown=wait)
 
 

@@ -22,10 +22,11 @@ from builder.revision_image import (
     revision_image_build,
 )
 from builder.services import instance_label, revision_images_prune
-from core.models import Competitor, Environment, Revision, StepStatus
+from core.local_builds import revision_host_lock
+from core.models import Competitor, Duel, DuelStatus, Environment, Revision, StepStatus
 from core.services import revision_create
 from core.uploads import UploadRejected
-from duel_runner.services import revision_agent_source, sandbox_backend_close
+from duel_runner.services import duel_play, revision_agent_source, sandbox_backend_close
 from sandboxes import docker_engine
 from sandboxes.base import EntryKind
 from sandboxes.docker import container_command
@@ -255,6 +256,34 @@ def test_it_stops_a_build_that_outlives_its_time_limit(settings):
     assert revision.step_duration("build") < 10
 
 
+# -- another host ---------------------------------------------------------------------
+
+
+def test_a_host_without_the_image_makes_the_same_one_itself_before_a_duel(settings, tmp_path):
+    revision = upload_zip("six-user", {"main.py": USES_SIX, "requirements.txt": b"six==1.16.0\n"})
+    opponent = upload(
+        make_user(), "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
+    assert revision.is_valid and opponent.is_valid
+    files = in_image(revision.image, "cd /agent && sha256sum * && ls /opt/arena/deps")
+    # Another host: its own engine lacks the image, its own folders and wheel cache are empty.
+    sandbox_backend_close()
+    docker_engine.image_remove(revision.image)
+    settings.ARENA_BUILD_ROOT = tmp_path / "host-2-builds"
+    settings.ARENA_WHEEL_CACHE = tmp_path / "host-2-wheels"
+    duel = Duel.objects.create(revision_1=revision, revision_2=opponent, num_matches=2, seed=5)
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
+    assert docker_engine.image_exists(revision.image)
+    assert in_image(revision.image, "cd /agent && sha256sum * && ls /opt/arena/deps") == files
+    assert docker_engine.image_labels(revision.image)[LABEL_REVISION] == str(revision.pk)
+    assert list((tmp_path / "host-2-wheels" / "sets").glob("*/wheels/six-1.16.0-*.whl"))
+    assert "six 1.16.0 from /opt/arena/deps/six.py" in duel.player_1_log
+
+
 # -- clean-up -----------------------------------------------------------------------
 
 
@@ -284,6 +313,22 @@ def test_it_prunes_the_image_of_a_disabled_revision_from_the_command_line(capsys
     assert f"removed {revision.image}: its revision or competitor is disabled" in (
         capsys.readouterr().out
     )
+    assert not docker_engine.image_exists(revision.image)
+
+
+def test_it_leaves_an_image_a_duel_of_this_host_holds_and_removes_it_later():
+    revision = upload(
+        make_user(), "tic_tac_toe", "retired", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
+    Revision.objects.filter(pk=revision.pk).update(is_disabled=True)
+
+    with revision_host_lock(revision.pk, shared=True):  # as a duel starting it holds it
+        pruned = revision_images_prune()
+    assert [(image.image, image.removed) for image in pruned] == [(revision.image, False)]
+    assert pruned[0].reason == "a duel or build on this host holds it"
+    assert docker_engine.image_exists(revision.image)
+
+    assert [image.image for image in revision_images_prune()] == [revision.image]
     assert not docker_engine.image_exists(revision.image)
 
 

@@ -116,11 +116,11 @@ def test_it_reruns_a_failed_duel_and_completes_the_tournament():
         tournament = tournament_create(
             environment=environment, name="Cup", revisions=[optimal, rando], matches_per_duel=2
         )
-    # Break the build folder so the duel fails as an infrastructure error, not a result.
-
-    build = rando.build_dir
-    hidden = build.with_name(build.name + "-away")
-    build.rename(hidden)
+    # Break the build so the duel fails as an infrastructure error, not a result (a
+    # folder that is gone would be built again on this host: its entry point goes).
+    entry = rando.build_dir / rando.entry_point
+    hidden = entry.with_name("away.py")
+    entry.rename(hidden)
     with transaction.atomic():
         tournament_launch(tournament=tournament)
     tournament.refresh_from_db()
@@ -129,7 +129,7 @@ def test_it_reruns_a_failed_duel_and_completes_the_tournament():
     assert tournament.status == TournamentStatus.FAILED
     assert duel.player_1_errors == duel.player_2_errors == 0
 
-    hidden.rename(build)
+    hidden.rename(entry)
     with transaction.atomic():
         duel_rerun(duel=duel)
     tournament.refresh_from_db()

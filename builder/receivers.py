@@ -1,0 +1,15 @@
+"""What the builder does when another app reports something (``core.signals``)."""
+
+from __future__ import annotations
+
+from django.dispatch import receiver
+
+from builder.services import revision_build_here
+from core.models import Revision
+from core.signals import revision_build_missing
+
+
+@receiver(revision_build_missing, dispatch_uid="builder.revision_build_missing")
+def build_here(*, revision: Revision, **_: object) -> None:
+    # A duel or validation on this host wants a revision built on another one.
+    revision_build_here(revision=revision)
