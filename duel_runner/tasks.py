@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
 from duel_runner import services
@@ -80,3 +80,12 @@ def sweep_orphaned_agents(**_: object) -> None:
     removed = services.sandbox_backend().sweep_orphans()  # type: ignore[attr-defined]
     if removed:
         logger.warning("removed %d orphaned sandbox leftovers: %s", len(removed), removed)
+
+
+@worker_process_shutdown.connect
+def close_sandboxes(**_: object) -> None:
+    """A pool process that stops removes its warm containers and waits for its removals:
+    prefork processes exit without running ``atexit``, which would leave them to the
+    next worker's sweep (or, on a machine whose workers are gone, for ever)."""
+    if settings.ARENA_SANDBOX == "docker":
+        services.sandbox_backend_close()
