@@ -53,6 +53,7 @@ class RunningProxy:
 def engine_proxy_running(
     bind_roots: list[Path], *options: str, engine: str = REAL_ENGINE
 ) -> Iterator[RunningProxy]:
+    """The proxy in front of ``engine`` (the machine's, or a second one's socket)."""
     folder = Path(tempfile.mkdtemp(prefix="arena-engine-proxy-"))
     listen = folder / "docker.sock"
     log_path = folder / "proxy.log"

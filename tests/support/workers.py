@@ -69,13 +69,23 @@ class Workers:
         queues: str = "build,duels",
         pool: str = "prefork",
         concurrency: int = 1,
+        hostname: str = "",
         **environment: str,
     ) -> subprocess.Popen[bytes]:
         """A worker on ``queues`` (the build and duels queues by default; online duels
-        run on ``online``, in threads); ``app`` is the Celery app's module."""
+        run on ``online``, in threads); ``app`` is the Celery app's module. ``hostname``
+        runs it in a UTS namespace of its own under that host name (root only), as a
+        worker of another machine: its worker name (``core.leases``) and its containers'
+        owner say so."""
+        namespace = (
+            ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
+            if hostname
+            else []
+        )
         return self._run(
             name,
             [
+                *namespace,
                 sys.executable,
                 "-m",
                 "celery",
