@@ -72,7 +72,12 @@ def revision_host_lock(
     had. ``timeout`` 0 tries once (the clean-up skips a busy revision); None waits up to
     ``lock_wait_seconds()``, then raises LocalBuildFailed."""
     wait = lock_wait_seconds() if timeout is None else timeout
-    with file_lock(_lock_path(revision_id), shared=shared, timeout=wait) as had:
+    path = _lock_path(revision_id)
+    with contextlib.ExitStack() as held:
+        try:
+            had = held.enter_context(file_lock(path, shared=shared, timeout=wait))
+        except OSError as error:
+            raise LocalBuildFailed(f"cannot lock {path} on this host: {error}") from error
         if not had and timeout is None:
             raise LocalBuildFailed(
                 f"revision {revision_id} stayed locked on this host for {wait:.0f} s "

@@ -174,3 +174,17 @@ def test_a_validation_that_cannot_be_built_here_goes_back_then_fails_saying_whos
     rando.refresh_from_db()
     assert rando.validation_status == StepStatus.FAILED
     assert "not with your upload" in rando.validation_error
+
+
+def test_a_build_folder_that_cannot_be_locked_is_the_platforms_failure(
+    another_host, settings, tmp_path
+):
+    minimax, _ = another_host
+    settings.ARENA_BUILD_ROOT = tmp_path / "not-a-folder"
+    settings.ARENA_BUILD_ROOT.write_text("a file where the build folder should be")
+
+    with (
+        pytest.raises(LocalBuildFailed, match=r"cannot lock .* on this host"),
+        revisions_built_here([minimax]),
+    ):
+        pass
