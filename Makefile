@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-llm clean
+.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-llm bench-hosts clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -44,6 +44,9 @@ bench-online:    ## online play: a network seat against a process seat, 200 agen
 
 bench-llm:       ## LLM players: the harness's overhead per move, 50 LLM duels at once beside a hosted duel
 	.venv/bin/python -m bench.bench_llm
+
+bench-hosts:     ## duels/min with one worker host and with two (a second dockerd here; root)
+	.venv/bin/python -m bench.bench_hosts
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

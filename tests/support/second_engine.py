@@ -28,6 +28,7 @@ from pathlib import Path
 
 PREFIX = "arena-test-engine-"
 DOCKERD = "/usr/sbin/dockerd"
+CGROUPS = Path("/sys/fs/cgroup")
 STARTUP_SECONDS = 60.0
 _PR_SET_PDEATHSIG = 1
 
@@ -114,6 +115,31 @@ def _remove_root(root: Path) -> None:
         if target.startswith(str(root) + "/"):
             subprocess.run(["umount", "-l", target], capture_output=True, check=False)
     shutil.rmtree(root, ignore_errors=True)
+    # Its containers' cgroup parent, in every controller (empty once they are gone).
+    for parent in CGROUPS.glob(f"*/{root.name}"):
+        for folder in sorted(parent.rglob("*"), key=lambda path: len(path.parts), reverse=True):
+            if folder.is_dir():
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        with contextlib.suppress(OSError):
+            parent.rmdir()
+
+
+def cpu_pinning_problem() -> str | None:
+    """Why engines cannot be pinned to CPUs here (cgroup v1's cpuset), or None."""
+    if not (CGROUPS / "cpuset" / "cpuset.cpus").is_file():
+        return "no cgroup v1 cpuset hierarchy"
+    if shutil.which("taskset") is None:
+        return "taskset is not installed (apt-get install util-linux)"
+    return None
+
+
+def _cpuset(name: str, cpus: str) -> None:
+    """A cpuset cgroup that the engine's containers are put below (its cgroup parent)."""
+    folder = CGROUPS / "cpuset" / name
+    folder.mkdir(exist_ok=True)
+    (folder / "cpuset.mems").write_text((CGROUPS / "cpuset" / "cpuset.mems").read_text())
+    (folder / "cpuset.cpus").write_text(cpus)
 
 
 def remove_abandoned_engines(parent: Path = Path("/tmp")) -> None:
@@ -131,12 +157,19 @@ def remove_abandoned_engines(parent: Path = Path("/tmp")) -> None:
         _remove_root(root)
 
 
-def start_engine() -> Engine:
-    """Start a second engine in a new temporary folder; returns once it answers."""
+def start_engine(cpus: str = "") -> Engine:
+    """Start a second engine in a new temporary folder; returns once it answers.
+
+    ``cpus`` (``"1"``, ``"0-1"``) pins it to those CPUs: the daemons (``taskset``) and its
+    containers (a cpuset cgroup as their parent), as on a machine with only those.
+    """
     remove_abandoned_engines()
     root = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/tmp"))
     (root / "owner").write_text(str(os.getpid()))
+    if cpus:
+        _cpuset(root.name, cpus)
     command = [
+        *(["taskset", "-c", cpus] if cpus else []),
         DOCKERD,
         f"--data-root={root / 'data'}",
         f"--exec-root={root / 'exec'}",
@@ -169,9 +202,9 @@ def start_engine() -> Engine:
 
 
 @contextlib.contextmanager
-def second_engine_running(base_image: str) -> Iterator[Engine]:
+def second_engine_running(base_image: str, cpus: str = "") -> Iterator[Engine]:
     """A second engine holding ``base_image`` (copied from the machine's engine)."""
-    engine = start_engine()
+    engine = start_engine(cpus)
     try:
         engine.load_image_from(base_image)
         yield engine
