@@ -44,3 +44,13 @@ def test_its_header_no_longer_says_it_cannot_build_or_play():
     header = (ROOT / "docker-compose.worker.yml").read_text().split("x-worker")[0]
     assert "Not yet usable" not in header
     assert "prune_images" in header  # each machine prunes its own engine
+
+
+def test_every_worker_that_builds_has_a_writable_wheel_cache_on_the_host():
+    # The root file system is read-only: the default cache (under ARENA_VAR_DIR) is not.
+    for files in (["docker-compose.yml"], ["docker-compose.worker.yml"]):
+        services = compose_config(*files, environment={"ARENA_HOST_DATA": "/srv/data"})["services"]
+        for name in WORKERS:
+            cache = services[name]["environment"]["ARENA_WHEEL_CACHE"]
+            assert cache == "/srv/data/wheels" and mounted(services[name], cache), (files, name)
+            assert cache in services["prepare"]["command"], files
