@@ -209,3 +209,5 @@ def test_a_second_host_takes_duels_from_the_same_queue(two_hosts, second_engine,
     ]
     assert ours == []
     assert second_engine.docker("ps", "-aq").stdout.split() == []
+    # Everything went through each host's engine proxy, and it refused nothing.
+    assert host_1.proxy.refusals() == host_2.proxy.refusals() == []
