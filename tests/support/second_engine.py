@@ -2,7 +2,10 @@
 
 Its own ``dockerd`` with its own data root, exec root (and so its own containerd), socket,
 pid file and cgroup parent, no bridge network and no iptables rules (agents and builds
-run with no network anyway), all in a temporary folder: it shares no image, container or
+run with no network anyway), all in a temporary folder, and in a network namespace of its
+own: a ``dockerd`` without a bridge deletes the ``docker0`` it finds, and in the machine's
+namespace that would be the machine's engine's bridge. Its clients reach it by its unix
+socket, which a network namespace does not hide. It shares no image, container or
 build cache with the machine's engine. The agents' base image is copied into it (``docker
 save | docker load``), as an operator builds it on each machine; anything else it has,
 it made itself. Stopped and deleted at the end; the kernel stops it if the process that
@@ -170,6 +173,8 @@ def start_engine(cpus: str = "") -> Engine:
         _cpuset(root.name, cpus)
     command = [
         *(["taskset", "-c", cpus] if cpus else []),
+        "unshare",
+        "--net",
         DOCKERD,
         f"--data-root={root / 'data'}",
         f"--exec-root={root / 'exec'}",
