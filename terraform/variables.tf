@@ -102,8 +102,7 @@ variable "worker_instance_type" {
 variable "worker_count" {
   description = "Number of worker machines that join the control machine's queues; 0: the control machine does all the work."
   type        = number
-  # 0 until a worker machine can build and play hosted agents (README, More machines).
-  default = 0
+  default     = 1
 
   validation {
     condition     = var.worker_count >= 0 && var.worker_count <= 100 && floor(var.worker_count) == var.worker_count
