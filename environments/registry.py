@@ -3,6 +3,9 @@
 Each game lives in ``environments/<name>/`` with ``environment.py`` (one
 ``Environment`` subclass), ``info.yml`` and ``static/``. The files are the source
 of truth for limits; the database keeps a copy for browsing (later issues).
+
+A one-player Gymnasium game is a folder with only ``info.yml``: its ``gymnasium`` key
+names the Gymnasium id, and the class comes from ``environments.gymnasium_game``.
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ class EnvironmentInfo:
     #: a server takes seconds per answer, not milliseconds (``referee.duel.llm_clock``).
     llm_move_time: float = 60.0
     llm_time_bank: float = 300.0
+    #: The Gymnasium id of a one-player game (``CartPole-v1``); empty for Arena's own games.
+    gymnasium: str = ""
+    #: Keyword arguments of ``gymnasium.make``, as sorted (key, value) pairs.
+    gymnasium_options: tuple[tuple[str, Any], ...] = ()
+    #: A one-player game's score for an episode ended by the agent's fault: the worst
+    #: return the environment can give (0 for CartPole, -500 for Acrobot).
+    fault_return: float = 0.0
 
     @property
     def html_class(self) -> str:
@@ -80,6 +90,8 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "llm_move_time": (int, float),
     "llm_time_bank": (int, float),
 }
+#: Keys of Gymnasium games, checked on their own (text, a mapping, a number of any sign).
+_GYMNASIUM_KEYS = ("gymnasium", "gymnasium_options", "fault_return")
 
 
 def environment_names() -> list[str]:
@@ -123,15 +135,43 @@ def load_info(name: str) -> EnvironmentInfo:
             if not isinstance(value, kind):
                 raise InvalidEnvironmentInfo(f"{path}: {key!r} must be a whole number: {value!r}")
             values[key] = value
-    unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL)
+    values.update(_gymnasium_values(path, raw))
+    unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL) - set(_GYMNASIUM_KEYS)
     if unknown:
         raise InvalidEnvironmentInfo(f"{path}: unknown keys {sorted(unknown)}")
     return EnvironmentInfo(name=name, static_dir=path.parent / "static", **values)
 
 
+def _gymnasium_values(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    if not any(key in raw for key in _GYMNASIUM_KEYS):
+        return {}
+    gymnasium_id = raw.get("gymnasium")
+    if not isinstance(gymnasium_id, str) or not gymnasium_id.strip():
+        raise InvalidEnvironmentInfo(f"{path}: 'gymnasium' must name a Gymnasium id")
+    if raw["players"] != 1:
+        raise InvalidEnvironmentInfo(f"{path}: a Gymnasium game has 'players: 1'")
+    options = raw.get("gymnasium_options", {})
+    if not isinstance(options, dict) or not all(isinstance(key, str) for key in options):
+        raise InvalidEnvironmentInfo(f"{path}: 'gymnasium_options' must be a mapping")
+    fault_return = raw.get("fault_return", 0.0)
+    if isinstance(fault_return, bool) or not isinstance(fault_return, int | float):
+        raise InvalidEnvironmentInfo(f"{path}: 'fault_return' must be a number")
+    return {
+        "gymnasium": gymnasium_id,
+        "gymnasium_options": tuple(sorted(options.items())),
+        "fault_return": float(fault_return),
+    }
+
+
 @cache
 def load_environment_class(name: str) -> type[Environment]:
     _check_name(name)
+    info = load_info(name)
+    if info.gymnasium:
+        # Imported here: Gymnasium (and NumPy) only where a Gymnasium game is played.
+        from environments.gymnasium_game import gymnasium_environment_class
+
+        return gymnasium_environment_class(name, info.gymnasium, dict(info.gymnasium_options))
     module = importlib.import_module(f"environments.{name}.environment")
     classes = [
         value

@@ -149,7 +149,8 @@ class Referee:
         self.settings = settings
         backends = backend if isinstance(backend, tuple) else (backend, backend)
         self.seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-        self.contestants = (
+        #: One per seat; an evaluation (``referee.evaluation``) has a single one.
+        self.contestants: tuple[Contestant, ...] = (
             Contestant(1, sources[0], backends[0]),
             Contestant(2, sources[1], backends[1]),
         )
@@ -614,14 +615,20 @@ def validate(
         )
     first = faults[0]
     log = duel.player_1_log if first.player == 1 else duel.player_2_log
+    return ValidationResult(False, validation_failure(faults, log, "self-play matches"), duel)
+
+
+def validation_failure(faults: list[Fault], log: str, played: str) -> str:
+    """Why a validation failed: the first fault, advice, and the end of the agent's log."""
+    first = faults[0]
     lines = [
         f"validation failed: {first.kind.value} — {first.message}"
         + (f" (move {first.step + 1})" if first.step is not None else ""),
         first.kind.advice,
     ]
     if len(faults) > 1:
-        lines.append(f"{len(faults) - 1} more fault(s) in the other self-play matches.")
+        lines.append(f"{len(faults) - 1} more fault(s) in the other {played}.")
     tail = _log_tail(log)
     if tail:
         lines.append("last lines of the agent's log:\n" + tail)
-    return ValidationResult(False, "\n".join(line for line in lines if line), duel)
+    return "\n".join(line for line in lines if line)

@@ -16,6 +16,8 @@ from environments.registry import (
 )
 
 GAMES = ["connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "tic_tac_toe"]
+#: One-player games whose folder names a Gymnasium id (tests/environments/test_gymnasium_games.py).
+GYMNASIUM_GAMES = ["acrobot", "cartpole", "frozen_lake", "mountain_car"]
 
 #: Actions that end a match quickly from the start, one entry per step.
 ENDINGS = {
@@ -41,8 +43,8 @@ def finished(name: str) -> Environment:
     return environment
 
 
-def test_it_lists_the_five_games() -> None:
-    assert environment_names() == GAMES
+def test_it_lists_the_five_games_and_the_gymnasium_ones() -> None:
+    assert environment_names() == sorted(GAMES + GYMNASIUM_GAMES)
 
 
 @pytest.mark.parametrize("name", GAMES)

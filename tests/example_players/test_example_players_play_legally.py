@@ -32,6 +32,16 @@ EXPECTED_AGENTS: dict[str, tuple[type[Agent], str]] = {
     "sum_to_10/random_player.py": (Agent, "sum-random"),
     "sum_to_10/optimal.py": (FunctionAgent, "optimal"),
 }
+#: The players of one-player games, played by evaluations rather than duels
+#: (test_example_players_evaluations.py).
+ONE_PLAYER_AGENTS: dict[str, tuple[type[Agent], str]] = {
+    "acrobot/random_player.py": (Agent, "acrobot-random"),
+    "cartpole/random_player.py": (Agent, "cartpole-random"),
+    "cartpole/balancer.py": (FunctionAgent, "balance"),
+    "cartpole/constant.py": (KaggleAgent, "agent"),
+    "frozen_lake/random_player.py": (Agent, "frozen-lake-random"),
+    "mountain_car/random_player.py": (Agent, "mountain-car-random"),
+}
 
 
 def python_player_files() -> list[str]:
@@ -42,7 +52,7 @@ def python_player_files() -> list[str]:
 
 
 def test_it_lists_every_python_player() -> None:
-    assert python_player_files() == sorted(EXPECTED_AGENTS)
+    assert python_player_files() == sorted({**EXPECTED_AGENTS, **ONE_PLAYER_AGENTS})
 
 
 def test_it_has_a_random_player_for_every_game() -> None:
