@@ -14,6 +14,7 @@ from api import (
     gateway,
     llm,
     online,
+    scores,
     submissions,
     tournaments,
 )
@@ -60,3 +61,4 @@ api.add_router("", duels.router)
 api.add_router("", submissions.router)
 api.add_router("/online", online.router)
 api.add_router("", llm.router)
+api.add_router("", scores.router)

@@ -14,8 +14,13 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import F, QuerySet
+from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
@@ -55,3 +60,33 @@ class Heartbeat:
     def __exit__(self, *exc_info: object) -> None:
         self.stopped.set()
         self.thread.join()
+
+
+def lease_claim(claimable: QuerySet[Any], *, worker: str) -> bool:
+    """Claim the row of ``claimable`` (a duel or an evaluation that is queued or whose lease
+    ran out) for ``worker``: running, under a lease of ``ARENA_DUEL_LEASE_SECONDS``, one
+    more attempt. False when another worker claimed it first."""
+    now = timezone.now()
+    return bool(
+        claimable.update(
+            status="running",
+            lease_owner=worker,
+            lease_expires_at=now + timedelta(seconds=settings.ARENA_DUEL_LEASE_SECONDS),
+            attempts=F("attempts") + 1,
+            started_at=now,
+        )
+    )
+
+
+def lease_heartbeat(held: QuerySet[Any]) -> Heartbeat:
+    """Renews the lease on ``held`` (the row while its worker still owns it) from a thread.
+
+    A worker that dies stops renewing, so its lease runs out and another worker may take
+    the work over; a live worker keeps it however long the work takes.
+    """
+    lease = settings.ARENA_DUEL_LEASE_SECONDS
+
+    def renew() -> None:
+        held.update(lease_expires_at=timezone.now() + timedelta(seconds=lease))
+
+    return Heartbeat(renew, interval=lease / 3)

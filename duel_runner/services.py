@@ -6,16 +6,14 @@ import contextlib
 import logging
 import os
 import threading
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.leases import Heartbeat, worker_name
+from core.leases import Heartbeat, lease_claim, lease_heartbeat, worker_name
 from core.local_builds import LocalBuild, revisions_built_here
 from core.models import Duel, DuelStatus, Match, MatchConversation, Revision, StepStatus
 from core.models import DuelResult as StoredResult
@@ -223,37 +221,15 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
 
 
 def duel_heartbeat(*, duel_id: int, worker: str) -> Heartbeat:
-    """Renews the worker's lease on a duel from a thread while the duel is played.
-
-    A worker that dies stops renewing, so its lease runs out and another worker may take
-    the duel over; a live worker keeps it however long the duel takes.
-    """
-    lease = settings.ARENA_DUEL_LEASE_SECONDS
-
-    def renew() -> None:
-        Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING, lease_owner=worker).update(
-            lease_expires_at=timezone.now() + timedelta(seconds=lease)
-        )
-
-    return Heartbeat(renew, interval=lease / 3)
+    """Renews the worker's lease on a duel from a thread while the duel is played."""
+    return lease_heartbeat(
+        Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING, lease_owner=worker)
+    )
 
 
 def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
     """Take a duel to play: queued, or running with an expired lease. None if taken."""
-    now = timezone.now()
-    lease = timedelta(seconds=settings.ARENA_DUEL_LEASE_SECONDS)
-    updated = (
-        Duel.objects.filter(pk=duel_id)
-        .claimable(now)
-        .update(
-            status=DuelStatus.RUNNING,
-            lease_owner=worker,
-            lease_expires_at=now + lease,
-            attempts=F("attempts") + 1,
-            started_at=now,
-        )
-    )
-    if not updated:
+    if not lease_claim(Duel.objects.filter(pk=duel_id).claimable(), worker=worker):
         return None
     return Duel.objects.select_related(
         "revision_1__competitor__environment", "revision_2__competitor__environment"
@@ -460,6 +436,16 @@ def revision_validate(*, revision_id: int) -> float | None:
             return RETRY_SECONDS if again else None
         _log_local_builds(built, f"validation of {revision}")
         source = revision_agent_source(revision)
+        if environment.players == 1:
+            # One-player games are validated by a short evaluation instead of self-play.
+            from duel_runner.evaluations import revision_validate_alone
+
+            if not revision_validate_alone(revision=revision, source=source, worker=worker):
+                return None
+            revision.refresh_from_db()
+            if revision.validation_status == StepStatus.SUCCEEDED:
+                revision_validated.send(sender=Revision, revision=revision)
+            return None
         validation = validate(environment.name, source, backend=sandbox_backend(warm=False))
         log = validation.message
         if validation.duel.player_1_log:

@@ -8,7 +8,7 @@ from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
-from duel_runner import services
+from duel_runner import evaluations, services
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +68,20 @@ def play_llm_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
     """A duel with an LLM seat (and no online one): mostly waiting on the model's server,
     so it runs on the ``online`` queue's threads rather than holding a prefork worker."""
     wait = services.llm_duel_play(duel_id=duel_id)
+    if wait is not None and not self.request.is_eager:
+        raise self.retry(countdown=wait)
+
+
+@shared_task(
+    bind=True,
+    name="duel_runner.tasks.play_evaluation",
+    soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
+    time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+    max_retries=None,
+)
+def play_evaluation(self, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
+    """One agent on a score competition's seeded episodes, on the ``duels`` queue."""
+    wait = evaluations.evaluation_play(evaluation_id=evaluation_id)
     if wait is not None and not self.request.is_eager:
         raise self.retry(countdown=wait)
 

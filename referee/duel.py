@@ -523,12 +523,8 @@ class Referee:
             self._launch([one, two])
             for index in range(self.settings.matches):
                 result.matches.append(self._play_match(index))
-        except SandboxError as error:
-            result.infrastructure_error = f"sandbox failure: {error}"
         except Exception as error:
-            result.infrastructure_error = (
-                f"referee error: {error!r}\n{traceback.format_exc(limit=8)}"
-            )
+            result.infrastructure_error = infrastructure_failure(error)
         finally:
             for contestant in self.contestants:
                 contestant.say_bye()
@@ -546,6 +542,14 @@ class Referee:
         result.player_2_log = two.log()
         result.duration = time.monotonic() - started
         return result
+
+
+def infrastructure_failure(error: Exception) -> str:
+    """Why a duel or an evaluation could not be played, when neither agent is to blame
+    (called in an ``except`` block: a referee error keeps its traceback)."""
+    if isinstance(error, SandboxError):
+        return f"sandbox failure: {error}"
+    return f"referee error: {error!r}\n{traceback.format_exc(limit=8)}"
 
 
 def _shown(action: Any) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-import traceback
 from typing import Any
 
 from arena_sdk import protocol
@@ -28,16 +27,12 @@ from referee.duel import (
     DuelSettings,
     Referee,
     _shown,
+    infrastructure_failure,
     validation_failure,
 )
 from referee.results import DuelResult, Fault, FaultKind, MatchRecord, Outcome
-from referee.scores import ScoreSummary, summarize
-from sandboxes.base import AgentSource, SandboxBackend, SandboxError
-
-
-def episode_seeds(seed: int, count: int) -> list[int]:
-    """The seeds of ``count`` episodes, drawn from one competition seed."""
-    return [random.Random(seed * 1_000_003 + index).randrange(2**31) for index in range(count)]
+from referee.scores import ScoreSummary, episode_seeds, summarize
+from sandboxes.base import AgentSource, SandboxBackend
 
 
 @dataclasses.dataclass
@@ -228,12 +223,8 @@ class Evaluator(Referee):
             self._launch([contestant])
             for index, seed in enumerate(self.seeds):
                 result.episodes.append(self._play_episode(index, seed))
-        except SandboxError as error:
-            result.infrastructure_error = f"sandbox failure: {error}"
         except Exception as error:
-            result.infrastructure_error = (
-                f"referee error: {error!r}\n{traceback.format_exc(limit=8)}"
-            )
+            result.infrastructure_error = infrastructure_failure(error)
         finally:
             contestant.say_bye()
             contestant.stop(grace=FAREWELL_TIME)

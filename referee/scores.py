@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import statistics
 
 #: t(0.975, df) for df = 1..10, from the standard tables; beyond that the Cornish-Fisher
@@ -62,3 +63,9 @@ def summarize(returns: list[float]) -> ScoreSummary:
     stdev = statistics.stdev(returns)
     half_width = t_quantile_975(len(returns) - 1) * stdev / math.sqrt(len(returns))
     return ScoreSummary(len(returns), mean, mean - half_width, mean + half_width, stdev)
+
+
+def episode_seeds(seed: int, count: int) -> list[int]:
+    """The seeds of ``count`` episodes, drawn from one competition seed: every agent of a
+    score competition plays these same episodes."""
+    return [random.Random(seed * 1_000_003 + index).randrange(2**31) for index in range(count)]

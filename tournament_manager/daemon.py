@@ -25,6 +25,7 @@ from core.models import (
     Duel,
     DuelStatus,
     Environment,
+    Evaluation,
     Participant,
     Revision,
     StepStatus,
@@ -38,6 +39,11 @@ from core.services import (
     revision_step_resend,
 )
 from tournament_manager.leaderboard import leaderboard_refit
+from tournament_manager.score_competitions import (
+    evaluation_fail_exhausted,
+    evaluation_requeue_expired,
+    evaluation_resend,
+)
 from tournament_manager.services import (
     duel_fail_exhausted,
     duel_requeue_expired,
@@ -122,6 +128,27 @@ def resend_queued_duels() -> bool:
     for duel in resent:
         logger.info("duel %d sent to the workers again (re-send %d)", duel.pk, duel.resends + 1)
     return bool(resent)
+
+
+def recover_expired_evaluations() -> bool:
+    """Evaluations of score competitions whose worker died or stalled: queued again,
+    failed after the last attempt."""
+    expired = Evaluation.objects.lease_expired().order_by("lease_expires_at")[:BATCH]
+    did_work = False
+    for evaluation in expired:
+        if evaluation_requeue_expired(evaluation=evaluation):
+            logger.info("evaluation %d queued again: its worker's lease expired", evaluation.pk)
+            did_work = True
+        elif evaluation_fail_exhausted(evaluation=evaluation):
+            logger.warning("evaluation %d failed: every attempt lost its lease", evaluation.pk)
+            did_work = True
+    return did_work
+
+
+def resend_queued_evaluations() -> bool:
+    """Send again the evaluations that sat queued past their re-send time."""
+    due = Evaluation.objects.resend_due().order_by("resend_at")[:BATCH]
+    return bool([evaluation for evaluation in due if evaluation_resend(evaluation=evaluation)])
 
 
 def _recover_expired(step: str) -> bool:
@@ -244,6 +271,8 @@ STEPS: tuple[Callable[[], bool], ...] = (
     requeue_expired_duels,
     fail_exhausted_duels,
     resend_queued_duels,
+    recover_expired_evaluations,
+    resend_queued_evaluations,
     withdraw_disabled_participants,
     refit_leaderboards,
     settle_tournaments,

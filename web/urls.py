@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from web.forms import EmailAuthenticationForm
-from web.views import accounts, competitions, environments, llm, submissions
+from web.views import accounts, competitions, environments, llm, scores, submissions
 
 COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
 REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_name>/v<int:version>/"
@@ -33,6 +33,9 @@ urlpatterns = [
     path(REVISION + "source", submissions.revision_source, name="revision_source"),
     path("tournaments/<int:pk>/", competitions.tournament, name="tournament"),
     path("duels/<int:pk>/", competitions.duel, name="duel"),
+    path("scores/<int:pk>/", scores.score_competition, name="score_competition"),
+    path("evaluations/<int:pk>/", scores.evaluation, name="evaluation"),
+    path("evaluations/<int:pk>/episodes/<int:index>/", scores.episode, name="evaluation_episode"),
     path("duels/<int:duel_pk>/matches/<int:index>/", competitions.match, name="match"),
     path(
         "duels/<int:pk>/conversations.jsonl",

@@ -14,6 +14,7 @@ from core.models.competitions import (
 from core.models.llm import LLMPlayer, MatchConversation
 from core.models.online import OnlineSeat
 from core.models.ratings import LeaderboardEntry, Rating, RatingChange
+from core.models.scores import Evaluation, ScoreCompetition
 from core.models.submissions import (
     Competitor,
     CompetitorKind,
@@ -31,6 +32,7 @@ __all__ = [
     "DuelResult",
     "DuelStatus",
     "Environment",
+    "Evaluation",
     "InviteCode",
     "LLMPlayer",
     "LeaderboardEntry",
@@ -42,6 +44,7 @@ __all__ = [
     "RatingChange",
     "Revision",
     "Role",
+    "ScoreCompetition",
     "StepStatus",
     "TokenScope",
     "Tournament",

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 from arena_sdk import Agent
 
-from referee.evaluation import episode_seeds, run_evaluation
+from referee.evaluation import run_evaluation
+from referee.scores import episode_seeds
 from tests.example_players.test_example_players_play_legally import ONE_PLAYER_AGENTS
 from tests.support.sandboxes import player
 

@@ -9,8 +9,8 @@ import pytest
 
 from environments.base import replay
 from environments.registry import make_environment
-from referee.evaluation import episode_seeds, run_evaluation, validate_evaluation
-from referee.scores import summarize, t_quantile_975
+from referee.evaluation import run_evaluation, validate_evaluation
+from referee.scores import episode_seeds, summarize, t_quantile_975
 from sandboxes.base import AgentSource
 from tests.support.sandboxes import AGENTS, hostile, player
 

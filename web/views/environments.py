@@ -13,6 +13,7 @@ from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, lo
 from llm.harness import HARNESS_VERSION
 from web.access import get_environment
 from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm, sentence
+from web.scores import environment_score_competitions
 from web.selectors import environment_page, home_page
 from web.views.submissions import upload_from_form
 
@@ -55,7 +56,15 @@ def render_environment(
     return render(
         request,
         "web/environment.html",
-        {"page": page, "environment": environment, "harness_version": HARNESS_VERSION, **forms},
+        {
+            "page": page,
+            "environment": environment,
+            "harness_version": HARNESS_VERSION,
+            "score_competitions": environment_score_competitions(
+                user=request.user, environment=environment
+            ),
+            **forms,
+        },
         status=400 if any(form.errors for form in forms.values()) else 200,
     )
 

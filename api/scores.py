@@ -1,0 +1,134 @@
+"""Score competitions of one-player games: their leaderboards of mean returns with 95 %
+intervals, as on the site, and each evaluation's episodes (seed and actions replay one).
+A private competition is a 404 to everyone but the organizers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Field, FilterLookup, FilterSchema, Query, Schema
+
+from api import auth
+from api.errors import documented
+from api.pagination import paginated
+from api.params import Id, Slug
+from core.models import DuelStatus, Evaluation, ScoreCompetition
+from web.scores import (
+    ScoreRow,
+    get_evaluation_for_user,
+    get_score_competition_for_user,
+    score_competitions_visible,
+    score_leaderboard,
+)
+
+router = auth.ReadRouter(tags=["score competitions"])
+
+
+class ScoreCompetitionOut(Schema):
+    id: int
+    name: str
+    environment: str = Field(alias="environment.name")
+    #: Episodes each agent plays; every agent plays the same seeds.
+    episodes: int
+    seed: int
+    #: The episodes' seeds, drawn from ``seed``.
+    seeds: list[int]
+    created_at: datetime
+    started_at: datetime | None
+
+
+class ScoreEntryOut(Schema):
+    #: None for an evaluation not (or not successfully) played.
+    rank: int | None
+    competitor: str = Field(alias="competitor.name")
+    owner: str = Field(alias="competitor.owner.display_name")
+    revision: int = Field(alias="evaluation.revision.version")
+    evaluation: int = Field(alias="evaluation.pk")
+    status: DuelStatus = Field(alias="evaluation.status")
+    mean_return: float | None = Field(alias="evaluation.mean_return")
+    #: The 95 % Student-t interval of the mean (None with fewer than two episodes).
+    ci_low: float | None = Field(alias="evaluation.ci_low")
+    ci_high: float | None = Field(alias="evaluation.ci_high")
+    episodes: int = Field(alias="evaluation.episodes_played")
+    faulty_episodes: int = Field(alias="evaluation.faulty_episodes")
+
+
+class ScoreCompetitionDetailOut(ScoreCompetitionOut):
+    """With the leaderboard: played evaluations by mean return, best first, then the
+    others."""
+
+    leaderboard: list[ScoreEntryOut]
+
+    @staticmethod
+    def resolve_leaderboard(
+        competition: ScoreCompetition, context: dict[str, Any]
+    ) -> list[ScoreRow]:
+        request: HttpRequest = context["request"]
+        return score_leaderboard(user=request.user, competition=competition)
+
+
+class EpisodeOut(Schema):
+    index: int
+    seed: int
+    #: The episode's return; an episode ended by a fault scores the game's worst return.
+    return_: float = Field(alias="return")
+    steps: int
+    terminated: bool
+    truncated: bool
+    error_msg: str
+    faults: list[dict[str, Any]]
+    #: One list per step holding the agent's action.
+    actions: list[list[Any]]
+
+
+class EvaluationOut(Schema):
+    id: int
+    competition: int | None = Field(alias="competition_id")
+    competitor: str = Field(alias="revision.competitor.name")
+    revision: int = Field(alias="revision.version")
+    status: DuelStatus
+    error: str
+    mean_return: float | None
+    ci_low: float | None
+    ci_high: float | None
+    restarts: int
+    episodes: list[EpisodeOut]
+
+
+class ScoreCompetitionFilters(FilterSchema):
+    environment: Annotated[Slug | None, FilterLookup("environment__name")] = None
+
+
+@router.get(
+    "/score-competitions",
+    response=documented({200: list[ScoreCompetitionOut]}),
+    summary="Score competitions you may see, newest first",
+)
+@paginated
+def score_competitions_list(
+    request: HttpRequest, filters: Query[ScoreCompetitionFilters]
+) -> QuerySet[ScoreCompetition]:
+    return filters.filter(score_competitions_visible(request.user).order_by("-created_at", "-pk"))
+
+
+@router.get(
+    "/score-competitions/{competition_id}",
+    response=documented({200: ScoreCompetitionDetailOut}, 404),
+    summary="One score competition, with its leaderboard",
+    description="`mean_return` is the mean over the competition's episodes; `ci_low`.."
+    "`ci_high` its 95 % confidence interval, Student's t over the episodes.",
+)
+def score_competition_detail(request: HttpRequest, competition_id: Id) -> ScoreCompetition:
+    return get_score_competition_for_user(request.user, competition_id)
+
+
+@router.get(
+    "/evaluations/{evaluation_id}",
+    response=documented({200: EvaluationOut}, 404),
+    summary="One evaluation, with every episode",
+)
+def evaluation_detail(request: HttpRequest, evaluation_id: Id) -> Evaluation:
+    return get_evaluation_for_user(request.user, evaluation_id)

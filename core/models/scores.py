@@ -1,0 +1,162 @@
+"""Score competitions: agents of a one-player game, each evaluated on the same seeded
+episodes and ranked by mean return (``referee.evaluation``, ``referee.scores``)."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from core.models.competitions import DuelStatus
+from core.models.submissions import Environment, Revision, resend_at_default
+from referee.scores import episode_seeds
+
+
+def _new_seed() -> int:
+    return random.SystemRandom().randrange(2**31)
+
+
+class ScoreCompetition(models.Model):
+    """A leaderboard of returns in a one-player environment: every entrant's newest
+    validated revision plays the episodes of ``seed`` (the same for all of them)."""
+
+    environment = models.ForeignKey(
+        Environment, on_delete=models.PROTECT, related_name="score_competitions"
+    )
+    name = models.CharField(max_length=120)
+    episodes = models.PositiveIntegerField(
+        help_text="Episodes each agent plays; the environment's matches per duel by default."
+    )
+    seed = models.BigIntegerField(
+        default=_new_seed, help_text="Draws the episodes' seeds, the same for every agent."
+    )
+    is_public = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    #: When an organizer last started (or re-ran) its evaluations; None for a draft.
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(episodes__gte=1), name="score_competition_episodes_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(seed__gte=0), name="score_competition_seed_not_negative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("score_competition", args=[self.pk])
+
+    @property
+    def seeds(self) -> list[int]:
+        return episode_seeds(self.seed, self.episodes)
+
+
+class EvaluationQuerySet(models.QuerySet["Evaluation"]):
+    def claimable(self, now: datetime | None = None) -> EvaluationQuerySet:
+        """Queued evaluations, and running ones whose worker lost its lease."""
+        now = now or timezone.now()
+        return self.filter(
+            Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
+        )
+
+    def lease_expired(self, now: datetime | None = None) -> EvaluationQuerySet:
+        return self.filter(
+            is_validation=False,
+            status=DuelStatus.RUNNING,
+            lease_expires_at__lt=now or timezone.now(),
+        )
+
+    def resend_due(self, now: datetime | None = None) -> EvaluationQuerySet:
+        return self.filter(
+            is_validation=False, status=DuelStatus.QUEUED, resend_at__lt=now or timezone.now()
+        )
+
+
+class Evaluation(models.Model):
+    """One revision playing a list of seeded episodes, alone: for a score competition, or
+    (``is_validation``, no competition) to validate a one-player upload. Claimed with a
+    lease and recorded only by the lease's owner, as duels are."""
+
+    competition = models.ForeignKey(
+        ScoreCompetition,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="evaluations",
+    )
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="evaluations")
+    is_validation = models.BooleanField(default=False)
+    seeds = models.JSONField(default=list)
+
+    status = models.CharField(max_length=16, choices=DuelStatus.choices, default=DuelStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=120, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    played_by = models.CharField(max_length=120, blank=True)
+    resends = models.PositiveIntegerField(default=0)
+    resend_at = models.DateTimeField(null=True, blank=True, default=resend_at_default)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    #: Mean return and its 95 % Student-t interval (None with fewer than two episodes).
+    mean_return = models.FloatField(null=True, blank=True)
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    episodes_played = models.PositiveIntegerField(default=0)
+    faulty_episodes = models.PositiveIntegerField(default=0)
+    restarts = models.PositiveIntegerField(default=0)
+    #: One document per episode (``referee.evaluation.EpisodeRecord.as_json``): seed,
+    #: actions, return, steps, faults, timings; the seed and actions replay it.
+    episodes = models.JSONField(default=list)
+    log = models.TextField(blank=True)
+
+    objects = EvaluationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "lease_expires_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=DuelStatus.values), name="evaluation_status_valid"
+            ),
+            models.UniqueConstraint(
+                fields=["competition", "revision"],
+                condition=Q(competition__isnull=False),
+                name="evaluation_once_per_competition",
+            ),
+            models.CheckConstraint(
+                condition=Q(competition__isnull=True) | Q(is_validation=False),
+                name="evaluation_validation_has_no_competition",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=DuelStatus.SUCCEEDED) | Q(mean_return__isnull=False),
+                name="evaluation_succeeded_has_mean",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        where = "validation" if self.is_validation else str(self.competition)
+        return f"{self.revision} in {where}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation", args=[self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}

@@ -1,0 +1,175 @@
+"""Score competitions end to end: one-player uploads validated by a short evaluation, an
+organizer starts a CartPole competition, the workers evaluate every agent on the same
+seeded episodes, and the leaderboard of mean returns shows on the site and in the API."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core.models import Duel, DuelStatus, Evaluation, ScoreCompetition, StepStatus
+from duel_runner.evaluations import evaluation_claim, evaluation_play, evaluation_record_result
+from referee.evaluation import EvaluationResult
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tournament_manager.daemon import recover_expired_evaluations
+from tournament_manager.score_competitions import score_competition_start
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+#: Plays like the balancer for two episodes (its validation), then exits mid-episode:
+#: a crash in the third episode, another in the fourth after its one restart, and the
+#: fifth is forfeited.
+CRASHES_FROM_THE_THIRD_EPISODE = b"""
+import os
+from arena_sdk import agent, run
+
+
+@agent
+def fragile(turn):
+    if turn.match.index >= 2:
+        os._exit(3)
+    angle, angular_velocity = turn.observation["observation"][2:]
+    return 1 if angle + 0.5 * angular_velocity > 0 else 0
+
+
+if __name__ == "__main__":
+    run(fragile)
+"""
+
+
+def cartpole_agents():
+    owner = make_user()
+    return {
+        name: upload(owner, "cartpole", name, PLAYERS / "cartpole" / filename)
+        for name, filename in (
+            ("balancer", "balancer.py"),
+            ("rando", "random_player.py"),
+            ("constant", "constant.py"),
+        )
+    }
+
+
+def competition(episodes: int = 6) -> ScoreCompetition:
+    from core.models import Environment
+
+    return ScoreCompetition.objects.create(
+        environment=Environment.objects.get(name="cartpole"),
+        name="Pole cup",
+        episodes=episodes,
+        seed=7,
+    )
+
+
+def test_it_validates_a_one_player_upload_by_a_short_evaluation():
+    revision = cartpole_agents()["balancer"]
+
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert "2 episodes without a fault" in revision.validation_log
+    validation = Evaluation.objects.get(revision=revision, is_validation=True)
+    assert validation.status == DuelStatus.SUCCEEDED
+    assert validation.mean_return == 500.0 and len(validation.episodes) == 2
+    assert not Duel.objects.filter(revision_1=revision).exists()  # no self-play
+
+
+def test_it_ranks_three_agents_by_mean_return_on_the_site_and_in_the_api(client):
+    agents = cartpole_agents()
+    cup = competition()
+
+    evaluations = score_competition_start(competition=cup)
+
+    assert len(evaluations) == 3
+    played = list(cup.evaluations.all())
+    assert {evaluation.status for evaluation in played} == {DuelStatus.SUCCEEDED}
+    # Every agent played the same seeded episodes.
+    assert {tuple(e["seed"] for e in evaluation.episodes) for evaluation in played} == {
+        tuple(cup.seeds)
+    }
+
+    document = client.get(f"/api/v1/score-competitions/{cup.pk}").json()
+    board = document["leaderboard"]
+    assert [entry["competitor"] for entry in board] == ["balancer", "rando", "constant"]
+    assert [entry["rank"] for entry in board] == [1, 2, 3]
+    balancer, rando, constant = board
+    assert balancer["mean_return"] == 500.0
+    assert balancer["ci_low"] == balancer["ci_high"] == 500.0  # the same return every time
+    assert rando["ci_low"] < rando["mean_return"] < rando["ci_high"]
+    assert constant["ci_high"] < rando["ci_low"]  # separated: the ranking is meaningful
+    assert all(entry["episodes"] == 6 and entry["faulty_episodes"] == 0 for entry in board)
+    assert document["seeds"] == cup.seeds
+
+    page = client.get(f"/scores/{cup.pk}/").content.decode()
+    assert page.index("balancer") < page.index("rando") < page.index("constant")
+    assert f"{rando['ci_low']:.2f} \N{EN DASH} {rando['ci_high']:.2f}" in page
+    listed = client.get("/api/v1/score-competitions?environment=cartpole").json()
+    assert [item["name"] for item in listed["items"]] == ["Pole cup"]
+    assert "Pole cup" in client.get("/environments/cartpole/").content.decode()
+
+    # An episode replays from its seed and actions as a text trace.
+    evaluation = Evaluation.objects.get(competition=cup, revision=agents["constant"])
+    episode = client.get(f"/evaluations/{evaluation.pk}/episodes/0/").content.decode()
+    steps = evaluation.episodes[0]["steps"]
+    assert f"step {steps} · action 0" in episode and "terminated" in episode
+    api_evaluation = client.get(f"/api/v1/evaluations/{evaluation.pk}").json()
+    assert api_evaluation["episodes"][0]["actions"] == [[0]] * steps
+
+
+def test_it_charges_a_crashing_agent_without_stopping_the_evaluation(client):
+    owner = make_user()
+    fragile = upload(owner, "cartpole", "fragile", CRASHES_FROM_THE_THIRD_EPISODE)
+    assert fragile.validation_status == StepStatus.SUCCEEDED, fragile.validation_error
+    upload(owner, "cartpole", "constant", PLAYERS / "cartpole" / "constant.py")
+    cup = competition(episodes=5)
+
+    score_competition_start(competition=cup)
+
+    evaluation = Evaluation.objects.get(competition=cup, revision=fragile)
+    assert evaluation.status == DuelStatus.SUCCEEDED
+    kinds = [[fault["kind"] for fault in e["faults"]] for e in evaluation.episodes]
+    assert kinds == [[], [], ["crash"], ["crash"], ["forfeit"]]
+    assert [e["return"] for e in evaluation.episodes][2:] == [0.0] * 3  # CartPole's worst
+    assert (evaluation.faulty_episodes, evaluation.restarts) == (3, 1)
+    assert evaluation.mean_return == 2 * 500.0 / 5
+    board = client.get(f"/api/v1/score-competitions/{cup.pk}").json()["leaderboard"]
+    assert [(entry["competitor"], entry["faulty_episodes"]) for entry in board] == [
+        ("fragile", 3),
+        ("constant", 0),
+    ]
+    page = client.get(f"/evaluations/{evaluation.pk}/").content.decode()
+    assert "crash" in page
+
+
+def test_it_plays_an_evaluation_again_when_its_worker_died_and_counts_it_once():
+    agents = cartpole_agents()
+    cup = competition(episodes=2)
+    evaluation = Evaluation.objects.create(
+        competition=cup, revision=agents["rando"], seeds=cup.seeds
+    )
+    evaluation_claim(evaluation_id=evaluation.pk, worker="killed")
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    assert recover_expired_evaluations()  # queued again, and played (eagerly)
+
+    evaluation.refresh_from_db()
+    assert evaluation.status == DuelStatus.SUCCEEDED and evaluation.attempts == 2
+    late = EvaluationResult(environment="cartpole", agent="x", seeds=cup.seeds)
+    assert not evaluation_record_result(evaluation=evaluation, result=late, worker="killed")
+    assert evaluation_play(evaluation_id=evaluation.pk) is None  # finished: not played again
+    evaluation.refresh_from_db()
+    assert evaluation.attempts == 2 and len(evaluation.episodes) == 2
+
+
+def test_it_refuses_to_start_a_competition_of_a_two_player_game():
+    from core.errors import ArenaError
+    from core.models import Environment
+
+    cup = ScoreCompetition.objects.create(
+        environment=Environment.objects.get(name="connect_four"), name="Wrong", episodes=3
+    )
+
+    with pytest.raises(ArenaError, match="2-player game"):
+        score_competition_start(competition=cup)
+    assert not cup.evaluations.exists()

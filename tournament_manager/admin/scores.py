@@ -1,0 +1,133 @@
+"""The organizers' admin of score competitions: create one for a one-player game, start
+(or re-run) its evaluations, follow them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from core.admin.base import (
+    ArenaAdmin,
+    ReadOnlyAdmin,
+    admin_link,
+    preformatted,
+    public_link,
+    status_badge,
+)
+from core.models import Environment, Evaluation, ScoreCompetition
+from tournament_manager.score_competitions import score_competition_start
+
+
+class ScoreCompetitionForm(forms.ModelForm):
+    class Meta:
+        model = ScoreCompetition
+        fields = ("environment", "name", "episodes", "seed", "is_public")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["environment"].queryset = Environment.objects.filter(players=1)  # type: ignore[attr-defined]
+        self.fields["episodes"].required = False
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        environment = cleaned.get("environment")
+        if environment is not None and not cleaned.get("episodes"):
+            # The environment's matches per duel: its info.yml's episodes per evaluation.
+            cleaned["episodes"] = environment.matches_per_duel
+            self.instance.episodes = environment.matches_per_duel
+        return cleaned
+
+
+@admin.register(ScoreCompetition)
+class ScoreCompetitionAdmin(ArenaAdmin):
+    can_delete = True
+    form = ScoreCompetitionForm
+    list_display = ("name", "environment", "episodes", "evaluations_done", "started_at", "public")
+    list_filter = ("environment", "is_public")
+    search_fields = ("name", "environment__name")
+    list_select_related = ("environment",)
+    actions = ("start",)
+    readonly_fields = ("started_at", "created_by", "created_at")
+
+    def save_model(
+        self, request: HttpRequest, obj: ScoreCompetition, form: forms.Form, change: bool
+    ) -> None:
+        if not change:
+            obj.created_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)
+
+    @admin.display(description="evaluations played / total")
+    def evaluations_done(self, competition: ScoreCompetition) -> str:
+        evaluations = list(competition.evaluations.values_list("status", flat=True))
+        return f"{evaluations.count('succeeded')} / {len(evaluations)}"
+
+    @admin.display(description="public page")
+    def public(self, competition: ScoreCompetition) -> str:
+        return public_link(competition)
+
+    @admin.action(description="Start / re-run (evaluate every current agent afresh)")
+    def start(self, request: HttpRequest, queryset: QuerySet[ScoreCompetition]) -> None:
+        def start_one(competition: ScoreCompetition) -> str:
+            evaluations = score_competition_start(competition=competition)
+            return f"{len(evaluations)} evaluation(s) queued"
+
+        self.run_each(request, queryset, start_one, done="Started")
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(ReadOnlyAdmin):
+    list_display = (
+        "pk",
+        "competition",
+        "revision",
+        "is_validation",
+        "status_label",
+        "mean_return",
+        "faulty_episodes",
+        "attempts",
+        "played_by",
+        "ended_at",
+    )
+    list_filter = ("status", "is_validation", "competition")
+    list_select_related = ("competition", "revision__competitor")
+    fields = (
+        "competition_link",
+        "revision",
+        "is_validation",
+        "status_label",
+        "attempts",
+        "lease_owner",
+        "lease_expires_at",
+        "played_by",
+        "started_at",
+        "ended_at",
+        "mean_return",
+        "ci_low",
+        "ci_high",
+        "episodes_played",
+        "faulty_episodes",
+        "restarts",
+        "error_text",
+        "log_text",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="status", ordering="status")
+    def status_label(self, evaluation: Evaluation) -> str:
+        return status_badge(evaluation.status, evaluation.get_status_display())
+
+    @admin.display(description="competition")
+    def competition_link(self, evaluation: Evaluation) -> str:
+        return admin_link(evaluation.competition)
+
+    @admin.display(description="error")
+    def error_text(self, evaluation: Evaluation) -> str:
+        return preformatted(evaluation.error)
+
+    @admin.display(description="log")
+    def log_text(self, evaluation: Evaluation) -> str:
+        return preformatted(evaluation.log)

@@ -1,0 +1,136 @@
+"""What the pages (and the API) of score competitions read: the leaderboard of mean
+returns, an evaluation's episodes, and an episode's text trace recomputed from its seed
+and actions."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from core.models import Competitor, DuelStatus, Environment, Evaluation, ScoreCompetition
+from environments.registry import make_environment
+from web.access import Visitor, can_see_competitor, is_organizer
+
+
+def score_competitions_visible(user: Visitor) -> QuerySet[ScoreCompetition]:
+    competitions = ScoreCompetition.objects.select_related("environment")
+    return competitions if is_organizer(user) else competitions.filter(is_public=True)
+
+
+def get_score_competition_for_user(user: Visitor, pk: int) -> ScoreCompetition:
+    return get_object_or_404(score_competitions_visible(user), pk=pk)
+
+
+def get_evaluation_for_user(user: Visitor, pk: int) -> Evaluation:
+    """A competition's evaluation the visitor may see the competition of; a validation
+    evaluation only with its competitor (as the revision's page)."""
+    evaluation = get_object_or_404(
+        Evaluation.objects.select_related(
+            "competition__environment",
+            "revision__competitor__owner",
+            "revision__competitor__environment",
+        ),
+        pk=pk,
+    )
+    competition = evaluation.competition
+    if competition is None:
+        visible = can_see_competitor(user, evaluation.revision.competitor)
+    else:
+        visible = competition.is_public or is_organizer(user)
+    if not visible:
+        raise Http404("No such evaluation")
+    return evaluation
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreRow:
+    #: None for an evaluation not (or not successfully) played.
+    rank: int | None
+    evaluation: Evaluation
+    competitor: Competitor
+    #: False for a private competitor the visitor may not open: its name shows, unlinked.
+    linked: bool
+
+
+def score_leaderboard(*, user: Visitor, competition: ScoreCompetition) -> list[ScoreRow]:
+    """Played evaluations by mean return, best first (ties: the higher lower end of the
+    interval, then the name); then the queued, running and failed ones."""
+    evaluations = competition.evaluations.select_related(
+        "revision__competitor__owner", "revision__competitor__environment"
+    )
+
+    def order(evaluation: Evaluation) -> tuple[Any, ...]:
+        played = evaluation.status == DuelStatus.SUCCEEDED
+        return (
+            not played,
+            -(evaluation.mean_return or 0.0),
+            -(evaluation.ci_low if evaluation.ci_low is not None else float("-inf")),
+            evaluation.revision.competitor.name,
+        )
+
+    rows = []
+    rank = 0
+    for evaluation in sorted(evaluations, key=order):
+        played = evaluation.status == DuelStatus.SUCCEEDED
+        rank += played
+        competitor = evaluation.revision.competitor
+        rows.append(
+            ScoreRow(
+                rank=rank if played else None,
+                evaluation=evaluation,
+                competitor=competitor,
+                linked=can_see_competitor(user, competitor),
+            )
+        )
+    return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreCompetitionPage:
+    competition: ScoreCompetition
+    rows: list[ScoreRow]
+
+    @property
+    def is_running(self) -> bool:
+        pending = {DuelStatus.QUEUED, DuelStatus.RUNNING}
+        return any(row.evaluation.status in pending for row in self.rows)
+
+
+def score_competition_page(*, user: Visitor, competition: ScoreCompetition) -> ScoreCompetitionPage:
+    return ScoreCompetitionPage(
+        competition=competition, rows=score_leaderboard(user=user, competition=competition)
+    )
+
+
+def environment_score_competitions(
+    *, user: Visitor, environment: Environment
+) -> list[ScoreCompetition]:
+    return list(score_competitions_visible(user).filter(environment=environment))
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeStep:
+    step: int
+    text: str
+
+
+def episode_document(evaluation: Evaluation, index: int) -> dict[str, Any]:
+    for episode in evaluation.episodes:
+        if episode.get("index") == index:
+            return dict(episode)
+    raise Http404("No such episode")
+
+
+def episode_trace(environment: str, episode: dict[str, Any]) -> list[EpisodeStep]:
+    """Every state of an episode as text, recomputed from its seed and actions."""
+    game = make_environment(environment)
+    game.reset(int(episode["seed"]))
+    steps = [EpisodeStep(0, game.render_text())]
+    for actions in episode["actions"]:
+        game.step({0: actions[0]})
+        steps.append(EpisodeStep(game.step_count, game.render_text()))
+    return steps
