@@ -4,6 +4,7 @@
     python -m referee validate connect_four AGENT
     python -m referee round-robin connect_four AGENT AGENT AGENT... --matches 10
     python -m referee replay DUEL.json --match 3 [--html replay.html]
+    python -m referee evaluate cartpole AGENT --episodes 20 --seed 1
     python -m referee run tic_tac_toe llm:MODEL@URL example_players/tic_tac_toe/minimax.py
 
 An agent is a ``.py`` file or a folder with ``main.py``, ``agent.py`` or an
@@ -21,6 +22,7 @@ import argparse
 import itertools
 import json
 import os
+import random
 import re
 import sys
 import time
@@ -40,7 +42,9 @@ from environments.registry import (  # noqa: E402
 from llm.config import LLMConfig  # noqa: E402
 from llm.run_logs import write_run_logs  # noqa: E402
 from referee.duel import llm_clock, run_duel, validate  # noqa: E402
+from referee.evaluation import run_evaluation  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
+from referee.scores import episode_seeds  # noqa: E402
 from referee.standings import Standing, record_duel, shared_ranks, standing_key  # noqa: E402
 from sandboxes import (  # noqa: E402
     BACKENDS,
@@ -183,6 +187,17 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("duel", type=Path, help="a duel document written by run or round-robin")
     show.add_argument("--match", type=int, default=0, help="match index (default 0)")
     show.add_argument("--html", type=Path, help="also write the states as one HTML page")
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="one-player games: play an agent on seeded episodes and print its mean return",
+    )
+    add_common(evaluate)
+    evaluate.add_argument("agent")
+    evaluate.add_argument(
+        "--episodes", type=int, help="number of episodes (matches_per_duel in info.yml)"
+    )
+    evaluate.add_argument("--json", action="store_true", help="print the whole JSON document")
 
     check = commands.add_parser("validate", help="self-play an agent; exit 1 on failure")
     add_common(check)
@@ -349,6 +364,42 @@ def _run(arguments: argparse.Namespace, backend: SandboxBackend, overrides: dict
     return 2 if result.infrastructure_error else 0
 
 
+def _evaluate(
+    arguments: argparse.Namespace, backend: SandboxBackend, overrides: dict[str, Any]
+) -> int:
+    """An evaluation's mean return with its 95 % interval, and each episode's return."""
+    info = load_info(arguments.environment)
+    seed = random.SystemRandom().randrange(2**31) if arguments.seed is None else arguments.seed
+    seeds = episode_seeds(seed, arguments.episodes or info.matches_per_duel)
+    overrides = {key: value for key, value in overrides.items() if key != "matches"}
+    evaluation = run_evaluation(
+        arguments.environment,
+        AgentSource.from_path(arguments.agent),
+        backend=backend,
+        seeds=seeds,
+        **overrides,
+    )
+    if arguments.json:
+        print(json.dumps(evaluation.as_json(), indent=2))
+    else:
+        summary = evaluation.summary
+        interval = (
+            f" (95 % interval {summary.low:.2f} .. {summary.high:.2f})"
+            if summary is not None and summary.low is not None and summary.high is not None
+            else ""
+        )
+        print(f"{evaluation.environment}: {evaluation.agent}, seed {seed}")
+        if summary is not None:
+            print(f"mean return {summary.mean:.2f}{interval} over {summary.episodes} episodes")
+        for episode in evaluation.episodes:
+            ending = episode.error_msg or ("time limit" if episode.truncated else "terminated")
+            print(f"  episode {episode.index + 1}: {episode.episode_return:g} ({ending})")
+    if evaluation.infrastructure_error:
+        print(evaluation.infrastructure_error, file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     overrides = {
@@ -372,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if arguments.command == "run":
             return _run(arguments, backend, overrides)
+        if arguments.command == "evaluate":
+            return _evaluate(arguments, backend, overrides)
         validation = validate(
             arguments.environment,
             AgentSource.from_path(arguments.agent),

@@ -162,3 +162,17 @@ def test_it_says_what_an_llm_player_looks_like(capsys):
     code = main(["run", "tic_tac_toe", "llm:no-url", str(PLAYERS / "tic_tac_toe/minimax.py")])
     assert code == 2
     assert "an LLM player is llm:MODEL@URL" in capsys.readouterr().err
+
+
+def test_it_evaluates_an_agent_of_a_one_player_game(capsys):
+    arguments = ["evaluate", "cartpole", str(PLAYERS / "cartpole/balancer.py"), "--seed", "2"]
+    code = main([*arguments, "--episodes", "3"])
+    text = capsys.readouterr().out
+    same = main([*arguments, "--episodes", "3", "--json"])
+    document = json.loads(capsys.readouterr().out)
+
+    assert (code, same) == (0, 0)
+    assert "mean return 500.00 (95 % interval 500.00 .. 500.00) over 3 episodes" in text
+    assert "episode 3: 500 (time limit)" in text
+    assert [episode["return"] for episode in document["episodes"]] == [500.0] * 3
+    assert document["summary"]["mean"] == 500.0
