@@ -26,6 +26,7 @@ from core.models import (
     DuelResult,
     DuelStatus,
     Environment,
+    Evaluation,
     InviteCode,
     LeaderboardEntry,
     LLMPlayer,
@@ -36,6 +37,7 @@ from core.models import (
     RatingChange,
     Revision,
     Role,
+    ScoreCompetition,
     StepStatus,
     Tournament,
     TournamentFormat,
@@ -254,6 +256,54 @@ class DuelFactory(DjangoModelFactory):
         )
     )
     seed = factory.Sequence(lambda n: 1000 + n)
+
+
+class ScoreCompetitionFactory(DjangoModelFactory):
+    class Meta:
+        model = ScoreCompetition
+
+    environment = factory.SubFactory(EnvironmentFactory, name="cartpole")
+    name = factory.Sequence(lambda n: f"Score competition {n}")
+    episodes = 3
+    seed = factory.Sequence(lambda n: 500 + n)
+    created_by = factory.SubFactory(OrganizerFactory)
+
+
+class EvaluationFactory(DjangoModelFactory):
+    """A queued evaluation of a validated revision; ``finished=True`` for a played one whose
+    episodes all returned ``returns``."""
+
+    class Meta:
+        model = Evaluation
+
+    class Params:
+        returns = (10.0, 20.0, 30.0)
+        finished = factory.Trait(
+            status=DuelStatus.SUCCEEDED,
+            attempts=1,
+            started_at=_minutes_ago(2),
+            ended_at=_minutes_ago(1),
+            mean_return=20.0,
+            ci_low=20.0 - 4.303 * 10.0 / 3**0.5,
+            ci_high=20.0 + 4.303 * 10.0 / 3**0.5,
+            episodes_played=3,
+            episodes=factory.LazyAttribute(
+                lambda evaluation: [
+                    {"index": index, "seed": seed, "return": value, "steps": 0, "actions": []}
+                    for index, (seed, value) in enumerate(
+                        zip(evaluation.seeds, evaluation.returns, strict=True)
+                    )
+                ]
+            ),
+        )
+
+    competition = factory.SubFactory(ScoreCompetitionFactory)
+    revision = factory.SubFactory(
+        RevisionFactory,
+        validated=True,
+        competitor__environment=factory.SelfAttribute("...competition.environment"),
+    )
+    seeds = factory.LazyAttribute(lambda evaluation: evaluation.competition.seeds)
 
 
 def play_first_legal_actions(environment_name: str, seed: int) -> dict[str, Any]:

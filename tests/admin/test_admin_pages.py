@@ -9,6 +9,7 @@ from core.models import Tournament, User
 from tests.factories import (
     ApiTokenFactory,
     DuelFactory,
+    EvaluationFactory,
     LeaderboardEntryFactory,
     LLMPlayerFactory,
     MatchConversationFactory,
@@ -37,6 +38,7 @@ def one_of_everything(alice: User, bob: User, organizer: User, invite: object) -
     LeaderboardEntryFactory(revision=alice.competitors.get().revisions.get())
     MatchConversationFactory(match=MatchFactory(duel=duel, index=1))
     LLMPlayerFactory(competitor__owner=bob)
+    EvaluationFactory(finished=True)
 
 
 def test_it_registers_every_core_model() -> None:
@@ -56,6 +58,8 @@ def test_it_registers_every_core_model() -> None:
         "LeaderboardEntry",
         "LLMPlayer",
         "MatchConversation",
+        "ScoreCompetition",
+        "Evaluation",
     }
 
 

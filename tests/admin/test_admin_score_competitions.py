@@ -1,0 +1,84 @@
+"""Organizers create a score competition of a one-player game and start or re-run it from
+the admin; the evaluations are played in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from core.models import DuelStatus, Environment, ScoreCompetition, User
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_creates_a_competition_with_the_games_episodes_by_default(
+    organizer_client: Client, environments: dict[str, Environment]
+) -> None:
+    response = organizer_client.post(
+        reverse("admin:core_scorecompetition_add"),
+        {
+            "environment": environments["cartpole"].pk,
+            "name": "Pole cup",
+            "seed": 3,
+            "is_public": "on",
+        },
+    )
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    competition = ScoreCompetition.objects.get()
+    assert competition.episodes == 20  # cartpole's info.yml
+    assert competition.created_by is not None
+
+
+def test_it_offers_only_one_player_games(
+    organizer_client: Client, environments: dict[str, Environment]
+) -> None:
+    response = organizer_client.post(
+        reverse("admin:core_scorecompetition_add"),
+        {"environment": environments["connect_four"].pk, "name": "Wrong", "episodes": 2, "seed": 1},
+    )
+
+    assert response.status_code == 200
+    assert "Select a valid choice" in response.content.decode()
+    assert not ScoreCompetition.objects.exists()
+
+
+def test_it_starts_and_reruns_a_competition(
+    alice: User,
+    upload: Callable,
+    run_action: Callable[..., list[str]],
+    environments: dict[str, Environment],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    upload(alice, "cartpole/balancer.py")
+    upload(alice, "cartpole/constant.py")
+    competition = ScoreCompetition.objects.create(
+        environment=environments["cartpole"], name="Pole cup", episodes=3, seed=5
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        notes = run_action(ScoreCompetition, "start", [competition])
+    assert notes == ["Pole cup: 2 evaluation(s) queued", "Started: 1"]
+    first = set(competition.evaluations.values_list("pk", flat=True))
+    assert set(competition.evaluations.values_list("status", flat=True)) == {DuelStatus.SUCCEEDED}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run_action(ScoreCompetition, "start", [competition])
+    again = competition.evaluations.all()
+    assert len(again) == 2 and first.isdisjoint(evaluation.pk for evaluation in again)
+    assert {evaluation.status for evaluation in again} == {DuelStatus.SUCCEEDED}
+
+
+def test_it_reports_a_competition_without_agents(
+    run_action: Callable[..., list[str]], environments: dict[str, Environment]
+) -> None:
+    competition = ScoreCompetition.objects.create(
+        environment=environments["acrobot"], name="Swing", episodes=3
+    )
+
+    notes = run_action(ScoreCompetition, "start", [competition])
+
+    assert notes == ["Swing: Acrobot has no validated agent to evaluate yet"]
