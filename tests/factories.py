@@ -289,7 +289,19 @@ class EvaluationFactory(DjangoModelFactory):
             episodes_played=3,
             episodes=factory.LazyAttribute(
                 lambda evaluation: [
-                    {"index": index, "seed": seed, "return": value, "steps": 0, "actions": []}
+                    {
+                        "index": index,
+                        "seed": seed,
+                        "return": value,
+                        "steps": 0,
+                        "terminated": True,
+                        "truncated": False,
+                        "error_msg": "",
+                        "faults": [],
+                        "actions": [],
+                        "timings": [],
+                        "duration": 0.0,
+                    }
                     for index, (seed, value) in enumerate(
                         zip(evaluation.seeds, evaluation.returns, strict=True)
                     )

@@ -21,7 +21,12 @@ from django.db import close_old_connections
 from schemathesis.config import SchemathesisConfig
 
 from core.wsgi import application
-from tests.factories import ApiTokenFactory, LLMPlayerFactory, MatchConversationFactory
+from tests.factories import (
+    ApiTokenFactory,
+    EvaluationFactory,
+    LLMPlayerFactory,
+    MatchConversationFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -151,6 +156,7 @@ def test_it_answers_each_read_of_real_rows_as_its_document_says(
     llm_match_path = {"duel_id": llm_match.duel_id, "index": llm_match.index}
     competitor = {"environment": "tic_tac_toe", "name": "alices-bot"}
     match = {"duel_id": duel.pk, "index": 0}
+    evaluation = EvaluationFactory(finished=True)
     reads = {
         "/api/v1/environments": {},
         "/api/v1/environments/{name}": {"name": "tic_tac_toe"},
@@ -178,6 +184,11 @@ def test_it_answers_each_read_of_real_rows_as_its_document_says(
         "/api/v1/duels/{duel_id}/matches/{index}/conversations": llm_match_path,
         "/api/v1/duels/{duel_id}/matches/{index}/conversations.jsonl": llm_match_path,
         "/api/v1/duels/{duel_id}/conversations.jsonl": {"duel_id": llm_match.duel_id},
+        "/api/v1/score-competitions": {},
+        "/api/v1/score-competitions/{competition_id}": {
+            "competition_id": evaluation.competition_id
+        },
+        "/api/v1/evaluations/{evaluation_id}": {"evaluation_id": evaluation.pk},
     }
 
     for path, parameters in reads.items():

@@ -17,7 +17,8 @@ from tests.support.sandboxes import AGENTS, hostile, player
 SEEDS = episode_seeds(5, 4)
 
 
-def test_it_plays_the_same_seeded_episodes_identically(backend):
+def test_it_plays_the_same_seeded_episodes_identically(any_backend):
+    backend = any_backend
     first = run_evaluation(
         "cartpole", player("cartpole/random_player.py"), backend=backend, seeds=SEEDS
     )
@@ -49,7 +50,8 @@ def test_it_ranks_the_balancer_above_random_above_constant(backend):
     assert means["balancer"] > means["random_player"] > means["constant"]
 
 
-def test_it_charges_a_timeout_to_its_episode_and_restarts_the_agent_once(backend):
+def test_it_charges_a_timeout_to_its_episode_and_restarts_the_agent_once(any_backend):
+    backend = any_backend
     # Silent from its third request: episode 0 is cut short with a timeout; the restarted
     # agent times out again on its third request; the rest is forfeited.
     sleeper = hostile("sleep", at=3)
