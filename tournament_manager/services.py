@@ -100,6 +100,11 @@ def tournament_create(
     A ladder may start with none: the newest validated revision of every competitor
     joins when it is launched, and every one validated later joins while it runs.
     """
+    if environment.players < 2:
+        raise ArenaError(
+            f"{environment.title} is a one-player game: its agents are ranked by a score "
+            "competition, not a tournament"
+        )
     if format not in SUPPORTED_FORMATS:
         raise ArenaError(
             f"unknown tournament format {format!r}; choose one of "

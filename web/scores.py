@@ -11,7 +11,14 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from core.models import Competitor, DuelStatus, Environment, Evaluation, ScoreCompetition
+from core.models import (
+    Competitor,
+    DuelStatus,
+    Environment,
+    Evaluation,
+    Revision,
+    ScoreCompetition,
+)
 from environments.registry import make_environment
 from web.access import Visitor, can_see_competitor, is_organizer
 
@@ -44,6 +51,11 @@ def get_evaluation_for_user(user: Visitor, pk: int) -> Evaluation:
     if not visible:
         raise Http404("No such evaluation")
     return evaluation
+
+
+def revision_validation_evaluation(revision: Revision) -> Evaluation | None:
+    """The evaluation that validated a revision of a one-player game (its latest)."""
+    return revision.evaluations.filter(is_validation=True).order_by("-created_at").first()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,7 +62,7 @@ def competition(episodes: int = 6) -> ScoreCompetition:
     )
 
 
-def test_it_validates_a_one_player_upload_by_a_short_evaluation():
+def test_it_validates_a_one_player_upload_by_a_short_evaluation(client):
     revision = cartpole_agents()["balancer"]
 
     assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
@@ -71,6 +71,8 @@ def test_it_validates_a_one_player_upload_by_a_short_evaluation():
     assert validation.status == DuelStatus.SUCCEEDED
     assert validation.mean_return == 500.0 and len(validation.episodes) == 2
     assert not Duel.objects.filter(revision_1=revision).exists()  # no self-play
+    page = client.get(revision.get_absolute_url()).content.decode()
+    assert "Validation evaluation" in page and validation.get_absolute_url() in page
 
 
 def test_it_ranks_three_agents_by_mean_return_on_the_site_and_in_the_api(client):
@@ -160,6 +162,20 @@ def test_it_plays_an_evaluation_again_when_its_worker_died_and_counts_it_once():
     assert evaluation_play(evaluation_id=evaluation.pk) is None  # finished: not played again
     evaluation.refresh_from_db()
     assert evaluation.attempts == 2 and len(evaluation.episodes) == 2
+
+
+def test_it_refuses_a_tournament_of_a_one_player_game():
+    from core.errors import ArenaError
+    from tournament_manager.services import tournament_create
+
+    agents = cartpole_agents()
+
+    with pytest.raises(ArenaError, match="one-player game"):
+        tournament_create(
+            environment=agents["rando"].competitor.environment,
+            name="Pole duel",
+            revisions=list(agents.values()),
+        )
 
 
 def test_it_refuses_to_start_a_competition_of_a_two_player_game():

@@ -14,6 +14,7 @@ from core.services import UploadUnavailable, revision_upload_read
 from web.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
 from web.forms import LLMSettingsForm, UploadForm, sentence
 from web.llm import player_stats
+from web.scores import revision_validation_evaluation
 from web.selectors import competitor_page, revision_page
 from web.services import revision_upload
 
@@ -121,7 +122,15 @@ def revision(
 ) -> HttpResponse:
     revision = get_revision_for_user(request.user, environment_name, competitor_name, version)
     page = revision_page(user=request.user, revision=revision)
-    return render(request, "web/revision.html", {"page": page, "revision": revision})
+    return render(
+        request,
+        "web/revision.html",
+        {
+            "page": page,
+            "revision": revision,
+            "validation_evaluation": revision_validation_evaluation(revision),
+        },
+    )
 
 
 @require_GET
