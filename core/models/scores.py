@@ -7,6 +7,7 @@ import random
 from datetime import datetime
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -15,6 +16,10 @@ from django.utils import timezone
 from core.models.competitions import DuelStatus
 from core.models.submissions import Environment, Revision, resend_at_default
 from referee.scores import episode_seeds
+
+
+#: Episodes per agent at most: an evaluation is one task, within ARENA_DUEL_TIMEOUT_SECONDS.
+MAX_EPISODES = 1000
 
 
 def _new_seed() -> int:
@@ -30,10 +35,13 @@ class ScoreCompetition(models.Model):
     )
     name = models.CharField(max_length=120)
     episodes = models.PositiveIntegerField(
-        help_text="Episodes each agent plays; the environment's matches per duel by default."
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_EPISODES)],
+        help_text="Episodes each agent plays; the environment's matches per duel by default.",
     )
     seed = models.BigIntegerField(
-        default=_new_seed, help_text="Draws the episodes' seeds, the same for every agent."
+        default=_new_seed,
+        validators=[MinValueValidator(0), MaxValueValidator(2**31 - 1)],
+        help_text="Draws the episodes' seeds, the same for every agent.",
     )
     is_public = models.BooleanField(default=True)
     created_by = models.ForeignKey(

@@ -46,6 +46,20 @@ def test_it_offers_only_one_player_games(
     assert not ScoreCompetition.objects.exists()
 
 
+def test_it_refuses_too_many_episodes_and_a_negative_seed(
+    organizer_client: Client, environments: dict[str, Environment]
+) -> None:
+    response = organizer_client.post(
+        reverse("admin:core_scorecompetition_add"),
+        {"environment": environments["cartpole"].pk, "name": "Huge", "episodes": 1001, "seed": -1},
+    )
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "less than or equal to 1000" in page and "greater than or equal to 0" in page
+    assert not ScoreCompetition.objects.exists()
+
+
 def test_it_starts_and_reruns_a_competition(
     alice: User,
     upload: Callable,
