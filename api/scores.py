@@ -74,7 +74,7 @@ class EpisodeOut(Schema):
     index: int
     seed: int
     #: The episode's return; an episode ended by a fault scores the game's worst return.
-    return_: float = Field(alias="return")
+    episode_return: float = Field(alias="return")
     steps: int
     terminated: bool
     truncated: bool

@@ -17,7 +17,6 @@ from core.models.competitions import DuelStatus
 from core.models.submissions import Environment, Revision, resend_at_default
 from referee.scores import episode_seeds
 
-
 #: Episodes per agent at most: an evaluation is one task, within ARENA_DUEL_TIMEOUT_SECONDS.
 MAX_EPISODES = 1000
 

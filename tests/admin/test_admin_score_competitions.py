@@ -61,6 +61,7 @@ def test_it_refuses_too_many_episodes_and_a_negative_seed(
 
 
 def test_it_starts_and_reruns_a_competition(
+    organizer_client: Client,
     alice: User,
     upload: Callable,
     run_action: Callable[..., list[str]],
@@ -84,6 +85,10 @@ def test_it_starts_and_reruns_a_competition(
     again = competition.evaluations.all()
     assert len(again) == 2 and first.isdisjoint(evaluation.pk for evaluation in again)
     assert {evaluation.status for evaluation in again} == {DuelStatus.SUCCEEDED}
+    # Its episodes are fixed once played: the change page no longer offers them.
+    change = reverse("admin:core_scorecompetition_change", args=[competition.pk])
+    page = organizer_client.get(change).content.decode()
+    assert 'name="name"' in page and 'name="seed"' not in page and 'name="episodes"' not in page
 
 
 def test_it_reports_a_competition_without_agents(

@@ -115,6 +115,8 @@ def test_it_ranks_three_agents_by_mean_return_on_the_site_and_in_the_api(client)
     assert f"step {steps} · action 0" in episode and "terminated" in episode
     api_evaluation = client.get(f"/api/v1/evaluations/{evaluation.pk}").json()
     assert api_evaluation["episodes"][0]["actions"] == [[0]] * steps
+    assert api_evaluation["episodes"][0]["episode_return"] == steps  # a reward of 1 a step
+    assert api_evaluation["mean_return"] == evaluation.mean_return
 
 
 def test_it_charges_a_crashing_agent_without_stopping_the_evaluation(client):

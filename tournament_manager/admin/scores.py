@@ -29,8 +29,12 @@ class ScoreCompetitionForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["environment"].queryset = Environment.objects.filter(players=1)  # type: ignore[attr-defined]
-        self.fields["episodes"].required = False
+        # Both are read-only (absent) once the competition has started.
+        if "environment" in self.fields:
+            environment = self.fields["environment"]
+            environment.queryset = Environment.objects.filter(players=1)  # type: ignore[attr-defined]
+        if "episodes" in self.fields:
+            self.fields["episodes"].required = False
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -52,6 +56,12 @@ class ScoreCompetitionAdmin(ArenaAdmin):
     list_select_related = ("environment",)
     actions = ("start",)
     readonly_fields = ("started_at", "created_by", "created_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Once started, its evaluations were played on these episodes: a change would
+        # leave the leaderboard comparing other episodes than it says.
+        started = obj is not None and obj.started_at is not None
+        return (*self.readonly_fields, *(("environment", "episodes", "seed") if started else ()))
 
     def save_model(
         self, request: HttpRequest, obj: ScoreCompetition, form: forms.Form, change: bool
