@@ -1,7 +1,7 @@
 """The production path with real processes: a Redis broker and Celery workers.
 
-Uploads are built and validated by a worker; a worker killed in the middle of a duel
-loses its lease, and another worker plays the duel again from scratch, once.
+Uploads are built and validated by a worker; a worker killed in the middle of a duel (or
+of an evaluation) loses its lease, and another worker plays it again from scratch, once.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from core.models import (
     Duel,
     DuelStatus,
     Environment,
+    Evaluation,
     RatingChange,
     Revision,
+    ScoreCompetition,
     StepStatus,
     Tournament,
     TournamentStatus,
@@ -22,6 +24,7 @@ from core.models import (
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.docker import docker_base_image  # noqa: F401
 from tests.support.workers import wait_for
+from tournament_manager.score_competitions import score_competition_start
 from tournament_manager.services import tournament_create, tournament_launch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -126,3 +129,40 @@ def test_it_validates_every_python_reference_player_in_docker_through_a_worker(c
     failed = {str(r): r.build_error or r.validation_error for r in revisions if not r.is_valid}
     assert failed == {}, celery_workers.log("docker-builder")[-3000:]
     assert all(r.image.startswith("arena-revision:") for r in revisions)
+
+
+def test_it_plays_a_killed_workers_evaluation_again_once(celery_workers):
+    first = celery_workers.start("first", **QUICK_TAKEOVER)
+    owner = make_user()
+    revision = upload(owner, "cartpole", "balancer", PLAYERS / "cartpole" / "balancer.py")
+    wait_for(lambda: settled([revision]), timeout=90, what="validation by evaluation")
+    assert revision.is_valid, revision.validation_error
+    competition = ScoreCompetition.objects.create(
+        environment=Environment.objects.get(name="cartpole"),
+        name="Long evaluation",
+        episodes=150,
+        seed=3,
+    )
+    with transaction.atomic():
+        score_competition_start(competition=competition)
+    evaluation = Evaluation.objects.get(competition=competition)
+    wait_for(
+        lambda: Evaluation.objects.filter(pk=evaluation.pk, status=DuelStatus.RUNNING).exists(),
+        timeout=30,
+        what="the first worker to start the evaluation",
+    )
+
+    celery_workers.kill(first)
+    celery_workers.start("second", **QUICK_TAKEOVER)
+
+    wait_for(
+        lambda: Evaluation.objects.filter(pk=evaluation.pk, status=DuelStatus.SUCCEEDED).exists(),
+        timeout=180,
+        what="the second worker to play the evaluation again",
+    )
+    evaluation.refresh_from_db()
+    assert evaluation.attempts == 2
+    assert len(evaluation.episodes) == evaluation.episodes_played == 150
+    assert evaluation.mean_return == 500.0
+    assert evaluation.played_by and "second@" in celery_workers.log("second")
+    assert evaluation.lease_owner == ""
