@@ -106,7 +106,9 @@ def test_it_ranks_three_agents_by_mean_return_on_the_site_and_in_the_api(client)
     assert f"{rando['ci_low']:.2f} \N{EN DASH} {rando['ci_high']:.2f}" in page
     listed = client.get("/api/v1/score-competitions?environment=cartpole").json()
     assert [item["name"] for item in listed["items"]] == ["Pole cup"]
-    assert "Pole cup" in client.get("/environments/cartpole/").content.decode()
+    environment_page = client.get("/environments/cartpole/").content.decode()
+    assert "Pole cup" in environment_page and "Episodes per evaluation" in environment_page
+    assert 'id="leaderboard-title"' not in environment_page  # no Elo ratings for one player
 
     # An episode replays from its seed and actions as a text trace.
     evaluation = Evaluation.objects.get(competition=cup, revision=agents["constant"])
