@@ -42,7 +42,7 @@ from environments.registry import (  # noqa: E402
 from llm.config import LLMConfig  # noqa: E402
 from llm.run_logs import write_run_logs  # noqa: E402
 from referee.duel import llm_clock, run_duel, validate  # noqa: E402
-from referee.evaluation import run_evaluation  # noqa: E402
+from referee.evaluation import run_evaluation, validate_evaluation  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from referee.scores import episode_seeds  # noqa: E402
 from referee.standings import Standing, record_duel, shared_ranks, standing_key  # noqa: E402
@@ -411,6 +411,15 @@ def main(argv: list[str] | None = None) -> int:
             document = json.loads(arguments.duel.read_text())
             print(replay_match(document, arguments.match, arguments.html))
             return 0
+        players = load_info(arguments.environment).players
+        if players == 1 and arguments.command in ("run", "round-robin"):
+            raise argparse.ArgumentTypeError(
+                f"{arguments.environment} is a one-player game: use evaluate"
+            )
+        if players > 1 and arguments.command == "evaluate":
+            raise argparse.ArgumentTypeError(
+                f"{arguments.environment} is a {players}-player game: use run"
+            )
         backend = get_backend(arguments.sandbox, root=arguments.sandbox_root)
         if arguments.command == "round-robin":
             return round_robin(
@@ -425,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(arguments, backend, overrides)
         if arguments.command == "evaluate":
             return _evaluate(arguments, backend, overrides)
-        validation = validate(
+        check = validate_evaluation if players == 1 else validate
+        validation = check(
             arguments.environment,
             AgentSource.from_path(arguments.agent),
             backend=backend,

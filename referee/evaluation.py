@@ -247,6 +247,8 @@ def run_evaluation(
 ) -> EvaluationResult:
     """Evaluate ``source`` on the episodes of ``seeds`` with the limits of the game's
     ``info.yml`` unless overridden (``move_time``, ``time_bank``, ...)."""
+    # The seeds say how many episodes there are.
+    overrides.pop("matches", None)
     settings = DuelSettings.from_info(load_info(environment), matches=len(seeds), **overrides)
     return Evaluator(
         environment=environment, source=source, settings=settings, backend=backend, seeds=seeds
@@ -269,10 +271,10 @@ def validate_evaluation(
     **overrides: Any,
 ) -> EvaluationValidation:
     """A one-player agent's validation: a short evaluation (``validation_matches``
-    episodes) in which any fault fails it."""
-    info = load_info(environment)
+    episodes, or ``matches``) in which any fault fails it."""
+    episodes = overrides.pop("matches", None) or load_info(environment).validation_matches
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-    seeds = episode_seeds(seed, info.validation_matches)
+    seeds = episode_seeds(seed, episodes)
     evaluation = run_evaluation(environment, source, backend=backend, seeds=seeds, **overrides)
     if evaluation.infrastructure_error:
         message = (

@@ -176,3 +176,19 @@ def test_it_evaluates_an_agent_of_a_one_player_game(capsys):
     assert "episode 3: 500 (time limit)" in text
     assert [episode["return"] for episode in document["episodes"]] == [500.0] * 3
     assert document["summary"]["mean"] == 500.0
+
+
+def test_it_validates_an_agent_of_a_one_player_game_by_a_short_evaluation(capsys):
+    code = main(["validate", "cartpole", str(PLAYERS / "cartpole/constant.py"), "--seed", "1"])
+
+    assert code == 0
+    assert capsys.readouterr().out.strip() == "validated: 2 episodes without a fault"
+
+
+def test_it_points_to_the_command_that_fits_the_game(capsys):
+    agent = str(PLAYERS / "cartpole/constant.py")
+
+    assert main(["run", "cartpole", agent, agent]) == 2
+    assert "cartpole is a one-player game: use evaluate" in capsys.readouterr().err
+    assert main(["evaluate", "sum_to_10", agent]) == 2
+    assert "sum_to_10 is a 2-player game: use run" in capsys.readouterr().err
