@@ -53,6 +53,23 @@ def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation
     return evaluations
 
 
+def score_competition_rerun_failed(*, competition: ScoreCompetition) -> int:
+    """Queue again the evaluations of ``competition`` that failed (an infrastructure
+    failure: never scored), keeping the others; returns how many."""
+    with transaction.atomic():
+        failed = list(competition.evaluations.select_for_update().filter(status=DuelStatus.FAILED))
+        Evaluation.objects.filter(pk__in=[evaluation.pk for evaluation in failed]).update(
+            status=DuelStatus.QUEUED,
+            error="",
+            ended_at=None,
+            resends=0,
+            resend_at=resend_at_default(),
+        )
+        for evaluation in failed:
+            dispatch.start(PLAY_EVALUATION, evaluation_id=evaluation.pk)
+    return len(failed)
+
+
 def evaluation_requeue_expired(*, evaluation: Evaluation) -> bool:
     """Queue again an evaluation whose worker stopped renewing its lease (it died), and
     start it; the worker that lost the lease can no longer record its result."""

@@ -101,3 +101,33 @@ def test_it_reports_a_competition_without_agents(
     notes = run_action(ScoreCompetition, "start", [competition])
 
     assert notes == ["Swing: Acrobot has no validated agent to evaluate yet"]
+
+
+def test_it_reruns_only_the_failed_evaluations(
+    alice: User,
+    upload: Callable,
+    run_action: Callable[..., list[str]],
+    environments: dict[str, Environment],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    upload(alice, "cartpole/balancer.py")
+    upload(alice, "cartpole/constant.py")
+    competition = ScoreCompetition.objects.create(
+        environment=environments["cartpole"], name="Pole cup", episodes=2, seed=5
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        run_action(ScoreCompetition, "start", [competition])
+    kept, lost = competition.evaluations.order_by("pk")
+    lost.status, lost.mean_return, lost.error = DuelStatus.FAILED, None, "the host went away"
+    lost.save()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        notes = run_action(ScoreCompetition, "rerun_failed", [competition])
+
+    assert notes[0] == "Pole cup: 1 evaluation(s) queued again"
+    lost.refresh_from_db()
+    assert (lost.status, lost.error, lost.attempts) == (DuelStatus.SUCCEEDED, "", 2)
+    assert competition.evaluations.get(pk=kept.pk).attempts == 1
+    assert run_action(ScoreCompetition, "rerun_failed", [competition]) == [
+        "Pole cup: has no failed evaluation"
+    ]

@@ -18,8 +18,12 @@ from core.admin.base import (
     public_link,
     status_badge,
 )
+from core.errors import ArenaError
 from core.models import Environment, Evaluation, ScoreCompetition
-from tournament_manager.score_competitions import score_competition_start
+from tournament_manager.score_competitions import (
+    score_competition_rerun_failed,
+    score_competition_start,
+)
 
 
 class ScoreCompetitionForm(forms.ModelForm):
@@ -54,7 +58,7 @@ class ScoreCompetitionAdmin(ArenaAdmin):
     list_filter = ("environment", "is_public")
     search_fields = ("name", "environment__name")
     list_select_related = ("environment",)
-    actions = ("start",)
+    actions = ("start", "rerun_failed")
     readonly_fields = ("started_at", "created_by", "created_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
@@ -86,6 +90,16 @@ class ScoreCompetitionAdmin(ArenaAdmin):
             return f"{len(evaluations)} evaluation(s) queued"
 
         self.run_each(request, queryset, start_one, done="Started")
+
+    @admin.action(description="Re-run failed evaluations (keep the others)")
+    def rerun_failed(self, request: HttpRequest, queryset: QuerySet[ScoreCompetition]) -> None:
+        def rerun_one(competition: ScoreCompetition) -> str:
+            count = score_competition_rerun_failed(competition=competition)
+            if not count:
+                raise ArenaError("has no failed evaluation")
+            return f"{count} evaluation(s) queued again"
+
+        self.run_each(request, queryset, rerun_one, done="Re-ran failed evaluations of")
 
 
 @admin.register(Evaluation)
