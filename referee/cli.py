@@ -184,7 +184,9 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser(
         "replay", help="recompute and show every state of a match from a duel's JSON"
     )
-    show.add_argument("duel", type=Path, help="a duel document written by run or round-robin")
+    show.add_argument(
+        "duel", type=Path, help="a duel document (run, round-robin) or evaluate --json's"
+    )
     show.add_argument("--match", type=int, default=0, help="match index (default 0)")
     show.add_argument("--html", type=Path, help="also write the states as one HTML page")
 
@@ -289,8 +291,25 @@ def round_robin(
     return 0 if len(entrants) == len(sources) else 1
 
 
+def _episodes_as_matches(document: dict[str, Any]) -> dict[str, Any]:
+    """An evaluation's document (``evaluate --json``) in the shape of a duel's: each
+    episode a match of one seat, whose result is its return."""
+    return {
+        "environment": document["environment"],
+        "player_1": document["agent"],
+        "player_2": "",
+        "matches": [
+            {**episode, "seats": [1], "result": f"return {episode['return']:g}"}
+            for episode in document["episodes"]
+        ],
+    }
+
+
 def replay_match(document: dict[str, Any], index: int, html_path: Path | None) -> str:
-    """The text rendering of every state of one match, recomputed from seed and actions."""
+    """The text rendering of every state of one match (or episode), recomputed from seed
+    and actions."""
+    if "episodes" in document:
+        document = _episodes_as_matches(document)
     matches = {match["index"]: match for match in document["matches"]}
     if index not in matches:
         raise InvalidAgent(f"no match {index} in this duel (0..{len(matches) - 1})")

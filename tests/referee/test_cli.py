@@ -192,3 +192,17 @@ def test_it_points_to_the_command_that_fits_the_game(capsys):
     assert "cartpole is a one-player game: use evaluate" in capsys.readouterr().err
     assert main(["evaluate", "sum_to_10", agent]) == 2
     assert "sum_to_10 is a 2-player game: use run" in capsys.readouterr().err
+
+
+def test_it_replays_an_episode_of_an_evaluation_document(capsys, tmp_path):
+    agent = str(PLAYERS / "cartpole/constant.py")
+    main(["evaluate", "cartpole", agent, "--episodes", "2", "--seed", "4", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    (tmp_path / "evaluation.json").write_text(json.dumps(document))
+
+    assert main(["replay", str(tmp_path / "evaluation.json"), "--match", "1"]) == 0
+    text = capsys.readouterr().out
+    episode = document["episodes"][1]
+    assert f"match 1: seats ['constant'], seed {episode['seed']}" in text
+    assert f"step {episode['steps']} · action 0" in text
+    assert text.rstrip().endswith(f"result: return {episode['return']:g}")
