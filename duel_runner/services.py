@@ -384,8 +384,7 @@ def _duel_result(duel: Duel) -> DuelResult:
 def _infrastructure_failure(duel: Duel, problem: str) -> DuelResult:
     return DuelResult(
         environment=duel.revision_1.competitor.environment.name,
-        player_1=str(duel.revision_1),
-        player_2=str(duel.revision_2),
+        players=[str(duel.revision_1), str(duel.revision_2)],
         seed=duel.seed,
         infrastructure_error=problem,
     )

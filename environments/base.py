@@ -33,7 +33,8 @@ class Environment:
 
     #: Folder name under ``environments/``; set by each game.
     name: ClassVar[str] = ""
-    num_players: ClassVar[int] = 2
+    #: Seats of the game; a game with a ``players`` setting sets it per instance.
+    num_players: int = 2
     #: True when every player acts at every step (rock-paper-scissors).
     simultaneous: ClassVar[bool] = False
 

@@ -148,5 +148,12 @@ def load_environment_class(name: str) -> type[Environment]:
     return classes[0]
 
 
-def make_environment(name: str) -> Environment:
-    return load_environment_class(name)()
+def make_environment(name: str, *, players: int | None = None) -> Environment:
+    """A new game; ``players`` sets its seat count when the game has a ``players`` setting
+    (3 to 6 players, say), and must otherwise be the game's own count."""
+    cls = load_environment_class(name)
+    if players is None or players == cls.num_players:
+        return cls()
+    if "players" not in cls.default_configuration():
+        raise ValueError(f"{name} is a game for {cls.num_players} players, not {players}")
+    return cls({"players": players})

@@ -280,9 +280,10 @@ def replay_match(document: dict[str, Any], index: int, html_path: Path | None) -
     if index not in matches:
         raise InvalidAgent(f"no match {index} in this duel (0..{len(matches) - 1})")
     match = matches[index]
-    environment = make_environment(document["environment"])
-    names = {1: document["player_1"], 2: document["player_2"]}
-    seat_names = [names[number] for number in match["seats"]]
+    environment = make_environment(document["environment"], players=len(match["seats"]))
+    # Documents written before games of more than two players name only two.
+    names = document.get("players") or [document["player_1"], document["player_2"]]
+    seat_names = [names[number - 1] for number in match["seats"]]
     pages, lines = [], [f"match {index}: seats {seat_names}, seed {match['seed']}"]
     environment.reset(match["seed"])
     for step, step_actions in enumerate([None, *match["actions"]]):

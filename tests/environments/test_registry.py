@@ -16,6 +16,9 @@ from environments.registry import (
 )
 
 GAMES = ["connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "tic_tac_toe"]
+#: Games of more than two players (set by their ``players`` setting).
+N_PLAYER_GAMES = ["lowest_unique"]
+ALL_GAMES = sorted(GAMES + N_PLAYER_GAMES)
 
 #: Actions that end a match quickly from the start, one entry per step.
 ENDINGS = {
@@ -30,6 +33,7 @@ ENDINGS = {
     ],
     "rock_paper_scissors": [{0: "rock", 1: "scissors"}] * 3,
     "sum_to_10": [{0: 3}, {1: 3}, {0: 3}, {1: 1}],
+    "lowest_unique": [{0: 1, 1: 2, 2: 2, 3: 3}] * 5,
 }
 
 
@@ -41,8 +45,8 @@ def finished(name: str) -> Environment:
     return environment
 
 
-def test_it_lists_the_five_games() -> None:
-    assert environment_names() == GAMES
+def test_it_lists_the_six_games() -> None:
+    assert environment_names() == ALL_GAMES
 
 
 @pytest.mark.parametrize("name", GAMES)
@@ -86,7 +90,7 @@ def test_it_raises_for_an_unknown_game() -> None:
         load_info("../environments")
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_ships_a_stylesheet_using_the_game_class_prefix(name: str) -> None:
     info = load_info(name)
     stylesheet = info.static_dir / f"{name}.css"
@@ -96,7 +100,7 @@ def test_it_ships_a_stylesheet_using_the_game_class_prefix(name: str) -> None:
     assert f".{info.html_class}-" in stylesheet.read_text()
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_renders_the_initial_and_final_states(name: str) -> None:
     html_class = load_info(name).html_class
     for environment in (make_environment(name), finished(name)):
@@ -112,14 +116,14 @@ def test_it_renders_the_initial_and_final_states(name: str) -> None:
         assert html.escape(environment.name) in environment.render_html_page()
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_shows_the_winner_in_the_html(name: str) -> None:
     fragment = finished(name).render_html()
 
     assert "wins" in fragment
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_escapes_text_in_the_html(name: str) -> None:
     class Hostile(load_environment_class(name)):
         def _status(self) -> str:

@@ -31,6 +31,8 @@ EXPECTED_AGENTS: dict[str, tuple[type[Agent], str]] = {
     "rock_paper_scissors/frequency.py": (Agent, "rps-frequency"),
     "sum_to_10/random_player.py": (Agent, "sum-random"),
     "sum_to_10/optimal.py": (FunctionAgent, "optimal"),
+    "lowest_unique/random_player.py": (FunctionAgent, "random_number"),
+    "lowest_unique/low_bidder.py": (Agent, "lowest-unique-low-bidder"),
 }
 
 
