@@ -132,6 +132,8 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
         duel=duel,
         index=record.index,
         first_player=record.first_player,
+        seat_players=record.seats,
+        scores=record.scores,
         seed=record.seed,
         actions=record.actions,
         timings=record.timings,
@@ -147,12 +149,14 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
     )
 
 
-def _conversation_rows(duel: Duel, match: Match, record: MatchRecord) -> list[MatchConversation]:
+def _conversation_rows(
+    duel: Duel, revisions: list[Revision], match: Match, record: MatchRecord
+) -> list[MatchConversation]:
     """The conversations of the match's LLM seats (``MatchRecord.transcripts``)."""
     rows = []
     for player, conversation in sorted(record.transcripts.items()):
         summary = conversation.get("summary") or {}
-        revision = duel.revision_1 if int(player) == 1 else duel.revision_2
+        revision = revisions[int(player) - 1]
         rows.append(
             MatchConversation(
                 match=match,
@@ -187,6 +191,7 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
         if not owned.exists():
             return False
         Match.objects.filter(duel=duel).delete()
+        revisions = duel.revisions()
         if not failed:
             matches = Match.objects.bulk_create(
                 [_match_row(duel, record) for record in result.matches]
@@ -194,8 +199,16 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
             MatchConversation.objects.bulk_create(
                 row
                 for match, record in zip(matches, result.matches, strict=True)
-                for row in _conversation_rows(duel, match, record)
+                for row in _conversation_rows(duel, revisions, match, record)
             )
+        for player in duel.more_players.all():
+            index = player.number - 1
+            player.wins = 0 if failed else document["wins"][index]
+            player.score = 0 if failed else document["scores"][index]
+            player.errors = document["errors"][index]
+            player.restarts = document["restarts"][index]
+            player.log = result.logs[index][-LOG_CHARS:]
+            player.save(update_fields=["wins", "score", "errors", "restarts", "log"])
         owned.update(
             status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
             ended_at=timezone.now(),
@@ -292,21 +305,27 @@ def _lease_wait(duel_id: int) -> float | None:
 
 def _announcement(duel: Duel, player: int) -> dict[str, object]:
     """What an online agent is told as one of its duels begins (its ``duel`` event)."""
-    opponent = (duel.revision_2 if player == 1 else duel.revision_1).competitor
+    opponents = [
+        revision.competitor.name
+        for number, revision in enumerate(duel.revisions(), start=1)
+        if number != player
+    ]
     return {
         "environment": duel.revision_1.competitor.environment.name,
         "player": player,
-        "opponent": opponent.name,
+        "players": duel.num_players,
+        "opponent": opponents[0],
+        "opponents": opponents,
         "matches": duel.num_matches,
         "tournament": duel.tournament_id,
     }
 
 
-def duel_backends(duel: Duel) -> tuple[SandboxBackend, SandboxBackend]:
+def duel_backends(duel: Duel) -> tuple[SandboxBackend, ...]:
     """Each player's sandbox: the hosted ones', a remote seat for an online agent, the
     harness for an LLM player (with its key in clear: ArenaError when it cannot be had)."""
     backends: list[SandboxBackend] = []
-    for player, revision in ((1, duel.revision_1), (2, duel.revision_2)):
+    for player, revision in enumerate(duel.revisions(), start=1):
         if revision.competitor.is_llm:
             backends.append(LLMSandbox(revision.competitor.llm.config()))
         elif revision.competitor.is_online:
@@ -321,7 +340,7 @@ def duel_backends(duel: Duel) -> tuple[SandboxBackend, SandboxBackend]:
             )
         else:
             backends.append(sandbox_backend())
-    return backends[0], backends[1]
+    return tuple(backends)
 
 
 def duel_play(*, duel_id: int) -> float | None:
@@ -337,7 +356,7 @@ def duel_play(*, duel_id: int) -> float | None:
         return _lease_wait(duel_id)
     with duel_heartbeat(duel_id=duel.pk, worker=worker), contextlib.ExitStack() as builds:
         try:
-            built = builds.enter_context(revisions_built_here([duel.revision_1, duel.revision_2]))
+            built = builds.enter_context(revisions_built_here(duel.revisions()))
         except ArenaError as error:
             return _duel_give_back(duel=duel, worker=worker, problem=error.message)
         _log_local_builds(built, f"duel {duel.pk}")
@@ -352,8 +371,9 @@ def duel_play(*, duel_id: int) -> float | None:
 def _duel_result(duel: Duel) -> DuelResult:
     """Play the claimed duel, whose agents' builds this host holds."""
     environment = duel.revision_1.competitor.environment.name
+    revisions = duel.revisions()
     try:
-        sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
+        sources = [revision_agent_source(revision) for revision in revisions]
         backends = duel_backends(duel)
     except (InvalidAgent, ArenaError) as error:
         # A built revision whose files are gone, or an LLM player's key that cannot be
@@ -368,7 +388,7 @@ def _duel_result(duel: Duel) -> DuelResult:
     # takes seconds where a program's takes microseconds.
     clock = (
         llm_clock(load_info(environment))
-        if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
+        if any(revision.competitor.is_llm for revision in revisions)
         else {}
     )
     return run_duel(
@@ -384,7 +404,7 @@ def _duel_result(duel: Duel) -> DuelResult:
 def _infrastructure_failure(duel: Duel, problem: str) -> DuelResult:
     return DuelResult(
         environment=duel.revision_1.competitor.environment.name,
-        players=[str(duel.revision_1), str(duel.revision_2)],
+        players=[str(revision) for revision in duel.revisions()],
         seed=duel.seed,
         infrastructure_error=problem,
     )

@@ -3,6 +3,7 @@
 from core.models.accounts import ApiToken, InviteCode, Role, TokenScope, User
 from core.models.competitions import (
     Duel,
+    DuelPlayer,
     DuelResult,
     DuelStatus,
     Match,
@@ -28,6 +29,7 @@ __all__ = [
     "Competitor",
     "CompetitorKind",
     "Duel",
+    "DuelPlayer",
     "DuelResult",
     "DuelStatus",
     "Environment",
