@@ -17,7 +17,15 @@ from django.utils import timezone
 from core.errors import ArenaError
 from core.leases import Heartbeat, worker_name
 from core.local_builds import LocalBuild, revisions_built_here
-from core.models import Duel, DuelStatus, Match, MatchConversation, Revision, StepStatus
+from core.models import (
+    Duel,
+    DuelPlayer,
+    DuelStatus,
+    Match,
+    MatchConversation,
+    Revision,
+    StepStatus,
+)
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
 from core.models.submissions import resend_at_default
@@ -497,6 +505,7 @@ def revision_validate(*, revision_id: int) -> float | None:
                 lease_owner=worker,
                 revision_1=revision,
                 revision_2=revision,
+                num_players=len(validation.duel.players),
                 is_validation=True,
                 num_matches=len(validation.duel.matches) or environment.validation_matches,
                 seed=validation.duel.seed,
@@ -504,6 +513,10 @@ def revision_validate(*, revision_id: int) -> float | None:
                 attempts=1,
                 resend_at=None,
                 started_at=revision.validation_started_at,
+            )
+            DuelPlayer.objects.bulk_create(
+                DuelPlayer(duel=duel, number=number, revision=revision)
+                for number in range(3, duel.num_players + 1)
             )
             duel_record_result(duel=duel, result=validation.duel, worker=worker)
             revision_step_finish(

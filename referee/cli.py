@@ -41,7 +41,13 @@ from llm.config import LLMConfig  # noqa: E402
 from llm.run_logs import write_run_logs  # noqa: E402
 from referee.duel import llm_clock, run_duel, validate  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
-from referee.standings import Standing, record_duel, shared_ranks, standing_key  # noqa: E402
+from referee.standings import (  # noqa: E402
+    Standing,
+    record_duel,
+    record_group,
+    shared_ranks,
+    standing_key,
+)
 from sandboxes import (  # noqa: E402
     BACKENDS,
     AgentSource,
@@ -221,8 +227,9 @@ def round_robin(
     output: Path | None,
     overrides: dict[str, object],
 ) -> int:
-    """Validate each agent, play every pair once and print the standings
-    (``referee.standings``: 2 points a duel won, 1 a draw; then wins, then score)."""
+    """Validate each agent, play every pair once (in a game of N players, every group of N)
+    and print the standings (``referee.standings``: 2 points a duel won, 1 a draw, a duel
+    of N counting as one between each two of its players; then wins, then score)."""
     names = [source.name for source in sources]
     if len(set(names)) != len(names):
         raise InvalidAgent(f"agents must have different names, got {', '.join(names)}")
@@ -239,27 +246,31 @@ def round_robin(
     faults = dict.fromkeys(table, 0)
     if output:
         output.mkdir(parents=True, exist_ok=True)
-    for first, second in itertools.combinations(entrants, 2):
-        result = run_duel(environment, (first, second), backend=backend, seed=seed, **overrides)
+    for group in itertools.combinations(entrants, load_info(environment).players):
+        result = run_duel(environment, group, backend=backend, seed=seed, **overrides)
         document = result.as_json()
+        names = [source.name for source in group]
         print(
-            f"duel {first.name} vs {second.name}: {document['result']} "
-            f"{document['player_1_score']:g}-{document['player_2_score']:g}"
+            f"duel {' vs '.join(names)}: {document['result']} "
+            + "-".join(f"{score:g}" for score in document["scores"])
         )
         if result.infrastructure_error:
             print(f"  not scored: {result.infrastructure_error}")
             continue
-        record_duel(
-            table[first.name],
-            table[second.name],
-            result=document["result"],
-            first_score=document["player_1_score"],
-            second_score=document["player_2_score"],
-        )
-        faults[first.name] += document["player_1_errors"]
-        faults[second.name] += document["player_2_errors"]
+        if len(group) == 2:
+            record_duel(
+                table[names[0]],
+                table[names[1]],
+                result=document["result"],
+                first_score=document["player_1_score"],
+                second_score=document["player_2_score"],
+            )
+        else:
+            record_group([table[name] for name in names], scores=document["scores"])
+        for name, errors in zip(names, document["errors"], strict=True):
+            faults[name] += errors
         if output:
-            path = output / f"{environment}-{first.name}-vs-{second.name}.json"
+            path = output / f"{environment}-{'-vs-'.join(names)}.json"
             path.write_text(json.dumps(document, indent=2))
     ranking = sorted(table.values(), key=standing_key)
     print(
