@@ -11,6 +11,7 @@ from django.db import transaction
 
 from core.errors import ArenaError
 from core.models import (
+    Duel,
     DuelResult,
     DuelStatus,
     Environment,
@@ -112,6 +113,22 @@ def test_it_plays_a_round_robin_over_every_group_of_four_and_rates_all_four(clie
     first = matches["items"][0] if isinstance(matches, dict) else matches[0]
     assert first["seats"] == [1, 2, 3, 4]
     assert len(first["scores"]) == 4
+
+
+def test_it_validates_each_upload_with_a_copy_in_every_seat_and_replays_it(client):
+    bidder = field_of_five()[0]
+
+    validation = Duel.objects.get(is_validation=True, revision_1=bidder)
+
+    assert validation.num_players == 4
+    assert validation.revisions() == [bidder] * 4
+    assert all(len(match.seats) == 4 for match in validation.matches.all())
+    page = client.get(validation.get_absolute_url())
+    assert page.status_code == 200
+    assert f"{bidder} (player 4)" in page.content.decode()
+    replay = client.get(validation.matches.get(index=3).get_absolute_url())
+    assert replay.status_code == 200
+    assert replay.content.decode().count('class="seat-number"') == 4
 
 
 def test_it_refuses_a_swiss_tournament_of_a_game_of_four_with_a_clear_error():
