@@ -199,10 +199,11 @@ def tournament_launch(*, tournament: Tournament) -> Tournament:
                 .order_by("pk")
             )
             seats = launched.environment.players
-            if len(participants) < max(2, seats):
+            if len(participants) < 2:
+                raise ArenaError("a tournament needs at least two participants")
+            if len(participants) < seats:
                 raise ArenaError(
-                    f"a tournament of {launched.environment} needs at least "
-                    f"{max(2, seats)} participants"
+                    f"a tournament of {launched.environment} needs at least {seats} participants"
                 )
             if launched.format == TournamentFormat.SWISS:
                 if seats > 2:

@@ -122,6 +122,7 @@ class LowestUnique(Environment):
             "to_move": self.to_move(),
             "winner": self.winner(),
             "terminal": self.terminal,
+            "last_action": list(self.history[-1]) if self.history else None,
         }
 
     def _status(self) -> str:

@@ -9,10 +9,17 @@ from core.models import Environment
 
 pytestmark = pytest.mark.django_db
 
-GAMES = ["connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "tic_tac_toe"]
+GAMES = [
+    "connect_four",
+    "lowest_unique",
+    "quarto",
+    "rock_paper_scissors",
+    "sum_to_10",
+    "tic_tac_toe",
+]
 
 
-def test_it_creates_the_five_environments() -> None:
+def test_it_creates_the_six_environments() -> None:
     out = io.StringIO()
 
     call_command("import_environments", stdout=out)
@@ -20,7 +27,7 @@ def test_it_creates_the_five_environments() -> None:
     assert sorted(Environment.objects.values_list("name", flat=True)) == GAMES
     for name in GAMES:
         assert name in out.getvalue()
-    assert "Imported 5 environment(s)." in out.getvalue()
+    assert "Imported 6 environment(s)." in out.getvalue()
 
 
 def test_it_updates_them_when_run_again() -> None:
@@ -32,4 +39,4 @@ def test_it_updates_them_when_run_again() -> None:
     connect_four = Environment.objects.get(name="connect_four")
     assert connect_four.matches_per_duel == 10
     assert not connect_four.is_active  # the organizers' choice stays
-    assert Environment.objects.count() == 5
+    assert Environment.objects.count() == 6

@@ -108,7 +108,8 @@ def test_it_names_the_error_and_the_retries_left_when_it_asks_again():
 
 
 @pytest.mark.parametrize(
-    "game", ["tic_tac_toe", "connect_four", "quarto", "rock_paper_scissors", "sum_to_10"]
+    "game",
+    ["tic_tac_toe", "connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "lowest_unique"],
 )
 def test_it_prompts_for_every_game_from_the_players_own_view(game):
     environment = make_environment(game)
