@@ -80,12 +80,19 @@ CASES = [
 ]
 
 
-def play(backend: SandboxBackend, case: Case, hostile_player: int) -> DuelResult:
-    bad = hostile(case.behaviour, at=case.at)
-    honest: AgentSource = agent("random_agent.py")
-    sources = (bad, honest) if hostile_player == 1 else (honest, bad)
+def play(
+    backend: SandboxBackend,
+    case: Case,
+    hostile_player: int,
+    *,
+    environment: str = "connect_four",
+    players: int = 2,
+) -> DuelResult:
+    """Honest random agents, and the hostile one as player ``hostile_player``."""
+    sources: list[AgentSource] = [agent("random_agent.py")] * players
+    sources[hostile_player - 1] = hostile(case.behaviour, at=case.at)
     return run_duel(
-        "connect_four",
+        environment,
         sources,
         backend=backend,
         seed=7,
@@ -168,22 +175,9 @@ N_PLAYER_CASES = [
 def test_it_charges_only_the_hostile_agent_of_four_and_the_others_lose_nothing(
     any_backend, case, hostile_player
 ):
-    honest = agent("random_agent.py")
-    sources = [honest] * 4
-    sources[hostile_player - 1] = hostile(case.behaviour, at=case.at)
     started = time.monotonic()
 
-    result = run_duel(
-        "lowest_unique",
-        sources,
-        backend=any_backend,
-        seed=7,
-        matches=3,
-        move_time=case.move_time,
-        time_bank=TIME_BANK,
-        startup_time=STARTUP_TIME,
-        limits=case.limits,
-    )
+    result = play(any_backend, case, hostile_player, environment="lowest_unique", players=4)
 
     elapsed = time.monotonic() - started
     assert not result.infrastructure_error
