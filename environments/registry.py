@@ -152,8 +152,9 @@ def make_environment(name: str, *, players: int | None = None) -> Environment:
     """A new game; ``players`` sets its seat count when the game has a ``players`` setting
     (3 to 6 players, say), and must otherwise be the game's own count."""
     cls = load_environment_class(name)
-    if players is None or players == cls.num_players:
-        return cls()
+    environment = cls()
+    if players is None or players == environment.num_players:
+        return environment
     if "players" not in cls.default_configuration():
-        raise ValueError(f"{name} is a game for {cls.num_players} players, not {players}")
+        raise ValueError(f"{name} is a game for {environment.num_players} players, not {players}")
     return cls({"players": players})

@@ -173,3 +173,12 @@ def test_it_refuses_a_ladder_duel_length_that_is_not_a_positive_integer(
 
     with pytest.raises(InvalidEnvironmentInfo, match="ladder_matches_per_duel"):
         load_info(name)
+
+
+@pytest.mark.parametrize("name", ALL_GAMES)
+def test_its_info_file_seats_as_many_players_as_the_game(name: str) -> None:
+    assert make_environment(name).num_players == load_info(name).players
+    assert (
+        make_environment(name, players=load_info(name).players).num_players
+        == load_info(name).players
+    )

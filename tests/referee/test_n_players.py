@@ -95,6 +95,8 @@ def test_it_sets_the_game_up_for_the_count_of_agents(backend, players):
 def test_it_refuses_a_count_of_agents_the_game_does_not_seat(backend):
     with pytest.raises(ValueError, match="for 2 players, not 3"):
         run_duel("tic_tac_toe", [agent("random_agent.py")] * 3, backend=backend, matches=1)
+    with pytest.raises(ValueError, match="players must be 3 to 6, got 2"):
+        run_duel("lowest_unique", [agent("random_agent.py")] * 2, backend=backend, matches=1)
 
 
 def test_it_validates_an_agent_by_self_play_in_every_seat(backend):
