@@ -15,6 +15,7 @@ from core.models import (
     DuelResult,
     DuelStatus,
     Environment,
+    LeaderboardEntry,
     Match,
     Rating,
     RatingChange,
@@ -24,6 +25,7 @@ from core.models import (
 from referee.results import seat_rotation
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tournament_manager.daemon import run_once
+from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.services import round_robin_groups, tournament_create, tournament_launch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -84,6 +86,14 @@ def test_it_plays_a_round_robin_over_every_group_of_four_and_rates_all_four(clie
     ratings = Rating.objects.filter(competitor__in=[r.competitor for r in revisions])
     assert sorted(rating.games for rating in ratings) == [16] * 5
     assert all(rating.sigma < 25 / 3 for rating in ratings)
+
+    # The published leaderboard counts each match as a game between each two of its players.
+    environment = Environment.objects.get(name=GAME)
+    assert leaderboard_refit(environment=environment, force=True)
+    entries = list(LeaderboardEntry.objects.filter(environment=environment))
+    assert len(entries) == 5
+    assert all(entry.matches == 4 * 4 * 3 for entry in entries)
+    assert all(entry.wins + entry.draws + entry.losses == entry.matches for entry in entries)
 
     # Standings: each duel counts as the six duels between its players, 2 points each.
     standings = list(tournament.participants.order_by("rank", "pk"))
