@@ -353,6 +353,15 @@ ARENA_ONLINE_POLL_SECONDS = env_float("ARENA_ONLINE_POLL_SECONDS", 60.0)
 #: A request body must arrive within this many seconds (slow senders are cut off).
 ARENA_REQUEST_BODY_SECONDS = env_float("ARENA_REQUEST_BODY_SECONDS", 20.0)
 
+# --- Watching duels live --------------------------------------------------------------
+#: A duel's worker sends its spectators' events in batches, at most this often.
+ARENA_LIVE_FLUSH_SECONDS = env_float("ARENA_LIVE_FLUSH_SECONDS", 0.2)
+#: How often a live stream of the gateway looks for a duel's new events.
+ARENA_LIVE_POLL_SECONDS = env_float("ARENA_LIVE_POLL_SECONDS", 0.5)
+#: Live streams one gateway process holds at once, and per client address.
+ARENA_LIVE_WATCHERS = env_int("ARENA_LIVE_WATCHERS", 500)
+ARENA_LIVE_WATCHERS_PER_ADDRESS = env_int("ARENA_LIVE_WATCHERS_PER_ADDRESS", 8)
+
 # --- LLM players -----------------------------------------------------------------------
 #: The Fernet key (``Fernet.generate_key()``) LLM players' API keys are encrypted with.
 #: Empty: derived from SECRET_KEY, so rotating SECRET_KEY would lose every stored key;

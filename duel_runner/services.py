@@ -9,15 +9,24 @@ import threading
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from core.errors import ArenaError
 from core.leases import Heartbeat, worker_name
 from core.local_builds import LocalBuild, revisions_built_here
-from core.models import Duel, DuelStatus, Match, MatchConversation, Revision, StepStatus
+from core.models import (
+    Duel,
+    DuelStatus,
+    LiveEvent,
+    Match,
+    MatchConversation,
+    Revision,
+    StepStatus,
+)
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
 from core.models.submissions import resend_at_default
@@ -31,6 +40,7 @@ from core.services import (
 from core.signals import duel_finished, revision_validated
 from environments.registry import load_info
 from referee.duel import llm_clock, run_duel, validate
+from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
 from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
@@ -344,6 +354,8 @@ def duel_play(*, duel_id: int) -> float | None:
         result = _duel_result(duel)
     if not duel_record_result(duel=duel, result=result, worker=worker):
         return None
+    # The replay takes over from the live view.
+    LiveEvent.objects.filter(duel_id=duel.pk).delete()
     duel.refresh_from_db()
     duel_finished.send(sender=Duel, duel=duel)
     return None
@@ -371,13 +383,34 @@ def _duel_result(duel: Duel) -> DuelResult:
         if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
         else {}
     )
-    return run_duel(
-        environment,
-        sources,
-        backend=backends,
-        seed=duel.seed,
-        matches=duel.num_matches,
-        **clock,
+    with duel_live_feed(duel_id=duel.pk) as feed:
+        return run_duel(
+            environment,
+            sources,
+            backend=backends,
+            seed=duel.seed,
+            matches=duel.num_matches,
+            progress=feed.publish,
+            **clock,
+        )
+
+
+def duel_live_feed(*, duel_id: int) -> LiveFeed:
+    """Where the referee's events of a duel go for its spectators: rows of ``LiveEvent``,
+    a batch at most every ``ARENA_LIVE_FLUSH_SECONDS`` (what an earlier attempt left is
+    dropped first)."""
+    LiveEvent.objects.filter(duel_id=duel_id).delete()
+
+    def store(events: list[dict[str, object]]) -> None:
+        lines = b"\n".join(orjson.dumps(event) for event in events).decode()
+        LiveEvent.objects.create(duel_id=duel_id, lines=lines)
+
+    return LiveFeed(
+        store,
+        interval=settings.ARENA_LIVE_FLUSH_SECONDS,
+        name=f"duel-{duel_id}",
+        # Resolved on the feed's thread: its own connection, not the caller's.
+        thread_done=lambda: connection.close(),
     )
 
 

@@ -36,6 +36,10 @@ class Environment:
     num_players: ClassVar[int] = 2
     #: True when every player acts at every step (rock-paper-scissors).
     simultaneous: ClassVar[bool] = False
+    #: True when a seat's observation hides something another seat knows (cards in a
+    #: hand). Spectators of a running duel then see a match only once it is over, as its
+    #: replay shows it; an adapter may set it per game on the instance.
+    hidden_information: bool = False
 
     def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
         self.configuration: dict[str, JSON] = {

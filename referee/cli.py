@@ -219,7 +219,7 @@ def round_robin(
     backend: SandboxBackend,
     seed: int | None,
     output: Path | None,
-    overrides: dict[str, object],
+    overrides: dict[str, Any],
 ) -> int:
     """Validate each agent, play every pair once and print the standings
     (``referee.standings``: 2 points a duel won, 1 a draw; then wins, then score)."""

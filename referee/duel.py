@@ -20,6 +20,7 @@ import functools
 import random
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from arena_sdk import protocol
@@ -35,6 +36,9 @@ from sandboxes.base import (
     SandboxError,
     SandboxLimits,
 )
+
+#: Told each event of a running duel as it happens (``Referee.progress``).
+Progress = Callable[[dict[str, Any]], None]
 
 MAX_RESTARTS = 1
 #: How long an agent may take to exit after ``bye`` before it is killed.
@@ -141,9 +145,16 @@ class Referee:
         settings: DuelSettings,
         backend: SandboxBackend | tuple[SandboxBackend, SandboxBackend],
         seed: int | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """``backend`` starts both agents, or is a pair: player 1's, then player 2's (an
-        online agent's seat beside a hosted one)."""
+        online agent's seat beside a hosted one).
+
+        ``progress``, if given, is called on the referee's thread with each public event
+        of the duel as it happens: ``match`` (a match begins: its index, seed and first
+        player), ``step`` (the actions of a step, by seat, once applied) and
+        ``match_end`` (its result and scores). It must return at once (buffer, do not
+        send); what it raises is not the agents' fault and ends the duel in error."""
         self.environment_name = environment
         self.environment: Environment = make_environment(environment)
         self.settings = settings
@@ -153,6 +164,7 @@ class Referee:
             Contestant(1, sources[0], backends[0]),
             Contestant(2, sources[1], backends[1]),
         )
+        self.progress = progress
         self.request_id = 0
         self.startup_faults: dict[int, Fault] = {}
         self._match_index = 0
@@ -425,11 +437,14 @@ class Referee:
         if unavailable:
             self._forfeit(record, unavailable)
             self._score_faults(record)
+            self._tell_end(record)
             record.duration = time.monotonic() - started
             return record
 
         environment = self.environment
         environment.reset(seed)
+        if self.progress is not None:
+            self.progress({"type": "match", "match": index, "seed": seed, "first_player": first})
         for seat, contestant in enumerate(seats):
             assert contestant.channel is not None
             try:
@@ -462,6 +477,10 @@ class Referee:
                 break
             environment.apply(actions)
             record.actions.append([actions.get(seat) for seat in range(len(seats))])
+            if self.progress is not None:
+                self.progress(
+                    {"type": "step", "match": index, "step": step, "actions": record.actions[-1]}
+                )
             record.timings.append(
                 [round(timings[seat], 6) if seat in timings else None for seat in range(len(seats))]
             )
@@ -471,6 +490,7 @@ class Referee:
             self._score_faults(record)
         else:
             self._score(record, environment.scores())
+        self._tell_end(record)
         self._send_end(record, seats)
         for contestant in seats:
             transcript = contestant.transcript(index)
@@ -483,6 +503,18 @@ class Referee:
                 contestant.stop()
         record.duration = time.monotonic() - started
         return record
+
+    def _tell_end(self, record: MatchRecord) -> None:
+        if self.progress is not None:
+            self.progress(
+                {
+                    "type": "match_end",
+                    "match": record.index,
+                    "result": record.result.value,
+                    "scores": [record.player_1_score, record.player_2_score],
+                    "reason": record.error_msg,
+                }
+            )
 
     def _send_end(self, record: MatchRecord, seats: list[Contestant]) -> None:
         scores = [
@@ -564,10 +596,11 @@ def run_duel(
     *,
     backend: SandboxBackend | tuple[SandboxBackend, SandboxBackend],
     seed: int | None = None,
+    progress: Progress | None = None,
     **overrides: Any,
 ) -> DuelResult:
     """Play a duel with the limits of the environment's ``info.yml`` unless overridden;
-    ``backend`` may be a pair, one per player."""
+    ``backend`` may be a pair, one per player; ``progress`` see ``Referee``."""
     settings = DuelSettings.from_info(load_info(environment), **overrides)
     return Referee(
         environment=environment,
@@ -575,6 +608,7 @@ def run_duel(
         settings=settings,
         backend=backend,
         seed=seed,
+        progress=progress,
     ).play()
 
 

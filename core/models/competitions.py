@@ -305,3 +305,22 @@ class Match(models.Model):
     @property
     def seats(self) -> list[int]:
         return [1, 2] if self.first_player == 1 else [2, 1]
+
+
+class LiveEvent(models.Model):
+    """A batch of a running duel's public events, for its spectators (``referee.live``).
+
+    Written by the duel's worker at most every ``ARENA_LIVE_FLUSH_SECONDS``, read by the
+    gateway's live streams; the id orders them and is a stream's resume point. Deleted
+    once the duel is recorded: the replay takes over.
+    """
+
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="live_events")
+    #: The events, one JSON object a line (``match``, ``step``, ``match_end``).
+    lines = models.TextField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"live events {self.pk} of duel {self.duel_id}"

@@ -5,6 +5,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from web.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
+from web.live import LIVE_PREFIX, duel_watchable, environment_stylesheets
 from web.llm import conversations_visible, turns_by_frame
 from web.replays import match_replay, player_labels
 from web.selectors import duel_page, tournament_page
@@ -21,7 +22,17 @@ def tournament(request: HttpRequest, pk: int) -> HttpResponse:
 def duel(request: HttpRequest, pk: int) -> HttpResponse:
     duel = get_duel_for_user(request.user, pk)
     page = duel_page(user=request.user, duel=duel)
-    return render(request, "web/duel.html", {"page": page, "duel": duel})
+    watchable = page.is_pending and duel_watchable(duel)
+    return render(
+        request,
+        "web/duel.html",
+        {
+            "page": page,
+            "duel": duel,
+            "live_url": f"{LIVE_PREFIX}{duel.pk}" if watchable else "",
+            "live_stylesheets": environment_stylesheets(duel) if watchable else [],
+        },
+    )
 
 
 def _requested_step(request: HttpRequest, last: int) -> int:

@@ -1,0 +1,79 @@
+"""Watching a duel while it is played, in a real browser: the page served by the network
+gateway (``run_gateway``, as in production behind nginx), the duel played meanwhile by a
+worker (here, a thread of the test process running ``duel_play``, as a Celery task would),
+the board changing on the page without a reload, and a link to the replay at the end."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+from playwright.sync_api import Page, expect
+
+from core.models import Duel, DuelStatus, LiveEvent
+from duel_runner.services import duel_play
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+#: A tic-tac-toe agent that thinks for a while, so that a person (and the test) sees the
+#: moves arrive one by one.
+SLOW_PLAYER = b"""import time
+
+from arena_sdk import agent
+
+
+@agent
+def play(turn):
+    time.sleep(0.3)
+    return turn.random.choice(turn.legal_actions)
+"""
+
+
+def test_it_shows_the_board_changing_while_played_then_links_the_replay(
+    gateway, page: Page, screenshot
+):
+    owner = make_user()
+    slow = upload(owner, "tic_tac_toe", "slowpoke", SLOW_PLAYER)
+    rando = upload(owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py")
+    duel = Duel.objects.create(revision_1=slow, revision_2=rando, num_matches=2, seed=4)
+
+    page.goto(f"{gateway.url}/duels/{duel.pk}/")
+    live = page.locator("#live")
+    expect(live.get_by_role("status")).to_contain_text("Waiting for the first match")
+    # A mark a reload would wipe out: the page must update in place.
+    page.evaluate("window.arenaNotReloaded = true")
+
+    def play() -> None:
+        try:
+            duel_play(duel_id=duel.pk)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=play)
+    worker.start()
+    try:
+        expect(live).to_have_attribute("data-live-step", "0:1", timeout=20_000)
+        board_early = live.locator("[data-live-board]").inner_html()
+        expect(live.get_by_role("status")).to_contain_text("Match 0, move")
+        screenshot("live-early")
+        expect(live).to_have_attribute("data-live-step", "0:4", timeout=20_000)
+        assert live.locator("[data-live-board]").inner_html() != board_early
+        expect(live.locator("[data-live-moves]")).to_contain_text("Last move:")
+        screenshot("live-later")
+
+        expect(live).to_have_attribute("data-live-ended", "true", timeout=60_000)
+    finally:
+        worker.join(timeout=120)
+    assert page.evaluate("window.arenaNotReloaded") is True
+    expect(live.get_by_role("status")).to_contain_text("The duel is over")
+    expect(live.get_by_role("list", name="Matches played").get_by_role("listitem")).to_have_count(2)
+    screenshot("live-ended")
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED
+    assert not LiveEvent.objects.filter(duel=duel).exists()
+    live.get_by_role("link", name="Replay of match 1").click()
+    expect(page).to_have_url(f"{gateway.url}/duels/{duel.pk}/matches/1/")
+    expect(page.locator("#replay")).to_be_visible()
