@@ -55,6 +55,10 @@ def revision_create(
             f"{competitor.name} plays online (its client connects over the network); upload "
             "code under another name"
         )
+    if competitor.is_human:
+        raise UploadRejected(
+            f"{competitor.name} is you, playing in the browser; upload code under another name"
+        )
     if competitor.is_llm:
         raise UploadRejected(
             f"{competitor.name} is an LLM player (Arena's harness prompts its model); upload "

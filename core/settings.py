@@ -362,6 +362,15 @@ ARENA_LIVE_POLL_SECONDS = env_float("ARENA_LIVE_POLL_SECONDS", 0.5)
 ARENA_LIVE_WATCHERS = env_int("ARENA_LIVE_WATCHERS", 500)
 ARENA_LIVE_WATCHERS_PER_ADDRESS = env_int("ARENA_LIVE_WATCHERS_PER_ADDRESS", 8)
 
+# --- People playing in the browser ------------------------------------------------------
+#: A person's time for each move, and their time bank for a match beyond it (every seat
+#: of such a game gets this clock); also how long the page may take to be ready, and
+#: how long a closed tab is waited for before its game is lost.
+ARENA_HUMAN_MOVE_SECONDS = env_float("ARENA_HUMAN_MOVE_SECONDS", 60.0)
+ARENA_HUMAN_TIME_BANK_SECONDS = env_float("ARENA_HUMAN_TIME_BANK_SECONDS", 300.0)
+#: Games in the browser one user may have queued or running at once.
+ARENA_HUMAN_GAMES_PER_USER = env_int("ARENA_HUMAN_GAMES_PER_USER", 2)
+
 # --- LLM players -----------------------------------------------------------------------
 #: The Fernet key (``Fernet.generate_key()``) LLM players' API keys are encrypted with.
 #: Empty: derived from SECRET_KEY, so rotating SECRET_KEY would lose every stored key;

@@ -117,7 +117,7 @@ def revision_agent_source(revision: Revision) -> AgentSource:
     revision is not started but reached through its competitor's seat; an LLM player's
     seat is played by the harness in a thread of this worker."""
     competitor = revision.competitor
-    if competitor.is_online:
+    if competitor.has_seat:
         return AgentSource.remote(competitor.name, seat=competitor.seat)
     if competitor.is_llm:
         return AgentSource.llm(competitor.name)
@@ -319,12 +319,16 @@ def duel_backends(duel: Duel) -> tuple[SandboxBackend, SandboxBackend]:
     for player, revision in ((1, duel.revision_1), (2, duel.revision_2)):
         if revision.competitor.is_llm:
             backends.append(LLMSandbox(revision.competitor.llm.config()))
-        elif revision.competitor.is_online:
+        elif revision.competitor.has_seat:
             backends.append(
                 RemoteSandbox(
                     seat_bus(),
                     duel=duel.pk,
-                    grace=settings.ARENA_ONLINE_GRACE_SECONDS,
+                    # A person who closed the tab loses once their move's time is up, as
+                    # the clock would have it, and may reload the page meanwhile.
+                    grace=settings.ARENA_HUMAN_MOVE_SECONDS
+                    if revision.competitor.is_human
+                    else settings.ARENA_ONLINE_GRACE_SECONDS,
                     allowance=settings.ARENA_ONLINE_ALLOWANCE_SECONDS,
                     announcement=_announcement(duel, player),
                 )
@@ -377,12 +381,13 @@ def _duel_result(duel: Duel) -> DuelResult:
         )
         return _infrastructure_failure(duel, problem)
     # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
-    # takes seconds where a program's takes microseconds.
-    clock = (
-        llm_clock(load_info(environment))
-        if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
-        else {}
-    )
+    # takes seconds where a program's takes microseconds. A person gets a person's clock.
+    competitors = (duel.revision_1.competitor, duel.revision_2.competitor)
+    clock: dict[str, float] = {}
+    if any(competitor.is_human for competitor in competitors):
+        clock = human_clock()
+    elif any(competitor.is_llm for competitor in competitors):
+        clock = llm_clock(load_info(environment))
     with duel_live_feed(duel_id=duel.pk) as feed:
         return run_duel(
             environment,
@@ -393,6 +398,17 @@ def _duel_result(duel: Duel) -> DuelResult:
             progress=feed.publish,
             **clock,
         )
+
+
+def human_clock() -> dict[str, float]:
+    """The clock of every seat of a game with a person in it (``run_duel`` overrides):
+    ``ARENA_HUMAN_MOVE_SECONDS`` a move, ``ARENA_HUMAN_TIME_BANK_SECONDS`` of bank a
+    match, and a move's time to open the page and be ready."""
+    return {
+        "move_time": settings.ARENA_HUMAN_MOVE_SECONDS,
+        "time_bank": settings.ARENA_HUMAN_TIME_BANK_SECONDS,
+        "startup_time": settings.ARENA_HUMAN_MOVE_SECONDS,
+    }
 
 
 def duel_live_feed(*, duel_id: int) -> LiveFeed:

@@ -162,9 +162,11 @@ class DuelQuerySet(models.QuerySet["Duel"]):
         )
 
     def with_online_seat(self) -> DuelQuerySet:
-        """Duels in which an online agent plays (refereed where the seat bus reaches)."""
+        """Duels in which an online agent or a human plays (refereed where the seat bus
+        reaches)."""
+        seated = ("online", "human")
         return self.filter(
-            Q(revision_1__competitor__kind="online") | Q(revision_2__competitor__kind="online")
+            Q(revision_1__competitor__kind__in=seated) | Q(revision_2__competitor__kind__in=seated)
         )
 
     def with_llm_seat(self) -> DuelQuerySet:

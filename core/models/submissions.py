@@ -59,6 +59,8 @@ class CompetitorKind(models.TextChoices):
     ONLINE = "online", "Online (connects over the network)"
     #: A model behind an OpenAI-compatible server, played by Arena's harness (``llm``).
     LLM = "llm", "LLM player (a model behind an OpenAI-compatible server)"
+    #: A person playing in the browser: a remote seat driven by the site (``core.human``).
+    HUMAN = "human", "Human (plays in the browser)"
 
 
 class Competitor(models.Model):
@@ -99,6 +101,15 @@ class Competitor(models.Model):
     @property
     def is_online(self) -> bool:
         return self.kind == CompetitorKind.ONLINE
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind == CompetitorKind.HUMAN
+
+    @property
+    def has_seat(self) -> bool:
+        """Plays through a remote seat on the seat bus: an online agent or a human."""
+        return self.kind in (CompetitorKind.ONLINE, CompetitorKind.HUMAN)
 
     @property
     def is_llm(self) -> bool:
@@ -179,12 +190,14 @@ def _step_constraint(step: str) -> models.CheckConstraint:
 
 class RevisionQuerySet(models.QuerySet["Revision"]):
     def validated(self) -> RevisionQuerySet:
+        """Ready to play in tournaments and ladders, and to be played: a human's seat is
+        none of these (its games are unrated, outside any competition)."""
         return self.filter(
             build_status=StepStatus.SUCCEEDED,
             validation_status=StepStatus.SUCCEEDED,
             is_disabled=False,
             competitor__is_disabled=False,
-        )
+        ).exclude(competitor__kind=CompetitorKind.HUMAN)
 
     def step_lease_expired(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
         """Running builds (or validations) whose worker stopped renewing its lease."""

@@ -55,3 +55,11 @@ def test_it_conceals_a_running_match_of_a_game_with_hidden_information(duel):
     )
     assert frames[-1]["html"] != ""  # over: as public as its replay
     assert frames[-1]["results"] == [{"match": 0, "result": f"{duel.revision_1} won"}]
+
+
+def test_it_offers_a_logged_in_visitor_to_play_a_validated_agent(client, bob, bobs_bot, carol):
+    page = reverse("competitor", args=[bobs_bot.environment.name, bobs_bot.name])
+    assert "Play against bobs-bot" not in client.get(page).content.decode()
+
+    client.force_login(carol)
+    assert "Play against bobs-bot" in client.get(page).content.decode()
