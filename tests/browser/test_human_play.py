@@ -17,7 +17,7 @@ from core.models import Duel, DuelStatus, RatingChange
 from duel_runner.services import duel_play
 from tests.browser.test_journeys import log_in
 from tests.factories import UserFactory
-from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
@@ -39,7 +39,10 @@ def test_it_plays_an_agent_by_clicking_to_the_end_unrated_and_kept_as_a_replay(
     gateway, page: Page, screenshot
 ):
     agent_owner = make_user("agents@example.org")
-    upload(agent_owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py")
+    gateway.workers.start("uploads")
+    upload_validated(
+        agent_owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
     person = UserFactory(display_name="Ada")
     log_in(page, gateway.url, person)
 

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from core.models import Duel, DuelStatus, LiveEvent
 from duel_runner.services import duel_play
-from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
@@ -35,8 +35,11 @@ def test_it_shows_the_board_changing_while_played_then_links_the_replay(
     gateway, page: Page, screenshot
 ):
     owner = make_user()
-    slow = upload(owner, "tic_tac_toe", "slowpoke", SLOW_PLAYER)
-    rando = upload(owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py")
+    gateway.workers.start("uploads")
+    slow = upload_validated(owner, "tic_tac_toe", "slowpoke", SLOW_PLAYER)
+    rando = upload_validated(
+        owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
     duel = Duel.objects.create(revision_1=slow, revision_2=rando, num_matches=2, seed=4)
 
     page.goto(f"{gateway.url}/duels/{duel.pk}/")

@@ -1,0 +1,114 @@
+"""A person's game through the real gateway (uvicorn, Redis seat bus), over HTTP as the
+page's script drives it: the session cookie of a logged-in user, the CSRF token of the
+site, the seat's events as server-sent events, one reply per move, to the end. The
+browser test (tests/browser/test_human_play.py) clicks the same game."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from core.human import human_game_create
+from core.models import DuelStatus, RatingChange
+from duel_runner.services import duel_play
+from tests.factories import UserFactory
+from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
+from tests.support.gateway import Gateway
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+
+def session_of(user) -> str:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+def csrf_token(gateway: Gateway, session: str) -> str:
+    connection_ = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    connection_.request("GET", "/accounts/profile/", headers={"Cookie": f"sessionid={session}"})
+    response = connection_.getresponse()
+    response.read()
+    for name, value in response.getheaders():
+        if name.lower() == "set-cookie" and value.startswith("csrftoken="):
+            return value.split(";")[0].split("=", 1)[1]
+    raise AssertionError("the site set no CSRF cookie")
+
+
+def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
+    gateway.workers.start("uploads")
+    rando = upload_validated(
+        make_user(), "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
+    person = UserFactory()
+    duel = human_game_create(user=person, opponent=rando)
+    session = session_of(person)
+    token = csrf_token(gateway, session)
+    cookies = f"sessionid={session}; csrftoken={token}"
+
+    def referee() -> None:
+        try:
+            duel_play(duel_id=duel.pk)
+        finally:
+            connection.close()
+
+    playing = threading.Thread(target=referee)
+    playing.start()
+    stream = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+    stream.request("GET", f"/api/v1/online/human/{duel.pk}/events", headers={"Cookie": cookies})
+    response = stream.getresponse()
+    assert response.status == 200
+    assert response.getheader("content-type") == "text/event-stream"
+
+    def reply(body: dict) -> int:
+        poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+        poster.request(
+            "POST",
+            f"/api/v1/online/human/{duel.pk}/reply",
+            body=json.dumps(body),
+            headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
+        )
+        answer = poster.getresponse()
+        answer.read()
+        return answer.status
+
+    seen: list[str] = []
+    buffer = b""
+    try:
+        while "bye" not in seen:
+            chunk = response.read1(65536)
+            assert chunk, f"the stream ended after {seen}"
+            buffer += chunk
+            while b"\n\n" in buffer:
+                block, buffer = buffer.split(b"\n\n", 1)
+                data = [line[6:] for line in block.split(b"\n") if line.startswith(b"data: ")]
+                if not data:
+                    continue
+                message = json.loads(data[0])
+                seen.append(message["type"])
+                if message["type"] == "hello":
+                    assert reply({"type": "ready"}) == 202
+                elif message["type"] == "act":
+                    assert message["choices"][0] == {
+                        "action": message["legal_actions"][0],
+                        "text": str(message["legal_actions"][0]),
+                    }
+                    assert message["view"]
+                    assert message["time_left"]["move"] == 60.0
+                    first = message["choices"][0]["action"]
+                    assert reply({"type": "action", "id": message["id"], "action": first}) == 202
+    finally:
+        stream.close()
+        playing.join(timeout=60)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
+    match = duel.matches.get()
+    assert not match.faults and match.steps >= 5
+    assert seen[:3] == ["welcome", "duel", "hello"] and seen[-2:] == ["end", "bye"]
+    assert not RatingChange.objects.exists()
