@@ -40,6 +40,72 @@ def csrf_token(gateway: Gateway, session: str) -> str:
     raise AssertionError("the site set no CSRF cookie")
 
 
+def refereeing(duel_id: int) -> threading.Thread:
+    """The duel played meanwhile, as a worker of the ``online`` queue plays it."""
+
+    def play() -> None:
+        try:
+            duel_play(duel_id=duel_id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=play)
+    thread.start()
+    return thread
+
+
+def read_until(response: http.client.HTTPResponse, kind: str) -> dict:
+    """The seat's messages until one of type ``kind``, which is returned."""
+    buffer = b""
+    while True:
+        chunk = response.read1(65536)
+        assert chunk, f"the stream ended before a {kind!r}"
+        buffer += chunk
+        while b"\n\n" in buffer:
+            block, buffer = buffer.split(b"\n\n", 1)
+            for line in block.split(b"\n"):
+                if line.startswith(b"data: ") and json.loads(line[6:])["type"] == kind:
+                    return json.loads(line[6:])
+
+
+def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
+    settings.ARENA_HUMAN_MOVE_SECONDS = 2.0
+    settings.ARENA_HUMAN_TIME_BANK_SECONDS = 1.0
+    gateway.workers.start("uploads")
+    rando = upload_validated(
+        make_user(), "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
+    person = UserFactory()
+    duel = human_game_create(user=person, opponent=rando)
+    session = session_of(person)
+    token = csrf_token(gateway, session)
+    cookies = f"sessionid={session}; csrftoken={token}"
+    playing = refereeing(duel.pk)
+
+    stream = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+    stream.request("GET", f"/api/v1/online/human/{duel.pk}/events", headers={"Cookie": cookies})
+    response = stream.getresponse()
+    read_until(response, "hello")
+    poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    poster.request(
+        "POST",
+        f"/api/v1/online/human/{duel.pk}/reply",
+        body=b'{"type": "ready"}',
+        headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
+    )
+    assert poster.getresponse().status == 202
+    asked = read_until(response, "act")
+    assert asked["time_left"] == {"move": 2.0, "bank": 1.0}
+    stream.close()  # the tab is closed
+    playing.join(timeout=60)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED and duel.result == "PLAYER_2_WIN"
+    [fault] = duel.matches.get().faults
+    assert (fault["player"], fault["kind"]) == (1, "timeout")
+    assert not RatingChange.objects.exists()
+
+
 def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
     gateway.workers.start("uploads")
     rando = upload_validated(
@@ -51,14 +117,7 @@ def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
     token = csrf_token(gateway, session)
     cookies = f"sessionid={session}; csrftoken={token}"
 
-    def referee() -> None:
-        try:
-            duel_play(duel_id=duel.pk)
-        finally:
-            connection.close()
-
-    playing = threading.Thread(target=referee)
-    playing.start()
+    playing = refereeing(duel.pk)
     stream = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
     stream.request("GET", f"/api/v1/online/human/{duel.pk}/events", headers={"Cookie": cookies})
     response = stream.getresponse()
