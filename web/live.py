@@ -31,7 +31,13 @@ from environments.registry import (
     make_environment,
 )
 from web.access import can_see_duel
-from web.replays import match_result_text, player_labels, result_text, show_action
+from web.replays import (
+    match_replay,
+    match_result_text,
+    player_labels,
+    result_text,
+    show_action,
+)
 
 #: Where a duel's live stream is served (by the gateway, ``api.live``): the duel's id follows.
 LIVE_PREFIX = "/api/v1/online/live/"
@@ -92,7 +98,13 @@ def live_ending(duel_id: int) -> dict[str, Any] | None:
     while it is queued or running."""
     duel = Duel.objects.select_related("revision_1", "revision_2").filter(pk=duel_id).first()
     if duel is None:
-        return {"result": "The duel was deleted.", "duel": None, "results": [], "replays": []}
+        return {
+            "result": "The duel was deleted.",
+            "html": "",
+            "duel": None,
+            "results": [],
+            "replays": [],
+        }
     if not duel.is_finished:
         return None
     labels = player_labels(duel)
@@ -103,8 +115,12 @@ def live_ending(duel_id: int) -> dict[str, Any] | None:
     else:
         text = "Failed for a reason outside the agents: not scored."
     matches = list(duel.matches.order_by("index"))
+    # The last moves may have been stored after the stream's last look: the final board
+    # comes from the replay, public now that the duel is over.
+    final = match_replay(matches[-1]).frames if matches else []
     return {
         "result": text,
+        "html": final[-1]["html"] if final else "",
         "duel": duel.get_absolute_url(),
         "results": [
             {"match": match.index, "result": match_result_text(match, labels)} for match in matches

@@ -44,6 +44,10 @@
     source.close();
     status.textContent = "The duel is over: " + end.result;
     showResults(end.results);
+    if (end.html) {
+      board.innerHTML = end.html;
+    }
+    moves.textContent = "";
     ending.textContent = "";
     end.replays.forEach(function (replay, index) {
       var link = document.createElement("a");

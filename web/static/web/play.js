@@ -20,6 +20,9 @@
   var source = new EventSource(root.getAttribute("data-events-url"));
   var timer = null;
   var answered = {};
+  // The request the buttons answer now: the next one may arrive before the reply's
+  // answer does (an agent answers at once).
+  var current = null;
 
   function send(reply, quiet) {
     problem.hidden = true;
@@ -70,6 +73,8 @@
   }
 
   function offer(message) {
+    current = message.id;
+    root.setAttribute("data-play-request", String(message.id));
     clearChoices();
     root.setAttribute("data-play-state", "your-turn");
     turn.textContent = "Your turn: choose a move.";
@@ -88,12 +93,12 @@
         }
         answered[message.id] = true;
         send({ type: "action", id: message.id, action: choice.action }).then(function (ok) {
-          if (ok) {
+          if (ok && current === message.id) {
             stopClock();
             clearChoices();
             root.setAttribute("data-play-state", "waiting");
             turn.textContent = "Played " + choice.text + ". The agent is thinking…";
-          } else {
+          } else if (!ok) {
             answered[message.id] = false;
           }
         });
@@ -117,6 +122,7 @@
         offer(message);
       }
     } else if (message.type === "end") {
+      current = null;
       stopClock();
       clearChoices();
       var words = { win: "You won!", loss: "You lost.", draw: "A draw." };
