@@ -29,7 +29,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from api.errors import error_body
-from api.gateway import presence_start
+from api.gateway import online_rate, presence_start
 from core.human import human_duel_seat
 from core.models import Competitor, Duel, User
 from core.online import seat_bus
@@ -41,6 +41,16 @@ from web.replays import show_action
 
 def _refusal(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse(error_body(code, message), status=status)
+
+
+def _too_many(user: User) -> JsonResponse | None:
+    """A 429 past ``ARENA_ONLINE_RATE`` requests of this user's page, as for a model."""
+    wait = online_rate.wait(("human", user.pk))
+    if wait is None:
+        return None
+    response = _refusal(429, "rate_limited", f"Too many requests. Retry in {wait:.0f} s.")
+    response["Retry-After"] = str(max(1, round(wait + 0.5)))
+    return response
 
 
 def _seat_of(user: User, duel_id: int) -> tuple[Competitor, Duel] | None:
@@ -105,6 +115,9 @@ async def human_events(request: HttpRequest, pk: int) -> HttpResponse:
     user = await request.auser()
     if not user.is_authenticated:
         return _refusal(401, "unauthorized", _LOG_IN)
+    limited = _too_many(user)  # type: ignore[arg-type]
+    if limited is not None:
+        return limited
     found = await sync_to_async(_seat_of)(user, pk)  # type: ignore[arg-type]
     if found is None:
         return _refusal(404, "not_found", _NOT_YOURS.format(pk))
@@ -162,6 +175,9 @@ def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
         return response
     if not request.user.is_authenticated:
         return _refusal(401, "unauthorized", _LOG_IN)
+    limited = _too_many(request.user)  # type: ignore[arg-type]
+    if limited is not None:
+        return limited
     if CsrfViewMiddleware(HttpResponse).process_view(request, None, (), {}) is not None:
         return _refusal(
             403,

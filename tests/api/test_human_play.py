@@ -148,3 +148,13 @@ def test_it_refuses_a_game_with_simultaneous_moves(django_capture_on_commit_call
     opponent = RevisionFactory(validated=True, competitor__environment__name="rock_paper_scissors")
     with pytest.raises(ArenaError, match="simultaneous moves"):
         human_game_create(user=UserFactory(), opponent=opponent)
+
+
+def test_it_limits_the_rate_of_a_persons_requests(game, settings):
+    settings.ARENA_ONLINE_RATE = "3/min"
+    asked(game)
+    client, token = browser(game.revision_1.competitor.owner)
+    statuses = [
+        reply(client, game, {"type": "action", "id": 2, "action": 0}, token)[0] for _ in range(4)
+    ]
+    assert statuses == [409, 409, 409, 429]
