@@ -136,7 +136,7 @@ def _replayed(environment: Environment, match: Match) -> Iterator[int]:
 
 def _environment_of(match: Match) -> tuple[Environment, EnvironmentInfo] | None:
     """The match's game and its ``info.yml``; None once the game is no longer installed."""
-    name = match.duel.revision_1.competitor.environment.name
+    name = match.duel.revision_1.competitor.environment.game
     try:
         return make_environment(name), load_info(name)
     except (UnknownEnvironment, InvalidEnvironmentInfo):
