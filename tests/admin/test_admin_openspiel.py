@@ -34,7 +34,25 @@ def add_game(client: Client, spec: str, **fields: object) -> object:
     return client.post(ADD, {"spec": spec, **fields})
 
 
-def upload_random(owner: User, environment: Environment, capture: Callable) -> Revision:
+#: Tells, in its log, the game and the limits the referee gave it.
+LIMITS_ECHO = b"""
+import sys
+from arena_sdk import Agent, run
+
+class Echo(Agent):
+    def start(self, match):
+        print("playing", match.environment, "with", match.limits, file=sys.stderr, flush=True)
+
+    def act(self, turn):
+        return turn.legal_actions[0]
+
+run(Echo())
+"""
+
+
+def upload_random(
+    owner: User, environment: Environment, capture: Callable, content: bytes | None = None
+) -> Revision:
     competitor = competitor_get_or_create(
         owner=owner, environment=environment, name=f"{owner.display_name}-random"
     )
@@ -43,7 +61,7 @@ def upload_random(owner: User, environment: Environment, capture: Callable) -> R
             competitor=competitor,
             uploaded_by=owner,
             filename="main.py",
-            content=RANDOM_PLAYER.read_bytes(),
+            content=content or RANDOM_PLAYER.read_bytes(),
         )
     revision.refresh_from_db()
     return revision
@@ -123,6 +141,29 @@ def test_an_openspiel_games_limits_are_edited_and_a_built_in_games_are_not(
     assert 'name="move_time"' in form
     assert 'name="spec"' not in form  # the game is fixed once added
     assert 'name="move_time"' not in built_in
+
+
+def test_agents_play_with_the_limits_the_organizer_set(
+    organizer_client: Client, alice: User, django_capture_on_commit_callbacks: Callable
+) -> None:
+    add_game(organizer_client, "openspiel:kuhn_poker", move_time=0.75, time_bank=3)
+    poker = Environment.objects.get(spec="openspiel:kuhn_poker")
+    poker.validation_matches = 2
+    poker.save()
+    change = reverse("admin:core_environment_change", args=[poker.pk])
+    edited = {"title": "Kuhn", "is_active": "on", "move_time": 0.5, "time_bank": 2}
+    fields = ("matches_per_duel", "ladder_matches_per_duel", "validation_matches", "startup_time")
+    edited |= {field: getattr(poker, field) for field in fields}
+    edited |= {"memory_mb": 300, "cpu_seconds": 100}
+    assert organizer_client.post(change, edited).status_code == 302
+
+    revision = upload_random(alice, poker, django_capture_on_commit_callbacks, LIMITS_ECHO)
+
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_log
+    assert "validated: 2 self-play matches" in revision.validation_log
+    assert "playing openspiel:kuhn_poker with" in revision.validation_log
+    assert "'move_time': 0.5, 'time_bank': 2.0" in revision.validation_log
+    assert "'memory_mb': 300" in revision.validation_log
 
 
 @pytest.mark.parametrize("spec", ["openspiel:chess", "openspiel:leduc_poker"])
