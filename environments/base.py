@@ -167,6 +167,32 @@ def require_int(player: int, action: JSON, low: int, high: int, what: str) -> in
     return action
 
 
+def require_object(player: int, action: JSON, keys: tuple[str, ...], shape: str) -> dict[str, JSON]:
+    """Check that ``action`` is an object with exactly ``keys``; ``shape`` shows an agent
+    what one looks like (``{"square": ..., "piece": ...}``)."""
+    if not isinstance(action, dict):
+        raise IllegalAction(
+            player, f"action must be an object {shape}, got {type(action).__name__} {cut(action)}"
+        )
+    missing = [key for key in keys if key not in action]
+    unexpected = [key for key in action if key not in keys]
+    if missing or unexpected:
+        problems = [f"missing {key!r}" for key in missing]
+        problems += [f"unexpected {cut(key)}" for key in unexpected]
+        raise IllegalAction(
+            player,
+            f"action must have exactly the keys {' and '.join(map(repr, keys))} "
+            f"({', '.join(problems)})",
+        )
+    return action
+
+
+def cut(value: JSON, limit: int = 80) -> str:
+    """``repr(value)``, shortened to ``limit`` characters for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def replay(environment: Environment, seed: int, actions: list[list[JSON]]) -> list[dict[str, JSON]]:
     """Every state of a match, recomputed from its seed and actions.
 

@@ -116,13 +116,7 @@ class EnvironmentAdmin(ArenaAdmin):
         "spec",
         "is_active",
         "players",
-        "matches_per_duel",
-        "validation_matches",
-        "move_time",
-        "time_bank",
-        "startup_time",
-        "memory_mb",
-        "cpu_seconds",
+        *OPENSPIEL_LIMITS,
         "competitor_count",
         "new_tournament",
         "public",
@@ -136,14 +130,7 @@ class EnvironmentAdmin(ArenaAdmin):
         "description",
         "rules",
         "players",
-        "matches_per_duel",
-        "ladder_matches_per_duel",
-        "validation_matches",
-        "move_time",
-        "time_bank",
-        "startup_time",
-        "memory_mb",
-        "cpu_seconds",
+        *OPENSPIEL_LIMITS,
         "imported_at",
     )
     fieldsets = (
@@ -151,20 +138,7 @@ class EnvironmentAdmin(ArenaAdmin):
         (
             "Limits (a built-in game's come from its info.yml: edit the file and re-import; "
             "an OpenSpiel game's are edited here)",
-            {
-                "fields": (
-                    "players",
-                    "matches_per_duel",
-                    "ladder_matches_per_duel",
-                    "validation_matches",
-                    "move_time",
-                    "time_bank",
-                    "startup_time",
-                    "memory_mb",
-                    "cpu_seconds",
-                    "imported_at",
-                )
-            },
+            {"fields": ("players", *OPENSPIEL_LIMITS, "imported_at")},
         ),
     )
     actions = ("reimport", "open_uploads", "close_uploads", "refit_leaderboards")

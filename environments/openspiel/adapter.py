@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import pyspiel
 
-from environments.base import JSON, Environment, IllegalAction
+from environments.base import JSON, Environment, IllegalAction, cut, require_object
 
 ACTION_KEYS = ("id", "text")
 #: Legal actions named in a refusal, at most.
@@ -111,25 +111,11 @@ class OpenSpielEnvironment(Environment):
             raise IllegalAction(player, "the match is already over")
         if player not in self.to_move():
             raise IllegalAction(player, "it is not this player's turn")
-        if not isinstance(action, dict):
-            raise IllegalAction(
-                player,
-                'an action must be one of the objects {"id": ..., "text": ...} listed in '
-                f"legal_actions, got {type(action).__name__} {_cut(repr(action))}",
-            )
-        missing = [key for key in ACTION_KEYS if key not in action]
-        unexpected = [key for key in action if key not in ACTION_KEYS]
-        if missing or unexpected:
-            problems = [f"missing {key!r}" for key in missing]
-            problems += [f"unexpected {_cut(repr(key))}" for key in unexpected]
-            raise IllegalAction(
-                player,
-                f"an action has exactly the keys 'id' and 'text' ({', '.join(problems)})",
-            )
+        require_object(player, action, ACTION_KEYS, '{"id": ..., "text": ...} from legal_actions')
         chosen = action["id"]
         if isinstance(chosen, bool) or not isinstance(chosen, int):
             raise IllegalAction(
-                player, f"'id' must be an integer, got {type(chosen).__name__} {_cut(repr(chosen))}"
+                player, f"'id' must be an integer, got {type(chosen).__name__} {cut(chosen)}"
             )
         legal = {candidate["id"]: candidate["text"] for candidate in self.legal_actions(player)}
         if chosen not in legal:
@@ -143,7 +129,7 @@ class OpenSpielEnvironment(Environment):
         if action["text"] != legal[chosen]:
             raise IllegalAction(
                 player,
-                f"'text' {_cut(repr(action['text']))} does not match action {chosen}, "
+                f"'text' {cut(action['text'])} does not match action {chosen}, "
                 f"which is {legal[chosen]!r}",
             )
 
@@ -294,7 +280,3 @@ def _piece_name(symbol: str) -> str:
     colour = "white" if symbol.isupper() else "black"
     name = {"k": "king", "q": "queen", "r": "rook", "b": "bishop", "n": "knight", "p": "pawn"}
     return f"{colour} {name[symbol.lower()]}"
-
-
-def _cut(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -116,8 +116,8 @@ def test_it_sends_legal_actions_with_their_text() -> None:
 @pytest.mark.parametrize(
     ("action", "reason"),
     [
-        (1, "an action must be one of the objects"),
-        ("e4", "an action must be one of the objects"),
+        (1, 'action must be an object {"id": ..., "text": ...} from legal_actions, got int 1'),
+        ("e4", "action must be an object"),
         ({"id": 1}, "missing 'text'"),
         ({"id": 1, "text": "e4", "why": 1}, "unexpected 'why'"),
         ({"id": "1", "text": "e4"}, "'id' must be an integer"),

@@ -69,5 +69,5 @@ def test_an_agent_that_answers_with_the_bare_id_loses_for_an_illegal_action(
     [match] = result.matches
     [fault] = match.faults
     assert (fault.player, fault.kind.value) == (1, "illegal_action")
-    assert "an action must be one of the objects" in fault.message
+    assert 'action must be an object {"id": ..., "text": ...}' in fault.message
     assert match.result == Outcome.PLAYER_2_WIN
