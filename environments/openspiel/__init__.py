@@ -41,7 +41,7 @@ GAMES_FILE = FOLDER / "games.yml"
 #: Appended to every game's rules: how a seat sees the game and answers here.
 PLAYING_HERE = (
     "How it is played here: your observation is an object with the game's name, your "
-    "player index (0 for player 1), to_move (the players to act now), move_number, and "
+    "player index (0 for player 1), to_move (the players to act now), and "
     "OpenSpiel's text of what you see ('observation') and, in games with hidden "
     "information, of everything you have seen so far ('information_state'). Each legal "
     'action is an object {"id": <OpenSpiel action number>, "text": <its name>}; answer '

@@ -169,7 +169,6 @@ class OpenSpielEnvironment(Environment):
             "game": self.short_name,
             "player": player,
             "to_move": self.to_move(),
-            "move_number": state.move_number(),
         }
         if self._has_observation:
             seen["observation"] = state.observation_string(player)
