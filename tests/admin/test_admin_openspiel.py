@@ -11,7 +11,6 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from core.errors import ArenaError
 from core.models import (
     DuelStatus,
     Environment,
@@ -123,18 +122,6 @@ def test_it_refuses_a_game_that_is_already_there(organizer_client: Client) -> No
         again.content.decode()
     )
     assert Environment.objects.filter(spec__startswith="openspiel:go").count() == 1
-
-
-def test_importing_refuses_to_overwrite_an_openspiel_game_with_a_built_in_ones_name(
-    organizer_client: Client,
-) -> None:
-    add_game(organizer_client, "openspiel:tic_tac_toe", name="ttt")
-    Environment.objects.filter(name="ttt").update(name="tic_tac_toe")
-
-    with pytest.raises(ArenaError, match="has the name of the built-in game"):
-        environments_import()
-
-    assert Environment.objects.get(name="tic_tac_toe").spec == "openspiel:tic_tac_toe"
 
 
 def test_an_openspiel_games_limits_are_edited_and_a_built_in_games_are_not(
