@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
+import yaml
 
 from environments.base import IllegalAction, replay
-from environments.openspiel import InvalidSpec, UnknownGame, canonical_spec
+from environments.openspiel import GAMES_FILE, InvalidSpec, UnknownGame, canonical_spec
 from environments.registry import (
     InvalidEnvironmentInfo,
     UnknownEnvironment,
@@ -234,3 +235,12 @@ def test_it_renders_a_chess_board_with_escaped_text() -> None:
     assert page.count('class="openspiel-square') == 64
     assert "♔" in page and "♚" in page
     assert "Player 2 to move" in page
+
+
+def test_every_game_with_defaults_in_the_games_file_is_playable() -> None:
+    games = yaml.safe_load(GAMES_FILE.read_text())["games"]
+    for game in games:
+        info = load_info(f"openspiel:{game}")
+        assert info.title == games[game]["title"]
+        assert info.players == 2
+        assert make_environment(f"openspiel:{game}").to_move()
