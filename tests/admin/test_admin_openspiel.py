@@ -70,6 +70,12 @@ def upload_random(
 def test_the_organizer_adds_chess_and_leduc_poker_with_their_limits(
     organizer_client: Client,
 ) -> None:
+    changelist = organizer_client.get(reverse("admin:core_environment_changelist"))
+    form = organizer_client.get(ADD).content.decode()
+    assert ADD in changelist.content.decode()
+    assert 'name="spec"' in form and 'name="move_time"' in form
+    assert "openspiel:go(board_size=9)" in form
+
     chess = add_game(organizer_client, "openspiel:chess")
     poker = add_game(
         organizer_client, "openspiel:leduc_poker", name="leduc", matches_per_duel=6, move_time=0.5
@@ -207,3 +213,14 @@ def test_random_players_validate_and_play_a_tournament_with_replays(
         assert "no longer replay" not in text
     stylesheet = client.get(reverse("environment_static", args=[environment.name, "openspiel.css"]))
     assert stylesheet.status_code == 200
+
+
+def test_only_an_organizer_adds_a_game(client: Client, alice: User) -> None:
+    alice.is_staff = True
+    alice.save()
+    client.force_login(alice)
+
+    response = add_game(client, "openspiel:chess")
+
+    assert response.status_code in (302, 403)
+    assert not Environment.objects.filter(spec="openspiel:chess").exists()
