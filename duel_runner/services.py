@@ -375,8 +375,8 @@ def environment_limits(environment: Environment) -> dict[str, Any]:
 
 def _duel_result(duel: Duel) -> DuelResult:
     """Play the claimed duel, whose agents' builds this host holds."""
-    row = duel.revision_1.competitor.environment
-    environment = row.game
+    environment = duel.revision_1.competitor.environment
+    game = environment.game
     try:
         sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
         backends = duel_backends(duel)
@@ -392,17 +392,17 @@ def _duel_result(duel: Duel) -> DuelResult:
     # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
     # takes seconds where a program's takes microseconds.
     clock = (
-        llm_clock(load_info(environment))
+        llm_clock(load_info(game))
         if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
         else {}
     )
     return run_duel(
-        environment,
+        game,
         sources,
         backend=backends,
         seed=duel.seed,
         matches=duel.num_matches,
-        **{**environment_limits(row), **clock},
+        **{**environment_limits(environment), **clock},
     )
 
 
