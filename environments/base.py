@@ -94,6 +94,10 @@ class Environment:
         game's ``static/`` stylesheet (class names prefixed with the game name)."""
         raise NotImplementedError
 
+    def describe_action(self, action: JSON) -> str:
+        """An action as a person reads it in a replay's move list (``readable_action``)."""
+        return readable_action(action)
+
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         """What ``player`` sees, as text for a reader (an LLM's prompt). Built from the
         observation alone, never from the state, so that hidden information stays
@@ -154,6 +158,13 @@ class Environment:
             f"<title>{html.escape(self.name)}</title>"
             f"<body>{self.render_html()}</body>"
         )
+
+
+def readable_action(action: JSON) -> str:
+    """An action as a person reads it: ``4``, ``rock``, ``{"square": 3, "piece": 5}``."""
+    if isinstance(action, str):
+        return action
+    return json.dumps(action, ensure_ascii=False)
 
 
 def require_int(player: int, action: JSON, low: int, high: int, what: str) -> int:

@@ -178,6 +178,11 @@ class OpenSpielEnvironment(Environment):
             seen["returns"] = self.returns()
         return seen
 
+    def describe_action(self, action: JSON) -> str:
+        if isinstance(action, dict) and isinstance(action.get("text"), str):
+            return action["text"]
+        return super().describe_action(action)
+
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         lines = [f"{self.short_name}, as player {player + 1} sees it:"]
         if "observation" in observation:

@@ -4,6 +4,8 @@ validated and play a tournament of them from the site, with replays that render.
 from __future__ import annotations
 
 import html
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -211,6 +213,14 @@ def test_random_players_validate_and_play_a_tournament_with_replays(
         assert 'class="openspiel openspiel-' in text
         assert "Over:" in text
         assert "no longer replay" not in text
+        frames = json.loads(
+            re.search(r'<script id="replay-frames"[^>]*>(.*?)</script>', text, re.S).group(1)
+        )
+        assert len(frames) == match.steps + 1
+        # The move list names each move as OpenSpiel does (e4, Raise), not by its object.
+        moves = [move["action"] for frame in frames for move in frame["moves"]]
+        texts = [action["text"] for step in match.actions for action in step if action]
+        assert moves == texts
     stylesheet = client.get(reverse("environment_static", args=[environment.name, "openspiel.css"]))
     assert stylesheet.status_code == 200
 
