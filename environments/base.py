@@ -94,6 +94,12 @@ class Environment:
         game's ``static/`` stylesheet (class names prefixed with the game name)."""
         raise NotImplementedError
 
+    def agent_seed(self, seed: int, player: int) -> int:
+        """The seed ``player`` is given for its own randomness in a match of ``seed``. The
+        match seed itself, unless the game draws hidden chance events from it (an OpenSpiel
+        game), which an agent knowing the seed could foresee."""
+        return seed
+
     def describe_action(self, action: JSON) -> str:
         """An action as a person reads it in a replay's move list (``readable_action``)."""
         return readable_action(action)

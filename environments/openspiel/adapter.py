@@ -17,6 +17,7 @@ Seats are OpenSpiel's players (seat 0 is player 0). What the referee needs maps 
 
 from __future__ import annotations
 
+import hashlib
 import html
 import random
 from typing import Any, ClassVar
@@ -26,6 +27,10 @@ import pyspiel
 from environments.base import JSON, Environment, IllegalAction, cut, require_object
 
 ACTION_KEYS = ("id", "text")
+#: PBKDF2 rounds between a match seed and the seeds its agents are given: a few
+#: milliseconds a match here, while working back from an agent's seed to the match seed
+#: (2**31 candidates) would take that many times longer than any time bank.
+AGENT_SEED_ROUNDS = 5_000
 #: Legal actions named in a refusal, at most.
 NAMED_IN_REFUSAL = 8
 #: White's pieces by FEN letter, then Black's.
@@ -61,6 +66,18 @@ class OpenSpielEnvironment(Environment):
         }
 
     # -- the match -------------------------------------------------------------
+
+    def agent_seed(self, seed: int, player: int) -> int:
+        """Derived one way from the match seed: the chance draws (the other seat's cards,
+        the next dice) come from the match seed, so no agent may be given it."""
+        digest = hashlib.pbkdf2_hmac(
+            "sha256",
+            str(seed).encode(),
+            f"arena-openspiel-agent-seed-{player}".encode(),
+            AGENT_SEED_ROUNDS,
+            dklen=8,
+        )
+        return int.from_bytes(digest, "big") >> 1
 
     def _reset(self) -> None:
         self._state = self.game.new_initial_state()

@@ -71,3 +71,34 @@ def test_an_agent_that_answers_with_the_bare_id_loses_for_an_illegal_action(
     assert (fault.player, fault.kind.value) == (1, "illegal_action")
     assert 'action must be an object {"id": ..., "text": ...}' in fault.message
     assert match.result == Outcome.PLAYER_2_WIN
+
+
+SEED_LOGGER = """
+import sys
+from arena_sdk import Agent, run
+
+class SeedLogger(Agent):
+    def start(self, match):
+        print("seed", match.seed, file=sys.stderr, flush=True)
+
+    def act(self, turn):
+        return turn.random.choice(turn.legal_actions)
+
+run(SeedLogger())
+"""
+
+
+def test_no_agent_is_given_the_seed_the_cards_are_dealt_from(backend, tmp_path) -> None:
+    logger = tmp_path / "logger.py"
+    logger.write_text(SEED_LOGGER)
+    source = AgentSource.from_path(logger)
+
+    first = run_duel("openspiel:leduc_poker", (source, source), backend=backend, matches=4, seed=9)
+    again = run_duel("openspiel:leduc_poker", (source, source), backend=backend, matches=4, seed=9)
+
+    given = [line.split()[1] for line in first.player_1_log.splitlines() if line.startswith("seed")]
+    assert len(given) == 4
+    assert not {str(match.seed) for match in first.matches} & set(given)
+    # Still derived from the match seed: a duel played again with its seed is the same.
+    assert [match.actions for match in first.matches] == [match.actions for match in again.matches]
+    assert first.player_1_log == again.player_1_log
