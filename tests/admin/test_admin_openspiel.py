@@ -93,6 +93,7 @@ def test_the_organizer_adds_chess_and_leduc_poker_with_their_limits(
     assert "Fold, Call and Raise" in poker_row.rules
     page = organizer_client.get(reverse("environment", args=["chess"])).content.decode()
     assert "openspiel:chess" in page
+    assert reverse("environment", args=["leduc"]) in organizer_client.get("/").content.decode()
     api = organizer_client.get("/api/v1/environments/leduc").json()
     assert api["spec"] == "openspiel:leduc_poker"
 
