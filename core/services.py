@@ -537,7 +537,7 @@ def environments_import() -> list[Environment]:
         if Environment.objects.filter(name=name).exclude(spec="").exists():
             raise ArenaError(
                 f"The OpenSpiel environment {name!r} has the name of the built-in game "
-                f"environments/{name}: rename it in the admin, then import again."
+                f"environments/{name}: give it another name in the admin, then import again."
             )
         environment, _ = Environment.objects.update_or_create(
             name=name,

@@ -41,6 +41,7 @@ from core.services import (
     revision_requeue,
     revision_revalidate,
 )
+from environments.registry import environment_names
 from publisher.services import competitor_publish_latest, revision_publication_problem
 from publisher.tasks import TIME_LIMIT_SECONDS as PUBLISH_TIME_LIMIT
 from tournament_manager.leaderboard import leaderboard_refit
@@ -98,8 +99,21 @@ class OpenSpielEnvironmentForm(forms.ModelForm):
         return cleaned
 
 
-#: Limits an organizer may change on an OpenSpiel game (a built-in game's are its file's).
-OPENSPIEL_EDITABLE = {"title", "is_active", *OPENSPIEL_LIMITS}
+#: What an organizer may change on an OpenSpiel game (a built-in game's limits are its
+#: file's); its spec never changes, so that its matches keep replaying.
+OPENSPIEL_EDITABLE = {"name", "title", "is_active", *OPENSPIEL_LIMITS}
+
+
+class OpenSpielEnvironmentChangeForm(forms.ModelForm):
+    class Meta:
+        model = Environment
+        fields = tuple(OPENSPIEL_EDITABLE)
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if name != self.instance.name and name in environment_names():
+            raise forms.ValidationError(f"{name!r} is the name of a built-in game.")
+        return name
 
 
 @admin.register(Environment)
@@ -152,6 +166,8 @@ class EnvironmentAdmin(ArenaAdmin):
     ) -> type[forms.ModelForm]:
         if obj is None:
             kwargs["form"] = self.add_form
+        elif obj.spec:
+            kwargs["form"] = OpenSpielEnvironmentChangeForm
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Environment | None = None) -> Any:

@@ -160,11 +160,17 @@ def test_agents_play_with_the_limits_the_organizer_set(
     poker.validation_matches = 2
     poker.save()
     change = reverse("admin:core_environment_change", args=[poker.pk])
-    edited = {"title": "Kuhn", "is_active": "on", "move_time": 0.5, "time_bank": 2}
+    edited = {"name": "kuhn", "title": "Kuhn", "is_active": "on", "move_time": 0.5, "time_bank": 2}
     fields = ("matches_per_duel", "ladder_matches_per_duel", "validation_matches", "startup_time")
     edited |= {field: getattr(poker, field) for field in fields}
     edited |= {"memory_mb": 300, "cpu_seconds": 100}
+    refused = organizer_client.post(change, {**edited, "name": "tic_tac_toe"})
+    assert "'tic_tac_toe' is the name of a built-in game." in html.unescape(
+        refused.content.decode()
+    )
     assert organizer_client.post(change, edited).status_code == 302
+    poker.refresh_from_db()
+    assert (poker.name, poker.spec, poker.move_time) == ("kuhn", "openspiel:kuhn_poker", 0.5)
 
     revision = upload_random(alice, poker, django_capture_on_commit_callbacks, LIMITS_ECHO)
 
