@@ -33,6 +33,8 @@ ACTION_KEYS = ("id", "text")
 AGENT_SEED_ROUNDS = 5_000
 #: Legal actions named in a refusal, at most.
 NAMED_IN_REFUSAL = 8
+#: OpenSpiel's chess seats Black as player 0 and White as player 1.
+CHESS_COLOURS = {0: " (Black)", 1: " (White)"}
 #: White's pieces by FEN letter, then Black's.
 CHESS_PIECES = dict(zip("KQRBNPkqrbnp", "♔♕♖♗♘♙♚♛♜♝♞♟", strict=True))
 
@@ -238,7 +240,8 @@ class OpenSpielEnvironment(Environment):
         movers = self.to_move()
         if len(movers) > 1:
             return "Players " + " and ".join(str(player + 1) for player in movers) + " move"
-        return f"Player {movers[0] + 1} to move"
+        colour = CHESS_COLOURS.get(movers[0], "") if self.short_name == "chess" else ""
+        return f"Player {movers[0] + 1}{colour} to move"
 
     def render_text(self) -> str:
         events = "; ".join(f"{who}: {what}" for who, what in self.last_events)

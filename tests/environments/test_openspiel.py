@@ -234,7 +234,7 @@ def test_it_renders_a_chess_board_with_escaped_text() -> None:
 
     assert page.count('class="openspiel-square') == 64
     assert "♔" in page and "♚" in page
-    assert "Player 2 to move" in page
+    assert "Player 2 (White) to move" in page
 
 
 def test_every_game_with_defaults_in_the_games_file_is_playable() -> None:
