@@ -22,6 +22,7 @@ from environments.openspiel.spec import (
     UnknownGame,
     load_game,
     parse_spec,
+    written,
 )
 from environments.registry import EnvironmentInfo, InvalidEnvironmentInfo, info_values
 
@@ -111,7 +112,9 @@ def load_spec_info(spec: str) -> OpenSpielInfo:
     long_name = game.get_type().long_name
     title = values.pop("title", long_name)
     if parsed.parameters:
-        title += " (" + ", ".join(f"{key}={value}" for key, value in parsed.parameters) + ")"
+        title += (
+            " (" + ", ".join(f"{key}={written(value)}" for key, value in parsed.parameters) + ")"
+        )
     values["title"] = title
     values.setdefault(
         "description", f"{long_name}, from OpenSpiel's game library ({parsed.canonical})."

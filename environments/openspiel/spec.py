@@ -59,15 +59,16 @@ class GameSpec:
         usual form (so two spellings of one game are one environment)."""
         if not self.parameters:
             return f"{SPEC_PREFIX}{self.game}"
-        written = ",".join(f"{key}={_written(value)}" for key, value in self.parameters)
-        return f"{SPEC_PREFIX}{self.game}({written})"
+        parameters = ",".join(f"{key}={written(value)}" for key, value in self.parameters)
+        return f"{SPEC_PREFIX}{self.game}({parameters})"
 
     @property
     def parameter_dict(self) -> dict[str, Value]:
         return dict(self.parameters)
 
 
-def _written(value: Value) -> str:
+def written(value: Value) -> str:
+    """A parameter's value as a spec writes it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return repr(value) if isinstance(value, float) else str(value)
