@@ -214,6 +214,7 @@ def test_it_gives_each_game_limits_and_rules() -> None:
 
     assert (chess.title, chess.matches_per_duel, chess.players) == ("Chess", 4, 2)
     assert go.title == "Go (board_size=9)"
+    assert load_info("openspiel:chess(chess960=True)").title == "Chess (chess960=true)"
     assert "exactly as listed" in chess.rules
     assert unknown.title == "Breakthrough"
     assert unknown.matches_per_duel == 10
