@@ -38,21 +38,9 @@ def test_it_updates_them_when_run_again() -> None:
 
 def test_it_leaves_the_openspiel_games_alone_and_says_which_no_longer_load() -> None:
     environment_add_openspiel(spec="openspiel:chess", limits={"move_time": 2.0})
-    Environment.objects.create(
-        name="gone",
-        spec="openspiel:no_such_game",
-        title="Gone",
-        description="",
-        rules="",
-        players=2,
-        matches_per_duel=2,
-        validation_matches=2,
-        move_time=1,
-        time_bank=1,
-        startup_time=1,
-        memory_mb=64,
-        cpu_seconds=10,
-    )
+    # A game a later open_spiel dropped.
+    environment_add_openspiel(spec="openspiel:kuhn_poker", name="gone")
+    Environment.objects.filter(name="gone").update(spec="openspiel:no_such_game")
     out = io.StringIO()
 
     call_command("import_environments", stdout=out)
