@@ -71,7 +71,7 @@ _LOG_IN = "Log in to play: this uses your session on the site."
 
 def _with_choices(message: dict[str, Any], game: Environment, player: int) -> dict[str, Any]:
     message["choices"] = [
-        {"action": action, "text": show_action(action)}
+        {"action": action, "text": game.describe_action(action)}
         for action in message.get("legal_actions") or []
     ]
     observation = message.get("observation")
@@ -127,7 +127,7 @@ async def human_events(request: HttpRequest, pk: int) -> HttpResponse:
     except ReplyRefused as refused:
         return _refusal(refused.status, refused.code, refused.message)
     response = StreamingHttpResponse(
-        _human_lines(seat.seat, duel.revision_1.competitor.environment.name, after),
+        _human_lines(seat.seat, duel.revision_1.competitor.environment.game, after),
         content_type="text/event-stream",
     )
     response["Cache-Control"] = "no-cache"

@@ -30,7 +30,7 @@ from core.models import (
     User,
 )
 from core.services import competitor_create_unbuilt, revision_create_unbuilt
-from environments.registry import UnknownEnvironment, make_environment
+from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 
 HUMAN_BUILD_LOG = "A person playing in the browser: there is nothing to build."
 HUMAN_VALIDATION_LOG = (
@@ -91,8 +91,8 @@ def human_game_create(*, user: User, opponent: Revision) -> Duel:
     if opponent.competitor.has_seat:
         raise ArenaError(f"{opponent} plays over the network: play an uploaded or LLM agent")
     try:
-        game = make_environment(environment.name)
-    except UnknownEnvironment:
+        game = make_environment(environment.game)
+    except (UnknownEnvironment, InvalidEnvironmentInfo):
         raise ArenaError(f"{environment.title} is no longer installed") from None
     if game.simultaneous:
         raise ArenaError(

@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.conf import settings
@@ -21,6 +21,7 @@ from core.local_builds import LocalBuild, revisions_built_here
 from core.models import (
     Duel,
     DuelStatus,
+    Environment,
     LiveEvent,
     Match,
     MatchConversation,
@@ -43,7 +44,7 @@ from referee.duel import llm_clock, run_duel, validate
 from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
-from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
+from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind, SandboxLimits
 from sandboxes.llm import LLMSandbox
 from sandboxes.remote import RemoteSandbox
 
@@ -365,9 +366,26 @@ def duel_play(*, duel_id: int) -> float | None:
     return None
 
 
+def environment_limits(environment: Environment) -> dict[str, Any]:
+    """The referee's limits that the environment's row sets: an OpenSpiel game's (its
+    organizer may have changed them in the admin); none for a built-in game, whose
+    ``info.yml`` the referee reads itself."""
+    if not environment.spec:
+        return {}
+    return {
+        "move_time": environment.move_time,
+        "time_bank": environment.time_bank,
+        "startup_time": environment.startup_time,
+        "limits": SandboxLimits(
+            memory_mb=environment.memory_mb, cpu_seconds=environment.cpu_seconds
+        ),
+    }
+
+
 def _duel_result(duel: Duel) -> DuelResult:
     """Play the claimed duel, whose agents' builds this host holds."""
-    environment = duel.revision_1.competitor.environment.name
+    environment = duel.revision_1.competitor.environment
+    game = environment.game
     try:
         sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
         backends = duel_backends(duel)
@@ -387,16 +405,16 @@ def _duel_result(duel: Duel) -> DuelResult:
     if any(competitor.is_human for competitor in competitors):
         clock = human_clock()
     elif any(competitor.is_llm for competitor in competitors):
-        clock = llm_clock(load_info(environment))
+        clock = llm_clock(load_info(game))
     with duel_live_feed(duel_id=duel.pk) as feed:
         return run_duel(
-            environment,
+            game,
             sources,
             backend=backends,
             seed=duel.seed,
             matches=duel.num_matches,
             progress=feed.publish,
-            **clock,
+            **{**environment_limits(environment), **clock},
         )
 
 
@@ -509,7 +527,13 @@ def revision_validate(*, revision_id: int) -> float | None:
             return RETRY_SECONDS if again else None
         _log_local_builds(built, f"validation of {revision}")
         source = revision_agent_source(revision)
-        validation = validate(environment.name, source, backend=sandbox_backend(warm=False))
+        validation = validate(
+            environment.game,
+            source,
+            backend=sandbox_backend(warm=False),
+            matches=environment.validation_matches if environment.spec else None,
+            **environment_limits(environment),
+        )
         log = validation.message
         if validation.duel.player_1_log:
             log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log

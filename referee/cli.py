@@ -117,7 +117,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     def add_common(command: argparse.ArgumentParser) -> None:
-        command.add_argument("environment", help=f"one of: {', '.join(environment_names())}")
+        command.add_argument(
+            "environment",
+            help=f"one of: {', '.join(environment_names())}, or an OpenSpiel game such as "
+            "openspiel:chess or openspiel:go(board_size=9)",
+        )
         command.add_argument("--seed", type=int, help="duel seed (random when omitted)")
         command.add_argument("--move-time", type=float, help="seconds per move (info.yml)")
         command.add_argument("--time-bank", type=float, help="overage seconds per match")

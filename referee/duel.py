@@ -449,7 +449,12 @@ class Referee:
             assert contestant.channel is not None
             try:
                 contestant.channel.send(
-                    {"type": protocol.START, "match": index, "player": seat, "seed": seed},
+                    {
+                        "type": protocol.START,
+                        "match": index,
+                        "player": seat,
+                        "seed": environment.agent_seed(seed, seat),
+                    },
                     time.monotonic() + self.settings.move_time,
                 )
             except AgentFailure as failure:

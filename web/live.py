@@ -51,7 +51,7 @@ def duel_watchable(duel: Duel) -> bool:
 def environment_stylesheets(duel: Duel) -> list[str]:
     """The game's stylesheets (``environment_static``), for its board on the page."""
     try:
-        info = load_info(duel.revision_1.competitor.environment.name)
+        info = load_info(duel.revision_1.competitor.environment.game)
     except (UnknownEnvironment, InvalidEnvironmentInfo):
         return []
     return sorted(path.name for path in info.static_dir.glob("*.css"))
@@ -81,7 +81,7 @@ def live_duel(duel_id: int) -> LiveDuel | None:
         return None
     return LiveDuel(
         pk=duel.pk,
-        environment=duel.revision_1.competitor.environment.name,
+        environment=duel.revision_1.competitor.environment.game,
         labels=player_labels(duel),
         url=duel.get_absolute_url(),
     )
@@ -137,7 +137,7 @@ class Spectator:
         self.duel = duel
         try:
             self.environment: Environment | None = make_environment(duel.environment)
-        except UnknownEnvironment:
+        except (UnknownEnvironment, InvalidEnvironmentInfo):
             self.environment = None
         self.hidden = bool(self.environment is not None and self.environment.hidden_information)
         self.match: int | None = None
@@ -166,8 +166,9 @@ class Spectator:
         elif kind == "step" and event.get("match") == self.match:
             actions = event.get("actions") or []
             self.steps += 1
+            describe = environment.describe_action if environment is not None else show_action
             self.moves = [
-                f"{self._seat_label(seat)}: {show_action(action)}"
+                f"{self._seat_label(seat)}: {describe(action)}"
                 for seat, action in enumerate(actions)
                 if action is not None
             ]

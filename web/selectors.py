@@ -27,7 +27,7 @@ from core.models import (
     User,
 )
 from core.models.submissions import STEPS
-from environments.registry import UnknownEnvironment, make_environment
+from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from tournament_manager.selectors import tournament_progress
 from web.access import Visitor, can_see_competitor, is_owner, tournaments_visible
 from web.charts import RatingPoint, rating_chart_svg
@@ -168,9 +168,9 @@ def competitor_playable(competitor: Competitor) -> bool:
     if competitor.has_seat or competitor.is_disabled:
         return False
     try:
-        if make_environment(competitor.environment.name).simultaneous:
+        if make_environment(competitor.environment.game).simultaneous:
             return False
-    except UnknownEnvironment:
+    except (UnknownEnvironment, InvalidEnvironmentInfo):
         return False
     return Revision.objects.validated().filter(competitor=competitor).exists()
 

@@ -12,13 +12,18 @@ from django.utils import timezone
 
 
 class Environment(models.Model):
-    """A game, copied from ``environments/<name>/info.yml`` by ``import_environments``.
+    """A game, copied from ``environments/<name>/info.yml`` by ``import_environments``,
+    or an OpenSpiel game an organizer added in the admin by its ``spec``.
 
-    The files stay the source of truth for limits; this copy is for browsing and
-    for relations.
+    For a built-in game the files stay the source of truth for limits; this copy is for
+    browsing and for relations. An OpenSpiel game has no file: its row's limits are the
+    ones its duels are played with.
     """
 
     name = models.SlugField(max_length=64, unique=True)
+    #: The OpenSpiel game spec (``openspiel:go(board_size=9)``), written one way; empty
+    #: for a built-in game, which its folder's ``name`` names.
+    spec = models.CharField(max_length=200, blank=True, default="")
     title = models.CharField(max_length=120)
     description = models.TextField()
     rules = models.TextField()
@@ -42,12 +47,22 @@ class Environment(models.Model):
 
     class Meta:
         ordering = ["title"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["spec"], condition=~Q(spec=""), name="environment_spec_unique"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title
 
     def get_absolute_url(self) -> str:
         return reverse("environment", args=[self.name])
+
+    @property
+    def game(self) -> str:
+        """What the referee and ``environments.registry`` know the game by."""
+        return self.spec or self.name
 
 
 class CompetitorKind(models.TextChoices):

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("core", "0015_duel_live_events"),
+        ("core", "0016_duel_live_events"),
     ]
 
     operations = [
