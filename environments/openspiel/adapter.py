@@ -56,6 +56,11 @@ class OpenSpielEnvironment(Environment):
             game_type.information != pyspiel.GameType.Information.PERFECT_INFORMATION
             or not self._has_observation
         )
+        # Its state, as replays draw it, shows every hand: spectators see a running match
+        # of such a game only once it is over (``web.live``).
+        self.hidden_information = (
+            game_type.information != pyspiel.GameType.Information.PERFECT_INFORMATION
+        )
         self.reset()
 
     @classmethod

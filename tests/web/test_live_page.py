@@ -63,3 +63,30 @@ def test_it_offers_a_logged_in_visitor_to_play_a_validated_agent(client, bob, bo
 
     client.force_login(carol)
     assert "Play against bobs-bot" in client.get(page).content.decode()
+
+
+def test_it_shows_a_running_poker_match_only_once_it_is_over():
+    from environments.registry import make_environment
+    from web.live import LiveDuel
+
+    environment = make_environment("openspiel:leduc_poker")
+    assert environment.hidden_information
+    assert not make_environment("openspiel:tic_tac_toe").hidden_information
+    environment.reset(3)
+    seat = environment.to_move()[0]
+    action = environment.legal_actions(seat)[0]
+    spectator = Spectator(
+        LiveDuel(pk=1, environment="openspiel:leduc_poker", labels={1: "a", 2: "b"}, url="/")
+    )
+    [running] = spectator.take(
+        [
+            {"type": "match", "match": 0, "seed": 3, "first_player": 1},
+            {
+                "type": "step",
+                "match": 0,
+                "step": 0,
+                "actions": [action if index == seat else None for index in range(2)],
+            },
+        ]
+    )
+    assert running["html"] == "" and running["moves"] == []
