@@ -14,7 +14,7 @@ from django.db import connection
 from django.test import Client
 
 from core.human import human_game_create
-from core.models import DuelStatus, RatingChange
+from core.models import Duel, DuelStatus, RatingChange
 from duel_runner.services import duel_play
 from tests.factories import UserFactory
 from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
@@ -68,9 +68,9 @@ def read_until(response: http.client.HTTPResponse, kind: str) -> dict:
                     return json.loads(line[6:])
 
 
-def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
-    settings.ARENA_HUMAN_MOVE_SECONDS = 2.0
-    settings.ARENA_HUMAN_TIME_BANK_SECONDS = 1.0
+def game_against_rando(gateway: Gateway) -> tuple[Duel, str, str]:
+    """A person's game against a random agent, and their browser's cookies and CSRF
+    token."""
     gateway.workers.start("uploads")
     rando = upload_validated(
         make_user(), "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
@@ -79,7 +79,13 @@ def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
     duel = human_game_create(user=person, opponent=rando)
     session = session_of(person)
     token = csrf_token(gateway, session)
-    cookies = f"sessionid={session}; csrftoken={token}"
+    return duel, f"sessionid={session}; csrftoken={token}", token
+
+
+def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
+    settings.ARENA_HUMAN_MOVE_SECONDS = 2.0
+    settings.ARENA_HUMAN_TIME_BANK_SECONDS = 1.0
+    duel, cookies, token = game_against_rando(gateway)
     playing = refereeing(duel.pk)
 
     stream = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
@@ -107,15 +113,7 @@ def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
 
 
 def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
-    gateway.workers.start("uploads")
-    rando = upload_validated(
-        make_user(), "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
-    )
-    person = UserFactory()
-    duel = human_game_create(user=person, opponent=rando)
-    session = session_of(person)
-    token = csrf_token(gateway, session)
-    cookies = f"sessionid={session}; csrftoken={token}"
+    duel, cookies, token = game_against_rando(gateway)
 
     playing = refereeing(duel.pk)
     stream = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
