@@ -7,10 +7,11 @@ import logging
 import os
 import threading
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -21,6 +22,8 @@ from core.models import (
     Duel,
     DuelPlayer,
     DuelStatus,
+    Environment,
+    LiveEvent,
     Match,
     MatchConversation,
     Revision,
@@ -39,9 +42,10 @@ from core.services import (
 from core.signals import duel_finished, revision_validated
 from environments.registry import load_info
 from referee.duel import llm_clock, run_duel, validate
+from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
-from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
+from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind, SandboxLimits
 from sandboxes.llm import LLMSandbox
 from sandboxes.remote import RemoteSandbox
 
@@ -115,7 +119,7 @@ def revision_agent_source(revision: Revision) -> AgentSource:
     revision is not started but reached through its competitor's seat; an LLM player's
     seat is played by the harness in a thread of this worker."""
     competitor = revision.competitor
-    if competitor.is_online:
+    if competitor.has_seat:
         return AgentSource.remote(competitor.name, seat=competitor.seat)
     if competitor.is_llm:
         return AgentSource.llm(competitor.name)
@@ -336,12 +340,16 @@ def duel_backends(duel: Duel) -> tuple[SandboxBackend, ...]:
     for player, revision in enumerate(duel.revisions(), start=1):
         if revision.competitor.is_llm:
             backends.append(LLMSandbox(revision.competitor.llm.config()))
-        elif revision.competitor.is_online:
+        elif revision.competitor.has_seat:
             backends.append(
                 RemoteSandbox(
                     seat_bus(),
                     duel=duel.pk,
-                    grace=settings.ARENA_ONLINE_GRACE_SECONDS,
+                    # A person who closed the tab loses once their move's time is up, as
+                    # the clock would have it, and may reload the page meanwhile.
+                    grace=settings.ARENA_HUMAN_MOVE_SECONDS
+                    if revision.competitor.is_human
+                    else settings.ARENA_ONLINE_GRACE_SECONDS,
                     allowance=settings.ARENA_ONLINE_ALLOWANCE_SECONDS,
                     announcement=_announcement(duel, player),
                 )
@@ -371,14 +379,33 @@ def duel_play(*, duel_id: int) -> float | None:
         result = _duel_result(duel)
     if not duel_record_result(duel=duel, result=result, worker=worker):
         return None
+    # The replay takes over from the live view.
+    LiveEvent.objects.filter(duel_id=duel.pk).delete()
     duel.refresh_from_db()
     duel_finished.send(sender=Duel, duel=duel)
     return None
 
 
+def environment_limits(environment: Environment) -> dict[str, Any]:
+    """The referee's limits that the environment's row sets: an OpenSpiel game's (its
+    organizer may have changed them in the admin); none for a built-in game, whose
+    ``info.yml`` the referee reads itself."""
+    if not environment.spec:
+        return {}
+    return {
+        "move_time": environment.move_time,
+        "time_bank": environment.time_bank,
+        "startup_time": environment.startup_time,
+        "limits": SandboxLimits(
+            memory_mb=environment.memory_mb, cpu_seconds=environment.cpu_seconds
+        ),
+    }
+
+
 def _duel_result(duel: Duel) -> DuelResult:
     """Play the claimed duel, whose agents' builds this host holds."""
-    environment = duel.revision_1.competitor.environment.name
+    environment = duel.revision_1.competitor.environment
+    game = environment.game
     revisions = duel.revisions()
     try:
         sources = [revision_agent_source(revision) for revision in revisions]
@@ -393,19 +420,52 @@ def _duel_result(duel: Duel) -> DuelResult:
         )
         return _infrastructure_failure(duel, problem)
     # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
-    # takes seconds where a program's takes microseconds.
-    clock = (
-        llm_clock(load_info(environment))
-        if any(revision.competitor.is_llm for revision in revisions)
-        else {}
-    )
-    return run_duel(
-        environment,
-        sources,
-        backend=backends,
-        seed=duel.seed,
-        matches=duel.num_matches,
-        **clock,
+    # takes seconds where a program's takes microseconds. A person gets a person's clock.
+    competitors = [revision.competitor for revision in revisions]
+    clock: dict[str, float] = {}
+    if any(competitor.is_human for competitor in competitors):
+        clock = human_clock()
+    elif any(competitor.is_llm for competitor in competitors):
+        clock = llm_clock(load_info(game))
+    with duel_live_feed(duel_id=duel.pk) as feed:
+        return run_duel(
+            game,
+            sources,
+            backend=backends,
+            seed=duel.seed,
+            matches=duel.num_matches,
+            progress=feed.publish,
+            **{**environment_limits(environment), **clock},
+        )
+
+
+def human_clock() -> dict[str, float]:
+    """The clock of every seat of a game with a person in it (``run_duel`` overrides):
+    ``ARENA_HUMAN_MOVE_SECONDS`` a move, ``ARENA_HUMAN_TIME_BANK_SECONDS`` of bank a
+    match, and a move's time to open the page and be ready."""
+    return {
+        "move_time": settings.ARENA_HUMAN_MOVE_SECONDS,
+        "time_bank": settings.ARENA_HUMAN_TIME_BANK_SECONDS,
+        "startup_time": settings.ARENA_HUMAN_MOVE_SECONDS,
+    }
+
+
+def duel_live_feed(*, duel_id: int) -> LiveFeed:
+    """Where the referee's events of a duel go for its spectators: rows of ``LiveEvent``,
+    a batch at most every ``ARENA_LIVE_FLUSH_SECONDS`` (what an earlier attempt left is
+    dropped first)."""
+    LiveEvent.objects.filter(duel_id=duel_id).delete()
+
+    def store(events: list[dict[str, object]]) -> None:
+        lines = b"\n".join(orjson.dumps(event) for event in events).decode()
+        LiveEvent.objects.create(duel_id=duel_id, lines=lines)
+
+    return LiveFeed(
+        store,
+        interval=settings.ARENA_LIVE_FLUSH_SECONDS,
+        name=f"duel-{duel_id}",
+        # Resolved on the feed's thread: its own connection, not the caller's.
+        thread_done=lambda: connection.close(),
     )
 
 
@@ -487,7 +547,13 @@ def revision_validate(*, revision_id: int) -> float | None:
             return RETRY_SECONDS if again else None
         _log_local_builds(built, f"validation of {revision}")
         source = revision_agent_source(revision)
-        validation = validate(environment.name, source, backend=sandbox_backend(warm=False))
+        validation = validate(
+            environment.game,
+            source,
+            backend=sandbox_backend(warm=False),
+            matches=environment.validation_matches if environment.spec else None,
+            **environment_limits(environment),
+        )
         log = validation.message
         if validation.duel.player_1_log:
             log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log

@@ -123,7 +123,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     def add_common(command: argparse.ArgumentParser) -> None:
-        command.add_argument("environment", help=f"one of: {', '.join(environment_names())}")
+        command.add_argument(
+            "environment",
+            help=f"one of: {', '.join(environment_names())}, or an OpenSpiel game such as "
+            "openspiel:chess or openspiel:go(board_size=9)",
+        )
         command.add_argument("--seed", type=int, help="duel seed (random when omitted)")
         command.add_argument("--move-time", type=float, help="seconds per move (info.yml)")
         command.add_argument("--time-bank", type=float, help="overage seconds per match")
@@ -225,7 +229,7 @@ def round_robin(
     backend: SandboxBackend,
     seed: int | None,
     output: Path | None,
-    overrides: dict[str, object],
+    overrides: dict[str, Any],
 ) -> int:
     """Validate each agent, play every pair once (in a game of N players, every group of N)
     and print the standings (``referee.standings``: 2 points a duel won, 1 a draw, a duel

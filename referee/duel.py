@@ -21,7 +21,7 @@ import functools
 import random
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from arena_sdk import protocol
@@ -44,6 +44,9 @@ from sandboxes.base import (
     SandboxError,
     SandboxLimits,
 )
+
+#: Told each event of a running duel as it happens (``Referee.progress``).
+Progress = Callable[[dict[str, Any]], None]
 
 MAX_RESTARTS = 1
 #: How long an agent may take to exit after ``bye`` before it is killed.
@@ -150,10 +153,18 @@ class Referee:
         settings: DuelSettings,
         backend: SandboxBackend | tuple[SandboxBackend, ...],
         seed: int | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """One source per player, as many as the game has seats (a game with a
         ``players`` setting is set up for their count). ``backend`` starts every agent, or
-        is one per player (an online agent's seat beside hosted ones)."""
+        is one per player (an online agent's seat beside hosted ones).
+
+        ``progress``, if given, is called on the referee's thread with each public event
+        of the duel as it happens: ``match`` (a match begins: its index, seed and first
+        player), ``step`` (the actions of a step, by seat, once applied) and
+        ``match_end`` (its result and every player's score). It must return at once
+        (buffer, do not send); what it raises is not the agents' fault and ends the duel
+        in error."""
         self.environment_name = environment
         self.environment: Environment = make_environment(environment, players=len(sources))
         self.settings = settings
@@ -165,6 +176,7 @@ class Referee:
             Contestant(number, source, backends[number - 1])
             for number, source in enumerate(sources, start=1)
         )
+        self.progress = progress
         self.request_id = 0
         self.startup_faults: dict[int, Fault] = {}
         self._match_index = 0
@@ -429,16 +441,32 @@ class Referee:
         if unavailable:
             self._forfeit(record, unavailable)
             self._score_faults(record)
+            self._tell_end(record)
             record.duration = time.monotonic() - started
             return record
 
         environment = self.environment
         environment.reset(seed)
+        if self.progress is not None:
+            self.progress(
+                {
+                    "type": "match",
+                    "match": index,
+                    "seed": seed,
+                    "first_player": record.seats[0],
+                    "seats": list(record.seats),
+                }
+            )
         for seat, contestant in enumerate(seats):
             assert contestant.channel is not None
             try:
                 contestant.channel.send(
-                    {"type": protocol.START, "match": index, "player": seat, "seed": seed},
+                    {
+                        "type": protocol.START,
+                        "match": index,
+                        "player": seat,
+                        "seed": environment.agent_seed(seed, seat),
+                    },
                     time.monotonic() + self.settings.move_time,
                 )
             except AgentFailure as failure:
@@ -466,6 +494,10 @@ class Referee:
                 break
             environment.apply(actions)
             record.actions.append([actions.get(seat) for seat in range(len(seats))])
+            if self.progress is not None:
+                self.progress(
+                    {"type": "step", "match": index, "step": step, "actions": record.actions[-1]}
+                )
             record.timings.append(
                 [round(timings[seat], 6) if seat in timings else None for seat in range(len(seats))]
             )
@@ -475,6 +507,7 @@ class Referee:
             self._score_faults(record)
         else:
             self._score(record, environment.scores())
+        self._tell_end(record)
         self._send_end(record, seats)
         for contestant in seats:
             transcript = contestant.transcript(index)
@@ -487,6 +520,19 @@ class Referee:
                 contestant.stop()
         record.duration = time.monotonic() - started
         return record
+
+    def _tell_end(self, record: MatchRecord) -> None:
+        if self.progress is not None:
+            self.progress(
+                {
+                    "type": "match_end",
+                    "match": record.index,
+                    "result": record.result.value,
+                    "scores": list(record.scores),
+                    "ranks": record.ranks,
+                    "reason": record.error_msg,
+                }
+            )
 
     def _send_end(self, record: MatchRecord, seats: list[Contestant]) -> None:
         scores = [record.scores[contestant.number - 1] for contestant in seats]
@@ -561,10 +607,11 @@ def run_duel(
     *,
     backend: SandboxBackend | tuple[SandboxBackend, ...],
     seed: int | None = None,
+    progress: Progress | None = None,
     **overrides: Any,
 ) -> DuelResult:
     """Play a duel with the limits of the environment's ``info.yml`` unless overridden;
-    ``backend`` may be one per player."""
+    ``backend`` may be one per player; ``progress`` see ``Referee``."""
     settings = DuelSettings.from_info(load_info(environment), **overrides)
     return Referee(
         environment=environment,
@@ -572,6 +619,7 @@ def run_duel(
         settings=settings,
         backend=backend,
         seed=seed,
+        progress=progress,
     ).play()
 
 

@@ -8,12 +8,11 @@ output escapes everything that came from an agent.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from core.models import Duel, DuelResult, Match
-from environments.base import Environment, IllegalAction
+from environments.base import Environment, IllegalAction, readable_action
 from environments.registry import (
     EnvironmentInfo,
     InvalidEnvironmentInfo,
@@ -95,10 +94,8 @@ def match_result_text(match: Match, labels: dict[int, str]) -> str:
 
 
 def show_action(action: Any) -> str:
-    """An action as a person reads it: ``4``, ``rock``, ``{"square": 3, "piece": 5}``."""
-    if isinstance(action, str):
-        return action
-    return json.dumps(action, ensure_ascii=False)
+    """An action as a person reads it, where no game is at hand (an LLM's answer)."""
+    return readable_action(action)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +140,7 @@ def _replayed(environment: Environment, match: Match) -> Iterator[int]:
 
 def _environment_of(match: Match) -> tuple[Environment, EnvironmentInfo] | None:
     """The match's game and its ``info.yml``; None once the game is no longer installed."""
-    name = match.duel.revision_1.competitor.environment.name
+    name = match.duel.revision_1.competitor.environment.game
     try:
         return make_environment(name, players=len(match.seats)), load_info(name)
     except (UnknownEnvironment, InvalidEnvironmentInfo):
@@ -190,7 +187,7 @@ def _frame(
             {
                 "seat": seat + 1,
                 "player": seat_labels[seat] if seat < len(seat_labels) else f"seat {seat}",
-                "action": show_action(action),
+                "action": environment.describe_action(action),
                 "time": took,
             }
         )

@@ -28,6 +28,7 @@ from core.models import (
 )
 from core.models.competitions import DuelPlayerView
 from core.models.submissions import STEPS
+from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from tournament_manager.selectors import tournament_progress
 from web.access import Visitor, can_see_competitor, is_owner, tournaments_visible
 from web.charts import RatingPoint, rating_chart_svg
@@ -123,6 +124,8 @@ class CompetitorPage:
     tournaments: list[Tournament]
     is_owner: bool
     rating_chart: SafeString | None = None
+    #: The visitor (logged in) may play it in the browser (``core.human``).
+    playable: bool = False
 
 
 def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
@@ -156,7 +159,21 @@ def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
         tournaments=list(tournaments),
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
+        playable=user.is_authenticated and competitor_playable(competitor),
     )
+
+
+def competitor_playable(competitor: Competitor) -> bool:
+    """A person may play it in the browser: an agent with a validated revision (not one
+    that plays over the network) in a turn-based game."""
+    if competitor.has_seat or competitor.is_disabled:
+        return False
+    try:
+        if make_environment(competitor.environment.game).simultaneous:
+            return False
+    except (UnknownEnvironment, InvalidEnvironmentInfo):
+        return False
+    return Revision.objects.validated().filter(competitor=competitor).exists()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -169,11 +169,13 @@ class DuelQuerySet(models.QuerySet["Duel"]):
         )
 
     def with_online_seat(self) -> DuelQuerySet:
-        """Duels in which an online agent plays (refereed where the seat bus reaches)."""
+        """Duels in which an online agent or a human plays (refereed where the seat bus
+        reaches)."""
+        seated = ("online", "human")
         return self.filter(
-            Q(revision_1__competitor__kind="online")
-            | Q(revision_2__competitor__kind="online")
-            | Q(more_players__revision__competitor__kind="online")
+            Q(revision_1__competitor__kind__in=seated)
+            | Q(revision_2__competitor__kind__in=seated)
+            | Q(more_players__revision__competitor__kind__in=seated)
         ).distinct()
 
     def with_llm_seat(self) -> DuelQuerySet:
@@ -424,3 +426,22 @@ class Match(models.Model):
     def player_scores(self) -> list[float]:
         """Every player's score, player 1's first."""
         return list(self.scores) or [self.player_1_score, self.player_2_score]
+
+
+class LiveEvent(models.Model):
+    """A batch of a running duel's public events, for its spectators (``referee.live``).
+
+    Written by the duel's worker at most every ``ARENA_LIVE_FLUSH_SECONDS``, read by the
+    gateway's live streams; the id orders them and is a stream's resume point. Deleted
+    once the duel is recorded: the replay takes over.
+    """
+
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="live_events")
+    #: The events, one JSON object a line (``match``, ``step``, ``match_end``).
+    lines = models.TextField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"live events {self.pk} of duel {self.duel_id}"

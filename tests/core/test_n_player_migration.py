@@ -11,8 +11,8 @@ from core.models import Duel, Match, Rating, RatingChange
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = [("core", "0014_duel_played_by")]
-AFTER = [("core", "0015_duels_of_more_than_two_players")]
+BEFORE = [("core", "0017_competitor_kind_human")]
+AFTER = [("core", "0018_duels_of_more_than_two_players")]
 
 
 def migrate(targets):  # type: ignore[no-untyped-def]

@@ -33,7 +33,16 @@ EXPECTED_AGENTS: dict[str, tuple[type[Agent], str]] = {
     "sum_to_10/optimal.py": (FunctionAgent, "optimal"),
     "lowest_unique/random_player.py": (FunctionAgent, "random_number"),
     "lowest_unique/low_bidder.py": (Agent, "lowest-unique-low-bidder"),
+    "openspiel/random_player.py": (Agent, "openspiel-random"),
 }
+#: The game each folder's players are tried on: its own, but OpenSpiel's players play any
+#: OpenSpiel game (leduc poker here: chance, hidden cards, short matches).
+FOLDER_GAMES = {"openspiel": "openspiel:leduc_poker"}
+
+
+def game_of(relative_path: str) -> str:
+    folder = relative_path.split("/")[0]
+    return FOLDER_GAMES.get(folder, folder)
 
 
 def python_player_files() -> list[str]:
@@ -66,7 +75,7 @@ def test_it_loads_the_intended_agent(
 def test_it_plays_only_legal_actions(
     relative_path: str, load_player: Callable[[str], Agent], duel_in_process: Callable
 ) -> None:
-    environment_name = relative_path.split("/")[0]
+    environment_name = game_of(relative_path)
     transcript = duel_in_process(load_player(relative_path), environment_name, matches=4)
     assert len(transcript.outcomes) == 4
     assert transcript.moves, "the agent was never asked to act"
@@ -76,7 +85,7 @@ def test_it_plays_only_legal_actions(
 def test_it_replays_a_duel_identically(
     relative_path: str, load_player: Callable[[str], Agent], duel_in_process: Callable
 ) -> None:
-    environment_name = relative_path.split("/")[0]
+    environment_name = game_of(relative_path)
     first = duel_in_process(load_player(relative_path), environment_name, matches=2, seed=7)
     second = duel_in_process(load_player(relative_path), environment_name, matches=2, seed=7)
     assert first.moves == second.moves
@@ -94,7 +103,7 @@ def test_it_runs_alone_with_only_the_sdk_importable(
     environment = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SDK_DIR)}
     duel = duel_subprocess(
         [sys.executable, "-S", "-m", "arena_sdk", str(copied)],
-        relative_path.split("/")[0],
+        game_of(relative_path),
         matches=2,
         cwd=sandbox,
         env=environment,

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("core", "0014_duel_played_by"),
+        ("core", "0017_competitor_kind_human"),
     ]
 
     operations = [
