@@ -29,6 +29,27 @@ def test_it_tells_each_match_and_step_as_played_matching_the_record(backend):
     ]
 
 
+def test_it_tells_every_seat_score_and_rank_of_a_game_of_four(backend):
+    events: list[dict] = []
+    result = run_duel(
+        "lowest_unique",
+        [player("lowest_unique/random_player.py")] * 2
+        + [player("lowest_unique/low_bidder.py")] * 2,
+        backend=backend,
+        matches=4,
+        seed=3,
+        progress=events.append,
+    )
+
+    assert_told_as_recorded(events, result.matches)
+    # Each player sat in each seat once: the rotation, as spectators are told it.
+    seats = [event["seats"] for event in events if event["type"] == "match"]
+    assert sorted(seats) == sorted([[1, 2, 3, 4], [2, 3, 4, 1], [3, 4, 1, 2], [4, 1, 2, 3]])
+    ends = [event for event in events if event["type"] == "match_end"]
+    assert [event["scores"] for event in ends] == [match.scores for match in result.matches]
+    assert [event["ranks"] for event in ends] == [match.ranks for match in result.matches]
+
+
 def test_it_sends_events_in_order_in_few_batches_and_the_rest_on_close():
     batches: list[list[dict]] = []
     feed = LiveFeed(batches.append, interval=0.05, name="test")

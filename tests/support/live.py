@@ -10,13 +10,14 @@ class Played(Protocol):
     index: int
     seed: int
     first_player: int
+    seats: list[int]
     actions: list[list[Any]]
     result: str
 
 
 def assert_told_as_recorded(events: list[dict[str, Any]], matches: Iterable[Played]) -> None:
-    """Each match's events are its start (seed, first player), its steps' actions as
-    recorded, in order, and its result."""
+    """Each match's events are its start (seed, first player, each seat's player), its
+    steps' actions as recorded, in order, and its result."""
     for match in matches:
         told = [event for event in events if event["match"] == match.index]
         assert told[0] == {
@@ -24,6 +25,7 @@ def assert_told_as_recorded(events: list[dict[str, Any]], matches: Iterable[Play
             "match": match.index,
             "seed": match.seed,
             "first_player": match.first_player,
+            "seats": list(match.seats),
         }
         steps = [event for event in told if event["type"] == "step"]
         assert [event["actions"] for event in steps] == match.actions

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from core.models import Duel, DuelStatus
-from web.live import Spectator, live_duel
+from web.live import LiveDuel, Spectator, live_duel
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +67,6 @@ def test_it_offers_a_logged_in_visitor_to_play_a_validated_agent(client, bob, bo
 
 def test_it_shows_a_running_poker_match_only_once_it_is_over():
     from environments.registry import make_environment
-    from web.live import LiveDuel
 
     environment = make_environment("openspiel:leduc_poker")
     assert environment.hidden_information
@@ -76,7 +75,13 @@ def test_it_shows_a_running_poker_match_only_once_it_is_over():
     seat = environment.to_move()[0]
     action = environment.legal_actions(seat)[0]
     spectator = Spectator(
-        LiveDuel(pk=1, environment="openspiel:leduc_poker", labels={1: "a", 2: "b"}, url="/")
+        LiveDuel(
+            pk=1,
+            environment="openspiel:leduc_poker",
+            players=2,
+            labels={1: "a", 2: "b"},
+            url="/",
+        )
     )
     [running] = spectator.take(
         [
@@ -90,3 +95,29 @@ def test_it_shows_a_running_poker_match_only_once_it_is_over():
         ]
     )
     assert running["html"] == "" and running["moves"] == []
+
+
+def test_it_names_every_player_of_a_game_of_four_by_the_seat_they_sit_in():
+    labels = {1: "ann", 2: "bob", 3: "cy", 4: "dee"}
+    spectator = Spectator(
+        LiveDuel(pk=1, environment="lowest_unique", players=4, labels=labels, url="/")
+    )
+    [frame] = spectator.take(
+        [
+            # Match 1 of the rotation: player 2 in seat 0, ..., player 1 in seat 3.
+            {"type": "match", "match": 1, "seed": 4, "first_player": 2, "seats": [2, 3, 4, 1]},
+            {"type": "step", "match": 1, "step": 0, "actions": [1, 2, 3, 4]},
+            {
+                "type": "match_end",
+                "match": 1,
+                "result": "RANKED",
+                "scores": [0.0, 1.0, 2 / 3, 1 / 3],
+                "ranks": [4, 1, 2, 3],
+                "reason": "",
+            },
+        ]
+    )
+
+    assert frame["moves"] == ["bob: 1", "cy: 2", "dee: 3", "ann: 4"]
+    assert frame["results"] == [{"match": 1, "result": "bob first"}]
+    assert "lowest-unique" in frame["html"]
