@@ -150,6 +150,13 @@ def test_it_refuses_a_game_with_simultaneous_moves(django_capture_on_commit_call
         human_game_create(user=UserFactory(), opponent=opponent)
 
 
+def test_it_refuses_a_game_of_more_than_two_players(django_capture_on_commit_callbacks):
+    opponent = RevisionFactory(validated=True, competitor__environment__name="lowest_unique")
+    with pytest.raises(ArenaError, match="played by 4 players"):
+        human_game_create(user=UserFactory(), opponent=opponent)
+    assert not Duel.objects.exists()
+
+
 def test_it_limits_the_rate_of_a_persons_requests(game, settings):
     settings.ARENA_ONLINE_RATE = "3/min"
     asked(game)
