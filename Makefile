@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-llm bench-hosts clean
+.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -41,6 +41,9 @@ bench-leaderboard: ## a leaderboard refit against the online ratings of the same
 
 bench-online:    ## online play: a network seat against a process seat, 200 agents at once, 1,000 idle streams
 	.venv/bin/python -m bench.bench_online
+
+bench-live:      ## moves/s with and without a duel's events published for spectators
+	.venv/bin/python -m bench.bench_live
 
 bench-llm:       ## LLM players: the harness's overhead per move, 50 LLM duels at once beside a hosted duel
 	.venv/bin/python -m bench.bench_llm

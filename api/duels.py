@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from ninja import Field, FilterLookup, FilterSchema, Query, Schema
 
@@ -17,6 +17,8 @@ from api.pagination import paginated
 from api.params import Id, Number, Slug
 from api.selectors import duels_for, matches_of
 from core.models import Duel, DuelResult, DuelStatus, Match
+from core.models import DuelPlayer as MorePlayer
+from core.models.competitions import MAX_PLAYERS
 from web.access import get_duel_for_user, get_match_for_user
 from web.replays import FaultNote, ReplayStates, match_faults, match_states, player_labels
 from web.selectors import DuelPlayer, duel_players
@@ -28,7 +30,7 @@ router = auth.ReadRouter(tags=["duels"])
 
 
 class DuelPlayerOut(Schema):
-    #: 1 or 2.
+    #: 1 to the duel's ``num_players``.
     number: int
     #: How the pages name it: "competitor vN" (with "(player N)" in self-play).
     label: str
@@ -40,6 +42,8 @@ class DuelPlayerOut(Schema):
     #: Matches lost by a fault of its agent.
     errors: int
     restarts: int
+    #: 1 for the best total score, equal scores sharing a rank; None until it is scored.
+    rank: int | None
 
 
 class DuelPlayerWithLogOut(DuelPlayerOut):
@@ -58,8 +62,10 @@ class _DuelFields(Schema):
     round: int | None
     is_validation: bool
     environment: str = Field(alias="revision_1.competitor.environment.name")
+    #: 2, or up to 6 in a game of more than two players (``players`` lists every one).
+    num_players: int
     status: DuelStatus
-    #: None until it is over.
+    #: None until it is over; RANKED when more than two players are not all equal.
     result: DuelResult | None
     num_matches: int
     draws: int
@@ -93,7 +99,7 @@ class DuelDetailOut(_DuelFields):
 
 
 class FaultOut(Schema):
-    #: The duel player at fault, 1 or 2.
+    #: The duel player at fault, 1 to the duel's ``num_players``.
     player: int
     kind: str
     message: str
@@ -109,12 +115,16 @@ def _faults(match: Match) -> list[FaultNote]:
 
 class MatchOut(Schema):
     index: int
-    #: The duel player (1 or 2) in the game's first seat.
+    #: The duel player in the game's first seat.
     first_player: int
+    #: The duel player in each of the game's seats.
+    seats: list[int]
     seed: int
     result: DuelResult
     player_1_score: float
     player_2_score: float
+    #: Every player's score, player 1's first.
+    scores: list[float] = Field(alias="player_scores")
     steps: int
     #: Seconds.
     duration: float
@@ -136,7 +146,7 @@ class ReplayOut(Schema):
     index: int = Field(alias="match.index")
     environment: str = Field(alias="match.duel.revision_1.competitor.environment.name")
     seed: int = Field(alias="match.seed")
-    #: The duel player (1 or 2) in each of the game's seats.
+    #: The duel player in each of the game's seats.
     seats: list[int] = Field(alias="match.seats")
     #: One entry per step: each seat's action, None for a seat that did not move.
     actions: list[list[Any]] = Field(alias="match.actions")
@@ -162,18 +172,25 @@ class DuelFilters(FilterSchema):
     environment: Annotated[
         Slug | None, FilterLookup("revision_1__competitor__environment__name")
     ] = None
-    #: Duels where this competitor (by name) plays either side.
-    competitor: Annotated[
-        Slug | None,
-        FilterLookup(["revision_1__competitor__name", "revision_2__competitor__name"]),
-    ] = None
+    #: Duels where this competitor (by name) plays any seat.
+    competitor: Slug | None = None
     status: DuelStatus | None = None
     is_validation: bool | None = None
+
+    def filter_competitor(self, name: str | None) -> Q:
+        if not name:
+            return Q()
+        more = MorePlayer.objects.filter(revision__competitor__name=name).values("duel_id")
+        return (
+            Q(revision_1__competitor__name=name)
+            | Q(revision_2__competitor__name=name)
+            | Q(pk__in=more)
+        )
 
 
 class MatchFilters(FilterSchema):
     result: DuelResult | None = None
-    fault_player: Annotated[int | None, Field(ge=1, le=2)] = None
+    fault_player: Annotated[int | None, Field(ge=1, le=MAX_PLAYERS)] = None
 
 
 # --- operations ---------------------------------------------------------------------

@@ -29,6 +29,8 @@ class Limits(Schema):
 
 class EnvironmentOut(Schema):
     name: str
+    #: The OpenSpiel game spec (openspiel:chess); empty for a built-in game.
+    spec: str
     title: str
     description: str
     players: int

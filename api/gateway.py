@@ -20,7 +20,7 @@ import re
 import socket
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,15 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from api.errors import error_body
+from api.live import (
+    LIVE_PATH,
+    LIVE_PREFIX,
+    LiveRefused,
+    last_event_id,
+    live_lines,
+    live_open,
+    watcher_slot,
+)
 from core.models import ApiToken, TokenScope
 from core.models.accounts import hash_token
 from core.online import online_seen, seat_bus
@@ -254,7 +263,7 @@ async def presence_seen(seat: ModelSeat) -> None:
     await sync_to_async(online_seen)(competitor_ids=[seat.competitor_id])
 
 
-async def _stream(seat: ModelSeat, after: str | None) -> AsyncIterator[bytes]:
+async def _stream(seat: ModelSeat, after: str | None) -> AsyncGenerator[bytes, None]:
     _streaming[seat.competitor_id] += 1
     try:
         await presence_seen(seat)
@@ -314,19 +323,21 @@ async def _until_disconnected(receive: Receive) -> None:
         pass
 
 
-async def _events(receive: Receive, send: Send, seat: ModelSeat, after: str | None) -> None:
+async def _streamed(
+    receive: Receive, send: Send, lines: AsyncGenerator[bytes, None], content_type: bytes
+) -> None:
+    """Send ``lines`` as they come, until they end or the client leaves."""
     await send(
         {
             "type": "http.response.start",
             "status": 200,
             "headers": [
-                (b"content-type", b"application/x-ndjson"),
+                (b"content-type", content_type),
                 (b"cache-control", b"no-cache"),
                 (b"x-accel-buffering", b"no"),  # nginx: pass each line on at once
             ],
         }
     )
-    lines = _stream(seat, after)
     pump = asyncio.ensure_future(_pump(lines, send))
     watcher = asyncio.ensure_future(_until_disconnected(receive))
     try:
@@ -337,8 +348,34 @@ async def _events(receive: Receive, send: Send, seat: ModelSeat, after: str | No
         await asyncio.gather(pump, watcher, return_exceptions=True)
         await lines.aclose()
     if pump in done and not pump.cancelled() and pump.exception() is None:
-        # The stream's time is up (ARENA_ONLINE_STREAM_SECONDS): end it properly.
+        # The stream is over (its time is up, or what it follows ended): end it properly.
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _live(scope: Scope, receive: Receive, send: Send, duel_id: int) -> None:
+    """A spectator's stream of a running duel (``api.live``)."""
+    headers = {name.lower(): value for name, value in scope.get("headers") or []}
+    address = (scope.get("client") or ("?", 0))[0]
+    try:
+        if scope["method"] != "GET":
+            raise LiveRefused(405, "method_not_allowed", "Use GET here.")
+        after = last_event_id(headers.get(b"last-event-id", b"").decode("latin-1"))
+        with watcher_slot(address):
+            duel = await live_open(duel_id)
+            lines = live_lines(
+                duel,
+                after=after,
+                poll_seconds=settings.ARENA_LIVE_POLL_SECONDS,
+                max_seconds=settings.ARENA_ONLINE_STREAM_SECONDS,
+            )
+            await _streamed(receive, send, lines, b"text/event-stream")
+    except LiveRefused as refused:
+        await _answer(
+            send,
+            refused.status,
+            error_body(refused.code, refused.message),
+            allow="GET" if refused.status == 405 else None,
+        )
 
 
 class OnlineGateway:
@@ -349,6 +386,11 @@ class OnlineGateway:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path")
+        if scope["type"] == "http" and path and path.startswith(LIVE_PREFIX):
+            live = LIVE_PATH.fullmatch(path)
+            if live is not None:
+                await _live(scope, receive, send, int(live.group(1)))
+                return
         if scope["type"] != "http" or path not in (EVENTS_PATH, REPLY_PATH):
             await self.app(scope, receive, send)
             return
@@ -378,7 +420,7 @@ class OnlineGateway:
             return
         except ConnectionResetError:
             return
-        await _events(receive, send, seat, after)
+        await _streamed(receive, send, _stream(seat, after), b"application/x-ndjson")
 
 
 # --- the OpenAPI document -------------------------------------------------------------

@@ -12,7 +12,7 @@ order: depth 3 beats depth 4, and depth 2 beats depth 4 as well, in this search.
 
 Everything is played for real (``run_duel``, ``process`` sandbox) without the database.
 Ratings are updated per match as ``tournament_manager.ratings`` does it, with its own
-model and rank rule (``_MODEL``, ``_ranks``, which take a match record as it is).
+model and rank rule (``_MODEL``, and a match's ranks by score, ``MatchRecord.ranks``).
 
 round robin
     Every pair plays one duel; the ranking is compared with the true order by Kendall's
@@ -55,7 +55,7 @@ from referee.results import DuelResult  # noqa: E402
 from sandboxes.base import AgentSource  # noqa: E402
 from sandboxes.process import ProcessSandbox  # noqa: E402
 from tournament_manager.matchmaking import LadderAgent, Matchmaker  # noqa: E402
-from tournament_manager.ratings import _MODEL, _ranks  # noqa: E402
+from tournament_manager.ratings import _MODEL  # noqa: E402
 
 ENVIRONMENT = "connect_four"
 SEED = 20261122
@@ -128,9 +128,9 @@ class Table:
     def rate(self, one: int, two: int, result: DuelResult) -> None:
         for match in result.matches:
             [[self.ratings[one]], [self.ratings[two]]] = _MODEL.rate(
-                [[self.ratings[one]], [self.ratings[two]]], ranks=_ranks(match)
+                [[self.ratings[one]], [self.ratings[two]]], ranks=match.ranks
             )
-            first, second = _ranks(match)
+            first, second = match.ranks
             self.points[one] += 1.0 if first < second else 0.5 if first == second else 0.0
             self.points[two] += 1.0 if second < first else 0.5 if first == second else 0.0
             self.matches += 1

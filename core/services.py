@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
@@ -54,6 +55,10 @@ def revision_create(
         raise UploadRejected(
             f"{competitor.name} plays online (its client connects over the network); upload "
             "code under another name"
+        )
+    if competitor.is_human:
+        raise UploadRejected(
+            f"{competitor.name} is you, playing in the browser; upload code under another name"
         )
     if competitor.is_llm:
         raise UploadRejected(
@@ -526,12 +531,18 @@ def revision_step_resend(*, revision: Revision, step: str) -> bool:
 
 
 def environments_import() -> list[Environment]:
-    """Create or update an Environment row for every game folder's ``info.yml``."""
+    """Create or update an Environment row for every game folder's ``info.yml`` (the
+    OpenSpiel games an organizer added are left as they are)."""
     from environments.registry import environment_names, load_info
 
     imported = []
     for name in environment_names():
         info = load_info(name)
+        if Environment.objects.filter(name=name).exclude(spec="").exists():
+            raise ArenaError(
+                f"The OpenSpiel environment {name!r} has the name of the built-in game "
+                f"environments/{name}: give it another name in the admin, then import again."
+            )
         environment, _ = Environment.objects.update_or_create(
             name=name,
             defaults={
@@ -551,3 +562,88 @@ def environments_import() -> list[Environment]:
         )
         imported.append(environment)
     return imported
+
+
+#: The limits an organizer may set for an OpenSpiel game (the defaults are ``games.yml``'s).
+OPENSPIEL_LIMITS = (
+    "matches_per_duel",
+    "ladder_matches_per_duel",
+    "validation_matches",
+    "move_time",
+    "time_bank",
+    "startup_time",
+    "memory_mb",
+    "cpu_seconds",
+)
+
+
+def openspiel_slug(spec: str) -> str:
+    """A default environment name for a spec: ``openspiel:go(board_size=9)`` gives
+    ``go_board_size_9``."""
+    body = spec.removeprefix("openspiel:")
+    return re.sub(r"[^a-z0-9]+", "_", body.lower()).strip("_")[:64]
+
+
+def environment_openspiel_values(
+    *,
+    spec: str,
+    name: str = "",
+    title: str = "",
+    limits: Mapping[str, float | int | None] | None = None,
+) -> dict[str, object]:
+    """The fields of a new OpenSpiel game's environment: its spec written one way, its
+    texts, and its default limits (``environments/openspiel/games.yml``) where ``limits``
+    gives none.
+
+    ArenaError when the spec does not load (unknown game, bad parameter, a game Arena
+    cannot play), or the game or the name is already there.
+    """
+    from environments.openspiel import canonical_spec
+    from environments.registry import (
+        InvalidEnvironmentInfo,
+        UnknownEnvironment,
+        environment_names,
+        load_info,
+    )
+
+    try:
+        spec = canonical_spec(spec.strip())
+        info = load_info(spec)
+    except (UnknownEnvironment, InvalidEnvironmentInfo) as error:
+        raise ArenaError(str(error)) from None
+    name = name or openspiel_slug(spec)
+    if name in environment_names():
+        raise ArenaError(f"{name!r} is the name of a built-in game: choose another name.")
+    existing = Environment.objects.filter(Q(name=name) | Q(spec=spec)).first()
+    if existing is not None:
+        what = "game" if existing.spec == spec else "name"
+        raise ArenaError(
+            f"The {what} is already an environment: {existing.name} "
+            f"({existing.spec or 'built in'})."
+        )
+    values: dict[str, object] = {key: getattr(info, key) for key in OPENSPIEL_LIMITS}
+    values.update({key: value for key, value in (limits or {}).items() if value is not None})
+    return {
+        "name": name,
+        "spec": spec,
+        "title": title or info.title,
+        "description": info.description,
+        "rules": info.rules,
+        "players": info.players,
+        **values,
+    }
+
+
+def environment_add_openspiel(
+    *,
+    spec: str,
+    name: str = "",
+    title: str = "",
+    limits: Mapping[str, float | int | None] | None = None,
+) -> Environment:
+    """Create the environment of an OpenSpiel game (``environment_openspiel_values``)."""
+    values = environment_openspiel_values(spec=spec, name=name, title=title, limits=limits)
+    try:
+        return Environment.objects.create(**values)
+    except IntegrityError:
+        raise ArenaError(f"The name {values['name']!r} or the game was just taken.") from None

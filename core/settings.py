@@ -353,6 +353,24 @@ ARENA_ONLINE_POLL_SECONDS = env_float("ARENA_ONLINE_POLL_SECONDS", 60.0)
 #: A request body must arrive within this many seconds (slow senders are cut off).
 ARENA_REQUEST_BODY_SECONDS = env_float("ARENA_REQUEST_BODY_SECONDS", 20.0)
 
+# --- Watching duels live --------------------------------------------------------------
+#: A duel's worker sends its spectators' events in batches, at most this often.
+ARENA_LIVE_FLUSH_SECONDS = env_float("ARENA_LIVE_FLUSH_SECONDS", 0.2)
+#: How often a live stream of the gateway looks for a duel's new events.
+ARENA_LIVE_POLL_SECONDS = env_float("ARENA_LIVE_POLL_SECONDS", 0.5)
+#: Live streams one gateway process holds at once, and per client address.
+ARENA_LIVE_WATCHERS = env_int("ARENA_LIVE_WATCHERS", 500)
+ARENA_LIVE_WATCHERS_PER_ADDRESS = env_int("ARENA_LIVE_WATCHERS_PER_ADDRESS", 8)
+
+# --- People playing in the browser ------------------------------------------------------
+#: A person's time for each move, and their time bank for a match beyond it (every seat
+#: of such a game gets this clock); also how long the page may take to be ready, and
+#: how long a closed tab is waited for before its game is lost.
+ARENA_HUMAN_MOVE_SECONDS = env_float("ARENA_HUMAN_MOVE_SECONDS", 60.0)
+ARENA_HUMAN_TIME_BANK_SECONDS = env_float("ARENA_HUMAN_TIME_BANK_SECONDS", 300.0)
+#: Games in the browser one user may have queued or running at once.
+ARENA_HUMAN_GAMES_PER_USER = env_int("ARENA_HUMAN_GAMES_PER_USER", 2)
+
 # --- LLM players -----------------------------------------------------------------------
 #: The Fernet key (``Fernet.generate_key()``) LLM players' API keys are encrypted with.
 #: Empty: derived from SECRET_KEY, so rotating SECRET_KEY would lose every stored key;

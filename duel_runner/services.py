@@ -6,16 +6,27 @@ import contextlib
 import logging
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
 from core.leases import Heartbeat, lease_claim, lease_heartbeat, worker_name
 from core.local_builds import LocalBuild, revisions_built_here
-from core.models import Duel, DuelStatus, Match, MatchConversation, Revision, StepStatus
+from core.models import (
+    Duel,
+    DuelPlayer,
+    DuelStatus,
+    Environment,
+    LiveEvent,
+    Match,
+    MatchConversation,
+    Revision,
+    StepStatus,
+)
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
 from core.models.submissions import resend_at_default
@@ -29,9 +40,10 @@ from core.services import (
 from core.signals import duel_finished, revision_validated
 from environments.registry import load_info
 from referee.duel import llm_clock, run_duel, validate
+from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
-from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind
+from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind, SandboxLimits
 from sandboxes.llm import LLMSandbox
 from sandboxes.remote import RemoteSandbox
 
@@ -105,7 +117,7 @@ def revision_agent_source(revision: Revision) -> AgentSource:
     revision is not started but reached through its competitor's seat; an LLM player's
     seat is played by the harness in a thread of this worker."""
     competitor = revision.competitor
-    if competitor.is_online:
+    if competitor.has_seat:
         return AgentSource.remote(competitor.name, seat=competitor.seat)
     if competitor.is_llm:
         return AgentSource.llm(competitor.name)
@@ -130,6 +142,8 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
         duel=duel,
         index=record.index,
         first_player=record.first_player,
+        seat_players=record.seats,
+        scores=record.scores,
         seed=record.seed,
         actions=record.actions,
         timings=record.timings,
@@ -145,12 +159,14 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
     )
 
 
-def _conversation_rows(duel: Duel, match: Match, record: MatchRecord) -> list[MatchConversation]:
+def _conversation_rows(
+    duel: Duel, revisions: list[Revision], match: Match, record: MatchRecord
+) -> list[MatchConversation]:
     """The conversations of the match's LLM seats (``MatchRecord.transcripts``)."""
     rows = []
     for player, conversation in sorted(record.transcripts.items()):
         summary = conversation.get("summary") or {}
-        revision = duel.revision_1 if int(player) == 1 else duel.revision_2
+        revision = revisions[int(player) - 1]
         rows.append(
             MatchConversation(
                 match=match,
@@ -185,6 +201,7 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
         if not owned.exists():
             return False
         Match.objects.filter(duel=duel).delete()
+        revisions = duel.revisions()
         if not failed:
             matches = Match.objects.bulk_create(
                 [_match_row(duel, record) for record in result.matches]
@@ -192,8 +209,16 @@ def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
             MatchConversation.objects.bulk_create(
                 row
                 for match, record in zip(matches, result.matches, strict=True)
-                for row in _conversation_rows(duel, match, record)
+                for row in _conversation_rows(duel, revisions, match, record)
             )
+        for player in duel.more_players.all():
+            index = player.number - 1
+            player.wins = 0 if failed else document["wins"][index]
+            player.score = 0 if failed else document["scores"][index]
+            player.errors = document["errors"][index]
+            player.restarts = document["restarts"][index]
+            player.log = result.logs[index][-LOG_CHARS:]
+            player.save(update_fields=["wins", "score", "errors", "restarts", "log"])
         owned.update(
             status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
             ended_at=timezone.now(),
@@ -268,36 +293,46 @@ def _lease_wait(duel_id: int) -> float | None:
 
 def _announcement(duel: Duel, player: int) -> dict[str, object]:
     """What an online agent is told as one of its duels begins (its ``duel`` event)."""
-    opponent = (duel.revision_2 if player == 1 else duel.revision_1).competitor
+    opponents = [
+        revision.competitor.name
+        for number, revision in enumerate(duel.revisions(), start=1)
+        if number != player
+    ]
     return {
         "environment": duel.revision_1.competitor.environment.name,
         "player": player,
-        "opponent": opponent.name,
+        "players": duel.num_players,
+        "opponent": opponents[0],
+        "opponents": opponents,
         "matches": duel.num_matches,
         "tournament": duel.tournament_id,
     }
 
 
-def duel_backends(duel: Duel) -> tuple[SandboxBackend, SandboxBackend]:
+def duel_backends(duel: Duel) -> tuple[SandboxBackend, ...]:
     """Each player's sandbox: the hosted ones', a remote seat for an online agent, the
     harness for an LLM player (with its key in clear: ArenaError when it cannot be had)."""
     backends: list[SandboxBackend] = []
-    for player, revision in ((1, duel.revision_1), (2, duel.revision_2)):
+    for player, revision in enumerate(duel.revisions(), start=1):
         if revision.competitor.is_llm:
             backends.append(LLMSandbox(revision.competitor.llm.config()))
-        elif revision.competitor.is_online:
+        elif revision.competitor.has_seat:
             backends.append(
                 RemoteSandbox(
                     seat_bus(),
                     duel=duel.pk,
-                    grace=settings.ARENA_ONLINE_GRACE_SECONDS,
+                    # A person who closed the tab loses once their move's time is up, as
+                    # the clock would have it, and may reload the page meanwhile.
+                    grace=settings.ARENA_HUMAN_MOVE_SECONDS
+                    if revision.competitor.is_human
+                    else settings.ARENA_ONLINE_GRACE_SECONDS,
                     allowance=settings.ARENA_ONLINE_ALLOWANCE_SECONDS,
                     announcement=_announcement(duel, player),
                 )
             )
         else:
             backends.append(sandbox_backend())
-    return backends[0], backends[1]
+    return tuple(backends)
 
 
 def duel_play(*, duel_id: int) -> float | None:
@@ -313,23 +348,43 @@ def duel_play(*, duel_id: int) -> float | None:
         return _lease_wait(duel_id)
     with duel_heartbeat(duel_id=duel.pk, worker=worker), contextlib.ExitStack() as builds:
         try:
-            built = builds.enter_context(revisions_built_here([duel.revision_1, duel.revision_2]))
+            built = builds.enter_context(revisions_built_here(duel.revisions()))
         except ArenaError as error:
             return _duel_give_back(duel=duel, worker=worker, problem=error.message)
         _log_local_builds(built, f"duel {duel.pk}")
         result = _duel_result(duel)
     if not duel_record_result(duel=duel, result=result, worker=worker):
         return None
+    # The replay takes over from the live view.
+    LiveEvent.objects.filter(duel_id=duel.pk).delete()
     duel.refresh_from_db()
     duel_finished.send(sender=Duel, duel=duel)
     return None
 
 
+def environment_limits(environment: Environment) -> dict[str, Any]:
+    """The referee's limits that the environment's row sets: an OpenSpiel game's (its
+    organizer may have changed them in the admin); none for a built-in game, whose
+    ``info.yml`` the referee reads itself."""
+    if not environment.spec:
+        return {}
+    return {
+        "move_time": environment.move_time,
+        "time_bank": environment.time_bank,
+        "startup_time": environment.startup_time,
+        "limits": SandboxLimits(
+            memory_mb=environment.memory_mb, cpu_seconds=environment.cpu_seconds
+        ),
+    }
+
+
 def _duel_result(duel: Duel) -> DuelResult:
     """Play the claimed duel, whose agents' builds this host holds."""
-    environment = duel.revision_1.competitor.environment.name
+    environment = duel.revision_1.competitor.environment
+    game = environment.game
+    revisions = duel.revisions()
     try:
-        sources = (revision_agent_source(duel.revision_1), revision_agent_source(duel.revision_2))
+        sources = [revision_agent_source(revision) for revision in revisions]
         backends = duel_backends(duel)
     except (InvalidAgent, ArenaError) as error:
         # A built revision whose files are gone, or an LLM player's key that cannot be
@@ -341,27 +396,59 @@ def _duel_result(duel: Duel) -> DuelResult:
         )
         return _infrastructure_failure(duel, problem)
     # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
-    # takes seconds where a program's takes microseconds.
-    clock = (
-        llm_clock(load_info(environment))
-        if duel.revision_1.competitor.is_llm or duel.revision_2.competitor.is_llm
-        else {}
-    )
-    return run_duel(
-        environment,
-        sources,
-        backend=backends,
-        seed=duel.seed,
-        matches=duel.num_matches,
-        **clock,
+    # takes seconds where a program's takes microseconds. A person gets a person's clock.
+    competitors = [revision.competitor for revision in revisions]
+    clock: dict[str, float] = {}
+    if any(competitor.is_human for competitor in competitors):
+        clock = human_clock()
+    elif any(competitor.is_llm for competitor in competitors):
+        clock = llm_clock(load_info(game))
+    with duel_live_feed(duel_id=duel.pk) as feed:
+        return run_duel(
+            game,
+            sources,
+            backend=backends,
+            seed=duel.seed,
+            matches=duel.num_matches,
+            progress=feed.publish,
+            **{**environment_limits(environment), **clock},
+        )
+
+
+def human_clock() -> dict[str, float]:
+    """The clock of every seat of a game with a person in it (``run_duel`` overrides):
+    ``ARENA_HUMAN_MOVE_SECONDS`` a move, ``ARENA_HUMAN_TIME_BANK_SECONDS`` of bank a
+    match, and a move's time to open the page and be ready."""
+    return {
+        "move_time": settings.ARENA_HUMAN_MOVE_SECONDS,
+        "time_bank": settings.ARENA_HUMAN_TIME_BANK_SECONDS,
+        "startup_time": settings.ARENA_HUMAN_MOVE_SECONDS,
+    }
+
+
+def duel_live_feed(*, duel_id: int) -> LiveFeed:
+    """Where the referee's events of a duel go for its spectators: rows of ``LiveEvent``,
+    a batch at most every ``ARENA_LIVE_FLUSH_SECONDS`` (what an earlier attempt left is
+    dropped first)."""
+    LiveEvent.objects.filter(duel_id=duel_id).delete()
+
+    def store(events: list[dict[str, object]]) -> None:
+        lines = b"\n".join(orjson.dumps(event) for event in events).decode()
+        LiveEvent.objects.create(duel_id=duel_id, lines=lines)
+
+    return LiveFeed(
+        store,
+        interval=settings.ARENA_LIVE_FLUSH_SECONDS,
+        name=f"duel-{duel_id}",
+        # Resolved on the feed's thread: its own connection, not the caller's.
+        thread_done=lambda: connection.close(),
     )
 
 
 def _infrastructure_failure(duel: Duel, problem: str) -> DuelResult:
     return DuelResult(
         environment=duel.revision_1.competitor.environment.name,
-        player_1=str(duel.revision_1),
-        player_2=str(duel.revision_2),
+        players=[str(revision) for revision in duel.revisions()],
         seed=duel.seed,
         infrastructure_error=problem,
     )
@@ -446,7 +533,13 @@ def revision_validate(*, revision_id: int) -> float | None:
             if revision.validation_status == StepStatus.SUCCEEDED:
                 revision_validated.send(sender=Revision, revision=revision)
             return None
-        validation = validate(environment.name, source, backend=sandbox_backend(warm=False))
+        validation = validate(
+            environment.game,
+            source,
+            backend=sandbox_backend(warm=False),
+            matches=environment.validation_matches if environment.spec else None,
+            **environment_limits(environment),
+        )
         log = validation.message
         if validation.duel.player_1_log:
             log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log
@@ -464,6 +557,7 @@ def revision_validate(*, revision_id: int) -> float | None:
                 lease_owner=worker,
                 revision_1=revision,
                 revision_2=revision,
+                num_players=len(validation.duel.players),
                 is_validation=True,
                 num_matches=len(validation.duel.matches) or environment.validation_matches,
                 seed=validation.duel.seed,
@@ -471,6 +565,10 @@ def revision_validate(*, revision_id: int) -> float | None:
                 attempts=1,
                 resend_at=None,
                 started_at=revision.validation_started_at,
+            )
+            DuelPlayer.objects.bulk_create(
+                DuelPlayer(duel=duel, number=number, revision=revision)
+                for number in range(3, duel.num_players + 1)
             )
             duel_record_result(duel=duel, result=validation.duel, worker=worker)
             revision_step_finish(

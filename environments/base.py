@@ -33,9 +33,14 @@ class Environment:
 
     #: Folder name under ``environments/``; set by each game.
     name: ClassVar[str] = ""
-    num_players: ClassVar[int] = 2
+    #: Seats of the game; a game with a ``players`` setting sets it per instance.
+    num_players: int = 2
     #: True when every player acts at every step (rock-paper-scissors).
     simultaneous: ClassVar[bool] = False
+    #: True when a seat's observation hides something another seat knows (cards in a
+    #: hand). Spectators of a running duel then see a match only once it is over, as its
+    #: replay shows it; an adapter may set it per game on the instance.
+    hidden_information: bool = False
 
     def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
         self.configuration: dict[str, JSON] = {
@@ -93,6 +98,16 @@ class Environment:
         """A self-contained HTML fragment of the current state, styled by the
         game's ``static/`` stylesheet (class names prefixed with the game name)."""
         raise NotImplementedError
+
+    def agent_seed(self, seed: int, player: int) -> int:
+        """The seed ``player`` is given for its own randomness in a match of ``seed``. The
+        match seed itself, unless the game draws hidden chance events from it (an OpenSpiel
+        game), which an agent knowing the seed could foresee."""
+        return seed
+
+    def describe_action(self, action: JSON) -> str:
+        """An action as a person reads it in a replay's move list (``readable_action``)."""
+        return readable_action(action)
 
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         """What ``player`` sees, as text for a reader (an LLM's prompt). Built from the
@@ -156,6 +171,13 @@ class Environment:
         )
 
 
+def readable_action(action: JSON) -> str:
+    """An action as a person reads it: ``4``, ``rock``, ``{"square": 3, "piece": 5}``."""
+    if isinstance(action, str):
+        return action
+    return json.dumps(action, ensure_ascii=False)
+
+
 def require_int(player: int, action: JSON, low: int, high: int, what: str) -> int:
     """Check that ``action`` is an int in [low, high]; booleans are not ints here."""
     if isinstance(action, bool) or not isinstance(action, int):
@@ -165,6 +187,32 @@ def require_int(player: int, action: JSON, low: int, high: int, what: str) -> in
     if action < low or action > high:
         raise IllegalAction(player, f"{what} {action} is out of range {low}..{high}")
     return action
+
+
+def require_object(player: int, action: JSON, keys: tuple[str, ...], shape: str) -> dict[str, JSON]:
+    """Check that ``action`` is an object with exactly ``keys``; ``shape`` shows an agent
+    what one looks like (``{"square": ..., "piece": ...}``)."""
+    if not isinstance(action, dict):
+        raise IllegalAction(
+            player, f"action must be an object {shape}, got {type(action).__name__} {cut(action)}"
+        )
+    missing = [key for key in keys if key not in action]
+    unexpected = [key for key in action if key not in keys]
+    if missing or unexpected:
+        problems = [f"missing {key!r}" for key in missing]
+        problems += [f"unexpected {cut(key)}" for key in unexpected]
+        raise IllegalAction(
+            player,
+            f"action must have exactly the keys {' and '.join(map(repr, keys))} "
+            f"({', '.join(problems)})",
+        )
+    return action
+
+
+def cut(value: JSON, limit: int = 80) -> str:
+    """``repr(value)``, shortened to ``limit`` characters for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def replay(environment: Environment, seed: int, actions: list[list[JSON]]) -> list[dict[str, JSON]]:

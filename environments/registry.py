@@ -1,11 +1,16 @@
 """Finding games by name and reading their ``info.yml``.
 
-Each game lives in ``environments/<name>/`` with ``environment.py`` (one
+Each built-in game lives in ``environments/<name>/`` with ``environment.py`` (one
 ``Environment`` subclass), ``info.yml`` and ``static/``. The files are the source
-of truth for limits; the database keeps a copy for browsing (later issues).
+of truth for its limits; the database keeps a copy for browsing.
 
 A one-player Gymnasium game is a folder with only ``info.yml``: its ``gymnasium`` key
 names the Gymnasium id, and the class comes from ``environments.gymnasium_game``.
+
+A name that starts with ``openspiel:`` is an OpenSpiel game spec instead, such as
+``openspiel:go(board_size=9)`` (``environments.openspiel``): its class is made from
+the spec and its limits are per-game defaults, which the organizer may override in
+the database row the admin creates for it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import dataclasses
 import importlib
 import inspect
 import re
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,8 @@ from environments.base import Environment
 
 ENVIRONMENTS_DIR = Path(__file__).resolve().parent
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: The prefix of an OpenSpiel game spec (``environments.openspiel``).
+SPEC_PREFIX = "openspiel:"
 
 
 class UnknownEnvironment(LookupError):
@@ -68,6 +76,7 @@ class EnvironmentInfo:
 
     @property
     def html_class(self) -> str:
+        """The prefix of the class names in the game's HTML and stylesheet."""
         return self.name.replace("_", "-")
 
 
@@ -102,6 +111,11 @@ def environment_names() -> list[str]:
     )
 
 
+def is_spec(name: str) -> bool:
+    """Whether ``name`` names an OpenSpiel game rather than a folder of ``environments/``."""
+    return name.startswith(SPEC_PREFIX)
+
+
 def _check_name(name: str) -> None:
     if not _NAME.match(name) or not (ENVIRONMENTS_DIR / name / "info.yml").is_file():
         known = ", ".join(environment_names())
@@ -110,52 +124,66 @@ def _check_name(name: str) -> None:
 
 @cache
 def load_info(name: str) -> EnvironmentInfo:
+    if is_spec(name):
+        from environments.openspiel import load_spec_info
+
+        return load_spec_info(name)
     _check_name(name)
     path = ENVIRONMENTS_DIR / name / "info.yml"
     raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise InvalidEnvironmentInfo(f"{path}: expected a mapping at the top level")
+    return EnvironmentInfo(name=name, static_dir=path.parent / "static", **info_values(raw, path))
+
+
+def info_values(
+    raw: dict[str, Any], where: object, *, required: Iterable[str] = tuple(_REQUIRED)
+) -> dict[str, Any]:
+    """The fields of ``EnvironmentInfo`` in ``raw`` (read from ``where``), type-checked;
+    ``required`` are the keys that must be there."""
     values: dict[str, Any] = {}
     for key, kind in _REQUIRED.items():
         if key not in raw:
-            raise InvalidEnvironmentInfo(f"{path}: missing {key!r}")
+            if key in required:
+                raise InvalidEnvironmentInfo(f"{where}: missing {key!r}")
+            continue
         value = raw[key]
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise InvalidEnvironmentInfo(f"{path}: {key!r} has the wrong type: {value!r}")
+            raise InvalidEnvironmentInfo(f"{where}: {key!r} has the wrong type: {value!r}")
         if isinstance(value, int | float) and value <= 0:
-            raise InvalidEnvironmentInfo(f"{path}: {key!r} must be positive: {value!r}")
+            raise InvalidEnvironmentInfo(f"{where}: {key!r} must be positive: {value!r}")
         values[key] = value
     for key, kind in _OPTIONAL.items():
         if key in raw:
             value = raw[key]
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise InvalidEnvironmentInfo(
-                    f"{path}: {key!r} must be a positive number: {value!r}"
+                    f"{where}: {key!r} must be a positive number: {value!r}"
                 )
             if not isinstance(value, kind):
-                raise InvalidEnvironmentInfo(f"{path}: {key!r} must be a whole number: {value!r}")
+                raise InvalidEnvironmentInfo(f"{where}: {key!r} must be a whole number: {value!r}")
             values[key] = value
-    values.update(_gymnasium_values(path, raw))
+    values.update(_gymnasium_values(where, raw))
     unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL) - set(_GYMNASIUM_KEYS)
     if unknown:
-        raise InvalidEnvironmentInfo(f"{path}: unknown keys {sorted(unknown)}")
-    return EnvironmentInfo(name=name, static_dir=path.parent / "static", **values)
+        raise InvalidEnvironmentInfo(f"{where}: unknown keys {sorted(unknown)}")
+    return values
 
 
-def _gymnasium_values(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
+def _gymnasium_values(where: object, raw: dict[str, Any]) -> dict[str, Any]:
     if not any(key in raw for key in _GYMNASIUM_KEYS):
         return {}
     gymnasium_id = raw.get("gymnasium")
     if not isinstance(gymnasium_id, str) or not gymnasium_id.strip():
-        raise InvalidEnvironmentInfo(f"{path}: 'gymnasium' must name a Gymnasium id")
+        raise InvalidEnvironmentInfo(f"{where}: 'gymnasium' must name a Gymnasium id")
     if raw["players"] != 1:
-        raise InvalidEnvironmentInfo(f"{path}: a Gymnasium game has 'players: 1'")
+        raise InvalidEnvironmentInfo(f"{where}: a Gymnasium game has 'players: 1'")
     options = raw.get("gymnasium_options", {})
     if not isinstance(options, dict) or not all(isinstance(key, str) for key in options):
-        raise InvalidEnvironmentInfo(f"{path}: 'gymnasium_options' must be a mapping")
+        raise InvalidEnvironmentInfo(f"{where}: 'gymnasium_options' must be a mapping")
     fault_return = raw.get("fault_return", 0.0)
     if isinstance(fault_return, bool) or not isinstance(fault_return, int | float):
-        raise InvalidEnvironmentInfo(f"{path}: 'fault_return' must be a number")
+        raise InvalidEnvironmentInfo(f"{where}: 'fault_return' must be a number")
     return {
         "gymnasium": gymnasium_id,
         "gymnasium_options": tuple(sorted(options.items())),
@@ -165,6 +193,10 @@ def _gymnasium_values(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def load_environment_class(name: str) -> type[Environment]:
+    if is_spec(name):
+        from environments.openspiel import load_spec_class
+
+        return load_spec_class(name)
     _check_name(name)
     info = load_info(name)
     if info.gymnasium:
@@ -188,5 +220,13 @@ def load_environment_class(name: str) -> type[Environment]:
     return classes[0]
 
 
-def make_environment(name: str) -> Environment:
-    return load_environment_class(name)()
+def make_environment(name: str, *, players: int | None = None) -> Environment:
+    """A new game; ``players`` sets its seat count when the game has a ``players`` setting
+    (3 to 6 players, say), and must otherwise be the game's own count."""
+    cls = load_environment_class(name)
+    environment = cls()
+    if players is None or players == environment.num_players:
+        return environment
+    if "players" not in cls.default_configuration():
+        raise ValueError(f"{name} is a game for {environment.num_players} players, not {players}")
+    return cls({"players": players})

@@ -87,7 +87,10 @@ class Harness:
         if kind == "hello":
             self.environment_name = str(message["environment"])
             self._info = load_info(self.environment_name)
-            self._environment = make_environment(self.environment_name)
+            # Set up for the duel's count of players (a game with a ``players`` setting).
+            self._environment = make_environment(
+                self.environment_name, players=int(message.get("player_count") or 2)
+            )
             return {"type": "ready", "name": self.config.model}
         if kind == "start":
             self._begin(int(message["match"]), int(message["player"]))

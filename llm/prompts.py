@@ -30,8 +30,10 @@ _ANSWER_LINE = re.compile(r"^\s*ANSWER:[ \t]*(?P<value>.*?)\s*$", re.MULTILINE)
 
 def system_prompt(info: EnvironmentInfo, environment: Environment, seat: int) -> str:
     configuration = json.dumps(environment.configuration, sort_keys=True)
+    others = environment.num_players - 1
+    against = "another player" if others == 1 else f"{others} other players"
     return (
-        f"You are playing {info.title} against another player. You are player {seat + 1} "
+        f"You are playing {info.title} against {against}. You are player {seat + 1} "
         f"of {environment.num_players}"
         + (" and you move first." if seat == 0 and not environment.simultaneous else ".")
         + f"\n\nThe game: {info.description.strip()}\n\nThe rules: {info.rules.strip()}"

@@ -45,7 +45,13 @@ from referee.duel import llm_clock, run_duel, validate  # noqa: E402
 from referee.evaluation import run_evaluation, validate_evaluation  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from referee.scores import episode_seeds  # noqa: E402
-from referee.standings import Standing, record_duel, shared_ranks, standing_key  # noqa: E402
+from referee.standings import (  # noqa: E402
+    Standing,
+    record_duel,
+    record_group,
+    shared_ranks,
+    standing_key,
+)
 from sandboxes import (  # noqa: E402
     BACKENDS,
     AgentSource,
@@ -121,7 +127,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     def add_common(command: argparse.ArgumentParser) -> None:
-        command.add_argument("environment", help=f"one of: {', '.join(environment_names())}")
+        command.add_argument(
+            "environment",
+            help=f"one of: {', '.join(environment_names())}, or an OpenSpiel game such as "
+            "openspiel:chess or openspiel:go(board_size=9)",
+        )
         command.add_argument("--seed", type=int, help="duel seed (random when omitted)")
         command.add_argument("--move-time", type=float, help="seconds per move (info.yml)")
         command.add_argument("--time-bank", type=float, help="overage seconds per match")
@@ -236,10 +246,11 @@ def round_robin(
     backend: SandboxBackend,
     seed: int | None,
     output: Path | None,
-    overrides: dict[str, object],
+    overrides: dict[str, Any],
 ) -> int:
-    """Validate each agent, play every pair once and print the standings
-    (``referee.standings``: 2 points a duel won, 1 a draw; then wins, then score)."""
+    """Validate each agent, play every pair once (in a game of N players, every group of N)
+    and print the standings (``referee.standings``: 2 points a duel won, 1 a draw, a duel
+    of N counting as one between each two of its players; then wins, then score)."""
     names = [source.name for source in sources]
     if len(set(names)) != len(names):
         raise InvalidAgent(f"agents must have different names, got {', '.join(names)}")
@@ -256,27 +267,31 @@ def round_robin(
     faults = dict.fromkeys(table, 0)
     if output:
         output.mkdir(parents=True, exist_ok=True)
-    for first, second in itertools.combinations(entrants, 2):
-        result = run_duel(environment, (first, second), backend=backend, seed=seed, **overrides)
+    for group in itertools.combinations(entrants, load_info(environment).players):
+        result = run_duel(environment, group, backend=backend, seed=seed, **overrides)
         document = result.as_json()
+        names = [source.name for source in group]
         print(
-            f"duel {first.name} vs {second.name}: {document['result']} "
-            f"{document['player_1_score']:g}-{document['player_2_score']:g}"
+            f"duel {' vs '.join(names)}: {document['result']} "
+            + "-".join(f"{score:g}" for score in document["scores"])
         )
         if result.infrastructure_error:
             print(f"  not scored: {result.infrastructure_error}")
             continue
-        record_duel(
-            table[first.name],
-            table[second.name],
-            result=document["result"],
-            first_score=document["player_1_score"],
-            second_score=document["player_2_score"],
-        )
-        faults[first.name] += document["player_1_errors"]
-        faults[second.name] += document["player_2_errors"]
+        if len(group) == 2:
+            record_duel(
+                table[names[0]],
+                table[names[1]],
+                result=document["result"],
+                first_score=document["player_1_score"],
+                second_score=document["player_2_score"],
+            )
+        else:
+            record_group([table[name] for name in names], scores=document["scores"])
+        for name, errors in zip(names, document["errors"], strict=True):
+            faults[name] += errors
         if output:
-            path = output / f"{environment}-{first.name}-vs-{second.name}.json"
+            path = output / f"{environment}-{'-vs-'.join(names)}.json"
             path.write_text(json.dumps(document, indent=2))
     ranking = sorted(table.values(), key=standing_key)
     print(
@@ -314,9 +329,10 @@ def replay_match(document: dict[str, Any], index: int, html_path: Path | None) -
     if index not in matches:
         raise InvalidAgent(f"no match {index} in this duel (0..{len(matches) - 1})")
     match = matches[index]
-    environment = make_environment(document["environment"])
-    names = {1: document["player_1"], 2: document["player_2"]}
-    seat_names = [names[number] for number in match["seats"]]
+    environment = make_environment(document["environment"], players=len(match["seats"]))
+    # Documents written before games of more than two players name only two.
+    names = document.get("players") or [document["player_1"], document["player_2"]]
+    seat_names = [names[number - 1] for number in match["seats"]]
     pages, lines = [], [f"match {index}: seats {seat_names}, seed {match['seed']}"]
     environment.reset(match["seed"])
     for step, step_actions in enumerate([None, *match["actions"]]):

@@ -1,7 +1,8 @@
-"""The referee: plays a duel of N matches between two sandboxed agents.
+"""The referee: plays a duel of N matches between two to six sandboxed agents.
 
-Each agent is one long-lived process for the whole duel. Seats alternate: player 1
-moves first in even-numbered matches, player 2 in odd ones. Every action is checked
+Each agent is one long-lived process for the whole duel. Seats rotate by one each
+match (``referee.results.seat_rotation``): with two players, player 1 moves first in
+even-numbered matches, player 2 in odd ones. Every action is checked
 against the rules before it is applied, every wait has a deadline, and whatever an
 agent does wrong ends the match as a named fault charged to that agent.
 
@@ -20,6 +21,7 @@ import functools
 import random
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from arena_sdk import protocol
@@ -27,7 +29,14 @@ from arena_sdk import protocol
 from environments.base import Environment, IllegalAction
 from environments.registry import EnvironmentInfo, load_info, make_environment
 from referee.channel import AgentFailure, Arrival, Channel, Wait, gather
-from referee.results import DuelResult, Fault, FaultKind, MatchRecord, Outcome
+from referee.results import (
+    DuelResult,
+    Fault,
+    FaultKind,
+    MatchRecord,
+    outcome_of,
+    seat_rotation,
+)
 from sandboxes.base import (
     AgentSource,
     SandboxBackend,
@@ -35,6 +44,9 @@ from sandboxes.base import (
     SandboxError,
     SandboxLimits,
 )
+
+#: Told each event of a running duel as it happens (``Referee.progress``).
+Progress = Callable[[dict[str, Any]], None]
 
 MAX_RESTARTS = 1
 #: How long an agent may take to exit after ``bye`` before it is killed.
@@ -137,23 +149,35 @@ class Referee:
         self,
         *,
         environment: str,
-        sources: tuple[AgentSource, AgentSource],
+        sources: Sequence[AgentSource],
         settings: DuelSettings,
-        backend: SandboxBackend | tuple[SandboxBackend, SandboxBackend],
+        backend: SandboxBackend | tuple[SandboxBackend, ...],
         seed: int | None = None,
+        progress: Progress | None = None,
     ) -> None:
-        """``backend`` starts both agents, or is a pair: player 1's, then player 2's (an
-        online agent's seat beside a hosted one)."""
+        """One source per player, as many as the game has seats (a game with a
+        ``players`` setting is set up for their count). ``backend`` starts every agent, or
+        is one per player (an online agent's seat beside hosted ones).
+
+        ``progress``, if given, is called on the referee's thread with each public event
+        of the duel as it happens: ``match`` (a match begins: its index, seed and first
+        player), ``step`` (the actions of a step, by seat, once applied) and
+        ``match_end`` (its result and every player's score). It must return at once
+        (buffer, do not send); what it raises is not the agents' fault and ends the duel
+        in error."""
         self.environment_name = environment
-        self.environment: Environment = make_environment(environment)
+        self.environment: Environment = make_environment(environment, players=len(sources))
         self.settings = settings
-        backends = backend if isinstance(backend, tuple) else (backend, backend)
+        backends = backend if isinstance(backend, tuple) else (backend,) * len(sources)
+        if len(backends) != len(sources):
+            raise ValueError(f"{len(sources)} players but {len(backends)} sandbox backends")
         self.seed = random.SystemRandom().randrange(2**31) if seed is None else seed
         #: One per seat; an evaluation (``referee.evaluation``) has a single one.
-        self.contestants: tuple[Contestant, ...] = (
-            Contestant(1, sources[0], backends[0]),
-            Contestant(2, sources[1], backends[1]),
+        self.contestants: tuple[Contestant, ...] = tuple(
+            Contestant(number, source, backends[number - 1])
+            for number, source in enumerate(sources, start=1)
         )
+        self.progress = progress
         self.request_id = 0
         self.startup_faults: dict[int, Fault] = {}
         self._match_index = 0
@@ -283,26 +307,18 @@ class Referee:
             record.faults.append(fault)
 
     def _score(self, record: MatchRecord, seat_scores: list[float]) -> None:
-        seats = record.seats
-        by_player = {seats[seat]: score for seat, score in enumerate(seat_scores)}
-        record.player_1_score = by_player[1]
-        record.player_2_score = by_player[2]
-        if record.player_1_score > record.player_2_score:
-            record.result = Outcome.PLAYER_1_WIN
-        elif record.player_2_score > record.player_1_score:
-            record.result = Outcome.PLAYER_2_WIN
-        else:
-            record.result = Outcome.DRAW
+        for seat, player in enumerate(record.seats):
+            record.scores[player - 1] = seat_scores[seat]
+        record.result = outcome_of(record.scores)
 
     def _score_faults(self, record: MatchRecord) -> None:
-        """A fault loses the match; two at fault both get nothing."""
+        """A fault loses the match: each player at fault scores 0, every other 1 (all at
+        fault: a draw at 0)."""
         guilty = {fault.player for fault in record.faults}
-        record.player_1_score = 0.0 if 1 in guilty else 1.0
-        record.player_2_score = 0.0 if 2 in guilty else 1.0
-        if guilty == {1, 2}:
-            record.result = Outcome.DRAW
-        else:
-            record.result = Outcome.PLAYER_2_WIN if 1 in guilty else Outcome.PLAYER_1_WIN
+        record.scores = [
+            0.0 if player in guilty else 1.0 for player in range(1, len(record.seats) + 1)
+        ]
+        record.result = outcome_of(record.scores)
         record.error_msg = "; ".join(fault.describe() for fault in record.faults)
 
     def _charge(self, contestant: Contestant, failure: AgentFailure, step: int | None) -> Fault:
@@ -414,28 +430,44 @@ class Referee:
 
     def _play_match(self, index: int) -> MatchRecord:
         self._match_index = index
-        first = 1 if index % 2 == 0 else 2
         seed = self._match_seed(index)
-        record = MatchRecord(index=index, seed=seed, first_player=first)
+        record = MatchRecord(
+            index=index, seed=seed, seats=seat_rotation(len(self.contestants), index)
+        )
         started = time.monotonic()
-        one, two = self.contestants
-        seats = [one, two] if first == 1 else [two, one]
+        seats = [self.contestants[player - 1] for player in record.seats]
 
         self._ensure_running()
         unavailable = [contestant for contestant in seats if contestant.broken is not None]
         if unavailable:
             self._forfeit(record, unavailable)
             self._score_faults(record)
+            self._tell_end(record)
             record.duration = time.monotonic() - started
             return record
 
         environment = self.environment
         environment.reset(seed)
+        if self.progress is not None:
+            self.progress(
+                {
+                    "type": "match",
+                    "match": index,
+                    "seed": seed,
+                    "first_player": record.seats[0],
+                    "seats": list(record.seats),
+                }
+            )
         for seat, contestant in enumerate(seats):
             assert contestant.channel is not None
             try:
                 contestant.channel.send(
-                    {"type": protocol.START, "match": index, "player": seat, "seed": seed},
+                    {
+                        "type": protocol.START,
+                        "match": index,
+                        "player": seat,
+                        "seed": environment.agent_seed(seed, seat),
+                    },
                     time.monotonic() + self.settings.move_time,
                 )
             except AgentFailure as failure:
@@ -463,6 +495,10 @@ class Referee:
                 break
             environment.apply(actions)
             record.actions.append([actions.get(seat) for seat in range(len(seats))])
+            if self.progress is not None:
+                self.progress(
+                    {"type": "step", "match": index, "step": step, "actions": record.actions[-1]}
+                )
             record.timings.append(
                 [round(timings[seat], 6) if seat in timings else None for seat in range(len(seats))]
             )
@@ -472,6 +508,7 @@ class Referee:
             self._score_faults(record)
         else:
             self._score(record, environment.scores())
+        self._tell_end(record)
         self._send_end(record, seats)
         for contestant in seats:
             transcript = contestant.transcript(index)
@@ -485,11 +522,21 @@ class Referee:
         record.duration = time.monotonic() - started
         return record
 
+    def _tell_end(self, record: MatchRecord) -> None:
+        if self.progress is not None:
+            self.progress(
+                {
+                    "type": "match_end",
+                    "match": record.index,
+                    "result": record.result.value,
+                    "scores": list(record.scores),
+                    "ranks": record.ranks,
+                    "reason": record.error_msg,
+                }
+            )
+
     def _send_end(self, record: MatchRecord, seats: list[Contestant]) -> None:
-        scores = [
-            record.player_1_score if contestant.number == 1 else record.player_2_score
-            for contestant in seats
-        ]
+        scores = [record.scores[contestant.number - 1] for contestant in seats]
         for seat, contestant in enumerate(seats):
             if contestant.channel is None or contestant.broken is not None:
                 continue
@@ -511,16 +558,14 @@ class Referee:
     # -- the duel -------------------------------------------------------------
 
     def play(self) -> DuelResult:
-        one, two = self.contestants
         result = DuelResult(
             environment=self.environment_name,
-            player_1=one.source.name,
-            player_2=two.source.name,
+            players=[contestant.source.name for contestant in self.contestants],
             seed=self.seed,
         )
         started = time.monotonic()
         try:
-            self._launch([one, two])
+            self._launch(list(self.contestants))
             for index in range(self.settings.matches):
                 result.matches.append(self._play_match(index))
         except Exception as error:
@@ -536,10 +581,8 @@ class Referee:
                     for contestant in self.contestants
                 ]:
                     stopped.result()
-        result.player_1_restarts = one.restarts
-        result.player_2_restarts = two.restarts
-        result.player_1_log = one.log()
-        result.player_2_log = two.log()
+        result.restarts = [contestant.restarts for contestant in self.contestants]
+        result.logs = [contestant.log() for contestant in self.contestants]
         result.duration = time.monotonic() - started
         return result
 
@@ -565,14 +608,15 @@ def llm_clock(info: EnvironmentInfo) -> dict[str, float]:
 
 def run_duel(
     environment: str,
-    sources: tuple[AgentSource, AgentSource],
+    sources: Sequence[AgentSource],
     *,
-    backend: SandboxBackend | tuple[SandboxBackend, SandboxBackend],
+    backend: SandboxBackend | tuple[SandboxBackend, ...],
     seed: int | None = None,
+    progress: Progress | None = None,
     **overrides: Any,
 ) -> DuelResult:
     """Play a duel with the limits of the environment's ``info.yml`` unless overridden;
-    ``backend`` may be a pair, one per player."""
+    ``backend`` may be one per player; ``progress`` see ``Referee``."""
     settings = DuelSettings.from_info(load_info(environment), **overrides)
     return Referee(
         environment=environment,
@@ -580,6 +624,7 @@ def run_duel(
         settings=settings,
         backend=backend,
         seed=seed,
+        progress=progress,
     ).play()
 
 
@@ -603,11 +648,12 @@ def validate(
     seed: int | None = None,
     **overrides: Any,
 ) -> ValidationResult:
-    """Self-play: the agent plays a copy of itself; any fault of either copy fails it."""
+    """Self-play: the agent plays copies of itself in every seat of the game; any fault of
+    any copy fails it."""
     info = load_info(environment)
     if overrides.get("matches") is None:
         overrides["matches"] = info.validation_matches
-    duel = run_duel(environment, (source, source), backend=backend, seed=seed, **overrides)
+    duel = run_duel(environment, (source,) * info.players, backend=backend, seed=seed, **overrides)
     if duel.infrastructure_error:
         return ValidationResult(
             False, f"validation could not run (not the agent's fault): {duel.error_msg}", duel
@@ -618,7 +664,7 @@ def validate(
             True, f"validated: {len(duel.matches)} self-play matches without a fault", duel
         )
     first = faults[0]
-    log = duel.player_1_log if first.player == 1 else duel.player_2_log
+    log = duel.logs[first.player - 1]
     return ValidationResult(False, validation_failure(faults, log, "self-play matches"), duel)
 
 

@@ -13,6 +13,8 @@ class Outcome(enum.StrEnum):
     PLAYER_1_WIN = "PLAYER_1_WIN"
     PLAYER_2_WIN = "PLAYER_2_WIN"
     DRAW = "DRAW"
+    #: More than two players, not all equal: the scores rank them (``ranks_from_scores``).
+    RANKED = "RANKED"
     #: Something outside both agents failed; never scored, to be played again.
     ERROR = "ERROR"
 
@@ -78,9 +80,31 @@ _FAULT_TEXTS: dict[FaultKind, tuple[str, str]] = {
 }
 
 
+def ranks_from_scores(scores: list[float]) -> list[int]:
+    """Each player's rank, best first by score; equal scores share a rank (1, 2, 2, 4)."""
+    return [1 + sum(1 for other in scores if other > score) for score in scores]
+
+
+def outcome_of(scores: list[float]) -> Outcome:
+    """The result the players' scores give: who of two won, or (more than two) ranked."""
+    if len(set(scores)) <= 1:
+        return Outcome.DRAW
+    if len(scores) > 2:
+        return Outcome.RANKED
+    return Outcome.PLAYER_1_WIN if scores[0] > scores[1] else Outcome.PLAYER_2_WIN
+
+
+def seat_rotation(players: int, index: int) -> list[int]:
+    """The duel player in each environment seat of match ``index``: the seats turn by one
+    each match (two players: 1 first, then 2 first), so over a multiple of ``players``
+    matches everyone sits in every seat equally often; otherwise the first seats of the
+    rotation come round once more than the rest."""
+    return [(seat + index) % players + 1 for seat in range(players)]
+
+
 @dataclasses.dataclass
 class Fault:
-    player: int  # 1 or 2, the duel's numbering
+    player: int  # 1 to N, the duel's numbering
     kind: FaultKind
     message: str
     step: int | None = None
@@ -105,26 +129,42 @@ class MatchRecord:
 
     index: int
     seed: int
-    #: Which duel player (1 or 2) sat in the environment's seat 0.
-    first_player: int
+    #: The duel player (1 to N) in each environment seat.
+    seats: list[int]
     result: Outcome = Outcome.ERROR
     error_msg: str = ""
-    player_1_score: float = 0.0
-    player_2_score: float = 0.0
+    #: Each duel player's score, player 1's first.
+    scores: list[float] = dataclasses.field(default_factory=list)
     faults: list[Fault] = dataclasses.field(default_factory=list)
     #: One entry per step, one slot per environment seat (None: did not act).
     actions: list[list[Any]] = dataclasses.field(default_factory=list)
     #: Seconds each action took, same shape as ``actions``.
     timings: list[list[float | None]] = dataclasses.field(default_factory=list)
     duration: float = 0.0
-    #: Duel player (1 or 2) -> its conversation in this match, for seats that keep one
+    #: Duel player -> its conversation in this match, for seats that keep one
     #: (an LLM player's: every prompt and answer, ``llm.records``).
     transcripts: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.scores:
+            self.scores = [0.0] * len(self.seats)
+
     @property
-    def seats(self) -> list[int]:
-        """Duel player (1 or 2) in each environment seat."""
-        return [1, 2] if self.first_player == 1 else [2, 1]
+    def first_player(self) -> int:
+        """The duel player in the environment's first seat."""
+        return self.seats[0]
+
+    @property
+    def player_1_score(self) -> float:
+        return self.scores[0]
+
+    @property
+    def player_2_score(self) -> float:
+        return self.scores[1]
+
+    @property
+    def ranks(self) -> list[int]:
+        return ranks_from_scores(self.scores)
 
     def as_json(self) -> dict[str, Any]:
         document = {
@@ -136,6 +176,8 @@ class MatchRecord:
             "error_msg": self.error_msg,
             "player_1_score": self.player_1_score,
             "player_2_score": self.player_2_score,
+            "scores": self.scores,
+            "ranks": self.ranks,
             "faults": [fault.as_json() for fault in self.faults],
             "actions": self.actions,
             "timings": self.timings,
@@ -152,23 +194,60 @@ class MatchRecord:
 @dataclasses.dataclass
 class DuelResult:
     environment: str
-    player_1: str
-    player_2: str
+    #: The players' names, player 1's first (two to six of them).
+    players: list[str]
     seed: int
     matches: list[MatchRecord] = dataclasses.field(default_factory=list)
     #: Set when the duel could not be played at all for reasons outside the agents.
     infrastructure_error: str = ""
-    player_1_restarts: int = 0
-    player_2_restarts: int = 0
-    player_1_log: str = ""
-    player_2_log: str = ""
+    #: Each player's restarts and log, in player order (empty until the duel is over).
+    restarts: list[int] = dataclasses.field(default_factory=list)
+    logs: list[str] = dataclasses.field(default_factory=list)
     duration: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.restarts = self.restarts or [0] * len(self.players)
+        self.logs = self.logs or [""] * len(self.players)
+
+    @property
+    def player_1(self) -> str:
+        return self.players[0]
+
+    @property
+    def player_2(self) -> str:
+        return self.players[1]
+
+    @property
+    def player_1_restarts(self) -> int:
+        return self.restarts[0]
+
+    @property
+    def player_2_restarts(self) -> int:
+        return self.restarts[1]
+
+    @property
+    def player_1_log(self) -> str:
+        return self.logs[0]
+
+    @property
+    def player_2_log(self) -> str:
+        return self.logs[1]
 
     def _count(self, predicate: Any) -> int:
         return sum(1 for match in self.matches if predicate(match))
 
     def errors_of(self, player: int) -> int:
         return self._count(lambda match: any(fault.player == player for fault in match.faults))
+
+    def wins_of(self, player: int) -> int:
+        """Matches ``player`` won outright: the best score, shared with nobody."""
+        return self._count(
+            lambda match: (
+                match.result is not Outcome.ERROR
+                and match.ranks[player - 1] == 1
+                and match.ranks.count(1) == 1
+            )
+        )
 
     @property
     def other_errors(self) -> int:
@@ -177,22 +256,26 @@ class DuelResult:
         )
 
     @property
+    def scores(self) -> list[float]:
+        """Each player's total match score, player 1's first."""
+        return [
+            sum(match.scores[player] for match in self.matches)
+            for player in range(len(self.players))
+        ]
+
+    @property
     def player_1_score(self) -> float:
-        return sum(match.player_1_score for match in self.matches)
+        return self.scores[0]
 
     @property
     def player_2_score(self) -> float:
-        return sum(match.player_2_score for match in self.matches)
+        return self.scores[1]
 
     @property
     def result(self) -> Outcome:
         if self.other_errors:
             return Outcome.ERROR
-        if self.player_1_score > self.player_2_score:
-            return Outcome.PLAYER_1_WIN
-        if self.player_2_score > self.player_1_score:
-            return Outcome.PLAYER_2_WIN
-        return Outcome.DRAW
+        return outcome_of(self.scores)
 
     @property
     def error_msg(self) -> str:
@@ -215,17 +298,26 @@ class DuelResult:
             "player_1_errors": self.errors_of(1),
             "player_2_errors": self.errors_of(2),
             "other_errors": self.other_errors,
-            "player_1_wins": self._count(lambda m: m.result is Outcome.PLAYER_1_WIN),
-            "player_2_wins": self._count(lambda m: m.result is Outcome.PLAYER_2_WIN),
+            "player_1_wins": self.wins_of(1),
+            "player_2_wins": self.wins_of(2),
             "draws": self._count(lambda m: m.result is Outcome.DRAW),
             "player_1_score": self.player_1_score,
             "player_2_score": self.player_2_score,
-            "player_1_restarts": self.player_1_restarts,
-            "player_2_restarts": self.player_2_restarts,
+            "player_1_restarts": self.restarts[0],
+            "player_2_restarts": self.restarts[1],
+            # Every player's figures, player 1's first (the fields above are the first two's).
+            "num_players": len(self.players),
+            "players": self.players,
+            "scores": self.scores,
+            "ranks": ranks_from_scores(self.scores),
+            "wins": [self.wins_of(player) for player in range(1, len(self.players) + 1)],
+            "errors": [self.errors_of(player) for player in range(1, len(self.players) + 1)],
+            "restarts": self.restarts,
             "duration": round(self.duration, 6),
             "matches": [match.as_json() for match in self.matches],
         }
         if include_logs:
-            document["player_1_log"] = self.player_1_log
-            document["player_2_log"] = self.player_2_log
+            document["player_1_log"] = self.logs[0]
+            document["player_2_log"] = self.logs[1]
+            document["logs"] = self.logs
         return document

@@ -5,6 +5,10 @@ A duel won (or a bye) is worth 2 points, a draw 1, a loss 0. Players rank by poi
 duels won, then by total match score; players equal on all three share a rank (1, 2, 2, 4).
 A duel that failed for a reason outside the agents is not scored at all.
 
+A duel of more than two players counts as the duels each two of its players would have
+played: every player wins, draws or loses against each other one by their total match
+scores (``record_group``), so a sole winner of a 4-player duel gets 3 wins and 6 points.
+
 Swiss adds a tie-break after points, Buchholz: the sum of the opponents' points (a
 stronger field met ranks higher). A bye counts as a virtual opponent on the player's own
 points, as FIDE's tie-break rules do, so sitting out neither helps nor hurts.
@@ -13,6 +17,7 @@ points, as FIDE's tie-break rules do, so sitting out neither helps nor hurts.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
@@ -59,6 +64,23 @@ def record_duel(
     winner.wins += 1
     winner.points += WIN_POINTS
     loser.losses += 1
+
+
+def record_group(records: Sequence[Record], *, scores: Sequence[float]) -> None:
+    """Add a scored duel of two or more players (``scores``: their total match scores,
+    in player order): one duel between each two of them, decided by their scores."""
+    for (first, first_score), (second, second_score) in itertools.combinations(
+        zip(records, scores, strict=True), 2
+    ):
+        if first_score > second_score:
+            result = Outcome.PLAYER_1_WIN
+        elif second_score > first_score:
+            result = Outcome.PLAYER_2_WIN
+        else:
+            result = Outcome.DRAW
+        record_duel(first, second, result=result, first_score=0.0, second_score=0.0)
+    for record, score in zip(records, scores, strict=True):
+        record.score += score
 
 
 def bye_points(byes: int) -> int:

@@ -12,6 +12,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import transaction
@@ -19,6 +20,7 @@ from django.db import transaction
 from core.models import Competitor, Environment, Revision, User
 from core.services import competitor_get_or_create, environments_import, revision_create
 from tests.support.docker import remove_revision_images
+from tests.support.workers import wait_for
 
 PLAYERS = Path(__file__).resolve().parents[1] / "example_players"
 
@@ -81,3 +83,15 @@ def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None)
             info.external_attr = (stat.S_IFLNK | 0o777) << 16
             archive.writestr(info, target)
     return buffer.getvalue()
+
+
+def upload_validated(*args: Any, **kwargs: Any) -> Revision:
+    """``upload`` where tasks go to a real broker (``celery_workers``, with a worker on
+    the build and duels queues started): returns the revision once validated."""
+    revision = upload(*args, **kwargs)
+    wait_for(
+        lambda: Revision.objects.validated().filter(pk=revision.pk).exists(),
+        timeout=120,
+        what=f"{revision} to be validated",
+    )
+    return Revision.objects.get(pk=revision.pk)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -25,6 +26,7 @@ from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.models import (
+    DuelPlayer,
     DuelStatus,
     Environment,
     LeaderboardEntry,
@@ -67,11 +69,53 @@ def leaderboard_key(environment: Environment, current: Iterable[int]) -> str:
     return hashlib.sha256(seen.encode()).hexdigest()
 
 
-def _games(matches: QuerySet[Match]) -> tuple[list[Games], dict[int, _Record]]:
+def _pairs_of_more_players(
+    matches: QuerySet[Match], among: set[int] | None
+) -> dict[tuple[int, int], tuple[int, float, int]]:
+    """The matches of more than two players, as one game for each two of their players:
+    by (revision in the earlier seat, the other) the games, the first one's points (1 a
+    win, 1/2 a draw, by the match's scores) and the draws."""
+    rows = list(
+        matches.filter(duel__num_players__gt=2)
+        .order_by()
+        .values_list(
+            "duel_id", "duel__revision_1_id", "duel__revision_2_id", "seat_players", "scores"
+        )
+    )
+    more: dict[int, dict[int, int]] = defaultdict(dict)
+    for duel, number, revision in DuelPlayer.objects.filter(
+        duel__in={row[0] for row in rows}
+    ).values_list("duel_id", "number", "revision_id"):
+        more[duel][number] = revision
+    pairs: dict[tuple[int, int], tuple[int, float, int]] = {}
+    for duel, one, two, seats, scores in rows:
+        revisions = {1: one, 2: two, **more[duel]}
+        for first_seat, second_seat in itertools.combinations(range(len(seats)), 2):
+            first, second = seats[first_seat], seats[second_seat]
+            key = (revisions[first], revisions[second])
+            if among is not None and not set(key) <= among:
+                continue
+            mine, theirs = scores[first - 1], scores[second - 1]
+            games, points, draws = pairs.get(key, (0, 0.0, 0))
+            pairs[key] = (
+                games + 1,
+                points + (1.0 if mine > theirs else 0.5 if mine == theirs else 0.0),
+                draws + (mine == theirs),
+            )
+    return pairs
+
+
+def _games(
+    matches: QuerySet[Match], *, among: set[int] | None = None
+) -> tuple[list[Games], dict[int, _Record]]:
     """``matches`` counted by pairing (of revisions) and seat order, and every
-    revision's record."""
+    revision's record; a match of more than two players counts as a game between each
+    two of them. ``among``: only games between these revisions."""
+    two_player = matches.filter(duel__num_players=2)
+    if among is not None:
+        two_player = two_player.filter(duel__revision_1__in=among, duel__revision_2__in=among)
     counts = (
-        matches.order_by()
+        two_player.order_by()
         .values("duel__revision_1_id", "duel__revision_2_id", "first_player")
         .annotate(
             games=Count("pk"),
@@ -96,6 +140,18 @@ def _games(matches: QuerySet[Match]) -> tuple[list[Games], dict[int, _Record]]:
             record.wins += wins
             record.draws += draws
             record.losses += losses
+    for (first, second), (total, points, draws) in _pairs_of_more_players(matches, among).items():
+        games.append(Games(first, second, total, points))
+        first_wins = points - draws / 2
+        for revision, wins, losses in (
+            (first, first_wins, total - first_wins - draws),
+            (second, total - first_wins - draws, first_wins),
+        ):
+            record = records[revision]
+            record.matches += total
+            record.wins += round(wins)
+            record.draws += draws
+            record.losses += round(losses)
     return games, records
 
 
@@ -109,11 +165,7 @@ def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
     if key == stored and not force:
         return False
     rated = RatingChange.objects.filter(match=OuterRef("pk"), pk__gt=_last_reset(environment))
-    games, records = _games(
-        Match.objects.filter(
-            Exists(rated), duel__revision_1__in=current, duel__revision_2__in=current
-        )
-    )
+    games, records = _games(Match.objects.filter(Exists(rated)), among=set(current))
     played = [revision for revision in current if records[revision].matches]
     now = timezone.now()
     entries: list[LeaderboardEntry] = []

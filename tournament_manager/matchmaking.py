@@ -16,6 +16,11 @@ their duels have slots of their own, since they cost the workers little CPU. So 
 duels of LLM players (``waits_on_network``), which mostly wait on their model's server;
 an LLM player otherwise meets anyone at any time, like a hosted agent.
 
+Games of more than two players are matched in groups (``groupings``): the agent that has
+waited longest (with its bonus) anchors a group, which is filled one agent at a time with
+the one that adds the most: its own bonus plus its uncertainty with every agent already
+in the group; then the next anchor, until the slots are filled.
+
 No agent waits forever: a pair that leaves out the agent A who has waited longest wins
 only if both its agents have waited almost as long as A (within what quality and the
 newcomer bonus can be worth), and an agent that just played has not; so once A has
@@ -120,4 +125,52 @@ class Matchmaker:
             free[kind] -= 1
             if not any(free.values()):
                 break
+        return chosen
+
+    def groupings(
+        self,
+        agents: Sequence[LadderAgent],
+        *,
+        size: int,
+        slots: int,
+        online_slots: int = 0,
+    ) -> list[tuple[LadderAgent, ...]]:
+        """Disjoint groups of ``size`` agents (``pairings`` when it is 2), each agent of a
+        group allowed to meet every other; slots as in ``pairings``."""
+        if size == 2:
+            return list(self.pairings(agents, slots=slots, online_slots=online_slots))
+        free = {False: max(0, slots), True: max(0, online_slots)}
+        chosen: list[tuple[LadderAgent, ...]] = []
+        left = sorted(agents, key=lambda agent: (-self.bonus(agent), agent.key))
+        for anchor in list(left):
+            if not any(free.values()):
+                break
+            if anchor not in left:
+                continue
+            group = [anchor]
+            while len(group) < size:
+                candidates = [
+                    agent
+                    for agent in left
+                    if agent not in group and all(self.may_meet(agent, member) for member in group)
+                ]
+                if not candidates:
+                    break
+                group.append(
+                    max(
+                        candidates,
+                        key=lambda agent: (
+                            self.bonus(agent)
+                            + sum(self.uncertainty(agent, member) for member in group),
+                            -agent.key,
+                        ),
+                    )
+                )
+            kind = any(agent.networked for agent in group)
+            if len(group) < size or not free[kind]:
+                continue
+            chosen.append(tuple(group))
+            free[kind] -= 1
+            for agent in group:
+                left.remove(agent)
         return chosen

@@ -1,12 +1,14 @@
-"""openskill ratings (Plackett-Luce, mu 25, sigma 25/3), updated from every match."""
+"""openskill ratings (Plackett-Luce, mu 25, sigma 25/3), updated from every match of two
+or more players."""
 
 from __future__ import annotations
 
 from django.db import transaction
 from openskill.models import PlackettLuce
 
-from core.models import Competitor, Duel, Match, Rating, RatingChange
+from core.models import Competitor, Duel, Rating, RatingChange
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
+from referee.results import ranks_from_scores
 
 _MODEL = PlackettLuce(mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
 
@@ -16,50 +18,34 @@ def rating_for(competitor: Competitor) -> Rating:
     return rating
 
 
-def _ranks(match: Match) -> list[int]:
-    if match.player_1_score > match.player_2_score:
-        return [1, 2]
-    if match.player_2_score > match.player_1_score:
-        return [2, 1]
-    return [1, 1]
-
-
 def ratings_update_from_duel(*, duel: Duel) -> None:
-    """Rate every match of a finished duel in order, logging each change.
+    """Rate every match of a finished duel in order, logging each change: one team of one
+    per player, ranked by the match's scores (equal scores tie), so a duel of more than two
+    players updates every one of them at once.
 
-    Self-play and duels between two revisions of one competitor change nothing.
+    Self-play, and duels in which one competitor holds two seats, change nothing.
     """
-    first = duel.revision_1.competitor
-    second = duel.revision_2.competitor
-    if first.pk == second.pk:
+    competitors = [revision.competitor for revision in duel.revisions()]
+    if len({competitor.pk for competitor in competitors}) < len(competitors):
         return
     with transaction.atomic():
-        ratings = {
+        for competitor in competitors:
+            rating_for(competitor)
+        locked = {
             rating.competitor_id: rating
-            for rating in Rating.objects.select_for_update().filter(
-                competitor__in=[rating_for(first).competitor, rating_for(second).competitor]
-            )
+            for rating in Rating.objects.select_for_update().filter(competitor__in=competitors)
         }
-        one, two = ratings[first.pk], ratings[second.pk]
+        ratings = [locked[competitor.pk] for competitor in competitors]
         changes = []
         for match in duel.matches.order_by("index"):
-            before = [(one.mu, one.sigma), (two.mu, two.sigma)]
-            [[new_one], [new_two]] = _MODEL.rate(
-                [
-                    [_MODEL.rating(mu=one.mu, sigma=one.sigma)],
-                    [_MODEL.rating(mu=two.mu, sigma=two.sigma)],
-                ],
-                ranks=_ranks(match),
+            before = [(rating.mu, rating.sigma) for rating in ratings]
+            teams = _MODEL.rate(
+                [[_MODEL.rating(mu=rating.mu, sigma=rating.sigma)] for rating in ratings],
+                ranks=ranks_from_scores(match.player_scores),
             )
-            one.mu, one.sigma, two.mu, two.sigma = (
-                new_one.mu,
-                new_one.sigma,
-                new_two.mu,
-                new_two.sigma,
-            )
-            one.games += 1
-            two.games += 1
-            for rating, (mu, sigma) in ((one, before[0]), (two, before[1])):
+            for rating, [new], (mu, sigma) in zip(ratings, teams, before, strict=True):
+                rating.mu, rating.sigma = new.mu, new.sigma
+                rating.games += 1
                 changes.append(
                     RatingChange(
                         rating=rating,
@@ -71,8 +57,8 @@ def ratings_update_from_duel(*, duel: Duel) -> None:
                         sigma_after=rating.sigma,
                     )
                 )
-        one.save()
-        two.save()
+        for rating in ratings:
+            rating.save()
         RatingChange.objects.bulk_create(changes)
 
 

@@ -2,14 +2,19 @@
 
 Three formats:
 
-- round robin: every pair of participants plays one duel;
+- round robin: every pair of participants plays one duel; in a game of more than two
+  players (N seats), every group of N participants plays one duel (``round_robin_groups``);
 - Swiss: a set number of rounds; round 1 pairs by seed, each next round (scheduled by the
   tournament manager once the previous one is over) pairs by score groups, avoiding
   rematches (``tournament_manager.pairing``); when the count is odd, one player sits out
   with a bye worth a won duel;
 - continuous ladder: runs until stopped; the newest validated revision of every
   competitor plays, paired by ``tournament_manager.matchmaking``, a few duels at a time;
-  its standings are the rating leaderboard (mu - 3 sigma).
+  its standings are the rating leaderboard (mu - 3 sigma); in a game of N players it
+  matches groups of N.
+
+Swiss pairs two players; a game of more than two is refused for it (a round robin or a
+ladder plays it).
 
 Points: 2 for a duel won (or a bye), 1 for a draw; standings by points, then (Swiss)
 Buchholz, then duel wins, then total match score; ties share a rank; a withdrawn
@@ -28,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -42,6 +48,7 @@ from core import dispatch
 from core.errors import ArenaError
 from core.models import (
     Duel,
+    DuelPlayer,
     DuelResult,
     DuelStatus,
     Environment,
@@ -60,6 +67,7 @@ from referee.standings import (
     buchholz_scores,
     bye_points,
     record_duel,
+    record_group,
     shared_ranks,
     standing_key,
 )
@@ -80,6 +88,9 @@ PLAY_DUEL = "duel_runner.tasks.play_duel"
 PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
 PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
 ACTIVE = (DuelStatus.QUEUED, DuelStatus.RUNNING)
+#: The most duels a round robin of a game of more than two players schedules: every group
+#: of N among P participants is C(P, N) duels, which grows fast.
+MAX_ROUND_ROBIN_GROUPS = 500
 
 
 # --- creating and launching ----------------------------------------------------------
@@ -112,6 +123,11 @@ def tournament_create(
         )
     if format == TournamentFormat.SWISS and not rounds:
         raise ArenaError("a Swiss tournament needs a number of rounds (1 or more)")
+    if format == TournamentFormat.SWISS and environment.players > 2:
+        raise ArenaError(
+            f"Swiss pairs two players, and {environment} seats {environment.players}: "
+            "play it as a round robin or a ladder"
+        )
     revisions = list(revisions)
     competitors = [revision.competitor_id for revision in revisions]
     if len(set(competitors)) != len(competitors):
@@ -187,19 +203,53 @@ def tournament_launch(*, tournament: Tournament) -> Tournament:
                 .select_related("revision")
                 .order_by("pk")
             )
+            seats = launched.environment.players
             if len(participants) < 2:
                 raise ArenaError("a tournament needs at least two participants")
+            if len(participants) < seats:
+                raise ArenaError(
+                    f"a tournament of {launched.environment} needs at least {seats} participants"
+                )
             if launched.format == TournamentFormat.SWISS:
+                if seats > 2:
+                    raise ArenaError(
+                        f"Swiss pairs two players, and {launched.environment} seats {seats}"
+                    )
                 duels = _swiss_first_round(launched, participants)
             else:
-                pairs = itertools.combinations(participants, 2)
                 duels = _create_duels(
-                    launched, [(one.revision_id, two.revision_id) for one, two in pairs]
+                    launched, round_robin_groups([p.revision_id for p in participants], seats)
                 )
         tournament_settle(tournament=launched, rerank=True)
         _start(duels)
     launched.refresh_from_db()
     return launched
+
+
+def round_robin_groups(revisions: Sequence[int], seats: int) -> list[tuple[int, ...]]:
+    """Who plays whom in a round robin: every pair once (two seats) or, with more seats,
+    every group of ``seats`` participants once, so any two participants meet equally often
+    (in C(P-2, N-2) duels) and each plays every set of N-1 others once. Player 1 of each
+    group is the member who has been player 1 least so far, the others following in turn
+    after it, so everyone is player 1 about equally often; the seats of the game then
+    rotate within each duel (``referee.results.seat_rotation``), which sits player 1 first
+    once more than the others when the matches are not a multiple of the seats. Refused
+    beyond ``MAX_ROUND_ROBIN_GROUPS`` duels."""
+    if seats == 2:
+        return list(itertools.combinations(revisions, 2))
+    count = math.comb(len(revisions), seats)
+    if count > MAX_ROUND_ROBIN_GROUPS:
+        raise ArenaError(
+            f"a round robin of {len(revisions)} participants in groups of {seats} is {count} "
+            f"duels, more than {MAX_ROUND_ROBIN_GROUPS}: play a ladder instead"
+        )
+    as_player_1: Counter[int] = Counter()
+    groups = []
+    for group in itertools.combinations(revisions, seats):
+        first = min(range(seats), key=lambda position: as_player_1[group[position]])
+        as_player_1[group[first]] += 1
+        groups.append(group[first:] + group[:first])
+    return groups
 
 
 def tournament_cancel(*, tournament: Tournament) -> bool:
@@ -247,7 +297,9 @@ def participant_withdraw(*, participant: Participant, reason: str = "withdrew") 
         revision = participant.revision_id
         _cancel_queued_duels(
             Duel.objects.filter(tournament_id=participant.tournament_id).filter(
-                Q(revision_1_id=revision) | Q(revision_2_id=revision)
+                Q(revision_1_id=revision)
+                | Q(revision_2_id=revision)
+                | Q(more_players__revision_id=revision)
             ),
             f"{participant.revision} {reason}",
         )
@@ -412,8 +464,11 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
     online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_networked
     if slots <= 0 and online_slots <= 0:
         return 0
-    pairs = ladder_matchmaker().pairings(
-        _ladder_idle_agents(ladder, now), slots=slots, online_slots=online_slots
+    pairs = ladder_matchmaker().groupings(
+        _ladder_idle_agents(ladder, now),
+        size=ladder.environment.players,
+        slots=slots,
+        online_slots=online_slots,
     )
     if not pairs:
         return 0
@@ -432,16 +487,22 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
 
 
 def _seats_balanced(
-    ladder: Tournament, pairs: Sequence[tuple[LadderAgent, LadderAgent]]
-) -> list[tuple[int, int]]:
+    ladder: Tournament, pairs: Sequence[tuple[LadderAgent, ...]]
+) -> list[tuple[int, ...]]:
     """Each pair as (player 1, player 2) so that, over the ladder, each of two agents is
     player 1 (who moves first in a duel's even-numbered matches) as often as the other:
-    with an odd number of matches per duel that is who moves first more often."""
+    with an odd number of matches per duel that is who moves first more often. A group of
+    more than two keeps its order: its seats rotate within the duel, evenly over a
+    number of matches that is a multiple of the seats (``ladder_matches_per_duel``)."""
     as_player_1 = Counter(
         Duel.objects.filter(tournament=ladder).values_list("revision_1_id", "revision_2_id")
     )
-    ordered = []
-    for one, two in pairs:
+    ordered: list[tuple[int, ...]] = []
+    for group in pairs:
+        if len(group) > 2:
+            ordered.append(tuple(agent.key for agent in group))
+            continue
+        one, two = group
         if as_player_1[(one.key, two.key)] > as_player_1[(two.key, one.key)]:
             one, two = two, one
         ordered.append((one.key, two.key))
@@ -454,16 +515,21 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
     played: dict[int, int] = defaultdict(int)
     busy: set[int] = set()
     last_duel: dict[int, datetime] = {}
-    for side in ("revision_1", "revision_2"):
+    sides = [
+        (Duel.objects.filter(tournament=ladder), "revision_1", ""),
+        (Duel.objects.filter(tournament=ladder), "revision_2", ""),
+        (DuelPlayer.objects.filter(duel__tournament=ladder), "revision", "duel__"),
+    ]
+    for rows_of, side, duel in sides:
         rows = (
-            Duel.objects.filter(tournament=ladder)
-            .order_by()
+            rows_of.order_by()
             .values(side)
             .annotate(
-                played=Count("pk", filter=Q(status=DuelStatus.SUCCEEDED)),
-                busy=Count("pk", filter=Q(status__in=ACTIVE)),
+                played=Count("pk", filter=Q(**{f"{duel}status": DuelStatus.SUCCEEDED})),
+                busy=Count("pk", filter=Q(**{f"{duel}status__in": ACTIVE})),
                 last=Max(
-                    "ended_at", filter=Q(status__in=[DuelStatus.SUCCEEDED, DuelStatus.FAILED])
+                    f"{duel}ended_at",
+                    filter=Q(**{f"{duel}status__in": [DuelStatus.SUCCEEDED, DuelStatus.FAILED]}),
                 ),
             )
         )
@@ -644,21 +710,33 @@ def tournament_duel_finished(*, duel: Duel) -> None:
 
 
 def _create_duels(
-    tournament: Tournament, pairs: Iterable[tuple[int, int]], *, round_number: int | None = None
+    tournament: Tournament,
+    groups: Iterable[Sequence[int]],
+    *,
+    round_number: int | None = None,
 ) -> list[Duel]:
-    """Queued duels between revisions (by id); started by ``_start`` after the commit."""
+    """Queued duels between revisions (by id, player 1's first: two, or more in a game
+    of more than two players); started by ``_start`` after the commit."""
     seeds = random.SystemRandom()
-    return Duel.objects.bulk_create(
+    groups = [tuple(group) for group in groups]
+    duels = Duel.objects.bulk_create(
         Duel(
             tournament=tournament,
-            revision_1_id=first,
-            revision_2_id=second,
+            revision_1_id=group[0],
+            revision_2_id=group[1],
+            num_players=len(group),
             round=round_number,
             num_matches=tournament.matches_per_duel,
             seed=seeds.randrange(2**31),
         )
-        for first, second in pairs
+        for group in groups
     )
+    DuelPlayer.objects.bulk_create(
+        DuelPlayer(duel=duel, number=number, revision_id=revision)
+        for duel, group in zip(duels, groups, strict=True)
+        for number, revision in enumerate(group[2:], start=3)
+    )
+    return duels
 
 
 def _start(duels: Sequence[Duel]) -> None:
@@ -825,11 +903,13 @@ def _standings(tournament: Tournament) -> list[Participant]:
         participant.points = bye_points(participant.byes)
         participant.wins = participant.losses = participant.draws = 0
         participant.score = 0.0
+    scored = Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED)
     duels = list(
-        Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED).values_list(
+        scored.filter(num_players=2).values_list(
             "revision_1_id", "revision_2_id", "result", "player_1_score", "player_2_score"
         )
     )
+    _record_groups(participants, scored.filter(num_players__gt=2))
     for first, second, result, first_score, second_score in duels:
         one = participants.get(first)
         two = participants.get(second)
@@ -860,6 +940,28 @@ def _standings(tournament: Tournament) -> list[Participant]:
     for participant, rank in zip(ordered, shared_ranks(ordered, key), strict=True):
         participant.rank = rank
     return ordered
+
+
+def _record_groups(participants: dict[int, Participant], duels: QuerySet[Duel]) -> None:
+    """Add the scored duels of more than two players (``referee.standings.record_group``)."""
+    players: dict[int, list[tuple[int, float]]] = {
+        duel: [(one, one_score), (two, two_score)]
+        for duel, one, two, one_score, two_score in duels.values_list(
+            "pk", "revision_1_id", "revision_2_id", "player_1_score", "player_2_score"
+        )
+    }
+    for duel, revision, score in (
+        DuelPlayer.objects.filter(duel__in=duels)
+        .order_by("duel", "number")
+        .values_list("duel_id", "revision_id", "score")
+    ):
+        players[duel].append((revision, score))
+    for group in players.values():
+        if all(revision in participants for revision, _ in group):
+            record_group(
+                [participants[revision] for revision, _ in group],
+                scores=[score for _, score in group],
+            )
 
 
 def _set_buchholz(

@@ -91,9 +91,7 @@ def can_see_duel(user: Visitor, duel: Duel) -> bool:
         return can_see_tournament(user, duel.tournament)
     # A validation duel (or any duel outside a tournament) shows its agents' moves: it is
     # visible only to whoever may see both of them.
-    return can_see_competitor(user, duel.revision_1.competitor) and can_see_competitor(
-        user, duel.revision_2.competitor
-    )
+    return all(can_see_competitor(user, revision.competitor) for revision in duel.revisions())
 
 
 def get_environment(name: str) -> Environment:

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
@@ -33,11 +34,14 @@ from core.errors import ArenaError
 from core.models import Competitor, Duel, Environment, Revision, StepStatus
 from core.models.submissions import LEASED_STEPS
 from core.services import (
+    OPENSPIEL_LIMITS,
+    environment_openspiel_values,
     environments_import,
     revision_rebuild,
     revision_requeue,
     revision_revalidate,
 )
+from environments.registry import environment_names
 from publisher.services import competitor_publish_latest, revision_publication_problem
 from publisher.tasks import TIME_LIMIT_SECONDS as PUBLISH_TIME_LIMIT
 from tournament_manager.leaderboard import leaderboard_refit
@@ -46,62 +50,135 @@ from web import llm_admin  # registers the LLM players' and conversations' admin
 __all__ = ["llm_admin"]
 
 
+class OpenSpielEnvironmentForm(forms.ModelForm):
+    """Adds an OpenSpiel game by its spec; every limit left empty is the game's default
+    (``environments/openspiel/games.yml``)."""
+
+    spec = forms.CharField(
+        max_length=200,
+        help_text="The game and its parameters, e.g. openspiel:chess, "
+        "openspiel:go(board_size=9), openspiel:leduc_poker, openspiel:backgammon.",
+    )
+    name = forms.SlugField(
+        max_length=64,
+        required=False,
+        help_text="Its address on the site; empty: made from the spec (go_board_size_9).",
+    )
+    title = forms.CharField(
+        max_length=120, required=False, help_text="Empty: the game's name (Go (board_size=9))."
+    )
+    matches_per_duel = forms.IntegerField(required=False, min_value=1)
+    ladder_matches_per_duel = forms.IntegerField(required=False, min_value=1)
+    validation_matches = forms.IntegerField(required=False, min_value=1)
+    move_time = forms.FloatField(required=False, min_value=0.01, help_text="Seconds.")
+    time_bank = forms.FloatField(required=False, min_value=0.01, help_text="Seconds a match.")
+    startup_time = forms.FloatField(required=False, min_value=0.01, help_text="Seconds.")
+    memory_mb = forms.IntegerField(required=False, min_value=16, help_text="MiB an agent.")
+    cpu_seconds = forms.IntegerField(required=False, min_value=1, help_text="A duel.")
+
+    class Meta:
+        model = Environment
+        fields = ("spec", "name", "title", *OPENSPIEL_LIMITS)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        try:
+            values = environment_openspiel_values(
+                spec=cleaned["spec"],
+                name=cleaned.get("name") or "",
+                title=cleaned.get("title") or "",
+                limits={key: cleaned.get(key) for key in OPENSPIEL_LIMITS},
+            )
+        except ArenaError as error:
+            raise forms.ValidationError(error.message) from None
+        for key, value in values.items():
+            setattr(self.instance, key, value)
+        cleaned.update(values)
+        return cleaned
+
+
+#: What an organizer may change on an OpenSpiel game (a built-in game's limits are its
+#: file's); its spec never changes, so that its matches keep replaying.
+OPENSPIEL_EDITABLE = {"name", "title", "is_active", *OPENSPIEL_LIMITS}
+
+
+class OpenSpielEnvironmentChangeForm(forms.ModelForm):
+    class Meta:
+        model = Environment
+        fields = tuple(OPENSPIEL_EDITABLE)
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if name != self.instance.name and name in environment_names():
+            raise forms.ValidationError(f"{name!r} is the name of a built-in game.")
+        return name
+
+
 @admin.register(Environment)
 class EnvironmentAdmin(ArenaAdmin):
-    can_add = False  # environments come from environments/<name>/info.yml
+    # Built-in games come from environments/<name>/info.yml; OpenSpiel games are added here.
+    add_form = OpenSpielEnvironmentForm
+    add_fieldsets = (
+        (None, {"fields": ("spec", "name", "title")}),
+        ("Limits (empty: the game's default)", {"fields": OPENSPIEL_LIMITS}),
+    )
     list_display = (
         "title",
         "name",
+        "spec",
         "is_active",
         "players",
-        "matches_per_duel",
-        "validation_matches",
-        "move_time",
-        "time_bank",
-        "startup_time",
-        "memory_mb",
-        "cpu_seconds",
+        *OPENSPIEL_LIMITS,
         "competitor_count",
         "new_tournament",
         "public",
     )
     list_filter = ("is_active", "players")
-    search_fields = ("name", "title")
+    search_fields = ("name", "spec", "title")
     readonly_fields = (
         "name",
+        "spec",
         "title",
         "description",
         "rules",
         "players",
-        "matches_per_duel",
-        "validation_matches",
-        "move_time",
-        "time_bank",
-        "startup_time",
-        "memory_mb",
-        "cpu_seconds",
+        *OPENSPIEL_LIMITS,
         "imported_at",
     )
     fieldsets = (
-        (None, {"fields": ("name", "title", "is_active", "description", "rules")}),
+        (None, {"fields": ("name", "spec", "title", "is_active", "description", "rules")}),
         (
-            "Limits (from info.yml; edit the file and re-import)",
-            {
-                "fields": (
-                    "players",
-                    "matches_per_duel",
-                    "validation_matches",
-                    "move_time",
-                    "time_bank",
-                    "startup_time",
-                    "memory_mb",
-                    "cpu_seconds",
-                    "imported_at",
-                )
-            },
+            "Limits (a built-in game's come from its info.yml: edit the file and re-import; "
+            "an OpenSpiel game's are edited here)",
+            {"fields": ("players", *OPENSPIEL_LIMITS, "imported_at")},
         ),
     )
     actions = ("reimport", "open_uploads", "close_uploads", "refit_leaderboards")
+
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: Environment | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> type[forms.ModelForm]:
+        if obj is None:
+            kwargs["form"] = self.add_form
+        elif obj.spec:
+            kwargs["form"] = OpenSpielEnvironmentChangeForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Environment | None = None) -> Any:
+        return self.add_fieldsets if obj is None else self.fieldsets
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Environment | None = None) -> Any:
+        if obj is None:
+            return ()
+        if obj.spec:
+            return tuple(field for field in self.readonly_fields if field not in OPENSPIEL_EDITABLE)
+        return self.readonly_fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Environment]:
         return super().get_queryset(request).annotate(competitors_count=Count("competitors"))

@@ -236,7 +236,7 @@ def conversations_visible(user: Visitor, match: Match) -> QuerySet[MatchConversa
     duel = match.duel
     players = [
         player
-        for player, revision in ((1, duel.revision_1), (2, duel.revision_2))
+        for player, revision in enumerate(duel.revisions(), start=1)
         if can_see_competitor(user, revision.competitor)
     ]
     return (

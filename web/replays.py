@@ -8,12 +8,11 @@ output escapes everything that came from an agent.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from core.models import Duel, DuelResult, Match
-from environments.base import Environment, IllegalAction
+from environments.base import Environment, IllegalAction, readable_action
 from environments.registry import (
     EnvironmentInfo,
     InvalidEnvironmentInfo,
@@ -21,7 +20,7 @@ from environments.registry import (
     load_info,
     make_environment,
 )
-from referee.results import FaultKind
+from referee.results import FaultKind, ranks_from_scores
 
 
 def _fault_meaning(kind: str) -> str:
@@ -32,11 +31,11 @@ def _fault_meaning(kind: str) -> str:
 
 
 def player_labels(duel: Duel) -> dict[int, str]:
-    """How pages name duel players 1 and 2: the revisions, told apart in self-play."""
-    first, second = str(duel.revision_1), str(duel.revision_2)
-    if first == second:
-        return {1: f"{first} (player 1)", 2: f"{second} (player 2)"}
-    return {1: first, 2: second}
+    """How pages name a duel's players (1 to N): the revisions, told apart in self-play."""
+    names = [str(revision) for revision in duel.revisions()]
+    if len(set(names)) < len(names):
+        return {number: f"{name} (player {number})" for number, name in enumerate(names, 1)}
+    return dict(enumerate(names, start=1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,8 +72,14 @@ def match_faults(match: Match, labels: dict[int, str]) -> list[FaultNote]:
     return notes
 
 
-def result_text(result: str, labels: dict[int, str]) -> str:
-    """A duel's or a match's result as people read it; "" when it has none yet."""
+def result_text(result: str, labels: dict[int, str], ranks: list[int] | None = None) -> str:
+    """A duel's or a match's result as people read it; "" when it has none yet. A result
+    of more than two players names who came first (``ranks``: each player's)."""
+    if result == DuelResult.RANKED:
+        if not ranks:
+            return "Ranked by score"
+        first = [labels[number] for number, rank in enumerate(ranks, start=1) if rank == 1]
+        return f"{' and '.join(first)} first"
     return {
         DuelResult.PLAYER_1_WIN: f"{labels[1]} won",
         DuelResult.PLAYER_2_WIN: f"{labels[2]} won",
@@ -84,14 +89,13 @@ def result_text(result: str, labels: dict[int, str]) -> str:
 
 
 def match_result_text(match: Match, labels: dict[int, str]) -> str:
-    return result_text(match.result, labels) or "Error: not scored"
+    ranks = ranks_from_scores(match.player_scores)
+    return result_text(match.result, labels, ranks) or "Error: not scored"
 
 
 def show_action(action: Any) -> str:
-    """An action as a person reads it: ``4``, ``rock``, ``{"square": 3, "piece": 5}``."""
-    if isinstance(action, str):
-        return action
-    return json.dumps(action, ensure_ascii=False)
+    """An action as a person reads it, where no game is at hand (an LLM's answer)."""
+    return readable_action(action)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,9 +140,9 @@ def _replayed(environment: Environment, match: Match) -> Iterator[int]:
 
 def _environment_of(match: Match) -> tuple[Environment, EnvironmentInfo] | None:
     """The match's game and its ``info.yml``; None once the game is no longer installed."""
-    name = match.duel.revision_1.competitor.environment.name
+    name = match.duel.revision_1.competitor.environment.game
     try:
-        return make_environment(name), load_info(name)
+        return make_environment(name, players=len(match.seats)), load_info(name)
     except (UnknownEnvironment, InvalidEnvironmentInfo):
         return None
 
@@ -183,7 +187,7 @@ def _frame(
             {
                 "seat": seat + 1,
                 "player": seat_labels[seat] if seat < len(seat_labels) else f"seat {seat}",
-                "action": show_action(action),
+                "action": environment.describe_action(action),
                 "time": took,
             }
         )

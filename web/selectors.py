@@ -26,7 +26,9 @@ from core.models import (
     TournamentStatus,
     User,
 )
+from core.models.competitions import DuelPlayerView
 from core.models.submissions import STEPS
+from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from tournament_manager.selectors import tournament_progress
 from web.access import Visitor, can_see_competitor, is_owner, tournaments_visible
 from web.charts import RatingPoint, rating_chart_svg
@@ -122,6 +124,8 @@ class CompetitorPage:
     tournaments: list[Tournament]
     is_owner: bool
     rating_chart: SafeString | None = None
+    #: The visitor (logged in) may play it in the browser (``core.human``).
+    playable: bool = False
 
 
 def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
@@ -155,7 +159,21 @@ def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
         tournaments=list(tournaments),
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
+        playable=user.is_authenticated and competitor_playable(competitor),
     )
+
+
+def competitor_playable(competitor: Competitor) -> bool:
+    """A person may play it in the browser: an agent with a validated revision (not one
+    that plays over the network) in a turn-based game."""
+    if competitor.has_seat or competitor.is_disabled:
+        return False
+    try:
+        if make_environment(competitor.environment.game).simultaneous:
+            return False
+    except (UnknownEnvironment, InvalidEnvironmentInfo):
+        return False
+    return Revision.objects.validated().filter(competitor=competitor).exists()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,13 +257,23 @@ class StandingRow:
 class DuelRow:
     duel: Duel
     label_1: str
+    #: Player 2, or in a game of more than two every player after the first.
     label_2: str
     result_text: str
+    #: Every player's total score, player 1's first.
+    scores: list[float]
 
 
 def _duel_row(duel: Duel) -> DuelRow:
     labels = player_labels(duel)
-    return DuelRow(duel, labels[1], labels[2], _duel_result_text(duel, labels))
+    players = duel.players()
+    return DuelRow(
+        duel,
+        labels[1],
+        ", ".join(labels[number] for number in range(2, duel.num_players + 1)),
+        _duel_result_text(duel, labels, players),
+        [player.score for player in players],
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,9 +323,11 @@ def tournament_standings(*, user: Visitor, tournament: Tournament) -> list[Stand
 
 def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
     standings = tournament_standings(user=user, tournament=tournament)
-    duels = tournament.duels.select_related(
-        "revision_1__competitor", "revision_2__competitor"
-    ).order_by("round", "pk")
+    duels = (
+        tournament.duels.select_related("revision_1__competitor", "revision_2__competitor")
+        .prefetch_related("more_players__revision__competitor")
+        .order_by("round", "pk")
+    )
     return TournamentPage(
         tournament=tournament,
         standings=standings,
@@ -317,6 +347,8 @@ class DuelPlayer:
     restarts: int
     #: None when the visitor may not read it.
     log: str | None
+    #: 1 for the best total score (shared by equal ones); None until the duel is scored.
+    rank: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,27 +377,32 @@ class DuelPage:
         return (self.duel.ended_at - self.duel.started_at).total_seconds()
 
 
-def _duel_result_text(duel: Duel, labels: dict[int, str]) -> str:
-    return result_text(duel.result, labels) or duel.get_status_display()
+def _duel_result_text(
+    duel: Duel, labels: dict[int, str], players: list[DuelPlayerView] | None = None
+) -> str:
+    ranks = [player.rank or 0 for player in players] if players else None
+    return result_text(duel.result, labels, ranks) or duel.get_status_display()
 
 
 def duel_players(*, user: Visitor, duel: Duel) -> list[DuelPlayer]:
-    """Players 1 and 2; an agent's log only for whoever may see its competitor."""
+    """Every player, player 1 first; an agent's log only for whoever may see its
+    competitor."""
     labels = player_labels(duel)
     players = []
-    for number, revision in ((1, duel.revision_1), (2, duel.revision_2)):
-        visible = can_see_competitor(user, revision.competitor)
+    for player in duel.players():
+        visible = can_see_competitor(user, player.revision.competitor)
         players.append(
             DuelPlayer(
-                number=number,
-                label=labels[number],
-                revision=revision,
+                number=player.number,
+                label=labels[player.number],
+                revision=player.revision,
                 linked=visible,
-                wins=getattr(duel, f"player_{number}_wins"),
-                score=getattr(duel, f"player_{number}_score"),
-                errors=getattr(duel, f"player_{number}_errors"),
-                restarts=getattr(duel, f"player_{number}_restarts"),
-                log=getattr(duel, f"player_{number}_log") if visible else None,
+                wins=player.wins,
+                score=player.score,
+                errors=player.errors,
+                restarts=player.restarts,
+                log=player.log if visible else None,
+                rank=player.rank,
             )
         )
     return players
@@ -385,7 +422,7 @@ def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
             )
             for match in duel.matches.order_by("index")
         ],
-        result_text=_duel_result_text(duel, labels),
+        result_text=_duel_result_text(duel, labels, duel.players()),
     )
 
 

@@ -74,7 +74,7 @@ def _why_kept(revision: Revision) -> str:
     if any(getattr(revision, f"{step}_status") == StepStatus.RUNNING for step in STEPS):
         # The worker holding the step would write to a row that is gone.
         return "a worker is building, validating or publishing it"
-    played = Q(revision_1=revision) | Q(revision_2=revision)
+    played = Q(revision_1=revision) | Q(revision_2=revision) | Q(more_players__revision=revision)
     if Participant.objects.filter(revision=revision).exists():
         return "it is entered in a tournament (its standings keep it)"
     if Duel.objects.filter(played, is_validation=False).exists():

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from web.forms import EmailAuthenticationForm
-from web.views import accounts, competitions, environments, llm, scores, submissions
+from web.views import accounts, competitions, environments, llm, play, scores, submissions
 
 COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
 REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_name>/v<int:version>/"
@@ -29,6 +29,8 @@ urlpatterns = [
     ),
     path(COMPETITOR, submissions.competitor, name="competitor"),
     path(COMPETITOR + "llm/", llm.llm_player_edit, name="llm_player_edit"),
+    path(COMPETITOR + "play/", play.play_start, name="play_start"),
+    path("duels/<int:pk>/play/", play.play, name="play"),
     path(REVISION, submissions.revision, name="revision"),
     path(REVISION + "source", submissions.revision_source, name="revision_source"),
     path("tournaments/<int:pk>/", competitions.tournament, name="tournament"),

@@ -3,8 +3,10 @@
 from core.models.accounts import ApiToken, InviteCode, Role, TokenScope, User
 from core.models.competitions import (
     Duel,
+    DuelPlayer,
     DuelResult,
     DuelStatus,
+    LiveEvent,
     Match,
     Participant,
     Tournament,
@@ -29,6 +31,7 @@ __all__ = [
     "Competitor",
     "CompetitorKind",
     "Duel",
+    "DuelPlayer",
     "DuelResult",
     "DuelStatus",
     "Environment",
@@ -36,6 +39,7 @@ __all__ = [
     "InviteCode",
     "LLMPlayer",
     "LeaderboardEntry",
+    "LiveEvent",
     "Match",
     "MatchConversation",
     "OnlineSeat",

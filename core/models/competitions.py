@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from django.conf import settings
@@ -148,7 +149,13 @@ class DuelResult(models.TextChoices):
     PLAYER_1_WIN = "PLAYER_1_WIN", "Player 1 won"
     PLAYER_2_WIN = "PLAYER_2_WIN", "Player 2 won"
     DRAW = "DRAW", "Draw"
+    #: More than two players, not all equal: their scores rank them.
+    RANKED = "RANKED", "Ranked by score"
     ERROR = "ERROR", "Error"
+
+
+#: The most players a duel seats.
+MAX_PLAYERS = 6
 
 
 class DuelQuerySet(models.QuerySet["Duel"]):
@@ -162,16 +169,22 @@ class DuelQuerySet(models.QuerySet["Duel"]):
         )
 
     def with_online_seat(self) -> DuelQuerySet:
-        """Duels in which an online agent plays (refereed where the seat bus reaches)."""
+        """Duels in which an online agent or a human plays (refereed where the seat bus
+        reaches)."""
+        seated = ("online", "human")
         return self.filter(
-            Q(revision_1__competitor__kind="online") | Q(revision_2__competitor__kind="online")
-        )
+            Q(revision_1__competitor__kind__in=seated)
+            | Q(revision_2__competitor__kind__in=seated)
+            | Q(more_players__revision__competitor__kind__in=seated)
+        ).distinct()
 
     def with_llm_seat(self) -> DuelQuerySet:
         """Duels in which an LLM player plays (mostly waiting on its server)."""
         return self.filter(
-            Q(revision_1__competitor__kind="llm") | Q(revision_2__competitor__kind="llm")
-        )
+            Q(revision_1__competitor__kind="llm")
+            | Q(revision_2__competitor__kind="llm")
+            | Q(more_players__revision__competitor__kind="llm")
+        ).distinct()
 
     def claimable(self, now: datetime | None = None) -> DuelQuerySet:
         """Queued duels, and running ones whose worker lost its lease."""
@@ -181,14 +194,39 @@ class DuelQuerySet(models.QuerySet["Duel"]):
         )
 
 
+#: What a duel keeps of each player besides its revision: ``player_1_wins`` ... on the duel
+#: row for players 1 and 2, ``wins`` ... on a ``DuelPlayer`` row for the others.
+_PLAYER_FIELDS = ("wins", "score", "errors", "restarts", "log")
+
+
+@dataclasses.dataclass(frozen=True)
+class DuelPlayerView:
+    """One player of a duel, whichever row keeps it (``Duel.players``)."""
+
+    number: int
+    revision: Revision
+    wins: int
+    score: float
+    errors: int
+    restarts: int
+    log: str
+    rank: int | None
+
+
 class Duel(models.Model):
-    """Two revisions playing N matches; a validation duel has no tournament."""
+    """Two to six revisions playing N matches; a validation duel has no tournament.
+
+    Players 1 and 2 are kept on the duel row (``revision_1``, ``player_1_score``, ...);
+    the players of a game of more than two, from 3 on, have a ``DuelPlayer`` row each.
+    """
 
     tournament = models.ForeignKey(
         Tournament, null=True, blank=True, on_delete=models.CASCADE, related_name="duels"
     )
     revision_1 = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
     revision_2 = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
+    #: Players in the duel (the environment's seats): 2 to MAX_PLAYERS.
+    num_players = models.PositiveSmallIntegerField(default=2)
     round = models.PositiveIntegerField(null=True, blank=True)
     is_validation = models.BooleanField(default=False)
     num_matches = models.PositiveIntegerField()
@@ -244,10 +282,49 @@ class Duel(models.Model):
                 condition=Q(player_1_score__gte=0) & Q(player_2_score__gte=0),
                 name="duel_scores_positive",
             ),
+            models.CheckConstraint(
+                condition=Q(num_players__gte=2) & Q(num_players__lte=MAX_PLAYERS),
+                name="duel_num_players_valid",
+            ),
         ]
 
     def __str__(self) -> str:
+        if self.num_players > 2:
+            return f"{self.revision_1} vs {self.revision_2} and {self.num_players - 2} more"
         return f"{self.revision_1} vs {self.revision_2}"
+
+    def players(self) -> list[DuelPlayerView]:
+        """Every player of the duel, player 1 first."""
+        views = [
+            DuelPlayerView(
+                number,
+                getattr(self, f"revision_{number}"),
+                *(getattr(self, f"player_{number}_{field}") for field in _PLAYER_FIELDS),
+                rank=None,
+            )
+            for number in (1, 2)
+        ]
+        if self.num_players > 2:
+            views += [
+                DuelPlayerView(
+                    row.number,
+                    row.revision,
+                    *(getattr(row, field) for field in _PLAYER_FIELDS),
+                    rank=None,
+                )
+                # .all(): a page prefetches them for its list of duels.
+                for row in self.more_players.all()
+            ]
+        if self.result in (DuelResult.ERROR, ""):
+            return views
+        return [
+            dataclasses.replace(view, rank=1 + sum(other.score > view.score for other in views))
+            for view in views
+        ]
+
+    def revisions(self) -> list[Revision]:
+        """Each player's revision, player 1's first."""
+        return [player.revision for player in self.players()]
 
     def get_absolute_url(self) -> str:
         return reverse("duel", args=[self.pk])
@@ -257,13 +334,47 @@ class Duel(models.Model):
         return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
 
 
+class DuelPlayer(models.Model):
+    """Player 3 to 6 of a duel of a game of more than two players: what the duel row keeps
+    for players 1 and 2 (``revision_1``, ``player_1_wins``, ...)."""
+
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="more_players")
+    number = models.PositiveSmallIntegerField()
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
+    wins = models.PositiveIntegerField(default=0)
+    score = models.FloatField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    restarts = models.PositiveIntegerField(default=0)
+    log = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["duel", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["duel", "number"], name="duel_player_unique"),
+            models.CheckConstraint(
+                condition=Q(number__gte=3) & Q(number__lte=MAX_PLAYERS),
+                name="duel_player_number_valid",
+            ),
+            models.CheckConstraint(condition=Q(score__gte=0), name="duel_player_score_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"player {self.number} of {self.duel}: {self.revision}"
+
+
 class Match(models.Model):
     """One match of a duel: its seed and actions replay every state."""
 
     duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="matches")
     index = models.PositiveIntegerField()
-    #: The duel player (1 or 2) in the environment's first seat.
+    #: The duel player (1 to 6) in the environment's first seat.
     first_player = models.PositiveSmallIntegerField()
+    #: The duel player in each environment seat; empty on two-player rows recorded before
+    #: games of more than two (their seats follow from ``first_player``).
+    seat_players = models.JSONField(default=list, blank=True)
+    #: Every player's score, player 1's first; empty on rows recorded before games of
+    #: more than two (``player_1_score`` and ``player_2_score`` hold them).
+    scores = models.JSONField(default=list, blank=True)
     seed = models.BigIntegerField()
     actions = models.JSONField(default=list)
     timings = models.JSONField(default=list)
@@ -271,9 +382,9 @@ class Match(models.Model):
     error_msg = models.TextField(blank=True)
     player_1_score = models.FloatField(default=0)
     player_2_score = models.FloatField(default=0)
-    #: [{"player": 1|2, "kind": "timeout", "message": "...", "step": n}, ...]
+    #: [{"player": 1 to 6, "kind": "timeout", "message": "...", "step": n}, ...]
     faults = models.JSONField(default=list)
-    #: The player at fault (1 or 2), when exactly one was.
+    #: The player at fault, when exactly one was.
     fault_player = models.PositiveSmallIntegerField(null=True, blank=True)
     fault_kind = models.CharField(max_length=32, blank=True)
     steps = models.PositiveIntegerField(default=0)
@@ -285,10 +396,12 @@ class Match(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["duel", "index"], name="match_index_unique"),
             models.CheckConstraint(
-                condition=Q(first_player__in=[1, 2]), name="match_first_player_valid"
+                condition=Q(first_player__gte=1) & Q(first_player__lte=MAX_PLAYERS),
+                name="match_first_player_valid",
             ),
             models.CheckConstraint(
-                condition=Q(fault_player__isnull=True) | Q(fault_player__in=[1, 2]),
+                condition=Q(fault_player__isnull=True)
+                | (Q(fault_player__gte=1) & Q(fault_player__lte=MAX_PLAYERS)),
                 name="match_fault_player_valid",
             ),
             models.CheckConstraint(
@@ -304,4 +417,31 @@ class Match(models.Model):
 
     @property
     def seats(self) -> list[int]:
+        """The duel player in each environment seat."""
+        if self.seat_players:
+            return list(self.seat_players)
         return [1, 2] if self.first_player == 1 else [2, 1]
+
+    @property
+    def player_scores(self) -> list[float]:
+        """Every player's score, player 1's first."""
+        return list(self.scores) or [self.player_1_score, self.player_2_score]
+
+
+class LiveEvent(models.Model):
+    """A batch of a running duel's public events, for its spectators (``referee.live``).
+
+    Written by the duel's worker at most every ``ARENA_LIVE_FLUSH_SECONDS``, read by the
+    gateway's live streams; the id orders them and is a stream's resume point. Deleted
+    once the duel is recorded: the replay takes over.
+    """
+
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="live_events")
+    #: The events, one JSON object a line (``match``, ``step``, ``match_end``).
+    lines = models.TextField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"live events {self.pk} of duel {self.duel_id}"

@@ -12,13 +12,18 @@ from django.utils import timezone
 
 
 class Environment(models.Model):
-    """A game, copied from ``environments/<name>/info.yml`` by ``import_environments``.
+    """A game, copied from ``environments/<name>/info.yml`` by ``import_environments``,
+    or an OpenSpiel game an organizer added in the admin by its ``spec``.
 
-    The files stay the source of truth for limits; this copy is for browsing and
-    for relations.
+    For a built-in game the files stay the source of truth for limits; this copy is for
+    browsing and for relations. An OpenSpiel game has no file: its row's limits are the
+    ones its duels are played with.
     """
 
     name = models.SlugField(max_length=64, unique=True)
+    #: The OpenSpiel game spec (``openspiel:go(board_size=9)``), written one way; empty
+    #: for a built-in game, which its folder's ``name`` names.
+    spec = models.CharField(max_length=200, blank=True, default="")
     title = models.CharField(max_length=120)
     description = models.TextField()
     rules = models.TextField()
@@ -42,12 +47,22 @@ class Environment(models.Model):
 
     class Meta:
         ordering = ["title"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["spec"], condition=~Q(spec=""), name="environment_spec_unique"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title
 
     def get_absolute_url(self) -> str:
         return reverse("environment", args=[self.name])
+
+    @property
+    def game(self) -> str:
+        """What the referee and ``environments.registry`` know the game by."""
+        return self.spec or self.name
 
 
 class CompetitorKind(models.TextChoices):
@@ -59,6 +74,8 @@ class CompetitorKind(models.TextChoices):
     ONLINE = "online", "Online (connects over the network)"
     #: A model behind an OpenAI-compatible server, played by Arena's harness (``llm``).
     LLM = "llm", "LLM player (a model behind an OpenAI-compatible server)"
+    #: A person playing in the browser: a remote seat driven by the site (``core.human``).
+    HUMAN = "human", "Human (plays in the browser)"
 
 
 class Competitor(models.Model):
@@ -99,6 +116,15 @@ class Competitor(models.Model):
     @property
     def is_online(self) -> bool:
         return self.kind == CompetitorKind.ONLINE
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind == CompetitorKind.HUMAN
+
+    @property
+    def has_seat(self) -> bool:
+        """Plays through a remote seat on the seat bus: an online agent or a human."""
+        return self.kind in (CompetitorKind.ONLINE, CompetitorKind.HUMAN)
 
     @property
     def is_llm(self) -> bool:
@@ -179,12 +205,14 @@ def _step_constraint(step: str) -> models.CheckConstraint:
 
 class RevisionQuerySet(models.QuerySet["Revision"]):
     def validated(self) -> RevisionQuerySet:
+        """Ready to play in tournaments and ladders, and to be played: a human's seat is
+        none of these (its games are unrated, outside any competition)."""
         return self.filter(
             build_status=StepStatus.SUCCEEDED,
             validation_status=StepStatus.SUCCEEDED,
             is_disabled=False,
             competitor__is_disabled=False,
-        )
+        ).exclude(competitor__kind=CompetitorKind.HUMAN)
 
     def step_lease_expired(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
         """Running builds (or validations) whose worker stopped renewing its lease."""

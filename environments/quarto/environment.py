@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from environments.base import JSON, Environment, IllegalAction, require_int
+from environments.base import JSON, Environment, IllegalAction, require_int, require_object
 
 SIZE = 4
 SQUARES = SIZE * SIZE
@@ -104,21 +104,7 @@ class Quarto(Environment):
             raise IllegalAction(player, "the match is already over")
         if player != self.current:
             raise IllegalAction(player, "it is not this player's turn")
-        if not isinstance(action, dict):
-            raise IllegalAction(
-                player,
-                'action must be an object {"square": ..., "piece": ...}, '
-                f"got {type(action).__name__} {action!r}",
-            )
-        missing = [key for key in ACTION_KEYS if key not in action]
-        unexpected = [key for key in action if key not in ACTION_KEYS]
-        if missing or unexpected:
-            problems = [f"missing {key!r}" for key in missing]
-            problems += [f"unexpected {key!r}" for key in unexpected]
-            raise IllegalAction(
-                player,
-                f"action must have exactly the keys 'square' and 'piece' ({', '.join(problems)})",
-            )
+        require_object(player, action, ACTION_KEYS, '{"square": ..., "piece": ...}')
         self._check_square(player, action["square"])
         self._check_piece(player, action["piece"])
 

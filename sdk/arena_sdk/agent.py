@@ -19,14 +19,18 @@ class Match:
         seed: int,
         first_player: int,
         limits: dict,
+        player_count: int = 2,
     ) -> None:
         self.environment = environment
         self.configuration = configuration
         self.index = index
+        #: Your seat in this match, from 0; it rotates from match to match.
         self.player = player
         self.seed = seed
         self.first_player = first_player
         self.limits = limits
+        #: Players in the duel (the hello's ``player_count``): 2, or up to 6.
+        self.player_count = player_count
         #: Seeded from the match seed and the player: a random agent that uses it
         #: replays identically.
         self.random = random.Random(seed * 7919 + player)

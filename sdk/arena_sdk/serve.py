@@ -101,6 +101,7 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
                 seed=message["seed"],
                 first_player=message.get("first_player", 0),
                 limits=hello.get("limits", {}),
+                player_count=hello.get("player_count", 2),
             )
             last_observation = message.get("observation")
             _call_hook(agent.start, match)

@@ -132,4 +132,4 @@ def test_it_reimports_environments_from_their_info_files(
     quarto = Environment.objects.get(name="quarto")
     assert quarto.title == "Quarto"
     assert quarto.move_time != 99
-    assert notes[0].startswith("Imported 9 environment(s)")
+    assert notes[0].startswith("Imported 10 environment(s)")

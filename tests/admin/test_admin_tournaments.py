@@ -364,3 +364,68 @@ def test_it_stops_a_ladder(
         f"{round_robin}: only a ladder is stopped; cancel a round robin or Swiss tournament",
         "Stopped: 1",
     ]
+
+
+# --- games of more than two players ---------------------------------------------------
+
+
+@pytest.fixture
+def four_players(upload: Callable[..., Revision], alice: User, bob: User) -> list[Revision]:
+    """Four validated lowest-unique-number revisions, built for real so they can play."""
+    return [
+        upload(owner, f"lowest_unique/{file}", name=f"{owner.display_name}-{file[:3]}")
+        for owner, file in itertools.product((alice, bob), ("random_player.py", "low_bidder.py"))
+    ]
+
+
+def test_it_refuses_a_swiss_tournament_of_a_game_of_four(
+    organizer_client: Client, four_players: list[Revision]
+) -> None:
+    response = create_tournament(
+        organizer_client,
+        four_players[0].competitor.environment,
+        participants=[revision.pk for revision in four_players],
+        format=TournamentFormat.SWISS,
+        rounds=2,
+    )
+
+    assert response.status_code == 200
+    assert "Swiss pairs two players" in response.content.decode()
+    assert not Tournament.objects.exists()
+
+
+def test_it_refuses_fewer_entrants_than_the_game_has_seats(
+    organizer_client: Client, four_players: list[Revision]
+) -> None:
+    response = create_tournament(
+        organizer_client,
+        four_players[0].competitor.environment,
+        participants=[revision.pk for revision in four_players[:3]],
+    )
+
+    assert response.status_code == 200
+    assert "A tournament needs 4 validated revisions" in response.content.decode()
+
+
+def test_it_plays_a_four_player_tournament_and_shows_every_player_of_its_duel(
+    organizer_client: Client,
+    four_players: list[Revision],
+    run_action: Callable[..., list[str]],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    tournament = launched(four_players, run_action, django_capture_on_commit_callbacks)
+
+    assert tournament.status == TournamentStatus.COMPLETED
+    duel = tournament.duels.get()
+    assert duel.num_players == 4
+    page = organizer_client.get(reverse("admin:core_duel_change", args=[duel.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    for revision in four_players:
+        assert str(revision) in html
+    assert "players 3 and on" in html.lower()
+    assert organizer_client.get(reverse("admin:core_duel_changelist")).status_code == 200
+    match = duel.matches.get(index=0)
+    assert (
+        organizer_client.get(reverse("admin:core_match_change", args=[match.pk])).status_code == 200
+    )

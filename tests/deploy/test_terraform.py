@@ -242,8 +242,17 @@ def test_it_boots_each_machine_into_its_own_compose_files(
     assert base64.b64decode(boot_script["content"]) == BOOT_SCRIPT.read_bytes()
     assert boot_script["permissions"] == "0755"
     assert cloud_config["runcmd"] == [
-        "/usr/local/sbin/arena-boot && systemctl enable --now arena.service"
+        "/usr/local/sbin/arena-boot && systemctl enable --now arena.service arena-prune.timer"
     ]
+    # Every machine prunes its own engine's images, workers included (beat's task reaches
+    # one machine's engine per run).
+    prune = _written(cloud_config, "/etc/systemd/system/arena-prune.service")["content"]
+    timer = _written(cloud_config, "/etc/systemd/system/arena-prune.timer")["content"]
+    assert (
+        f"ExecStart=/usr/bin/docker-compose {options} run --rm --no-deps worker-build "
+        "python manage.py prune_images\n"
+    ) in prune
+    assert "OnUnitActiveSec=1h\n" in timer
 
 
 def test_it_points_the_workers_at_the_control_machines_private_address() -> None:

@@ -79,8 +79,13 @@ class Host:
 def second_engine(docker_base_image: str) -> Iterator[Engine]:  # noqa: F811
     problem = second_engine_problem()
     require(problem is None, f"{problem}, so the second-host test cannot run")
+    bridge = Path("/sys/class/net/docker0")
+    bridge_before = bridge.exists()
     with second_engine_running(docker_base_image) as engine:
         yield engine
+    # The machine's engine keeps its bridge: a second dockerd in the machine's network
+    # namespace would have deleted it, and every later container start would fail.
+    assert bridge.exists() == bridge_before, "the second engine deleted the machine's docker0"
 
 
 def host_folder(name: str) -> Path:

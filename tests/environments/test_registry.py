@@ -18,6 +18,9 @@ from environments.registry import (
 GAMES = ["connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "tic_tac_toe"]
 #: One-player games whose folder names a Gymnasium id (tests/environments/test_gymnasium_games.py).
 GYMNASIUM_GAMES = ["acrobot", "cartpole", "frozen_lake", "mountain_car"]
+#: Games of more than two players (set by their ``players`` setting).
+N_PLAYER_GAMES = ["lowest_unique"]
+ALL_GAMES = sorted(GAMES + N_PLAYER_GAMES + GYMNASIUM_GAMES)
 
 #: Actions that end a match quickly from the start, one entry per step.
 ENDINGS = {
@@ -32,6 +35,7 @@ ENDINGS = {
     ],
     "rock_paper_scissors": [{0: "rock", 1: "scissors"}] * 3,
     "sum_to_10": [{0: 3}, {1: 3}, {0: 3}, {1: 1}],
+    "lowest_unique": [{0: 1, 1: 2, 2: 2, 3: 3}] * 5,
 }
 
 
@@ -43,8 +47,8 @@ def finished(name: str) -> Environment:
     return environment
 
 
-def test_it_lists_the_five_games_and_the_gymnasium_ones() -> None:
-    assert environment_names() == sorted(GAMES + GYMNASIUM_GAMES)
+def test_it_lists_every_game() -> None:
+    assert environment_names() == ALL_GAMES
 
 
 @pytest.mark.parametrize("name", GAMES)
@@ -88,7 +92,7 @@ def test_it_raises_for_an_unknown_game() -> None:
         load_info("../environments")
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_ships_a_stylesheet_using_the_game_class_prefix(name: str) -> None:
     info = load_info(name)
     stylesheet = info.static_dir / f"{name}.css"
@@ -98,7 +102,7 @@ def test_it_ships_a_stylesheet_using_the_game_class_prefix(name: str) -> None:
     assert f".{info.html_class}-" in stylesheet.read_text()
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_renders_the_initial_and_final_states(name: str) -> None:
     html_class = load_info(name).html_class
     for environment in (make_environment(name), finished(name)):
@@ -114,14 +118,14 @@ def test_it_renders_the_initial_and_final_states(name: str) -> None:
         assert html.escape(environment.name) in environment.render_html_page()
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_shows_the_winner_in_the_html(name: str) -> None:
     fragment = finished(name).render_html()
 
     assert "wins" in fragment
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", ALL_GAMES)
 def test_it_escapes_text_in_the_html(name: str) -> None:
     class Hostile(load_environment_class(name)):
         def _status(self) -> str:
@@ -171,3 +175,12 @@ def test_it_refuses_a_ladder_duel_length_that_is_not_a_positive_integer(
 
     with pytest.raises(InvalidEnvironmentInfo, match="ladder_matches_per_duel"):
         load_info(name)
+
+
+@pytest.mark.parametrize("name", ALL_GAMES)
+def test_its_info_file_seats_as_many_players_as_the_game(name: str) -> None:
+    assert make_environment(name).num_players == load_info(name).players
+    assert (
+        make_environment(name, players=load_info(name).players).num_players
+        == load_info(name).players
+    )

@@ -9,6 +9,8 @@ from environments.base import JSON, Environment, replay
 from environments.registry import make_environment
 
 GAMES = ["connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "tic_tac_toe"]
+#: Every game, with those of more than two players.
+REPLAYED = [*GAMES, "lowest_unique"]
 #: Longest possible match of each game, in steps.
 MAX_STEPS = {
     "connect_four": 42,
@@ -16,6 +18,7 @@ MAX_STEPS = {
     "rock_paper_scissors": 30,
     "sum_to_10": 10,
     "tic_tac_toe": 9,
+    "lowest_unique": 5,
 }
 
 
@@ -68,7 +71,29 @@ def test_it_ends_200_random_matches_with_one_point_shared_out(name: str) -> None
     assert (0.0, 1.0) in outcomes
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("players", [3, 4, 6])
+def test_it_ends_200_random_matches_of_more_players_with_the_points_shared_by_rank(
+    players: int,
+) -> None:
+    environment = make_environment("lowest_unique", players=players)
+    rng = random.Random(players)
+    winners = set()
+
+    for seed in range(200):
+        random_match(environment, seed, rng)
+
+        scores = environment.scores()
+        # Each of the N(N-1)/2 pairs shares out one point: the scores sum to N/2.
+        assert sum(scores) == pytest.approx(players / 2)
+        assert all(0.0 <= score <= 1.0 for score in scores)
+        if environment.winner() is not None:
+            assert scores[environment.winner()] == 1.0
+        winners.add(environment.winner())
+
+    assert winners >= set(range(players))
+
+
+@pytest.mark.parametrize("name", REPLAYED)
 def test_it_replays_a_match_to_identical_json_states(name: str) -> None:
     rng = random.Random(f"replay {name}")
     for seed in range(20):
@@ -85,7 +110,7 @@ def test_it_replays_a_match_to_identical_json_states(name: str) -> None:
             assert json.loads(json.dumps(state)) == state
 
 
-@pytest.mark.parametrize("name", GAMES)
+@pytest.mark.parametrize("name", REPLAYED)
 def test_it_reuses_an_environment_across_matches(name: str) -> None:
     environment = make_environment(name)
     fresh_state = environment.state()

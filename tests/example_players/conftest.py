@@ -48,7 +48,7 @@ class Transcript:
 
 
 def outcome_for(scores: list[float], player: int) -> str:
-    other = scores[1 - player]
+    other = max(score for seat, score in enumerate(scores) if seat != player)
     if scores[player] > other:
         return "win"
     if scores[player] < other:
@@ -64,7 +64,8 @@ def duel_script(
     seed: int = 0,
     opponent: Opponent = random_opponent,
 ) -> RefereeScript:
-    """A duel against ``opponent``; the agent under test alternates seats 0 and 1."""
+    """A duel against ``opponent`` in every other seat; the agent under test moves
+    through the seats, one a match."""
     environment = make_environment(environment_name)
     opponent_random = random.Random(seed)
     reply = yield {
@@ -77,7 +78,7 @@ def duel_script(
     assert reply is not None and reply["type"] == protocol.READY, reply
     request_id = 0
     for match in range(matches):
-        seat = match % 2
+        seat = match % environment.num_players
         match_seed = seed * 1000 + match
         environment.reset(match_seed)
         yield {

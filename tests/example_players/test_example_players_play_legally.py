@@ -31,6 +31,9 @@ EXPECTED_AGENTS: dict[str, tuple[type[Agent], str]] = {
     "rock_paper_scissors/frequency.py": (Agent, "rps-frequency"),
     "sum_to_10/random_player.py": (Agent, "sum-random"),
     "sum_to_10/optimal.py": (FunctionAgent, "optimal"),
+    "lowest_unique/random_player.py": (FunctionAgent, "random_number"),
+    "lowest_unique/low_bidder.py": (Agent, "lowest-unique-low-bidder"),
+    "openspiel/random_player.py": (Agent, "openspiel-random"),
 }
 #: The players of one-player games, played by evaluations rather than duels
 #: (test_example_players_evaluations.py).
@@ -42,6 +45,14 @@ ONE_PLAYER_AGENTS: dict[str, tuple[type[Agent], str]] = {
     "frozen_lake/random_player.py": (Agent, "frozen-lake-random"),
     "mountain_car/random_player.py": (Agent, "mountain-car-random"),
 }
+#: The game each folder's players are tried on: its own, but OpenSpiel's players play any
+#: OpenSpiel game (leduc poker here: chance, hidden cards, short matches).
+FOLDER_GAMES = {"openspiel": "openspiel:leduc_poker"}
+
+
+def game_of(relative_path: str) -> str:
+    folder = relative_path.split("/")[0]
+    return FOLDER_GAMES.get(folder, folder)
 
 
 def python_player_files() -> list[str]:
@@ -74,7 +85,7 @@ def test_it_loads_the_intended_agent(
 def test_it_plays_only_legal_actions(
     relative_path: str, load_player: Callable[[str], Agent], duel_in_process: Callable
 ) -> None:
-    environment_name = relative_path.split("/")[0]
+    environment_name = game_of(relative_path)
     transcript = duel_in_process(load_player(relative_path), environment_name, matches=4)
     assert len(transcript.outcomes) == 4
     assert transcript.moves, "the agent was never asked to act"
@@ -84,7 +95,7 @@ def test_it_plays_only_legal_actions(
 def test_it_replays_a_duel_identically(
     relative_path: str, load_player: Callable[[str], Agent], duel_in_process: Callable
 ) -> None:
-    environment_name = relative_path.split("/")[0]
+    environment_name = game_of(relative_path)
     first = duel_in_process(load_player(relative_path), environment_name, matches=2, seed=7)
     second = duel_in_process(load_player(relative_path), environment_name, matches=2, seed=7)
     assert first.moves == second.moves
@@ -102,7 +113,7 @@ def test_it_runs_alone_with_only_the_sdk_importable(
     environment = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SDK_DIR)}
     duel = duel_subprocess(
         [sys.executable, "-S", "-m", "arena_sdk", str(copied)],
-        relative_path.split("/")[0],
+        game_of(relative_path),
         matches=2,
         cwd=sandbox,
         env=environment,

@@ -89,6 +89,17 @@ def test_it_prompts_with_the_rules_the_position_the_history_and_the_legal_action
     assert "Match 1, move 3" in prompt
 
 
+def test_it_tells_a_player_of_a_game_of_five_its_seat_and_the_others():
+    environment = make_environment("lowest_unique", players=5)
+
+    system = make_system_prompt(load_info("lowest_unique"), environment, 2)
+
+    assert "against 4 other players. You are player 3 of 5." in system
+    assert "against another player. You are player 1 of 2" in make_system_prompt(
+        load_info("tic_tac_toe"), make_environment("tic_tac_toe"), 0
+    )
+
+
 def test_it_names_the_error_and_the_retries_left_when_it_asks_again():
     prompt = retry_prompt("5 is not one of the legal actions", [0, 4], 1)
     assert "5 is not one of the legal actions" in prompt
@@ -97,7 +108,8 @@ def test_it_names_the_error_and_the_retries_left_when_it_asks_again():
 
 
 @pytest.mark.parametrize(
-    "game", ["tic_tac_toe", "connect_four", "quarto", "rock_paper_scissors", "sum_to_10"]
+    "game",
+    ["tic_tac_toe", "connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "lowest_unique"],
 )
 def test_it_prompts_for_every_game_from_the_players_own_view(game):
     environment = make_environment(game)

@@ -85,6 +85,30 @@ def test_it_plays_a_round_robin_and_replays_a_match(tmp_path, capsys):
     assert "tic-tac-toe" in page.read_text()
 
 
+def test_it_plays_a_round_robin_of_a_four_player_game_over_every_group_of_four(tmp_path, capsys):
+    players = [str(PLAYERS / "lowest_unique" / "low_bidder.py")]
+    for name in ("rando_a", "rando_b", "rando_c", "rando_d"):
+        copy = tmp_path / f"{name}.py"
+        copy.write_bytes((PLAYERS / "lowest_unique" / "random_player.py").read_bytes())
+        players.append(str(copy))
+    output = tmp_path / "duels"
+
+    code = main(
+        ["round-robin", "lowest_unique", *players, "--matches", "4", "--output", str(output)]
+    )
+    standings = capsys.readouterr().out
+
+    assert code == 0
+    duels = sorted(output.glob("*.json"))
+    assert len(duels) == 5  # C(5, 4)
+    # Each agent played 4 duels of 3 opponents each: 12 wins, draws and losses in all.
+    rows = [line.split() for line in standings.splitlines() if line[:4].strip().isdigit()]
+    assert len(rows) == 5
+    assert all(sum(int(value) for value in row[3:6]) == 12 for row in rows)
+    assert main(["replay", str(duels[0]), "--match", "2"]) == 0
+    assert "Points:" in capsys.readouterr().out
+
+
 def test_it_runs_as_a_module():
     completed = subprocess.run(
         [

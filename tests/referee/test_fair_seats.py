@@ -1,4 +1,4 @@
-"""One agent's misbehaviour never costs the other anything, from either seat, in either sandbox.
+"""One agent's misbehaviour never costs the others anything, from any seat, in either sandbox.
 
 Every case pits a hostile agent against an honest random one, with the hostile agent
 first as player 1 and then as player 2, in the ``process`` and the ``docker`` sandbox.
@@ -80,12 +80,19 @@ CASES = [
 ]
 
 
-def play(backend: SandboxBackend, case: Case, hostile_player: int) -> DuelResult:
-    bad = hostile(case.behaviour, at=case.at)
-    honest: AgentSource = agent("random_agent.py")
-    sources = (bad, honest) if hostile_player == 1 else (honest, bad)
+def play(
+    backend: SandboxBackend,
+    case: Case,
+    hostile_player: int,
+    *,
+    environment: str = "connect_four",
+    players: int = 2,
+) -> DuelResult:
+    """Honest random agents, and the hostile one as player ``hostile_player``."""
+    sources: list[AgentSource] = [agent("random_agent.py")] * players
+    sources[hostile_player - 1] = hostile(case.behaviour, at=case.at)
     return run_duel(
-        "connect_four",
+        environment,
         sources,
         backend=backend,
         seed=7,
@@ -150,3 +157,37 @@ def test_it_sees_an_agent_that_left_a_daemon_behind_end_at_once(backend, hostile
     # Its daemon still holds its output open, but the agent itself has exited.
     assert time.monotonic() - started < STARTUP_TIME
     assert "exited with status 0" in result.matches[0].faults[0].message
+
+
+#: Games of more than two players: a hostile agent in each of the four seats of lowest
+#: unique number, among three honest ones (a sample of the cases above, one per way to fail).
+N_PLAYER_CASES = [
+    Case("sleep", 0, restarted("timeout"), HANG_AT_START),
+    Case("sleep", 1, restarted("timeout"), HANG_MID_MATCH),
+    Case("exit", 2, restarted("crash"), 0.0),
+    Case("garbage_lines", 1, ("malformed_message",) * 3, 0.0),
+    Case("illegal", 2, ("illegal_action",) * 3, 0.0),
+]
+
+
+@pytest.mark.parametrize("hostile_player", [1, 2, 3, 4], ids=lambda player: f"hostile-{player}")
+@pytest.mark.parametrize("case", N_PLAYER_CASES, ids=[case.id for case in N_PLAYER_CASES])
+def test_it_charges_only_the_hostile_agent_of_four_and_the_others_lose_nothing(
+    any_backend, case, hostile_player
+):
+    started = time.monotonic()
+
+    result = play(any_backend, case, hostile_player, environment="lowest_unique", players=4)
+
+    elapsed = time.monotonic() - started
+    assert not result.infrastructure_error
+    assert [
+        [(fault.player, fault.kind.value) for fault in match.faults] for match in result.matches
+    ] == [[(hostile_player, kind)] for kind in case.faults]
+    # Every honest player scores the whole match, shared first place; the hostile one nothing.
+    expected = [0.0 if player == hostile_player else 1.0 for player in range(1, 5)]
+    assert [match.scores for match in result.matches] == [expected] * 3
+    assert result.scores == [3 * score for score in expected]
+    assert result.as_json()["ranks"] == [4 if score == 0 else 1 for score in expected]
+    assert result.result is Outcome.RANKED
+    assert elapsed < case.bound + SLACK, f"the duel took {elapsed:.1f} s"

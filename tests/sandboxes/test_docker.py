@@ -225,7 +225,10 @@ def test_it_charges_a_closed_stdout_as_a_crash(docker_backend):
 
 
 def test_it_charges_a_memory_hog_as_memory_exceeded(docker_backend):
-    result = duel(docker_backend, hostile("memory"), limits=SandboxLimits(memory_mb=256))
+    # Time to reach the cap on a loaded machine, so it is charged for memory, not time.
+    result = duel(
+        docker_backend, hostile("memory"), limits=SandboxLimits(memory_mb=256), move_time=5.0
+    )
 
     assert_blamed_on_player_2(result)
     assert fault_kinds(result) == ["memory_exceeded", "memory_exceeded", "forfeit"]

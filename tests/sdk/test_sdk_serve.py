@@ -117,6 +117,24 @@ def test_it_echoes_the_id_of_each_request() -> None:
     assert [reply["id"] for reply in replies[1:]] == [7, 8, 1234]
 
 
+def test_it_tells_the_agent_its_seat_and_the_count_of_players() -> None:
+    recorder = Recorder()
+    hello = {**HELLO, "environment": "lowest_unique", "player_count": 4}
+
+    run_serve(recorder, [hello, start(player=3), BYE])
+
+    [(_, match)] = recorder.calls
+    assert (match.player, match.player_count) == (3, 4)
+
+
+def test_it_counts_two_players_when_the_hello_does_not_say() -> None:
+    recorder = Recorder()
+
+    run_serve(recorder, [HELLO, start(), BYE])
+
+    assert recorder.calls[0][1].player_count == 2
+
+
 def test_it_reports_an_exception_in_act_and_keeps_serving() -> None:
     @agent
     def fragile(turn: Turn) -> Any:

@@ -196,3 +196,48 @@ def test_it_gives_llm_players_the_network_slots_and_lets_them_meet_anyone():
     # And they take none of the hosted slots.
     pairs = MATCHMAKER.pairings([*hosted, *llm], slots=1, online_slots=0)
     assert [(one.key, two.key) for one, two in pairs] == [(1, 2)]
+
+
+# --- games of more than two players ----------------------------------------------------
+
+
+def test_it_groups_agents_of_close_ratings_around_the_one_waiting_longest():
+    agents = [
+        agent(1, 40),
+        agent(2, 25, waiting=1200),
+        agent(3, 39),
+        agent(4, 24),
+        agent(5, 26),
+        agent(6, 41),
+        agent(7, 23),
+        agent(8, 38),
+    ]
+
+    groups = MATCHMAKER.groupings(agents, size=4, slots=2)
+
+    assert [{member.key for member in group} for group in groups] == [{2, 4, 5, 7}, {1, 3, 6, 8}]
+    assert groups[0][0].key == 2
+
+
+def test_it_leaves_out_agents_too_few_to_fill_a_group_and_respects_the_slots():
+    agents = [agent(key, 25) for key in range(1, 7)]
+
+    assert len(MATCHMAKER.groupings(agents, size=4, slots=3)) == 1
+    assert MATCHMAKER.groupings(agents, size=4, slots=0) == []
+    assert MATCHMAKER.groupings(agents[:3], size=4, slots=1) == []
+
+
+def test_it_never_groups_two_revisions_of_one_competitor():
+    agents = [dataclasses.replace(agent(key, 25), competitor=key % 3) for key in range(1, 7)]
+
+    groups = MATCHMAKER.groupings(agents, size=3, slots=2)
+
+    assert len(groups) == 2
+    for group in groups:
+        assert len({member.competitor for member in group}) == 3
+
+
+def test_it_groups_pairs_as_pairings_does():
+    agents = [agent(1, 40), agent(2, 25), agent(3, 39), agent(4, 24)]
+
+    assert MATCHMAKER.groupings(agents, size=2, slots=2) == MATCHMAKER.pairings(agents, slots=2)

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import strip_tags
 
-from core.models import Revision, StepStatus, Tournament, TournamentFormat
+from core.models import Duel, DuelStatus, Revision, StepStatus, Tournament, TournamentFormat
 from tests.factories import EnvironmentFactory, RevisionFactory
 
 pytestmark = pytest.mark.django_db
@@ -240,6 +240,19 @@ def test_it_shows_a_duel_with_its_result_and_matches(client, duel, match):
     assert "Succeeded" in page
     assert match.get_absolute_url() in page
     assert "Autumn cup" in page
+
+
+def test_it_shows_a_duels_seed_only_once_the_duel_is_over(client, duel):
+    # The seed decides every chance event of the matches (an OpenSpiel game's cards and
+    # dice): an agent's owner watching a running duel must not read it.
+    Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.RUNNING, seed=987654321)
+    running = text(client.get(duel.get_absolute_url()))
+    Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.SUCCEEDED)
+    finished = text(client.get(duel.get_absolute_url()))
+
+    assert "987654321" not in running
+    assert "shown once the duel is over" in running
+    assert "987654321" in finished
 
 
 def test_it_shows_a_replay_page_for_a_tournament_match(client, match):

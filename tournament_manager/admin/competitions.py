@@ -26,6 +26,7 @@ from core.admin.base import (
 from core.errors import ArenaError
 from core.models import (
     Duel,
+    DuelPlayer,
     DuelStatus,
     Environment,
     Match,
@@ -138,6 +139,12 @@ class TournamentCreateForm(forms.ModelForm):
         cleaned["format"] = tournament_format
         if tournament_format == TournamentFormat.SWISS and not cleaned.get("rounds"):
             self.add_error("rounds", "A Swiss tournament needs its number of rounds.")
+        if tournament_format == TournamentFormat.SWISS and environment.players > 2:
+            self.add_error(
+                "format",
+                f"Swiss pairs two players and {environment.title} seats {environment.players}: "
+                "choose a round robin or a ladder.",
+            )
         revisions = list(cleaned.get("participants") or [])
         if not revisions:
             revisions = latest_validated_revisions(environment)
@@ -148,9 +155,12 @@ class TournamentCreateForm(forms.ModelForm):
         if len(set(competitors)) != len(competitors):
             self.add_error("participants", "Choose one revision per competitor.")
         # A ladder may open empty: every revision validated later joins it.
-        if len(revisions) < 2 and tournament_format != TournamentFormat.LADDER:
+        needed = max(2, environment.players)
+        if len(revisions) < needed and tournament_format != TournamentFormat.LADDER:
             self.add_error(
-                "participants", f"A tournament needs two validated revisions of {environment}."
+                "participants",
+                f"A tournament needs {'two' if needed == 2 else needed} validated revisions "
+                f"of {environment}.",
             )
         cleaned["participants"] = revisions
         return cleaned
@@ -437,14 +447,25 @@ class TournamentAdmin(ArenaAdmin):
         self.run_each(request, queryset, rerun, done="Re-ran failed duels of")
 
 
+class MorePlayersInline(ReadOnlyInline):
+    """Players 3 to 6 of a duel of a game of more than two players."""
+
+    model = DuelPlayer
+    verbose_name_plural = "players 3 and on"
+    fields = ("number", "revision", "wins", "score", "errors", "restarts")
+    ordering = ("number",)
+
+
 class MatchInline(ReadOnlyInline):
     model = Match
     fields = (
         "index",
         "first_player",
+        "seat_players",
         "result",
         "player_1_score",
         "player_2_score",
+        "scores",
         "fault",
         "steps",
         "duration",
@@ -498,7 +519,7 @@ class DuelAdmin(ReadOnlyAdmin):
         "revision_2__competitor",
     )
     date_hierarchy = "created_at"
-    inlines = (MatchInline,)
+    inlines = (MorePlayersInline, MatchInline)
     actions = ("rerun",)
     fieldsets = (
         (
@@ -506,6 +527,7 @@ class DuelAdmin(ReadOnlyAdmin):
             {
                 "fields": (
                     "players",
+                    "num_players",
                     "environment",
                     "tournament_link",
                     "is_validation",
@@ -561,6 +583,9 @@ class DuelAdmin(ReadOnlyAdmin):
     def players(self, duel: Duel) -> str:
         if duel.is_validation:
             return format_html("{} (self-play)", admin_link(duel.revision_1))
+        if duel.num_players > 2:
+            links = [admin_link(revision) for revision in duel.revisions()]
+            return format_html("{} vs {}" + " vs {}" * (len(links) - 2), *links)
         return format_html("{} vs {}", admin_link(duel.revision_1), admin_link(duel.revision_2))
 
     @admin.display(description="environment")
@@ -658,10 +683,12 @@ class MatchAdmin(ReadOnlyAdmin):
         "duel_link",
         "index",
         "first_player",
+        "seat_players",
         "seed",
         "result",
         "player_1_score",
         "player_2_score",
+        "scores",
         "fault_kind",
         "fault_player",
         "error_msg",

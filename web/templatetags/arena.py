@@ -58,6 +58,12 @@ def score(value: float | None) -> str:
 
 
 @register.filter
+def scores(values: list[float]) -> str:
+    """Every player's match points, player 1's first: ``3 : 1``, ``2 : 1.5 : 0.5 : 0``."""
+    return " : ".join(score(value) for value in values)
+
+
+@register.filter
 def words(value: str) -> str:
     """An identifier as words: ``illegal_action`` → ``illegal action``."""
     return str(value).replace("_", " ")

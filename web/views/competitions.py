@@ -2,9 +2,13 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from core.human import human_duel_seat
+from core.models import User
 from web.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
+from web.live import LIVE_PREFIX, duel_watchable, environment_stylesheets
 from web.llm import conversations_visible, turns_by_frame
 from web.replays import match_replay, player_labels
 from web.selectors import duel_page, tournament_page
@@ -21,7 +25,22 @@ def tournament(request: HttpRequest, pk: int) -> HttpResponse:
 def duel(request: HttpRequest, pk: int) -> HttpResponse:
     duel = get_duel_for_user(request.user, pk)
     page = duel_page(user=request.user, duel=duel)
-    return render(request, "web/duel.html", {"page": page, "duel": duel})
+    watchable = page.is_pending and duel_watchable(duel)
+    return render(
+        request,
+        "web/duel.html",
+        {
+            "page": page,
+            "duel": duel,
+            "live_url": f"{LIVE_PREFIX}{duel.pk}" if watchable else "",
+            "live_stylesheets": environment_stylesheets(duel) if watchable else [],
+            "play_url": reverse("play", args=[duel.pk])
+            if page.is_pending
+            and isinstance(request.user, User)
+            and human_duel_seat(user=request.user, duel=duel)
+            else "",
+        },
+    )
 
 
 def _requested_step(request: HttpRequest, last: int) -> int:

@@ -99,9 +99,11 @@ def online_model_create(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 def environment_static(request: HttpRequest, name: str, filename: str) -> FileResponse:
-    """A game's replay stylesheet, from ``environments/<name>/static/`` (CSS only)."""
+    """A game's replay stylesheet, from its ``static/`` folder (CSS only): a built-in
+    game's by its folder name, an OpenSpiel game's by its environment's name."""
+    added = Environment.objects.filter(name=name).exclude(spec="").first()
     try:
-        folder = load_info(name).static_dir.resolve()
+        folder = load_info(added.spec if added else name).static_dir.resolve()
     except (UnknownEnvironment, InvalidEnvironmentInfo):
         raise Http404("No such environment") from None
     path = (folder / filename).resolve()

@@ -11,7 +11,7 @@ import core.models.submissions
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("core", "0014_duel_played_by"),
+        ("core", "0018_duels_of_more_than_two_players"),
     ]
 
     operations = [

@@ -1,0 +1,195 @@
+"""A person's seat, driven by their browser: the page's two endpoints.
+
+The site drives the seat exactly as an online agent's client drives its own
+(``sandboxes.seat_gateway``): one stream of the seat's events, one request per reply.
+The browser is authenticated by its session cookie, and a reply also by Django's CSRF
+token (the ``X-CSRFToken`` header); never by a token in a URL. A reply is checked before
+it reaches the referee: it must answer what the referee waits for, and an action must be
+one of the legal actions it was offered (a person's misclick is refused, not charged).
+
+- ``GET /api/v1/online/human/{duel}/events``: server-sent events, one per message of the
+  seat (``docs/protocol.md``: ``duel``, ``hello``, ``start``, ``act``, ``end``, ``bye``)
+  with its ``seq`` as the event's ``id`` (a browser resumes after it by itself). Each
+  ``act`` also carries ``choices`` (every legal action with its text) and ``view`` (the
+  person's own observation as the game tells it to a reader).
+- ``POST /api/v1/online/human/{duel}/reply``: the reply line, ``{"type": "ready"}`` or
+  ``{"type": "action", "id": N, "action": A}``; 202 when handed to the referee.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import orjson
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+
+from api.errors import error_body
+from api.gateway import online_rate, presence_start
+from core.human import human_duel_seat
+from core.models import Competitor, Duel, User
+from core.online import seat_bus
+from environments.base import Environment
+from environments.registry import make_environment
+from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_parse, reply_submit, seq_check
+from web.replays import show_action
+
+
+def _refusal(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status)
+
+
+def _too_many(user: User) -> JsonResponse | None:
+    """A 429 past ``ARENA_ONLINE_RATE`` requests of this user's page, as for a model."""
+    wait = online_rate.wait(("human", user.pk))
+    if wait is None:
+        return None
+    response = _refusal(429, "rate_limited", f"Too many requests. Retry in {wait:.0f} s.")
+    response["Retry-After"] = str(max(1, round(wait + 0.5)))
+    return response
+
+
+def _seat_of(user: User, duel_id: int) -> tuple[Competitor, Duel] | None:
+    duel = (
+        Duel.objects.select_related("revision_1__competitor__environment")
+        .filter(pk=duel_id)
+        .first()
+    )
+    if duel is None:
+        return None
+    seat = human_duel_seat(user=user, duel=duel)
+    return None if seat is None else (seat, duel)
+
+
+_NOT_YOURS = "There is no game {} of yours: start one from an agent's page."
+_LOG_IN = "Log in to play: this uses your session on the site."
+
+
+def _with_choices(message: dict[str, Any], game: Environment, player: int) -> dict[str, Any]:
+    message["choices"] = [
+        {"action": action, "text": game.describe_action(action)}
+        for action in message.get("legal_actions") or []
+    ]
+    observation = message.get("observation")
+    if isinstance(observation, dict):
+        message["view"] = game.render_observation(observation, player)
+    return message
+
+
+async def _human_lines(
+    seat: str, environment: str, after: str | None
+) -> AsyncGenerator[bytes, None]:
+    game = make_environment(environment)
+    player = 0
+    # This gateway counts as alive while the person is away (a reloaded page comes back).
+    presence_start()
+    yield b"retry: 2000\n\n"
+    async for chunk in event_lines(
+        seat_bus(), seat, after=after, max_seconds=settings.ARENA_ONLINE_STREAM_SECONDS
+    ):
+        out = []
+        for line in chunk.splitlines():
+            message = orjson.loads(line)
+            kind = message.get("type")
+            if kind == "ping":
+                out.append(b": ping\n\n")
+                continue
+            if kind == "start":
+                player = int(message.get("player", 0))
+            if kind == "act":
+                message = _with_choices(message, game, player)
+            head = f"id: {message['seq']}\n".encode() if "seq" in message else b""
+            out.append(head + b"data: " + orjson.dumps(message) + b"\n\n")
+        yield b"".join(out)
+
+
+async def human_events(request: HttpRequest, pk: int) -> HttpResponse:
+    if request.method != "GET":
+        response = _refusal(405, "method_not_allowed", "Use GET here.")
+        response["Allow"] = "GET"
+        return response
+    user = await request.auser()
+    if not user.is_authenticated:
+        return _refusal(401, "unauthorized", _LOG_IN)
+    limited = _too_many(user)  # type: ignore[arg-type]
+    if limited is not None:
+        return limited
+    found = await sync_to_async(_seat_of)(user, pk)  # type: ignore[arg-type]
+    if found is None:
+        return _refusal(404, "not_found", _NOT_YOURS.format(pk))
+    seat, duel = found
+    try:
+        after = seq_check(request.headers.get("Last-Event-ID") or None)
+    except ReplyRefused as refused:
+        return _refusal(refused.status, refused.code, refused.message)
+    response = StreamingHttpResponse(
+        _human_lines(seat.seat, duel.revision_1.competitor.environment.game, after),
+        content_type="text/event-stream",
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def _offered(seat: str, key: str) -> list[Any] | None:
+    """The legal actions of the ``act`` the reply ``key`` answers, if it is in the seat's
+    current duel."""
+    bus = seat_bus()
+    events = await bus.events_after(seat, await bus.start_point(seat), 0)
+    for _seq, line in reversed(events):
+        message = orjson.loads(line)
+        if message.get("type") == "act" and f"act:{message.get('id')}" == key:
+            return list(message.get("legal_actions") or [])
+    return None
+
+
+def _same(action: Any, legal: list[Any]) -> bool:
+    wanted = orjson.dumps(action, option=orjson.OPT_SORT_KEYS)
+    return any(orjson.dumps(item, option=orjson.OPT_SORT_KEYS) == wanted for item in legal)
+
+
+async def _submit(seat: str, body: bytes) -> str:
+    key, line = reply_parse(body)
+    reply = orjson.loads(line)
+    if reply.get("type") == "action":
+        legal = await _offered(seat, key)
+        if legal is not None and not _same(reply["action"], legal):
+            raise ReplyRefused(
+                400,
+                "illegal_action",
+                f"{show_action(reply['action'])[:80]} is not one of the moves offered: "
+                "choose one of them.",
+            )
+    return await reply_submit(seat_bus(), seat, body)
+
+
+@csrf_exempt  # checked below, to answer a failure in JSON
+def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
+    if request.method != "POST":
+        response = _refusal(405, "method_not_allowed", "Use POST here.")
+        response["Allow"] = "POST"
+        return response
+    if not request.user.is_authenticated:
+        return _refusal(401, "unauthorized", _LOG_IN)
+    limited = _too_many(request.user)  # type: ignore[arg-type]
+    if limited is not None:
+        return limited
+    if CsrfViewMiddleware(HttpResponse).process_view(request, None, (), {}) is not None:
+        return _refusal(
+            403,
+            "forbidden",
+            "The CSRF check failed: send the page's token in the X-CSRFToken header.",
+        )
+    found = _seat_of(request.user, pk)  # type: ignore[arg-type]
+    if found is None:
+        return _refusal(404, "not_found", _NOT_YOURS.format(pk))
+    seat, _duel = found
+    try:
+        accepted = async_to_sync(_submit)(seat.seat, request.body)
+    except ReplyRefused as refused:
+        return _refusal(refused.status, refused.code, refused.message)
+    return JsonResponse({"accepted": accepted}, status=202)

@@ -1,0 +1,171 @@
+"""A person's game through the real gateway (uvicorn, Redis seat bus), over HTTP as the
+page's script drives it: the session cookie of a logged-in user, the CSRF token of the
+site, the seat's events as server-sent events, one reply per move, to the end. The
+browser test (tests/browser/test_human_play.py) clicks the same game."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from core.human import human_game_create
+from core.models import Duel, DuelStatus, RatingChange
+from duel_runner.services import duel_play
+from tests.factories import UserFactory
+from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
+from tests.support.gateway import Gateway
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+
+
+def session_of(user) -> str:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+def csrf_token(gateway: Gateway, session: str) -> str:
+    connection_ = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    connection_.request("GET", "/accounts/profile/", headers={"Cookie": f"sessionid={session}"})
+    response = connection_.getresponse()
+    response.read()
+    for name, value in response.getheaders():
+        if name.lower() == "set-cookie" and value.startswith("csrftoken="):
+            return value.split(";")[0].split("=", 1)[1]
+    raise AssertionError("the site set no CSRF cookie")
+
+
+def refereeing(duel_id: int) -> threading.Thread:
+    """The duel played meanwhile, as a worker of the ``online`` queue plays it."""
+
+    def play() -> None:
+        try:
+            duel_play(duel_id=duel_id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=play)
+    thread.start()
+    return thread
+
+
+def read_until(response: http.client.HTTPResponse, kind: str) -> dict:
+    """The seat's messages until one of type ``kind``, which is returned."""
+    buffer = b""
+    while True:
+        chunk = response.read1(65536)
+        assert chunk, f"the stream ended before a {kind!r}"
+        buffer += chunk
+        while b"\n\n" in buffer:
+            block, buffer = buffer.split(b"\n\n", 1)
+            for line in block.split(b"\n"):
+                if line.startswith(b"data: ") and json.loads(line[6:])["type"] == kind:
+                    return json.loads(line[6:])
+
+
+def game_against_rando(gateway: Gateway) -> tuple[Duel, str, str]:
+    """A person's game against a random agent, and their browser's cookies and CSRF
+    token."""
+    gateway.workers.start("uploads")
+    rando = upload_validated(
+        make_user(), "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
+    person = UserFactory()
+    duel = human_game_create(user=person, opponent=rando)
+    session = session_of(person)
+    token = csrf_token(gateway, session)
+    return duel, f"sessionid={session}; csrftoken={token}", token
+
+
+def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
+    settings.ARENA_HUMAN_MOVE_SECONDS = 2.0
+    settings.ARENA_HUMAN_TIME_BANK_SECONDS = 1.0
+    duel, cookies, token = game_against_rando(gateway)
+    playing = refereeing(duel.pk)
+
+    stream = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+    stream.request("GET", f"/api/v1/online/human/{duel.pk}/events", headers={"Cookie": cookies})
+    response = stream.getresponse()
+    read_until(response, "hello")
+    poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    poster.request(
+        "POST",
+        f"/api/v1/online/human/{duel.pk}/reply",
+        body=b'{"type": "ready"}',
+        headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
+    )
+    assert poster.getresponse().status == 202
+    asked = read_until(response, "act")
+    assert asked["time_left"] == {"move": 2.0, "bank": 1.0}
+    stream.close()  # the tab is closed
+    playing.join(timeout=60)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED and duel.result == "PLAYER_2_WIN"
+    [fault] = duel.matches.get().faults
+    assert (fault["player"], fault["kind"]) == (1, "timeout")
+    assert not RatingChange.objects.exists()
+
+
+def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
+    duel, cookies, token = game_against_rando(gateway)
+
+    playing = refereeing(duel.pk)
+    stream = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+    stream.request("GET", f"/api/v1/online/human/{duel.pk}/events", headers={"Cookie": cookies})
+    response = stream.getresponse()
+    assert response.status == 200
+    assert response.getheader("content-type") == "text/event-stream"
+
+    def reply(body: dict) -> int:
+        poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+        poster.request(
+            "POST",
+            f"/api/v1/online/human/{duel.pk}/reply",
+            body=json.dumps(body),
+            headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
+        )
+        answer = poster.getresponse()
+        answer.read()
+        return answer.status
+
+    seen: list[str] = []
+    buffer = b""
+    try:
+        while "bye" not in seen:
+            chunk = response.read1(65536)
+            assert chunk, f"the stream ended after {seen}"
+            buffer += chunk
+            while b"\n\n" in buffer:
+                block, buffer = buffer.split(b"\n\n", 1)
+                data = [line[6:] for line in block.split(b"\n") if line.startswith(b"data: ")]
+                if not data:
+                    continue
+                message = json.loads(data[0])
+                seen.append(message["type"])
+                if message["type"] == "hello":
+                    assert reply({"type": "ready"}) == 202
+                elif message["type"] == "act":
+                    assert message["choices"][0] == {
+                        "action": message["legal_actions"][0],
+                        "text": str(message["legal_actions"][0]),
+                    }
+                    assert message["view"]
+                    assert message["time_left"]["move"] == 60.0
+                    first = message["choices"][0]["action"]
+                    assert reply({"type": "action", "id": message["id"], "action": first}) == 202
+    finally:
+        stream.close()
+        playing.join(timeout=60)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
+    match = duel.matches.get()
+    assert not match.faults and match.steps >= 5
+    assert seen[:3] == ["welcome", "duel", "hello"] and seen[-2:] == ["end", "bye"]
+    assert not RatingChange.objects.exists()

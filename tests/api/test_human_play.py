@@ -1,0 +1,167 @@
+"""A person's seat driven by the browser: starting a game, and what the page's reply
+endpoint refuses. The test stands in for the referee on the in-process seat bus (it
+opens the duel on the seat and asks for a move, as ``sandboxes.remote`` does), so each
+case checks exactly what would reach the referee."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from core.errors import ArenaError
+from core.human import human_game_create
+from core.models import Duel, DuelStatus, Revision
+from core.online import seat_bus
+from tests.factories import RevisionFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+ACT = {
+    "type": "act",
+    "id": 3,
+    "match": 0,
+    "step": 0,
+    "observation": {"board": [0] * 9, "mark": 1},
+    "legal_actions": [0, 1, 2, 3, 4, 5, 6, 7, 8],
+    "time_left": {"move": 60.0, "bank": 300.0},
+}
+
+
+@pytest.fixture(autouse=True)
+def in_process_bus(settings):
+    settings.ARENA_ONLINE_BUS_URL = ""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+
+
+@pytest.fixture
+def game(django_capture_on_commit_callbacks) -> Duel:
+    opponent = RevisionFactory(validated=True, competitor__environment__name="tic_tac_toe")
+    with django_capture_on_commit_callbacks(execute=False):
+        return human_game_create(user=UserFactory(), opponent=opponent)
+
+
+def asked(duel: Duel) -> None:
+    seat = duel.revision_1.competitor.seat
+    bus = seat_bus()
+    bus.seat_open(seat, duel=duel.pk, announcement=b'{"type":"duel"}')
+    bus.publish(seat, json.dumps(ACT).encode(), awaits="act:3")
+
+
+def browser(user) -> tuple[Client, str]:  # type: ignore[no-untyped-def]
+    """A logged-in browser with the CSRF token its page gives it."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    client.get(reverse("home"))
+    token = client.cookies.get("csrftoken")
+    if token is None:
+        page = client.get(reverse("profile"))
+        assert page.status_code == 200
+        token = client.cookies["csrftoken"]
+    return client, token.value
+
+
+def reply(client: Client, duel: Duel, body: dict, token: str | None) -> tuple[int, dict]:
+    headers = {"HTTP_X_CSRFTOKEN": token} if token else {}
+    response = client.post(
+        reverse("human_reply", args=[duel.pk]),
+        data=json.dumps(body),
+        content_type="application/json",
+        **headers,
+    )
+    return response.status_code, response.json()
+
+
+def test_it_starts_an_unrated_game_with_the_person_moving_first(game):
+    seat = game.revision_1.competitor
+    assert seat.is_human and seat.is_public
+    assert game.tournament is None and game.num_matches == 1
+    assert game.status == DuelStatus.QUEUED
+    # A person's seat never enters tournaments, ladders or leaderboards.
+    assert not Revision.objects.validated().filter(pk=game.revision_1.pk).exists()
+
+
+def test_it_hands_a_legal_move_to_the_referee_once(game):
+    asked(game)
+    client, token = browser(game.revision_1.competitor.owner)
+
+    assert reply(client, game, {"type": "action", "id": 3, "action": 4}, token) == (
+        202,
+        {"accepted": "act:3"},
+    )
+    status, body = reply(client, game, {"type": "action", "id": 3, "action": 5}, token)
+    assert (status, body["error"]["code"]) == (409, "not_your_turn")
+    assert seat_bus().replies(game.revision_1.competitor.seat, 0.1) == [
+        b'{"type":"action","id":3,"action":4}'
+    ]
+
+
+def test_it_refuses_an_illegal_move_and_keeps_waiting_for_a_legal_one(game):
+    asked(game)
+    client, token = browser(game.revision_1.competitor.owner)
+
+    status, body = reply(client, game, {"type": "action", "id": 3, "action": 9}, token)
+    assert (status, body["error"]["code"]) == (400, "illegal_action")
+    assert seat_bus().replies(game.revision_1.competitor.seat, 0.1) == []
+    assert reply(client, game, {"type": "action", "id": 3, "action": 0}, token)[0] == 202
+
+
+def test_it_refuses_a_move_out_of_turn(game):
+    asked(game)
+    client, token = browser(game.revision_1.competitor.owner)
+    status, body = reply(client, game, {"type": "action", "id": 2, "action": 0}, token)
+    assert (status, body["error"]["code"]) == (409, "not_your_turn")
+
+
+def test_it_refuses_a_visitor_a_stranger_and_a_request_without_the_csrf_token(game):
+    asked(game)
+    move = {"type": "action", "id": 3, "action": 4}
+
+    status, body = reply(Client(), game, move, None)
+    assert (status, body["error"]["code"]) == (401, "unauthorized")
+    stranger, token = browser(UserFactory())
+    status, body = reply(stranger, game, move, token)
+    assert (status, body["error"]["code"]) == (404, "not_found")
+    owner, _ = browser(game.revision_1.competitor.owner)
+    status, body = reply(owner, game, move, None)
+    assert (status, body["error"]["code"]) == (403, "forbidden")
+    assert seat_bus().replies(game.revision_1.competitor.seat, 0.1) == []
+
+    events = Client().get(reverse("human_events", args=[game.pk]))
+    assert events.status_code == 401
+    assert stranger.get(reverse("human_events", args=[game.pk])).status_code == 404
+
+
+def test_it_bounds_the_games_a_person_has_at_once(settings, django_capture_on_commit_callbacks):
+    settings.ARENA_HUMAN_GAMES_PER_USER = 1
+    person = UserFactory()
+    opponent = RevisionFactory(validated=True, competitor__environment__name="tic_tac_toe")
+    with django_capture_on_commit_callbacks(execute=False):
+        human_game_create(user=person, opponent=opponent)
+        with pytest.raises(ArenaError, match="1 games going already"):
+            human_game_create(user=person, opponent=opponent)
+
+
+def test_it_refuses_a_game_with_simultaneous_moves(django_capture_on_commit_callbacks):
+    opponent = RevisionFactory(validated=True, competitor__environment__name="rock_paper_scissors")
+    with pytest.raises(ArenaError, match="simultaneous moves"):
+        human_game_create(user=UserFactory(), opponent=opponent)
+
+
+def test_it_refuses_a_game_of_more_than_two_players(django_capture_on_commit_callbacks):
+    opponent = RevisionFactory(validated=True, competitor__environment__name="lowest_unique")
+    with pytest.raises(ArenaError, match="played by 4 players"):
+        human_game_create(user=UserFactory(), opponent=opponent)
+    assert not Duel.objects.exists()
+
+
+def test_it_limits_the_rate_of_a_persons_requests(game, settings):
+    settings.ARENA_ONLINE_RATE = "3/min"
+    asked(game)
+    client, token = browser(game.revision_1.competitor.owner)
+    statuses = [
+        reply(client, game, {"type": "action", "id": 2, "action": 0}, token)[0] for _ in range(4)
+    ]
+    assert statuses == [409, 409, 409, 429]

@@ -1,0 +1,33 @@
+"""Checks shared by the tests of live watching."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+
+class Played(Protocol):
+    index: int
+    seed: int
+    first_player: int
+    seats: list[int]
+    actions: list[list[Any]]
+    result: str
+
+
+def assert_told_as_recorded(events: list[dict[str, Any]], matches: Iterable[Played]) -> None:
+    """Each match's events are its start (seed, first player, each seat's player), its
+    steps' actions as recorded, in order, and its result."""
+    for match in matches:
+        told = [event for event in events if event["match"] == match.index]
+        assert told[0] == {
+            "type": "match",
+            "match": match.index,
+            "seed": match.seed,
+            "first_player": match.first_player,
+            "seats": list(match.seats),
+        }
+        steps = [event for event in told if event["type"] == "step"]
+        assert [event["actions"] for event in steps] == match.actions
+        assert [event["step"] for event in steps] == list(range(len(match.actions)))
+        assert told[-1]["type"] == "match_end" and told[-1]["result"] == match.result

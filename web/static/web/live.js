@@ -1,0 +1,80 @@
+// The live view of a running duel: one script for every game.
+//
+// The gateway streams server-sent events (api/live.py): each "frame" carries the board
+// as the game renders it (its own escaped HTML, as in replays), the last moves and the
+// results so far; "end" says the duel is over and where its replays are. The browser's
+// EventSource reconnects by itself and resumes after the last frame it got.
+(function () {
+  "use strict";
+
+  var root = document.getElementById("live");
+  if (!root || !window.EventSource) {
+    return;
+  }
+  var board = root.querySelector("[data-live-board]");
+  var status = root.querySelector("[data-live-status]");
+  var moves = root.querySelector("[data-live-moves]");
+  var results = root.querySelector("[data-live-results]");
+  var ending = root.querySelector("[data-live-end]");
+  var source = new EventSource(root.getAttribute("data-live-url"));
+  var frames = 0;
+
+  function showResults(list) {
+    results.textContent = "";
+    list.forEach(function (row) {
+      var item = document.createElement("li");
+      item.textContent = "Match " + row.match + ": " + row.result;
+      results.appendChild(item);
+    });
+  }
+
+  source.addEventListener("frame", function (event) {
+    var frame = JSON.parse(event.data);
+    frames += 1;
+    root.setAttribute("data-live-frames", String(frames));
+    root.setAttribute("data-live-step", frame.match === null ? "" : frame.match + ":" + frame.step);
+    board.innerHTML = frame.html;
+    status.textContent = frame.error ? frame.status + " " + frame.error : frame.status;
+    moves.textContent = frame.moves.length ? "Last move: " + frame.moves.join("; ") : "";
+    showResults(frame.results);
+  });
+
+  source.addEventListener("end", function (event) {
+    var end = JSON.parse(event.data);
+    source.close();
+    status.textContent = "The duel is over: " + end.result;
+    showResults(end.results);
+    if (end.html) {
+      board.innerHTML = end.html;
+    }
+    moves.textContent = "";
+    ending.textContent = "";
+    end.replays.forEach(function (replay, index) {
+      var link = document.createElement("a");
+      link.href = replay.url;
+      link.className = "button button-small";
+      link.textContent = "Replay of match " + replay.match;
+      if (index) {
+        ending.appendChild(document.createTextNode(" "));
+      }
+      ending.appendChild(link);
+    });
+    if (end.duel) {
+      var reload = document.createElement("a");
+      reload.href = end.duel;
+      reload.textContent = "Show the duel's results";
+      ending.appendChild(document.createTextNode(" "));
+      ending.appendChild(reload);
+    }
+    ending.hidden = false;
+    root.setAttribute("data-live-ended", "true");
+  });
+
+  source.addEventListener("error", function () {
+    if (source.readyState === EventSource.CLOSED) {
+      status.textContent = "The live view is not available now: reload the page to try again.";
+    } else {
+      status.textContent = "Connection lost: reconnecting…";
+    }
+  });
+})();

@@ -1,0 +1,59 @@
+"""Playing an agent in the browser: starting a game, and its page."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from core.errors import ArenaError
+from core.human import human_duel_seat, human_game_create
+from core.models import Duel, Revision
+from web.access import get_competitor_for_user
+from web.live import LIVE_PREFIX, environment_stylesheets
+
+
+@login_required
+@require_POST
+def play_start(request: HttpRequest, environment_name: str, name: str) -> HttpResponse:
+    """A new game of the user against the competitor's newest validated revision."""
+    competitor = get_competitor_for_user(request.user, environment_name, name)
+    opponent = Revision.objects.validated().filter(competitor=competitor).order_by("-version")
+    try:
+        revision = opponent.first()
+        if revision is None:
+            raise ArenaError(f"{competitor.name} has no validated revision to play")
+        duel = human_game_create(user=request.user, opponent=revision)  # type: ignore[arg-type]
+    except ArenaError as error:
+        messages.error(request, error.message)
+        return redirect(competitor)
+    return redirect("play", pk=duel.pk)
+
+
+@login_required
+@require_GET
+def play(request: HttpRequest, pk: int) -> HttpResponse:
+    duel = get_object_or_404(
+        Duel.objects.select_related(
+            "revision_1__competitor__environment", "revision_2__competitor__owner"
+        ),
+        pk=pk,
+    )
+    if human_duel_seat(user=request.user, duel=duel) is None:  # type: ignore[arg-type]
+        raise Http404("No such game of yours")
+    return render(
+        request,
+        "web/play.html",
+        {
+            "duel": duel,
+            "environment": duel.revision_1.competitor.environment,
+            "opponent": duel.revision_2,
+            "live_url": f"{LIVE_PREFIX}{duel.pk}",
+            "live_stylesheets": environment_stylesheets(duel),
+            "move_seconds": settings.ARENA_HUMAN_MOVE_SECONDS,
+            "bank_seconds": settings.ARENA_HUMAN_TIME_BANK_SECONDS,
+        },
+    )
