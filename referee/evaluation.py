@@ -39,7 +39,6 @@ from sandboxes.base import AgentSource, SandboxBackend
 class EpisodeRecord(MatchRecord):
     """One episode: its seed and actions replay it; ``player_1_score`` is its return."""
 
-    first_player: int = 1
     terminated: bool = False
     truncated: bool = False
 
@@ -117,22 +116,21 @@ class Evaluator(Referee):
         backend: SandboxBackend,
         seeds: list[int],
     ) -> None:
+        if load_info(environment).players != 1:
+            raise ValueError(f"{environment} is not a one-player game")
         super().__init__(
             environment=environment,
-            sources=(source, source),
+            sources=(source,),
             settings=settings,
             backend=backend,
             seed=0,
         )
-        if self.environment.num_players != 1:
-            raise ValueError(f"{environment} is not a one-player game")
-        self.contestants = (Contestant(1, source, backend),)
         self.seeds = list(seeds)
         self.fault_return = load_info(environment).fault_return
 
     def _play_episode(self, index: int, seed: int) -> EpisodeRecord:
         self._match_index = index
-        record = EpisodeRecord(index=index, seed=seed)
+        record = EpisodeRecord(index=index, seed=seed, seats=[1])
         started = time.monotonic()
         [contestant] = self.contestants
         self._ensure_running()
@@ -187,11 +185,11 @@ class Evaluator(Referee):
     def _score_episode(self, record: EpisodeRecord) -> None:
         """The return, or ``fault_return`` for an episode that a fault ended."""
         if record.faults:
-            record.player_1_score = self.fault_return
+            record.scores = [self.fault_return]
             record.error_msg = "; ".join(fault.describe() for fault in record.faults)
             record.result = Outcome.PLAYER_2_WIN
             return
-        record.player_1_score = self.environment.scores()[0]
+        record.scores = [self.environment.scores()[0]]
         record.terminated = bool(getattr(self.environment, "terminated", True))
         record.truncated = bool(getattr(self.environment, "truncated", False))
         record.result = Outcome.PLAYER_1_WIN

@@ -20,7 +20,10 @@ GAMES = ["connect_four", "quarto", "rock_paper_scissors", "sum_to_10", "tic_tac_
 GYMNASIUM_GAMES = ["acrobot", "cartpole", "frozen_lake", "mountain_car"]
 #: Games of more than two players (set by their ``players`` setting).
 N_PLAYER_GAMES = ["lowest_unique"]
-ALL_GAMES = sorted(GAMES + N_PLAYER_GAMES + GYMNASIUM_GAMES)
+#: Games with a board of their own (a stylesheet, an HTML rendering); the Gymnasium
+#: ones show a text trace (tests/environments/test_gymnasium_games.py).
+BOARD_GAMES = sorted(GAMES + N_PLAYER_GAMES)
+ALL_GAMES = sorted(BOARD_GAMES + GYMNASIUM_GAMES)
 
 #: Actions that end a match quickly from the start, one entry per step.
 ENDINGS = {
@@ -92,7 +95,7 @@ def test_it_raises_for_an_unknown_game() -> None:
         load_info("../environments")
 
 
-@pytest.mark.parametrize("name", ALL_GAMES)
+@pytest.mark.parametrize("name", BOARD_GAMES)
 def test_it_ships_a_stylesheet_using_the_game_class_prefix(name: str) -> None:
     info = load_info(name)
     stylesheet = info.static_dir / f"{name}.css"
@@ -102,7 +105,7 @@ def test_it_ships_a_stylesheet_using_the_game_class_prefix(name: str) -> None:
     assert f".{info.html_class}-" in stylesheet.read_text()
 
 
-@pytest.mark.parametrize("name", ALL_GAMES)
+@pytest.mark.parametrize("name", BOARD_GAMES)
 def test_it_renders_the_initial_and_final_states(name: str) -> None:
     html_class = load_info(name).html_class
     for environment in (make_environment(name), finished(name)):
@@ -118,14 +121,14 @@ def test_it_renders_the_initial_and_final_states(name: str) -> None:
         assert html.escape(environment.name) in environment.render_html_page()
 
 
-@pytest.mark.parametrize("name", ALL_GAMES)
+@pytest.mark.parametrize("name", BOARD_GAMES)
 def test_it_shows_the_winner_in_the_html(name: str) -> None:
     fragment = finished(name).render_html()
 
     assert "wins" in fragment
 
 
-@pytest.mark.parametrize("name", ALL_GAMES)
+@pytest.mark.parametrize("name", BOARD_GAMES)
 def test_it_escapes_text_in_the_html(name: str) -> None:
     class Hostile(load_environment_class(name)):
         def _status(self) -> str:
