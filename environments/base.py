@@ -37,6 +37,9 @@ class Environment:
     num_players: int = 2
     #: True when every player acts at every step (rock-paper-scissors).
     simultaneous: ClassVar[bool] = False
+    #: The seat that moves first in every match; None when chance or the position decides
+    #: (an LLM player's prompt says "you move first" only when it is sure).
+    first_seat: ClassVar[int | None] = 0
     #: True when a seat's observation hides something another seat knows (cards in a
     #: hand). Spectators of a running duel then see a match only once it is over, as its
     #: replay shows it; an adapter may set it per game on the instance.

@@ -35,7 +35,11 @@ def system_prompt(info: EnvironmentInfo, environment: Environment, seat: int) ->
     return (
         f"You are playing {info.title} against {against}. You are player {seat + 1} "
         f"of {environment.num_players}"
-        + (" and you move first." if seat == 0 and not environment.simultaneous else ".")
+        + (
+            " and you move first."
+            if seat == environment.first_seat and not environment.simultaneous
+            else "."
+        )
         + f"\n\nThe game: {info.description.strip()}\n\nThe rules: {info.rules.strip()}"
         + f"\n\nGame settings: {configuration}"
         + "\n\nEach turn you are shown the position and the list of legal actions. Think as "

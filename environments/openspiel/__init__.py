@@ -81,6 +81,14 @@ def canonical_spec(spec: str) -> str:
     return parsed.canonical
 
 
+def _first_seat(game: pyspiel.Game) -> int | None:
+    """Who moves first: the first position's player (White's seat in chess, for one);
+    None when a chance event comes first (backgammon's dice decide, poker deals) or all
+    move at once."""
+    player = game.new_initial_state().current_player()
+    return player if player >= 0 else None
+
+
 @cache
 def load_spec_class(spec: str) -> type[OpenSpielEnvironment]:
     """A subclass of the adapter for the spec's game (one per spec, kept)."""
@@ -93,6 +101,7 @@ def load_spec_class(spec: str) -> type[OpenSpielEnvironment]:
         "parameters": parsed.parameter_dict,
         "num_players": game.num_players(),
         "simultaneous": game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS,
+        "first_seat": _first_seat(game),
         "__module__": __name__,
     }
     class_name = "OpenSpiel_" + "".join(part.title() for part in parsed.game.split("_"))

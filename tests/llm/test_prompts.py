@@ -100,6 +100,25 @@ def test_it_tells_a_player_of_a_game_of_five_its_seat_and_the_others():
     )
 
 
+@pytest.mark.parametrize(
+    ("game", "first"),
+    [
+        ("tic_tac_toe", 0),
+        # OpenSpiel's chess seats White second; the dice decide backgammon's first move.
+        ("openspiel:chess", 1),
+        ("openspiel:backgammon", None),
+        ("openspiel:leduc_poker", None),
+    ],
+)
+def test_it_says_you_move_first_only_to_the_seat_that_does(game, first):
+    environment = make_environment(game)
+    told = [
+        "you move first" in make_system_prompt(load_info(game), environment, seat)
+        for seat in range(2)
+    ]
+    assert told == [seat == first for seat in range(2)]
+
+
 def test_it_names_the_error_and_the_retries_left_when_it_asks_again():
     prompt = retry_prompt("5 is not one of the legal actions", [0, 4], 1)
     assert "5 is not one of the legal actions" in prompt
