@@ -26,6 +26,7 @@ from core.models import (
     DuelStatus,
     Environment,
     Evaluation,
+    LiveEvent,
     Participant,
     Revision,
     StepStatus,
@@ -128,6 +129,18 @@ def resend_queued_duels() -> bool:
     for duel in resent:
         logger.info("duel %d sent to the workers again (re-send %d)", duel.pk, duel.resends + 1)
     return bool(resent)
+
+
+def drop_finished_live_events() -> bool:
+    """Delete the spectators' events of duels that are over: a duel's worker deletes them
+    once it has stored the duel, but one that was cancelled, or failed after its worker
+    died, leaves them behind (its replay, if any, takes over)."""
+    deleted, _ = LiveEvent.objects.filter(
+        duel__status__in=[DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED]
+    ).delete()
+    if deleted:
+        logger.info("%d batches of live events of finished duels deleted", deleted)
+    return bool(deleted)
 
 
 def recover_expired_evaluations() -> bool:
@@ -271,6 +284,7 @@ STEPS: tuple[Callable[[], bool], ...] = (
     requeue_expired_duels,
     fail_exhausted_duels,
     resend_queued_duels,
+    drop_finished_live_events,
     recover_expired_evaluations,
     resend_queued_evaluations,
     withdraw_disabled_participants,

@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from core import dispatch
 from core.leases import worker_name
-from core.models import Duel, DuelStatus, Revision, StepStatus
+from core.models import Duel, DuelStatus, LiveEvent, Revision, StepStatus
 from core.services import revision_step_begin, revision_step_finish
-from tests.factories import RevisionFactory
+from tests.factories import DuelFactory, RevisionFactory
 from tournament_manager.daemon import run_once
 from tournament_manager.services import tournament_launch
 
@@ -256,3 +256,14 @@ def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeyp
     duel.refresh_from_db()
     assert (duel.status, duel.attempts, duel.matches.count()) == (DuelStatus.SUCCEEDED, 1, 2)
     assert RatingChange.objects.count() == 2 * 2  # two players, once per match
+
+
+def test_it_deletes_the_live_events_a_cancelled_duel_left_and_keeps_a_running_ones(sent):
+    cancelled = DuelFactory(status=DuelStatus.CANCELLED)
+    playing = DuelFactory(status=DuelStatus.RUNNING)
+    for duel in (cancelled, playing):
+        LiveEvent.objects.create(duel=duel, lines='{"type": "step"}')
+
+    run_once()
+
+    assert list(LiveEvent.objects.values_list("duel_id", flat=True)) == [playing.pk]
