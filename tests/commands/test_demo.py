@@ -10,7 +10,16 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from pytest_django.fixtures import Settings
 
-from core.models import InviteCode, Revision, Role, Tournament, TournamentStatus, User
+from core.models import (
+    DuelStatus,
+    InviteCode,
+    Revision,
+    Role,
+    ScoreCompetition,
+    Tournament,
+    TournamentStatus,
+    User,
+)
 from tests.support.embedded import EmbeddedSite
 from web.management.commands.demo import EXAMPLE_PLAYERS_DIR, zip_folder
 
@@ -120,3 +129,28 @@ def test_it_plays_through_a_worker_of_its_own_on_the_embedded_broker(
     log = site.worker_log()
     assert "validate_revision" in log and "play_duel" in log
     assert "database is locked" not in log
+
+
+def test_it_evaluates_a_one_player_games_players_in_a_score_competition() -> None:
+    out = io.StringIO()
+    call_command("demo", "--games=cartpole", stdout=out)
+
+    competition = ScoreCompetition.objects.get()
+    evaluations = competition.evaluations.order_by("-mean_return")
+    assert [evaluation.status for evaluation in evaluations] == [DuelStatus.SUCCEEDED] * 3
+    # The balancer holds the pole for the whole episode; the others do not.
+    assert evaluations[0].revision.competitor.name == "balancer"
+    assert evaluations[0].mean_return == 500.0
+    assert "mean return" in out.getvalue()
+    assert competition.get_absolute_url() in out.getvalue()
+
+
+def test_it_enters_enough_players_for_a_round_robin_of_a_game_of_four() -> None:
+    out = io.StringIO()
+    call_command("demo", "--games=lowest_unique", "--matches=4", stdout=out)
+
+    tournament = Tournament.objects.get()
+    assert tournament.status == TournamentStatus.COMPLETED
+    # Two reference players, entered again under new names up to five: C(5, 4) groups.
+    assert tournament.participants.count() == 5
+    assert tournament.duels.count() == 5

@@ -22,12 +22,14 @@ from core.llm import llm_player_register, llm_player_update
 from core.models import (
     ApiToken,
     Competitor,
+    DuelStatus,
     Environment,
     InviteCode,
     LeaderboardEntry,
     MatchConversation,
     Revision,
     Role,
+    ScoreCompetition,
     StepStatus,
     Tournament,
     TournamentFormat,
@@ -42,6 +44,7 @@ from core.services import (
     revision_requeue,
 )
 from tournament_manager.leaderboard import leaderboard_refit
+from tournament_manager.score_competitions import score_competition_start
 from tournament_manager.selectors import latest_validated_revisions
 from tournament_manager.services import tournament_cancel, tournament_create, tournament_launch
 
@@ -50,6 +53,9 @@ ORGANIZER_EMAIL = "demo-organizer@example.com"
 ATTENDEE_EMAIL = "demo-attendee@example.com"
 INVITE_CODE = "welcome"
 TOURNAMENT_PREFIX = "Demo round robin"
+#: A one-player game's demo: a score competition of its reference players.
+SCORES_PREFIX = "Demo scores"
+SCORES_EPISODES = 10
 #: Online play in the demo: a ladder of this game, and a model the attendee connects.
 ONLINE_GAME = "connect_four"
 ONLINE_MODEL = "demo-online"
@@ -193,6 +199,14 @@ class Command(BaseCommand):
             )
             if game == LLM_GAME:
                 self.llm_setup(environment, owner=organizer, url=options["llm_url"])
+            if environment.players == 1:
+                self.score_competition(
+                    environment,
+                    organizer=organizer,
+                    fresh=options["fresh"],
+                    timeout=options["timeout"],
+                )
+                continue
             tournament = self.round_robin(
                 environment,
                 organizer=organizer,
@@ -365,16 +379,22 @@ class Command(BaseCommand):
         self, environment: Environment, *, owners: tuple[User, User], timeout: float
     ) -> None:
         players = reference_players(environment.name)
+        # A game of N seats needs N + 1 entrants for its round robin to have a choice of
+        # groups: with fewer reference players, each is entered again under a new name.
+        entrants = max(len(players), environment.players + 1) if players else 0
         uploads = []
-        for index, player in enumerate(players):
+        for index in range(entrants):
+            player = players[index % len(players)]
+            copy = index // len(players)
+            name = player.name if copy == 0 else f"{player.name}-{copy + 1}"
             owner = owners[index % len(owners)]
             try:
                 competitor = competitor_get_or_create(
-                    owner=owner, environment=environment, name=player.name, is_public=True
+                    owner=owner, environment=environment, name=name, is_public=True
                 )
                 uploads.append(self.upload(competitor, owner, player))
             except ArenaError as error:
-                self.stdout.write(self.style.ERROR(f"  ✘ {player.name}: {error.message}"))
+                self.stdout.write(self.style.ERROR(f"  ✘ {name}: {error.message}"))
         self.wait_for_validations(uploads, timeout=timeout)
 
     def wait_for_validations(self, uploads: list[tuple[Revision, str]], *, timeout: float) -> None:
@@ -450,6 +470,80 @@ class Command(BaseCommand):
                 f"  … {name}: build {revision.build_status}, "
                 f"validation {revision.validation_status} (workers will finish it)"
             )
+
+    def score_competition(
+        self, environment: Environment, *, organizer: User, fresh: bool, timeout: float
+    ) -> None:
+        """A one-player game's reference players, each evaluated on the same seeded
+        episodes and ranked by mean return (a score competition, as organizers run them)."""
+        competition = (
+            ScoreCompetition.objects.filter(environment=environment, name__startswith=SCORES_PREFIX)
+            .order_by("-created_at")
+            .first()
+        )
+        finished = {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
+        if (
+            competition is not None
+            and not fresh
+            and competition.started_at is not None
+            and not competition.evaluations.exclude(status__in=finished).exists()
+        ):
+            self.stdout.write(
+                f"Already evaluated: {competition.name} (pass --fresh to evaluate again)"
+            )
+            self.print_scores(competition)
+            return
+        if competition is None or fresh:
+            competition = ScoreCompetition.objects.create(
+                environment=environment,
+                name=f"{SCORES_PREFIX}: {environment.title}",
+                episodes=SCORES_EPISODES,
+                created_by=organizer,
+            )
+        try:
+            evaluations = score_competition_start(competition=competition)
+        except ArenaError as error:
+            self.stdout.write(self.style.WARNING(f"No score competition: {error.message}"))
+            return
+        self.stdout.write(
+            f"Evaluating {competition.name}: {len(evaluations)} agents, "
+            f"{competition.episodes} episodes each"
+        )
+        began = time.monotonic()
+        waiting = competition.evaluations.exclude(status__in=finished)
+        while waiting.exists() and time.monotonic() - began < timeout:
+            self.check_worker()
+            time.sleep(0.3)
+        took = time.monotonic() - began
+        left = waiting.count()
+        line = f"{competition.name}: evaluated in {took:.1f} s"
+        if left:
+            self.stdout.write(self.style.WARNING(f"{line}; {left} still running"))
+        else:
+            self.stdout.write(self.style.SUCCESS(line))
+        self.print_scores(competition)
+
+    def print_scores(self, competition: ScoreCompetition) -> None:
+        evaluations = sorted(
+            competition.evaluations.select_related("revision__competitor"),
+            key=lambda evaluation: (
+                evaluation.status != DuelStatus.SUCCEEDED,
+                -(evaluation.mean_return or 0.0),
+            ),
+        )
+        self.stdout.write(f"  {'agent':<24} {'mean return':>12}  95 % interval")
+        for evaluation in evaluations:
+            name = evaluation.revision.competitor.name
+            if evaluation.status != DuelStatus.SUCCEEDED or evaluation.mean_return is None:
+                self.stdout.write(f"  {name:<24} {evaluation.get_status_display().lower():>12}")
+                continue
+            interval = (
+                f"{evaluation.ci_low:.1f} to {evaluation.ci_high:.1f}"
+                if evaluation.ci_low is not None and evaluation.ci_high is not None
+                else "-"
+            )
+            self.stdout.write(f"  {name:<24} {evaluation.mean_return:>12.1f}  {interval}")
+        self.stdout.write(f"  leaderboard: {competition.get_absolute_url()}")
 
     def round_robin(
         self,
