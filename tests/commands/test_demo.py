@@ -21,7 +21,7 @@ from core.models import (
     User,
 )
 from tests.support.embedded import EmbeddedSite
-from web.management.commands.demo import EXAMPLE_PLAYERS_DIR, zip_folder
+from web.management.commands.demo import EXAMPLE_PLAYERS_DIR, reference_players, zip_folder
 
 # The demo relies on work starting when each transaction commits, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,6 +41,8 @@ def test_it_validates_the_reference_players_and_plays_a_round_robin() -> None:
     revisions = Revision.objects.filter(competitor__environment__name="sum_to_10")
     names = {revision.competitor.name for revision in revisions}
     assert {"optimal", "random_player"} <= names
+    # A two-player game's reference players are entered once each.
+    assert len(revisions) == len(reference_players("sum_to_10"))
     validated = [revision for revision in revisions if revision.is_valid]
     assert len(validated) >= 2
     assert all(revision.competitor.is_public for revision in revisions)

@@ -381,7 +381,9 @@ class Command(BaseCommand):
         players = reference_players(environment.name)
         # A game of N seats needs N + 1 entrants for its round robin to have a choice of
         # groups: with fewer reference players, each is entered again under a new name.
-        entrants = max(len(players), environment.players + 1) if players else 0
+        entrants = len(players)
+        if players and environment.players > 2:
+            entrants = max(entrants, environment.players + 1)
         uploads = []
         for index in range(entrants):
             player = players[index % len(players)]
