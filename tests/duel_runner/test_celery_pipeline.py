@@ -21,6 +21,7 @@ from core.models import (
     Tournament,
     TournamentStatus,
 )
+from core.services import environment_add_openspiel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.docker import docker_base_image  # noqa: F401
 from tests.support.workers import wait_for
@@ -118,8 +119,15 @@ def test_it_validates_every_python_reference_player_in_docker_through_a_worker(c
     celery_workers.start("docker-builder", ARENA_SANDBOX="docker")
     owner = make_user()
     players = sorted(PLAYERS.glob("*/*.py"))
+    # OpenSpiel's players play any OpenSpiel game an organizer adds: leduc poker here.
+    games = {"openspiel": environment_add_openspiel(spec="openspiel:leduc_poker").name}
     revisions = [
-        upload(owner, path.parent.name, f"{path.parent.name}-{path.stem}".replace("_", "-"), path)
+        upload(
+            owner,
+            games.get(path.parent.name, path.parent.name),
+            f"{path.parent.name}-{path.stem}".replace("_", "-"),
+            path,
+        )
         for path in players
     ]
 
