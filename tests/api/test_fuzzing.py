@@ -115,6 +115,16 @@ def world(
     ApiTokenFactory(user=alice, secret=SECRET, scopes="read submit play")
 
 
+@schemathesis.hook
+def filter_query(context: object, query: dict[str, object] | None) -> bool:
+    """Leave out a case with an empty list for a query parameter. A query string cannot
+    say it (the request goes without the parameter), so schemathesis would count it as
+    a negative case, an array where the document says a string, which the API
+    "accepted", when the API only saw a request without that parameter. An empty value
+    (``?model=``) is still sent, and refused where the document says so."""
+    return not query or all(value != [] for value in query.values())
+
+
 def served_document(token: str | None) -> schemathesis.BaseSchema:
     return schemathesis.openapi.from_wsgi(
         "/api/v1/openapi.json", application, config=fuzzing_config(token=token)
