@@ -78,6 +78,23 @@ def lease_claim(claimable: QuerySet[Any], *, worker: str) -> bool:
     )
 
 
+def lease_give_back(held: QuerySet[Any], *, error: str) -> bool:
+    """Queue the row of ``held`` (the row while its worker still owns it) again for
+    another worker, with ``error`` saying why this attempt did not play it; it is sent
+    again if its queue message is lost. False when the worker no longer held it."""
+    from core.models.submissions import resend_at_default
+
+    return bool(
+        held.update(
+            status="queued",
+            lease_owner="",
+            lease_expires_at=None,
+            error=error[:10_000],
+            resend_at=resend_at_default(),
+        )
+    )
+
+
 def lease_heartbeat(held: QuerySet[Any]) -> Heartbeat:
     """Renews the lease on ``held`` (the row while its worker still owns it) from a thread.
 

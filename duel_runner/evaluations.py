@@ -16,10 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.leases import Heartbeat, lease_claim, lease_heartbeat, worker_name
+from core.leases import Heartbeat, lease_claim, lease_give_back, lease_heartbeat, worker_name
 from core.local_builds import revisions_built_here
 from core.models import DuelStatus, Evaluation, Revision, StepStatus
-from core.models.submissions import resend_at_default
 from core.services import revision_step_finish
 from duel_runner.services import (
     LOG_CHARS,
@@ -101,14 +100,11 @@ def _give_back(*, evaluation: Evaluation, worker: str, problem: str) -> float | 
     (``ARENA_DUEL_MAX_ATTEMPTS``), else failed with the reason; never scored."""
     logger.warning("evaluation %d: not played on this host: %s", evaluation.pk, problem)
     if evaluation.attempts < settings.ARENA_DUEL_MAX_ATTEMPTS:
-        given_back = Evaluation.objects.filter(
-            pk=evaluation.pk, status=DuelStatus.RUNNING, lease_owner=worker
-        ).update(
-            status=DuelStatus.QUEUED,
-            lease_owner="",
-            lease_expires_at=None,
-            error=f"Attempt {evaluation.attempts} could not start its agent: {problem}"[:10_000],
-            resend_at=resend_at_default(),
+        given_back = lease_give_back(
+            Evaluation.objects.filter(
+                pk=evaluation.pk, status=DuelStatus.RUNNING, lease_owner=worker
+            ),
+            error=f"Attempt {evaluation.attempts} could not start its agent: {problem}",
         )
         return RETRY_SECONDS if given_back else None
     failure = EvaluationResult(

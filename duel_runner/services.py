@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.leases import Heartbeat, lease_claim, lease_heartbeat, worker_name
+from core.leases import Heartbeat, lease_claim, lease_give_back, lease_heartbeat, worker_name
 from core.local_builds import LocalBuild, revisions_built_here
 from core.models import (
     Duel,
@@ -29,7 +29,6 @@ from core.models import (
 )
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
-from core.models.submissions import resend_at_default
 from core.online import LOCAL_REFEREE, seat_bus
 from core.services import (
     revision_step_begin,
@@ -476,14 +475,9 @@ def _duel_give_back(*, duel: Duel, worker: str, problem: str) -> float | None:
         "duel %d: not played on this host (attempt %d): %s", duel.pk, duel.attempts, problem
     )
     if duel.attempts < settings.ARENA_DUEL_MAX_ATTEMPTS:
-        given_back = Duel.objects.filter(
-            pk=duel.pk, status=DuelStatus.RUNNING, lease_owner=worker
-        ).update(
-            status=DuelStatus.QUEUED,
-            lease_owner="",
-            lease_expires_at=None,
-            error=f"Attempt {duel.attempts} could not start its agents: {problem}"[:10_000],
-            resend_at=resend_at_default(),
+        given_back = lease_give_back(
+            Duel.objects.filter(pk=duel.pk, status=DuelStatus.RUNNING, lease_owner=worker),
+            error=f"Attempt {duel.attempts} could not start its agents: {problem}",
         )
         return RETRY_SECONDS if given_back else None
     problem = (
