@@ -32,7 +32,7 @@ from core.models import (
 from web.access import get_competitor_for_user, get_revision_for_user
 from web.selectors import PipelineStep, pipeline_steps, revision_validation_duel
 
-router = auth.ReadRouter(tags=["competitors"])
+router = auth.ArenaRouter(tags=["competitors"], auth=auth.read)
 
 
 # --- schemas ------------------------------------------------------------------------

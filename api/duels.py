@@ -23,7 +23,7 @@ from web.access import get_duel_for_user, get_match_for_user
 from web.replays import FaultNote, ReplayStates, match_faults, match_states, player_labels
 from web.selectors import DuelPlayer, duel_players
 
-router = auth.ReadRouter(tags=["duels"])
+router = auth.ArenaRouter(tags=["duels"], auth=auth.read)
 
 
 # --- schemas ------------------------------------------------------------------------

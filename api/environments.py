@@ -16,7 +16,7 @@ from api.params import Slug
 from core.models import Environment
 from web.selectors import leaderboard as leaderboard_rows
 
-router = auth.ReadRouter(tags=["environments"])
+router = auth.ArenaRouter(tags=["environments"], auth=auth.read)
 
 
 class Limits(Schema):

@@ -4,30 +4,32 @@ An online agent makes one request per move (``POST /api/v1/online/reply``) and h
 stream (``GET /api/v1/online/events``). Django's request handling under ASGI costs about
 4 ms a request on these machines (its synchronous parts run in a thread started per
 request), twice the whole budget of a network move; these two endpoints need none of it:
-a model token, the seat bus and the checks of ``sandboxes.seat_gateway``. Everything else
-(``/api/v1/online/status``, ``/queue``, ``/next``, registering models, the site) is
-Django's, and shares the token check and the rates defined here. The OpenAPI document
-describes these two endpoints too (``OPENAPI_PATHS``).
+a model token (``api.auth``: the same rule and rates as every operation), the seat bus
+and the checks of ``sandboxes.seat_gateway``. Everything else (``/api/v1/online/status``,
+``/queue``, ``/next``, registering models, the site) is Django's. The OpenAPI document
+describes these two endpoints too (``openapi_paths``).
+
+A stream is the model's presence: while it is open the model may be paired, and the
+moment it closes the model is absent (``sandboxes.seat_bus``). A stream whose token stops
+being valid (revoked, its model disabled or deleted) is closed within
+``api.auth.TOKEN_RECHECK_SECONDS``, with a last ``closed`` line that says why.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import os
-import re
 import socket
-import time
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from api.auth import Access, Holder, Refusal, model_holder, refusal, token_checks
 from api.errors import error_body
 from api.live import (
     LIVE_PATH,
@@ -38,8 +40,6 @@ from api.live import (
     live_open,
     watcher_slot,
 )
-from core.models import ApiToken, TokenScope
-from core.models.accounts import hash_token
 from core.online import online_seen, seat_bus
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_submit, seq_check
 
@@ -51,183 +51,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 EVENTS_PATH = "/api/v1/online/events"
 REPLY_PATH = "/api/v1/online/reply"
-#: How often every model token this process has seen is checked again (one query for all):
-#: a revoked token stops working within this.
-TOKEN_RECHECK_SECONDS = 1.0
 GATEWAY_NAME = f"{socket.gethostname()}:{os.getpid()}"
-
-
-class Refusal(Exception):
-    """A request refused before it reached anything: status, stable code, message."""
-
-    def __init__(
-        self, status: int, code: str, message: str, *, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.retry_after = retry_after
-
-
-# --- rates ------------------------------------------------------------------------------------
-
-_RATE = re.compile(r"\s*(\d+)\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_rate(rate: str) -> tuple[int, float]:
-    """``"50/s"`` → (50, 1.0): requests allowed per window of that many seconds."""
-    found = _RATE.fullmatch(rate)
-    if found is None:
-        raise ValueError(f"{rate!r} is not a rate such as '50/s' or '600/min'")
-    return int(found.group(1)), float(_SECONDS[found.group(2)[0]])
-
-
-class RateLimiter:
-    """Requests per key in a sliding window, in this process's memory (every move is a
-    request: no round trip to a shared cache on the way). The rate is the setting
-    ``setting``, read at each call so that it can change without a restart."""
-
-    def __init__(self, setting: str) -> None:
-        self.setting = setting
-        self._hits: dict[object, collections.deque[float]] = {}
-
-    def wait(self, key: object) -> float | None:
-        """Count a request of ``key``; None if allowed, else seconds until it would be."""
-        allowed, window = parse_rate(getattr(settings, self.setting))
-        now = time.monotonic()
-        hits = self._hits.get(key)
-        if hits is None:
-            if len(self._hits) > 50_000:
-                self._hits.clear()
-            hits = self._hits[key] = collections.deque()
-        while hits and hits[0] <= now - window:
-            hits.popleft()
-        if len(hits) >= allowed:
-            return max(0.001, hits[0] + window - now)
-        hits.append(now)
-        return None
-
-
-#: Every online request, per model token.
-online_rate = RateLimiter("ARENA_ONLINE_RATE")
-#: Look-ups of tokens not checked in the last second, per client address: made-up tokens
-#: cost a query each, so a flood of them is limited.
-token_lookups = RateLimiter("ARENA_API_ANONYMOUS_RATE")
-
-
-def _too_many(wait: float) -> Refusal:
-    return Refusal(
-        429, "rate_limited", f"Too many requests. Retry in {wait:.0f} s.", retry_after=wait
-    )
-
-
-# --- model tokens ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelSeat:
-    """What a model token speaks for."""
-
-    competitor_id: int
-    seat: str
-    token_id: int
-
-
-def _verdict(token: ApiToken | None) -> ModelSeat | str:
-    if token is None:
-        return "unknown"
-    if token.competitor is None:
-        return "user token"
-    if TokenScope.PLAY not in token.scope_set:
-        return "no play scope"
-    if token.competitor.is_disabled:
-        return "disabled"
-    return ModelSeat(token.competitor_id, token.competitor.seat, token.pk)
-
-
-def _tokens(digests: list[str]) -> dict[str, ApiToken]:
-    found = (
-        ApiToken.objects.active()
-        .select_related("competitor")
-        .filter(token_hash__in=digests, user__is_active=True)
-    )
-    return {token.token_hash: token for token in found}
-
-
-def _lookup(digest: str) -> ModelSeat | str:
-    return _verdict(_tokens([digest]).get(digest))
-
-
-def _recheck(digests: list[str]) -> dict[str, ModelSeat | str]:
-    found = _tokens(digests)
-    return {digest: _verdict(found.get(digest)) for digest in digests}
-
-
-_REASONS = {
-    "user token": "This is a user token; online play needs the model token you got when "
-    "you registered the model (POST /api/v1/online/models).",
-    "no play scope": "This token lacks the 'play' scope.",
-    "disabled": "This model is disabled by the organizers.",
-}
-
-
-class _TokenChecks:
-    """What each token this process has seen speaks for, checked again every
-    ``TOKEN_RECHECK_SECONDS`` in one query; a token unused for a minute is forgotten."""
-
-    def __init__(self) -> None:
-        #: digest → (what it speaks for, when it was last used).
-        self.known: dict[str, tuple[ModelSeat | str, float]] = {}
-        self.checked_at = 0.0
-        self.lock = asyncio.Lock()
-
-    async def verdict(self, digest: str, address: str) -> ModelSeat | str:
-        now = time.monotonic()
-        if now - self.checked_at >= TOKEN_RECHECK_SECONDS:
-            async with self.lock:
-                if now - self.checked_at >= TOKEN_RECHECK_SECONDS:
-                    recent = [d for d, (_, used) in self.known.items() if now - used < 60]
-                    fresh = await sync_to_async(_recheck)(recent) if recent else {}
-                    self.known = {d: (fresh[d], self.known[d][1]) for d in recent}
-                    self.checked_at = time.monotonic()
-        known = self.known.get(digest)
-        if known is None:
-            wait = token_lookups.wait(address)
-            if wait is not None:
-                raise _too_many(wait)
-            if len(self.known) > 50_000:
-                self.known.clear()
-            known = (await sync_to_async(_lookup)(digest), now)
-        self.known[digest] = (known[0], now)
-        return known[0]
-
-
-_checks: dict[asyncio.AbstractEventLoop, _TokenChecks] = {}
-
-
-async def model_seat(authorization: str, address: str) -> ModelSeat:
-    """The model an ``Authorization`` header's token speaks for, within its rate; raises
-    ``Refusal`` (401 no or bad token, 403 not a model token, 429 too many)."""
-    scheme, _, secret = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not secret.strip():
-        raise Refusal(
-            401, "unauthorized", "This needs a model token: send 'Authorization: Bearer <token>'."
-        )
-    loop = asyncio.get_running_loop()
-    checks = _checks.get(loop)
-    if checks is None:
-        checks = _checks[loop] = _TokenChecks()
-    found = await checks.verdict(hash_token(secret.strip()), address)
-    if found == "unknown":
-        raise Refusal(401, "unauthorized", "The token is unknown or revoked.")
-    if isinstance(found, str):
-        raise Refusal(403, "forbidden", _REASONS[found])
-    wait = online_rate.wait(found.token_id)
-    if wait is not None:
-        raise _too_many(wait)
-    return found
 
 
 # --- presence ---------------------------------------------------------------------------------
@@ -235,18 +59,20 @@ async def model_seat(authorization: str, address: str) -> ModelSeat:
 #: The models whose client holds a stream on this process, counted per stream.
 _streaming: Counter[int] = Counter()
 _presence_tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+#: How often the gateway tells the seat bus it is alive and the database whom it saw.
+PRESENCE_SECONDS = 5.0
 
 
 async def _presence_loop() -> None:
-    """Tell the database who is connected (matchmaking reads it), and the seat bus that
-    this gateway is alive, every third of the presence window."""
+    """Tell the seat bus that this gateway is alive (a referee gives an absent client its
+    grace period only while a gateway could take it back), and the database when each
+    streaming model was last seen (the site shows it)."""
     bus = seat_bus()
-    every = max(1.0, settings.ARENA_ONLINE_PRESENCE_SECONDS / 3)
     while True:
         with contextlib.suppress(Exception):
             await bus.gateway_heartbeat(GATEWAY_NAME)
             await sync_to_async(online_seen)(competitor_ids=list(_streaming))
-        await asyncio.sleep(every)
+        await asyncio.sleep(PRESENCE_SECONDS)
 
 
 def presence_start() -> None:
@@ -257,24 +83,34 @@ def presence_start() -> None:
         _presence_tasks[loop] = loop.create_task(_presence_loop())
 
 
-async def presence_seen(seat: ModelSeat) -> None:
+async def presence_seen(holder: Holder) -> None:
     """The model's client is here now (it need not wait for the next presence pass)."""
     presence_start()
-    await sync_to_async(online_seen)(competitor_ids=[seat.competitor_id])
+    await sync_to_async(online_seen)(competitor_ids=[holder.competitor_id])
 
 
-async def _stream(seat: ModelSeat, after: str | None) -> AsyncGenerator[bytes, None]:
-    _streaming[seat.competitor_id] += 1
+async def _stream(holder: Holder, after: str | None) -> AsyncGenerator[bytes, None]:
+    assert holder.competitor_id is not None
+    _streaming[holder.competitor_id] += 1
     try:
-        await presence_seen(seat)
+        await presence_seen(holder)
         async for chunk in event_lines(
-            seat_bus(), seat.seat, after=after, max_seconds=settings.ARENA_ONLINE_STREAM_SECONDS
+            seat_bus(), holder.seat, after=after, max_seconds=settings.ARENA_ONLINE_STREAM_SECONDS
         ):
             yield chunk
     finally:
-        _streaming[seat.competitor_id] -= 1
-        if _streaming[seat.competitor_id] <= 0:
-            del _streaming[seat.competitor_id]
+        _streaming[holder.competitor_id] -= 1
+        if _streaming[holder.competitor_id] <= 0:
+            del _streaming[holder.competitor_id]
+
+
+def stopped_reason(holder: Holder) -> str:
+    """Why a model token no longer plays, for the last line of its streams."""
+    now = token_checks().known.get(holder.digest)
+    refused = refusal(Access.PLAY, now.holder if now is not None else None)
+    if refused is None or refused.status == 401:
+        return "The token was revoked, or its model or owner removed."
+    return refused.message
 
 
 # --- the ASGI application -------------------------------------------------------------
@@ -324,9 +160,16 @@ async def _until_disconnected(receive: Receive) -> None:
 
 
 async def _streamed(
-    receive: Receive, send: Send, lines: AsyncGenerator[bytes, None], content_type: bytes
+    receive: Receive,
+    send: Send,
+    lines: AsyncGenerator[bytes, None],
+    content_type: bytes,
+    *,
+    stopped: asyncio.Event | None = None,
+    last_line: Callable[[], bytes] = lambda: b"",
 ) -> None:
-    """Send ``lines`` as they come, until they end or the client leaves."""
+    """Send ``lines`` as they come, until they end, the client leaves, or ``stopped`` is
+    set (then ``last_line()`` goes last)."""
     await send(
         {
             "type": "http.response.start",
@@ -340,16 +183,23 @@ async def _streamed(
     )
     pump = asyncio.ensure_future(_pump(lines, send))
     watcher = asyncio.ensure_future(_until_disconnected(receive))
+    tasks = {pump, watcher}
+    if stopped is not None:
+        tasks.add(asyncio.ensure_future(stopped.wait()))
     try:
-        done, _ = await asyncio.wait({pump, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (pump, watcher):
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(pump, watcher, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # Closing the lines ends the seat's connection on the bus: its presence.
         await lines.aclose()
-    if pump in done and not pump.cancelled() and pump.exception() is None:
-        # The stream is over (its time is up, or what it follows ended): end it properly.
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    if watcher in done:
+        return
+    if pump not in done or (not pump.cancelled() and pump.exception() is None):
+        # The stream is over (its time is up, what it follows ended, or it may no longer
+        # be held): end it properly.
+        await send({"type": "http.response.body", "body": last_line(), "more_body": False})
 
 
 async def _live(scope: Scope, receive: Receive, send: Send, duel_id: int) -> None:
@@ -400,9 +250,11 @@ class OnlineGateway:
             if scope["method"] != method:
                 raise Refusal(405, "method_not_allowed", f"Use {method} here.")
             address = (scope.get("client") or ("?", 0))[0]
-            seat = await model_seat(headers.get(b"authorization", b"").decode("latin-1"), address)
+            holder = await model_holder(
+                headers.get(b"authorization", b"").decode("latin-1"), address
+            )
             if path == REPLY_PATH:
-                accepted = await reply_submit(seat_bus(), seat.seat, await _body(receive))
+                accepted = await reply_submit(seat_bus(), holder.seat, await _body(receive))
                 await _answer(send, 202, {"accepted": accepted})
                 return
             after = seq_check(headers.get(b"last-event-id", b"").decode("latin-1") or None)
@@ -420,7 +272,18 @@ class OnlineGateway:
             return
         except ConnectionResetError:
             return
-        await _streamed(receive, send, _stream(seat, after), b"application/x-ndjson")
+        async with token_checks().watch(holder.digest) as stopped:
+            await _streamed(
+                receive,
+                send,
+                _stream(holder, after),
+                b"application/x-ndjson",
+                stopped=stopped,
+                last_line=lambda: orjson.dumps(
+                    {"type": "closed", "reason": stopped_reason(holder)},
+                    option=orjson.OPT_APPEND_NEWLINE,
+                ),
+            )
 
 
 # --- the OpenAPI document -------------------------------------------------------------
@@ -513,9 +376,13 @@ def openapi_paths() -> dict[str, Any]:
                 "get the current duel from its beginning (answers to requests already "
                 "answered are refused with 409, which a client may ignore). Lines: "
                 "`welcome`, `duel`, the protocol's messages (docs/protocol.md), `ping` "
-                "every 15 s.",
+                "every 15 s, and `closed` with its `reason` when the server ends the "
+                "stream because the token no longer plays (revoked, or its model disabled "
+                "or deleted). While a stream is open the model counts as connected (it may "
+                "be paired); once none is, it is absent.",
                 "tags": ["online play"],
                 "security": security,
+                "x-arena-access": Access.PLAY.value,
                 "parameters": [
                     {
                         "name": "Last-Event-ID",
@@ -546,6 +413,7 @@ def openapi_paths() -> dict[str, Any]:
                 "duel): nothing is changed.",
                 "tags": ["online play"],
                 "security": security,
+                "x-arena-access": Access.PLAY.value,
                 "requestBody": {
                     "required": True,
                     "content": {"application/json": {"schema": REPLY_SCHEMA}},

@@ -29,7 +29,8 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from api.errors import error_body
-from api.gateway import online_rate, presence_start
+from api.gateway import presence_start
+from api.rates import rate_wait
 from core.human import human_duel_seat
 from core.models import Competitor, Duel, User
 from core.online import seat_bus
@@ -45,7 +46,7 @@ def _refusal(status: int, code: str, message: str) -> JsonResponse:
 
 def _too_many(user: User) -> JsonResponse | None:
     """A 429 past ``ARENA_ONLINE_RATE`` requests of this user's page, as for a model."""
-    wait = online_rate.wait(("human", user.pk))
+    wait = rate_wait("ARENA_ONLINE_RATE", f"human:{user.pk}")
     if wait is None:
         return None
     response = _refusal(429, "rate_limited", f"Too many requests. Retry in {wait:.0f} s.")
@@ -115,7 +116,7 @@ async def human_events(request: HttpRequest, pk: int) -> HttpResponse:
     user = await request.auser()
     if not user.is_authenticated:
         return _refusal(401, "unauthorized", _LOG_IN)
-    limited = _too_many(user)  # type: ignore[arg-type]
+    limited = await sync_to_async(_too_many)(user)  # type: ignore[arg-type]
     if limited is not None:
         return limited
     found = await sync_to_async(_seat_of)(user, pk)  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator
 from django.db.models import Max, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import Field, FilterLookup, FilterSchema, Query, Router, Schema
+from ninja import Field, FilterLookup, FilterSchema, Query, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import field_validator
@@ -48,11 +48,9 @@ from web.llm import (
     model_page,
 )
 
-router = Router(tags=["LLM players"])
-#: What a read takes, as ``auth.ReadRouter``'s routes: a ``read`` token, or none at all
-#: (the empty security requirement says so in the document). Writes (registering and
-#: changing players) take a ``submit`` token.
-_ANONYMOUS_TOO: dict[str, Any] = {"security": [{}]}
+#: Reads take ``auth.read`` (a ``read`` token, or none at all); writes (registering and
+#: changing players) a ``submit`` token.
+router = auth.ArenaRouter(tags=["LLM players"])
 
 JSONL = "application/x-ndjson"
 _JSONL_RESPONSE = {
@@ -321,7 +319,6 @@ def _invalid(message: str) -> HttpError:
 @router.get(
     "/llm/players",
     auth=auth.read,
-    openapi_extra=_ANONYMOUS_TOO,
     response=documented({200: list[LLMPlayerOut]}),
     summary="LLM players you may see",
     description="Public ones and your own; every one for organizers.",
@@ -341,7 +338,6 @@ def llm_players_list(
 @router.get(
     "/llm/players/{player_id}",
     auth=auth.read,
-    openapi_extra=_ANONYMOUS_TOO,
     response=documented({200: LLMPlayerOut}, 404),
     summary="One LLM player",
 )
@@ -379,7 +375,6 @@ def llm_player_change(request: HttpRequest, player_id: Id, payload: LLMPlayerPat
 @router.get(
     "/llm/models/{path:model}",
     auth=auth.read,
-    openapi_extra=_ANONYMOUS_TOO,
     response=documented({200: ModelStatsOut}, 404),
     summary="A model's statistics, per environment and player",
     description="From the conversations of every match its players played: games, wins, "
@@ -419,7 +414,6 @@ MATCH = "/duels/{duel_id}/matches/{index}"
 @router.get(
     f"{MATCH}/conversations",
     auth=auth.read,
-    openapi_extra=_ANONYMOUS_TOO,
     response=documented({200: list[ConversationOut]}, 404),
     summary="A match's LLM conversations, by player",
     description="For each LLM seat you may see (as for an agent's log), every request "
@@ -438,7 +432,7 @@ def match_conversations(
     response=documented({}, 404),
     summary="A match's LLM conversations, as JSON lines",
     auth=auth.read,
-    openapi_extra={**_ANONYMOUS_TOO, **_JSONL_RESPONSE},
+    openapi_extra=_JSONL_RESPONSE,
 )
 def match_conversations_jsonl(request: HttpRequest, duel_id: Id, index: Number) -> HttpResponse:
     match = get_match_for_user(request.user, duel_id, index)
@@ -450,7 +444,7 @@ def match_conversations_jsonl(request: HttpRequest, duel_id: Id, index: Number) 
     response=documented({}, 404),
     summary="A duel's LLM conversations, as JSON lines",
     auth=auth.read,
-    openapi_extra={**_ANONYMOUS_TOO, **_JSONL_RESPONSE},
+    openapi_extra=_JSONL_RESPONSE,
 )
 def duel_conversations_jsonl(request: HttpRequest, duel_id: Id) -> HttpResponse:
     duel = get_duel_for_user(request.user, duel_id)

@@ -15,6 +15,7 @@ server) holds thousands of idle clients on one event loop.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -23,20 +24,22 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import Field, Query, Router, Schema
-from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled
+from ninja import Field, Query, Schema
+from ninja.errors import AuthenticationError, HttpError
 from ninja.responses import Status
-from ninja.security import HttpBearer
 
 from api import auth
+from api.auth import ArenaRouter, Holder, poll_connection, token_checks
 from api.errors import documented, error_body
-from api.gateway import ModelSeat, Refusal, model_seat, presence_seen
+from api.gateway import presence_seen, stopped_reason
 from api.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Pagination
 from core.errors import ArenaError
 from core.models import Competitor, Environment, OnlineSeat
 from core.online import (
     model_token_create,
+    online_duels_played,
     online_model_register,
+    online_present,
     online_queue_join,
     online_queue_leave,
     online_revision_create,
@@ -46,44 +49,15 @@ from core.online import (
 from sandboxes.seat_bus import SEQ_PATTERN
 from sandboxes.seat_gateway import ReplyRefused, seq_check
 
-router = Router(tags=["online play"])
+router = ArenaRouter(tags=["online play"])
 
 #: The longest a long poll (``/online/next``) may wait.
 MAX_POLL_SECONDS = 60
 
 
-# --- model tokens ------------------------------------------------------------------------
-
-
-class ModelTokenAuth(HttpBearer):
-    """A model token (``Authorization: Bearer <token>``), checked by ``api.gateway`` (each
-    gateway process checks the tokens it has seen again every second), within the online
-    rate."""
-
-    async def __call__(self, request: HttpRequest) -> ModelSeat:  # type: ignore[override]
-        try:
-            seat = await model_seat(
-                request.headers.get("Authorization", ""), request.META.get("REMOTE_ADDR", "?")
-            )
-        except Refusal as refused:
-            if refused.status == 429:
-                raise Throttled(wait=refused.retry_after) from None
-            if refused.status == 401:
-                raise AuthenticationError(message=refused.message) from None
-            raise AuthorizationError(message=refused.message) from None
-        request.model_seat = seat  # type: ignore[attr-defined]
-        return seat
-
-    def authenticate(self, request: HttpRequest, token: str) -> Any:
-        raise NotImplementedError  # __call__ does the whole check
-
-
-model_token = ModelTokenAuth()
-
-
-def _seat(request: HttpRequest) -> ModelSeat:
-    seat: ModelSeat = request.model_seat  # type: ignore[attr-defined]
-    return seat
+def _holder(request: HttpRequest) -> Holder:
+    holder: Holder = request.holder  # type: ignore[attr-defined]
+    return holder
 
 
 # --- schemas ------------------------------------------------------------------------------
@@ -107,8 +81,11 @@ class ModelOut(Schema):
     version: int = Field(description="Its current version (revision).")
     public: bool
     queued: bool = Field(description="In the matchmaking queue.")
-    connected: bool = Field(description="A client of it holds a connection now.")
-    duels_played: int
+    connected: bool = Field(
+        description="A client of it holds the event stream now (or long-polled in the last "
+        "15 s): only then is it paired."
+    )
+    duels_played: int = Field(description="Duels it has played to the end.")
 
 
 class PagedModelOut(Schema):
@@ -139,6 +116,7 @@ class DuelState(Schema):
 class StatusOut(Schema):
     model: ModelOut
     state: str = Field(description="`idle` (not in the queue), `queued` or `playing`.")
+    message: str = Field(description="Where the model stands, and what it waits for, in words.")
     duel: DuelState | None
     pending: list[str] = Field(
         description="What the referee waits for: `ready`, or `act:<id>` for request <id>."
@@ -167,18 +145,29 @@ def _json(value: object) -> bytes:
     return orjson.dumps(value)
 
 
+def _models_out(competitors: list[Competitor]) -> list[ModelOut]:
+    present = online_present(competitors)
+    played = online_duels_played(competitors)
+    out = []
+    for competitor in competitors:
+        seat = _seat_of(competitor)
+        latest = competitor.revisions.order_by("-version").values_list("version", flat=True)
+        out.append(
+            ModelOut(
+                environment=competitor.environment.name,
+                name=competitor.name,
+                version=latest.first() or 0,
+                public=competitor.is_public,
+                queued=bool(seat and seat.is_queued),
+                connected=competitor.pk in present,
+                duels_played=played[competitor.pk],
+            )
+        )
+    return out
+
+
 def _model_out(competitor: Competitor) -> ModelOut:
-    seat = _seat_of(competitor)
-    latest = competitor.revisions.order_by("-version").values_list("version", flat=True)
-    return ModelOut(
-        environment=competitor.environment.name,
-        name=competitor.name,
-        version=latest.first() or 0,
-        public=competitor.is_public,
-        queued=bool(seat and seat.is_queued),
-        connected=bool(seat and seat.is_connected()),
-        duels_played=seat.duels_played if seat else 0,
-    )
+    return _models_out([competitor])[0]
 
 
 def _own_model(request: HttpRequest, environment: str, name: str) -> Competitor:
@@ -207,7 +196,7 @@ def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
 
 @router.post(
     "/models",
-    auth=auth.play,
+    auth=auth.models,
     response=documented({201: ModelRegistered}, 400, 404),
     summary="Register an online model and get its token",
 )
@@ -231,7 +220,7 @@ def model_register(request: HttpRequest, payload: ModelIn) -> Status[ModelRegist
 
 
 @router.get(
-    "/models", auth=auth.play, response=documented({200: PagedModelOut}), summary="Your models"
+    "/models", auth=auth.models, response=documented({200: PagedModelOut}), summary="Your models"
 )
 def models_list(
     request: HttpRequest,
@@ -246,12 +235,12 @@ def models_list(
     page = Pagination().paginate_queryset(
         models, Pagination.Input(limit=limit, offset=offset), request
     )
-    return {**page, "items": [_model_out(competitor) for competitor in page["items"]]}
+    return {**page, "items": _models_out(list(page["items"]))}
 
 
 @router.post(
     "/models/{environment}/{name}/tokens",
-    auth=auth.play,
+    auth=auth.models,
     response=documented({201: TokenOut}, 404),
     summary="Another token for one of your models",
 )
@@ -264,7 +253,7 @@ def model_token_new(request: HttpRequest, environment: str, name: str) -> Status
 
 @router.post(
     "/models/{environment}/{name}/versions",
-    auth=auth.play,
+    auth=auth.models,
     response=documented({201: ModelOut}, 404),
     summary="A new version of one of your models",
     description="Say that the model changed: its leaderboard entry starts afresh, as after "
@@ -279,36 +268,52 @@ def model_version_new(request: HttpRequest, environment: str, name: str) -> Stat
 # --- playing (model tokens) ------------------------------------------------------------------
 
 
-async def _status(seat: ModelSeat) -> StatusOut:
-    competitor, online_seat = await sync_to_async(_competitor_and_seat)(seat.competitor_id)
+def _state(*, playing: bool, queued: bool, connected: bool, ladders: list[str]) -> tuple[str, str]:
+    if playing:
+        return "playing", "Playing a duel: answer each request on the event stream."
+    if not queued:
+        return "idle", "Not in the queue: join it (POST /api/v1/online/queue) to be paired."
+    if not ladders:
+        return "queued", "In the queue, but no ladder runs in this environment now."
+    if not connected:
+        return "queued", (
+            "In the queue, but not connected, so it is not paired: hold the event stream "
+            "open (GET /api/v1/online/events), or long-poll /api/v1/online/next."
+        )
+    return "queued", "In the queue and connected: it is paired as soon as an opponent is free."
+
+
+async def _status(holder: Holder) -> StatusOut:
+    assert holder.competitor_id is not None
+    competitor, _ = await sync_to_async(_competitor_and_seat)(holder.competitor_id)
     bus = seat_bus()
-    duel = await bus.current_duel(seat.seat)
-    ladders = await sync_to_async(running_ladders)(competitor.environment)
+    duel = await bus.current_duel(holder.seat)
+    ladders = [
+        ladder.name for ladder in await sync_to_async(running_ladders)(competitor.environment)
+    ]
     model = await sync_to_async(_model_out)(competitor)
-    if duel is not None:
-        state = "playing"
-    elif online_seat.is_queued:
-        state = "queued"
-    else:
-        state = "idle"
+    state, message = _state(
+        playing=duel is not None, queued=model.queued, connected=model.connected, ladders=ladders
+    )
     return StatusOut(
         model=model,
         state=state,
+        message=message,
         duel=DuelState(id=duel.duel, first_seq=duel.first_seq) if duel else None,
-        pending=await bus.pending(seat.seat),
-        ladders=[ladder.name for ladder in ladders],
-        last_seq=await bus.last_seq(seat.seat),
+        pending=await bus.pending(holder.seat),
+        ladders=ladders,
+        last_seq=await bus.last_seq(holder.seat),
     )
 
 
 @router.get(
     "/status",
-    auth=model_token,
+    auth=auth.play,
     response=documented({200: StatusOut}),
     summary="Where your model stands",
 )
 async def status(request: HttpRequest) -> StatusOut:
-    return await _status(_seat(request))
+    return await _status(_holder(request))
 
 
 def _join(competitor_id: int) -> None:
@@ -319,61 +324,79 @@ def _join(competitor_id: int) -> None:
 
 @router.post(
     "/queue",
-    auth=model_token,
+    auth=auth.play,
     response=documented({200: StatusOut}, 409),
     summary="Join the matchmaking queue",
     description="Your model is paired as soon as a good opponent is free, while its stream "
     "is open. 409 when no ladder runs in its environment.",
 )
 async def queue_join(request: HttpRequest) -> StatusOut | HttpResponse:
-    seat = _seat(request)
+    holder = _holder(request)
     try:
-        await sync_to_async(_join)(seat.competitor_id)
+        await sync_to_async(_join)(holder.competitor_id)
     except ArenaError as error:
         return _refusal(409, "no_ladder", error.message)
-    return await _status(seat)
+    return await _status(holder)
 
 
 @router.delete(
     "/queue",
-    auth=model_token,
+    auth=auth.play_unrated,
     response=documented({200: StatusOut}),
     summary="Leave the matchmaking queue",
-    description="No new duel starts; a duel in play goes on, and leaving it loses it.",
+    description="No new duel starts; a duel in play goes on, and leaving it loses it. Never "
+    "refused for the request rate, so that a client can always stop.",
 )
 async def queue_leave(request: HttpRequest) -> StatusOut:
-    seat = _seat(request)
-    competitor = await sync_to_async(Competitor.objects.get)(pk=seat.competitor_id)
+    holder = _holder(request)
+    competitor = await sync_to_async(Competitor.objects.get)(pk=holder.competitor_id)
     await sync_to_async(online_queue_leave)(competitor=competitor)
-    return await _status(seat)
+    return await _status(holder)
 
 
 @router.get(
     "/next",
-    auth=model_token,
+    auth=auth.play,
     response=documented({200: EventsOut}, 400),
     summary="The next events (long poll)",
     description="For clients that cannot hold a stream: the events after `after` (or, "
     "without it, as the stream would start), waiting up to `wait` seconds for one (at most "
     "the server's `ARENA_ONLINE_POLL_SECONDS`, 60 by default). Your model counts as "
-    "connected for 15 s after each poll.",
+    "connected during a poll and for 15 s after it. A poll whose token stops playing "
+    "(revoked, its model disabled or deleted) is answered 401 within a second.",
 )
 async def events_next(
     request: HttpRequest,
     after: str | None = Query(None, pattern=f"^{SEQ_PATTERN.pattern}$"),
     wait: float = Query(25.0, ge=0, le=MAX_POLL_SECONDS),
 ) -> EventsOut | HttpResponse:
-    seat = _seat(request)
+    holder = _holder(request)
     try:
         cursor = seq_check(after)
     except ReplyRefused as refused:
         return _refusal(refused.status, refused.code, refused.message)
     bus = seat_bus()
-    await bus.connection_open(seat.seat, f"poll-{seat.token_id}")
-    await presence_seen(seat)
+    connection = poll_connection(holder)
+    await bus.connection_open(holder.seat, connection)
+    await presence_seen(holder)
     if cursor is None:
-        cursor = await bus.start_point(seat.seat)
-    found = await bus.events_after(seat.seat, cursor, min(wait, settings.ARENA_ONLINE_POLL_SECONDS))
+        cursor = await bus.start_point(holder.seat)
+    waited = min(wait, settings.ARENA_ONLINE_POLL_SECONDS)
+    async with token_checks().watch(holder.digest) as stopped:
+        polled = asyncio.ensure_future(bus.events_after(holder.seat, cursor, waited))
+        halted = asyncio.ensure_future(stopped.wait())
+        try:
+            await asyncio.wait({polled, halted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halted.cancel()
+            if not polled.done():
+                polled.cancel()
+            await asyncio.gather(polled, halted, return_exceptions=True)
+    if stopped.is_set():
+        # The token no longer plays: the model is absent from now on.
+        await bus.connection_close(holder.seat, connection)
+        raise AuthenticationError(message=stopped_reason(holder))
+    found = polled.result()
     events = []
     for seq, line in found:
         message = orjson.loads(line)

@@ -24,7 +24,7 @@ from web.scores import (
     score_leaderboard,
 )
 
-router = auth.ReadRouter(tags=["score competitions"])
+router = auth.ArenaRouter(tags=["score competitions"], auth=auth.read)
 
 
 class ScoreCompetitionOut(Schema):

@@ -16,7 +16,6 @@ from ninja import (
     FilterSchema,
     Form,
     Query,
-    Router,
     Schema,
     Status,
     UploadedFile,
@@ -35,7 +34,7 @@ from core.models import Revision, StepStatus
 from web.access import get_own_revision
 from web.services import RevisionDeletion, revision_delete, revision_upload
 
-router = Router(tags=["submissions"], auth=auth.submit)
+router = auth.ArenaRouter(tags=["submissions"], auth=auth.submit)
 
 
 class SubmissionIn(Schema):

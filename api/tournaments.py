@@ -19,7 +19,7 @@ from core.models import Tournament, TournamentFormat, TournamentStatus
 from web.access import get_tournament_for_user
 from web.selectors import StandingRow, tournament_standings
 
-router = auth.ReadRouter(tags=["tournaments"])
+router = auth.ArenaRouter(tags=["tournaments"], auth=auth.read)
 
 
 class TournamentOut(Schema):

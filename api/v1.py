@@ -19,7 +19,6 @@ from api import (
     tournaments,
 )
 from api.limits import limit_request_body
-from api.throttles import AnonymousThrottle, TokenThrottle
 
 
 class ArenaAPI(NinjaAPI):
@@ -50,7 +49,6 @@ api = ArenaAPI(
     # Served from Arena's own static files (ninja's, "ninja" in INSTALLED_APPS); no
     # validator badge, which Swagger UI would load from validator.swagger.io.
     docs=Swagger(settings={"persistAuthorization": True, "validatorUrl": None}),
-    throttle=[AnonymousThrottle(), TokenThrottle()],
 )
 errors.install(api)
 api.add_decorator(limit_request_body, mode="view")

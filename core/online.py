@@ -20,6 +20,8 @@ from core.models import (
     ApiToken,
     Competitor,
     CompetitorKind,
+    Duel,
+    DuelStatus,
     Environment,
     OnlineSeat,
     Revision,
@@ -121,8 +123,27 @@ def online_queue_leave(*, competitor: Competitor) -> None:
     OnlineSeat.objects.filter(competitor=competitor).update(queued_at=None)
 
 
+def online_present(competitors: Iterable[Competitor]) -> set[int]:
+    """The online competitors whose client holds its event stream now (or long-polled
+    within the last seconds): the only ones matchmaking pairs. Presence is the stream, as
+    the seat bus sees it; the moment the last one closes, the model is absent."""
+    by_seat = {competitor.seat: competitor.pk for competitor in competitors}
+    return {by_seat[seat] for seat in seat_bus().present(list(by_seat))}
+
+
+def online_duels_played(competitors: Iterable[Competitor]) -> dict[int, int]:
+    """How many duels each of these competitors has finished (played to the end)."""
+    counts: dict[int, int] = {}
+    for competitor in competitors:
+        counts[competitor.pk] = (
+            Duel.objects.with_competitor(competitor).filter(status=DuelStatus.SUCCEEDED).count()
+        )
+    return counts
+
+
 def online_seen(*, competitor_ids: Iterable[int]) -> int:
-    """The gateway holds a connection of these competitors' clients now."""
+    """The gateway holds a connection of these competitors' clients now (the site shows
+    when a model was last seen)."""
     ids = list(competitor_ids)
     if not ids:
         return 0

@@ -304,8 +304,9 @@ ARENA_LADDER_NEWCOMER_DUELS = env_int("ARENA_LADDER_NEWCOMER_DUELS", 5)
 ARENA_LEADERBOARD_PROVISIONAL_MATCHES = env_int("ARENA_LEADERBOARD_PROVISIONAL_MATCHES", 6)
 
 # --- REST API ------------------------------------------------------------------------
-#: Requests allowed per token holder and per anonymous address ("N/s", "N/min", "N/h");
-#: over it the API answers 429 with Retry-After. Counted in the cache (CACHES).
+#: Requests allowed per token holder (a user, whichever of their tokens it is) and per
+#: anonymous address ("N/s", "N/min", "N/h"); over it the API answers 429 with
+#: Retry-After. Counted where ARENA_RATES_URL says (api/rates.py).
 ARENA_API_TOKEN_RATE = env_str("ARENA_API_TOKEN_RATE", "600/min")
 ARENA_API_ANONYMOUS_RATE = env_str("ARENA_API_ANONYMOUS_RATE", "120/min")
 #: The largest request body the API reads, uploads aside (they may be as large as
@@ -320,7 +321,6 @@ ARENA_API_MAX_BODY_BYTES = env_int("ARENA_API_MAX_BODY_BYTES", 64 * 1024)
 #: page's scheme with the form's Origin). Off, the embedded default, anyone could send
 #: these headers: they are ignored, and the address is the connection's.
 ARENA_BEHIND_PROXY = env_bool("ARENA_BEHIND_PROXY", False)
-NINJA_NUM_PROXIES = 1 if ARENA_BEHIND_PROXY else 0
 if ARENA_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -335,16 +335,18 @@ ARENA_ONLINE_ALLOWANCE_SECONDS = env_float("ARENA_ONLINE_ALLOWANCE_SECONDS", 0.5
 #: How long an online agent may stay disconnected during a duel and resume; after it, it
 #: loses the match in play and the remaining ones by timeout.
 ARENA_ONLINE_GRACE_SECONDS = env_float("ARENA_ONLINE_GRACE_SECONDS", 30.0)
-#: An online agent counts as connected this long after a gateway last saw its stream.
-ARENA_ONLINE_PRESENCE_SECONDS = env_float("ARENA_ONLINE_PRESENCE_SECONDS", 30.0)
 #: An online agent that has waited this long in the queue with no online opponent is
 #: paired with hosted agents.
 ARENA_ONLINE_FILL_SECONDS = env_float("ARENA_ONLINE_FILL_SECONDS", 60.0)
 #: Duels with an online seat a ladder keeps queued or running at once (hosted-only duels
 #: have ARENA_LADDER_CONCURRENT_DUELS).
 ARENA_ONLINE_CONCURRENT_DUELS = env_int("ARENA_ONLINE_CONCURRENT_DUELS", 100)
-#: Replies (one per move) and other requests an online agent may send to the gateway.
+#: Replies (one per move) and other requests an online model may send to the gateway,
+#: per model (leaving the queue is never refused); also a person's game page, per user.
 ARENA_ONLINE_RATE = env_str("ARENA_ONLINE_RATE", "50/s")
+#: Where request rates are counted: a Redis URL, shared by every gateway and web process
+#: (by default the seat bus's, ARENA_ONLINE_BUS_URL); empty, each process's memory.
+ARENA_RATES_URL = env_str("ARENA_RATES_URL", ARENA_ONLINE_BUS_URL)
 #: An online agent's stream is ended after this long (its client reconnects and resumes),
 #: so that no connection is held by one gateway forever; a long poll waits at most
 #: ARENA_ONLINE_POLL_SECONDS.

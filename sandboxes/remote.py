@@ -83,6 +83,10 @@ class RemoteAgent(SocketSeat):
                 self._fail(f"the seat bus failed: {error}")
                 return
             if message.get("type") == "bye":
+                # The duel is over for the client: nothing is pending, and its status no
+                # longer says it plays while the referee stores the results.
+                with contextlib.suppress(Exception):
+                    self.bus.seat_close(self.seat)
                 self._heard_bye()
 
     def _relay_in(self) -> None:

@@ -33,7 +33,7 @@ import dataclasses
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 #: Events kept per seat for clients that resume: a duel's worth and more.
@@ -99,6 +99,10 @@ class SeatBus(Protocol):
 
     def seat_close(self, seat: str) -> None:
         """The duel is over: nothing is pending any more."""
+
+    def present(self, seats: Sequence[str]) -> set[str]:
+        """Which of these seats a client holds a connection of now (matchmaking pairs only
+        those)."""
 
     def is_present(self, seat: str) -> bool:
         """True while the client holds at least one connection."""
@@ -221,10 +225,18 @@ class MemorySeatBus:
             state.pending.clear()
             state.duel = None
 
-    def is_present(self, seat: str) -> bool:
+    def present(self, seats: Sequence[str]) -> set[str]:
         now = time.time()
         with self._lock:
-            return any(expiry > now for expiry in self._seats[seat].connections.values())
+            return {
+                seat
+                for seat in seats
+                if seat in self._seats
+                and any(expiry > now for expiry in self._seats[seat].connections.values())
+            }
+
+    def is_present(self, seat: str) -> bool:
+        return bool(self.present([seat]))
 
     def gateway_alive(self) -> bool:
         now = time.time()
@@ -423,8 +435,16 @@ class RedisSeatBus:
     def seat_close(self, seat: str) -> None:
         self._redis.delete(_key(seat, "pending"), _key(seat, "duel"))
 
+    def present(self, seats: Sequence[str]) -> set[str]:
+        now = time.time()
+        pipe = self._redis.pipeline(transaction=False)
+        for seat in seats:
+            pipe.zcount(_key(seat, "connections"), now, "+inf")
+        counts = pipe.execute() if seats else []
+        return {seat for seat, count in zip(seats, counts, strict=True) if count}
+
     def is_present(self, seat: str) -> bool:
-        return bool(self._redis.zcount(_key(seat, "connections"), time.time(), "+inf"))
+        return bool(self.present([seat]))
 
     def gateway_alive(self) -> bool:
         return bool(self._redis.zcount(GATEWAYS_KEY, time.time(), "+inf"))

@@ -63,6 +63,7 @@ from core.models import (
 )
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
 from core.models.submissions import resend_at_default
+from core.online import online_present
 from referee.standings import (
     buchholz_scores,
     bye_points,
@@ -548,10 +549,15 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
         if participant.revision_id not in busy
     ]
     queued = dict(
-        OnlineSeat.objects.available(now)
+        OnlineSeat.objects.queued()
         .filter(competitor__in=[p.revision.competitor_id for p in participants])
         .values_list("competitor_id", "queued_at")
     )
+    # Presence is the stream: a queued model whose client holds none is not paired.
+    present = online_present(
+        p.revision.competitor for p in participants if p.revision.competitor_id in queued
+    )
+    queued = {competitor: at for competitor, at in queued.items() if competitor in present}
     participants = [
         participant
         for participant in participants

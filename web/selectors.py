@@ -28,6 +28,7 @@ from core.models import (
 )
 from core.models.competitions import DuelPlayerView
 from core.models.submissions import STEPS
+from core.online import online_present
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from tournament_manager.selectors import tournament_progress
 from web.access import Visitor, can_see_competitor, is_owner, tournaments_visible
@@ -126,6 +127,8 @@ class CompetitorPage:
     rating_chart: SafeString | None = None
     #: The visitor (logged in) may play it in the browser (``core.human``).
     playable: bool = False
+    #: An online model whose client holds its stream now (``core.online.online_present``).
+    connected: bool = False
 
 
 def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
@@ -160,6 +163,7 @@ def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor),
+        connected=competitor.is_online and bool(online_present([competitor])),
     )
 
 

@@ -9,7 +9,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from core.models.submissions import Environment, Revision, resend_at_default
+from core.models.submissions import Competitor, Environment, Revision, resend_at_default
 
 
 class TournamentFormat(models.TextChoices):
@@ -176,6 +176,14 @@ class DuelQuerySet(models.QuerySet["Duel"]):
             Q(revision_1__competitor__kind__in=seated)
             | Q(revision_2__competitor__kind__in=seated)
             | Q(more_players__revision__competitor__kind__in=seated)
+        ).distinct()
+
+    def with_competitor(self, competitor: Competitor) -> DuelQuerySet:
+        """Duels in which ``competitor`` plays any seat."""
+        return self.filter(
+            Q(revision_1__competitor=competitor)
+            | Q(revision_2__competitor=competitor)
+            | Q(more_players__revision__competitor=competitor)
         ).distinct()
 
     def with_llm_seat(self) -> DuelQuerySet:

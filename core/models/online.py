@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
-from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
 from core.models.submissions import Competitor
 
 
 class OnlineSeatQuerySet(models.QuerySet["OnlineSeat"]):
-    def available(self, now: datetime | None = None) -> OnlineSeatQuerySet:
-        """In the queue and connected: what matchmaking may pair."""
-        return self.filter(
-            queued_at__isnull=False, last_seen_at__gte=_seen_since(now or timezone.now())
-        )
-
-
-def _seen_since(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.ARENA_ONLINE_PRESENCE_SECONDS)
+    def queued(self) -> OnlineSeatQuerySet:
+        """In the matchmaking queue (it is paired only while its client is connected:
+        ``core.online.online_present``)."""
+        return self.filter(queued_at__isnull=False)
 
 
 class OnlineSeat(models.Model):
@@ -31,10 +22,9 @@ class OnlineSeat(models.Model):
     )
     #: When it joined the matchmaking queue; None while it is not in it.
     queued_at = models.DateTimeField(null=True, blank=True)
-    #: When a gateway last held a connection of its client (refreshed while one is open).
+    #: When a gateway last held a connection of its client (refreshed while one is open;
+    #: shown on the site; whether it is connected now is the seat bus's to say).
     last_seen_at = models.DateTimeField(null=True, blank=True)
-    #: Duels it has played online.
-    duels_played = models.PositiveIntegerField(default=0)
 
     objects = OnlineSeatQuerySet.as_manager()
 
@@ -44,8 +34,3 @@ class OnlineSeat(models.Model):
     @property
     def is_queued(self) -> bool:
         return self.queued_at is not None
-
-    def is_connected(self, now: datetime | None = None) -> bool:
-        return self.last_seen_at is not None and self.last_seen_at >= _seen_since(
-            now or timezone.now()
-        )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from django.core.cache import cache
 
+from api.rates import rates_reset
 from core.models import ApiToken, User
 from tests.factories import ApiTokenFactory
 
@@ -15,8 +15,8 @@ Bearer = Callable[..., dict[str, str]]
 
 @pytest.fixture(autouse=True)
 def fresh_rate_counts() -> None:
-    """Request rates are counted in the cache: each test starts from zero."""
-    cache.clear()
+    """Request rates are counted per process (or in Redis): each test starts from zero."""
+    rates_reset()
 
 
 @pytest.fixture

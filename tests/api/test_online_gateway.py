@@ -17,12 +17,14 @@ import time
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from core.models import ApiToken, Competitor
 from core.online import online_model_register
 from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
 from tests.support.gateway import Gateway
+from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -239,7 +241,12 @@ def test_it_refuses_a_revoked_token(gateway, model):
     assert gateway.request("GET", "/api/v1/online/status", token=token)[0] == 200
 
     ApiToken.objects.update(revoked_at="2026-01-01T00:00:00Z")
-    time.sleep(1.2)  # a token's check is reused for a second at most
+    # A gateway checks the tokens it has seen again every second: soon, never again.
+    wait_for(
+        lambda: gateway.request("GET", "/api/v1/online/status", token=token)[0] != 200,
+        timeout=30,
+        what="the revoked token to be refused",
+    )
     status, answer, headers = gateway.request("GET", "/api/v1/online/status", token=token)
 
     assert status == 401
@@ -316,3 +323,106 @@ def read_stream(
     events = [json.loads(response.readline()) for _ in range(lines)]
     connection.close()
     return events
+
+
+def open_stream(gateway: Gateway, token: str) -> http.client.HTTPResponse:
+    connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=60)
+    connection.request("GET", "/api/v1/online/events", headers={"Authorization": f"Bearer {token}"})
+    response = connection.getresponse()
+    assert response.status == 200
+    return response
+
+
+def stop_playing(competitor: Competitor, how: str) -> None:
+    if how == "revoked":
+        ApiToken.objects.filter(competitor=competitor).update(revoked_at=timezone.now())
+    elif how == "disabled":
+        Competitor.objects.filter(pk=competitor.pk).update(is_disabled=True)
+    else:
+        Competitor.objects.get(pk=competitor.pk).delete()  # as the admin deletes it
+
+
+@pytest.mark.parametrize("how", ["revoked", "disabled", "deleted"])
+def test_it_closes_an_open_stream_when_its_model_may_no_longer_play(gateway, bus, model, how):
+    competitor, token = model
+    other, other_token = register("calm-bot")
+    ask(bus, competitor, 7)
+    stream = open_stream(gateway, token)
+    calm = open_stream(gateway, other_token)
+    assert [json.loads(stream.readline())["type"] for _ in range(3)] == ["welcome", "duel", "act"]
+    wait_for(lambda: bus.is_present(competitor.seat), timeout=30, what="the stream to count")
+
+    stop_playing(competitor, how)
+    rest = [json.loads(line) for line in stream.read().splitlines()]
+
+    # The last line says why; then the stream ends, and the seat is absent at once (its
+    # referee gives it the grace period of a disconnected client, then a loss).
+    assert [event["type"] for event in rest if event["type"] != "ping"] == ["closed"]
+    reason = rest[-1]["reason"]
+    assert ("disabled" in reason) if how == "disabled" else ("revoked" in reason)
+    assert not bus.is_present(competitor.seat)
+    assert gateway.request("GET", "/api/v1/online/status", token=token)[0] in (401, 403)
+    # Another model's stream on the same gateway goes on.
+    assert json.loads(calm.readline())["type"] == "welcome"
+    assert bus.is_present(other.seat)
+
+
+def test_it_answers_a_long_poll_of_a_revoked_token_and_forgets_its_presence(gateway, bus, model):
+    competitor, token = model
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        poll = pool.submit(gateway.request, "GET", "/api/v1/online/next?wait=60", token=token)
+        wait_for(lambda: bus.is_present(competitor.seat), timeout=30, what="the poll to count")
+        ApiToken.objects.filter(competitor=competitor).update(revoked_at=timezone.now())
+        status, answer, _ = poll.result(timeout=50)
+
+    assert status == 401
+    assert "revoked" in answer["error"]["message"]
+    assert not bus.is_present(competitor.seat)
+
+
+def test_it_counts_a_model_connected_exactly_while_its_stream_is_open(gateway, bus, model):
+    competitor, token = model
+    TournamentFactory(environment=competitor.environment, format="ladder", status="running")
+    status, queued, _ = gateway.request("POST", "/api/v1/online/queue", token=token)
+    assert status == 200
+    assert (queued["state"], queued["model"]["connected"]) == ("queued", False)
+    assert "not connected" in queued["message"]
+
+    stream = open_stream(gateway, token)
+    assert json.loads(stream.readline())["type"] == "welcome"
+    wait_for(lambda: bus.is_present(competitor.seat), timeout=30, what="the stream to count")
+    _, connected, _ = gateway.request("GET", "/api/v1/online/status", token=token)
+    stream.close()
+    wait_for(lambda: not bus.is_present(competitor.seat), timeout=30, what="the seat to go")
+    _, gone, _ = gateway.request("GET", "/api/v1/online/status", token=token)
+
+    assert connected["model"]["connected"] is True
+    assert "paired as soon as" in connected["message"]
+    assert gone["model"]["connected"] is False
+
+
+def test_it_says_a_model_no_longer_plays_once_its_duel_said_bye(gateway, bus, model):
+    competitor, token = model
+    ask(bus, competitor, 7)
+    assert gateway.request("GET", "/api/v1/online/status", token=token)[1]["state"] == "playing"
+
+    bus.publish(competitor.seat, b'{"type":"bye"}', awaits=None)
+    bus.seat_close(competitor.seat)  # what the remote seat does on its bye
+    _, status, _ = gateway.request("GET", "/api/v1/online/status", token=token)
+
+    assert status["state"] == "idle"
+    assert status["duel"] is None
+
+
+def test_it_records_when_a_model_token_was_last_used(gateway, bus, model):
+    competitor, token = model
+    ask(bus, competitor, 7)
+    assert ApiToken.objects.get(competitor=competitor).last_used_at is None
+
+    assert reply(gateway, token, b'{"type":"action","id":7,"action":2}')[0] == 202
+
+    wait_for(
+        lambda: ApiToken.objects.get(competitor=competitor).last_used_at is not None,
+        timeout=30,
+        what="the token's last use to be recorded",
+    )

@@ -16,7 +16,7 @@ from core.settings import env_str
 
 READ = (
     "import json; from core import settings as s; print(json.dumps({"
-    "'proxies': s.NINJA_NUM_PROXIES, "
+    "'behind_proxy': s.ARENA_BEHIND_PROXY, "
     "'scheme_header': getattr(s, 'SECURE_PROXY_SSL_HEADER', None)}))"
 )
 
@@ -58,10 +58,10 @@ def test_an_unreadable_file_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_behind_the_proxy_the_client_address_and_scheme_come_from_its_headers():
     assert _settings(ARENA_BEHIND_PROXY="1") == {
-        "proxies": 1,  # the API's rates: the last X-Forwarded-For address, nginx's
+        "behind_proxy": True,  # the API's rates: the last X-Forwarded-For address, nginx's
         "scheme_header": ["HTTP_X_FORWARDED_PROTO", "https"],
     }
 
 
 def test_by_default_the_forwarding_headers_are_ignored():
-    assert _settings(ARENA_BEHIND_PROXY="0") == {"proxies": 0, "scheme_header": None}
+    assert _settings(ARENA_BEHIND_PROXY="0") == {"behind_proxy": False, "scheme_header": None}

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.urls import reverse
 
 from api.asgi import ONLINE_MAX_BYTES
 from api.gateway import EVENTS_PATH, REPLY_PATH
 from api.limits import MULTIPART_ALLOWANCE
 from api.nginx import NGINX_DIR, Deployment, nginx_config_render, site_limits
+from api.rates import rates_reset
 from api.v1 import api
 from tests.factories import PASSWORD, UserFactory
 from tests.support.gateway import gateway_started
@@ -645,9 +645,9 @@ def test_without_arena_behind_proxy_django_refuses_forms_posted_over_https(site_
 
 @pytest.mark.django_db(transaction=True)
 def test_behind_the_proxy_the_api_counts_each_client_by_its_own_address(site_proxy, settings):
-    settings.NINJA_NUM_PROXIES = 1  # what ARENA_BEHIND_PROXY=1 sets
+    settings.ARENA_BEHIND_PROXY = True
     settings.ARENA_API_ANONYMOUS_RATE = "2/min"
-    cache.clear()
+    rates_reset()
 
     def listing(source: str, forged: str) -> int:
         return site_proxy.request(

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
+from api.rates import rates_reset
 from tests.support.redis import free_port
 from tests.support.workers import Workers
 
 #: Settings the gateway gets in these tests: a short body deadline (slow senders), a rate
-#: a flood passes quickly, a short presence window.
+#: a flood passes quickly.
 GATEWAY_SETTINGS = {
     "ARENA_REQUEST_BODY_SECONDS": "2",
     "ARENA_ONLINE_RATE": "40/s",
-    "ARENA_ONLINE_PRESENCE_SECONDS": "6",
 }
 
 
@@ -74,9 +74,9 @@ def gateway(celery_workers: Workers, redis_url: str, settings: Any) -> Iterator[
 
 
 def gateway_started(workers: Workers, redis_url: str, settings: Any, **environment: str) -> Gateway:
-    """A gateway on a free port with these settings (its seat bus, and the test
-    process's, on ``redis_url``), once it answers."""
-    settings.ARENA_ONLINE_BUS_URL = redis_url
+    """A gateway on a free port with these settings (its seat bus and request rates, and
+    the test process's, on ``redis_url``), once it answers; the rates count from zero."""
+    settings.ARENA_ONLINE_BUS_URL = settings.ARENA_RATES_URL = redis_url
     port = free_port()
     workers.manage(
         "gateway",
@@ -86,7 +86,9 @@ def gateway_started(workers: Workers, redis_url: str, settings: Any, **environme
         ARENA_ONLINE_BUS_URL=redis_url,
         **environment,
     )
-    return wait_until_up(Gateway("127.0.0.1", port, workers))
+    gateway = wait_until_up(Gateway("127.0.0.1", port, workers))
+    rates_reset()
+    return gateway
 
 
 def wait_until_up(gateway: Gateway, timeout: float = 30) -> Gateway:

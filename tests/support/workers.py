@@ -176,6 +176,7 @@ def celery_workers(
     previous = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=redis_url, task_always_eager=False)
     _drop_connections(app)
+    _forget_request_rates(redis_url)
     workers = Workers(redis_url, settings, tmp_path)
     try:
         yield workers
@@ -183,6 +184,16 @@ def celery_workers(
         workers.stop_all()
         app.conf.update(**previous)
         _drop_connections(app)
+
+
+def _forget_request_rates(redis_url: str) -> None:
+    """The gateways of a test count request rates in this Redis (``api.rates``): each test
+    starts from zero, whatever the one before it sent."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(match="LIMITS*"):
+        client.delete(key)
 
 
 def _drop_connections(app: object) -> None:

@@ -1,0 +1,69 @@
+"""A ladder pairs an online model only while its client holds its stream: presence is the
+stream as the seat bus sees it, not when a gateway last wrote to the database. A model
+whose stream has closed is never paired again, however recently it was seen."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from django.utils import timezone
+
+from core import dispatch
+from core.models import OnlineSeat, TournamentFormat
+from core.online import online_model_register, online_queue_join, seat_bus
+from tests.factories import (
+    CompetitorFactory,
+    EnvironmentFactory,
+    RevisionFactory,
+    TournamentFactory,
+    UserFactory,
+)
+from tournament_manager.services import ladder_matchmake, tournament_launch
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The tasks the duels were handed to (nothing is played)."""
+    tasks: list[tuple[str, int]] = []
+    monkeypatch.setattr(dispatch, "start", lambda task, **ids: tasks.append((task, ids["duel_id"])))
+    return tasks
+
+
+def connection(seat: str, *, open: bool) -> None:
+    """What the gateway tells the seat bus when a client's stream opens or closes."""
+    bus = seat_bus()
+    if open:
+        asyncio.run(bus.connection_open(seat, "stream"))
+    else:
+        asyncio.run(bus.connection_close(seat, "stream"))
+
+
+def test_a_queued_model_is_paired_only_while_its_stream_is_open(settings, started, finish):
+    settings.ARENA_ONLINE_BUS_URL = ""  # this process's bus, as the embedded default's
+    settings.ARENA_ONLINE_FILL_SECONDS = 0  # paired with a hosted agent at once
+    environment = EnvironmentFactory()
+    RevisionFactory(competitor=CompetitorFactory(environment=environment), validated=True)
+    model, _ = online_model_register(owner=UserFactory(), environment=environment, name="net")
+    ladder = tournament_launch(
+        tournament=TournamentFactory(
+            environment=environment, format=TournamentFormat.LADDER, matches_per_duel=2
+        )
+    )
+    online_queue_join(competitor=model)
+    # Seen a moment ago, as a gateway records it: it does not make the model present.
+    OnlineSeat.objects.filter(competitor=model).update(last_seen_at=timezone.now())
+
+    assert ladder_matchmake(tournament=ladder) == 0
+
+    connection(model.seat, open=True)
+    assert ladder_matchmake(tournament=ladder) == 1
+    duel = ladder.duels.get()
+    assert model.pk in {duel.revision_1.competitor_id, duel.revision_2.competitor_id}
+
+    finish(duel)
+    connection(model.seat, open=False)
+    assert ladder_matchmake(tournament=ladder) == 0
+    assert ladder.duels.count() == 1
