@@ -423,6 +423,12 @@ class TokenAuth(HttpBearer):
     ``refusal`` says for the operation's ``access``. Sets ``request.holder`` and
     ``request.user`` (anonymous for a model token: it reads as the public)."""
 
+    openapi_description = (
+        "A user token (made on your profile page) with the scope the operation needs: "
+        "`read`, `submit`, or `play` for registering online models. Reads also take no "
+        "token, or a model token (reading as the public). See docs/api.md."
+    )
+
     def __init__(self, access: Access, *, rated: bool = True) -> None:
         super().__init__()
         self.access = access
@@ -455,6 +461,10 @@ class ModelTokenAuth(HttpBearer):
     ``TokenChecks``. Sets ``request.holder``."""
 
     access = Access.PLAY
+    openapi_description = (
+        "The model token of an online model (shown once when it is registered): it plays "
+        "that model alone. See docs/api.md."
+    )
 
     def __init__(self, *, rated: bool = True) -> None:
         super().__init__()

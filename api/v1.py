@@ -37,10 +37,12 @@ api = ArenaAPI(
     version="1",
     description=(
         "Environments, leaderboards, competitors, tournaments, duels and replays, as on the "
-        "site; uploads of your agents. Send an API token (create one on your profile page) "
-        "as `Authorization: Bearer <token>`; reads also work without one, for what is "
-        'public. Every error is `{"error": {"code", "message", "details"}}`. Lists take '
-        "`limit` (at most 100) and `offset`, and answer "
+        "site; uploads of your agents; online play. Send an API token (create one on your "
+        "profile page) as `Authorization: Bearer <token>`; reads also work without one, for "
+        "what is public. An online model's model token plays that model alone. Each "
+        "operation says who may call it in `x-arena-access`; the rules, rates and limits "
+        'are in docs/api.md. Every error is `{"error": {"code", "message", "details"}}`. '
+        "Lists take `limit` (at most 100) and `offset`, and answer "
         '`{"count", "next", "previous", "items"}`.'
     ),
     urls_namespace="api-v1",

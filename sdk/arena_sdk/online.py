@@ -249,6 +249,8 @@ class OnlineClient:
                 self.finished += 1
                 self.log(f"arena: duel over ({self.finished} played)")
         else:
+            if kind == "closed":
+                self.log(f"arena: the server closed the stream: {event.get('reason')}")
             self._hook(self.agent.on_server_message, event)
         if seq is not None:
             self.last_seq = str(seq)

@@ -11,7 +11,7 @@ from core.models import ApiToken, Competitor, OnlineSeat, Revision, StepStatus
 from core.online import online_model_register
 from core.services import revision_create
 from core.uploads import UploadRejected
-from tests.factories import CompetitorFactory, EnvironmentFactory
+from tests.factories import CompetitorFactory, DuelFactory, EnvironmentFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -101,6 +101,22 @@ def test_it_lists_ones_models_and_makes_new_tokens_and_versions(
     assert ApiToken.objects.filter(competitor__name="mine").count() == 2
     assert version.status_code == 201 and body(version)["version"] == 2
     assert others.status_code == 404  # another user's model does not exist for alice
+
+
+def test_it_counts_the_duels_a_model_played_to_the_end(client, alice, bearer, connect_four):
+    model, _ = online_model_register(owner=alice, environment=connect_four, name="mine")
+    revision = model.revisions.get()
+    DuelFactory(
+        revision_1=revision, revision_2__competitor__environment=connect_four, finished=True
+    )
+    DuelFactory(
+        revision_2=revision, revision_1__competitor__environment=connect_four, finished=True
+    )
+    DuelFactory(revision_1=revision, revision_2__competitor__environment=connect_four)  # queued
+
+    listed = body(client.get("/api/v1/online/models", **bearer(alice, "play")))
+
+    assert listed["items"][0]["duels_played"] == 2
 
 
 def test_it_refuses_an_upload_to_an_online_competitor(alice, connect_four):

@@ -178,3 +178,41 @@ def test_it_stops_when_the_server_refuses_its_token(gateway, monkeypatch):
 
     assert code == 1
     assert lines == ["arena: The token is unknown or revoked."]
+
+
+class RevokingGateway(Gateway):
+    """The stream's first connection ends with ``closed`` (the token was revoked); the
+    next one is refused."""
+
+    def do_GET(self) -> None:
+        self.streams.append(self.headers.get("Last-Event-ID"))
+        if len(self.streams) > 1:
+            self._json(401, {"error": {"code": "unauthorized", "message": "Revoked."}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event in (FIRST_PART[0], {"type": "closed", "reason": "The token was revoked."}):
+            self.wfile.write(json.dumps(event).encode() + b"\n")
+
+
+def test_it_says_why_the_server_closed_its_stream_and_stops():
+    Gateway.streams = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RevokingGateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    lines: list[str] = []
+    try:
+        code = OnlineClient(
+            Recorder(),
+            server=f"http://127.0.0.1:{server.server_address[1]}",
+            token=TOKEN,
+            join=False,
+            log=lines.append,
+        ).run()
+    finally:
+        server.shutdown()
+
+    assert code == 1
+    assert "arena: the server closed the stream: The token was revoked." in lines
+    assert lines[-1] == "arena: Revoked."
