@@ -15,7 +15,8 @@ The bus carries, per *seat* (one online model, which plays one duel at a time):
   the referee;
 - **replies**, from the client to the referee, each one taken from the pending ones;
 - **presence**: the client's open connections, each kept alive by the gateway, so the
-  referee knows how long a seat has been away (its grace period);
+  referee knows how long a seat has been away (its grace period), and matchmaking pairs
+  only a seat that is present;
 - **gateways alive**: when none is, an absent seat is Arena's failure, not the agent's.
 
 Two implementations with the same behaviour: ``MemorySeatBus`` for the embedded
