@@ -253,9 +253,9 @@ def token_check(
                 raise _too_many(wait)
             raise Refusal(401, "unauthorized", "The token is unknown or revoked.")
         token = found[0]
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        last = token.last_used_at
+        if last is None or timezone.now() - last > LAST_USED_PRECISION:
+            _tokens_used([token.pk])
     holder = _holder(token) if token is not None else None
     refused = refusal(access, holder)
     if refused is not None:
