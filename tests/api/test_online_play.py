@@ -151,6 +151,26 @@ def test_it_plays_an_online_agent_through_redis_and_the_online_workers(productio
     assert "online@" in production.workers.log("online")  # refereed by the online worker
 
 
+def test_a_queued_model_is_paired_only_once_its_client_holds_its_stream(production):
+    """A model in the queue whose client has no stream open (it left, or never came) is
+    not paired: the hosted agents play on meanwhile; once its client connects, it plays."""
+    status, queued, _ = production.gateway.request(
+        "POST", "/api/v1/online/queue", token=production.token
+    )
+    assert status == 200 and queued["model"]["connected"] is False
+    hosted = Duel.objects.filter(status=DuelStatus.SUCCEEDED, tournament__name="ladder")
+
+    # The manager makes a pass every half second: while it pairs the hosted agents again
+    # and again, it never pairs the model.
+    wait_for(lambda: hosted.count() >= 3, timeout=120, what="three hosted ladder duels")
+    assert not Duel.objects.filter(revision_1__competitor__name="net-random").exists()
+    assert not Duel.objects.filter(revision_2__competitor__name="net-random").exists()
+
+    client = _connect(production.gateway, production.token, duels=1)
+    assert client.returncode == 0, client.stderr + production.workers.log("online")
+    _assert_played_rated_and_replayed(1)
+
+
 def test_it_plays_an_online_agent_on_the_embedded_default(settings, tmp_path: Path):
     """No Redis: the gateway's process referees the online duels (its bus is in memory);
     the embedded broker's worker it starts plays the hosted ones."""
