@@ -2,14 +2,14 @@
 play's per-move endpoints (``api.gateway``) in front of the whole site.
 
 Django reads a request's whole body before any view runs, with no limit of its own on
-its size or on how long it takes: ``RequestLimits`` refuses a body larger than the
-request may be (413) or one that trickles in slower than ``ARENA_REQUEST_BODY_SECONDS``
-(408), with the API's JSON error, before Django sees it.
+its size: ``RequestLimits`` refuses a body larger than the request may be (413), with the
+API's JSON error, before Django sees it. How long a body may take to arrive
+(``ARENA_REQUEST_BODY_SECONDS``, 408) is the connection's business, on every path
+whether anyone reads the body or not: ``api.connections``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -37,15 +37,12 @@ class _Refused(Exception):
 
 
 class RequestLimits:
-    """Caps each request body's size (by path) and the time it takes to arrive."""
+    """Caps each request body's size (by path)."""
 
-    def __init__(
-        self, app: App, *, max_bytes: int, online_max_bytes: int, body_seconds: float
-    ) -> None:
+    def __init__(self, app: App, *, max_bytes: int, online_max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.online_max_bytes = online_max_bytes
-        self.body_seconds = body_seconds
 
     def _limit(self, path: str) -> int:
         return self.online_max_bytes if path.startswith("/api/v1/online/") else self.max_bytes
@@ -74,30 +71,17 @@ class RequestLimits:
             await self._answer(send, refused)
 
     def _limited(self, receive: Receive, limit: int) -> Receive:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.body_seconds
         received = 0
-        complete = False
 
         async def receive_limited() -> Message:
-            nonlocal received, complete
-            if complete:
-                return await receive()  # the body is in: waiting for a disconnect is fine
-            try:
-                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
-            except TimeoutError:
-                raise _Refused(
-                    408,
-                    "too_slow",
-                    f"The request body did not arrive within {self.body_seconds:g} s.",
-                ) from None
+            nonlocal received
+            message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise _Refused(
                         413, "too_large", f"A request here may carry {limit} bytes at most."
                     )
-                complete = not message.get("more_body", False)
             return message
 
         return receive_limited
@@ -137,7 +121,6 @@ def _application() -> App:
         OnlineGateway(django_app),
         max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
         online_max_bytes=ONLINE_MAX_BYTES,
-        body_seconds=settings.ARENA_REQUEST_BODY_SECONDS,
     )
 
 

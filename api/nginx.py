@@ -1,7 +1,8 @@
 """The reverse proxy of a production deployment: nginx's configuration, rendered from this
 site's settings and routes (``manage.py nginx_config``) so that its limits never drift from
-the site's: the request body caps, the body deadline, the gateway's longest wait, where the
-static files are, which paths the network gateway serves.
+the site's: the request body caps, the header and body deadlines, the connections one
+address may hold, the gateway's longest wait, where the static files are, which paths the
+network gateway serves.
 
 The templates are ``nginx/templates/`` (Django templates whose output is nginx's syntax);
 ``nginx/start.sh`` renders them and starts nginx in the compose stack. What is about the
@@ -23,9 +24,6 @@ from api.limits import MULTIPART_ALLOWANCE
 from sandboxes.seat_gateway import PING_SECONDS
 
 NGINX_DIR = Path(settings.BASE_DIR) / "nginx"
-#: Requests one client address may have in progress at once (a held stream counts as
-#: one; idle keep-alive connections do not count): a classroom behind one NAT fits.
-CONNECTIONS_PER_ADDRESS = 256
 #: Posts of the sign-in, sign-up and password reset forms one address may make a minute
 #: (after a burst of ``SIGN_IN_BURST``): slows password guessing.
 SIGN_IN_PER_MINUTE = 20
@@ -109,7 +107,11 @@ class SiteLimits:
     #: Everything under it goes to the network gateway, whose bodies are protocol messages.
     online_prefix: str
     online_max_bytes: int
+    header_seconds: int
     body_seconds: int
+    #: Requests one client address may have in progress at once (a held stream counts as
+    #: one; idle keep-alive connections do not count).
+    connections_per_address: int
     #: How long nginx waits for the gateway to say something.
     gateway_read_seconds: int
     static_url: str
@@ -162,7 +164,9 @@ def site_limits() -> SiteLimits:
         uploads=_uploads(api_prefix, upload_max_bytes),
         online_prefix=online_prefix,
         online_max_bytes=ONLINE_MAX_BYTES,
+        header_seconds=max(1, round(settings.ARENA_REQUEST_HEADER_SECONDS)),
         body_seconds=max(1, round(settings.ARENA_REQUEST_BODY_SECONDS)),
+        connections_per_address=settings.ARENA_CONNECTIONS_PER_ADDRESS,
         gateway_read_seconds=round(
             max(settings.ARENA_ONLINE_POLL_SECONDS, PING_SECONDS) + GATEWAY_READ_MARGIN_SECONDS
         ),
@@ -209,7 +213,6 @@ def nginx_config_render(*, deployment: Deployment) -> str:
             {limits.api_max_bytes, limits.online_max_bytes}
             | {upload.max_bytes for upload in limits.uploads}
         ),
-        "connections_per_address": CONNECTIONS_PER_ADDRESS,
         "sign_in_per_minute": SIGN_IN_PER_MINUTE,
         "sign_in_burst": SIGN_IN_BURST,
         "static_max_age": STATIC_MAX_AGE_SECONDS,

@@ -135,6 +135,7 @@ class GatewayProcess:
             # one address, which a real deployment sees from a thousand addresses.
             "ARENA_ONLINE_RATE": "1000/s",
             "ARENA_API_ANONYMOUS_RATE": "100000/min",
+            "ARENA_CONNECTIONS_PER_ADDRESS": "100000",
             **environment,
         }
         with open(self.log_path, "wb") as log:

@@ -352,8 +352,21 @@ ARENA_RATES_URL = env_str("ARENA_RATES_URL", ARENA_ONLINE_BUS_URL)
 #: ARENA_ONLINE_POLL_SECONDS.
 ARENA_ONLINE_STREAM_SECONDS = env_float("ARENA_ONLINE_STREAM_SECONDS", 3600.0)
 ARENA_ONLINE_POLL_SECONDS = env_float("ARENA_ONLINE_POLL_SECONDS", 60.0)
-#: A request body must arrive within this many seconds (slow senders are cut off).
+#: How long a client of the network gateway (and of nginx, whose timeouts come from
+#: these) may take to send a request: its headers within ARENA_REQUEST_HEADER_SECONDS of
+#: the connection's opening (or of the request's first byte, on a kept-alive connection),
+#: its body within ARENA_REQUEST_BODY_SECONDS of its headers. Slower senders are cut off
+#: (408).
+ARENA_REQUEST_HEADER_SECONDS = env_float("ARENA_REQUEST_HEADER_SECONDS", 10.0)
 ARENA_REQUEST_BODY_SECONDS = env_float("ARENA_REQUEST_BODY_SECONDS", 20.0)
+#: Connections one client address may hold open at once (429 beyond): an online model
+#: holds two (its stream, and its replies on a kept-alive one), a browser about six, so
+#: a classroom behind one NAT fits. Behind the proxy (ARENA_BEHIND_PROXY) nginx counts
+#: each client's requests in progress and the gateway counts none: every connection
+#: comes from the proxy.
+ARENA_CONNECTIONS_PER_ADDRESS = env_int("ARENA_CONNECTIONS_PER_ADDRESS", 256)
+if ARENA_CONNECTIONS_PER_ADDRESS < 1:
+    raise ValueError("ARENA_CONNECTIONS_PER_ADDRESS must be 1 or more")
 
 # --- Watching duels live --------------------------------------------------------------
 #: A duel's worker sends its spectators' events in batches, at most this often.

@@ -65,3 +65,17 @@ def test_behind_the_proxy_the_client_address_and_scheme_come_from_its_headers():
 
 def test_by_default_the_forwarding_headers_are_ignored():
     assert _settings(ARENA_BEHIND_PROXY="0") == {"behind_proxy": False, "scheme_header": None}
+
+
+def test_a_connection_cap_under_one_is_a_clear_error():
+    started = subprocess.run(
+        [sys.executable, "-c", "import core.settings"],
+        env={**os.environ, "ARENA_CONNECTIONS_PER_ADDRESS": "0"},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert started.returncode != 0
+    assert "ARENA_CONNECTIONS_PER_ADDRESS must be 1 or more" in started.stderr

@@ -93,11 +93,13 @@ def _caps(config: str) -> dict[str, int]:
 # --- the configuration ----------------------------------------------------------------------
 
 
-def test_the_body_caps_and_timeouts_follow_the_site_settings(settings):
+def test_the_caps_and_timeouts_follow_the_site_settings(settings):
     settings.ARENA_UPLOAD_MAX_BYTES = 3_000_000
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4_000_000
     settings.ARENA_API_MAX_BODY_BYTES = 5_000
+    settings.ARENA_REQUEST_HEADER_SECONDS = 4.0
     settings.ARENA_REQUEST_BODY_SECONDS = 7.0
+    settings.ARENA_CONNECTIONS_PER_ADDRESS = 33
     settings.ARENA_ONLINE_POLL_SECONDS = 100.0
 
     config = nginx_config_render(deployment=Deployment())
@@ -108,7 +110,9 @@ def test_the_body_caps_and_timeouts_follow_the_site_settings(settings):
         "= /api/v1/submissions": 3_000_000 + MULTIPART_ALLOWANCE,
         "^~ /api/v1/online/": ONLINE_MAX_BYTES,
     }
+    assert "client_header_timeout 4s;" in config
     assert "client_body_timeout 7s;" in config
+    assert "limit_conn arena_per_address 33;" in config
     # The longest silence of the gateway, a long poll's wait, and a margin.
     assert "proxy_read_timeout 130s;" in config
 

@@ -71,6 +71,7 @@ class Command(BaseCommand):
     def serve(self, options: dict[str, Any], *, worker: EmbeddedWorker | None) -> None:
         import uvicorn
 
+        from api.connections import ConnectionLimits, limited_protocol
         from duel_runner.online import OnlineDuelRunner
 
         runner = None
@@ -106,6 +107,16 @@ class Command(BaseCommand):
             # Idle keep-alive connections go after this; streams are kept alive by pings.
             timeout_keep_alive=20,
             backlog=4096,
+            http=limited_protocol(
+                ConnectionLimits(
+                    header_seconds=settings.ARENA_REQUEST_HEADER_SECONDS,
+                    body_seconds=settings.ARENA_REQUEST_BODY_SECONDS,
+                    # Behind the proxy every peer is the proxy, which caps each client.
+                    per_address=None
+                    if settings.ARENA_BEHIND_PROXY
+                    else settings.ARENA_CONNECTIONS_PER_ADDRESS,
+                )
+            ),
             # Behind the proxy (the only peer that reaches this port then), a client's
             # address is the proxy's X-Forwarded-For: the per-address rates count it.
             forwarded_allow_ips="*" if settings.ARENA_BEHIND_PROXY else None,
