@@ -37,7 +37,7 @@ from core.models.llm import (
     TOP_P_RANGE,
 )
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
-from llm.harness import SUPPORTED_HARNESS_VERSIONS
+from llm.prompts import SUPPORTED_HARNESS_VERSIONS
 from web.access import get_duel_for_user, get_match_for_user, is_owner
 from web.llm import (
     PlayerStats,

@@ -11,17 +11,20 @@ own (``python -m bench.bench_llm --serve DELAY``), as a real model's server is: 
 never shares this process's interpreter lock with the referees measured here.
 
 overhead
-    Tic-tac-toe duels, the LLM seat (``sandboxes.llm``, temperature 0) against the example
-    random player in the ``process`` sandbox, with the clock LLM duels get
-    (``llm_clock``). Per LLM move: the time the referee measures (request sent to reply
-    read, ``MatchRecord.timings``), and in the same round the same server's latency for
-    the same request (the same messages and sampling settings), asked by a bare client:
-    one raw HTTP/1.1 POST with ``stream: true``, the whole SSE answer read to its end,
-    on a kept-alive connection. The difference is what the harness adds: the referee's
-    socket relay, prompt building, the HTTP client (``llm.provider``), records. The
-    LLM seat's own records split it (the harness's time for the move, the client's time
-    for the request), and a second bare pass, opening a new connection per request, shows
-    what reconnecting costs.
+    What the harness adds to a move, reported, no longer a target (issue 22): a model
+    answers in 100 ms to minutes, so a millisecond of client code is noise, and the
+    harness sends with the official ``openai`` client. Tic-tac-toe duels, the LLM seat
+    (``sandboxes.llm``, temperature 0) against the example random player in the
+    ``process`` sandbox, with the clock LLM duels get (``llm_clock``). Per LLM move: the
+    time the referee measures (request sent to reply read, ``MatchRecord.timings``), and
+    in the same round the same server's latency for the same request (the same messages
+    and sampling settings), asked by a bare client: one raw HTTP/1.1 POST with
+    ``stream: true``, the whole SSE answer read to its end, on a kept-alive connection.
+    The difference is what the harness adds: the referee's socket relay, prompt
+    building, the HTTP client (``llm.provider``), records. The LLM seat's own records
+    split it (the harness's time for the move, the client's time for the request), and a
+    second bare pass, opening a new connection per request, shows what reconnecting
+    costs.
 load
     In this process, as in one worker: ``duels`` tic-tac-toe duels of two LLM seats
     (temperatures 0 and 0.6) at once in a thread pool, against a server that waits a
@@ -80,8 +83,6 @@ from sandboxes.process import ProcessSandbox  # noqa: E402
 
 TIC_TAC_TOE_RANDOM = ROOT / "example_players" / "tic_tac_toe" / "random_player.py"
 CONNECT_FOUR_RANDOM = ROOT / "example_players" / "connect_four" / "random_player.py"
-#: The issue's target: the harness adds under 1 ms per move to the server's latency.
-TARGET_MS = 1.0
 #: A hosted duel counts as not slowed down when it keeps this share of its speed alone.
 TARGET_HOSTED_RATIO = 0.9
 HOSTED_DUEL_MATCHES = 10
@@ -632,7 +633,6 @@ def _spread_text(row: dict[str, float], digits: int) -> str:
 
 def table(figures: dict[str, Any]) -> str:
     overhead, plan = figures["overhead"], figures["plan"]
-    added = overhead["added_ms"]
     lines = [
         f"LLM players ({figures['machine']}, {figures['date']}, load average before "
         f"{figures['load_average_before'][0]:.2f}, {figures['seconds']:.0f} s)",
@@ -665,11 +665,8 @@ def table(figures: dict[str, Any]) -> str:
         ("new_connection_ms", "(a new connection per request, bare)"),
     ):
         lines.append(f"| {label} | {_spread_text(overhead[key], 3)} |")
-    lines += [
-        "",
-        f"target: the harness adds under {TARGET_MS:g} ms per move: "
-        + ("met" if added["median"] < TARGET_MS else "NOT met"),
-    ]
+    # Reported, not a target any more (issue 22): a model answers in 100 ms to minutes, so
+    # a millisecond of the client's Python is noise; the client is the official one.
     for load in figures["load"]:
         kept = load["ratio"]["median"] >= TARGET_HOSTED_RATIO
         complete = (

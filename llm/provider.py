@@ -1,44 +1,64 @@
 """Asking a model behind an OpenAI-compatible server, with the provider's failures retried.
 
-Each request is a streamed chat completion (``stream: true``), the same request body the
-official ``openai`` client sends for ``chat.completions.create(stream=True, ...)`` (a
-test holds the two to that), sent over HTTP/1.1 by the standard library's
-``http.client`` on a connection kept from one move to the next, and read here, event by
-event. Streaming lets the harness stop reading an answer that grows past
-``max_answer_chars`` and tell a complete answer (it has a ``finish_reason``) from one cut
-off by a broken connection. The official client is not used to send: its layers cost
-about 0.8 ms of Python a request, most of the harness's own time (BENCHMARKS.md, *LLM
-players*). Proxies from ``https_proxy``/``http_proxy`` (and ``no_proxy``) are used as
-with the usual clients; TLS is verified against the system's certificates.
+Each request is sent by the official ``openai`` client, ``chat.completions.create(
+stream=True, stream_options={"include_usage": True}, ...)``, over httpx, with the client's
+own retries off (``max_retries=0``): each retry is made, bounded and recorded here. The
+answer is read here from the raw response, event by event, so that reading stops as soon
+as the answer grows past ``max_answer_chars`` (or one line past its limit: nothing is
+buffered whole), a complete answer (it has a ``finish_reason``) is told from one cut off
+by a broken connection, and a server that ignores ``stream`` and answers with one JSON
+completion is read too. How the body is framed is httpx's business: ``Content-Length``,
+chunked, or ended by the server closing the connection (HTTP/1.0, ``Connection: close``).
+The connection is kept from move to move when the server keeps it.
+
+Under the client sits Arena's transport (``_SeatTransport``), the last code before the
+wire, so that what it guarantees holds whatever the client does:
+
+- the only credential sent is the player's key, as ``Authorization: Bearer`` (none when
+  the player has none), and only the headers the request needs go out: the official client
+  also reads ``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``, ``OPENAI_ADMIN_KEY`` and
+  ``OPENAI_CUSTOM_HEADERS`` from the worker's environment, and none of that may reach a
+  server a player chose;
+- a refusal's body is read to its first ``ERROR_BODY_LIMIT`` bytes only (the client reads
+  a refusal whole, for its message);
+- the socket of the seat's connection is known, so that closing the seat, or the end of
+  the request's time, cuts a request short at once, even while the server is silent.
+
+Redirects are not followed (one could send the request, key included, to an address the
+player may not reach). A proxy is used as ``curl`` does, from ``https_proxy`` and
+``http_proxy`` (``no_proxy`` excepted), read by the standard library's rules; nothing else
+is taken from the environment. TLS is verified against the system's certificates.
 
 What is the provider's fault, never the model's: a request that times out
-(``request_timeout``), a connection refused or broken, a stream cut short, HTTP 408, 409,
-429 and 5xx. Each is retried after its ``Retry-After`` (seconds or a date) or an
-exponential backoff; when the retries are spent, or the wait would outlast the move's
-clock, ``ProviderFailure`` is raised and the duel ends in error, unrated. Any other 4xx
-(a refused key, an unknown model) is a ``ProviderFailure`` at once: retrying cannot help.
-When the move's clock runs out while the model is answering (and the provider has not
-failed on this move), ``OutOfTime`` is raised: that is the model's time, as slow thinking
-is a hosted agent's; once the provider has failed on a move, a clock that runs out while
-it is retried is the provider's failure.
+(``request_timeout``), a connection refused or broken, a stream cut short, an answer that
+is not HTTP or not JSON, HTTP 408, 409, 429 and 5xx. Each is retried after its
+``Retry-After`` (seconds or a date) or an exponential backoff; when the retries are spent,
+or the wait would outlast the move's clock, ``ProviderFailure`` is raised and the duel
+ends in error, unrated. Any other status (a refused key, an unknown model, a redirect) is
+a ``ProviderFailure`` at once: retrying cannot help. When the move's clock runs out while
+the model is answering (and the provider has not failed on this move), ``OutOfTime`` is
+raised: that is the model's time, as slow thinking is a hosted agent's; once the provider
+has failed on a move, a clock that runs out while it is retried is the provider's failure.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import email.utils
 import functools
-import http.client
+import logging
 import socket
 import ssl
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
+import httpx2
+import openai
 import orjson
 
 from llm.config import LLMConfig
@@ -57,6 +77,23 @@ KEEPALIVE_SECONDS = 5.0
 USER_AGENT = f"Arena-LLM-harness/{HARNESS_VERSION}"
 #: Characters of a server's message kept in an error.
 ERROR_CHARS = 300
+#: The request headers that go out as the client built them (names in lower case); the
+#: transport adds ``Authorization`` and ``Accept-Encoding`` itself, and drops the rest.
+SENT_HEADERS = frozenset(
+    {
+        "host",
+        "accept",
+        "connection",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "user-agent",
+    }
+)
+
+# httpx logs every request at INFO, a line per move in a worker's log; the harness
+# records every request itself.
+logging.getLogger("httpx2").setLevel(logging.WARNING)
 
 
 @functools.cache
@@ -101,64 +138,150 @@ class Completion:
     provider_errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Route:
-    """Where a base URL's requests go: the server itself, or a tunnel through a proxy."""
+def _check_base_url(base_url: str) -> None:
+    """Raises ``ValueError`` for what is not an ``http(s)://host...`` URL."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the base URL {base_url!r} is not an http:// or https:// URL")
 
-    https: bool
-    host: str
-    port: int
-    path: str
-    #: ``(host, port, Proxy-Authorization or None)`` of the proxy, if one is used.
-    proxy: tuple[str, int, str | None] | None = None
 
-    @classmethod
-    def of(cls, base_url: str) -> _Route:
-        """Raises ``ValueError`` for what is not an ``http(s)://host...`` URL."""
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the base URL {base_url!r} is not an http:// or https:// URL")
-        https = parts.scheme == "https"
-        host, port = parts.hostname, parts.port or (443 if https else 80)
-        return cls(
-            https,
-            host,
-            port,
-            parts.path.rstrip("/") + "/chat/completions",
-            _proxy(parts.scheme, host),
+def _proxy_for(base_url: str) -> str | None:
+    """The proxy the environment names for ``base_url``'s scheme (``https_proxy``,
+    ``http_proxy``, in either case), unless ``no_proxy`` names its host. An ``https://``
+    server is reached through a ``CONNECT`` tunnel, so the proxy sees neither the key nor
+    the conversation; an ``http://`` one through the proxy's forwarding, as with ``curl``."""
+    parts = urlsplit(base_url)
+    proxy = urllib.request.getproxies_environment().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxy = proxy if "://" in proxy else f"http://{proxy}"
+    if urlsplit(proxy).scheme != "http" or not urlsplit(proxy).hostname:
+        raise ValueError(f"the {parts.scheme} proxy {proxy!r} is not an http:// proxy")
+    return proxy
+
+
+class _FirstBytes(httpx2.SyncByteStream):
+    """A response body cut after its first ``limit`` bytes; closing it before its end
+    closes the connection, so what is left is never read."""
+
+    def __init__(self, stream: httpx2.SyncByteStream, limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+
+    def __iter__(self) -> Iterator[bytes]:
+        left = self._limit
+        for chunk in self._stream:
+            yield chunk[:left]
+            left -= len(chunk)
+            if left <= 0:
+                return
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class _SeatTransport(httpx2.BaseTransport):
+    """httpx's own transport, with Arena's rules on what goes out and comes back (see the
+    module's docstring). One connection at most: a seat asks one thing at a time."""
+
+    def __init__(self, *, api_key: str, proxy: str | None, connection: _SeatConnection) -> None:
+        self._authorization = f"Bearer {api_key}" if api_key else None
+        self._connection = connection
+        self._transport = httpx2.HTTPTransport(
+            verify=_tls_context(),
+            trust_env=False,
+            proxy=proxy,
+            limits=httpx2.Limits(
+                max_connections=1, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_SECONDS
+            ),
         )
 
-    def connection(self, timeout: float) -> http.client.HTTPConnection:
-        """A new connection (not yet opened) for this route."""
-        host, port = self.proxy[:2] if self.proxy else (self.host, self.port)
-        connection: http.client.HTTPConnection
-        if self.https:
-            connection = http.client.HTTPSConnection(
-                host, port, timeout=timeout, context=_tls_context()
-            )
-        else:
-            connection = http.client.HTTPConnection(host, port, timeout=timeout)
-        if self.proxy:
-            authorization = self.proxy[2]
-            headers = {"Proxy-Authorization": authorization} if authorization else None
-            connection.set_tunnel(self.host, self.port, headers=headers)
-        return connection
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        headers = [
+            (name, value)
+            for name, value in request.headers.multi_items()
+            if name.lower() in SENT_HEADERS
+        ]
+        # Compressed answers would make every byte limit here a limit on compressed bytes.
+        headers.append(("Accept-Encoding", "identity"))
+        if self._authorization:
+            headers.append(("Authorization", self._authorization))
+        # A copy: the client reads its own markers back from the request it sent.
+        outgoing = httpx2.Request(
+            request.method,
+            request.url,
+            headers=headers,
+            stream=request.stream,
+            extensions={**request.extensions, "trace": self._connection.trace},
+        )
+        response = self._transport.handle_request(outgoing)
+        if response.is_success:
+            return response
+        assert isinstance(response.stream, httpx2.SyncByteStream)
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_FirstBytes(response.stream, ERROR_BODY_LIMIT),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._transport.close()
 
 
-def _proxy(scheme: str, host: str) -> tuple[str, int, str | None] | None:
-    """The proxy the environment names for ``scheme`` (``https_proxy``, ``http_proxy``),
-    unless ``no_proxy`` excludes ``host``. Requests go through it in a ``CONNECT`` tunnel."""
-    proxy = urllib.request.getproxies_environment().get(scheme)
-    if not proxy or urllib.request.proxy_bypass(host):
-        return None
-    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"the {scheme} proxy {proxy!r} is not an http:// proxy")
-    authorization = None
-    if parts.username is not None:
-        secret = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        authorization = "Basic " + base64.b64encode(secret.encode()).decode()
-    return parts.hostname, parts.port or 80, authorization
+class _SeatConnection:
+    """The socket of a seat's connection, followed through httpcore's trace of each
+    request, so that a request under way can be cut short from another thread: closing
+    a socket does not wake a read blocked on it, shutting it down does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        #: The seat was closed: every request is cut short from now on.
+        self._stopped = False
+        #: The request under way (a count), so that a timer left from an earlier one,
+        #: firing as it ends, cuts nothing short.
+        self._request = 0
+        #: The request under way is past its time and was cut short.
+        self.timed_out = False
+        #: The request under way opened a connection (else it used the kept one).
+        self.opened = False
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        if event.endswith(".connect_tcp.started"):
+            self.opened = True
+        elif event.endswith((".connect_tcp.complete", ".start_tls.complete")):
+            # TLS wraps the TCP socket in a new one: the last is the one in use.
+            with self._lock:
+                self._socket = info["return_value"].get_extra_info("socket")
+                if self._stopped or self.timed_out:
+                    self._shut_down()
+
+    def begin(self) -> int:
+        """A request starts: its number, for ``time_out``."""
+        with self._lock:
+            self.timed_out = self.opened = False
+            self._request += 1
+            return self._request
+
+    def time_out(self, request: int) -> None:
+        """Request ``request`` is past its time: if it is still under way, its read fails
+        at once."""
+        with self._lock:
+            if request == self._request:
+                self.timed_out = True
+                self._shut_down()
+
+    def stop(self) -> None:
+        """The seat is closed: a request under way fails at once, as will any other."""
+        with self._lock:
+            self._stopped = True
+            self._shut_down()
+
+    def _shut_down(self) -> None:
+        if self._socket is not None:
+            with contextlib.suppress(OSError):  # already closed
+                self._socket.shutdown(socket.SHUT_RDWR)
 
 
 class Provider:
@@ -167,23 +290,28 @@ class Provider:
     def __init__(self, config: LLMConfig) -> None:
         self.config = config
         self._stopped = threading.Event()
-        self._lock = threading.Lock()
-        self._connection: http.client.HTTPConnection | None = None
-        #: When the kept connection last finished a request.
-        self._idle_since = time.monotonic()
-        self._route: _Route | None = None
-        self._route_error = ""
+        self._connection = _SeatConnection()
+        self._client: openai.OpenAI | None = None
+        self._setup_error = ""
         try:
-            self._route = _Route.of(config.base_url)
-        except ValueError as error:
-            self._route_error = str(error)
-        self._headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream",
-            "User-Agent": USER_AGENT,
-        }
-        if config.api_key:
-            self._headers["Authorization"] = f"Bearer {config.api_key}"
+            _check_base_url(config.base_url)
+            transport = _SeatTransport(
+                api_key=config.api_key,
+                proxy=_proxy_for(config.base_url),
+                connection=self._connection,
+            )
+            self._client = openai.OpenAI(
+                base_url=config.base_url,
+                # The client insists on a key; the transport sends the player's, or none.
+                api_key=config.api_key or "none",
+                max_retries=0,
+                default_headers={"User-Agent": USER_AGENT},
+                http_client=httpx2.Client(
+                    transport=transport, trust_env=False, follow_redirects=False
+                ),
+            )
+        except (ValueError, httpx2.InvalidURL, openai.OpenAIError) as error:
+            self._setup_error = str(error)
         #: The longest line of the answer's stream read: one event. Tokens come a few at
         #: a time; a longer line is a broken stream, never buffered.
         self._line_limit = 6 * config.max_answer_chars + 65536
@@ -196,13 +324,9 @@ class Provider:
     def close(self) -> None:
         """Stop: a request under way fails at once and no other starts."""
         self._stopped.set()
-        with self._lock:
-            connection, self._connection = self._connection, None
-        if connection is not None:
-            if connection.sock is not None:
-                with contextlib.suppress(OSError):  # wakes a read blocked on it
-                    connection.sock.shutdown(socket.SHUT_RDWR)
-            connection.close()
+        self._connection.stop()
+        if self._client is not None:
+            self._client.close()
 
     def complete(self, messages: list[dict[str, str]], *, deadline: float) -> Completion:
         """The model's answer to ``messages``, before ``deadline`` (``time.monotonic``)."""
@@ -256,9 +380,9 @@ class Provider:
             return max(0.0, failure.retry_after)
         return min(MAX_BACKOFF, FIRST_BACKOFF * 2**failures_before)
 
-    def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def _arguments(self, messages: list[dict[str, str]], timeout: float) -> dict[str, Any]:
         config = self.config
-        body: dict[str, Any] = {
+        arguments: dict[str, Any] = {
             "messages": messages,
             "model": config.model,
             "max_tokens": config.max_tokens,
@@ -268,107 +392,105 @@ class Provider:
             "temperature": config.temperature,
             "top_p": config.top_p,
         }
-        # As the official client does: a setting not given is not sent.
-        return {name: value for name, value in body.items() if value is not None}
+        # A setting not given is not sent (the client would send None as null): the
+        # server's default applies.
+        arguments = {name: value for name, value in arguments.items() if value is not None}
+        # httpx's limit on each wait; the whole request's is the timer in ``_request``.
+        arguments["timeout"] = timeout
+        return arguments
 
     # -- one request --------------------------------------------------------------------
 
-    def _connect(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        """The kept connection (and True), or a new one (and False). A connection idle for
-        more than ``KEEPALIVE_SECONDS`` is not kept: a router may have dropped it without a
-        word, and a request sent into it would wait out the model's clock."""
-        assert self._route is not None
-        with self._lock:
+    def _request(self, messages: list[dict[str, str]], timeout: float) -> Completion:
+        if self._client is None:
+            raise ProviderFailure(self._setup_error)
+        clock_ran_out = timeout < self.config.request_timeout
+        # A kept connection the server closed while it was idle is opened again at once,
+        # once: that is not a failure. httpx sees most such closes before sending; this is
+        # for the close that crosses the request on the wire.
+        for _ in range(2):
             if self._stopped.is_set():
                 raise Stopped()
-            connection = self._connection
-            stale = time.monotonic() - self._idle_since > KEEPALIVE_SECONDS
-            if connection is not None and connection.sock is not None and not stale:
-                connection.sock.settimeout(timeout)
-                return connection, True
-            if connection is not None:
-                connection.close()
-            connection = self._connection = self._route.connection(timeout)
-            return connection, False
-
-    def _drop(self) -> None:
-        """Closes the connection: the next request opens a new one."""
-        with self._lock:
-            connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close()
-
-    def _request(self, messages: list[dict[str, str]], timeout: float) -> Completion:
-        if self._route is None:
-            raise ProviderFailure(self._route_error)
-        body = orjson.dumps(self._body(messages))
-        ends = time.monotonic() + timeout
-        clock_ran_out = timeout < self.config.request_timeout
-        while True:
-            connection, kept = self._connect(max(0.001, ends - time.monotonic()))
+            request = self._connection.begin()
+            # The whole request's time, from sending it to the end of the answer (httpx
+            # bounds each wait, not their sum): its connection is cut short at the end.
+            timer = threading.Timer(timeout, self._connection.time_out, (request,))
+            timer.daemon = True
+            timer.start()
             try:
-                connection.request("POST", self._route.path, body, self._headers)
-                response = connection.getresponse()
-                break
-            except TimeoutError:
-                self._drop()
-                raise _Retryable(
-                    f"no answer within {timeout:.3g} s", clock_ran_out=clock_ran_out
-                ) from None
-            except (OSError, http.client.HTTPException) as error:
-                self._drop()
-                if kept and isinstance(error, (ConnectionError, http.client.BadStatusLine)):
-                    continue  # the server closed the kept connection while it was idle
-                raise _Retryable(f"could not reach the server: {_reason(error)}") from None
-        status = response.status
-        if not 200 <= status < 300:
-            message = f"HTTP {status}: {cut(self._refusal(response), ERROR_CHARS)}"
-            if status in RETRYABLE_STATUSES or status >= 500:
-                raise _Retryable(message, _retry_after(response)) from None
-            raise ProviderFailure(f"{self.config.describe()} refused the request: {message}")
+                return self._ask(messages, timeout, clock_ran_out)
+            except openai.APIConnectionError as error:
+                if self._stopped.is_set():
+                    raise Stopped() from None
+                if self._connection.timed_out or isinstance(error, openai.APITimeoutError):
+                    raise _Retryable(
+                        f"no answer within {timeout:.3g} s", clock_ran_out=clock_ran_out
+                    ) from None
+                if self._connection.opened:
+                    raise _Retryable(_unanswered(error.__cause__ or error)) from None
+            except Exception:
+                if self._stopped.is_set():  # the client was closed under the request
+                    raise Stopped() from None
+                raise
+            finally:
+                timer.cancel()
+        raise _Retryable("the server closed the connection twice before answering")
+
+    def _ask(
+        self, messages: list[dict[str, str]], timeout: float, clock_ran_out: bool
+    ) -> Completion:
+        assert self._client is not None
+        completions = self._client.chat.completions.with_streaming_response
         try:
-            if (response.getheader("content-type") or "").startswith("application/json"):
-                completion = self._read_whole(response, connection, ends)
-            else:
-                completion = self._read_events(response, connection, ends)
-        except TimeoutError:
-            self._drop()
-            raise _Retryable(
-                f"the answer was not complete within {timeout:.3g} s",
-                clock_ran_out=clock_ran_out,
+            with completions.create(**self._arguments(messages, timeout)) as answer:
+                response = answer.http_response
+                try:
+                    if response.headers.get("content-type", "").startswith("application/json"):
+                        completion = self._read_whole(response)
+                    else:
+                        completion = self._read_events(response)
+                except Exception as error:  # whatever broke the stream: the server's side
+                    if self._stopped.is_set():
+                        raise Stopped() from None
+                    if self._connection.timed_out or isinstance(error, httpx2.TimeoutException):
+                        raise _Retryable(
+                            f"the answer was not complete within {timeout:.3g} s",
+                            clock_ran_out=clock_ran_out,
+                        ) from None
+                    raise _Retryable(f"the answer's stream broke: {_reason(error)}") from None
+        except openai.APIStatusError as error:
+            status = error.status_code
+            message = f"HTTP {status}: {cut(_refusal(error.response), ERROR_CHARS)}"
+            if status in RETRYABLE_STATUSES or status >= 500:
+                raise _Retryable(message, _retry_after(error.response.headers)) from None
+            raise ProviderFailure(
+                f"{self.config.describe()} refused the request: {message}"
             ) from None
-        except Exception as error:  # whatever broke the stream: the server's side
-            self._drop()
-            raise _Retryable(f"the answer's stream broke: {_reason(error)}") from None
-        if completion.too_long is not None or response.will_close or not response.isclosed():
-            self._drop()  # the rest of the answer is not read, or the server closes
-        self._idle_since = time.monotonic()
         if completion.too_long is None and completion.finish_reason is None:
+            if self._stopped.is_set():
+                raise Stopped()
+            # A body that ends with its connection (HTTP/1.0) ends when the time is up too.
+            if self._connection.timed_out:
+                raise _Retryable(
+                    f"the answer was not complete within {timeout:.3g} s",
+                    clock_ran_out=clock_ran_out,
+                )
             raise _Retryable("the answer's stream ended before the answer was complete")
         return completion
 
-    def _refusal(self, response: http.client.HTTPResponse) -> str:
-        """The message of a refusal, from the first bytes of its body; the connection is
-        not kept (the rest of the body is not read)."""
-        try:
-            body = response.read(ERROR_BODY_LIMIT)
-        except (OSError, http.client.HTTPException):
-            body = b""
-        self._drop()
-        message = None
-        with contextlib.suppress(orjson.JSONDecodeError):
-            document = orjson.loads(body)
-            if isinstance(document, dict):
-                message = document.get("message") or document.get("error")
-                if isinstance(message, dict):
-                    message = message.get("message")
-        return (
-            str(message) if message else body.decode("utf-8", "replace").strip() or response.reason
-        )
+    def _lines(self, response: httpx2.Response) -> Iterator[bytes]:
+        """The body's lines, none longer than ``_line_limit`` (else ``ValueError``)."""
+        pending = b""
+        for chunk in response.iter_bytes():
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if len(pending) > self._line_limit:
+                raise ValueError(f"an event longer than {self._line_limit} bytes")
+            yield from lines
+        if pending:
+            yield pending
 
-    def _read_events(
-        self, response: http.client.HTTPResponse, connection: Any, ends: float
-    ) -> Completion:
+    def _read_events(self, response: httpx2.Response) -> Completion:
         """The answer from the server-sent events of a streamed completion, read to the
         end of the body so that the connection is kept for the next request."""
         limit = self.config.max_answer_chars
@@ -376,16 +498,7 @@ class Provider:
         size = 0
         finish_reason: str | None = None
         usage: dict[str, Any] = {}
-        while True:
-            left = ends - time.monotonic()
-            if left <= 0 or connection.sock is None:
-                raise TimeoutError() if left <= 0 else ConnectionError("the seat was closed")
-            connection.sock.settimeout(left)
-            line = response.readline(self._line_limit)
-            if not line:
-                break
-            if len(line) >= self._line_limit and not line.endswith(b"\n"):
-                raise ValueError(f"an event longer than {self._line_limit} bytes")
+        for line in self._lines(response):
             if not line.startswith(b"data:"):
                 continue  # comments, event names, blank lines between events
             data = line[5:].strip()
@@ -413,15 +526,13 @@ class Provider:
                 return _completion("".join(parts)[:limit], finish_reason, usage, limit)
         return _completion("".join(parts), finish_reason, usage, None)
 
-    def _read_whole(
-        self, response: http.client.HTTPResponse, connection: Any, ends: float
-    ) -> Completion:
+    def _read_whole(self, response: httpx2.Response) -> Completion:
         """A server that ignored ``stream`` and sent the whole completion as JSON."""
-        if connection.sock is not None:
-            connection.sock.settimeout(max(0.001, ends - time.monotonic()))
-        body = response.read(self._line_limit)
-        if not response.isclosed():
-            raise ValueError(f"a completion longer than {self._line_limit} bytes")
+        body = b""
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > self._line_limit:
+                raise ValueError(f"a completion longer than {self._line_limit} bytes")
         document = orjson.loads(body)
         if not isinstance(document, dict):
             raise ValueError("a completion that is not an object")
@@ -452,15 +563,32 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _retry_after(response: http.client.HTTPResponse) -> float | None:
+def _refusal(response: httpx2.Response) -> str:
+    """The message of a refusal, from the first bytes of its body (``_FirstBytes``)."""
+    body = response.content
+    message = None
+    with contextlib.suppress(orjson.JSONDecodeError):
+        document = orjson.loads(body)
+        if isinstance(document, dict):
+            message = document.get("message") or document.get("error")
+            if isinstance(message, dict):
+                message = message.get("message")
+    return (
+        str(message)
+        if message
+        else body.decode("utf-8", "replace").strip() or response.reason_phrase
+    )
+
+
+def _retry_after(headers: httpx2.Headers) -> float | None:
     """Seconds to wait from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``."""
-    milliseconds = response.getheader("retry-after-ms")
+    milliseconds = headers.get("retry-after-ms")
     if milliseconds:
         try:
             return float(milliseconds) / 1000
         except ValueError:
             pass
-    value = response.getheader("retry-after")
+    value = headers.get("retry-after")
     if not value:
         return None
     try:
@@ -472,6 +600,15 @@ def _retry_after(response: http.client.HTTPResponse) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _unanswered(error: BaseException) -> str:
+    """Why a request got no answer (not even a status) from an httpx error."""
+    if isinstance(error, httpx2.ConnectError):
+        return f"could not reach the server: {_reason(error)}"
+    if isinstance(error, httpx2.ProxyError):
+        return f"the proxy would not reach the server: {_reason(error)}"
+    return f"no valid answer from the server: {_reason(error)}"
 
 
 def _reason(error: BaseException) -> str:

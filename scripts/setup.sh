@@ -16,10 +16,10 @@ say() { printf 'arena setup: %s\n' "$*"; }
 # (the tests start a throwaway cluster with its binaries), Chromium (browser tests), Redis
 # (the broker of the Celery pipeline tests, started throwaway too), nginx with openssl
 # (the production proxy's configuration, run throwaway on loopback, HTTPS with a
-# self-signed certificate), Debian's Docker engine with debootstrap (the docker sandbox
-# and its base image, built from the Debian mirror because no container registry is
-# reachable), and Debian's docker-compose (the deployment's compose files are checked
-# with it).
+# self-signed certificate, as the LLM client's TLS tests have too), Debian's Docker
+# engine with debootstrap (the docker sandbox and its base image, built from the Debian
+# mirror because no container registry is reachable), and Debian's docker-compose (the
+# deployment's compose files are checked with it).
 missing=()
 if [ "$want_system" = 1 ]; then
   command -v node >/dev/null || missing+=(nodejs)

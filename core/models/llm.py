@@ -29,7 +29,7 @@ from core.secrets import (
     url_refusal,
 )
 from llm.config import LLMConfig
-from llm.harness import HARNESS_VERSION, SUPPORTED_HARNESS_VERSIONS
+from llm.prompts import HARNESS_VERSION, SUPPORTED_HARNESS_VERSIONS
 
 #: The ranges the sampling settings and limits may take (forms and the API check them).
 TEMPERATURE_RANGE = (0.0, 2.0)

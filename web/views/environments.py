@@ -10,7 +10,7 @@ from core.errors import ArenaError
 from core.models import Environment
 from core.online import online_model_register
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
-from llm.harness import HARNESS_VERSION
+from llm.prompts import HARNESS_VERSION
 from web.access import get_environment
 from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm, sentence
 from web.scores import environment_score_competitions
