@@ -25,39 +25,22 @@ holder for tokens, per address for anonymous requests.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import enum
-import time
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Q
 from django.http import HttpRequest
-from django.utils import timezone
 from ninja import Router
 from ninja.constants import NOT_SET
 from ninja.errors import AuthenticationError, AuthorizationError, Throttled
 from ninja.security import HttpBearer
 
+from api.connections import client_key
 from api.rates import rate_wait, rate_wait_async
+from api.tokens import Holder, holder_of, token_checks, token_used, tokens_of
 from core.models import ApiToken, TokenScope
 from core.models.accounts import hash_token
-from core.online import seat_bus
-
-#: ``last_used_at`` is written at most this often per token (not on every request).
-LAST_USED_PRECISION = timedelta(minutes=1)
-#: How often every model token a gateway process holds a stream or a recent request of
-#: is checked again (one query for all): a token revoked, or its model disabled or
-#: deleted, stops working, and its streams close, within this.
-TOKEN_RECHECK_SECONDS = 1.0
-#: A token no request or stream has used for this long is forgotten by the process.
-TOKEN_FORGET_SECONDS = 60.0
 
 
 class Access(enum.Enum):
@@ -72,26 +55,6 @@ class Access(enum.Enum):
     MODELS = "models"
     #: A model token: play its model.
     PLAY = "play"
-
-
-@dataclass(frozen=True)
-class Holder:
-    """What a valid token speaks for."""
-
-    token_id: int
-    digest: str
-    user_id: int
-    scopes: frozenset[str]
-    #: A model token's online competitor; None for a user token.
-    competitor_id: int | None = None
-    #: Its seat on the seat bus.
-    seat: str = ""
-    #: Its competitor is disabled by the organizers.
-    disabled: bool = False
-
-    @property
-    def is_model(self) -> bool:
-        return self.competitor_id is not None
 
 
 class Refusal(Exception):
@@ -137,6 +100,8 @@ def refusal(access: Access, holder: Holder | None) -> Refusal | None:
                 "unauthorized",
                 "This needs a model token: send 'Authorization: Bearer <token>'.",
             )
+        if holder.plays:
+            return None
         if not holder.is_model:
             return Refusal(
                 403,
@@ -146,9 +111,7 @@ def refusal(access: Access, holder: Holder | None) -> Refusal | None:
             )
         if TokenScope.PLAY not in holder.scopes:
             return Refusal(403, "forbidden", "This token lacks the 'play' scope.")
-        if holder.disabled:
-            return Refusal(403, "forbidden", "This model is disabled by the organizers.")
-        return None
+        return Refusal(403, "forbidden", "This model is disabled by the organizers.")
     if holder is None:
         if access is Access.READ:
             return None
@@ -189,39 +152,6 @@ def client_address(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "?")
 
 
-def _tokens(digests: Iterable[str]) -> list[ApiToken]:
-    return list(
-        ApiToken.objects.active()
-        .select_related("competitor", "user")
-        .filter(token_hash__in=list(digests), user__is_active=True)
-    )
-
-
-def _holder(token: ApiToken) -> Holder:
-    return Holder(
-        token_id=token.pk,
-        digest=token.token_hash,
-        user_id=token.user_id,
-        scopes=token.scope_set,
-        competitor_id=token.competitor_id,
-        seat=token.competitor.seat if token.competitor else "",
-        disabled=bool(token.competitor and token.competitor.is_disabled),
-    )
-
-
-def _holders(digests: Iterable[str]) -> dict[str, Holder]:
-    return {token.token_hash: _holder(token) for token in _tokens(digests)}
-
-
-def _tokens_used(token_ids: Iterable[int]) -> None:
-    """Record that these tokens were used now (the profile page's "Last used"), at most
-    once every ``LAST_USED_PRECISION`` each."""
-    now = timezone.now()
-    ApiToken.objects.filter(pk__in=list(token_ids)).filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_PRECISION)
-    ).update(last_used_at=now)
-
-
 def _too_many(wait: float) -> Refusal:
     return Refusal(
         429, "rate_limited", f"Too many requests. Retry in {wait:.0f} s.", retry_after=wait
@@ -229,12 +159,20 @@ def _too_many(wait: float) -> Refusal:
 
 
 def rate_of(access: Access, holder: Holder | None, address: str) -> tuple[str, str]:
-    """The rate setting and key a request counts against."""
+    """The rate setting and key a request counts against: its holder's, or without a
+    token its client's (``client_key``: an IPv6 client is its /64)."""
     if holder is None:
-        return "ARENA_API_ANONYMOUS_RATE", f"address:{address}"
+        return "ARENA_API_ANONYMOUS_RATE", f"address:{client_key(address)}"
     if access is Access.PLAY:
         return "ARENA_ONLINE_RATE", f"model:{holder.competitor_id}"
+    if holder.is_model:
+        # Apart from its owner's count: a leaked model token cannot use it up.
+        return "ARENA_API_TOKEN_RATE", f"model-reads:{holder.competitor_id}"
     return "ARENA_API_TOKEN_RATE", f"user:{holder.user_id}"
+
+
+def _guessed(address: str) -> str:
+    return f"bad-token:{client_key(address)}"
 
 
 def token_check(
@@ -246,17 +184,15 @@ def token_check(
     secret = bearer_secret(authorization)
     token = None
     if secret is not None:
-        found = _tokens([hash_token(secret)])
+        found = tokens_of([hash_token(secret)])
         if not found:
-            wait = rate_wait("ARENA_API_ANONYMOUS_RATE", f"bad-token:{address}")
+            wait = rate_wait("ARENA_API_ANONYMOUS_RATE", _guessed(address))
             if wait is not None:
                 raise _too_many(wait)
             raise Refusal(401, "unauthorized", "The token is unknown or revoked.")
         token = found[0]
-        last = token.last_used_at
-        if last is None or timezone.now() - last > LAST_USED_PRECISION:
-            _tokens_used([token.pk])
-    holder = _holder(token) if token is not None else None
+        token_used(token)
+    holder = holder_of(token) if token is not None else None
     refused = refusal(access, holder)
     if refused is not None:
         raise refused
@@ -267,125 +203,6 @@ def token_check(
     return token
 
 
-# --- model tokens in the gateway: checked again every second --------------------------------
-
-
-@dataclass
-class _Known:
-    holder: Holder | None
-    used_at: float
-    #: Streams of this token open now: each is told when the token stops being valid.
-    watchers: set[asyncio.Event] = field(default_factory=set)
-
-
-class TokenChecks:
-    """The tokens one event loop of a gateway has seen, and what each speaks for: checked
-    again every ``TOKEN_RECHECK_SECONDS``, all in one query, by a task that runs while
-    any is in use. When a token stops playing (revoked, its model disabled or deleted,
-    its user deactivated), its open streams are told at once."""
-
-    def __init__(self) -> None:
-        self.known: dict[str, _Known] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._used: set[int] = set()
-
-    async def holder(self, digest: str, address: str) -> Holder | None:
-        """What ``digest`` speaks for now (None: nothing); raises ``Refusal`` (429) for
-        an address that keeps sending unknown tokens."""
-        now = time.monotonic()
-        known = self.known.get(digest)
-        if known is None:
-            found = (await sync_to_async(_holders)([digest])).get(digest)
-            if found is None:
-                wait = await rate_wait_async("ARENA_API_ANONYMOUS_RATE", f"bad-token:{address}")
-                if wait is not None:
-                    raise _too_many(wait)
-                return None
-            if len(self.known) > 50_000:
-                self._forget(now, everything_idle=True)
-            known = self.known[digest] = _Known(found, now)
-            self._start()
-        known.used_at = now
-        if known.holder is not None:
-            self._used.add(known.holder.token_id)
-        return known.holder
-
-    @contextlib.asynccontextmanager
-    async def watch(self, digest: str) -> AsyncIterator[asyncio.Event]:
-        """An event set when the token stops being valid to play, for as long as a
-        stream holds it."""
-        known = self.known.setdefault(digest, _Known(None, time.monotonic()))
-        stopped = asyncio.Event()
-        known.watchers.add(stopped)
-        self._start()
-        try:
-            yield stopped
-        finally:
-            known.watchers.discard(stopped)
-            known.used_at = time.monotonic()
-
-    def _start(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._recheck_loop())
-
-    def _forget(self, now: float, *, everything_idle: bool = False) -> None:
-        for digest, known in list(self.known.items()):
-            idle = now - known.used_at >= TOKEN_FORGET_SECONDS
-            if not known.watchers and (idle or everything_idle):
-                del self.known[digest]
-
-    async def _recheck_loop(self) -> None:
-        while self.known:
-            await asyncio.sleep(TOKEN_RECHECK_SECONDS)
-            with contextlib.suppress(Exception):
-                await self.recheck()
-            self._forget(time.monotonic())
-
-    async def recheck(self) -> None:
-        """Check every known token again; tell the streams of those no longer valid."""
-        used, self._used = self._used, set()
-        digests = list(self.known)
-        fresh = await sync_to_async(_recheck)(digests, used)
-        for digest in digests:
-            known = self.known.get(digest)
-            if known is None:
-                continue
-            before, known.holder = known.holder, fresh.get(digest)
-            if refusal(Access.PLAY, known.holder) is None:
-                continue
-            for stopped in known.watchers:
-                stopped.set()
-            if before is not None and refusal(Access.PLAY, before) is None:
-                # Its long polls' presence too: the model is absent from now on.
-                with contextlib.suppress(Exception):
-                    await seat_bus().connection_close(before.seat, poll_connection(before))
-
-
-def poll_connection(holder: Holder) -> str:
-    """A long-polling client's connection on the seat bus (``/api/v1/online/next``)."""
-    return f"poll-{holder.token_id}"
-
-
-def _recheck(digests: list[str], used: set[int]) -> dict[str, Holder]:
-    if used:
-        _tokens_used(used)
-    return _holders(digests)
-
-
-_checks: dict[asyncio.AbstractEventLoop, TokenChecks] = {}
-
-
-def token_checks() -> TokenChecks:
-    """This event loop's ``TokenChecks``."""
-    loop = asyncio.get_running_loop()
-    checks = _checks.get(loop)
-    if checks is None:
-        for closed in [other for other in _checks if other.is_closed()]:
-            del _checks[closed]
-        checks = _checks[loop] = TokenChecks()
-    return checks
-
-
 async def model_holder(authorization: str, address: str, *, rated: bool = True) -> Holder:
     """The model an ``Authorization`` header's token plays, within its rate (unless not
     ``rated``); raises ``Refusal`` (401 no or bad token, 403 not a model token or the
@@ -393,8 +210,11 @@ async def model_holder(authorization: str, address: str, *, rated: bool = True) 
     secret = bearer_secret(authorization)
     holder = None
     if secret is not None:
-        holder = await token_checks().holder(hash_token(secret), address)
+        holder = await token_checks().holder(hash_token(secret))
         if holder is None:
+            wait = await rate_wait_async("ARENA_API_ANONYMOUS_RATE", _guessed(address))
+            if wait is not None:
+                raise _too_many(wait)
             raise Refusal(401, "unauthorized", "The token is unknown or revoked.")
     refused = refusal(Access.PLAY, holder)
     if refused is not None:
@@ -445,7 +265,7 @@ class TokenAuth(HttpBearer):
             )
         except Refusal as refused:
             _raise(refused)
-        request.holder = _holder(token) if token is not None else None  # type: ignore[attr-defined]
+        request.holder = holder_of(token) if token is not None else None  # type: ignore[attr-defined]
         if token is not None and token.competitor_id is None:
             request.user = token.user
         else:
@@ -509,8 +329,8 @@ class ArenaRouter(Router):
         super().__init__(tags=tags, auth=NOT_SET if auth is None else auth)
 
     def add_api_operation(self, *args: Any, **kwargs: Any) -> None:
-        chosen = kwargs.get("auth")
-        if chosen is None or not isinstance(chosen, _ArenaAuth):
+        chosen = kwargs.get("auth", NOT_SET)
+        if chosen is NOT_SET:
             chosen = self.auth
         if not isinstance(chosen, _ArenaAuth):
             raise TypeError(

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
+import ipaddress
+import socket
 from typing import Any, ClassVar, Literal
 
 import orjson
@@ -33,6 +36,28 @@ from api.errors import error_body
 #: What a client refused for its address's connections is told to wait: the others'
 #: requests end, or their idle kept-alive connections close, within seconds.
 RETRY_AFTER_SECONDS = 10
+#: How long a connection over its address's cap is kept for its request to arrive (and be
+#: answered 429): never long, so that such connections cannot pile up.
+OVER_CAP_SECONDS = 1.0
+#: A connection whose sent data goes unacknowledged this long is dropped by the kernel
+#: (``TCP_USER_TIMEOUT``): a client whose machine vanished without closing is noticed at
+#: the next ping (streams send one every 15 s), and its presence ends, rather than after
+#: the kernel's 15 minutes of retries.
+UNACKNOWLEDGED_SECONDS = 30
+
+
+def client_key(address: str) -> str:
+    """The client a peer address stands for, for counting: an IPv4 address itself, an
+    IPv6 address its /64 (one subscriber holds a whole /64, and could rotate through it)."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return address
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,18 +97,27 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._deadline: asyncio.TimerHandle | None = None
         self._counted_address: str | None = None
         self._request_begun = False
+        self._over_cap = False
 
     # --- the connection's life -------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        connection = transport.get_extra_info("socket")
+        if connection is not None and hasattr(socket, "TCP_USER_TIMEOUT"):
+            with contextlib.suppress(OSError):
+                connection.setsockopt(
+                    socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKNOWLEDGED_SECONDS * 1000
+                )
         cap = self.limits.per_address
         if cap is not None and self.client is not None:
-            address = self.client[0]
+            address = client_key(self.client[0])
             if self.open_per_address[address] >= cap:
                 # Answered once its request's headers are in (so that the client reads a
-                # reason rather than a reset), then closed; never counted.
+                # reason rather than a reset), then closed; never counted, and given
+                # OVER_CAP_SECONDS only.
                 self.app = self._too_many_connections
+                self._over_cap = True
             else:
                 self.open_per_address[address] += 1
                 self._counted_address = address
@@ -166,6 +200,8 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def _start_deadline(self, part: Literal["headers", "body"]) -> None:
         if self._deadline is None:
             seconds = self.limits.header_seconds if part == "headers" else self.limits.body_seconds
+            if self._over_cap:
+                seconds = min(seconds, OVER_CAP_SECONDS)
             self._deadline = self.loop.call_later(seconds, self._deadline_passed, part)
 
     def _stop_deadline(self) -> None:

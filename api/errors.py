@@ -75,6 +75,11 @@ def documented(ok: dict[int, Any], *errors: int | Iterable[int]) -> dict[Any, An
     return {**ok, frozenset(codes): ErrorOut}
 
 
+def retry_after_header(wait: float) -> str:
+    """``Retry-After`` for a wait of ``wait`` seconds: whole seconds, at least one."""
+    return str(max(1, math.ceil(wait)))
+
+
 def error_body(code: str, message: str, details: list[Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or []}}
 
@@ -112,7 +117,7 @@ def install(api: NinjaAPI) -> None:
         wait = f" Retry in {error.wait:.0f} s." if error.wait else ""
         response = answer(request, 429, "rate_limited", f"Too many requests.{wait}")
         # Whoever raised it (a throttle, or the online token check): integer seconds.
-        response["Retry-After"] = str(max(1, math.ceil(error.wait or 1)))
+        response["Retry-After"] = retry_after_header(error.wait or 1)
         return response
 
     @api.exception_handler(Http404)

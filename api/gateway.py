@@ -12,7 +12,7 @@ describes these two endpoints too (``openapi_paths``).
 A stream is the model's presence: while it is open the model may be paired, and the
 moment it closes the model is absent (``sandboxes.seat_bus``). A stream whose token stops
 being valid (revoked, its model disabled or deleted) is closed within
-``api.auth.TOKEN_RECHECK_SECONDS``, with a last ``closed`` line that says why.
+``api.tokens.TOKEN_RECHECK_SECONDS``, with a last ``closed`` line that says why.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from api.auth import Access, Holder, Refusal, model_holder, refusal, token_checks
-from api.errors import error_body
+from api.auth import Access, Refusal, model_holder, refusal
+from api.errors import error_body, retry_after_header
 from api.live import (
     LIVE_PATH,
     LIVE_PREFIX,
@@ -40,6 +40,7 @@ from api.live import (
     live_open,
     watcher_slot,
 )
+from api.tokens import Holder, token_checks
 from core.online import online_seen, seat_bus
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_submit, seq_check
 
@@ -78,6 +79,8 @@ async def _presence_loop() -> None:
 def presence_start() -> None:
     """Start this event loop's presence task, if it is not running."""
     loop = asyncio.get_running_loop()
+    for closed in [other for other in _presence_tasks if other.is_closed()]:
+        del _presence_tasks[closed]
     task = _presence_tasks.get(loop)
     if task is None or task.done():
         _presence_tasks[loop] = loop.create_task(_presence_loop())
@@ -104,13 +107,12 @@ async def _stream(holder: Holder, after: str | None) -> AsyncGenerator[bytes, No
             del _streaming[holder.competitor_id]
 
 
-def stopped_reason(holder: Holder) -> str:
-    """Why a model token no longer plays, for the last line of its streams."""
-    now = token_checks().known.get(holder.digest)
-    refused = refusal(Access.PLAY, now.holder if now is not None else None)
+def stopped_refusal(holder: Holder) -> Refusal:
+    """Why a model token whose streams were stopped no longer plays."""
+    refused = refusal(Access.PLAY, token_checks().now(holder.digest))
     if refused is None or refused.status == 401:
-        return "The token was revoked, or its model or owner removed."
-    return refused.message
+        return Refusal(401, "unauthorized", "The token was revoked, or its model or owner removed.")
+    return refused
 
 
 # --- the ASGI application -------------------------------------------------------------
@@ -133,7 +135,7 @@ async def _answer(
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
     if retry_after is not None:
-        headers.append((b"retry-after", str(max(1, round(retry_after + 0.5))).encode()))
+        headers.append((b"retry-after", retry_after_header(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content})
 
@@ -196,10 +198,12 @@ async def _streamed(
         await lines.aclose()
     if watcher in done:
         return
-    if pump not in done or (not pump.cancelled() and pump.exception() is None):
-        # The stream is over (its time is up, what it follows ended, or it may no longer
-        # be held): end it properly.
+    if stopped is not None and stopped.is_set():
+        # It may no longer be held: its last line says why.
         await send({"type": "http.response.body", "body": last_line(), "more_body": False})
+    elif pump in done and not pump.cancelled() and pump.exception() is None:
+        # The stream is over (its time is up, or what it follows ended): end it properly.
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _live(scope: Scope, receive: Receive, send: Send, duel_id: int) -> None:
@@ -280,7 +284,7 @@ class OnlineGateway:
                 b"application/x-ndjson",
                 stopped=stopped,
                 last_line=lambda: orjson.dumps(
-                    {"type": "closed", "reason": stopped_reason(holder)},
+                    {"type": "closed", "reason": stopped_refusal(holder).message},
                     option=orjson.OPT_APPEND_NEWLINE,
                 ),
             )

@@ -28,7 +28,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from api.errors import error_body
+from api.errors import error_body, retry_after_header
 from api.gateway import presence_start
 from api.rates import rate_wait
 from core.human import human_duel_seat
@@ -50,7 +50,7 @@ def _too_many(user: User) -> JsonResponse | None:
     if wait is None:
         return None
     response = _refusal(429, "rate_limited", f"Too many requests. Retry in {wait:.0f} s.")
-    response["Retry-After"] = str(max(1, round(wait + 0.5)))
+    response["Retry-After"] = retry_after_header(wait)
     return response
 
 

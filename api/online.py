@@ -23,18 +23,20 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_slug
+from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Field, Query, Schema
-from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import AuthenticationError, AuthorizationError, HttpError
 from ninja.responses import Status
 
 from api import auth
-from api.auth import ArenaRouter, Holder, poll_connection, token_checks
+from api.auth import ArenaRouter
 from api.errors import documented, error_body
-from api.gateway import presence_seen, stopped_reason
+from api.gateway import presence_seen, stopped_refusal
 from api.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Pagination
+from api.tokens import Holder, poll_connection, token_checks
 from core.errors import ArenaError
-from core.models import Competitor, Environment, OnlineSeat
+from core.models import Competitor, Environment, OnlineSeat, Revision
 from core.online import (
     model_token_create,
     online_duels_played,
@@ -148,15 +150,20 @@ def _json(value: object) -> bytes:
 def _models_out(competitors: list[Competitor]) -> list[ModelOut]:
     present = online_present(competitors)
     played = online_duels_played(competitors)
+    versions = dict(
+        Revision.objects.filter(competitor__in=competitors)
+        .order_by()
+        .values_list("competitor")
+        .annotate(latest=Max("version"))
+    )
     out = []
     for competitor in competitors:
         seat = _seat_of(competitor)
-        latest = competitor.revisions.order_by("-version").values_list("version", flat=True)
         out.append(
             ModelOut(
                 environment=competitor.environment.name,
                 name=competitor.name,
-                version=latest.first() or 0,
+                version=versions.get(competitor.pk, 0),
                 public=competitor.is_public,
                 queued=bool(seat and seat.is_queued),
                 connected=competitor.pk in present,
@@ -395,7 +402,10 @@ async def events_next(
     if stopped.is_set():
         # The token no longer plays: the model is absent from now on.
         await bus.connection_close(holder.seat, connection)
-        raise AuthenticationError(message=stopped_reason(holder))
+        refused = stopped_refusal(holder)
+        if refused.status == 403:
+            raise AuthorizationError(message=refused.message)
+        raise AuthenticationError(message=refused.message)
     found = polled.result()
     events = []
     for seq, line in found:

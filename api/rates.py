@@ -4,11 +4,13 @@ Every request is counted under one key, by who sends it (``api.auth`` decides wh
 
 - a user token: ``user:<id>``, at ``ARENA_API_TOKEN_RATE``, whichever of the user's
   tokens it is;
-- a model token on the REST API's reads: its owner's key and rate, as above;
+- a model token on the REST API's reads: ``model-reads:<competitor id>``, at the token
+  rate, apart from its owner's (a leaked model token cannot use the owner's up);
 - a model token playing (``/api/v1/online/...``): ``model:<competitor id>``, at
   ``ARENA_ONLINE_RATE`` (every move is a request);
 - a person's game page: ``human:<user id>``, at ``ARENA_ONLINE_RATE``;
-- anonymous requests: ``address:<client address>``, at ``ARENA_API_ANONYMOUS_RATE``;
+- anonymous requests: ``address:<client>``, at ``ARENA_API_ANONYMOUS_RATE`` (the client
+  of an address: ``api.connections.client_key``, an IPv6 client is its /64);
 - tokens that turned out unknown: ``bad-token:<client address>``, at the anonymous rate,
   so that guessing tokens costs the guesser, not the users behind the same address.
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from core.accounts import api_token_create
@@ -21,6 +22,7 @@ from core.models import (
     Competitor,
     CompetitorKind,
     Duel,
+    DuelPlayer,
     DuelStatus,
     Environment,
     OnlineSeat,
@@ -132,12 +134,25 @@ def online_present(competitors: Iterable[Competitor]) -> set[int]:
 
 
 def online_duels_played(competitors: Iterable[Competitor]) -> dict[int, int]:
-    """How many duels each of these competitors has finished (played to the end)."""
-    counts: dict[int, int] = {}
-    for competitor in competitors:
-        counts[competitor.pk] = (
-            Duel.objects.with_competitor(competitor).filter(status=DuelStatus.SUCCEEDED).count()
+    """How many duels each of these competitors has finished (played to the end): one
+    grouped count per seat column, whatever the number of competitors."""
+    ids = [competitor.pk for competitor in competitors]
+    counts = dict.fromkeys(ids, 0)
+    finished = Duel.objects.filter(status=DuelStatus.SUCCEEDED, is_validation=False)
+    seats = [
+        (finished, "revision_1__competitor"),
+        (finished, "revision_2__competitor"),
+        (DuelPlayer.objects.filter(duel__in=finished), "revision__competitor"),
+    ]
+    for rows, competitor in seats:
+        grouped = (
+            rows.filter(**{f"{competitor}__in": ids})
+            .order_by()
+            .values_list(competitor)
+            .annotate(played=Count("pk"))
         )
+        for competitor_id, played in grouped:
+            counts[competitor_id] += played
     return counts
 
 

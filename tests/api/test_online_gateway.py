@@ -23,7 +23,7 @@ from core.models import ApiToken, Competitor
 from core.online import online_model_register
 from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
-from tests.support.gateway import Gateway
+from tests.support.gateway import Gateway, gateway_started
 from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -426,3 +426,15 @@ def test_it_records_when_a_model_token_was_last_used(gateway, bus, model):
         timeout=30,
         what="the token's last use to be recorded",
     )
+
+
+def test_a_stream_that_runs_out_of_time_just_ends(celery_workers, redis_url, settings, bus):
+    """Its client reconnects and resumes; nothing says its token stopped playing."""
+    gateway = gateway_started(celery_workers, redis_url, settings, ARENA_ONLINE_STREAM_SECONDS="1")
+    competitor, token = register("brief-bot")
+    ask(bus, competitor, 7)
+
+    lines = [json.loads(line) for line in open_stream(gateway, token).read().splitlines()]
+
+    assert [event["type"] for event in lines] == ["welcome", "duel", "act"]
+    assert gateway.request("GET", "/api/v1/online/status", token=token)[0] == 200

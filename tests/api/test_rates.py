@@ -103,3 +103,16 @@ def test_a_rate_holds_across_gateway_processes(gateway, celery_workers, redis_ur
     ]
 
     assert statuses == [200] * 5 + [429] * 3
+
+
+def test_a_made_up_forwarded_for_does_not_escape_the_anonymous_rate(gateway):
+    """Not behind the proxy, X-Forwarded-For is the client's own word, even from loopback
+    (a tunnel, a local TLS front): it is never read."""
+    statuses = [
+        gateway.request(
+            "GET", "/api/v1/environments", headers={"X-Forwarded-For": f"198.51.100.{n}"}
+        )[0]
+        for n in range(8)
+    ]
+
+    assert statuses == [200] * 5 + [429] * 3

@@ -215,3 +215,19 @@ def test_a_model_token_is_told_why_it_may_not_act_as_its_owner(
     assert alice.competitors.count() == 2  # her bot and the model: no other was made
     assert alice.api_tokens.count() == 1  # the model's token: no other was made
     assert alice.competitors.get(name="alices-model").revisions.count() == 1
+
+
+@pytest.mark.parametrize("given", [None, "django_auth", "nothing"])
+def test_an_operation_that_does_not_say_who_may_call_it_is_refused_when_it_is_added(given):
+    from ninja.security import django_auth
+
+    from api.auth import ArenaRouter
+
+    router = ArenaRouter(tags=["tests"])
+    options = {"nothing": {}, "django_auth": {"auth": django_auth}}.get(given, {"auth": None})
+
+    with pytest.raises(TypeError, match="who may call it"):
+
+        @router.get("/anything", **options)
+        def anything(request):  # type: ignore[no-untyped-def]
+            return {}

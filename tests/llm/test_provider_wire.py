@@ -417,8 +417,12 @@ def test_an_answer_that_keeps_coming_but_never_ends_is_cut_at_the_request_timeou
     # Bytes keep coming, so no single wait times out: the whole request's time does.
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
     with RawChatServer(lambda request: Answer(head, trickle=True)) as server:
-        model = provider(server.url, request_timeout=0.5, provider_retries=0)
-        with pytest.raises(ProviderFailure, match=r"the answer was not complete within 0\.5 s"):
+        model = provider(server.url, request_timeout=2.0, provider_retries=0)
+        # The whole request's time, whichever part it was in when time ran out (on a
+        # loaded machine the head itself may come late).
+        with pytest.raises(
+            ProviderFailure, match=r"(the answer was not complete|no answer) within 2 s"
+        ):
             ask(model)
         model.close()
     assert server.abandoned.wait(PATIENCE)  # cut short, not waited out

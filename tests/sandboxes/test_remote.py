@@ -10,6 +10,7 @@ tried where the bus matters.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 
@@ -18,7 +19,7 @@ from arena_sdk import Agent
 
 from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
-from sandboxes.base import AgentSource, SandboxBackend
+from sandboxes.base import AgentSource, SandboxBackend, SandboxLimits
 from sandboxes.remote import RemoteSandbox
 from sandboxes.seat_bus import MemorySeatBus, RedisSeatBus, SeatBus
 from tests.support.online import BusClient
@@ -308,3 +309,22 @@ def test_it_lets_a_seats_keys_expire_on_redis(redis_url, seat, backend):
     for key in keys:
         # ...but none for good: a model that stops playing leaves nothing behind.
         assert 0 < client.ttl(key) <= SEAT_KEYS_TTL, key
+
+
+def test_its_duel_is_over_for_the_client_once_the_referee_says_bye(bus, seat):
+    """The client's status no longer says it plays while the referee stores the results:
+    the seat's duel ends at ``bye``, before the seat is closed."""
+    sandbox = RemoteSandbox(bus, duel=7, grace=GRACE, allowance=0.0)
+    remote = sandbox.start(
+        AgentSource.remote("online", seat=seat), limits=SandboxLimits(), label="online"
+    )
+    try:
+        assert asyncio.run(bus.current_duel(seat)) is not None
+        os.write(remote.request_fd, b'{"type":"bye"}\n')
+        deadline = time.monotonic() + 30
+        while asyncio.run(bus.current_duel(seat)) is not None:
+            assert time.monotonic() < deadline, "the duel stayed open after bye"
+            time.sleep(0.05)
+        assert remote.termination() is not None  # its end, as after a hosted agent's bye
+    finally:
+        remote.close()

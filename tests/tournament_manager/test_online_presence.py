@@ -67,3 +67,6 @@ def test_a_queued_model_is_paired_only_while_its_stream_is_open(settings, starte
     connection(model.seat, open=False)
     assert ladder_matchmake(tournament=ladder) == 0
     assert ladder.duels.count() == 1
+
+    connection(model.seat, open=True)  # back: its absence was the only reason
+    assert ladder_matchmake(tournament=ladder) == 1

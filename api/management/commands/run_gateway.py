@@ -119,6 +119,9 @@ class Command(BaseCommand):
             ),
             # Behind the proxy (the only peer that reaches this port then), a client's
             # address is the proxy's X-Forwarded-For: the per-address rates count it.
+            # Otherwise the header is the client's own word, from loopback too (a tunnel
+            # or a local TLS front): never read.
+            proxy_headers=settings.ARENA_BEHIND_PROXY,
             forwarded_allow_ips="*" if settings.ARENA_BEHIND_PROXY else None,
         )
         try:
