@@ -16,6 +16,7 @@ from api.connections import (
     client_key,
     limited_protocol,
 )
+from tests.support.loops import run_apart
 
 
 async def _nothing(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
@@ -57,7 +58,7 @@ def test_a_client_that_vanishes_without_closing_is_dropped_after_its_unacknowled
         await server.wait_closed()
         assert timeout == UNACKNOWLEDGED_SECONDS * 1000
 
-    asyncio.run(accept_one())
+    run_apart(accept_one)
 
 
 def test_a_client_is_counted_by_its_address_or_its_ipv6_network():

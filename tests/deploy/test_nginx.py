@@ -45,6 +45,7 @@ from tests.support.nginx import (
     self_signed_certificate,
 )
 from tests.support.redis import free_port
+from tests.support.workers import wait_for
 
 #: Small caps, so that bodies just over them are quick to send.
 UPLOAD_MAX_BYTES = 100_000
@@ -520,6 +521,12 @@ def test_the_access_log_keeps_no_query_string_token_or_cookie(proxy):
     )
     reset = reverse("password_reset_confirm", kwargs={"uidb64": "MQ", "token": "SECRET-RESET"})
     proxy.request("GET", reset)
+    # nginx writes a request's line once its answer is sent: it may come a moment after.
+    wait_for(
+        lambda: "/accounts/password/reset/MQ/" in proxy.access_log.read_text(),
+        timeout=30,
+        what="the second request in the access log",
+    )
 
     log = proxy.access_log.read_text()
 

@@ -4,8 +4,6 @@ whose stream has closed is never paired again, however recently it was seen."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from django.utils import timezone
 
@@ -19,6 +17,7 @@ from tests.factories import (
     TournamentFactory,
     UserFactory,
 )
+from tests.support.loops import run_apart
 from tournament_manager.services import ladder_matchmake, tournament_launch
 
 pytestmark = pytest.mark.django_db
@@ -36,9 +35,9 @@ def connection(seat: str, *, open: bool) -> None:
     """What the gateway tells the seat bus when a client's stream opens or closes."""
     bus = seat_bus()
     if open:
-        asyncio.run(bus.connection_open(seat, "stream"))
+        run_apart(lambda: bus.connection_open(seat, "stream"))
     else:
-        asyncio.run(bus.connection_close(seat, "stream"))
+        run_apart(lambda: bus.connection_close(seat, "stream"))
 
 
 def test_a_queued_model_is_paired_only_while_its_stream_is_open(settings, started, finish):
