@@ -41,6 +41,7 @@ from api.live import (
     watcher_slot,
 )
 from core.online import online_seen, seat_bus
+from sandboxes.seat_bus import SEQ_PART_MAX, SEQ_PATTERN
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_submit, seq_check
 
 Scope = MutableMapping[str, Any]
@@ -311,6 +312,13 @@ def _errors(*codes: int) -> dict[str, Any]:
     }
 
 
+#: A ``seq`` a client sends back (``Last-Event-ID``, ``after``), beyond what its pattern
+#: says (``sandboxes.seat_bus.seq_is_valid``).
+SEQ_DESCRIPTION = (
+    "The seq of the last event handled, as it was sent: each of its numbers is at most "
+    f"{SEQ_PART_MAX} (64 bits)."
+)
+
 #: An ``act``'s id as a reply gives it back: the referee's ids are positive, and a number
 #: beyond 64 bits is not read as an integer.
 REQUEST_ID_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
@@ -388,9 +396,9 @@ def openapi_paths() -> dict[str, Any]:
                         "name": "Last-Event-ID",
                         "in": "header",
                         "required": False,
-                        "description": "The seq of the last event handled; empty or "
-                        "absent: from the start of the current duel.",
-                        "schema": {"type": "string", "pattern": "^([0-9]{1,20}(-[0-9]{1,20})?)?$"},
+                        "description": f"{SEQ_DESCRIPTION} Empty or absent: from the "
+                        "start of the current duel.",
+                        "schema": {"type": "string", "pattern": f"^({SEQ_PATTERN.pattern})?$"},
                     }
                 ],
                 "responses": {

@@ -31,7 +31,7 @@ from ninja.responses import Status
 from api import auth
 from api.auth import ArenaRouter, Holder, poll_connection, token_checks
 from api.errors import documented, error_body
-from api.gateway import presence_seen, stopped_reason
+from api.gateway import SEQ_DESCRIPTION, presence_seen, stopped_reason
 from api.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Pagination
 from core.errors import ArenaError
 from core.models import Competitor, Environment, OnlineSeat
@@ -367,7 +367,9 @@ async def queue_leave(request: HttpRequest) -> StatusOut:
 )
 async def events_next(
     request: HttpRequest,
-    after: str | None = Query(None, pattern=f"^{SEQ_PATTERN.pattern}$"),
+    after: str | None = Query(
+        None, pattern=f"^{SEQ_PATTERN.pattern}$", description=SEQ_DESCRIPTION
+    ),
     wait: float = Query(25.0, ge=0, le=MAX_POLL_SECONDS),
 ) -> EventsOut | HttpResponse:
     holder = _holder(request)

@@ -295,6 +295,28 @@ def test_it_streams_a_duel_and_resumes_it_after_a_drop(gateway, bus, model):
     ]
 
 
+@pytest.mark.parametrize("seq", ["42-33079892614261376070", "0-20000000000000000000"])
+def test_it_refuses_to_resume_after_a_seq_beyond_64_bits(gateway, bus, model, seq):
+    """The pattern allows 20 digits, Redis's stream ids only 64 bits: found by fuzzing the
+    gateway, the long poll answered 500 and the stream was cut off after its 200."""
+    competitor, token = model
+    ask(bus, competitor, 7)
+
+    polled = gateway.request("GET", f"/api/v1/online/next?after={seq}&wait=0", token=token)
+    streamed = gateway.request(
+        "GET", "/api/v1/online/events", token=token, headers={"Last-Event-ID": seq}
+    )
+
+    for status, answer, _ in (polled, streamed):
+        assert (status, answer["error"]["code"]) == (400, "bad_request")
+        assert "is not an event's seq" in answer["error"]["message"]
+    # The seat plays on: a stream from a seq it was sent resumes.
+    first = read_stream(gateway, token, lines=3)
+    bus.publish(competitor.seat, ACT % 9, awaits="act:9")
+    resumed = read_stream(gateway, token, lines=2, last_event_id=first[-1]["seq"])
+    assert resumed[-1]["id"] == 9
+
+
 def test_it_tells_the_queue_why_it_cannot_join(gateway, model):
     competitor, token = model
 
