@@ -195,12 +195,17 @@ async def _streamed(
         await asyncio.gather(*tasks, return_exceptions=True)
         # Closing the lines ends the seat's connection on the bus: its presence.
         await lines.aclose()
-    if watcher in done:
+    if watcher in done or (pump in done and pump.cancelled()):
         return
-    if pump not in done or (not pump.cancelled() and pump.exception() is None):
-        # The stream is over (its time is up, what it follows ended, or it may no longer
-        # be held): end it properly.
-        await send({"type": "http.response.body", "body": last_line(), "more_body": False})
+    failure = pump.exception() if pump in done else None
+    if failure is not None:
+        # Too late for a 500, the answer has begun: the server logs the failure and drops
+        # the connection without the last chunk, so that the client sees a broken stream
+        # (and resumes), never one that ended properly, and the failure is not lost.
+        raise failure
+    # The stream is over (its time is up, what it follows ended, or it may no longer be
+    # held): end it properly.
+    await send({"type": "http.response.body", "body": last_line(), "more_body": False})
 
 
 async def _live(scope: Scope, receive: Receive, send: Send, duel_id: int) -> None:

@@ -9,16 +9,19 @@ gateway; and a second model playing on the same gateway meanwhile is not affecte
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import http.client
 import json
 import socket
 import time
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from api.gateway import _streamed
 from core.models import ApiToken, Competitor
 from core.online import online_model_register
 from sandboxes.seat_bus import RedisSeatBus
@@ -315,6 +318,39 @@ def test_it_refuses_to_resume_after_a_seq_beyond_64_bits(gateway, bus, model, se
     bus.publish(competitor.seat, ACT % 9, awaits="act:9")
     resumed = read_stream(gateway, token, lines=2, last_event_id=first[-1]["seq"])
     assert resumed[-1]["id"] == 9
+
+
+def test_it_cuts_off_a_stream_that_fails_after_it_began_and_raises_the_failure():
+    """Too late for a 500: the failure goes to the server (which logs it and drops the
+    connection), and the stream is never ended as if it were complete."""
+
+    async def failing_lines() -> AsyncGenerator[bytes, None]:
+        yield b'{"type":"welcome"}\n'
+        raise ConnectionError("the seat bus is gone")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client stays
+        raise AssertionError("unreachable")
+
+    with pytest.raises(ConnectionError, match="the seat bus is gone"):
+        asyncio.run(
+            _streamed(
+                receive,
+                send,
+                failing_lines(),
+                b"application/x-ndjson",
+                last_line=lambda: b'{"type":"closed"}\n',
+            )
+        )
+
+    assert sent[0]["status"] == 200
+    assert [message["body"] for message in sent[1:]] == [b'{"type":"welcome"}\n']
+    assert sent[-1]["more_body"] is True
 
 
 def test_it_tells_the_queue_why_it_cannot_join(gateway, model):
