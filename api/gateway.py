@@ -42,6 +42,7 @@ from api.live import (
 )
 from api.tokens import Holder, token_checks
 from core.online import online_seen, seat_bus
+from sandboxes.seat_bus import SEQ_PART_MAX, SEQ_PATTERN
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_submit, seq_check
 
 Scope = MutableMapping[str, Any]
@@ -196,12 +197,18 @@ async def _streamed(
         await asyncio.gather(*tasks, return_exceptions=True)
         # Closing the lines ends the seat's connection on the bus: its presence.
         await lines.aclose()
-    if watcher in done:
+    if watcher in done or (pump in done and pump.cancelled()):
         return
+    failure = pump.exception() if pump in done else None
+    if failure is not None:
+        # Too late for a 500, the answer has begun: the server logs the failure and drops
+        # the connection without the last chunk, so that the client sees a broken stream
+        # (and resumes), never one that ended properly, and the failure is not lost.
+        raise failure
     if stopped is not None and stopped.is_set():
         # It may no longer be held: its last line says why.
         await send({"type": "http.response.body", "body": last_line(), "more_body": False})
-    elif pump in done and not pump.cancelled() and pump.exception() is None:
+    else:
         # The stream is over (its time is up, or what it follows ended): end it properly.
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -315,6 +322,13 @@ def _errors(*codes: int) -> dict[str, Any]:
     }
 
 
+#: A ``seq`` a client sends back (``Last-Event-ID``, ``after``), beyond what its pattern
+#: says (``sandboxes.seat_bus.seq_is_valid``).
+SEQ_DESCRIPTION = (
+    "The seq of the last event handled, as it was sent: each of its numbers is at most "
+    f"{SEQ_PART_MAX} (64 bits)."
+)
+
 #: An ``act``'s id as a reply gives it back: the referee's ids are positive, and a number
 #: beyond 64 bits is not read as an integer.
 REQUEST_ID_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
@@ -392,9 +406,9 @@ def openapi_paths() -> dict[str, Any]:
                         "name": "Last-Event-ID",
                         "in": "header",
                         "required": False,
-                        "description": "The seq of the last event handled; empty or "
-                        "absent: from the start of the current duel.",
-                        "schema": {"type": "string", "pattern": "^([0-9]{1,20}(-[0-9]{1,20})?)?$"},
+                        "description": f"{SEQ_DESCRIPTION} Empty or absent: from the "
+                        "start of the current duel.",
+                        "schema": {"type": "string", "pattern": f"^({SEQ_PATTERN.pattern})?$"},
                     }
                 ],
                 "responses": {

@@ -21,19 +21,18 @@ from typing import Any
 import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_slug
 from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Field, Query, Schema
-from ninja.errors import AuthenticationError, AuthorizationError, HttpError
+from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.responses import Status
 
 from api import auth
 from api.auth import ArenaRouter
 from api.errors import documented, error_body
-from api.gateway import presence_seen, stopped_refusal
+from api.gateway import SEQ_DESCRIPTION, presence_seen, stopped_refusal
 from api.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Pagination
+from api.params import Slug
 from api.tokens import Holder, poll_connection, token_checks
 from core.errors import ArenaError
 from core.models import Competitor, Environment, OnlineSeat, Revision
@@ -66,11 +65,9 @@ def _holder(request: HttpRequest) -> Holder:
 
 
 class ModelIn(Schema):
-    environment: str = Field(description="The environment's name, e.g. `connect_four`.")
-    name: str = Field(
-        min_length=1,
-        max_length=64,
-        description="The model's name on the leaderboard (letters, digits, - and _).",
+    environment: Slug = Field(description="The environment's name, e.g. `connect_four`.")
+    name: Slug = Field(
+        description="The model's name on the leaderboard (letters, digits, - and _)."
     )
     public: bool = Field(True, description="Whether anyone may see the model and its games.")
 
@@ -211,12 +208,6 @@ def model_register(request: HttpRequest, payload: ModelIn) -> Status[ModelRegist
     environment = Environment.objects.filter(name=payload.environment).first()
     if environment is None:
         raise Http404(f"No environment named {payload.environment!r}.")
-    try:
-        validate_slug(payload.name)
-    except DjangoValidationError:
-        raise HttpError(
-            422, "A model's name may hold only letters, digits, hyphens and underscores."
-        ) from None
     competitor, secret = online_model_register(
         owner=request.user, environment=environment, name=payload.name, is_public=payload.public
     )
@@ -251,7 +242,7 @@ def models_list(
     response=documented({201: TokenOut}, 404),
     summary="Another token for one of your models",
 )
-def model_token_new(request: HttpRequest, environment: str, name: str) -> Status[TokenOut]:
+def model_token_new(request: HttpRequest, environment: Slug, name: Slug) -> Status[TokenOut]:
     competitor = _own_model(request, environment, name)
     count = competitor.model_tokens.count() + 1
     _, secret = model_token_create(competitor=competitor, name=f"{name} model token {count}")
@@ -266,7 +257,7 @@ def model_token_new(request: HttpRequest, environment: str, name: str) -> Status
     description="Say that the model changed: its leaderboard entry starts afresh, as after "
     "an upload; its ratings carry on.",
 )
-def model_version_new(request: HttpRequest, environment: str, name: str) -> Status[ModelOut]:
+def model_version_new(request: HttpRequest, environment: Slug, name: Slug) -> Status[ModelOut]:
     competitor = _own_model(request, environment, name)
     online_revision_create(competitor=competitor, created_by=request.user)
     return Status(201, _model_out(competitor))
@@ -374,7 +365,9 @@ async def queue_leave(request: HttpRequest) -> StatusOut:
 )
 async def events_next(
     request: HttpRequest,
-    after: str | None = Query(None, pattern=f"^{SEQ_PATTERN.pattern}$"),
+    after: str | None = Query(
+        None, pattern=f"^{SEQ_PATTERN.pattern}$", description=SEQ_DESCRIPTION
+    ),
     wait: float = Query(25.0, ge=0, le=MAX_POLL_SECONDS),
 ) -> EventsOut | HttpResponse:
     holder = _holder(request)

@@ -147,6 +147,19 @@ class SeatBus(Protocol):
 
 #: What a ``seq`` may look like, on either bus (a client sends one back to resume).
 SEQ_PATTERN = re.compile(r"[0-9]{1,20}(-[0-9]{1,20})?")
+#: The largest part of a ``seq``: Redis stream ids are two unsigned 64-bit numbers, which
+#: the pattern's 20 digits may exceed.
+SEQ_PART_MAX = 2**64 - 1
+
+
+def seq_is_valid(seq: str) -> bool:
+    """Whether a client may resume after ``seq`` on either bus: it has the pattern, both
+    its parts fit in 64 bits, and it is not the very last id (nothing can follow it, and
+    Redis refuses to read after it)."""
+    if not SEQ_PATTERN.fullmatch(seq):
+        return False
+    parts = [int(part) for part in seq.split("-")]
+    return max(parts) <= SEQ_PART_MAX and parts != [SEQ_PART_MAX, SEQ_PART_MAX]
 
 
 def _seq_after(seq: str, after: str) -> bool:

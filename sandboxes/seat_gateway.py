@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 
 import orjson
 
-from sandboxes.seat_bus import CONNECTION_TTL, SEQ_PATTERN, SeatBus, reply_key
+from sandboxes.seat_bus import CONNECTION_TTL, SeatBus, reply_key, seq_is_valid
 
 #: A line is sent at least this often, so that idle connections stay open and dead ones
 #: are noticed.
@@ -54,7 +54,7 @@ def seq_check(seq: str | None) -> str | None:
     """A ``seq`` sent back by a client, if it is one; raises ``ReplyRefused`` if not."""
     if seq is None or seq == "":
         return None
-    if not SEQ_PATTERN.fullmatch(seq):
+    if not seq_is_valid(seq):
         raise ReplyRefused(
             400, "bad_request", f"{seq[:40]!r} is not an event's seq: send back one you received"
         )

@@ -1,62 +1,193 @@
 """The API against its own OpenAPI document, with requests schemathesis generates from it
-(valid and invalid ones), anonymously and with a token: no answer is a server error, and
-every answer is one the document describes (status code, content type, body schema).
-schemathesis's default checks run, among them that a request without a token or with a
-broken one is refused where the document says a token is needed. Run in process through
-the WSGI application, on the test database (PostgreSQL), with the stories' rows in it.
+(valid and invalid ones), anonymously and with tokens (alice's user token, holding every
+scope, on the operations of ``TokenAuth``; her online model's token on those of
+``ModelTokenAuth``): no answer is a server error, and every answer is one the document
+describes (status code, content type, body schema). schemathesis's default checks run,
+among them that a request without a token or with a broken one is refused where the
+document says a token is needed.
 
-A fixed, derandomized number of examples per operation keeps the run under a minute and
-the same on every machine; ``ARENA_FUZZ_EXAMPLES=500`` searches deeper.
+Every operation is called over HTTP on a real network gateway (``manage.py run_gateway``:
+uvicorn, ``api.asgi``'s body limits, online play's own endpoints, Django under ASGI, a
+real Redis seat bus and rate store), the way clients reach it, on the test database
+(PostgreSQL) with the stories' rows in it, an LLM player's conversation, an evaluation,
+and alice's online model in a duel with a request open, so that its stream and its long
+poll have events to give. Streams end after a second (``ARENA_ONLINE_STREAM_SECONDS``)
+and long polls wait half a second at most, so that every request has an end.
+
+A fixed, derandomized number of examples per operation (50; 25 for the stream and the
+long poll) keeps the run short and the same on every machine; ``ARENA_FUZZ_EXAMPLES=500``
+searches deeper.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import schemathesis
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 from schemathesis.config import SchemathesisConfig
 
-from core.wsgi import application
+from core.accounts import api_token_create
+from core.models import Duel, Tournament, User
+from core.online import online_model_register
+from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import (
-    ApiTokenFactory,
+    EnvironmentFactory,
     EvaluationFactory,
     LLMPlayerFactory,
     MatchConversationFactory,
+    TournamentFactory,
 )
+from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
+from tests.support.workers import Workers
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
-EXAMPLES_PER_OPERATION = int(os.environ.get("ARENA_FUZZ_EXAMPLES", "50"))
-#: Online play's per-move endpoints, served by the network gateway (``api.gateway``).
-GATEWAY_OPERATIONS = ("online_events", "online_reply")
-SECRET = "arena_fuzzing-token-of-alice-0123456789"
+EXAMPLES = os.environ.get("ARENA_FUZZ_EXAMPLES")
+EXAMPLES_PER_OPERATION = int(EXAMPLES or 50)
+#: Online play's two reads of events, the stream and the long poll, hold their answer
+#: open (a second, half of one) whenever a request gets through: fewer examples keep the
+#: run short.
+EVENTS_OPERATIONS = ("online_events", "api_online_events_next")
+EVENTS_EXAMPLES = int(EXAMPLES or 25)
+
+FUZZED_GATEWAY = {
+    **GATEWAY_SETTINGS,
+    "ARENA_ONLINE_STREAM_SECONDS": "1",
+    "ARENA_ONLINE_POLL_SECONDS": "0.5",
+    # Every generated request must reach its operation, not the rate limit.
+    "ARENA_ONLINE_RATE": "100000/s",
+    "ARENA_API_TOKEN_RATE": "1000000/min",
+    "ARENA_API_ANONYMOUS_RATE": "1000000/min",
+}
 
 
-def fuzzing_config(*, token: str | None) -> SchemathesisConfig:
-    """With ``token``, every request sends it (and none is generated); without, the
-    requests are anonymous, or carry the random tokens schemathesis makes up."""
+@dataclasses.dataclass(frozen=True)
+class FuzzedWorld:
+    """The gateway, the tokens it is fuzzed with, and the rows of the story."""
+
+    gateway: Gateway
+    #: Alice's, with every scope: reads, uploads and deletions, her online models.
+    user_token: str
+    #: Her online model's, which plays it.
+    model_token: str
+    #: The path parameters of one real row for each read (GET) of the document.
+    reads: dict[str, dict[str, Any]]
+
+
+@pytest.fixture
+def world(
+    celery_workers: Workers,
+    redis_url: str,
+    settings: Any,
+    alice: User,
+    tournament: Tournament,
+    duel: Duel,
+    validation_duel: Duel,
+    ratings: object,
+    leaderboard: object,
+) -> FuzzedWorld:
+    """The story world, committed (the gateway is another process), so that some
+    generated requests find real rows; alice's tokens; a gateway in front of it all."""
+    llm_match = MatchConversationFactory(
+        match__duel__revision_1=LLMPlayerFactory().competitor.revisions.get()
+    ).match
+    evaluation = EvaluationFactory(finished=True)
+    _, user_token = api_token_create(user=alice, name="fuzzing", scopes=["read", "submit", "play"])
+    environment = EnvironmentFactory(name="connect_four")
+    TournamentFactory(environment=environment, format="ladder", status="running")
+    model, model_token = online_model_register(
+        owner=alice, environment=environment, name="alices-model"
+    )
+    gateway = gateway_started(celery_workers, redis_url, settings, **FUZZED_GATEWAY)
+    bus = RedisSeatBus(redis_url)
+    bus.seat_open(model.seat, duel=1, announcement=b'{"type":"duel","duel":1}')
+    bus.publish(model.seat, b'{"type":"act","id":7,"match":0}', awaits="act:7")
+
+    competitor = {"environment": "tic_tac_toe", "name": "alices-bot"}
+    match = {"duel_id": duel.pk, "index": 0}
+    llm_match_path = {"duel_id": llm_match.duel_id, "index": llm_match.index}
+    reads = {
+        "/api/v1/environments": {},
+        "/api/v1/environments/{name}": {"name": "tic_tac_toe"},
+        "/api/v1/leaderboard/{name}": {"name": "tic_tac_toe"},
+        "/api/v1/competitors": {},
+        "/api/v1/competitors/{environment}/{name}": competitor,
+        "/api/v1/competitors/{environment}/{name}/revisions": competitor,
+        "/api/v1/competitors/{environment}/{name}/revisions/{version}": {
+            **competitor,
+            "version": 1,
+        },
+        "/api/v1/competitors/{environment}/{name}/ratings": competitor,
+        "/api/v1/tournaments": {},
+        "/api/v1/tournaments/{tournament_id}": {"tournament_id": tournament.pk},
+        "/api/v1/duels": {},
+        "/api/v1/duels/{duel_id}": {"duel_id": validation_duel.pk},
+        "/api/v1/duels/{duel_id}/matches": {"duel_id": duel.pk},
+        "/api/v1/duels/{duel_id}/matches/{index}": match,
+        "/api/v1/duels/{duel_id}/matches/{index}/replay": match,
+        "/api/v1/submissions": {},
+        "/api/v1/submissions/{submission_id}": {"submission_id": duel.revision_1_id},
+        "/api/v1/online/models": {},
+        "/api/v1/online/status": {},
+        "/api/v1/online/next": {},
+        "/api/v1/online/events": {},
+        "/api/v1/llm/players": {},
+        "/api/v1/llm/players/{player_id}": {"player_id": llm_match.duel.revision_1.competitor_id},
+        "/api/v1/llm/models/{model}": {"model": "rule-based"},
+        "/api/v1/duels/{duel_id}/matches/{index}/conversations": llm_match_path,
+        "/api/v1/duels/{duel_id}/matches/{index}/conversations.jsonl": llm_match_path,
+        "/api/v1/duels/{duel_id}/conversations.jsonl": {"duel_id": llm_match.duel_id},
+        "/api/v1/score-competitions": {},
+        "/api/v1/score-competitions/{competition_id}": {
+            "competition_id": evaluation.competition_id
+        },
+        "/api/v1/evaluations/{evaluation_id}": {"evaluation_id": evaluation.pk},
+    }
+    return FuzzedWorld(gateway, user_token, model_token, reads)
+
+
+def fuzzing_config(*, tokens: FuzzedWorld | None) -> SchemathesisConfig:
+    """With ``tokens``, every request sends the token of the operation's security scheme
+    (and none is generated); without, the requests are anonymous, or carry the random
+    tokens schemathesis makes up."""
+    auth = (
+        {
+            "TokenAuth": {"bearer": tokens.user_token},
+            "ModelTokenAuth": {"bearer": tokens.model_token},
+        }
+        if tokens
+        else None
+    )
     return SchemathesisConfig.from_dict(
         {
-            # The document's security scheme, so that schemathesis also checks that a
+            # The document's security schemes, so that schemathesis also checks that a
             # request without the token, or with a broken one, is refused.
-            **({"auth": {"openapi": {"TokenAuth": {"bearer": token}}}} if token else {}),
+            **({"auth": {"openapi": auth}} if auth else {}),
             "generation": {
                 "max-examples": EXAMPLES_PER_OPERATION,
                 "deterministic": True,
-                "with-security-parameters": token is None,
+                "with-security-parameters": auth is None,
                 # Unknown query parameters are ignored, as documented, not refused.
                 "allow-extra-parameters": False,
             },
             "operations": [
                 *(
-                    # Served by the network gateway in front of Django, not by the WSGI
-                    # application: fuzzed through a real gateway in test_online_fuzzing.
-                    {"include-operation-id": operation, "enabled": False}
-                    for operation in GATEWAY_OPERATIONS
+                    {
+                        "include-operation-id": operation,
+                        "generation": {"max-examples": EVENTS_EXAMPLES},
+                        # A seq's pattern allows 20 digits; a pattern cannot say that each
+                        # number fits in 64 bits (as its description does): one beyond is
+                        # refused with 400, as documented.
+                        "checks": {
+                            "positive_data_acceptance": {
+                                "expected-statuses": ["2xx", "400", "401", "403", "429"]
+                            }
+                        },
+                    }
+                    for operation in EVENTS_OPERATIONS
                 ),
                 {
                     # An upload's file is checked beyond what a schema can say (a .py or a
@@ -82,37 +213,19 @@ def fuzzing_config(*, token: str | None) -> SchemathesisConfig:
                     }
                     for operation in ("api_llm_llm_player_create", "api_llm_llm_player_change")
                 ),
+                {
+                    # A well-formed reply the referee is not waiting for (most generated
+                    # ones: another id, a second answer) is refused with 409, as documented.
+                    "include-operation-id": "online_reply",
+                    "checks": {
+                        "positive_data_acceptance": {
+                            "expected-statuses": ["202", "401", "403", "409", "429"]
+                        }
+                    },
+                },
             ],
         }
     )
-
-
-@pytest.fixture
-def connection_kept_between_requests() -> Iterator[None]:
-    """The requests run in the test's transaction, on its connection, which Django would
-    close at the end of each request; its own test client keeps it open the same way."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
-
-
-@pytest.fixture
-def world(
-    settings,
-    connection_kept_between_requests,
-    alice,
-    tournament,
-    duel,
-    validation_duel,
-    ratings,
-    leaderboard,
-) -> None:
-    """The story world in the database, so that some generated requests find real rows,
-    and alice's token. The rates are lifted, or most answers would be 429."""
-    settings.ARENA_API_TOKEN_RATE = settings.ARENA_API_ANONYMOUS_RATE = "1000000/min"
-    ApiTokenFactory(user=alice, secret=SECRET, scopes="read submit play")
 
 
 @schemathesis.hook
@@ -125,25 +238,27 @@ def filter_query(context: object, query: dict[str, object] | None) -> bool:
     return not query or all(value != [] for value in query.values())
 
 
-def served_document(token: str | None) -> schemathesis.BaseSchema:
-    return schemathesis.openapi.from_wsgi(
-        "/api/v1/openapi.json", application, config=fuzzing_config(token=token)
+def served_document(world: FuzzedWorld, *, with_tokens: bool) -> schemathesis.BaseSchema:
+    return schemathesis.openapi.from_url(
+        f"{world.gateway.url}/api/v1/openapi.json",
+        config=fuzzing_config(tokens=world if with_tokens else None),
     )
 
 
 @pytest.fixture
-def anonymous_schema(world: None) -> schemathesis.BaseSchema:
-    return served_document(token=None)
+def anonymous_schema(world: FuzzedWorld) -> schemathesis.BaseSchema:
+    return served_document(world, with_tokens=False)
 
 
 @pytest.fixture
-def token_schema(world: None) -> schemathesis.BaseSchema:
-    """As alice, with a token holding every scope (uploads and deletions included)."""
-    return served_document(token=SECRET)
+def token_schema(world: FuzzedWorld) -> schemathesis.BaseSchema:
+    """As alice: her user token, with every scope (uploads and deletions included), and
+    her online model's token on online play's operations."""
+    return served_document(world, with_tokens=True)
 
 
 anonymous = schemathesis.pytest.from_fixture("anonymous_schema")
-with_token = schemathesis.pytest.from_fixture("token_schema")
+with_tokens = schemathesis.pytest.from_fixture("token_schema")
 
 
 @anonymous.parametrize()
@@ -151,64 +266,25 @@ def test_it_answers_every_anonymous_request_as_its_document_says(case):
     case.call_and_validate()
 
 
-@with_token.parametrize()
-def test_it_answers_every_request_with_a_token_as_its_document_says(case):
+@with_tokens.parametrize()
+def test_it_answers_every_request_with_tokens_as_its_document_says(case):
     case.call_and_validate()
 
 
 def test_it_answers_each_read_of_real_rows_as_its_document_says(
-    token_schema, tournament, duel, validation_duel
+    world: FuzzedWorld, token_schema: schemathesis.BaseSchema
 ):
-    """Generated ids rarely hit a row: each read once more, on the story's rows."""
-    llm_match = MatchConversationFactory(
-        match__duel__revision_1=LLMPlayerFactory().competitor.revisions.get()
-    ).match
-    llm_match_path = {"duel_id": llm_match.duel_id, "index": llm_match.index}
-    competitor = {"environment": "tic_tac_toe", "name": "alices-bot"}
-    match = {"duel_id": duel.pk, "index": 0}
-    evaluation = EvaluationFactory(finished=True)
-    reads = {
-        "/api/v1/environments": {},
-        "/api/v1/environments/{name}": {"name": "tic_tac_toe"},
-        "/api/v1/leaderboard/{name}": {"name": "tic_tac_toe"},
-        "/api/v1/competitors": {},
-        "/api/v1/competitors/{environment}/{name}": competitor,
-        "/api/v1/competitors/{environment}/{name}/revisions": competitor,
-        "/api/v1/competitors/{environment}/{name}/revisions/{version}": {
-            **competitor,
-            "version": 1,
-        },
-        "/api/v1/competitors/{environment}/{name}/ratings": competitor,
-        "/api/v1/tournaments": {},
-        "/api/v1/tournaments/{tournament_id}": {"tournament_id": tournament.pk},
-        "/api/v1/duels": {},
-        "/api/v1/duels/{duel_id}": {"duel_id": validation_duel.pk},
-        "/api/v1/duels/{duel_id}/matches": {"duel_id": duel.pk},
-        "/api/v1/duels/{duel_id}/matches/{index}": match,
-        "/api/v1/duels/{duel_id}/matches/{index}/replay": match,
-        "/api/v1/submissions": {},
-        "/api/v1/submissions/{submission_id}": {"submission_id": duel.revision_1_id},
-        "/api/v1/llm/players": {},
-        "/api/v1/llm/players/{player_id}": {"player_id": llm_match.duel.revision_1.competitor_id},
-        "/api/v1/llm/models/{model}": {"model": "rule-based"},
-        "/api/v1/duels/{duel_id}/matches/{index}/conversations": llm_match_path,
-        "/api/v1/duels/{duel_id}/matches/{index}/conversations.jsonl": llm_match_path,
-        "/api/v1/duels/{duel_id}/conversations.jsonl": {"duel_id": llm_match.duel_id},
-        "/api/v1/score-competitions": {},
-        "/api/v1/score-competitions/{competition_id}": {
-            "competition_id": evaluation.competition_id
-        },
-        "/api/v1/evaluations/{evaluation_id}": {"evaluation_id": evaluation.pk},
-    }
-
-    for path, parameters in reads.items():
-        case = token_schema[path]["GET"].Case(path_parameters=parameters)
-        response = case.call_and_validate(headers={"Authorization": f"Bearer {SECRET}"})
+    """Generated ids rarely hit a row: each read once more, on the story's rows, with the
+    token its security scheme names."""
+    for path, parameters in world.reads.items():
+        operation = token_schema[path]["GET"]
+        security = operation.definition.raw["security"]
+        schemes = {scheme for requirement in security for scheme in requirement}
+        token = world.model_token if "ModelTokenAuth" in schemes else world.user_token
+        case = operation.Case(path_parameters=parameters)
+        response = case.call_and_validate(headers={"Authorization": f"Bearer {token}"})
         assert response.status_code == 200, path
-    # Online play's reads need a model token and a seat: fuzzed in test_online_fuzzing.
     documented = {
-        path
-        for path, methods in token_schema.raw_schema["paths"].items()
-        if "get" in methods and not path.startswith("/api/v1/online/")
+        path for path, methods in token_schema.raw_schema["paths"].items() if "get" in methods
     }
-    assert documented == set(reads)
+    assert documented == set(world.reads)

@@ -9,16 +9,19 @@ gateway; and a second model playing on the same gateway meanwhile is not affecte
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import http.client
 import json
 import socket
 import time
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from api.gateway import _streamed
 from core.models import ApiToken, Competitor
 from core.online import online_model_register
 from sandboxes.seat_bus import RedisSeatBus
@@ -293,6 +296,64 @@ def test_it_streams_a_duel_and_resumes_it_after_a_drop(gateway, bus, model):
         ("welcome", None),
         ("act", 9),
     ]
+
+
+@pytest.mark.parametrize("seq", ["42-33079892614261376070", "0-20000000000000000000"])
+def test_it_refuses_to_resume_after_a_seq_beyond_64_bits(gateway, bus, model, seq):
+    """The pattern allows 20 digits, Redis's stream ids only 64 bits: found by fuzzing the
+    gateway, the long poll answered 500 and the stream was cut off after its 200."""
+    competitor, token = model
+    ask(bus, competitor, 7)
+
+    polled = gateway.request("GET", f"/api/v1/online/next?after={seq}&wait=0", token=token)
+    streamed = gateway.request(
+        "GET", "/api/v1/online/events", token=token, headers={"Last-Event-ID": seq}
+    )
+
+    for status, answer, _ in (polled, streamed):
+        assert (status, answer["error"]["code"]) == (400, "bad_request")
+        assert "is not an event's seq" in answer["error"]["message"]
+    # The seat plays on: a stream from a seq it was sent resumes.
+    first = read_stream(gateway, token, lines=3)
+    bus.publish(competitor.seat, ACT % 9, awaits="act:9")
+    resumed = read_stream(gateway, token, lines=2, last_event_id=first[-1]["seq"])
+    assert resumed[-1]["id"] == 9
+
+
+def test_it_cuts_off_a_stream_that_fails_after_it_began_and_raises_the_failure():
+    """Too late for a 500: the failure goes to the server (which logs it and drops the
+    connection), and the stream is never ended as if it were complete."""
+
+    async def failing_lines() -> AsyncGenerator[bytes, None]:
+        yield b'{"type":"welcome"}\n'
+        raise ConnectionError("the seat bus is gone")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client stays
+        raise AssertionError("unreachable")
+
+    streamed = _streamed(
+        receive,
+        send,
+        failing_lines(),
+        b"application/x-ndjson",
+        last_line=lambda: b'{"type":"closed"}\n',
+    )
+    # In a thread of its own: a browser test before may leave its event loop in this one.
+    with (
+        concurrent.futures.ThreadPoolExecutor(1) as pool,
+        pytest.raises(ConnectionError, match="the seat bus is gone"),
+    ):
+        pool.submit(asyncio.run, streamed).result(timeout=30)
+
+    assert sent[0]["status"] == 200
+    assert [message["body"] for message in sent[1:]] == [b'{"type":"welcome"}\n']
+    assert sent[-1]["more_body"] is True
 
 
 def test_it_tells_the_queue_why_it_cannot_join(gateway, model):

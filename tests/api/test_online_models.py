@@ -76,6 +76,26 @@ def test_it_refuses_a_taken_name_an_unknown_environment_and_a_bad_name(
     assert not Competitor.objects.filter(owner=alice, kind="online").exists()
 
 
+def test_it_refuses_names_no_row_can_hold_with_422_not_a_database_error(
+    client, alice, bearer, connect_four
+):
+    """Found by fuzzing: a NUL in the environment's name reached PostgreSQL (500)."""
+    online_model_register(owner=alice, environment=connect_four, name="mine")
+    headers = bearer(alice, "play")
+
+    answers = [
+        register(client, headers, environment="connect\x00four"),
+        register(client, headers, name="net\x00bot"),
+        client.post("/api/v1/online/models/connect%00four/mine/tokens", **headers),
+        client.post("/api/v1/online/models/connect_four/mi%00ne/versions", **headers),
+    ]
+
+    for answer in answers:
+        assert (answer.status_code, body(answer)["error"]["code"]) == (422, "invalid")
+    assert alice.competitors.get(kind="online").revisions.count() == 1
+    assert ApiToken.objects.filter(competitor__name="mine").count() == 1
+
+
 def test_it_needs_the_play_scope_to_register(client, alice, bearer, connect_four):
     response = register(client, bearer(alice, "read"))
 

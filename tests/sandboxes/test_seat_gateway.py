@@ -1,0 +1,86 @@
+"""The seq a client sends back to resume (``seq_check``), on both seat buses: what it
+accepts can be read after, on Redis too, whose stream ids are two 64-bit numbers; what no
+event can have is refused with 400, never passed on to fail in the bus."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from sandboxes.seat_bus import MemorySeatBus, RedisSeatBus, SeatBus
+from sandboxes.seat_gateway import ReplyRefused, seq_check
+
+MAX = 2**64 - 1
+
+
+@pytest.fixture(params=["memory", "redis"])
+def bus(request: pytest.FixtureRequest) -> SeatBus:
+    if request.param == "memory":
+        return MemorySeatBus()
+    return RedisSeatBus(request.getfixturevalue("redis_url"))
+
+
+@pytest.fixture
+def seat(bus: SeatBus) -> str:
+    """A seat in a duel, with one event after its announcement."""
+    seat = f"test-{uuid.uuid4().hex[:12]}"
+    bus.seat_open(seat, duel=1, announcement=b'{"type":"duel","duel":1}')
+    bus.publish(seat, b'{"type":"act","id":7,"match":0}', awaits="act:7")
+    return seat
+
+
+@pytest.mark.parametrize(
+    "seq",
+    [
+        "0",
+        "0-0",
+        f"{MAX}",
+        f"0-{MAX}",
+        f"{MAX}-{MAX - 1}",
+        # Leading zeros, within the pattern's 20 digits.
+        "00000000000000000001-00000000000000000001",
+    ],
+)
+def test_every_seq_it_accepts_can_be_read_after(bus, seat, seq):
+    assert seq_check(seq) == seq
+
+    events = asyncio.run(bus.events_after(seat, seq, 0))
+
+    assert isinstance(events, list)
+
+
+def test_it_accepts_the_seq_a_fresh_stream_starts_after(bus, seat):
+    """On Redis, just before a duel's first event is a seq whose second number is the
+    largest a stream id may have."""
+    start = asyncio.run(bus.start_point(seat))
+
+    assert seq_check(start) == start
+    assert len(asyncio.run(bus.events_after(seat, start, 0))) == 2
+
+
+@pytest.mark.parametrize(
+    "seq",
+    [
+        # Found by fuzzing the gateway: Redis refused to read after them (a 500 from the
+        # long poll, a stream cut off after its 200).
+        "42-33079892614261376070",
+        "0-20000000000000000000",
+        f"{MAX + 1}",
+        "99999999999999999999",
+        # The last id of all: nothing can follow it, and Redis refuses to read after it.
+        f"{MAX}-{MAX}",
+        # Not the pattern.
+        "1-2-3",
+        "-1",
+        "1.5",
+        "123456789012345678901",
+    ],
+)
+def test_it_refuses_a_seq_no_event_can_have(seq):
+    with pytest.raises(ReplyRefused) as refused:
+        seq_check(seq)
+
+    assert (refused.value.status, refused.value.code) == (400, "bad_request")
+    assert "is not an event's seq" in refused.value.message
