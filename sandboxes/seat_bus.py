@@ -340,7 +340,10 @@ GATEWAYS_KEY = "arena:gateways"
 # event is appended, and the gateways get it on the wake channel with the seq before it,
 # so a stream that has delivered that one sends it on without reading the stream back.
 # ARGV: the line, what it awaits ('' for nothing), events kept, the seat, 'open' to
-# begin a duel (the replies left from an earlier one go too), and the keys' time to live.
+# begin a duel (the replies left from an earlier one go too, and the duel and its first
+# seq are recorded in the same step: a client that connects at any moment either finds
+# the duel and gets it from its start, or gets its announcement as a new event), the
+# keys' time to live, and the duel.
 _PUBLISH_SCRIPT = r"""
 redis.call('DEL', KEYS[2])
 if ARGV[5] == 'open' then redis.call('DEL', KEYS[3]) end
@@ -349,6 +352,10 @@ local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local previous = '0-0'
 if newest[1] then previous = newest[1][1] end
 local seq = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'line', ARGV[1])
+if ARGV[5] == 'open' then
+  redis.call('HSET', KEYS[5], 'duel', ARGV[7], 'first_seq', seq)
+  redis.call('EXPIRE', KEYS[5], ARGV[6])
+end
 redis.call('EXPIRE', KEYS[1], ARGV[6])
 redis.call('EXPIRE', KEYS[2], ARGV[6])
 redis.call('PUBLISH', KEYS[4], ARGV[4] .. '\n' .. previous .. '\n' .. seq .. '\n' .. ARGV[1])
@@ -416,8 +423,14 @@ class RedisSeatBus:
 
     # -- the referee's side ---------------------------------------------------------------
 
-    def _publish(self, seat: str, line: bytes, awaits: str | None, mode: str) -> str:
-        keys = [_key(seat, "events"), _key(seat, "pending"), _key(seat, "replies"), WAKE_CHANNEL]
+    def _publish(self, seat: str, line: bytes, awaits: str | None, mode: str, duel: int = 0) -> str:
+        keys = [
+            _key(seat, "events"),
+            _key(seat, "pending"),
+            _key(seat, "replies"),
+            WAKE_CHANNEL,
+            _key(seat, "duel"),
+        ]
         arguments: list[bytes | str | int] = [
             line,
             awaits or "",
@@ -425,16 +438,12 @@ class RedisSeatBus:
             seat,
             mode,
             SEAT_KEYS_TTL,
+            duel,
         ]
         return str(self._publish_script(keys=keys, args=arguments).decode())
 
     def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
-        seq = self._publish(seat, announcement, None, "open")
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.hset(_key(seat, "duel"), mapping={"duel": duel, "first_seq": seq})
-        pipe.expire(_key(seat, "duel"), SEAT_KEYS_TTL)
-        pipe.execute()
-        return seq
+        return self._publish(seat, announcement, None, "open", duel)
 
     def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
         return self._publish(seat, line, awaits, "publish")

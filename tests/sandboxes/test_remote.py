@@ -247,7 +247,11 @@ def test_it_refuses_a_second_answer_to_the_same_request_and_plays_on(bus, seat, 
 
     assert faults_of(result, 1) == [[]] * 3
     assert client.refused
-    assert {refused.code for refused in client.refused} == {"not_your_turn"}
+    codes = [refused.code for refused in client.refused]
+    # The second answer to the very last request may come once the duel is over (its
+    # 'bye' ends the duel for the client at once): refused as such.
+    assert set(codes[:-1]) == {"not_your_turn"}
+    assert codes[-1] in ("not_your_turn", "not_playing")
     assert len(client.refused) == len(client.accepted)
 
 
