@@ -32,6 +32,7 @@ from schemathesis.config import SchemathesisConfig
 from core.accounts import api_token_create
 from core.models import Duel, Tournament, User
 from core.online import online_model_register
+from core.wsgi import application
 from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import (
     EnvironmentFactory,
@@ -52,6 +53,8 @@ EXAMPLES_PER_OPERATION = int(EXAMPLES or 50)
 #: run short.
 EVENTS_OPERATIONS = ("online_events", "api_online_events_next")
 EVENTS_EXAMPLES = int(EXAMPLES or 25)
+#: Served by the gateway in front of Django, not by Django's own handler.
+GATEWAY_OPERATIONS = ("online_events", "online_reply")
 
 FUZZED_GATEWAY = {
     **GATEWAY_SETTINGS,
@@ -149,10 +152,11 @@ def world(
     return FuzzedWorld(gateway, user_token, model_token, reads)
 
 
-def fuzzing_config(*, tokens: FuzzedWorld | None) -> SchemathesisConfig:
+def fuzzing_config(*, tokens: FuzzedWorld | None, wsgi: bool = False) -> SchemathesisConfig:
     """With ``tokens``, every request sends the token of the operation's security scheme
     (and none is generated); without, the requests are anonymous, or carry the random
-    tokens schemathesis makes up."""
+    tokens schemathesis makes up. ``wsgi``: Django's own handler, which has no online
+    play's stream or replies (the gateway serves them)."""
     auth = (
         {
             "TokenAuth": {"bearer": tokens.user_token},
@@ -174,6 +178,10 @@ def fuzzing_config(*, tokens: FuzzedWorld | None) -> SchemathesisConfig:
                 "allow-extra-parameters": False,
             },
             "operations": [
+                *(
+                    {"include-operation-id": operation, "enabled": False}
+                    for operation in (GATEWAY_OPERATIONS if wsgi else ())
+                ),
                 *(
                     {
                         "include-operation-id": operation,
@@ -257,8 +265,22 @@ def token_schema(world: FuzzedWorld) -> schemathesis.BaseSchema:
     return served_document(world, with_tokens=True)
 
 
+@pytest.fixture
+def wsgi_schema(world: FuzzedWorld, settings: Any) -> schemathesis.BaseSchema:
+    """As alice, through Django's WSGI handler in this process: how gunicorn serves the
+    API in production, beside the gateway's online play."""
+    settings.ARENA_API_TOKEN_RATE = FUZZED_GATEWAY["ARENA_API_TOKEN_RATE"]
+    settings.ARENA_API_ANONYMOUS_RATE = FUZZED_GATEWAY["ARENA_API_ANONYMOUS_RATE"]
+    settings.ARENA_ONLINE_RATE = FUZZED_GATEWAY["ARENA_ONLINE_RATE"]
+    settings.ARENA_ONLINE_POLL_SECONDS = float(FUZZED_GATEWAY["ARENA_ONLINE_POLL_SECONDS"])
+    return schemathesis.openapi.from_wsgi(
+        "/api/v1/openapi.json", application, config=fuzzing_config(tokens=world, wsgi=True)
+    )
+
+
 anonymous = schemathesis.pytest.from_fixture("anonymous_schema")
 with_tokens = schemathesis.pytest.from_fixture("token_schema")
+through_wsgi = schemathesis.pytest.from_fixture("wsgi_schema")
 
 
 @anonymous.parametrize()
@@ -268,6 +290,11 @@ def test_it_answers_every_anonymous_request_as_its_document_says(case):
 
 @with_tokens.parametrize()
 def test_it_answers_every_request_with_tokens_as_its_document_says(case):
+    case.call_and_validate()
+
+
+@through_wsgi.parametrize()
+def test_django_alone_answers_every_request_with_tokens_as_its_document_says(case):
     case.call_and_validate()
 
 
