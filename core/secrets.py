@@ -32,7 +32,7 @@ import re
 import socket
 import urllib.parse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
@@ -41,8 +41,13 @@ from django.conf import settings
 
 from core.errors import ArenaError
 
-if TYPE_CHECKING:
-    from core.models import User
+
+
+class Requester(Protocol):
+    """Whoever asks for a player's settings (a user): here only whether they organize."""
+
+    @property
+    def is_organizer(self) -> bool: ...
 
 #: ``env:ARENA_LLM_KEY_<NAME>`` or ``file:<name>`` (in ``ARENA_LLM_SECRETS_DIR``).
 SECRET_REF_PATTERN = re.compile(
@@ -119,7 +124,7 @@ def secret_resolve(reference: str, *, what: str) -> str:
     raise ArenaError(f"the API key reference of {what} is not {SECRET_REF_HELP}")
 
 
-def reference_refusal(reference: str, *, by: User) -> str | None:
+def reference_refusal(reference: str, *, by: Requester) -> str | None:
     """Why ``by`` may not set the secret reference ``reference``; None if they may."""
     if reference and not by.is_organizer:
         return (
@@ -140,7 +145,7 @@ def _private(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     )
 
 
-def url_refusal(url: str, *, by: User) -> str | None:
+def url_refusal(url: str, *, by: Requester) -> str | None:
     """Why ``by`` may not make the duel workers send requests to ``url``; None if they may.
 
     Every address the host name resolves to is checked, here and again each time the

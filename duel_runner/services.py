@@ -1,4 +1,5 @@
-"""Playing duels stored in the database: validation by self-play and tournament duels."""
+"""Playing duels stored in the database (a revision's validation by self-play, which
+stores its duel too, is ``duel_runner.validation``)."""
 
 from __future__ import annotations
 
@@ -18,27 +19,19 @@ from core.leases import Heartbeat, lease_claim, lease_give_back, lease_heartbeat
 from core.local_builds import LocalBuild, revisions_built_here
 from core.models import (
     Duel,
-    DuelPlayer,
     DuelStatus,
     Environment,
     LiveEvent,
     Match,
     MatchConversation,
     Revision,
-    StepStatus,
 )
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
 from core.online import LOCAL_REFEREE, seat_bus
-from core.services import (
-    revision_step_begin,
-    revision_step_finish,
-    revision_step_give_back,
-    revision_step_heartbeat,
-)
-from core.signals import duel_finished, revision_validated
+from core.signals import duel_finished
 from environments.registry import load_info
-from referee.duel import llm_clock, run_duel, validate
+from referee.duel import llm_clock, run_duel
 from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
@@ -487,92 +480,4 @@ def _duel_give_back(*, duel: Duel, worker: str, problem: str) -> float | None:
     if duel_record_result(duel=duel, result=_infrastructure_failure(duel, problem), worker=worker):
         duel.refresh_from_db()
         duel_finished.send(sender=Duel, duel=duel)
-    return None
-
-
-def revision_validate(*, revision_id: int) -> float | None:
-    """Self-play the revision; store the validation duel so its matches can be replayed.
-
-    The validation is held under a renewed lease; a worker that lost it meanwhile (the
-    validation was queued again) stores nothing, neither the duel nor the outcome.
-    Returns the seconds after which the task tries again when this host could not build
-    the revision (the validation was queued again, see ``revision_step_give_back``).
-    """
-    worker = worker_name()
-    revision = revision_step_begin(revision_id=revision_id, step="validation", worker=worker)
-    if revision is None:
-        return None
-    environment = revision.competitor.environment
-    with (
-        revision_step_heartbeat(revision=revision, step="validation", worker=worker),
-        contextlib.ExitStack() as builds,
-    ):
-        try:
-            built = builds.enter_context(revisions_built_here([revision]))
-        except ArenaError as error:
-            logger.warning("%s: not validated on this host: %s", revision, error.message)
-            again = revision_step_give_back(
-                revision=revision, step="validation", worker=worker, problem=error.message
-            )
-            return RETRY_SECONDS if again else None
-        _log_local_builds(built, f"validation of {revision}")
-        source = revision_agent_source(revision)
-        if environment.players == 1:
-            # One-player games are validated by a short evaluation instead of self-play.
-            from duel_runner.evaluations import revision_validate_alone
-
-            if not revision_validate_alone(revision=revision, source=source, worker=worker):
-                return None
-            revision.refresh_from_db()
-            if revision.validation_status == StepStatus.SUCCEEDED:
-                revision_validated.send(sender=Revision, revision=revision)
-            return None
-        validation = validate(
-            environment.game,
-            source,
-            backend=sandbox_backend(warm=False),
-            matches=environment.validation_matches if environment.spec else None,
-            **environment_limits(environment),
-        )
-        log = validation.message
-        if validation.duel.player_1_log:
-            log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log
-        with transaction.atomic():
-            # The row lock keeps the lease from being taken over between the check and
-            # the writes below.
-            held = Revision.objects.select_for_update().filter(
-                pk=revision.pk,
-                validation_status=StepStatus.RUNNING,
-                validation_lease_owner=worker,
-            )
-            if not held.exists():
-                return None
-            duel = Duel.objects.create(
-                lease_owner=worker,
-                revision_1=revision,
-                revision_2=revision,
-                num_players=len(validation.duel.players),
-                is_validation=True,
-                num_matches=len(validation.duel.matches) or environment.validation_matches,
-                seed=validation.duel.seed,
-                status=DuelStatus.RUNNING,
-                attempts=1,
-                resend_at=None,
-                started_at=revision.validation_started_at,
-            )
-            DuelPlayer.objects.bulk_create(
-                DuelPlayer(duel=duel, number=number, revision=revision)
-                for number in range(3, duel.num_players + 1)
-            )
-            duel_record_result(duel=duel, result=validation.duel, worker=worker)
-            revision_step_finish(
-                revision=revision,
-                step="validation",
-                succeeded=validation.passed,
-                error="" if validation.passed else validation.message,
-                log=log[-LOG_CHARS:],
-                worker=worker,
-            )
-    if validation.passed:
-        revision_validated.send(sender=Revision, revision=revision)
     return None

@@ -8,7 +8,7 @@ from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
-from duel_runner import evaluations, services
+from duel_runner import evaluations, services, validation
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
     max_retries=None,
 )
 def validate_revision(self, revision_id: int) -> None:  # type: ignore[no-untyped-def]
-    wait = services.revision_validate(revision_id=revision_id)
+    wait = validation.revision_validate(revision_id=revision_id)
     if wait is not None and not self.request.is_eager:
         # This host could not build the revision: queued again, for any worker to try.
         raise self.retry(countdown=wait)

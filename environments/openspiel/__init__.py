@@ -15,6 +15,7 @@ from typing import Any
 import pyspiel
 import yaml
 
+from environments.info import EnvironmentInfo, InvalidEnvironmentInfo, info_values
 from environments.openspiel.adapter import OpenSpielEnvironment
 from environments.openspiel.spec import (
     GameSpec,
@@ -24,7 +25,6 @@ from environments.openspiel.spec import (
     parse_spec,
     written,
 )
-from environments.registry import EnvironmentInfo, InvalidEnvironmentInfo, info_values
 
 __all__ = [
     "GameSpec",

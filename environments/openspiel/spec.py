@@ -17,7 +17,7 @@ from typing import Any
 
 import pyspiel
 
-from environments.registry import SPEC_PREFIX, InvalidEnvironmentInfo, UnknownEnvironment
+from environments.info import SPEC_PREFIX, InvalidEnvironmentInfo, UnknownEnvironment
 
 #: Longer specs are refused (a spec is a database field and a line in the admin).
 MAX_SPEC_LENGTH = 200

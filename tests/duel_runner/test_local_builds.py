@@ -20,7 +20,8 @@ from django.db import connection
 from core.local_builds import LocalBuildFailed, revision_host_lock, revisions_built_here
 from core.models import Duel, DuelStatus, RatingChange, Revision, StepStatus, UploadContent
 from core.services import revision_revalidate
-from duel_runner.services import RETRY_SECONDS, duel_play, revision_validate
+from duel_runner.services import RETRY_SECONDS, duel_play
+from duel_runner.validation import revision_validate
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
