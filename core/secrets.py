@@ -42,12 +42,12 @@ from django.conf import settings
 from core.errors import ArenaError
 
 
-
 class Requester(Protocol):
     """Whoever asks for a player's settings (a user): here only whether they organize."""
 
     @property
     def is_organizer(self) -> bool: ...
+
 
 #: ``env:ARENA_LLM_KEY_<NAME>`` or ``file:<name>`` (in ``ARENA_LLM_SECRETS_DIR``).
 SECRET_REF_PATTERN = re.compile(
