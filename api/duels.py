@@ -81,6 +81,12 @@ class _DuelFields(Schema):
     def resolve_result(duel: Duel) -> str | None:
         return duel.result or None
 
+    @staticmethod
+    def resolve_attempts(duel: Duel) -> int:
+        """Its job's claims; a validation duel was played once, by its validation."""
+        job = getattr(duel, "job", None)
+        return 1 if job is None else job.attempts
+
 
 class DuelOut(_DuelFields):
     players: list[DuelPlayerOut]

@@ -65,6 +65,7 @@ def duels_for(*, user: Visitor) -> QuerySet[Duel]:
         Duel.objects.filter(duels_visible(user))
         .select_related(
             "tournament",
+            "job",
             *(f"revision_{number}__{path}" for number in (1, 2) for path in _COMPETITOR),
         )
         .order_by("-created_at", "-pk")

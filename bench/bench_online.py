@@ -290,11 +290,12 @@ def _models(owner: Any, environment: Any, prefix: str, count: int) -> list[tuple
 
 
 def _queue_duel(one: Any, two: Any, matches: int, seed: int) -> int:
-    from core.models import Duel
+    """A queued duel with its job, which the bench plays itself (no task is sent)."""
+    from core.models import Duel, Job, JobKind
 
-    return int(
-        Duel.objects.create(revision_1=one, revision_2=two, num_matches=matches, seed=seed).pk
-    )
+    duel = Duel.objects.create(revision_1=one, revision_2=two, num_matches=matches, seed=seed)
+    Job.objects.create(kind=JobKind.DUEL, duel=duel)
+    return int(duel.pk)
 
 
 def _wait_stored(duel_ids: list[int], timeout: float) -> None:

@@ -18,14 +18,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
-from core import dispatch
 from core.errors import ArenaError
+from core.jobs import jobs_queue
 from core.models import (
     Competitor,
     CompetitorKind,
     Duel,
     DuelStatus,
     Environment,
+    JobKind,
     Revision,
     User,
 )
@@ -36,8 +37,6 @@ HUMAN_BUILD_LOG = "A person playing in the browser: there is nothing to build."
 HUMAN_VALIDATION_LOG = (
     "A person playing in the browser: not validated. Every move is checked by the referee."
 )
-#: The task that referees a duel with a seat on the seat bus.
-SEATED_DUEL_TASK = "duel_runner.tasks.play_online_duel"
 #: A game in the browser is one match: the person moves first.
 HUMAN_GAME_MATCHES = 1
 
@@ -119,7 +118,8 @@ def human_game_create(*, user: User, opponent: Revision) -> Duel:
             num_matches=HUMAN_GAME_MATCHES,
             seed=random.SystemRandom().randrange(2**31),
         )
-        dispatch.start(SEATED_DUEL_TASK, duel_id=duel.pk)
+        # A duel with a seat on the seat bus: refereed where the bus is reached.
+        jobs_queue(JobKind.DUEL, [duel.pk])
     return duel
 
 

@@ -283,8 +283,9 @@ ARENA_REVISION_MAX_ATTEMPTS = env_int("ARENA_REVISION_MAX_ATTEMPTS", 3)
 #: without a worker taking it is sent again: the message may have been lost. Each re-send
 #: doubles the wait before the next one.
 ARENA_RESEND_AFTER_SECONDS = env_int("ARENA_RESEND_AFTER_SECONDS", 300)
-#: A build or validation still queued after this many re-sends fails (no worker takes it).
-#: Duels are re-sent without limit: a long tournament legitimately keeps them queued.
+#: Queued work fails after this many re-sends made while no worker ran anything of its
+#: kind (none takes it up); re-sends made while workers are busy with its kind do not
+#: count, since a long tournament legitimately keeps duels queued for hours.
 ARENA_MAX_RESENDS = env_int("ARENA_MAX_RESENDS", 5)
 
 # --- Tournament manager -----------------------------------------------------------

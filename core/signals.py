@@ -12,6 +12,11 @@ from django.dispatch import Signal
 #: The duel runner recorded a duel's result (or its failure). Keyword argument: ``duel``.
 duel_finished = Signal()
 
+#: A job failed without its worker recording it: the watchdog gave up on it (every attempt
+#: lost its lease, or no worker took it up), or its workers could not prepare it. Keyword
+#: argument: ``job`` (``core.models.jobs.Job``), already stored as failed.
+job_failed = Signal()
+
 #: A revision passed its validation by self-play. Keyword argument: ``revision``.
 revision_validated = Signal()
 

@@ -1,9 +1,9 @@
 """Playing evaluations stored in the database: a revision of a one-player game alone on
 seeded episodes, for a score competition or to validate an upload.
 
-An evaluation is claimed with a lease like a duel (``duel_runner.services.duel_claim``):
-a worker that dies stops renewing it, the tournament manager queues it again, and only
-the lease's owner records a result, so an evaluation is never counted twice.
+An evaluation is a job like a duel (``core.jobs``): a worker that dies stops renewing its
+lease, the watchdog queues it again, and only the lease's owner records a result, so an
+evaluation is never counted twice.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.leases import Heartbeat, lease_claim, lease_give_back, lease_heartbeat, worker_name
+from core.jobs import job_claim, job_finish, job_give_back, job_heartbeat, job_hold, job_wait
+from core.leases import worker_name
 from core.local_builds import revisions_built_here
-from core.models import DuelStatus, Evaluation, Revision, StepStatus
+from core.models import DuelStatus, Evaluation, Job, JobKind, Revision, StepStatus
 from core.services import revision_step_finish
 from duel_runner.services import (
     LOG_CHARS,
@@ -31,21 +31,6 @@ from referee.evaluation import EvaluationResult, run_evaluation, validate_evalua
 from sandboxes import AgentSource, InvalidAgent
 
 logger = logging.getLogger(__name__)
-
-
-def evaluation_claim(*, evaluation_id: int, worker: str) -> Evaluation | None:
-    """Take an evaluation to play: queued, or running with an expired lease. None if taken."""
-    if not lease_claim(Evaluation.objects.filter(pk=evaluation_id).claimable(), worker=worker):
-        return None
-    return Evaluation.objects.select_related("revision__competitor__environment").get(
-        pk=evaluation_id
-    )
-
-
-def evaluation_heartbeat(*, evaluation_id: int, worker: str) -> Heartbeat:
-    return lease_heartbeat(
-        Evaluation.objects.filter(pk=evaluation_id, status=DuelStatus.RUNNING, lease_owner=worker)
-    )
 
 
 def _result_fields(result: EvaluationResult) -> dict[str, object]:
@@ -75,56 +60,37 @@ def _result_fields(result: EvaluationResult) -> dict[str, object]:
     }
 
 
-def evaluation_record_result(
+def evaluation_store_result(
     *, evaluation: Evaluation, result: EvaluationResult, worker: str
-) -> bool:
-    """Store a played evaluation if ``worker`` still holds its lease; returns whether it did."""
-    updated = Evaluation.objects.filter(
-        pk=evaluation.pk, status=DuelStatus.RUNNING, lease_owner=worker
-    ).update(
+) -> None:
+    """Store a played evaluation, in the caller's transaction, which holds the work it is
+    part of (its job, or its revision's validation)."""
+    Evaluation.objects.filter(pk=evaluation.pk).update(
         ended_at=timezone.now(),
-        lease_owner="",
-        lease_expires_at=None,
         played_by=worker,
         restarts=result.restarts,
         log=result.log[-LOG_CHARS:],
         **_result_fields(result),
     )
-    if updated:
-        evaluation.refresh_from_db()
-    return bool(updated)
+    evaluation.refresh_from_db()
 
 
-def _give_back(*, evaluation: Evaluation, worker: str, problem: str) -> float | None:
-    """This host could not build the revision: queued again while attempts are left
-    (``ARENA_DUEL_MAX_ATTEMPTS``), else failed with the reason; never scored."""
-    logger.warning("evaluation %d: not played on this host: %s", evaluation.pk, problem)
-    if evaluation.attempts < settings.ARENA_DUEL_MAX_ATTEMPTS:
-        given_back = lease_give_back(
-            Evaluation.objects.filter(
-                pk=evaluation.pk, status=DuelStatus.RUNNING, lease_owner=worker
-            ),
-            error=f"Attempt {evaluation.attempts} could not start its agent: {problem}",
+def evaluation_record_result(
+    *, job: Job, evaluation: Evaluation, result: EvaluationResult, worker: str
+) -> bool:
+    """Store a played evaluation if ``worker`` still holds its job, and finish the job;
+    returns whether it did."""
+    with transaction.atomic():
+        if not job_hold(job, worker=worker):
+            return False
+        evaluation_store_result(evaluation=evaluation, result=result, worker=worker)
+        job_finish(
+            job,
+            worker=worker,
+            succeeded=evaluation.status == DuelStatus.SUCCEEDED,
+            error=evaluation.error,
         )
-        return RETRY_SECONDS if given_back else None
-    failure = EvaluationResult(
-        environment=evaluation.revision.competitor.environment.name,
-        agent=str(evaluation.revision),
-        seeds=list(evaluation.seeds),
-        infrastructure_error=(
-            f"Not played: its agent could not be built on the workers ({evaluation.attempts} "
-            f"attempts; not the agent's fault). The last: {problem}"
-        ),
-    )
-    evaluation_record_result(evaluation=evaluation, result=failure, worker=worker)
-    return None
-
-
-def _lease_wait(evaluation_id: int) -> float | None:
-    evaluation = Evaluation.objects.filter(pk=evaluation_id, status=DuelStatus.RUNNING).first()
-    if evaluation is None or evaluation.lease_expires_at is None:
-        return None
-    return max(1.0, (evaluation.lease_expires_at - timezone.now()).total_seconds() + 1)
+    return True
 
 
 def evaluation_play(*, evaluation_id: int) -> float | None:
@@ -134,19 +100,20 @@ def evaluation_play(*, evaluation_id: int) -> float | None:
     worker holds it, or this host could not build its revision.
     """
     worker = worker_name()
-    evaluation = evaluation_claim(evaluation_id=evaluation_id, worker=worker)
-    if evaluation is None:
-        return _lease_wait(evaluation_id)
+    job = job_claim(JobKind.EVALUATION, evaluation_id, worker=worker)
+    if job is None:
+        return job_wait(JobKind.EVALUATION, evaluation_id)
+    evaluation = Evaluation.objects.select_related("revision__competitor__environment").get(
+        pk=evaluation_id
+    )
     revision = evaluation.revision
     environment = revision.competitor.environment.name
-    with (
-        evaluation_heartbeat(evaluation_id=evaluation.pk, worker=worker),
-        contextlib.ExitStack() as builds,
-    ):
+    with job_heartbeat(job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here([revision]))
         except ArenaError as error:
-            return _give_back(evaluation=evaluation, worker=worker, problem=error.message)
+            again = job_give_back(job, worker=worker, problem=error.message)
+            return RETRY_SECONDS if again else None
         _log_local_builds(built, f"evaluation {evaluation.pk}")
         try:
             source = revision_agent_source(revision)
@@ -161,7 +128,7 @@ def evaluation_play(*, evaluation_id: int) -> float | None:
             result = run_evaluation(
                 environment, source, backend=sandbox_backend(), seeds=list(evaluation.seeds)
             )
-    evaluation_record_result(evaluation=evaluation, result=result, worker=worker)
+    evaluation_record_result(job=job, evaluation=evaluation, result=result, worker=worker)
     return None
 
 
@@ -186,12 +153,9 @@ def revision_validate_alone(*, revision: Revision, source: AgentSource, worker: 
             is_validation=True,
             seeds=evaluation.seeds,
             status=DuelStatus.RUNNING,
-            lease_owner=worker,
-            attempts=1,
-            resend_at=None,
             started_at=revision.validation_started_at,
         )
-        evaluation_record_result(evaluation=row, result=evaluation, worker=worker)
+        evaluation_store_result(evaluation=row, result=evaluation, worker=worker)
         revision_step_finish(
             revision=revision,
             step="validation",

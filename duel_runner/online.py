@@ -18,7 +18,7 @@ import threading
 
 from django.db import close_old_connections, connection
 
-from core.models import Duel
+from core.models import Duel, Job
 from core.online import LOCAL_REFEREE
 from duel_runner.services import duel_play
 
@@ -71,7 +71,7 @@ class OnlineDuelRunner:
                 close_old_connections()
                 # Queued ones, and any whose referee here stopped renewing its lease.
                 queued = list(
-                    Duel.objects.claimable()
+                    Duel.objects.filter(job__in=Job.objects.claimable())
                     .with_online_seat()
                     .order_by("pk")
                     .values_list("pk", flat=True)[:200]

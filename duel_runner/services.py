@@ -15,12 +15,22 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.leases import Heartbeat, lease_claim, lease_give_back, lease_heartbeat, worker_name
+from core.jobs import (
+    job_claim,
+    job_finish,
+    job_give_back,
+    job_heartbeat,
+    job_hold,
+    job_wait,
+)
+from core.leases import worker_name
 from core.local_builds import LocalBuild, revisions_built_here
 from core.models import (
     Duel,
     DuelStatus,
     Environment,
+    Job,
+    JobKind,
     LiveEvent,
     Match,
     MatchConversation,
@@ -177,80 +187,71 @@ def _conversation_rows(
     return rows
 
 
-def duel_record_result(*, duel: Duel, result: DuelResult, worker: str) -> bool:
-    """Store a played duel and its matches; an infrastructure error is stored, never scored.
-    The conversations of LLM seats are stored with their matches, in the same transaction.
-
-    Only the worker holding the lease may record: a worker that lost it (it stalled and
-    another took the duel over) has its result dropped. Returns whether it was stored.
-    """
+def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
+    """Store a played duel and its matches, in the caller's transaction, which holds the
+    work it is part of (the duel's job, or its revision's validation); an infrastructure
+    error is stored, never scored. The conversations of LLM seats are stored with their
+    matches."""
     document = result.as_json()
     failed = bool(result.infrastructure_error) or document["result"] == StoredResult.ERROR
-    with transaction.atomic():
-        owned = Duel.objects.select_for_update().filter(
-            pk=duel.pk, status=DuelStatus.RUNNING, lease_owner=worker
+    Match.objects.filter(duel=duel).delete()
+    revisions = duel.revisions()
+    if not failed:
+        matches = Match.objects.bulk_create([_match_row(duel, record) for record in result.matches])
+        MatchConversation.objects.bulk_create(
+            row
+            for match, record in zip(matches, result.matches, strict=True)
+            for row in _conversation_rows(duel, revisions, match, record)
         )
-        if not owned.exists():
+    for player in duel.more_players.all():
+        index = player.number - 1
+        player.wins = 0 if failed else document["wins"][index]
+        player.score = 0 if failed else document["scores"][index]
+        player.errors = document["errors"][index]
+        player.restarts = document["restarts"][index]
+        player.log = result.logs[index][-LOG_CHARS:]
+        player.save(update_fields=["wins", "score", "errors", "restarts", "log"])
+    Duel.objects.filter(pk=duel.pk).update(
+        status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
+        ended_at=timezone.now(),
+        played_by=worker,
+        seed=result.seed,
+        result="" if failed else document["result"],
+        error=document["error_msg"][:10_000],
+        player_1_wins=0 if failed else document["player_1_wins"],
+        player_2_wins=0 if failed else document["player_2_wins"],
+        draws=0 if failed else document["draws"],
+        player_1_score=0 if failed else document["player_1_score"],
+        player_2_score=0 if failed else document["player_2_score"],
+        player_1_errors=document["player_1_errors"],
+        player_2_errors=document["player_2_errors"],
+        other_errors=document["other_errors"],
+        player_1_restarts=document["player_1_restarts"],
+        player_2_restarts=document["player_2_restarts"],
+        player_1_log=result.player_1_log[-LOG_CHARS:],
+        player_2_log=result.player_2_log[-LOG_CHARS:],
+    )
+    duel.refresh_from_db()
+
+
+def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str) -> bool:
+    """Store a played duel if ``worker`` still holds its job, and finish the job.
+
+    A worker that lost the job (it stalled and another took the duel over) has its result
+    dropped. Returns whether it was stored.
+    """
+    with transaction.atomic():
+        if not job_hold(job, worker=worker):
             return False
-        Match.objects.filter(duel=duel).delete()
-        revisions = duel.revisions()
-        if not failed:
-            matches = Match.objects.bulk_create(
-                [_match_row(duel, record) for record in result.matches]
-            )
-            MatchConversation.objects.bulk_create(
-                row
-                for match, record in zip(matches, result.matches, strict=True)
-                for row in _conversation_rows(duel, revisions, match, record)
-            )
-        for player in duel.more_players.all():
-            index = player.number - 1
-            player.wins = 0 if failed else document["wins"][index]
-            player.score = 0 if failed else document["scores"][index]
-            player.errors = document["errors"][index]
-            player.restarts = document["restarts"][index]
-            player.log = result.logs[index][-LOG_CHARS:]
-            player.save(update_fields=["wins", "score", "errors", "restarts", "log"])
-        owned.update(
-            status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
-            ended_at=timezone.now(),
-            lease_owner="",
-            lease_expires_at=None,
-            played_by=worker,
-            seed=result.seed,
-            result="" if failed else document["result"],
-            error=document["error_msg"][:10_000],
-            player_1_wins=0 if failed else document["player_1_wins"],
-            player_2_wins=0 if failed else document["player_2_wins"],
-            draws=0 if failed else document["draws"],
-            player_1_score=0 if failed else document["player_1_score"],
-            player_2_score=0 if failed else document["player_2_score"],
-            player_1_errors=document["player_1_errors"],
-            player_2_errors=document["player_2_errors"],
-            other_errors=document["other_errors"],
-            player_1_restarts=document["player_1_restarts"],
-            player_2_restarts=document["player_2_restarts"],
-            player_1_log=result.player_1_log[-LOG_CHARS:],
-            player_2_log=result.player_2_log[-LOG_CHARS:],
+        duel_store_result(duel=duel, result=result, worker=worker)
+        job_finish(
+            job,
+            worker=worker,
+            succeeded=duel.status == DuelStatus.SUCCEEDED,
+            error=duel.error,
         )
     duel.refresh_from_db()
     return True
-
-
-def duel_heartbeat(*, duel_id: int, worker: str) -> Heartbeat:
-    """Renews the worker's lease on a duel from a thread while the duel is played."""
-    return lease_heartbeat(
-        Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING, lease_owner=worker)
-    )
-
-
-def duel_claim(*, duel_id: int, worker: str) -> Duel | None:
-    """Take a duel to play: queued, or running with an expired lease. None if taken."""
-    if not lease_claim(Duel.objects.filter(pk=duel_id).claimable(), worker=worker):
-        return None
-    return Duel.objects.select_related(
-        "revision_1__competitor__environment", "revision_2__competitor__environment"
-    ).get(pk=duel_id)
 
 
 def online_duel_play(*, duel_id: int) -> float | None:
@@ -273,14 +274,6 @@ def llm_duel_play(*, duel_id: int) -> float | None:
         LOCAL_REFEREE.submit(duel_id)
         return None
     return duel_play(duel_id=duel_id)
-
-
-def _lease_wait(duel_id: int) -> float | None:
-    """Seconds until another worker's lease on a running duel runs out; None if not running."""
-    duel = Duel.objects.filter(pk=duel_id, status=DuelStatus.RUNNING).first()
-    if duel is None or duel.lease_expires_at is None:
-        return None
-    return max(1.0, (duel.lease_expires_at - timezone.now()).total_seconds() + 1)
 
 
 def _announcement(duel: Duel, player: int) -> dict[str, object]:
@@ -335,17 +328,20 @@ def duel_play(*, duel_id: int) -> float | None:
     could not be built on this host (``_duel_give_back``).
     """
     worker = worker_name()
-    duel = duel_claim(duel_id=duel_id, worker=worker)
-    if duel is None:
-        return _lease_wait(duel_id)
-    with duel_heartbeat(duel_id=duel.pk, worker=worker), contextlib.ExitStack() as builds:
+    job = job_claim(JobKind.DUEL, duel_id, worker=worker)
+    if job is None:
+        return job_wait(JobKind.DUEL, duel_id)
+    duel = Duel.objects.select_related(
+        "revision_1__competitor__environment", "revision_2__competitor__environment"
+    ).get(pk=duel_id)
+    with job_heartbeat(job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here(duel.revisions()))
         except ArenaError as error:
-            return _duel_give_back(duel=duel, worker=worker, problem=error.message)
+            return _duel_give_back(job=job, duel=duel, worker=worker, problem=error.message)
         _log_local_builds(built, f"duel {duel.pk}")
         result = _duel_result(duel)
-    if not duel_record_result(duel=duel, result=result, worker=worker):
+    if not duel_record_result(job=job, duel=duel, result=result, worker=worker):
         return None
     # The replay takes over from the live view.
     LiveEvent.objects.filter(duel_id=duel.pk).delete()
@@ -458,26 +454,12 @@ def _log_local_builds(built: list[LocalBuild], what: str) -> None:
         )
 
 
-def _duel_give_back(*, duel: Duel, worker: str, problem: str) -> float | None:
+def _duel_give_back(*, job: Job, duel: Duel, worker: str, problem: str) -> float | None:
     """A claimed duel whose agents this host could not build: an infrastructure failure,
     never the agents'. Queued again for another worker (of any host) while it has
-    attempts left (``ARENA_DUEL_MAX_ATTEMPTS``: each claim counted one); failed with the
-    reason, never scored, after the last. Returns the seconds after which the task
-    looks again, or None when the duel failed (or this worker no longer held it)."""
-    logger.warning(
-        "duel %d: not played on this host (attempt %d): %s", duel.pk, duel.attempts, problem
-    )
-    if duel.attempts < settings.ARENA_DUEL_MAX_ATTEMPTS:
-        given_back = lease_give_back(
-            Duel.objects.filter(pk=duel.pk, status=DuelStatus.RUNNING, lease_owner=worker),
-            error=f"Attempt {duel.attempts} could not start its agents: {problem}",
-        )
-        return RETRY_SECONDS if given_back else None
-    problem = (
-        f"Not played: its agents could not be built on the workers ({duel.attempts} "
-        f"attempts; not the agents' fault). The last: {problem}"
-    )
-    if duel_record_result(duel=duel, result=_infrastructure_failure(duel, problem), worker=worker):
-        duel.refresh_from_db()
-        duel_finished.send(sender=Duel, duel=duel)
+    attempts left; failed with the reason, never scored, after the last
+    (``core.jobs.job_give_back``). Returns the seconds after which the task looks again,
+    or None when it is not queued again."""
+    if job_give_back(job, worker=worker, problem=problem):
+        return RETRY_SECONDS
     return None

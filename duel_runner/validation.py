@@ -24,7 +24,7 @@ from duel_runner.services import (
     LOG_CHARS,
     RETRY_SECONDS,
     _log_local_builds,
-    duel_record_result,
+    duel_store_result,
     environment_limits,
     revision_agent_source,
     sandbox_backend,
@@ -90,7 +90,6 @@ def revision_validate(*, revision_id: int) -> float | None:
             if not held.exists():
                 return None
             duel = Duel.objects.create(
-                lease_owner=worker,
                 revision_1=revision,
                 revision_2=revision,
                 num_players=len(validation.duel.players),
@@ -98,15 +97,13 @@ def revision_validate(*, revision_id: int) -> float | None:
                 num_matches=len(validation.duel.matches) or environment.validation_matches,
                 seed=validation.duel.seed,
                 status=DuelStatus.RUNNING,
-                attempts=1,
-                resend_at=None,
                 started_at=revision.validation_started_at,
             )
             DuelPlayer.objects.bulk_create(
                 DuelPlayer(duel=duel, number=number, revision=revision)
                 for number in range(3, duel.num_players + 1)
             )
-            duel_record_result(duel=duel, result=validation.duel, worker=worker)
+            duel_store_result(duel=duel, result=validation.duel, worker=worker)
             revision_step_finish(
                 revision=revision,
                 step="validation",

@@ -28,6 +28,7 @@ from core.models import (
     Environment,
     Evaluation,
     InviteCode,
+    Job,
     LeaderboardEntry,
     LLMPlayer,
     Match,
@@ -229,6 +230,7 @@ class DuelFactory(DjangoModelFactory):
 
     class Meta:
         model = Duel
+        skip_postgeneration_save = True
 
     class Params:
         validation = factory.Trait(
@@ -240,7 +242,6 @@ class DuelFactory(DjangoModelFactory):
         finished = factory.Trait(
             status=DuelStatus.SUCCEEDED,
             result=DuelResult.DRAW,
-            attempts=1,
             started_at=_minutes_ago(2),
             ended_at=_minutes_ago(1),
         )
@@ -256,6 +257,30 @@ class DuelFactory(DjangoModelFactory):
         )
     )
     seed = factory.Sequence(lambda n: 1000 + n)
+    #: Its job (``core.jobs``), as the services that queue duels make it; none for a
+    #: validation duel, which was its revision's validation's work.
+    job = factory.PostGeneration(lambda duel, create, extracted, **_: _job_of(duel, "duel"))
+
+
+def _job_of(subject: Duel | Evaluation, kind: str) -> Job | None:
+    if subject.is_validation:
+        return None
+    return Job.objects.create(
+        kind=kind,
+        **{kind: subject},
+        status=subject.status,
+        attempts=0 if subject.status == DuelStatus.QUEUED else 1,
+        started_at=subject.started_at,
+        ended_at=subject.ended_at,
+    )
+
+
+def queued_duel(**fields: object) -> Duel:
+    """A duel outside any tournament, queued with its job (``Duel.objects.create`` takes
+    ``fields``), for a test that plays it."""
+    duel = Duel.objects.create(**fields)
+    _job_of(duel, "duel")
+    return duel
 
 
 class ScoreCompetitionFactory(DjangoModelFactory):
@@ -275,12 +300,12 @@ class EvaluationFactory(DjangoModelFactory):
 
     class Meta:
         model = Evaluation
+        skip_postgeneration_save = True
 
     class Params:
         returns = (10.0, 20.0, 30.0)
         finished = factory.Trait(
             status=DuelStatus.SUCCEEDED,
-            attempts=1,
             started_at=_minutes_ago(2),
             ended_at=_minutes_ago(1),
             mean_return=20.0,
@@ -316,6 +341,9 @@ class EvaluationFactory(DjangoModelFactory):
         competitor__environment=factory.SelfAttribute("...competition.environment"),
     )
     seeds = factory.LazyAttribute(lambda evaluation: evaluation.competition.seeds)
+    job = factory.PostGeneration(
+        lambda evaluation, create, extracted, **_: _job_of(evaluation, "evaluation")
+    )
 
 
 def play_first_legal_actions(environment_name: str, seed: int) -> dict[str, Any]:

@@ -16,16 +16,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import ArenaError
+from core.jobs import jobs_recover
 from core.models import (
-    Duel,
     DuelStatus,
     Environment,
-    Evaluation,
     LiveEvent,
     Participant,
     Revision,
@@ -40,15 +38,7 @@ from core.services import (
     revision_step_resend,
 )
 from tournament_manager.leaderboard import leaderboard_refit
-from tournament_manager.score_competitions import (
-    evaluation_fail_exhausted,
-    evaluation_requeue_expired,
-    evaluation_resend,
-)
 from tournament_manager.services import (
-    duel_fail_exhausted,
-    duel_requeue_expired,
-    duel_resend,
     ladder_matchmake,
     ladder_refresh_entries,
     participant_withdraw,
@@ -89,46 +79,10 @@ def launch_scheduled_tournaments() -> bool:
     return did_work
 
 
-def _expired_duels(*, exhausted: bool) -> list[Duel]:
-    attempts = Q(attempts__gte=settings.ARENA_DUEL_MAX_ATTEMPTS)
-    return list(
-        Duel.objects.filter(
-            is_validation=False, status=DuelStatus.RUNNING, lease_expires_at__lt=timezone.now()
-        )
-        .filter(attempts if exhausted else ~attempts)
-        .only("pk", "tournament_id")
-        .order_by("lease_expires_at")[:BATCH]
-    )
-
-
-def requeue_expired_duels() -> bool:
-    """Queue again the duels whose worker stopped renewing its lease (it died or stalled)."""
-    requeued = [duel for duel in _expired_duels(exhausted=False) if duel_requeue_expired(duel=duel)]
-    for duel in requeued:
-        logger.info("duel %d queued again: its worker's lease expired", duel.pk)
-    return bool(requeued)
-
-
-def fail_exhausted_duels() -> bool:
-    """Fail the duels whose worker lost the lease on their last allowed attempt."""
-    failed = [duel for duel in _expired_duels(exhausted=True) if duel_fail_exhausted(duel=duel)]
-    for duel in failed:
-        logger.warning(
-            "duel %d failed: %d attempts, each lost its lease",
-            duel.pk,
-            settings.ARENA_DUEL_MAX_ATTEMPTS,
-        )
-    return bool(failed)
-
-
-def resend_queued_duels() -> bool:
-    """Send again the duels of running tournaments that sat queued past their re-send
-    time: their queue message may have been lost (a broker restarted without its data)."""
-    due = Duel.objects.resend_due().order_by("resend_at")[:BATCH]
-    resent = [duel for duel in due if duel_resend(duel=duel)]
-    for duel in resent:
-        logger.info("duel %d sent to the workers again (re-send %d)", duel.pk, duel.resends + 1)
-    return bool(resent)
+def recover_jobs() -> bool:
+    """The watchdog's pass (``core.jobs.jobs_recover``): duels and evaluations whose worker
+    died queued again or failed, those whose queue message was lost sent again."""
+    return jobs_recover()
 
 
 def drop_finished_live_events() -> bool:
@@ -141,27 +95,6 @@ def drop_finished_live_events() -> bool:
     if deleted:
         logger.info("%d batches of live events of finished duels deleted", deleted)
     return bool(deleted)
-
-
-def recover_expired_evaluations() -> bool:
-    """Evaluations of score competitions whose worker died or stalled: queued again,
-    failed after the last attempt."""
-    expired = Evaluation.objects.lease_expired().order_by("lease_expires_at")[:BATCH]
-    did_work = False
-    for evaluation in expired:
-        if evaluation_requeue_expired(evaluation=evaluation):
-            logger.info("evaluation %d queued again: its worker's lease expired", evaluation.pk)
-            did_work = True
-        elif evaluation_fail_exhausted(evaluation=evaluation):
-            logger.warning("evaluation %d failed: every attempt lost its lease", evaluation.pk)
-            did_work = True
-    return did_work
-
-
-def resend_queued_evaluations() -> bool:
-    """Send again the evaluations that sat queued past their re-send time."""
-    due = Evaluation.objects.resend_due().order_by("resend_at")[:BATCH]
-    return bool([evaluation for evaluation in due if evaluation_resend(evaluation=evaluation)])
 
 
 def _recover_expired(step: str) -> bool:
@@ -281,12 +214,8 @@ STEPS: tuple[Callable[[], bool], ...] = (
     recover_expired_validations,
     resend_queued_builds,
     resend_queued_validations,
-    requeue_expired_duels,
-    fail_exhausted_duels,
-    resend_queued_duels,
+    recover_jobs,
     drop_finished_live_events,
-    recover_expired_evaluations,
-    resend_queued_evaluations,
     withdraw_disabled_participants,
     refit_leaderboards,
     settle_tournaments,

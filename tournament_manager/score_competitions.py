@@ -1,21 +1,16 @@
-"""Score competitions: starting (and re-running) their evaluations, and keeping them going
-when a worker dies or a queue message is lost (steps of the tournament manager's pass)."""
+"""Score competitions: starting (and re-running) their evaluations, each a job
+(``core.jobs``, which keeps them going when a worker dies or a queue message is lost)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core import dispatch
 from core.errors import ArenaError
-from core.models import DuelStatus, Evaluation, ScoreCompetition
-from core.models.submissions import CompetitorKind, resend_at_default
+from core.jobs import job_retry, jobs_queue
+from core.models import Evaluation, Job, JobKind, JobStatus, ScoreCompetition
+from core.models.submissions import CompetitorKind
 from tournament_manager.selectors import latest_validated_revisions
-
-PLAY_EVALUATION = "duel_runner.tasks.play_evaluation"
 
 
 def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation]:
@@ -48,81 +43,17 @@ def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation
         )
         competition.started_at = timezone.now()
         competition.save(update_fields=["started_at"])
-        for evaluation in evaluations:
-            dispatch.start(PLAY_EVALUATION, evaluation_id=evaluation.pk)
+        jobs_queue(JobKind.EVALUATION, [evaluation.pk for evaluation in evaluations])
     return evaluations
 
 
 def score_competition_rerun_failed(*, competition: ScoreCompetition) -> int:
     """Queue again the evaluations of ``competition`` that failed (an infrastructure
     failure: never scored), keeping the others; returns how many."""
-    with transaction.atomic():
-        failed = list(competition.evaluations.select_for_update().filter(status=DuelStatus.FAILED))
-        Evaluation.objects.filter(pk__in=[evaluation.pk for evaluation in failed]).update(
-            status=DuelStatus.QUEUED,
-            error="",
-            ended_at=None,
-            resends=0,
-            resend_at=resend_at_default(),
-        )
-        for evaluation in failed:
-            dispatch.start(PLAY_EVALUATION, evaluation_id=evaluation.pk)
-    return len(failed)
-
-
-def evaluation_requeue_expired(*, evaluation: Evaluation) -> bool:
-    """Queue again an evaluation whose worker stopped renewing its lease (it died), and
-    start it; the worker that lost the lease can no longer record its result."""
-    with transaction.atomic():
-        requeued = (
-            Evaluation.objects.filter(
-                pk=evaluation.pk, attempts__lt=settings.ARENA_DUEL_MAX_ATTEMPTS
-            )
-            .lease_expired()
-            .update(
-                status=DuelStatus.QUEUED,
-                lease_owner="",
-                lease_expires_at=None,
-                resend_at=resend_at_default(),
-            )
-        )
-        if requeued:
-            dispatch.start(PLAY_EVALUATION, evaluation_id=evaluation.pk)
-    return bool(requeued)
-
-
-def evaluation_fail_exhausted(*, evaluation: Evaluation) -> bool:
-    """Fail an evaluation whose worker lost the lease on its last allowed attempt: an
-    infrastructure failure, never a score."""
-    failed = (
-        Evaluation.objects.filter(pk=evaluation.pk, attempts__gte=settings.ARENA_DUEL_MAX_ATTEMPTS)
-        .lease_expired()
-        .update(
-            status=DuelStatus.FAILED,
-            ended_at=timezone.now(),
-            lease_owner="",
-            lease_expires_at=None,
-            error=(
-                f"Not played: its worker stopped answering (lease expired) on each of "
-                f"{settings.ARENA_DUEL_MAX_ATTEMPTS} attempts. Check the workers, then "
-                "re-run the competition from the admin."
-            ),
-        )
+    failed = Job.objects.filter(
+        kind=JobKind.EVALUATION, evaluation__competition=competition, status=JobStatus.FAILED
     )
-    return bool(failed)
-
-
-def evaluation_resend(*, evaluation: Evaluation) -> bool:
-    """Send again the queue message of an evaluation that sat queued past its re-send
-    time (the message was lost); the next re-send waits twice as long."""
-    now = timezone.now()
-    wait = timedelta(seconds=settings.ARENA_RESEND_AFTER_SECONDS * 2 ** (evaluation.resends + 1))
     with transaction.atomic():
-        resent = (
-            Evaluation.objects.filter(pk=evaluation.pk, resends=evaluation.resends)
-            .resend_due(now)
-            .update(resends=evaluation.resends + 1, resend_at=now + wait)
-        )
-        if resent:
-            dispatch.start(PLAY_EVALUATION, evaluation_id=evaluation.pk)
-    return bool(resent)
+        retried = [job for job in failed.select_for_update() if job_retry(job)]
+        Evaluation.objects.filter(pk__in=[job.evaluation_id for job in retried]).update(error="")
+    return len(retried)

@@ -37,21 +37,24 @@ import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils import timezone
 
-from core import dispatch
 from core.errors import ArenaError
+from core.jobs import job_of, job_retry, jobs_cancel, jobs_queue
 from core.models import (
     Duel,
     DuelPlayer,
     DuelResult,
     DuelStatus,
     Environment,
+    Job,
+    JobKind,
+    JobStatus,
     OnlineSeat,
     Participant,
     Rating,
@@ -62,7 +65,6 @@ from core.models import (
     User,
 )
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
-from core.models.submissions import resend_at_default
 from core.online import online_present
 from referee.standings import (
     buchholz_scores,
@@ -85,9 +87,6 @@ SUPPORTED_FORMATS = (
     TournamentFormat.SWISS,
     TournamentFormat.LADDER,
 )
-PLAY_DUEL = "duel_runner.tasks.play_duel"
-PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
-PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
 ACTIVE = (DuelStatus.QUEUED, DuelStatus.RUNNING)
 #: The most duels a round robin of a game of more than two players schedules: every group
 #: of N among P participants is C(P, N) duels, which grows fast.
@@ -603,105 +602,32 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
 
 
 def duel_rerun(*, duel: Duel) -> bool:
-    """Queue a failed duel again (its attempts are kept) and start it. Returns whether this
-    call did: the duel must still be failed, so of two organizers clicking at once one
+    """Queue a failed duel again (with fresh attempts) and start it. Returns whether this
+    call did: its job must still be failed, so of two organizers clicking at once one
     re-runs it."""
+    job = job_of(JobKind.DUEL, duel.pk)
+    if job is None or job.status != JobStatus.FAILED:
+        return False
     with transaction.atomic():
-        updated = Duel.objects.filter(pk=duel.pk, status=DuelStatus.FAILED).update(
-            status=DuelStatus.QUEUED,
-            error="",
-            ended_at=None,
-            resends=0,
-            resend_at=resend_at_default(),
-        )
-        if not updated:
+        if not job_retry(job):
             return False
+        Duel.objects.filter(pk=duel.pk).update(error="", result="")
         if duel.tournament_id:
             Tournament.objects.filter(pk=duel.tournament_id, status=TournamentStatus.FAILED).update(
                 status=TournamentStatus.RUNNING, ended_at=None
             )
             tournament_settle(tournament=Tournament.objects.get(pk=duel.tournament_id))
-        _dispatch_duels([duel])
     return True
 
 
-def duel_requeue_expired(*, duel: Duel) -> bool:
-    """Queue again a tournament duel whose worker stopped renewing its lease, and start
-    it; returns whether this call did.
-
-    The conditional UPDATE is the claim: of several tournament managers, one re-queues
-    it. The worker that lost the lease can no longer record a result (it must hold the
-    lease to), so the duel is never recorded twice.
-    """
-    with transaction.atomic():
-        requeued = Duel.objects.filter(
-            pk=duel.pk,
-            is_validation=False,
-            status=DuelStatus.RUNNING,
-            lease_expires_at__lt=timezone.now(),
-            attempts__lt=settings.ARENA_DUEL_MAX_ATTEMPTS,
-        ).update(
-            status=DuelStatus.QUEUED,
-            lease_owner="",
-            lease_expires_at=None,
-            resend_at=resend_at_default(),
-        )
-        if not requeued:
-            return False
-        _dispatch_duels([duel])
-    return True
-
-
-def duel_resend(*, duel: Duel) -> bool:
-    """Send again the queue message of a tournament duel that sat queued past its
-    ``resend_at`` (the message was lost); the next re-send waits twice as long. Returns
-    whether this call did.
-
-    Never played twice for it: a worker must claim the duel to play it, and only the
-    lease's owner records the result. Duels are re-sent without limit, since a long
-    tournament legitimately keeps them queued for hours.
-    """
-    now = timezone.now()
-    wait = timedelta(seconds=settings.ARENA_RESEND_AFTER_SECONDS * 2 ** (duel.resends + 1))
-    with transaction.atomic():
-        resent = Duel.objects.filter(
-            pk=duel.pk, status=DuelStatus.QUEUED, resend_at__lt=now, resends=duel.resends
-        ).update(resends=duel.resends + 1, resend_at=now + wait)
-        if not resent:
-            return False
-        _dispatch_duels([duel])
-    return True
-
-
-def duel_fail_exhausted(*, duel: Duel) -> bool:
-    """Fail a tournament duel whose worker lost the lease on its last allowed attempt
-    (``ARENA_DUEL_MAX_ATTEMPTS``): an infrastructure failure, counted in its
-    tournament's failed duels, never a result. Returns whether this call did."""
-    with transaction.atomic():
-        failed = Duel.objects.filter(
-            pk=duel.pk,
-            is_validation=False,
-            status=DuelStatus.RUNNING,
-            lease_expires_at__lt=timezone.now(),
-            attempts__gte=settings.ARENA_DUEL_MAX_ATTEMPTS,
-        ).update(
-            status=DuelStatus.FAILED,
-            result="",
-            ended_at=timezone.now(),
-            lease_owner="",
-            lease_expires_at=None,
-            error=(
-                f"Not played: its worker stopped answering (lease expired) on each of "
-                f"{settings.ARENA_DUEL_MAX_ATTEMPTS} attempts. Check the workers, then "
-                "re-run it from the admin."
-            ),
-        )
-        if not failed:
-            return False
+def duel_job_failed(*, job: Job) -> None:
+    """A duel the watchdog gave up on (or whose agents no worker could prepare): an
+    infrastructure failure, counted in its tournament's failed duels, never a result."""
+    duel = Duel.objects.get(pk=job.duel_id)
+    Duel.objects.filter(pk=duel.pk).update(result="")
+    if duel.tournament_id is not None:
         duel.refresh_from_db()
-        if duel.tournament_id is not None:
-            tournament_duel_finished(duel=duel)
-    return True
+        tournament_duel_finished(duel=duel)
 
 
 def tournament_duel_finished(*, duel: Duel) -> None:
@@ -746,30 +672,12 @@ def _create_duels(
 
 
 def _start(duels: Sequence[Duel]) -> None:
-    _dispatch_duels(duels)
-
-
-def _dispatch_duels(duels: Sequence[Duel]) -> None:
-    """Send each duel to the task that plays it: an online agent's where its seat bus is
-    reached, an LLM player's on the ``online`` queue's threads (it mostly waits on its
-    server), any other on the ``duels`` queue."""
-    chosen = Duel.objects.filter(pk__in=[duel.pk for duel in duels])
-    online = set(chosen.with_online_seat().values_list("pk", flat=True))
-    llm = set(chosen.with_llm_seat().values_list("pk", flat=True))
-    for duel in sorted(duels, key=lambda duel: duel.pk):
-        if duel.pk in online:
-            task = PLAY_ONLINE_DUEL
-        elif duel.pk in llm:
-            task = PLAY_LLM_DUEL
-        else:
-            task = PLAY_DUEL
-        dispatch.start(task, duel_id=duel.pk)
+    """Queue each duel's job; its task starts after the commit."""
+    jobs_queue(JobKind.DUEL, [duel.pk for duel in duels])
 
 
 def _cancel_queued_duels(duels: QuerySet[Duel], why: str) -> int:
-    return duels.filter(status=DuelStatus.QUEUED).update(
-        status=DuelStatus.CANCELLED, ended_at=timezone.now(), error=f"Not played: {why}."
-    )
+    return jobs_cancel(Job.objects.filter(duel__in=duels), why=f"Not played: {why}.")
 
 
 # --- progress and standings --------------------------------------------------------------

@@ -156,6 +156,7 @@ def _duels() -> QuerySet[Duel]:
         "revision_1__competitor__owner",
         "revision_2__competitor__environment",
         "revision_2__competitor__owner",
+        "job",
     )
 
 

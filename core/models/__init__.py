@@ -13,6 +13,7 @@ from core.models.competitions import (
     TournamentFormat,
     TournamentStatus,
 )
+from core.models.jobs import Job, JobKind, JobStatus
 from core.models.llm import LLMPlayer, MatchConversation
 from core.models.online import OnlineSeat
 from core.models.ratings import LeaderboardEntry, Rating, RatingChange
@@ -37,6 +38,9 @@ __all__ = [
     "Environment",
     "Evaluation",
     "InviteCode",
+    "Job",
+    "JobKind",
+    "JobStatus",
     "LLMPlayer",
     "LeaderboardEntry",
     "LiveEvent",

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -9,7 +8,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from core.models.submissions import Competitor, Environment, Revision, resend_at_default
+from core.models.submissions import Competitor, Environment, Revision
 
 
 class TournamentFormat(models.TextChoices):
@@ -159,15 +158,6 @@ MAX_PLAYERS = 6
 
 
 class DuelQuerySet(models.QuerySet["Duel"]):
-    def resend_due(self, now: datetime | None = None) -> DuelQuerySet:
-        """Queued duels of running tournaments past their re-send time."""
-        return self.filter(
-            is_validation=False,
-            status=DuelStatus.QUEUED,
-            resend_at__lt=now or timezone.now(),
-            tournament__status=TournamentStatus.RUNNING,
-        )
-
     def with_online_seat(self) -> DuelQuerySet:
         """Duels in which an online agent or a human plays (refereed where the seat bus
         reaches)."""
@@ -193,13 +183,6 @@ class DuelQuerySet(models.QuerySet["Duel"]):
             | Q(revision_2__competitor__kind="llm")
             | Q(more_players__revision__competitor__kind="llm")
         ).distinct()
-
-    def claimable(self, now: datetime | None = None) -> DuelQuerySet:
-        """Queued duels, and running ones whose worker lost its lease."""
-        now = now or timezone.now()
-        return self.filter(
-            Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
-        )
 
 
 #: What a duel keeps of each player besides its revision: ``player_1_wins`` ... on the duel
@@ -240,16 +223,11 @@ class Duel(models.Model):
     num_matches = models.PositiveIntegerField()
     seed = models.BigIntegerField()
 
+    #: A copy of its job's status (``core.jobs``), which pages and standings filter on; a
+    #: validation duel, stored by its revision's validation, has no job of its own.
     status = models.CharField(max_length=16, choices=DuelStatus.choices, default=DuelStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    lease_owner = models.CharField(max_length=120, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     #: The worker (``host:pid``) that recorded its outcome: which machine played it.
     played_by = models.CharField(max_length=120, blank=True)
-    #: Times its queue message was sent again because it sat queued (the message was lost).
-    resends = models.PositiveIntegerField(default=0)
-    #: When the tournament manager sends its queue message again if it is still queued.
-    resend_at = models.DateTimeField(null=True, blank=True, default=resend_at_default)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -273,7 +251,7 @@ class Duel(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "lease_expires_at"])]
+        indexes = [models.Index(fields=["status"])]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=DuelStatus.values), name="duel_status_valid"

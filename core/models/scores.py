@@ -4,17 +4,15 @@ episodes and ranked by mean return (``referee.evaluation``, ``referee.scores``).
 from __future__ import annotations
 
 import random
-from datetime import datetime
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
 
 from core.models.competitions import DuelStatus
-from core.models.submissions import Environment, Revision, resend_at_default
+from core.models.submissions import Environment, Revision
 from referee.scores import episode_seeds
 
 #: Episodes per agent at most: an evaluation is one task, within ARENA_DUEL_TIMEOUT_SECONDS.
@@ -72,31 +70,10 @@ class ScoreCompetition(models.Model):
         return episode_seeds(self.seed, self.episodes)
 
 
-class EvaluationQuerySet(models.QuerySet["Evaluation"]):
-    def claimable(self, now: datetime | None = None) -> EvaluationQuerySet:
-        """Queued evaluations, and running ones whose worker lost its lease."""
-        now = now or timezone.now()
-        return self.filter(
-            Q(status=DuelStatus.QUEUED) | Q(status=DuelStatus.RUNNING, lease_expires_at__lt=now)
-        )
-
-    def lease_expired(self, now: datetime | None = None) -> EvaluationQuerySet:
-        return self.filter(
-            is_validation=False,
-            status=DuelStatus.RUNNING,
-            lease_expires_at__lt=now or timezone.now(),
-        )
-
-    def resend_due(self, now: datetime | None = None) -> EvaluationQuerySet:
-        return self.filter(
-            is_validation=False, status=DuelStatus.QUEUED, resend_at__lt=now or timezone.now()
-        )
-
-
 class Evaluation(models.Model):
     """One revision playing a list of seeded episodes, alone: for a score competition, or
     (``is_validation``, no competition) to validate a one-player upload. Claimed with a
-    lease and recorded only by the lease's owner, as duels are."""
+    lease and recorded only by the lease's owner, as duels are (``core.jobs``)."""
 
     competition = models.ForeignKey(
         ScoreCompetition,
@@ -109,13 +86,9 @@ class Evaluation(models.Model):
     is_validation = models.BooleanField(default=False)
     seeds = models.JSONField(default=list)
 
+    #: A copy of its job's status (``core.jobs``); a validation's evaluation has no job.
     status = models.CharField(max_length=16, choices=DuelStatus.choices, default=DuelStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    lease_owner = models.CharField(max_length=120, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     played_by = models.CharField(max_length=120, blank=True)
-    resends = models.PositiveIntegerField(default=0)
-    resend_at = models.DateTimeField(null=True, blank=True, default=resend_at_default)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -133,11 +106,9 @@ class Evaluation(models.Model):
     episodes = models.JSONField(default=list)
     log = models.TextField(blank=True)
 
-    objects = EvaluationQuerySet.as_manager()
-
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "lease_expires_at"])]
+        indexes = [models.Index(fields=["status"])]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=DuelStatus.values), name="evaluation_status_valid"

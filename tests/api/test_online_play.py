@@ -88,7 +88,12 @@ def _assert_played_rated_and_replayed(duels: int) -> None:
     wait_for(lambda: played.count() >= duels, timeout=30, what="the duels to be stored")
     for duel in played:
         assert duel.error == ""  # a well-behaved online agent is charged nothing
-    assert RatingChange.objects.filter(rating__competitor=online).exists()
+    # Rated by its tournament right after it is stored, in the next transaction.
+    wait_for(
+        lambda: RatingChange.objects.filter(rating__competitor=online).exists(),
+        timeout=30,
+        what="the duels to be rated",
+    )
     match = Match.objects.filter(duel__in=played).first()
     assert match is not None and match.steps > 0
     browser = Client()

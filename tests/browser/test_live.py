@@ -13,8 +13,9 @@ import pytest
 from django.db import connection
 from playwright.sync_api import Page, expect
 
-from core.models import Duel, DuelStatus, LiveEvent
+from core.models import DuelStatus, LiveEvent
 from duel_runner.services import duel_play
+from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -42,7 +43,7 @@ def test_it_shows_the_board_changing_while_played_then_links_the_replay(
     rando = upload_validated(
         owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
     )
-    duel = Duel.objects.create(revision_1=slow, revision_2=rando, num_matches=2, seed=4)
+    duel = queued_duel(revision_1=slow, revision_2=rando, num_matches=2, seed=4)
 
     page.goto(f"{gateway.url}/duels/{duel.pk}/")
     live = page.locator("#live")

@@ -23,7 +23,7 @@ from builder.revision_image import (
 )
 from builder.services import instance_label, revision_images_prune
 from core.local_builds import revision_host_lock
-from core.models import Competitor, Duel, DuelStatus, Environment, Revision, StepStatus
+from core.models import Competitor, DuelStatus, Environment, Revision, StepStatus
 from core.services import revision_create
 from core.uploads import UploadRejected
 from duel_runner.services import duel_play, revision_agent_source, sandbox_backend_close
@@ -31,6 +31,7 @@ from sandboxes import docker_engine
 from sandboxes.base import EntryKind
 from sandboxes.docker import container_command
 from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError
+from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.docker import docker_base_image, leftover_containers
 
@@ -271,7 +272,7 @@ def test_a_host_without_the_image_makes_the_same_one_itself_before_a_duel(settin
     docker_engine.image_remove(revision.image)
     settings.ARENA_BUILD_ROOT = tmp_path / "host-2-builds"
     settings.ARENA_WHEEL_CACHE = tmp_path / "host-2-wheels"
-    duel = Duel.objects.create(revision_1=revision, revision_2=opponent, num_matches=2, seed=5)
+    duel = queued_duel(revision_1=revision, revision_2=opponent, num_matches=2, seed=5)
 
     duel_play(duel_id=duel.pk)
 

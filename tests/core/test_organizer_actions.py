@@ -13,7 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core import dispatch
-from core.models import DuelStatus, StepStatus, TournamentStatus
+from core.models import DuelStatus, Job, StepStatus, TournamentStatus
 from core.services import revision_rebuild, revision_revalidate
 from tests.factories import ParticipantFactory, RevisionFactory, TournamentFactory
 from tournament_manager.services import duel_rerun, tournament_cancel, tournament_launch
@@ -103,6 +103,7 @@ def test_two_organizers_rerunning_a_duel_at_once_rerun_it_once(started):
     tournament = tournament_launch(tournament=tournament)
     duel = tournament.duels.get()
     tournament.duels.update(status=DuelStatus.FAILED, error="lost")
+    Job.objects.filter(duel__tournament=tournament).update(status=DuelStatus.FAILED)
     started.clear()
 
     outcomes = twice_at_once(lambda: duel_rerun(duel=duel))

@@ -101,12 +101,12 @@ def test_it_plays_a_killed_workers_duel_again_once(celery_workers):
     )
     duel.refresh_from_db()
     tournament.refresh_from_db()
-    assert duel.attempts == 2
+    assert duel.job.attempts == 2
     assert duel.matches.count() == 300
     # Rated once per match, by the worker that finished it: both players, 300 matches.
     assert RatingChange.objects.filter(duel=duel).count() == 2 * 300
     assert RatingChange.objects.filter(duel=duel).values("match").distinct().count() == 300
-    assert duel.lease_owner == ""
+    assert duel.job.lease_owner == ""
     assert tournament.status == TournamentStatus.COMPLETED
     assert (tournament.duels_done, tournament.duels_failed) == (1, 0)
     assert "second@" in celery_workers.log("second")
@@ -169,8 +169,8 @@ def test_it_plays_a_killed_workers_evaluation_again_once(celery_workers):
         what="the second worker to play the evaluation again",
     )
     evaluation.refresh_from_db()
-    assert evaluation.attempts == 2
+    assert evaluation.job.attempts == 2
     assert len(evaluation.episodes) == evaluation.episodes_played == 150
     assert evaluation.mean_return == 500.0
     assert evaluation.played_by and "second@" in celery_workers.log("second")
-    assert evaluation.lease_owner == ""
+    assert evaluation.job.lease_owner == ""

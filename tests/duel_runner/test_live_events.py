@@ -8,8 +8,9 @@ import json
 import pytest
 from django.db.models.signals import post_save
 
-from core.models import Duel, DuelStatus, LiveEvent
+from core.models import DuelStatus, LiveEvent
 from duel_runner.services import duel_play
+from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.live import assert_told_as_recorded
 
@@ -21,7 +22,7 @@ def test_it_stores_every_step_while_playing_and_drops_them_once_recorded(setting
     owner = make_user()
     minimax = upload(owner, "connect_four", "minimax", PLAYERS / "connect_four" / "minimax.py")
     rando = upload(owner, "connect_four", "rando", PLAYERS / "connect_four" / "random_player.py")
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=3)
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=3)
     LiveEvent.objects.create(duel=duel, lines='{"type":"match","match":0,"seed":1}')  # stale
     stored: list[LiveEvent] = []
 

@@ -13,7 +13,7 @@ from core.models import Duel, DuelStatus, MatchConversation
 from core.models.llm import SUMMARY_COUNTERS
 from duel_runner.services import duel_play
 from llm.local_server import LocalLLMServer, Reply, rule_based
-from tests.factories import LLMPlayerFactory
+from tests.factories import LLMPlayerFactory, queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -36,7 +36,7 @@ def llm_vs_random(server: LocalLLMServer, **player: object) -> Duel:
         base_url=server.url,
         **player,
     )
-    return Duel.objects.create(
+    return queued_duel(
         revision_1=llm.competitor.revisions.get(), revision_2=rando, num_matches=2, seed=7
     )
 

@@ -18,10 +18,11 @@ import pytest
 from django.db import connection
 
 from core.local_builds import LocalBuildFailed, revision_host_lock, revisions_built_here
-from core.models import Duel, DuelStatus, RatingChange, Revision, StepStatus, UploadContent
+from core.models import DuelStatus, RatingChange, Revision, StepStatus, UploadContent
 from core.services import revision_revalidate
 from duel_runner.services import RETRY_SECONDS, duel_play
 from duel_runner.validation import revision_validate
+from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -46,14 +47,14 @@ def damage(revision: Revision) -> None:
 
 def test_it_builds_a_revision_built_elsewhere_before_playing_it(another_host, caplog):
     minimax, rando = another_host
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=4, seed=3)
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=4, seed=3)
 
     with caplog.at_level(logging.INFO, logger="duel_runner.services"):
         assert duel_play(duel_id=duel.pk) is None
 
     duel.refresh_from_db()
     assert duel.status == DuelStatus.SUCCEEDED, duel.error
-    assert duel.matches.count() == 4 and duel.attempts == 1
+    assert duel.matches.count() == 4 and duel.job.attempts == 1
     assert duel.played_by and ":" in duel.played_by
     assert minimax.build_dir.is_dir() and rando.build_dir.is_dir()
     assert (minimax.build_dir / "main.py").read_bytes() == (
@@ -141,19 +142,19 @@ def test_a_duel_whose_agent_cannot_be_built_here_goes_back_then_fails_unscored(
 ):
     minimax, rando = another_host
     damage(rando)
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
 
     assert duel_play(duel_id=duel.pk) == RETRY_SECONDS
 
     duel.refresh_from_db()
-    assert (duel.status, duel.attempts, duel.lease_owner) == (DuelStatus.QUEUED, 1, "")
-    assert "Attempt 1 could not start its agents" in duel.error
-    assert "could not be built on this host" in duel.error and "damaged" in duel.error
+    assert (duel.status, duel.job.attempts, duel.job.lease_owner) == (DuelStatus.QUEUED, 1, "")
+    assert "Attempt 1 could not start" in duel.job.error
+    assert "could not be built on this host" in duel.job.error and "damaged" in duel.job.error
     for _ in range(settings.ARENA_DUEL_MAX_ATTEMPTS - 1):
         duel_play(duel_id=duel.pk)
     duel.refresh_from_db()
     assert duel.status == DuelStatus.FAILED and duel.result == ""
-    assert duel.attempts == settings.ARENA_DUEL_MAX_ATTEMPTS
+    assert duel.job.attempts == settings.ARENA_DUEL_MAX_ATTEMPTS
     assert "not the agents' fault" in duel.error
     assert duel.matches.count() == 0 and not RatingChange.objects.filter(duel=duel).exists()
     assert duel.player_1_errors == duel.player_2_errors == 0

@@ -9,11 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core.models import Duel, DuelStatus, Evaluation, ScoreCompetition, StepStatus
-from duel_runner.evaluations import evaluation_claim, evaluation_play, evaluation_record_result
+from core.jobs import job_claim, jobs_recover
+from core.models import Duel, DuelStatus, Evaluation, Job, JobKind, ScoreCompetition, StepStatus
+from duel_runner.evaluations import evaluation_play, evaluation_record_result
 from referee.evaluation import EvaluationResult
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
-from tournament_manager.daemon import recover_expired_evaluations
 from tournament_manager.score_competitions import score_competition_start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -152,20 +152,21 @@ def test_it_plays_an_evaluation_again_when_its_worker_died_and_counts_it_once():
     evaluation = Evaluation.objects.create(
         competition=cup, revision=agents["rando"], seeds=cup.seeds
     )
-    evaluation_claim(evaluation_id=evaluation.pk, worker="killed")
-    Evaluation.objects.filter(pk=evaluation.pk).update(
-        lease_expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    Job.objects.create(kind=JobKind.EVALUATION, evaluation=evaluation)
+    killed = job_claim(JobKind.EVALUATION, evaluation.pk, worker="killed")
+    Job.objects.filter(pk=killed.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
-    assert recover_expired_evaluations()  # queued again, and played (eagerly)
+    assert jobs_recover()  # queued again, and played (eagerly)
 
     evaluation.refresh_from_db()
-    assert evaluation.status == DuelStatus.SUCCEEDED and evaluation.attempts == 2
+    assert evaluation.status == DuelStatus.SUCCEEDED and evaluation.job.attempts == 2
     late = EvaluationResult(environment="cartpole", agent="x", seeds=cup.seeds)
-    assert not evaluation_record_result(evaluation=evaluation, result=late, worker="killed")
+    assert not evaluation_record_result(
+        job=killed, evaluation=evaluation, result=late, worker="killed"
+    )
     assert evaluation_play(evaluation_id=evaluation.pk) is None  # finished: not played again
     evaluation.refresh_from_db()
-    assert evaluation.attempts == 2 and len(evaluation.episodes) == 2
+    assert evaluation.job.attempts == 2 and len(evaluation.episodes) == 2
 
 
 def test_it_refuses_a_tournament_of_a_one_player_game():

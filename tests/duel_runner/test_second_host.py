@@ -175,7 +175,7 @@ def test_a_second_host_takes_duels_from_the_same_queue(two_hosts, second_engine,
     by_host = {host_of(duel) for duel in duels}
     assert by_host == {"arena-host-1", "arena-host-2"}, [d.played_by for d in duels]
     for duel in duels:  # each played once, and counted once
-        assert duel.status == DuelStatus.SUCCEEDED and duel.attempts == 1
+        assert duel.status == DuelStatus.SUCCEEDED and duel.job.attempts == 1
         assert duel.matches.count() == MATCHES
         assert RatingChange.objects.filter(duel=duel).count() == 2 * MATCHES
     standings = tournament.participants.all()

@@ -6,17 +6,17 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.jobs import job_claim, job_heartbeat
 from core.leases import worker_name
-from core.models import Duel, DuelStatus
+from core.models import Duel, DuelStatus, Job, JobKind
 from duel_runner.services import (
-    duel_claim,
-    duel_heartbeat,
     duel_play,
     duel_record_result,
     revision_agent_source,
     sandbox_backend,
 )
 from referee.duel import run_duel
+from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -41,24 +41,25 @@ def test_it_keeps_the_validation_duel_with_replayable_matches():
 
 def test_it_plays_a_stored_duel_and_records_every_match():
     minimax, rando = two_revisions()
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=4, seed=12)
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=4, seed=12)
 
     duel_play(duel_id=duel.pk)
 
     duel.refresh_from_db()
-    assert duel.status == DuelStatus.SUCCEEDED and duel.attempts == 1
+    assert duel.status == DuelStatus.SUCCEEDED and duel.job.attempts == 1
+    assert duel.job.status == DuelStatus.SUCCEEDED
     assert duel.result == "PLAYER_1_WIN" and duel.player_1_wins == 4
     assert [m.first_player for m in duel.matches.order_by("index")] == [1, 2, 1, 2]
-    assert duel.lease_owner == "" and duel.ended_at is not None
+    assert duel.job.lease_owner == "" and duel.ended_at is not None
     assert duel.played_by == worker_name()  # kept: which machine played it
 
 
 def test_it_lets_only_one_worker_claim_a_duel():
     minimax, rando = two_revisions()
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
 
-    first = duel_claim(duel_id=duel.pk, worker="one")
-    second = duel_claim(duel_id=duel.pk, worker="two")
+    first = job_claim(JobKind.DUEL, duel.pk, worker="one")
+    second = job_claim(JobKind.DUEL, duel.pk, worker="two")
 
     assert first is not None and first.lease_owner == "one"
     assert second is None
@@ -66,35 +67,35 @@ def test_it_lets_only_one_worker_claim_a_duel():
 
 def test_it_hands_over_a_duel_whose_lease_expired():
     minimax, rando = two_revisions()
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    duel_claim(duel_id=duel.pk, worker="lost")
-    Duel.objects.filter(pk=duel.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    job_claim(JobKind.DUEL, duel.pk, worker="lost")
+    Job.objects.filter(duel=duel).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
     duel_play(duel_id=duel.pk)
 
     duel.refresh_from_db()
     assert duel.status == DuelStatus.SUCCEEDED
-    assert duel.attempts == 2
+    assert duel.job.attempts == 2
     assert duel.matches.count() == 2
 
 
 def test_it_waits_for_a_live_lease_held_by_another_worker():
     minimax, rando = two_revisions()
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    duel_claim(duel_id=duel.pk, worker="busy-elsewhere")
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    job_claim(JobKind.DUEL, duel.pk, worker="busy-elsewhere")
 
     wait = duel_play(duel_id=duel.pk)
 
     duel.refresh_from_db()
     assert wait is not None and 1 <= wait <= 61
-    assert duel.lease_owner == "busy-elsewhere" and duel.matches.count() == 0
+    assert duel.job.lease_owner == "busy-elsewhere" and duel.matches.count() == 0
 
 
 def test_it_drops_the_result_of_a_worker_that_lost_its_lease():
     minimax, rando = two_revisions()
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    claimed = duel_claim(duel_id=duel.pk, worker="stalled")
-    Duel.objects.filter(pk=duel.pk).update(lease_owner="took-over")
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    claimed = job_claim(JobKind.DUEL, duel.pk, worker="stalled")
+    Job.objects.filter(duel=duel).update(lease_owner="took-over")
     result = run_duel(
         "connect_four",
         (revision_agent_source(minimax), revision_agent_source(rando)),
@@ -102,7 +103,7 @@ def test_it_drops_the_result_of_a_worker_that_lost_its_lease():
         matches=2,
     )
 
-    assert duel_record_result(duel=claimed, result=result, worker="stalled") is False
+    assert duel_record_result(job=claimed, duel=duel, result=result, worker="stalled") is False
     duel.refresh_from_db()
     assert duel.status == DuelStatus.RUNNING and duel.matches.count() == 0
 
@@ -110,13 +111,12 @@ def test_it_drops_the_result_of_a_worker_that_lost_its_lease():
 def test_it_keeps_renewing_the_lease_while_a_duel_runs(settings):
     settings.ARENA_DUEL_LEASE_SECONDS = 0.3
     minimax, rando = two_revisions()
-    duel = Duel.objects.create(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    claimed = duel_claim(duel_id=duel.pk, worker="me")
+    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    claimed = job_claim(JobKind.DUEL, duel.pk, worker="me")
     first_expiry = claimed.lease_expires_at
 
-    with duel_heartbeat(duel_id=duel.pk, worker="me"):
+    with job_heartbeat(claimed, worker="me"):
         time.sleep(0.5)  # longer than the lease: only the renewals keep it
-        duel.refresh_from_db()
+        claimed.refresh_from_db()
 
-    assert duel.lease_expires_at > first_expiry
-    assert duel.lease_expires_at > timezone.now() - timedelta(seconds=0.3)
+    assert claimed.lease_expires_at > first_expiry

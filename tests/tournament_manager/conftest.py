@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import dispatch
-from core.models import Duel, DuelResult, DuelStatus, Tournament, TournamentFormat
+from core.models import Duel, DuelResult, DuelStatus, Job, Tournament, TournamentFormat
 from tests.factories import ParticipantFactory, TournamentFactory
 from tournament_manager.services import tournament_duel_finished
 
@@ -72,16 +72,17 @@ def finish() -> Finish:
                 result, (1, 1)
             )
         now = timezone.now()
+        status = DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED
+        times = {"started_at": now - timedelta(seconds=60), "ended_at": now}
         Duel.objects.filter(pk=duel.pk).update(
-            status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
+            status=status,
             result="" if failed else result,
             player_1_score=0 if failed else scores[0],
             player_2_score=0 if failed else scores[1],
             error="lost" if failed else "",
-            attempts=1,
-            started_at=now - timedelta(seconds=60),
-            ended_at=now,
+            **times,
         )
+        Job.objects.filter(duel=duel).update(status=status, attempts=1, resend_at=None, **times)
         duel.refresh_from_db()
         tournament_duel_finished(duel=duel)
         return duel

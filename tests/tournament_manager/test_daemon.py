@@ -14,7 +14,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.models import Duel, DuelResult, DuelStatus, Tournament, TournamentFormat, TournamentStatus
+from core.models import (
+    Duel,
+    DuelResult,
+    DuelStatus,
+    Job,
+    Tournament,
+    TournamentFormat,
+    TournamentStatus,
+)
 from tests.factories import CompetitorFactory, EnvironmentFactory, RevisionFactory
 from tournament_manager import daemon
 from tournament_manager.daemon import run_once
@@ -33,24 +41,26 @@ def scheduled(tournament: Tournament, *, seconds_from_now: float = -1) -> Tourna
 
 def expire(duel: Duel, *, attempts: int) -> None:
     """What a worker that died mid-duel leaves: running, with a lease nobody renews."""
-    Duel.objects.filter(pk=duel.pk).update(
+    started = timezone.now() - timedelta(minutes=2)
+    Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.RUNNING, started_at=started)
+    Job.objects.filter(duel=duel).update(
         status=DuelStatus.RUNNING,
         attempts=attempts,
         lease_owner="dead-host:123",
         lease_expires_at=timezone.now() - timedelta(seconds=1),
-        started_at=timezone.now() - timedelta(minutes=2),
+        resend_at=None,
+        started_at=started,
     )
 
 
 def played_on_paper(duels: QuerySet[Duel]) -> None:
     """Results stored the way a worker does, without telling the tournament."""
+    times = {"started_at": timezone.now() - timedelta(seconds=30), "ended_at": timezone.now()}
+    Job.objects.filter(duel__in=duels).update(
+        status=DuelStatus.SUCCEEDED, attempts=1, resend_at=None, **times
+    )
     duels.update(
-        status=DuelStatus.SUCCEEDED,
-        result=DuelResult.PLAYER_1_WIN,
-        player_1_score=2,
-        attempts=1,
-        started_at=timezone.now() - timedelta(seconds=30),
-        ended_at=timezone.now(),
+        status=DuelStatus.SUCCEEDED, result=DuelResult.PLAYER_1_WIN, player_1_score=2, **times
     )
 
 
@@ -102,7 +112,13 @@ def test_it_queues_again_a_duel_whose_lease_expired(make_tournament, dispatched)
     assert run_once()
 
     duel.refresh_from_db()
-    assert (duel.status, duel.lease_owner, duel.lease_expires_at) == (DuelStatus.QUEUED, "", None)
+    job = duel.job
+    assert (duel.status, job.status, job.lease_owner, job.lease_expires_at) == (
+        DuelStatus.QUEUED,
+        DuelStatus.QUEUED,
+        "",
+        None,
+    )
     assert dispatched == [duel.pk]
     assert not run_once()
     assert dispatched == [duel.pk]
@@ -112,7 +128,7 @@ def test_it_leaves_a_duel_whose_lease_is_renewed(make_tournament, dispatched):
     tournament = tournament_launch(tournament=make_tournament(2))
     duel = tournament.duels.get()
     expire(duel, attempts=1)
-    Duel.objects.filter(pk=duel.pk).update(lease_expires_at=timezone.now() + timedelta(minutes=1))
+    Job.objects.filter(duel=duel).update(lease_expires_at=timezone.now() + timedelta(minutes=1))
     dispatched.clear()
 
     assert not run_once()

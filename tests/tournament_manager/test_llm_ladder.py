@@ -14,9 +14,12 @@ from django.utils.html import escape
 
 from core import dispatch
 from core.celery import app
+from core.jobs import jobs_queue
 from core.models import (
     DuelStatus,
     Environment,
+    Job,
+    JobKind,
     MatchConversation,
     Rating,
     TournamentFormat,
@@ -26,7 +29,6 @@ from tests.factories import DuelFactory, LLMPlayerFactory
 from tests.pipeline import pipeline  # noqa: F401
 from tournament_manager.daemon import run_once
 from tournament_manager.services import (
-    _dispatch_duels,
     tournament_create,
     tournament_launch,
     tournament_stop,
@@ -49,7 +51,9 @@ def test_it_sends_duels_with_an_llm_seat_to_the_online_queue(sent):
     llm = LLMPlayerFactory(competitor__environment=environment).competitor.revisions.get()
     with_llm = DuelFactory(tournament=hosted.tournament, revision_1=llm)
 
-    _dispatch_duels([hosted, with_llm])
+    Job.objects.filter(duel__in=[hosted, with_llm]).delete()  # the factory's
+
+    jobs_queue(JobKind.DUEL, [hosted.pk, with_llm.pk])
 
     assert sent == [
         ("duel_runner.tasks.play_duel", hosted.pk),

@@ -89,7 +89,7 @@ def test_the_manager_and_a_worker_play_a_scheduled_swiss_tournament(celery_worke
     duels = list(tournament.duels.order_by("round"))
     assert [duel.round for duel in duels] == [1, 2, 3]
     assert len({frozenset((d.revision_1_id, d.revision_2_id)) for d in duels}) == 3
-    assert all(duel.attempts == 1 and duel.matches.count() == 4 for duel in duels)
+    assert all(duel.job.attempts == 1 and duel.matches.count() == 4 for duel in duels)
     standings = list(tournament.participants.order_by("rank"))
     assert [p.byes for p in standings] == [1, 1, 1]
     assert sum(p.points for p in standings) == 3 * 2 + 3 * 2
@@ -147,7 +147,7 @@ def test_the_manager_recovers_a_round_robin_when_its_worker_is_killed(celery_wor
     duels = list(tournament.duels.all())
     assert len(duels) == 3
     assert all(duel.status == "succeeded" and duel.matches.count() == 120 for duel in duels)
-    assert max(duel.attempts for duel in duels) == 2
+    assert max(duel.job.attempts for duel in duels) == 2
     assert (tournament.duels_done, tournament.duels_failed) == (3, 0)
     # Each match rated once (two players each), the lost attempt's never.
     assert RatingChange.objects.filter(duel__in=duels).count() == 2 * 3 * 120

@@ -108,4 +108,4 @@ def test_a_validation_killed_midway_is_validated_again_once(celery_workers):
     assert (revision.build_attempts, revision.validation_attempts) == (1, 2)
     # The killed worker stored nothing: one validation duel, the second worker's.
     duels = Duel.objects.filter(is_validation=True, revision_1=revision)
-    assert [duel.attempts for duel in duels] == [1]
+    assert duels.count() == 1

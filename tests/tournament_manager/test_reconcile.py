@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core import dispatch
 from core.leases import worker_name
-from core.models import Duel, DuelStatus, LiveEvent, Revision, StepStatus
+from core.models import DuelStatus, Job, LiveEvent, Revision, StepStatus, TournamentStatus
 from core.services import revision_step_begin, revision_step_finish
 from tests.factories import DuelFactory, RevisionFactory
 from tournament_manager.daemon import run_once
@@ -209,14 +209,52 @@ def test_it_sends_a_duel_queued_too_long_again(make_tournament, sent):
     tournament = tournament_launch(tournament=make_tournament(2))
     duel = tournament.duels.get()
     sent.clear()
-    Duel.objects.filter(pk=duel.pk).update(resend_at=ago(1))
+    Job.objects.filter(duel=duel).update(resend_at=ago(1))
 
     assert run_once()
 
     duel.refresh_from_db()
     assert sent == [(PLAY, duel.pk)]
-    assert (duel.status, duel.resends) == (DuelStatus.QUEUED, 1)
+    assert (duel.status, duel.job.resends) == (DuelStatus.QUEUED, 1)
     assert not run_once()
+
+
+def test_it_fails_a_duel_no_worker_took_up_after_the_last_resend(make_tournament, settings, sent):
+    settings.ARENA_MAX_RESENDS = 2
+    tournament = tournament_launch(tournament=make_tournament(2))
+    duel = tournament.duels.get()
+    sent.clear()
+    Job.objects.filter(duel=duel).update(resend_at=ago(1), resends=2)
+
+    assert run_once()
+
+    duel.refresh_from_db()
+    tournament.refresh_from_db()
+    assert (duel.status, duel.job.status) == (DuelStatus.FAILED, DuelStatus.FAILED)
+    assert "No worker took it up" in duel.error and "3 times" in duel.error
+    assert sent == []
+    assert (tournament.status, tournament.duels_failed) == (TournamentStatus.FAILED, 1)
+
+
+def test_a_duel_waiting_behind_running_ones_is_resent_without_counting_it(
+    make_tournament, settings, sent
+):
+    """Busy workers, not a lost message: a long tournament keeps duels queued for hours."""
+    settings.ARENA_MAX_RESENDS = 2
+    tournament = tournament_launch(tournament=make_tournament(3))
+    playing, *waiting = tournament.duels.order_by("pk")
+    Job.objects.filter(duel=playing).update(
+        status=DuelStatus.RUNNING, lease_owner="busy:1", lease_expires_at=ago(-60)
+    )
+    sent.clear()
+    Job.objects.filter(duel__in=waiting).update(resend_at=ago(1), resends=2)
+
+    assert run_once()
+
+    assert sorted(duel_id for _, duel_id in sent) == sorted(duel.pk for duel in waiting)
+    for duel in waiting:
+        duel.refresh_from_db()
+        assert (duel.status, duel.job.resends) == (DuelStatus.QUEUED, 2)
 
 
 def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeypatch):
@@ -246,7 +284,7 @@ def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeyp
         patched.setattr(dispatch, "start", lambda path, **ids: dispatched.append(ids["duel_id"]))
         tournament = tournament_launch(tournament=tournament)
         duel = tournament.duels.get()
-        Duel.objects.filter(pk=duel.pk).update(resend_at=ago(1))
+        Job.objects.filter(duel=duel).update(resend_at=ago(1))
         assert run_once()
     assert dispatched == [duel.pk, duel.pk]
 
@@ -254,7 +292,7 @@ def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeyp
         assert duel_play(duel_id=duel_id) is None
 
     duel.refresh_from_db()
-    assert (duel.status, duel.attempts, duel.matches.count()) == (DuelStatus.SUCCEEDED, 1, 2)
+    assert (duel.status, duel.job.attempts, duel.matches.count()) == (DuelStatus.SUCCEEDED, 1, 2)
     assert RatingChange.objects.count() == 2 * 2  # two players, once per match
 
 

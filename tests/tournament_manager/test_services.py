@@ -134,6 +134,6 @@ def test_it_reruns_a_failed_duel_and_completes_the_tournament():
         duel_rerun(duel=duel)
     tournament.refresh_from_db()
     duel.refresh_from_db()
-    assert duel.status == DuelStatus.SUCCEEDED and duel.attempts == 2
+    assert duel.status == DuelStatus.SUCCEEDED and duel.job.attempts == 1  # fresh attempts
     assert tournament.status == TournamentStatus.COMPLETED
     assert (tournament.duels_done, tournament.duels_failed) == (1, 0)

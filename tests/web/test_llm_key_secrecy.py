@@ -17,7 +17,7 @@ from django.urls import reverse
 from core.models import Competitor, Duel, DuelStatus, LLMPlayer, User
 from duel_runner.services import duel_play
 from llm.local_server import LocalLLMServer
-from tests.factories import ApiTokenFactory, OrganizerFactory, UserFactory
+from tests.factories import ApiTokenFactory, OrganizerFactory, UserFactory, queued_duel
 from tests.pipeline import PLAYERS, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -103,9 +103,7 @@ def test_the_key_goes_to_the_server_and_nowhere_else(server, caplog):
     assert {player.llm.config().api_key for player in players} == set(KEYS.values())
     rando = upload(owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py")
     duels = [
-        Duel.objects.create(
-            revision_1=player.revisions.get(), revision_2=rando, num_matches=2, seed=3
-        )
+        queued_duel(revision_1=player.revisions.get(), revision_2=rando, num_matches=2, seed=3)
         for player in players
     ]
 

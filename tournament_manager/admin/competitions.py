@@ -23,6 +23,7 @@ from core.admin.base import (
     seconds,
     status_badge,
 )
+from core.admin.jobs import job_summary
 from core.errors import ArenaError
 from core.models import (
     Duel,
@@ -499,7 +500,7 @@ class DuelAdmin(ReadOnlyAdmin):
         "status_badge",
         "result",
         "score",
-        "attempts",
+        "job_attempts",
         "errors",
         "created_at",
         "duration",
@@ -517,6 +518,7 @@ class DuelAdmin(ReadOnlyAdmin):
         "tournament",
         "revision_1__competitor__environment",
         "revision_2__competitor",
+        "job",
     )
     date_hierarchy = "created_at"
     inlines = (MorePlayersInline, MatchInline)
@@ -543,12 +545,8 @@ class DuelAdmin(ReadOnlyAdmin):
             {
                 "fields": (
                     "status_badge",
-                    "attempts",
-                    "lease_owner",
-                    "lease_expires_at",
+                    "job_link",
                     "played_by",
-                    "resends",
-                    "resend_at",
                     "created_at",
                     "started_at",
                     "ended_at",
@@ -578,6 +576,16 @@ class DuelAdmin(ReadOnlyAdmin):
         ("Logs", {"classes": ("collapse",), "fields": ("player_1_log_text", "player_2_log_text")}),
     )
     readonly_fields = tuple(field for _, options in fieldsets for field in options["fields"])
+
+    @admin.display(description="job")
+    def job_link(self, duel: Duel) -> str:
+        """Its job's status, attempts and re-sends (a validation duel was its revision's)."""
+        return job_summary(getattr(duel, "job", None))
+
+    @admin.display(description="attempts", ordering="job__attempts")
+    def job_attempts(self, duel: Duel) -> str:
+        job = getattr(duel, "job", None)
+        return EMPTY if job is None else str(job.attempts)
 
     @admin.display(description="players")
     def players(self, duel: Duel) -> str:

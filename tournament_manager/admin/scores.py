@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from core.admin.base import (
+    EMPTY,
     ArenaAdmin,
     ReadOnlyAdmin,
     admin_link,
@@ -18,6 +19,7 @@ from core.admin.base import (
     public_link,
     status_badge,
 )
+from core.admin.jobs import job_summary
 from core.errors import ArenaError
 from core.models import Environment, Evaluation, ScoreCompetition
 from tournament_manager.score_competitions import (
@@ -112,20 +114,18 @@ class EvaluationAdmin(ReadOnlyAdmin):
         "status_label",
         "mean_return",
         "faulty_episodes",
-        "attempts",
+        "job_attempts",
         "played_by",
         "ended_at",
     )
     list_filter = ("status", "is_validation", "competition")
-    list_select_related = ("competition", "revision__competitor")
+    list_select_related = ("competition", "revision__competitor", "job")
     fields = (
         "competition_link",
         "revision",
         "is_validation",
         "status_label",
-        "attempts",
-        "lease_owner",
-        "lease_expires_at",
+        "job_link",
         "played_by",
         "started_at",
         "ended_at",
@@ -139,6 +139,16 @@ class EvaluationAdmin(ReadOnlyAdmin):
         "log_text",
     )
     readonly_fields = fields
+
+    @admin.display(description="job")
+    def job_link(self, evaluation: Evaluation) -> str:
+        """Its job's status, attempts and re-sends (a validation's was its revision's)."""
+        return job_summary(getattr(evaluation, "job", None))
+
+    @admin.display(description="attempts", ordering="job__attempts")
+    def job_attempts(self, evaluation: Evaluation) -> str:
+        job = getattr(evaluation, "job", None)
+        return EMPTY if job is None else str(job.attempts)
 
     @admin.display(description="status", ordering="status")
     def status_label(self, evaluation: Evaluation) -> str:

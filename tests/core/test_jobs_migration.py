@@ -1,0 +1,131 @@
+"""The migration that moves the lifecycle of duels and evaluations into jobs, on a
+database made by the code before it: queued, running, failed and finished work of each
+kind carried over with nothing lost (status, attempts, lease, re-sends, times, error),
+validation work left to its revision, and undoing it puts every column back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BEFORE = [("core", "0020_online_presence_is_the_stream")]
+AFTER = [("core", "0022_duel_and_evaluation_lifecycle_in_jobs")]
+LIFECYCLE = ("attempts", "lease_owner", "lease_expires_at", "resends", "resend_at")
+
+
+def migrate(targets: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.fixture
+def before_jobs() -> Iterator[object]:
+    apps = migrate(BEFORE)
+    try:
+        yield apps
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+def states(now):  # type: ignore[no-untyped-def]
+    """Work in every state, as the code before stored it."""
+    return {
+        "queued": {"status": "queued", "resends": 2, "resend_at": now + timedelta(minutes=5)},
+        "running": {
+            "status": "running",
+            "attempts": 2,
+            "lease_owner": "host:12",
+            "lease_expires_at": now + timedelta(seconds=40),
+            "resend_at": None,
+            "started_at": now - timedelta(seconds=20),
+        },
+        "failed": {
+            "status": "failed",
+            "attempts": 3,
+            "resend_at": None,
+            "started_at": now - timedelta(minutes=3),
+            "ended_at": now - timedelta(minutes=1),
+            "error": "Not played: its worker stopped answering",
+        },
+        "succeeded": {
+            "status": "succeeded",
+            "attempts": 1,
+            "resend_at": None,
+            "started_at": now - timedelta(minutes=2),
+            "ended_at": now - timedelta(minutes=1),
+        },
+    }
+
+
+def test_it_carries_every_duel_and_evaluation_into_its_job_and_back(before_jobs):
+    apps = before_jobs
+    model = apps.get_model
+    now = timezone.now().replace(microsecond=0)
+    owner = model("core", "User").objects.create(email="old@example.org")
+    environment = model("core", "Environment").objects.create(
+        name="tic_tac_toe", title="Tic-tac-toe", description="", rules="", players=2,
+        matches_per_duel=10, validation_matches=2, move_time=1, time_bank=10, startup_time=15,
+        memory_mb=512, cpu_seconds=300,
+    )  # fmt: skip
+    competitor = model("core", "Competitor").objects.create(
+        owner=owner, environment=environment, name="old-bot"
+    )
+    revision = model("core", "Revision").objects.create(
+        competitor=competitor, version=1, source="x", filename="main.py", sha256="a" * 64,
+        size=1, entry_point="main.py",
+    )  # fmt: skip
+    tournament = model("core", "Tournament").objects.create(
+        environment=environment, name="Cup", matches_per_duel=2
+    )
+    work = states(now)
+    duels, evaluations = {}, {}
+    for name, fields in work.items():
+        result = {"result": "DRAW"} if name == "succeeded" else {}
+        duels[name] = model("core", "Duel").objects.create(
+            tournament=tournament, revision_1=revision, revision_2=revision, num_matches=2,
+            seed=1, **fields, **result,
+        )  # fmt: skip
+        competition = model("core", "ScoreCompetition").objects.create(
+            environment=environment, name=f"{name} cup", episodes=2, seed=5
+        )  # an evaluation per competition and revision
+        scored = {"mean_return": 1.5} if name == "succeeded" else {}
+        evaluations[name] = model("core", "Evaluation").objects.create(
+            competition=competition, revision=revision, seeds=[1, 2], **fields, **scored
+        )
+    validation_duel = model("core", "Duel").objects.create(
+        revision_1=revision, revision_2=revision, num_matches=2, seed=1, is_validation=True,
+        status="succeeded", result="DRAW", attempts=1, resend_at=None,
+    )  # fmt: skip
+
+    apps = migrate(AFTER)
+
+    Job = apps.get_model("core", "Job")
+    for kind, rows in (("duel", duels), ("evaluation", evaluations)):
+        for name, row in rows.items():
+            job = Job.objects.get(kind=kind, **{f"{kind}_id": row.pk})
+            expected = {"attempts": 0, "lease_owner": "", "lease_expires_at": None, **work[name]}
+            for field in (*LIFECYCLE, "status", "started_at", "ended_at"):
+                if field in expected:
+                    assert getattr(job, field) == expected[field], (kind, name, field)
+            assert job.error == work[name].get("error", "")
+            subject = apps.get_model("core", kind.capitalize()).objects.get(pk=row.pk)
+            assert subject.status == work[name]["status"]  # the subject keeps its copy
+    assert not Job.objects.filter(duel_id=validation_duel.pk).exists()
+    assert Job.objects.count() == 2 * len(work)
+
+    apps = migrate(BEFORE)
+
+    for kind, rows in (("duel", duels), ("evaluation", evaluations)):
+        for name, row in rows.items():
+            restored = apps.get_model("core", kind.capitalize()).objects.get(pk=row.pk)
+            for field in LIFECYCLE:
+                assert getattr(restored, field) == getattr(row, field), (kind, name, field)
