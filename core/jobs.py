@@ -30,7 +30,7 @@ from django.utils import timezone
 from core import dispatch
 from core.leases import Heartbeat
 from core.models import Duel, Evaluation
-from core.models.jobs import FINISHED, SUBJECT_FIELDS, Job, JobKind, JobStatus
+from core.models.jobs import SUBJECT_FIELDS, Job, JobKind, JobStatus
 from core.models.submissions import resend_at_default
 from core.signals import job_failed
 
@@ -270,28 +270,32 @@ def job_wait(kind: str, subject_id: int) -> float | None:
     return max(1.0, (job.lease_expires_at - timezone.now()).total_seconds() + 1)
 
 
-def job_hold(job: Job, *, worker: str) -> bool:
-    """Inside a transaction: whether ``worker`` still holds ``job``, keeping its row locked
-    until the commit so that the lease cannot be taken over meanwhile."""
-    return (
-        Job.objects.select_for_update()
-        .filter(pk=job.pk, status=JobStatus.RUNNING, lease_owner=worker)
-        .exists()
-    )
-
-
-def job_finish(job: Job, *, worker: str, succeeded: bool, error: str = "", log: str = "") -> bool:
-    """Record that ``worker`` finished ``job``, if it still holds it; returns whether."""
-    return _update(
-        job,
-        models.Q(status=JobStatus.RUNNING, lease_owner=worker),
-        JobStatus.SUCCEEDED if succeeded else JobStatus.FAILED,
-        lease_owner="",
-        lease_expires_at=None,
-        ended_at=timezone.now(),
-        error=error[:10_000],
-        log=log,
-    )
+def job_record(job: Job, *, worker: str, store: Callable[[], object]) -> bool:
+    """Record what ``worker`` did, if it still holds ``job``: ``store`` writes the
+    subject's outcome (its copy of the status and its error included) and the job ends
+    with them, in one transaction that keeps the job's row locked, so its lease cannot
+    be taken over meanwhile. A worker that lost the job records nothing: returns False."""
+    policy = _policy(job)
+    with transaction.atomic():
+        held = Job.objects.select_for_update().filter(
+            pk=job.pk, status=JobStatus.RUNNING, lease_owner=worker
+        )
+        if not held.exists():
+            return False
+        store()
+        status, error = (
+            policy.subject._default_manager.filter(pk=job.subject_id)
+            .values_list(policy.status_field, "error")
+            .get()
+        )
+        held.update(
+            status=status,
+            lease_owner="",
+            lease_expires_at=None,
+            ended_at=timezone.now(),
+            error=error,
+        )
+    return True
 
 
 def job_give_back(job: Job, *, worker: str, problem: str) -> bool:
@@ -442,26 +446,3 @@ def jobs_recover(now: datetime | None = None) -> bool:
                 logger.info("%s sent to the workers again", job)
             did_work = True
     return did_work
-
-
-__all__ = [
-    "FINISHED",
-    "POLICIES",
-    "Job",
-    "JobKind",
-    "JobStatus",
-    "job_claim",
-    "job_fail_exhausted",
-    "job_finish",
-    "job_give_back",
-    "job_heartbeat",
-    "job_hold",
-    "job_of",
-    "job_requeue_expired",
-    "job_resend",
-    "job_retry",
-    "job_wait",
-    "jobs_cancel",
-    "jobs_queue",
-    "jobs_recover",
-]

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import job_claim, job_finish, job_give_back, job_heartbeat, job_hold, job_wait
+from core.jobs import job_claim, job_give_back, job_heartbeat, job_record, job_wait
 from core.leases import worker_name
 from core.local_builds import revisions_built_here
 from core.models import DuelStatus, Evaluation, Job, JobKind, Revision, StepStatus
@@ -80,17 +80,11 @@ def evaluation_record_result(
 ) -> bool:
     """Store a played evaluation if ``worker`` still holds its job, and finish the job;
     returns whether it did."""
-    with transaction.atomic():
-        if not job_hold(job, worker=worker):
-            return False
-        evaluation_store_result(evaluation=evaluation, result=result, worker=worker)
-        job_finish(
-            job,
-            worker=worker,
-            succeeded=evaluation.status == DuelStatus.SUCCEEDED,
-            error=evaluation.error,
-        )
-    return True
+    return job_record(
+        job,
+        worker=worker,
+        store=lambda: evaluation_store_result(evaluation=evaluation, result=result, worker=worker),
+    )
 
 
 def evaluation_play(*, evaluation_id: int) -> float | None:

@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from core.errors import ArenaError
 from core.jobs import (
     job_claim,
-    job_finish,
     job_give_back,
     job_heartbeat,
-    job_hold,
+    job_record,
     job_wait,
 )
 from core.leases import worker_name
@@ -240,18 +239,9 @@ def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str)
     A worker that lost the job (it stalled and another took the duel over) has its result
     dropped. Returns whether it was stored.
     """
-    with transaction.atomic():
-        if not job_hold(job, worker=worker):
-            return False
-        duel_store_result(duel=duel, result=result, worker=worker)
-        job_finish(
-            job,
-            worker=worker,
-            succeeded=duel.status == DuelStatus.SUCCEEDED,
-            error=duel.error,
-        )
-    duel.refresh_from_db()
-    return True
+    return job_record(
+        job, worker=worker, store=lambda: duel_store_result(duel=duel, result=result, worker=worker)
+    )
 
 
 def online_duel_play(*, duel_id: int) -> float | None:

@@ -60,7 +60,10 @@ class JobQuerySet(models.QuerySet["Job"]):
 
     def claimable(self, now: datetime | None = None) -> JobQuerySet:
         """Queued jobs, and running ones whose worker lost its lease."""
-        return self.filter(Q(status=JobStatus.QUEUED) | Q(pk__in=self.lease_expired(now)))
+        return self.filter(
+            Q(status=JobStatus.QUEUED)
+            | Q(status=JobStatus.RUNNING, lease_expires_at__lt=now or timezone.now())
+        )
 
     def lease_expired(self, now: datetime | None = None) -> JobQuerySet:
         """Running jobs whose worker stopped renewing its lease (it died or stalled)."""
