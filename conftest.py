@@ -14,6 +14,7 @@ pytest_plugins = ["tests.support.sandboxes", "tests.support.redis"]
 if importlib.util.find_spec("django") is not None:
     pytest_plugins += [
         "tests.support.stories",
+        "tests.support.dispatch",
         "tests.support.database",
         "tests.support.browser",
         "tests.support.workers",

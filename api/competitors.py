@@ -93,7 +93,7 @@ class StepOut(Schema):
     ended_at: datetime | None
     #: Seconds, once ended.
     duration: float | None
-    #: Times a worker took the step up (0 for publication, which has no leases).
+    #: Times a worker took the step up.
     attempts: int
     error: str
 

@@ -44,7 +44,11 @@ def competitor_with_summary(competitor: Competitor) -> Competitor:
 
 
 def revisions_of(competitor: Competitor) -> QuerySet[Revision]:
-    return competitor.revisions.select_related(*_COMPETITOR).order_by("-version")
+    return (
+        competitor.revisions.select_related(*_COMPETITOR)
+        .prefetch_related("jobs")
+        .order_by("-version")
+    )
 
 
 def submissions_of(user: User) -> QuerySet[Revision]:
@@ -52,6 +56,7 @@ def submissions_of(user: User) -> QuerySet[Revision]:
     return (
         Revision.objects.filter(competitor__owner=user)
         .select_related(*_COMPETITOR)
+        .prefetch_related("jobs")
         .order_by("-created_at", "-pk")
     )
 

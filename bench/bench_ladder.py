@@ -138,7 +138,9 @@ def _upload_agents(plan: Plan, report: Callable[[str], None]) -> list[tuple[str,
             )
         revision = Revision.objects.get(pk=revision.pk)
         if not revision.is_valid:
-            raise SystemExit(f"bench_ladder: {name} was not validated: {revision.validation_error}")
+            raise SystemExit(
+                f"bench_ladder: {name} was not validated: {revision.job('validation').error}"
+            )
         report(f"uploaded, built and validated {name}")
         agents.append((name, revision.pk))
     return agents

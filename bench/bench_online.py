@@ -272,7 +272,8 @@ def _field() -> tuple[Any, Any, Any]:
     )
     hosted.refresh_from_db()
     if not hosted.is_valid:
-        raise RuntimeError(f"the hosted player did not validate: {hosted.validation_error}")
+        why = hosted.job("validation")
+        raise RuntimeError(f"the hosted player did not validate: {why and why.error}")
     return owner, environment, hosted
 
 

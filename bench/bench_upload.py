@@ -108,13 +108,18 @@ def _upload(owner: Any, name: str, filename: str, content: bytes) -> dict[str, f
     seconds = time.perf_counter() - started
     revision.refresh_from_db()
     if not revision.is_valid:
-        problem = revision.build_error or revision.validation_error
+        problem = next((job.error for job in revision.jobs.all() if job.error), "")
         raise SystemExit(f"bench_upload: {revision} did not validate: {problem}")
     return {
         "seconds": seconds,
-        "build": revision.step_duration("build") or 0.0,
-        "validation": revision.step_duration("validation") or 0.0,
+        "build": _took(revision, "build"),
+        "validation": _took(revision, "validation"),
     }
+
+
+def _took(revision: Any, step: str) -> float:
+    job = revision.job(step)
+    return (job.duration if job else None) or 0.0
 
 
 def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:

@@ -40,18 +40,12 @@ from builder.revision_image import (
     revision_image_build,
     revision_image_tag,
 )
-from core import dispatch
 from core.errors import ArenaError
+from core.jobs import Outcome, job_claim, job_heartbeat, job_record, job_send
 from core.leases import worker_name
 from core.local_builds import revision_host_lock, uses_image
-from core.models import Revision, StepStatus
-from core.models.submissions import resend_at_default
-from core.services import (
-    revision_step_begin,
-    revision_step_finish,
-    revision_step_heartbeat,
-    revision_upload_read,
-)
+from core.models import Job, JobKind, Revision
+from core.services import revision_upload_read
 from core.uploads import REQUIREMENTS, UploadRejected, extract_upload, upload_limits
 from sandboxes import docker_engine
 from sandboxes.base import AgentSource, InvalidAgent, SandboxError
@@ -219,11 +213,12 @@ def revision_build(*, revision_id: int) -> None:
     when it succeeded, start the validation. A worker that lost its lease meanwhile (the
     build was queued again) records nothing."""
     worker = worker_name()
-    revision = revision_step_begin(revision_id=revision_id, step="build", worker=worker)
-    if revision is None:
+    job = job_claim(JobKind.BUILD, revision_id, worker=worker)
+    if job is None:
         return
-    with revision_step_heartbeat(revision=revision, step="build", worker=worker):
-        _build(revision, worker)
+    revision = Revision.objects.select_related("competitor__environment").get(pk=revision_id)
+    with job_heartbeat(job, worker=worker):
+        _build(revision, job, worker)
 
 
 def _make(
@@ -280,7 +275,19 @@ def _put_in_place(staging: Path, target: Path) -> None:
 BUILD_ERRORS = (ArenaError, SandboxError, InvalidAgent, OSError)
 
 
-def _build(revision: Revision, worker: str) -> None:
+def _record(job: Job, revision: Revision, worker: str, *, image: str, outcome: Outcome) -> bool:
+    """Record the build's outcome and the image it made, if ``worker`` still holds it."""
+
+    def store() -> Outcome:
+        Revision.objects.filter(pk=revision.pk).update(image=image)
+        return outcome
+
+    recorded = job_record(job, worker=worker, store=store)
+    revision.refresh_from_db()
+    return recorded
+
+
+def _build(revision: Revision, job: Job, worker: str) -> None:
     timeout = settings.ARENA_BUILD_TIMEOUT_SECONDS
     # The Celery task's own limits are a little longer: this one fails the build cleanly.
     deadline = time.monotonic() + timeout
@@ -303,27 +310,14 @@ def _build(revision: Revision, worker: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
         message = _failure_message(error, timeout=timeout)
         log.append(f"build failed: {message}")
-        revision_step_finish(
-            revision=revision,
-            step="build",
-            succeeded=False,
-            error=message,
-            log=_bounded("\n".join(log)),
-            worker=worker,
-            fields={"validation_status": StepStatus.NONE, "image": ""},
-        )
+        # A failed build's validation is cancelled with it (``core.jobs``).
+        failed = Outcome(succeeded=False, error=message, log=_bounded("\n".join(log)))
+        _record(job, revision, worker, image="", outcome=failed)
         return
     with transaction.atomic():
-        recorded = revision_step_finish(
-            revision=revision,
-            step="build",
-            succeeded=True,
-            log=_bounded("\n".join(log)),
-            worker=worker,
-            fields={"image": image, "validation_resend_at": resend_at_default()},
-        )
-        if recorded:
-            dispatch.start("duel_runner.tasks.validate_revision", revision_id=revision.pk)
+        built = Outcome(succeeded=True, log=_bounded("\n".join(log)))
+        if _record(job, revision, worker, image=image, outcome=built):
+            job_send(JobKind.VALIDATION, revision.pk)
 
 
 def revision_build_here(*, revision: Revision) -> None:

@@ -29,8 +29,8 @@ from django.utils import timezone
 
 from core import dispatch
 from core.leases import Heartbeat
-from core.models import Duel, Evaluation
-from core.models.jobs import SUBJECT_FIELDS, Job, JobKind, JobStatus
+from core.models import Duel, Evaluation, Revision, StepStatus
+from core.models.jobs import FINISHED, SUBJECT_FIELDS, Job, JobKind, JobStatus
 from core.models.submissions import resend_at_default
 from core.signals import job_failed
 
@@ -43,6 +43,9 @@ PLAY_DUEL = "duel_runner.tasks.play_duel"
 PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
 PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
 PLAY_EVALUATION = "duel_runner.tasks.play_evaluation"
+BUILD_REVISION = "builder.tasks.build_revision"
+VALIDATE_REVISION = "duel_runner.tasks.validate_revision"
+PUBLISH_REVISION = "publisher.tasks.publish_revision"
 
 
 def _duel_task(duel_id: int) -> str:
@@ -70,11 +73,19 @@ class Policy:
     #: Settings: seconds a lease lasts without a heartbeat; claims allowed.
     lease_setting: str
     attempts_setting: str
-    #: In messages: what a worker does with it, and what an organizer can do once it failed.
+    #: In messages: what a worker does with it, whose fault a failure is not, and what an
+    #: organizer can do once it failed (with advice if it happens again).
     doing: str
+    whose: str
     retry: str
-    #: The subject also keeps when it started and ended, and why it failed.
+    advice: str = ""
+    #: The subject keeps its own outcome (status, times, error), written by the worker's
+    #: ``store``: a duel, an evaluation. A revision keeps only the status of each step.
     has_times: bool = True
+    #: The subject's copy of a cancelled job's status.
+    cancelled: str = JobStatus.CANCELLED
+    #: Called with a job that failed, whoever failed it, in the same transaction.
+    on_fail: Callable[[Job], None] | None = None
 
     @property
     def lease_seconds(self) -> int:
@@ -84,8 +95,74 @@ class Policy:
     def max_attempts(self) -> int:
         return int(getattr(settings, self.attempts_setting))
 
+    def copy(self, status: str) -> str:
+        """The subject's copy of ``status``."""
+        return self.cancelled if status == JobStatus.CANCELLED else status
+
+
+def _nothing_to_validate(build: Job) -> None:
+    """A failed build's validation, waiting for it, is cancelled: nothing to validate."""
+    jobs_cancel(
+        Job.objects.of(JobKind.VALIDATION, build.subject_id),
+        why="Not validated: its build did not succeed.",
+    )
+
+
+def _revision_step(
+    step: str,
+    *,
+    task: str,
+    attempts_setting: str,
+    doing: str,
+    retry: str,
+    advice: str = "",
+    on_fail: Callable[[Job], None] | None = None,
+) -> Policy:
+    """A step of a revision's pipeline: the revision keeps its status (``<step>_status``)."""
+    return Policy(
+        subject=Revision,
+        status_field=f"{step}_status",
+        task=lambda _: task,
+        argument="revision_id",
+        lease_setting="ARENA_REVISION_LEASE_SECONDS",
+        attempts_setting=attempts_setting,
+        doing=doing,
+        whose="your upload's",
+        retry=retry,
+        advice=advice,
+        has_times=False,
+        cancelled=StepStatus.NONE,
+        on_fail=on_fail,
+    )
+
 
 POLICIES: dict[str, Policy] = {
+    JobKind.BUILD: _revision_step(
+        "build",
+        task=BUILD_REVISION,
+        attempts_setting="ARENA_REVISION_MAX_ATTEMPTS",
+        doing="building this revision",
+        retry="rebuild it from the admin",
+        advice="If it happens again, the build may need more memory or time than a worker "
+        "has (large dependencies?).",
+        on_fail=_nothing_to_validate,
+    ),
+    JobKind.VALIDATION: _revision_step(
+        "validation",
+        task=VALIDATE_REVISION,
+        attempts_setting="ARENA_REVISION_MAX_ATTEMPTS",
+        doing="validating this revision",
+        retry="re-validate it from the admin",
+        advice="If it happens again, your agent may use more memory or CPU than a worker "
+        "can give it.",
+    ),
+    JobKind.PUBLICATION: _revision_step(
+        "publication",
+        task=PUBLISH_REVISION,
+        attempts_setting="ARENA_PUBLICATION_MAX_ATTEMPTS",
+        doing="publishing this revision",
+        retry="publish it again from the admin",
+    ),
     JobKind.DUEL: Policy(
         subject=Duel,
         status_field="status",
@@ -94,6 +171,7 @@ POLICIES: dict[str, Policy] = {
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
         doing="playing this duel",
+        whose="the agents'",
         retry="re-run it from the admin",
     ),
     JobKind.EVALUATION: Policy(
@@ -104,9 +182,19 @@ POLICIES: dict[str, Policy] = {
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
         doing="playing this evaluation",
+        whose="the agent's",
         retry="re-run the competition's failed evaluations from the admin",
     ),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How a worker's job ended, as ``job_record`` stores it."""
+
+    succeeded: bool
+    error: str = ""
+    log: str = ""
 
 
 def _policy(job: Job) -> Policy:
@@ -122,7 +210,7 @@ def _start(job: Job) -> None:
 def _mirror(job: Job, status: str, *, now: datetime, error: str | None = None) -> None:
     """Copy the job's new status to its subject, with the subject's times and error."""
     policy = _policy(job)
-    fields: dict[str, object] = {policy.status_field: status}
+    fields: dict[str, object] = {policy.status_field: policy.copy(status)}
     if policy.has_times:
         if status == JobStatus.RUNNING:
             fields.update(started_at=now, ended_at=None)
@@ -149,15 +237,91 @@ def _update(job: Job, when: models.Q, status: str, **fields: object) -> bool:
 # --- queueing --------------------------------------------------------------------------
 
 
-def jobs_queue(kind: str, subject_ids: Iterable[int]) -> list[Job]:
-    """Queue a job of ``kind`` for each subject and start its task after the commit."""
+def jobs_queue(kind: str, subject_ids: Iterable[int], *, send: bool = True) -> list[Job]:
+    """Queue a job of ``kind`` for each subject and start its task after the commit; or,
+    without ``send``, leave it queued until ``job_send`` (a validation waits for its
+    build), which nothing re-sends meanwhile."""
     field = f"{SUBJECT_FIELDS[JobKind(kind)]}_id"
     jobs = Job.objects.bulk_create(
-        Job(kind=kind, **{field: subject_id}) for subject_id in subject_ids
+        Job(kind=kind, resend_at=resend_at_default() if send else None, **{field: subject_id})
+        for subject_id in subject_ids
     )
-    for job in sorted(jobs, key=lambda job: job.subject_id):
-        _start(job)
+    if send:
+        for job in sorted(jobs, key=lambda job: job.subject_id):
+            _start(job)
     return jobs
+
+
+def job_send(kind: str, subject_id: int) -> bool:
+    """Start a job queued without being sent (``jobs_queue(send=False)``): a validation
+    once its build succeeded. Returns whether it was waiting."""
+    with transaction.atomic():
+        sent = bool(
+            Job.objects.of(kind, subject_id)
+            .filter(status=JobStatus.QUEUED, resend_at__isnull=True)
+            .update(resend_at=resend_at_default())
+        )
+        if sent:
+            policy = POLICIES[kind]
+            dispatch.start(policy.task(subject_id), **{policy.argument: subject_id})
+    return sent
+
+
+def job_done(kind: str, subject_id: int, *, log: str) -> Job:
+    """A job with nothing to do, recorded as done at once with ``log`` saying why (an
+    online agent's build: nothing was uploaded)."""
+    now = timezone.now()
+    job = Job.objects.create(
+        kind=kind,
+        status=JobStatus.SUCCEEDED,
+        resend_at=None,
+        started_at=now,
+        ended_at=now,
+        log=log,
+        **{f"{SUBJECT_FIELDS[JobKind(kind)]}_id": subject_id},
+    )
+    _mirror(job, JobStatus.SUCCEEDED, now=now)
+    return job
+
+
+def idle(now: datetime | None = None) -> models.Q:
+    """Jobs no worker has to do or holds: over, or running under a lease that ran out
+    (its worker died)."""
+    return models.Q(status__in=FINISHED) | models.Q(
+        status=JobStatus.RUNNING, lease_expires_at__lt=now or timezone.now()
+    )
+
+
+def job_reset(
+    kind: str, subject_id: int, *, send: bool = True, when: models.Q | None = None
+) -> bool:
+    """Queue the job of ``kind`` about the subject afresh (made if it has none): its
+    attempts, re-sends, times, error and log cleared; started now, or with ``send=False``
+    left waiting for ``job_send``. Only if the job matches ``when`` (default: anything);
+    of two organizers clicking at once, one acts. Returns whether this call did."""
+    fields: dict[str, object] = {
+        "attempts": 0,
+        "resends": 0,
+        "resend_at": resend_at_default() if send else None,
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "started_at": None,
+        "ended_at": None,
+        "error": "",
+        "log": "",
+    }
+    with transaction.atomic():
+        job = job_of(kind, subject_id)
+        if job is None:
+            job = Job.objects.create(
+                kind=kind, **{f"{SUBJECT_FIELDS[JobKind(kind)]}_id": subject_id}, **fields
+            )
+            _mirror(job, JobStatus.QUEUED, now=timezone.now())
+        elif not _update(job, when or models.Q(), JobStatus.QUEUED, **fields):
+            return False
+        if send:
+            _start(job)
+    return True
 
 
 def job_of(kind: str, subject_id: int) -> Job | None:
@@ -168,23 +332,11 @@ def job_retry(job: Job) -> bool:
     """Queue again a job that failed or was cancelled (an organizer's retry), with its
     attempts and re-sends counted afresh, and start it. Of two organizers clicking at once,
     one acts: returns whether this call did."""
-    with transaction.atomic():
-        retried = _update(
-            job,
-            models.Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
-            JobStatus.QUEUED,
-            attempts=0,
-            resends=0,
-            resend_at=resend_at_default(),
-            lease_owner="",
-            lease_expires_at=None,
-            started_at=None,
-            ended_at=None,
-            error="",
-        )
-        if retried:
-            _start(job)
-    return retried
+    return job_reset(
+        job.kind,
+        job.subject_id,
+        when=models.Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
+    )
 
 
 def jobs_cancel(jobs: models.QuerySet[Job], *, why: str, running: bool = False) -> int:
@@ -210,7 +362,7 @@ def jobs_cancel(jobs: models.QuerySet[Job], *, why: str, running: bool = False) 
             subjects = Job.objects.filter(pk__in=[pk for pk, of in chosen if of == kind]).values(
                 f"{SUBJECT_FIELDS[JobKind(kind)]}_id"
             )
-            fields: dict[str, object] = {policy.status_field: JobStatus.CANCELLED}
+            fields: dict[str, object] = {policy.status_field: policy.copy(JobStatus.CANCELLED)}
             if policy.has_times:
                 fields.update(ended_at=now, error=why[:10_000])
             policy.subject._default_manager.filter(pk__in=subjects).update(**fields)
@@ -270,11 +422,12 @@ def job_wait(kind: str, subject_id: int) -> float | None:
     return max(1.0, (job.lease_expires_at - timezone.now()).total_seconds() + 1)
 
 
-def job_record(job: Job, *, worker: str, store: Callable[[], object]) -> bool:
+def job_record(job: Job, *, worker: str, store: Callable[[], Outcome]) -> bool:
     """Record what ``worker`` did, if it still holds ``job``: ``store`` writes the
-    subject's outcome (its copy of the status and its error included) and the job ends
-    with them, in one transaction that keeps the job's row locked, so its lease cannot
-    be taken over meanwhile. A worker that lost the job records nothing: returns False."""
+    subject's outcome (a duel's result, a revision's image) and says how the job ended,
+    and the job ends so, in one transaction that keeps the job's row locked, so its lease
+    cannot be taken over meanwhile. A worker that lost the job records nothing: returns
+    False."""
     policy = _policy(job)
     with transaction.atomic():
         held = Job.objects.select_for_update().filter(
@@ -282,31 +435,37 @@ def job_record(job: Job, *, worker: str, store: Callable[[], object]) -> bool:
         )
         if not held.exists():
             return False
-        store()
-        status, error = (
-            policy.subject._default_manager.filter(pk=job.subject_id)
-            .values_list(policy.status_field, "error")
-            .get()
-        )
+        outcome = store()
+        status = JobStatus.SUCCEEDED if outcome.succeeded else JobStatus.FAILED
+        now = timezone.now()
         held.update(
             status=status,
             lease_owner="",
             lease_expires_at=None,
-            ended_at=timezone.now(),
-            error=error,
+            ended_at=now,
+            error=outcome.error[:10_000],
+            log=outcome.log,
         )
+        if not policy.has_times:
+            _mirror(job, status, now=now)
+        if not outcome.succeeded and policy.on_fail is not None:
+            policy.on_fail(job)
     return True
 
 
-def job_give_back(job: Job, *, worker: str, problem: str) -> bool:
-    """A job ``worker`` holds but cannot do on its host (it could not build an agent
-    there): queued again for any worker while it has attempts left; after the last,
-    failed with the reason, which is the platform's, never the agents'. Returns whether
-    it was queued again (False: failed, or the worker no longer held it)."""
+def job_give_back(job: Job, *, worker: str, problem: str, retry_in: float | None = None) -> bool:
+    """A job ``worker`` holds but cannot finish (it could not build an agent on its host,
+    a push was refused): queued again for any worker, sent again after ``retry_in``
+    seconds (default ``ARENA_RESEND_AFTER_SECONDS``), while it has attempts left; after
+    the last, failed with the reason, which is the platform's, not the agents' or the
+    upload's. Returns whether it was queued again (False: failed, or no longer held)."""
     policy = _policy(job)
     held = models.Q(status=JobStatus.RUNNING, lease_owner=worker)
     attempts = policy.max_attempts
-    logger.warning("%s: not done on this host (attempt %d): %s", job, job.attempts, problem)
+    logger.warning("%s: not done (attempt %d): %s", job, job.attempts, problem)
+    resend_at = (
+        resend_at_default() if retry_in is None else timezone.now() + timedelta(seconds=retry_in)
+    )
     with transaction.atomic():
         if _update(
             job,
@@ -314,15 +473,16 @@ def job_give_back(job: Job, *, worker: str, problem: str) -> bool:
             JobStatus.QUEUED,
             lease_owner="",
             lease_expires_at=None,
-            resend_at=resend_at_default(),
-            error=f"Attempt {job.attempts} could not start: {problem}"[:10_000],
+            resend_at=resend_at,
+            error=f"Attempt {job.attempts} of {attempts} did not finish (trying again "
+            f"later): {problem}"[:10_000],
         ):
             return True
         _fail(
             job,
             held & models.Q(attempts__gte=attempts),
-            f"Not done: the workers could not prepare it on their machines ({attempts} "
-            f"attempts; not the agents' fault: a problem on our side). An organizer can "
+            f"Not done after {attempts} attempts, none of which a worker could finish (not "
+            f"{policy.whose} fault: a problem on our side). An organizer can "
             f"{policy.retry}. The last: {problem}",
         )
     return False
@@ -345,6 +505,9 @@ def _fail(job: Job, when: models.Q, error: str) -> bool:
     )
     if failed:
         job.refresh_from_db()
+        on_fail = _policy(job).on_fail
+        if on_fail is not None:
+            on_fail(job)
         job_failed.send(sender=Job, job=job)
     return failed
 
@@ -381,9 +544,10 @@ def job_fail_exhausted(job: Job) -> bool:
             lease_expires_at__lt=timezone.now(),
             attempts__gte=attempts,
         ),
-        f"Not finished: the worker {policy.doing} stopped answering (it was killed or lost "
-        f"contact with the platform) on each of {attempts} attempts. This is a problem on "
-        f"our side: check the workers, then {policy.retry}.",
+        f"Not finished: the worker {policy.doing} stopped {attempts} times before it "
+        f"finished (it was killed or lost contact with the platform). This is a problem on "
+        f"our side, not {policy.whose} fault: an organizer can {policy.retry}. "
+        f"{policy.advice}".strip(),
     )
 
 
@@ -398,6 +562,7 @@ def job_resend(job: Job) -> bool:
     as long. A re-send made while no worker runs anything of its kind counts: after
     ``ARENA_MAX_RESENDS`` of them the job fails with the reason. Returns whether this
     call did either. A message sent twice does no harm: only one worker claims the job."""
+    policy = _policy(job)
     now = timezone.now()
     due = models.Q(status=JobStatus.QUEUED, resend_at__lt=now, resends=job.resends)
     counted = not _kind_is_busy(job.kind)
@@ -405,9 +570,9 @@ def job_resend(job: Job) -> bool:
         return _fail(
             job,
             due,
-            f"No worker took it up: it was sent to the workers {job.resends + 1} times and "
-            f"stayed queued while none was busy. The platform's workers may be down; this "
-            f"is not a problem with the agents. An organizer can {_policy(job).retry} once "
+            f"No worker took up {policy.doing}: it was sent to the workers {job.resends + 1} "
+            f"times and stayed queued while none was busy. The platform's workers may be "
+            f"down; this is not {policy.whose} fault. An organizer can {policy.retry} once "
             f"they are back.",
         )
     resends = job.resends + counted

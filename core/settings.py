@@ -274,11 +274,15 @@ ARENA_DUEL_LEASE_SECONDS = env_int("ARENA_DUEL_LEASE_SECONDS", 60)
 ARENA_BUILD_TIMEOUT_SECONDS = env_int("ARENA_BUILD_TIMEOUT_SECONDS", 600)
 ARENA_DUEL_TIMEOUT_SECONDS = env_int("ARENA_DUEL_TIMEOUT_SECONDS", 3600)
 
-#: How long a revision's build or validation stays claimed without a heartbeat from its
-#: worker (renewed every third of it); a killed worker's step is queued again after this.
+#: How long a revision's build, validation or publication stays claimed without a
+#: heartbeat from its worker (renewed every third of it); a killed worker's step is queued
+#: again after this.
 ARENA_REVISION_LEASE_SECONDS = env_int("ARENA_REVISION_LEASE_SECONDS", 60)
 #: A build or validation whose worker stopped this many times fails, with the reason.
 ARENA_REVISION_MAX_ATTEMPTS = env_int("ARENA_REVISION_MAX_ATTEMPTS", 3)
+#: A publication is tried this many times (a refused push is tried again after 1, 2, 4,
+#: 8... minutes) before it shows failed.
+ARENA_PUBLICATION_MAX_ATTEMPTS = env_int("ARENA_PUBLICATION_MAX_ATTEMPTS", 6)
 #: Queued work (a build, a validation, a duel) whose queue message was sent this long ago
 #: without a worker taking it is sent again: the message may have been lost. Each re-send
 #: doubles the wait before the next one.

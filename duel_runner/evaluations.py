@@ -11,15 +11,13 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import job_claim, job_give_back, job_heartbeat, job_record, job_wait
+from core.jobs import Outcome, job_claim, job_give_back, job_heartbeat, job_record, job_wait
 from core.leases import worker_name
 from core.local_builds import revisions_built_here
-from core.models import DuelStatus, Evaluation, Job, JobKind, Revision, StepStatus
-from core.services import revision_step_finish
+from core.models import DuelStatus, Evaluation, Job, JobKind, Revision
 from duel_runner.services import (
     LOG_CHARS,
     RETRY_SECONDS,
@@ -80,11 +78,12 @@ def evaluation_record_result(
 ) -> bool:
     """Store a played evaluation if ``worker`` still holds its job, and finish the job;
     returns whether it did."""
-    return job_record(
-        job,
-        worker=worker,
-        store=lambda: evaluation_store_result(evaluation=evaluation, result=result, worker=worker),
-    )
+
+    def store() -> Outcome:
+        evaluation_store_result(evaluation=evaluation, result=result, worker=worker)
+        return Outcome(evaluation.status == DuelStatus.SUCCEEDED, error=evaluation.error)
+
+    return job_record(job, worker=worker, store=store)
 
 
 def evaluation_play(*, evaluation_id: int) -> float | None:
@@ -126,36 +125,31 @@ def evaluation_play(*, evaluation_id: int) -> float | None:
     return None
 
 
-def revision_validate_alone(*, revision: Revision, source: AgentSource, worker: str) -> bool:
+def revision_validate_alone(
+    *, job: Job, revision: Revision, source: AgentSource, worker: str
+) -> bool:
     """Validate a revision of a one-player game by a short evaluation; store it and the
-    outcome if ``worker`` still holds the validation's lease (checked under the revision's
-    row lock). Returns whether it was stored."""
+    outcome if ``worker`` still holds the validation ``job``. Returns whether it did."""
     environment = revision.competitor.environment.name
     validation = validate_evaluation(environment, source, backend=sandbox_backend(warm=False))
     evaluation = validation.evaluation
     log = validation.message
     if evaluation.log:
         log += "\n\n--- agent log ---\n" + evaluation.log
-    with transaction.atomic():
-        held = Revision.objects.select_for_update().filter(
-            pk=revision.pk, validation_status=StepStatus.RUNNING, validation_lease_owner=worker
-        )
-        if not held.exists():
-            return False
+
+    def store() -> Outcome:
         row = Evaluation.objects.create(
             revision=revision,
             is_validation=True,
             seeds=evaluation.seeds,
             status=DuelStatus.RUNNING,
-            started_at=revision.validation_started_at,
+            started_at=job.started_at,
         )
         evaluation_store_result(evaluation=row, result=evaluation, worker=worker)
-        revision_step_finish(
-            revision=revision,
-            step="validation",
+        return Outcome(
             succeeded=validation.passed,
             error="" if validation.passed else validation.message,
             log=log[-LOG_CHARS:],
-            worker=worker,
         )
-    return True
+
+    return job_record(job, worker=worker, store=store)

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.errors import ArenaError
 from core.jobs import (
+    Outcome,
     job_claim,
     job_give_back,
     job_heartbeat,
@@ -239,9 +240,12 @@ def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str)
     A worker that lost the job (it stalled and another took the duel over) has its result
     dropped. Returns whether it was stored.
     """
-    return job_record(
-        job, worker=worker, store=lambda: duel_store_result(duel=duel, result=result, worker=worker)
-    )
+
+    def store() -> Outcome:
+        duel_store_result(duel=duel, result=result, worker=worker)
+        return Outcome(duel.status == DuelStatus.SUCCEEDED, error=duel.error)
+
+    return job_record(job, worker=worker, store=store)
 
 
 def online_duel_play(*, duel_id: int) -> float | None:

@@ -17,19 +17,27 @@ from datetime import UTC
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import Q
 
-from core import dispatch
-from core.models import Competitor, Rating, Revision, StepStatus
-from core.services import (
-    UploadUnavailable,
-    revision_step_begin,
-    revision_step_finish,
-    revision_upload_read,
+from core.jobs import (
+    Outcome,
+    idle,
+    job_claim,
+    job_give_back,
+    job_heartbeat,
+    job_record,
+    job_reset,
+    jobs_cancel,
 )
+from core.leases import worker_name
+from core.models import Competitor, Job, JobKind, JobStatus, Rating, Revision
+from core.services import UploadUnavailable, revision_upload_read
 from core.uploads import UploadRejected, extract_upload, upload_limits
 from publisher.git import Clone, PublishError, Transcript
 from sandboxes.locks import folder_lock
 
+#: The wait before a failed publication's next attempt; it doubles with each attempt.
+RETRY_SECONDS = 60
 #: Pushes tried while the remote branch keeps moving on (other publishers pushing).
 PUSH_ATTEMPTS = 5
 #: The commit trailer naming the revision (id and SHA-256): how a commit is found again.
@@ -67,19 +75,20 @@ def revision_publication_queue(*, revision: Revision) -> bool:
     if revision_publication_problem(revision):
         return False
     # Conditional, so a revision validated twice in a row is queued once.
-    queued = Revision.objects.filter(
-        pk=revision.pk, publication_status__in=(StepStatus.NONE, StepStatus.FAILED)
-    ).update(
-        publication_status=StepStatus.QUEUED,
-        publication_started_at=None,
-        publication_ended_at=None,
-        publication_error="",
-        publication_log="",
+    return job_reset(
+        JobKind.PUBLICATION,
+        revision.pk,
+        when=Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
     )
-    if not queued:
-        return False
-    dispatch.start("publisher.tasks.publish_revision", revision_id=revision.pk)
-    return True
+
+
+def revision_republish(*, revision: Revision) -> bool:
+    """An organizer's re-publication, whatever became of the last one, unless it is queued
+    or a live worker is publishing it (one whose lease ran out was killed: taken over).
+    Returns whether it was queued."""
+    queued = job_reset(JobKind.PUBLICATION, revision.pk, when=idle())
+    revision.refresh_from_db()
+    return queued
 
 
 def competitor_publish_latest(*, competitor: Competitor) -> Revision | None:
@@ -254,57 +263,46 @@ def _publish(revision: Revision, transcript: Transcript) -> str:
 # --- the publication step -----------------------------------------------------------------
 
 
-def revision_publish(*, revision_id: int, retries_left: int = 0) -> None:
-    """The publication step: push a queued revision's source to the publication repository.
+def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
+    """The publication job: push a queued revision's source to the publication repository.
 
     Idempotent: when a commit for the revision is on the branch already, none is added. On
-    failure with ``retries_left`` the step goes back to queued showing the error, and
-    PublishError is raised for the task to try again later; without, the step fails.
+    failure, when the task can come ``again``, the job is given back (queued, showing the
+    error) while it has attempts left (``ARENA_PUBLICATION_MAX_ATTEMPTS``) and this returns
+    the seconds to wait before the next; otherwise the job fails with the error. None when
+    there is nothing more to do.
     """
-    revision = revision_step_begin(revision_id=revision_id, step="publication")
-    if revision is None:
-        return
+    worker = worker_name()
+    job = job_claim(JobKind.PUBLICATION, revision_id, worker=worker)
+    if job is None:
+        return None
+    revision = Revision.objects.select_related("competitor__environment", "competitor__owner").get(
+        pk=revision_id
+    )
     problem = revision_publication_problem(revision)
     if problem:
         # Changed since it was queued: made private, disabled, or publishing turned off.
-        Revision.objects.filter(pk=revision.pk).update(
-            publication_status=StepStatus.NONE,
-            publication_started_at=None,
-            publication_log=f"not published: {problem}",
-        )
-        return
+        jobs_cancel(Job.objects.filter(pk=job.pk), why=f"not published: {problem}", running=True)
+        return None
     transcript = Transcript(settings.ARENA_PUBLISH_REPOSITORY)
-    try:
-        done = _publish(revision, transcript)
-    except PublishError as error:
-        if retries_left > 0:
-            Revision.objects.filter(pk=revision.pk).update(
-                publication_status=StepStatus.QUEUED,
-                publication_error=(
-                    f"{error.message}\n(trying again later: {retries_left} attempt(s) left)"
-                ),
-                publication_log=transcript.text(),
-            )
+    with job_heartbeat(job, worker=worker):
+        try:
+            done = _publish(revision, transcript)
+        except PublishError as error:
+            wait = RETRY_SECONDS * 2 ** (job.attempts - 1)
+            if again and job_give_back(job, worker=worker, problem=error.message, retry_in=wait):
+                return wait
+            _record(job, worker, Outcome(False, error=error.message, log=transcript.text()))
+            return None
+        except Exception as error:
+            # A bug or a full disk must not leave the job running until its lease runs out.
+            unexpected = f"publishing failed unexpectedly ({type(error).__name__}: {error})"
+            _record(job, worker, Outcome(False, error=unexpected, log=transcript.text()))
             raise
-        revision_step_finish(
-            revision=revision,
-            step="publication",
-            succeeded=False,
-            error=error.message,
-            log=transcript.text(),
-        )
-        return
-    except Exception as error:
-        # A bug or a full disk must not leave the step running forever.
-        revision_step_finish(
-            revision=revision,
-            step="publication",
-            succeeded=False,
-            error=f"publishing failed unexpectedly ({type(error).__name__}: {error})",
-            log=transcript.text(),
-        )
-        raise
-    transcript.add(f"# {done}")
-    revision_step_finish(
-        revision=revision, step="publication", succeeded=True, log=transcript.text()
-    )
+        transcript.add(f"# {done}")
+        _record(job, worker, Outcome(True, log=transcript.text()))
+    return None
+
+
+def _record(job: Job, worker: str, outcome: Outcome) -> None:
+    job_record(job, worker=worker, store=lambda: outcome)

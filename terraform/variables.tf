@@ -88,7 +88,7 @@ variable "ami_id" {
 }
 
 variable "control_instance_type" {
-  description = "Instance type of the control machine (nginx, web, gateway, PostgreSQL, Redis, beat, the tournament manager and its own workers); x86_64."
+  description = "Instance type of the control machine (nginx, web, gateway, PostgreSQL, Redis, beat, the tournament manager, the watchdog and its own workers); x86_64."
   type        = string
   default     = "t3.large"
 }

@@ -45,6 +45,7 @@ from core.models import (
     User,
 )
 from core.models.accounts import hash_token
+from core.models.submissions import STEPS, resend_at_default
 from core.secrets import secret_encrypt
 from core.services import upload_content_store
 from environments.registry import load_info, make_environment
@@ -191,6 +192,51 @@ class RevisionFactory(DjangoModelFactory):
         lambda revision: upload_content_store(content=revision.code, sha256=revision.sha256)
     )
     size = factory.LazyAttribute(lambda revision: len(revision.code))
+
+    @classmethod
+    def _create(cls, model_class: type[Revision], *args: Any, **kwargs: Any) -> Revision:
+        """The revision, and a job for each step asked for (its status not ``none``), as
+        the services make them; ``<step>_<field>`` (``build_error``, ``validation_attempts``,
+        ``build_lease_expires_at``...) sets that field of the step's job."""
+        jobs = {
+            step: {
+                field: kwargs.pop(f"{step}_{field}")
+                for field in JOB_FIELDS
+                if f"{step}_{field}" in kwargs
+            }
+            for step in STEPS
+        }
+        revision = super()._create(model_class, *args, **kwargs)
+        for step, fields in jobs.items():
+            status = getattr(revision, f"{step}_status")
+            if status == StepStatus.NONE:
+                continue
+            # A queued validation waits for its build; other queued steps were sent.
+            waiting = step == "validation" and revision.build_status != StepStatus.SUCCEEDED
+            defaults = {
+                "attempts": 0 if status == StepStatus.QUEUED else 1,
+                "resend_at": (
+                    resend_at_default() if status == StepStatus.QUEUED and not waiting else None
+                ),
+            }
+            Job.objects.create(
+                kind=step, revision=revision, status=status, **{**defaults, **fields}
+            )
+        return revision
+
+
+#: A step's fields that ``RevisionFactory`` gives its job.
+JOB_FIELDS = (
+    "started_at",
+    "ended_at",
+    "error",
+    "log",
+    "attempts",
+    "lease_owner",
+    "lease_expires_at",
+    "resends",
+    "resend_at",
+)
 
 
 # --- competitions -------------------------------------------------------------------

@@ -1,9 +1,8 @@
 """The tournament manager's work, one pass at a time (``manage.py run_tournament_manager``).
 
-Besides tournaments, it reconciles the pipeline: builds, validations and duels whose
-worker died (their lease ran out) are queued again or, after their last attempt, failed
-with the reason; those whose queue message was lost (queued past their re-send time) are
-sent again. And it refits the published leaderboards (``tournament_manager.leaderboard``).
+It runs tournaments and ladders, and refits the published leaderboards
+(``tournament_manager.leaderboard``). Work whose worker died or whose queue message was
+lost is the watchdog's (``manage.py run_watchdog``, ``core.jobs.jobs_recover``).
 
 Each step looks for due work, does it, and returns whether it did any. Every change is
 claimed with a conditional UPDATE in the service that makes it (see
@@ -20,22 +19,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import jobs_recover
 from core.models import (
     DuelStatus,
     Environment,
     LiveEvent,
     Participant,
-    Revision,
-    StepStatus,
     Tournament,
     TournamentFormat,
     TournamentStatus,
-)
-from core.services import (
-    revision_step_fail_exhausted,
-    revision_step_requeue_expired,
-    revision_step_resend,
 )
 from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.services import (
@@ -79,12 +70,6 @@ def launch_scheduled_tournaments() -> bool:
     return did_work
 
 
-def recover_jobs() -> bool:
-    """The watchdog's pass (``core.jobs.jobs_recover``): duels and evaluations whose worker
-    died queued again or failed, those whose queue message was lost sent again."""
-    return jobs_recover()
-
-
 def drop_finished_live_events() -> bool:
     """Delete the spectators' events of duels that are over: a duel's worker deletes them
     once it has stored the duel, but one that was cancelled, or failed after its worker
@@ -95,55 +80,6 @@ def drop_finished_live_events() -> bool:
     if deleted:
         logger.info("%d batches of live events of finished duels deleted", deleted)
     return bool(deleted)
-
-
-def _recover_expired(step: str) -> bool:
-    """Queue again (or fail, after the last attempt) the steps whose worker's lease ran out."""
-    expired = Revision.objects.step_lease_expired(step).order_by(f"{step}_lease_expires_at")
-    did_work = False
-    for revision in expired[:BATCH]:
-        attempts = getattr(revision, f"{step}_attempts")
-        if revision_step_requeue_expired(revision=revision, step=step):
-            logger.info("%s: %s queued again, its worker's lease expired", revision, step)
-            did_work = True
-        elif revision_step_fail_exhausted(revision=revision, step=step):
-            logger.warning("%s: %s failed, its worker stopped %d times", revision, step, attempts)
-            did_work = True
-    return did_work
-
-
-def recover_expired_builds() -> bool:
-    """Builds whose worker died or stalled: queued again, failed after the last attempt."""
-    return _recover_expired("build")
-
-
-def recover_expired_validations() -> bool:
-    """Validations whose worker died or stalled: queued again, failed after the last attempt."""
-    return _recover_expired("validation")
-
-
-def _resend_queued(step: str) -> bool:
-    due = Revision.objects.step_resend_due(step).order_by(f"{step}_resend_at")
-    did_work = False
-    for revision in due[:BATCH]:
-        if revision_step_resend(revision=revision, step=step):
-            revision.refresh_from_db()
-            if getattr(revision, f"{step}_status") == StepStatus.FAILED:
-                logger.warning("%s: %s failed, no worker took it up", revision, step)
-            else:
-                logger.info("%s: %s sent to the workers again", revision, step)
-            did_work = True
-    return did_work
-
-
-def resend_queued_builds() -> bool:
-    """Builds queued past their re-send time (message lost): sent again, or failed."""
-    return _resend_queued("build")
-
-
-def resend_queued_validations() -> bool:
-    """Validations queued past their re-send time (message lost): sent again, or failed."""
-    return _resend_queued("validation")
 
 
 def withdraw_disabled_participants() -> bool:
@@ -210,11 +146,6 @@ def refit_leaderboards() -> bool:
 #: In order: what a later step decides depends on what the earlier ones changed.
 STEPS: tuple[Callable[[], bool], ...] = (
     launch_scheduled_tournaments,
-    recover_expired_builds,
-    recover_expired_validations,
-    resend_queued_builds,
-    resend_queued_validations,
-    recover_jobs,
     drop_finished_live_events,
     withdraw_disabled_participants,
     refit_leaderboards,

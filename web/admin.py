@@ -7,7 +7,6 @@ leaderboard refits (tournament manager). The shared pieces are in ``core.admin.b
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -30,20 +29,22 @@ from core.admin.base import (
     seconds,
     status_badge,
 )
+from core.admin.jobs import job_summary
 from core.errors import ArenaError
 from core.models import Competitor, Duel, Environment, Revision, StepStatus
-from core.models.submissions import LEASED_STEPS
 from core.services import (
     OPENSPIEL_LIMITS,
     environment_openspiel_values,
     environments_import,
     revision_rebuild,
-    revision_requeue,
     revision_revalidate,
 )
 from environments.registry import environment_names
-from publisher.services import competitor_publish_latest, revision_publication_problem
-from publisher.tasks import TIME_LIMIT_SECONDS as PUBLISH_TIME_LIMIT
+from publisher.services import (
+    competitor_publish_latest,
+    revision_publication_problem,
+    revision_republish,
+)
 from tournament_manager.leaderboard import leaderboard_refit
 from web import llm_admin  # registers the LLM players' and conversations' admin
 
@@ -368,55 +369,49 @@ def _busy(revision: Revision, *steps: str) -> str:
 
 
 def _step_fields(step: str) -> tuple[str, ...]:
-    leased = (
-        (f"{step}_attempts", f"{step}_lease", f"{step}_resends") if step in LEASED_STEPS else ()
-    )
     return (
         f"{step}_status_badge",
-        *leased,
-        f"{step}_started_at",
-        f"{step}_ended_at",
-        f"{step}_duration",
+        f"{step}_job",
+        f"{step}_times",
         f"{step}_error_text",
         f"{step}_log_text",
     )
 
 
-def _lease_display(step: str) -> Any:
-    @admin.display(description="lease")
-    def lease(self: Any, revision: Revision) -> str:
-        owner = getattr(revision, f"{step}_lease_owner")
-        expires = getattr(revision, f"{step}_lease_expires_at")
-        if not owner or expires is None:
-            return EMPTY
-        left = (expires - timezone.now()).total_seconds()
-        state = f"renewed, {left:.0f} s left" if left > 0 else f"expired {-left:.0f} s ago"
-        return f"{owner} ({state})"
-
-    return lease
-
-
-def _step_display(step: str) -> tuple[Any, Any, Any, Any]:
-    """The read-only columns of one step: status badge, duration, error, log."""
+def _step_display(step: str) -> tuple[Any, Any, Any, Any, Any]:
+    """The read-only rows of one step, from its job: status, job (attempts, re-sends,
+    lease), times, error, log."""
 
     @admin.display(description="status", ordering=f"{step}_status")
     def badge(self: Any, revision: Revision) -> str:
         value = getattr(revision, f"{step}_status")
         return status_badge(value, getattr(revision, f"get_{step}_status_display")())
 
-    @admin.display(description="duration")
-    def duration(self: Any, revision: Revision) -> str:
-        return seconds(revision.step_duration(step))
+    @admin.display(description="job")
+    def job(self: Any, revision: Revision) -> str:
+        return job_summary(revision.job(step))
+
+    @admin.display(description="times")
+    def times(self: Any, revision: Revision) -> str:
+        job = revision.job(step)
+        if job is None or job.started_at is None:
+            return EMPTY
+        started = timezone.localtime(job.started_at).strftime("%Y-%m-%d %H:%M:%S")
+        if job.ended_at is None:
+            return f"started {started}"
+        return f"started {started}, took {seconds(job.duration)}"
 
     @admin.display(description="error")
     def error(self: Any, revision: Revision) -> str:
-        return preformatted(getattr(revision, f"{step}_error"))
+        job = revision.job(step)
+        return preformatted(job.error if job else "")
 
     @admin.display(description="log")
     def log(self: Any, revision: Revision) -> str:
-        return preformatted(getattr(revision, f"{step}_log"))
+        job = revision.job(step)
+        return preformatted(job.log if job else "")
 
-    return badge, duration, error, log
+    return badge, job, times, error, log
 
 
 @admin.register(Revision)
@@ -479,28 +474,33 @@ class RevisionAdmin(ArenaAdmin):
     )
     actions = ("rebuild", "revalidate", "republish", "disable", "enable", "create_tournament")
 
-    build_status_badge, build_duration, build_error_text, build_log_text = _step_display("build")
+    build_status_badge, build_job, build_times, build_error_text, build_log_text = _step_display(
+        "build"
+    )
     (
         validation_status_badge,
-        validation_duration,
+        validation_job,
+        validation_times,
         validation_error_text,
         validation_log_text,
     ) = _step_display("validation")
     (
         publication_status_badge,
-        publication_duration,
+        publication_job,
+        publication_times,
         publication_error_text,
         publication_log_text,
     ) = _step_display("publication")
 
-    build_lease = _lease_display("build")
-    validation_lease = _lease_display("validation")
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Revision]:
+        return super().get_queryset(request).prefetch_related("jobs")
 
     @admin.display(description="attempts (build / validation)")
     def attempts(self, revision: Revision) -> str:
         """Build and validation attempts, and re-sends of lost queue messages."""
-        resends = revision.build_resends + revision.validation_resends
-        text = f"{revision.build_attempts} / {revision.validation_attempts}"
+        jobs = [revision.job(step) for step in ("build", "validation")]
+        resends = sum(job.resends for job in jobs if job)
+        text = " / ".join(str(job.attempts) if job else "0" for job in jobs)
         return f"{text} (re-sent {resends}x)" if resends else text
 
     @admin.display(description="competitor", ordering="competitor__name")
@@ -566,13 +566,10 @@ class RevisionAdmin(ArenaAdmin):
             problem = revision_publication_problem(revision)
             if problem:
                 raise ArenaError(f"cannot be published: {problem}")
-            # Past the task's time limit a running publication is a killed worker's: take it over.
-            started = revision.publication_started_at
-            if revision.publication_status == StepStatus.RUNNING and (
-                started and started > timezone.now() - timedelta(seconds=PUBLISH_TIME_LIMIT)
-            ):
-                raise ArenaError("is being published; wait for it to finish")
-            revision_requeue(revision=revision, steps=("publication",))
+            # A publication whose worker's lease ran out (it was killed) is taken over.
+            if not revision_republish(revision=revision):
+                revision.refresh_from_db()
+                raise ArenaError(f"not re-published: {_busy(revision, 'publication')}")
 
         self.run_each(request, queryset, requeue, done="Re-published")
 

@@ -79,9 +79,7 @@ class JobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="took")
     def duration(self, job: Job) -> str:
-        if job.started_at is None or job.ended_at is None:
-            return EMPTY
-        return seconds((job.ended_at - job.started_at).total_seconds())
+        return seconds(job.duration)
 
     @admin.display(description="error")
     def error_text(self, job: Job) -> str:

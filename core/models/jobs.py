@@ -149,5 +149,12 @@ class Job(models.Model):
         return int(getattr(self, f"{SUBJECT_FIELDS[JobKind(self.kind)]}_id"))
 
     @property
+    def duration(self) -> float | None:
+        """Seconds from its start to its end; None until it ended."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
+
+    @property
     def is_finished(self) -> bool:
         return self.status in FINISHED

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -9,6 +10,9 @@ from django.db.models import F, Q
 from django.db.models.functions import Length
 from django.urls import reverse
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from core.models.jobs import Job
 
 
 class Environment(models.Model):
@@ -142,7 +146,11 @@ class Competitor(models.Model):
 
 
 class StepStatus(models.TextChoices):
-    """One step of a revision's pipeline: build, validation or publication."""
+    """One step of a revision's pipeline (build, validation, publication): a copy of its
+    job's status. None when nothing is to be done: never asked for (a publication), or
+    its job was cancelled (the validation of a failed build, a publication no longer
+    wanted); an online agent's, LLM player's or person's build and validation succeed at
+    once, with nothing to do."""
 
     NONE = "none", "Not requested"
     QUEUED = "queued", "Queued"
@@ -183,12 +191,9 @@ class UploadContent(models.Model):
         return f"upload {self.sha256[:12]} ({self.size:,} bytes)"
 
 
+#: A revision's steps, each a job (``core.models.jobs``) whose status the revision keeps a
+#: copy of in ``<step>_status``: its pages and queries filter on it.
 STEPS = ("build", "validation", "publication")
-#: The steps a worker holds with a lease (``<step>_lease_owner``, ``<step>_lease_expires_at``)
-#: that a heartbeat renews; the tournament manager queues them again when it runs out.
-#: A step is claimed ``<step>_attempts`` times at most (``ARENA_REVISION_MAX_ATTEMPTS``),
-#: and its queue message re-sent at ``<step>_resend_at`` while it is still queued.
-LEASED_STEPS = ("build", "validation")
 
 
 def resend_at_default() -> datetime:
@@ -214,22 +219,6 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
             competitor__is_disabled=False,
         ).exclude(competitor__kind=CompetitorKind.HUMAN)
 
-    def step_lease_expired(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
-        """Running builds (or validations) whose worker stopped renewing its lease."""
-        return self.filter(
-            **{
-                f"{step}_status": StepStatus.RUNNING,
-                f"{step}_lease_expires_at__lt": now or timezone.now(),
-            }
-        )
-
-    def step_resend_due(self, step: str, now: datetime | None = None) -> RevisionQuerySet:
-        """Queued builds (or validations of built revisions) past their re-send time."""
-        due = self.filter(
-            **{f"{step}_status": StepStatus.QUEUED, f"{step}_resend_at__lt": now or timezone.now()}
-        )
-        return due.filter(build_status=StepStatus.SUCCEEDED) if step == "validation" else due
-
     def visible_to(self, user: object) -> RevisionQuerySet:
         if getattr(user, "is_organizer", False):
             return self
@@ -239,7 +228,8 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
 
 
 class Revision(models.Model):
-    """One upload of a competitor, with three status machines: build, validation, publication."""
+    """One upload of a competitor. Its build, validation and publication are jobs
+    (``Revision.job``); it keeps their status and what the build made (``image``)."""
 
     competitor = models.ForeignKey(Competitor, on_delete=models.CASCADE, related_name="revisions")
     #: 1, 2, 3... per competitor, allocated under a row lock on the competitor.
@@ -275,37 +265,14 @@ class Revision(models.Model):
     build_status = models.CharField(
         max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED
     )
-    build_started_at = models.DateTimeField(null=True, blank=True)
-    build_ended_at = models.DateTimeField(null=True, blank=True)
-    build_error = models.TextField(blank=True)
-    build_log = models.TextField(blank=True)
-    build_attempts = models.PositiveIntegerField(default=0)
-    build_lease_owner = models.CharField(max_length=120, blank=True)
-    build_lease_expires_at = models.DateTimeField(null=True, blank=True)
-    build_resends = models.PositiveIntegerField(default=0)
-    build_resend_at = models.DateTimeField(null=True, blank=True, default=resend_at_default)
 
     validation_status = models.CharField(
         max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED
     )
-    validation_started_at = models.DateTimeField(null=True, blank=True)
-    validation_ended_at = models.DateTimeField(null=True, blank=True)
-    validation_error = models.TextField(blank=True)
-    validation_log = models.TextField(blank=True)
-    validation_attempts = models.PositiveIntegerField(default=0)
-    validation_lease_owner = models.CharField(max_length=120, blank=True)
-    validation_lease_expires_at = models.DateTimeField(null=True, blank=True)
-    validation_resends = models.PositiveIntegerField(default=0)
-    #: Validation's queue message is sent when the build succeeds, which sets this.
-    validation_resend_at = models.DateTimeField(null=True, blank=True)
 
     publication_status = models.CharField(
         max_length=16, choices=StepStatus.choices, default=StepStatus.NONE
     )
-    publication_started_at = models.DateTimeField(null=True, blank=True)
-    publication_ended_at = models.DateTimeField(null=True, blank=True)
-    publication_error = models.TextField(blank=True)
-    publication_log = models.TextField(blank=True)
 
     objects = RevisionQuerySet.as_manager()
 
@@ -351,9 +318,8 @@ class Revision(models.Model):
         pending = {StepStatus.QUEUED, StepStatus.RUNNING}
         return self.build_status in pending or self.validation_status in pending
 
-    def step_duration(self, step: str) -> float | None:
-        started = getattr(self, f"{step}_started_at")
-        ended = getattr(self, f"{step}_ended_at")
-        if started is None or ended is None:
-            return None
-        return (ended - started).total_seconds()
+    def job(self, step: str) -> Job | None:
+        """The job of ``step`` (build, validation, publication): from the revision's
+        prefetched ``jobs`` when they were prefetched, else one query. None when the step
+        was never asked for (a publication)."""
+        return next((job for job in self.jobs.all() if job.kind == step), None)

@@ -174,11 +174,11 @@ def test_agents_play_with_the_limits_the_organizer_set(
 
     revision = upload_random(alice, poker, django_capture_on_commit_callbacks, LIMITS_ECHO)
 
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_log
-    assert "validated: 2 self-play matches" in revision.validation_log
-    assert "playing openspiel:kuhn_poker with" in revision.validation_log
-    assert "'move_time': 0.5, 'time_bank': 2.0" in revision.validation_log
-    assert "'memory_mb': 300" in revision.validation_log
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").log
+    assert "validated: 2 self-play matches" in revision.job("validation").log
+    assert "playing openspiel:kuhn_poker with" in revision.job("validation").log
+    assert "'move_time': 0.5, 'time_bank': 2.0" in revision.job("validation").log
+    assert "'memory_mb': 300" in revision.job("validation").log
 
 
 @pytest.mark.parametrize("spec", ["openspiel:chess", "openspiel:leduc_poker"])
@@ -198,7 +198,7 @@ def test_random_players_validate_and_play_a_tournament_with_replays(
         upload_random(bob, environment, django_capture_on_commit_callbacks),
     ]
     for revision in players:
-        assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_log
+        assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").log
 
     tournament = TournamentFactory(environment=environment, matches_per_duel=2)
     for revision in players:

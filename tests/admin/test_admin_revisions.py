@@ -28,7 +28,7 @@ def test_it_rebuilds_and_revalidates(
 ) -> None:
     revision = upload(alice, "tic_tac_toe/random_player.py")
     assert revision.is_valid
-    first_build = revision.build_ended_at
+    first_build = revision.job("build").ended_at
 
     with django_capture_on_commit_callbacks(execute=True):
         notes = run_action(Revision, "rebuild", [revision])
@@ -36,7 +36,7 @@ def test_it_rebuilds_and_revalidates(
     revision.refresh_from_db()
     assert notes == ["Rebuilt and re-validated: 1"]
     assert revision.build_status == StepStatus.SUCCEEDED
-    assert revision.build_ended_at > first_build
+    assert revision.job("build").ended_at > first_build
     assert revision.validation_status == StepStatus.SUCCEEDED
     assert validation_duels(revision) == 2
 
@@ -144,7 +144,7 @@ def test_it_rebuilds_a_revision_whose_build_worker_died(
         ]
     )
     stuck.refresh_from_db()
-    assert (stuck.build_status, stuck.build_attempts, stuck.build_lease_owner) == (
+    assert (stuck.build_status, stuck.job("build").attempts, stuck.job("build").lease_owner) == (
         StepStatus.QUEUED,
         0,
         "",

@@ -163,7 +163,7 @@ def test_it_follows_a_validation_duel_to_a_replay_and_steps_through_it(
     live_server, page, screenshot, carol
 ):
     revision = upload(carol, "tic_tac_toe", "rando", RANDOM_PLAYER)
-    assert revision.is_valid, revision.validation_error
+    assert revision.is_valid, revision.job("validation").error
 
     page.goto(live_server.url + revision.get_absolute_url())
     page.get_by_role("link", name=re.compile(r"^duel #\d+$")).click()

@@ -43,9 +43,9 @@ def worker_behind_the_proxy(
 def test_it_builds_validates_and_prunes_a_revision_with_a_requirement(worker_behind_the_proxy):
     revision = upload_zip("six-user", {"main.py": USES_SIX, "requirements.txt": b"six==1.16.0\n"})
 
-    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
-    assert "six 1.16.0 from /opt/arena/deps/six.py" in revision.validation_log
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
+    assert "six 1.16.0 from /opt/arena/deps/six.py" in revision.job("validation").log
     Revision.objects.filter(pk=revision.pk).update(is_disabled=True)
     pruned = revision_images_prune()
     assert [(image.image, image.removed) for image in pruned][:1] == [(revision.image, True)]

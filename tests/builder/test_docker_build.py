@@ -110,14 +110,14 @@ def in_image(image: str, script: str) -> str:
 def test_it_builds_an_image_of_the_revision_and_validates_it_in_docker():
     revision = upload(make_user(), "connect_four", "minimax", MINIMAX)
 
-    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
     assert revision.image == f"arena-revision:{revision.pk}-{revision.sha256[:12]}"
     labels = docker_engine.image_labels(revision.image)
     assert labels[LABEL_ROLE] == "revision"
     assert labels[LABEL_REVISION] == str(revision.pk)
     assert labels[LABEL_ENVIRONMENT] == "connect_four"
-    assert f"built {revision.image}" in revision.build_log
+    assert f"built {revision.image}" in revision.job("build").log
     # The duel runner starts the image itself, with the command the image carries.
     source = revision_agent_source(revision)
     assert source.image == revision.image
@@ -152,10 +152,10 @@ def test_it_installs_requirements_as_wheels_and_validates_an_agent_that_imports_
         "six-user", {"main.py": USES_SIX, "requirements.txt": b"six==1.16.0  # for py2/3\n"}
     )
 
-    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
-    assert "six-1.16.0-py2.py3-none-any.whl" in revision.build_log
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
-    assert "six 1.16.0 from /opt/arena/deps/six.py" in revision.validation_log
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
+    assert "six-1.16.0-py2.py3-none-any.whl" in revision.job("build").log
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
+    assert "six 1.16.0 from /opt/arena/deps/six.py" in revision.job("validation").log
 
 
 def test_it_uses_the_numpy_of_the_base_image_when_it_satisfies_the_requirement():
@@ -163,10 +163,10 @@ def test_it_uses_the_numpy_of_the_base_image_when_it_satisfies_the_requirement()
         "numpy-user", {"main.py": USES_NUMPY, "requirements.txt": b"numpy>=1.20\n"}
     )
 
-    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
-    assert "the base image's NumPy" in revision.build_log
-    assert "wheels to install: none" in revision.build_log
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
+    assert "the base image's NumPy" in revision.job("build").log
+    assert "wheels to install: none" in revision.job("build").log
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
 
 
 def test_it_fails_the_build_of_a_requirement_that_does_not_exist():
@@ -177,7 +177,7 @@ def test_it_fails_the_build_of_a_requirement_that_does_not_exist():
 
     assert revision.build_status == StepStatus.FAILED
     assert "No matching distribution found for arena-no-such-package-xyz==1.0" in (
-        revision.build_error
+        revision.job("build").error
     )
     assert revision.validation_status == StepStatus.NONE
     assert revision.image == ""
@@ -189,7 +189,7 @@ def test_it_refuses_a_denied_package(settings):
     revision = upload_zip("denied", {"main.py": USES_SIX, "requirements.txt": b"six==1.16.0\n"})
 
     assert revision.build_status == StepStatus.FAILED
-    assert "the package 'six' is not allowed on this platform" in revision.build_error
+    assert "the package 'six' is not allowed on this platform" in revision.job("build").error
 
 
 def test_it_refuses_a_denied_package_that_a_dependency_pulls_in(settings):
@@ -201,8 +201,8 @@ def test_it_refuses_a_denied_package_that_a_dependency_pulls_in(settings):
     )
 
     assert revision.build_status == StepStatus.FAILED
-    assert "the package 'six' is not allowed on this platform" in revision.build_error
-    assert "needed by your requirements" in revision.build_error
+    assert "the package 'six' is not allowed on this platform" in revision.job("build").error
+    assert "needed by your requirements" in revision.job("build").error
 
 
 def test_it_refuses_a_package_off_the_allow_list(settings):
@@ -211,7 +211,7 @@ def test_it_refuses_a_package_off_the_allow_list(settings):
     revision = upload_zip("not-allowed", {"main.py": USES_SIX, "requirements.txt": b"six\n"})
 
     assert revision.build_status == StepStatus.FAILED
-    assert "not on the list of allowed packages (numpy)" in revision.build_error
+    assert "not on the list of allowed packages (numpy)" in revision.job("build").error
 
 
 def test_it_refuses_a_requirement_with_a_url():
@@ -220,15 +220,15 @@ def test_it_refuses_a_requirement_with_a_url():
     revision = upload_zip("by-url", {"main.py": USES_SIX, "requirements.txt": url})
 
     assert revision.build_status == StepStatus.FAILED
-    assert "requirements.txt line 1" in revision.build_error
-    assert "URLs are not allowed" in revision.build_error
+    assert "requirements.txt line 1" in revision.job("build").error
+    assert "URLs are not allowed" in revision.job("build").error
 
 
 def test_it_fails_the_build_of_a_syntax_error_with_file_and_line():
     revision = upload(make_user(), "tic_tac_toe", "broken", b"def act(turn:\n    return 1\n")
 
     assert revision.build_status == StepStatus.FAILED
-    assert "main.py, line 1" in revision.build_error
+    assert "main.py, line 1" in revision.job("build").error
     assert revision.image == ""
 
 
@@ -253,8 +253,8 @@ def test_it_stops_a_build_that_outlives_its_time_limit(settings):
     revision = upload_zip("slow", {"main.py": USES_SIX, "requirements.txt": b"six==1.15.0\n"})
 
     assert revision.build_status == StepStatus.FAILED
-    assert "did not finish within 1 s" in revision.build_error
-    assert revision.step_duration("build") < 10
+    assert "did not finish within 1 s" in revision.job("build").error
+    assert revision.job("build").duration < 10
 
 
 # -- another host ---------------------------------------------------------------------

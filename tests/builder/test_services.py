@@ -72,7 +72,7 @@ def test_it_refuses_the_same_bad_requirements_with_the_same_message_in_every_san
         assert revision.build_status == StepStatus.FAILED, sandbox
         assert revision.validation_status == StepStatus.NONE
         assert revision.image == ""
-        errors[sandbox] = revision.build_error
+        errors[sandbox] = revision.job("build").error
 
     assert errors["process"] == errors["docker"]
     assert reason in errors["process"]
@@ -88,7 +88,7 @@ def test_it_refuses_bad_requirements_before_asking_the_docker_engine_for_anythin
     revision = upload_with_requirements("index-url", b"--extra-index-url https://example.org\n")
 
     assert revision.build_status == StepStatus.FAILED
-    assert "requirements.txt line 1" in revision.build_error
+    assert "requirements.txt line 1" in revision.job("build").error
     assert touched == []
 
 
@@ -103,14 +103,14 @@ def test_it_checks_the_requirements_in_the_process_sandbox_and_says_they_are_not
         "good", b"# what it needs\nsix==1.16.0\nnumpy >= 1.20 ; python_version >= '3.8'\n"
     )
 
-    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
     assert (
         "requirements checked but not installed: six==1.16.0, "
         'numpy>=1.20; python_version >= "3.8". '
         "The process sandbox runs agents on this host's Python, so these must already be "
         "importable there."
-    ) in revision.build_log
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    ) in revision.job("build").log
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
 
 
 def test_it_says_nothing_is_missing_when_the_requirements_list_none(settings):
@@ -118,6 +118,6 @@ def test_it_says_nothing_is_missing_when_the_requirements_list_none(settings):
 
     revision = upload_with_requirements("empty", b"# nothing yet\n\n")
 
-    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
-    assert "requirements: none listed" in revision.build_log
-    assert "not installed" not in revision.build_log
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
+    assert "requirements: none listed" in revision.job("build").log
+    assert "not installed" not in revision.job("build").log

@@ -36,6 +36,20 @@ def before_jobs() -> Iterator[object]:
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
+def old_competitor(apps):  # type: ignore[no-untyped-def]
+    """A competitor in tic-tac-toe, made with the models of the migration state ``apps``."""
+    model = apps.get_model
+    owner = model("core", "User").objects.create(email="old@example.org")
+    environment = model("core", "Environment").objects.create(
+        name="tic_tac_toe", title="Tic-tac-toe", description="", rules="", players=2,
+        matches_per_duel=10, validation_matches=2, move_time=1, time_bank=10, startup_time=15,
+        memory_mb=512, cpu_seconds=300,
+    )  # fmt: skip
+    return model("core", "Competitor").objects.create(
+        owner=owner, environment=environment, name="old-bot"
+    )
+
+
 def states(now):  # type: ignore[no-untyped-def]
     """Work in every state, as the code before stored it."""
     return {
@@ -70,15 +84,8 @@ def test_it_carries_every_duel_and_evaluation_into_its_job_and_back(before_jobs)
     apps = before_jobs
     model = apps.get_model
     now = timezone.now().replace(microsecond=0)
-    owner = model("core", "User").objects.create(email="old@example.org")
-    environment = model("core", "Environment").objects.create(
-        name="tic_tac_toe", title="Tic-tac-toe", description="", rules="", players=2,
-        matches_per_duel=10, validation_matches=2, move_time=1, time_bank=10, startup_time=15,
-        memory_mb=512, cpu_seconds=300,
-    )  # fmt: skip
-    competitor = model("core", "Competitor").objects.create(
-        owner=owner, environment=environment, name="old-bot"
-    )
+    competitor = old_competitor(apps)
+    environment = competitor.environment
     revision = model("core", "Revision").objects.create(
         competitor=competitor, version=1, source="x", filename="main.py", sha256="a" * 64,
         size=1, entry_point="main.py",
@@ -129,3 +136,133 @@ def test_it_carries_every_duel_and_evaluation_into_its_job_and_back(before_jobs)
             restored = apps.get_model("core", kind.capitalize()).objects.get(pk=row.pk)
             for field in LIFECYCLE:
                 assert getattr(restored, field) == getattr(row, field), (kind, name, field)
+
+
+BEFORE_STEPS = [("core", "0022_duel_and_evaluation_lifecycle_in_jobs")]
+AFTER_STEPS = [("core", "0024_revision_step_columns_removed")]
+STEP_FIELDS = ("status", "started_at", "ended_at", "error", "log")
+
+
+@pytest.fixture
+def before_step_jobs() -> Iterator[object]:
+    apps = migrate(BEFORE_STEPS)
+    try:
+        yield apps
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+def revision_states(now):  # type: ignore[no-untyped-def]
+    """Revisions at every point of their pipeline, as the code before stored them."""
+    later = now + timedelta(minutes=5)
+    built = {
+        "build_status": "succeeded",
+        "build_attempts": 1,
+        "build_resend_at": None,
+        "build_started_at": now - timedelta(minutes=9),
+        "build_ended_at": now - timedelta(minutes=8),
+        "build_log": "unpacked 1 file(s)",
+    }
+    return {
+        "build queued": {"build_resends": 1, "build_resend_at": later},
+        "build running": {
+            "build_status": "running",
+            "build_attempts": 2,
+            "build_lease_owner": "host:7",
+            "build_lease_expires_at": later,
+            "build_resend_at": None,
+            "build_started_at": now - timedelta(seconds=30),
+        },
+        "build failed": {
+            "build_status": "failed",
+            "build_attempts": 1,
+            "build_resend_at": None,
+            "build_error": "syntax error: main.py, line 1",
+            "build_log": "build failed",
+            "validation_status": "none",
+        },
+        "validation waiting": {**built, "validation_status": "queued"},
+        "validation running": {
+            **built,
+            "validation_status": "running",
+            "validation_attempts": 1,
+            "validation_lease_owner": "host:8",
+            "validation_lease_expires_at": later,
+            "validation_started_at": now - timedelta(seconds=10),
+        },
+        "published": {
+            **built,
+            "validation_status": "succeeded",
+            "validation_attempts": 1,
+            "validation_log": "validated: 2 self-play matches",
+            "publication_status": "succeeded",
+            "publication_log": "pushed commit abc",
+            "publication_started_at": now - timedelta(minutes=2),
+            "publication_ended_at": now - timedelta(minutes=1),
+        },
+        "publication running": {
+            **built,
+            "validation_status": "succeeded",
+            "publication_status": "running",
+            "publication_started_at": now - timedelta(minutes=40),
+        },
+        "publication failed": {
+            **built,
+            "validation_status": "succeeded",
+            "publication_status": "failed",
+            "publication_error": "cannot reach the publication repository",
+        },
+    }
+
+
+def test_it_carries_every_revision_step_into_its_job_and_back(before_step_jobs):
+    apps = before_step_jobs
+    model = apps.get_model
+    now = timezone.now().replace(microsecond=0)
+    competitor = old_competitor(apps)
+    work = revision_states(now)
+    revisions = {}
+    for version, (name, fields) in enumerate(work.items(), start=1):
+        revisions[name] = model("core", "Revision").objects.create(
+            competitor=competitor, version=version, source="x", filename="main.py",
+            sha256="a" * 64, size=1, entry_point="main.py", **fields,
+        )  # fmt: skip
+
+    apps = migrate(AFTER_STEPS)
+
+    Job = apps.get_model("core", "Job")
+    Revision = apps.get_model("core", "Revision")
+    for name, old in revisions.items():
+        revision = Revision.objects.get(pk=old.pk)
+        for step in ("build", "validation", "publication"):
+            status = getattr(old, f"{step}_status")
+            assert getattr(revision, f"{step}_status") == status, (name, step)
+            job = Job.objects.filter(kind=step, revision_id=old.pk).first()
+            if status == "none":
+                assert job is None, (name, step)
+                continue
+            assert job is not None, (name, step)
+            for field in STEP_FIELDS:
+                assert getattr(job, field) == getattr(old, f"{step}_{field}"), (name, step, field)
+            if step != "publication":
+                for field in LIFECYCLE:
+                    expected = getattr(old, f"{step}_{field}")
+                    assert getattr(job, field) == expected, (name, step, field)
+    # A publication had no lease: a running one's runs out at the old task's time limit.
+    running = Job.objects.get(kind="publication", revision_id=revisions["publication running"].pk)
+    assert running.lease_expires_at == now - timedelta(minutes=40) + timedelta(minutes=31)
+    # A validation waiting for its build is not sent until the build succeeds.
+    waiting = Job.objects.get(kind="validation", revision_id=revisions["build queued"].pk)
+    assert (waiting.status, waiting.resend_at) == ("queued", None)
+
+    apps = migrate(BEFORE_STEPS)
+
+    Revision = apps.get_model("core", "Revision")
+    for name, old in revisions.items():
+        restored = Revision.objects.get(pk=old.pk)
+        for step in ("build", "validation", "publication"):
+            fields = STEP_FIELDS + (LIFECYCLE if step != "publication" else ())
+            for field in fields:
+                column = f"{step}_{field}"
+                assert getattr(restored, column) == getattr(old, column), (name, column)
+    assert not apps.get_model("core", "Job").objects.filter(revision__isnull=False).exists()

@@ -39,7 +39,7 @@ def test_it_registers_a_competitor_ready_to_play_with_nothing_to_build(alice):
     revision = competitor.revisions.get()
     assert revision.is_valid
     assert revision.build_status == revision.validation_status == StepStatus.SUCCEEDED
-    assert "not validated by self-play" in revision.validation_log
+    assert "not validated by self-play" in revision.job("validation").log
     player = competitor.llm
     assert player.has_key and player.harness_version == HARNESS_VERSION
     config = player.config()

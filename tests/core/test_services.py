@@ -18,7 +18,7 @@ def test_it_builds_and_validates_an_upload():
 
     assert revision.version == 1
     assert revision.build_status == StepStatus.SUCCEEDED
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
     assert revision.is_valid
     assert revision.sha256 and revision.size == RANDOM.stat().st_size
     assert revision.source.read() == RANDOM.read_bytes()
@@ -61,7 +61,7 @@ def test_it_fails_the_build_of_a_syntax_error_with_file_and_line():
     revision = upload(make_user(), "tic_tac_toe", "broken", b"def act(turn:\n    return 1\n")
 
     assert revision.build_status == StepStatus.FAILED
-    assert "main.py, line 1" in revision.build_error
+    assert "main.py, line 1" in revision.job("build").error
     assert revision.validation_status == StepStatus.NONE
 
 
@@ -71,8 +71,8 @@ def test_it_fails_validation_of_an_agent_that_crashes_with_its_log():
 
     assert revision.build_status == StepStatus.SUCCEEDED
     assert revision.validation_status == StepStatus.FAILED
-    assert "validation failed: crash" in revision.validation_error
-    assert "No module named 'tensorflow'" in revision.validation_error
+    assert "validation failed: crash" in revision.job("validation").error
+    assert "No module named 'tensorflow'" in revision.job("validation").error
 
 
 def test_it_refuses_uploads_to_a_closed_environment():

@@ -46,7 +46,7 @@ def test_it_reads_an_upload_back_from_the_database_only(settings, tmp_path):
     assert revision_upload_read(revision=revision) == RANDOM.read_bytes()
     assert revision_rebuild(revision=revision)
     revision.refresh_from_db()
-    assert revision.build_status == StepStatus.SUCCEEDED, revision.build_error
+    assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
     assert revision.is_valid
 
 
@@ -60,7 +60,7 @@ def test_it_refuses_damaged_bytes_saying_so():
     assert revision_rebuild(revision=revision)
     revision.refresh_from_db()
     assert revision.build_status == StepStatus.FAILED
-    assert "upload it again" in revision.build_error
+    assert "upload it again" in revision.job("build").error
 
 
 def test_it_says_when_a_revision_has_no_stored_upload():

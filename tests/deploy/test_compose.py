@@ -22,7 +22,8 @@ from tests.support.require import require
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {
     "nginx", "web", "gateway", "migrate", "prepare", "worker-build", "worker-duels",
-    "worker-online", "worker-publish", "beat", "manager", "engine", "postgres", "redis",
+    "worker-online", "worker-publish", "beat", "manager", "watchdog", "engine", "postgres",
+    "redis",
 }  # fmt: skip
 ONE_SHOTS = {"migrate", "prepare"}
 
@@ -79,7 +80,9 @@ def test_every_long_running_service_has_a_healthcheck_and_starts_after_what_it_n
         for needed, condition in (service.get("depends_on") or {}).items():
             wanted = "service_completed_successfully" if needed in ONE_SHOTS else "service_healthy"
             assert condition["condition"] == wanted, f"{name} waits on {needed}: {condition}"
-    for name in ("web", "gateway", "manager", "worker-duels", "worker-build", "worker-publish"):
+    for name in (
+        "web", "gateway", "manager", "watchdog", "worker-duels", "worker-build", "worker-publish"
+    ):  # fmt: skip
         assert control[name]["depends_on"]["migrate"]["condition"] == (
             "service_completed_successfully"
         )
@@ -106,7 +109,7 @@ def test_only_the_engine_proxy_holds_the_docker_socket_and_the_site_no_way_to_th
     assert control["engine"]["network_mode"] == "none"
     with_engine = holding("engine-socket")
     assert with_engine == {"engine", "worker-build", "worker-duels", "worker-online"}
-    for name in ("web", "gateway", "nginx", "beat", "manager", "worker-publish"):
+    for name in ("web", "gateway", "nginx", "beat", "manager", "watchdog", "worker-publish"):
         assert "DOCKER_HOST" not in (control[name].get("environment") or {}), name
 
 
@@ -193,7 +196,7 @@ def test_each_service_gets_only_the_secrets_it_uses(control):
     # The publication remote's credentials: the publisher only.
     assert mounting("publish_repository") == {"worker-publish"}
     # Beat sends tasks: the broker, no database, no key to the site's sessions.
-    assert mounting("database_url") >= {"web", "gateway", "migrate", "manager"}
+    assert mounting("database_url") >= {"web", "gateway", "migrate", "manager", "watchdog"}
     assert "beat" not in mounting("database_url") | mounting("secret_key")
     assert mounting("db_password") == {"postgres"}
     assert mounting("redis_password") == {"redis"}

@@ -61,7 +61,7 @@ def test_it_builds_and_validates_uploads_in_a_worker(celery_workers):
     minimax, heuristic, broken = revisions
     assert minimax.is_valid and heuristic.is_valid, celery_workers.log("builder")
     assert broken.build_status == StepStatus.FAILED
-    assert "line 1" in broken.build_error
+    assert "line 1" in broken.job("build").error
 
 
 def test_it_plays_a_killed_workers_duel_again_once(celery_workers):
@@ -134,7 +134,11 @@ def test_it_validates_every_python_reference_player_in_docker_through_a_worker(c
     wait_for(lambda: settled(revisions), timeout=240, what="every player to validate")
 
     assert len(revisions) >= 12
-    failed = {str(r): r.build_error or r.validation_error for r in revisions if not r.is_valid}
+    failed = {
+        str(r): r.job("build").error or r.job("validation").error
+        for r in revisions
+        if not r.is_valid
+    }
     assert failed == {}, celery_workers.log("docker-builder")[-3000:]
     assert all(r.image.startswith("arena-revision:") for r in revisions)
 
@@ -144,7 +148,7 @@ def test_it_plays_a_killed_workers_evaluation_again_once(celery_workers):
     owner = make_user()
     revision = upload(owner, "cartpole", "balancer", PLAYERS / "cartpole" / "balancer.py")
     wait_for(lambda: settled([revision]), timeout=90, what="validation by evaluation")
-    assert revision.is_valid, revision.validation_error
+    assert revision.is_valid, revision.job("validation").error
     competition = ScoreCompetition.objects.create(
         environment=Environment.objects.get(name="cartpole"),
         name="Long evaluation",

@@ -75,7 +75,7 @@ def test_it_validates_a_revision_built_elsewhere():
     assert revision_revalidate(revision=revision)
 
     revision.refresh_from_db()
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
     assert revision.build_dir.is_dir()
 
 
@@ -148,7 +148,7 @@ def test_a_duel_whose_agent_cannot_be_built_here_goes_back_then_fails_unscored(
 
     duel.refresh_from_db()
     assert (duel.status, duel.job.attempts, duel.job.lease_owner) == (DuelStatus.QUEUED, 1, "")
-    assert "Attempt 1 could not start" in duel.job.error
+    assert "Attempt 1 of 3 did not finish (trying again later)" in duel.job.error
     assert "could not be built on this host" in duel.job.error and "damaged" in duel.job.error
     for _ in range(settings.ARENA_DUEL_MAX_ATTEMPTS - 1):
         duel_play(duel_id=duel.pk)
@@ -169,13 +169,13 @@ def test_a_validation_that_cannot_be_built_here_goes_back_then_fails_saying_whos
     assert revision_revalidate(revision=rando)  # run here, eagerly: given back
 
     rando.refresh_from_db()
-    assert rando.validation_status == StepStatus.QUEUED and rando.validation_attempts == 1
-    assert "could not be built on this host" in rando.validation_error
+    assert rando.validation_status == StepStatus.QUEUED and rando.job("validation").attempts == 1
+    assert "could not be built on this host" in rando.job("validation").error
     for _ in range(settings.ARENA_REVISION_MAX_ATTEMPTS - 1):
         assert revision_validate(revision_id=rando.pk) in (RETRY_SECONDS, None)
     rando.refresh_from_db()
     assert rando.validation_status == StepStatus.FAILED
-    assert "not with your upload" in rando.validation_error
+    assert "not your upload's fault" in rando.job("validation").error
 
 
 def test_a_build_folder_that_cannot_be_locked_is_the_platforms_failure(

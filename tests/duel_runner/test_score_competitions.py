@@ -65,8 +65,8 @@ def competition(episodes: int = 6) -> ScoreCompetition:
 def test_it_validates_a_one_player_upload_by_a_short_evaluation(client):
     revision = cartpole_agents()["balancer"]
 
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
-    assert "2 episodes without a fault" in revision.validation_log
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
+    assert "2 episodes without a fault" in revision.job("validation").log
     validation = Evaluation.objects.get(revision=revision, is_validation=True)
     assert validation.status == DuelStatus.SUCCEEDED
     assert validation.mean_return == 500.0 and len(validation.episodes) == 2
@@ -124,7 +124,7 @@ def test_it_ranks_three_agents_by_mean_return_on_the_site_and_in_the_api(client)
 def test_it_charges_a_crashing_agent_without_stopping_the_evaluation(client):
     owner = make_user()
     fragile = upload(owner, "cartpole", "fragile", CRASHES_FROM_THE_THIRD_EPISODE)
-    assert fragile.validation_status == StepStatus.SUCCEEDED, fragile.validation_error
+    assert fragile.validation_status == StepStatus.SUCCEEDED, fragile.job("validation").error
     upload(owner, "cartpole", "constant", PLAYERS / "cartpole" / "constant.py")
     cup = competition(episodes=5)
 

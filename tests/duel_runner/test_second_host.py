@@ -199,7 +199,7 @@ def test_a_second_host_takes_duels_from_the_same_queue(two_hosts, second_engine,
     host_2.start(celery_workers, "host-2-again", "build,duels")
     late = upload(owner, "connect_four", "late", PLAYERS / "connect_four" / "kaggle_style.py")
     wait_for(lambda: validated([late]), timeout=120, what="host 2 to build and validate")
-    assert late.is_valid, late.build_error or late.validation_error
+    assert late.is_valid, late.job("build").error or late.job("validation").error
     assert late.image in second_engine.images("arena-revision")
     assert "on this host in" not in celery_workers.log("host-2-again")  # its own build
 

@@ -17,9 +17,20 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from core.models import Competitor, Environment, Rating, Revision, StepStatus, User
+from core.jobs import job_reset
+from core.models import (
+    Competitor,
+    Environment,
+    Job,
+    JobKind,
+    JobStatus,
+    Rating,
+    Revision,
+    StepStatus,
+    User,
+)
 from publisher import services
-from publisher.git import Clone, PublishError
+from publisher.git import Clone
 from publisher.services import competitor_publish_latest, revision_publish
 from publisher.tasks import publish_revision
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
@@ -85,10 +96,10 @@ def author(display_name: str, email: str = "ada@example.org") -> User:
 
 
 def queue_again(*revisions: Revision) -> None:
-    """As a task handed the revision again would find it: queued."""
-    Revision.objects.filter(pk__in=[revision.pk for revision in revisions]).update(
-        publication_status=StepStatus.QUEUED
-    )
+    """As a task handed the revision again would find it: queued (its message not sent
+    here; the test runs the task)."""
+    for revision in revisions:
+        job_reset(JobKind.PUBLICATION, revision.pk, send=False)
 
 
 def test_it_pushes_a_public_validated_revision_with_a_readme(remote, tmp_path):
@@ -104,7 +115,7 @@ def test_it_pushes_a_public_validated_revision_with_a_readme(remote, tmp_path):
     revision = upload(ada, "connect_four", "deep-thought", CONNECT_FOUR)
 
     assert revision.validation_status == StepStatus.SUCCEEDED
-    assert revision.publication_status == StepStatus.SUCCEEDED, revision.publication_error
+    assert revision.publication_status == StepStatus.SUCCEEDED, revision.job("publication").error
     folder = checkout(remote, tmp_path) / "connect_four" / "deep-thought"
     assert files(folder) == ["README.md", "main.py"]
     assert (folder / "main.py").read_bytes() == CONNECT_FOUR.read_bytes()
@@ -119,7 +130,7 @@ def test_it_pushes_a_public_validated_revision_with_a_readme(remote, tmp_path):
     message = git("log", "-1", "--format=%an <%ae>%n%B", "main", cwd=remote)
     assert message.startswith("Arena <arena@localhost>\n")
     assert f"Arena-Revision: {revision.pk} {revision.sha256}" in message
-    assert "pushed commit" in revision.publication_log
+    assert "pushed commit" in revision.job("publication").log
 
 
 def test_it_replaces_the_files_with_the_next_revision_in_one_commit(remote, tmp_path):
@@ -158,7 +169,7 @@ def test_it_does_not_commit_a_revision_twice(remote, settings, tmp_path):
 
     revision.refresh_from_db()
     assert revision.publication_status == StepStatus.SUCCEEDED
-    assert "published already as commit" in revision.publication_log
+    assert "published already as commit" in revision.job("publication").log
     assert subjects(remote) == ["tic_tac_toe/rando v1"]
 
 
@@ -168,7 +179,7 @@ def test_it_skips_files_over_the_cap_and_names_them_in_the_readme(remote, settin
 
     revision = upload(author("Ada Lovelace"), "tic_tac_toe", "heavy", content, filename="heavy.zip")
 
-    assert revision.publication_status == StepStatus.SUCCEEDED, revision.publication_error
+    assert revision.publication_status == StepStatus.SUCCEEDED, revision.job("publication").error
     folder = checkout(remote, tmp_path) / "tic_tac_toe" / "heavy"
     assert files(folder) == ["README.md", "main.py"]
     readme = (folder / "README.md").read_text()
@@ -195,16 +206,16 @@ def test_it_fails_clearly_when_the_repository_is_unreachable_and_the_page_says_s
     revision = upload(ada, "tic_tac_toe", "rando", TIC_TAC_TOE)
 
     assert revision.publication_status == StepStatus.FAILED
-    assert revision.publication_error == (
+    assert revision.job("publication").error == (
         f"cannot reach the publication repository {missing}: '{missing}' does not appear to "
         "be a git repository; check ARENA_PUBLISH_REPOSITORY and this worker's access to it"
     )
-    assert "git ls-remote" in revision.publication_log
+    assert "git ls-remote" in revision.job("publication").log
     client = Client()
     client.force_login(ada)
     page = html.unescape(client.get(revision.get_absolute_url()).content.decode())
     assert "Publication failed" in page
-    assert revision.publication_error in page
+    assert revision.job("publication").error in page
 
 
 def test_it_publishes_the_latest_validated_revision_when_a_competitor_is_made_public(
@@ -230,7 +241,7 @@ def test_it_publishes_the_latest_validated_revision_when_a_competitor_is_made_pu
     assert notes == ["1 competitor(s) are public.", "Queued for publication: shy v2."]
     first.refresh_from_db()
     second.refresh_from_db()
-    assert second.publication_status == StepStatus.SUCCEEDED, second.publication_error
+    assert second.publication_status == StepStatus.SUCCEEDED, second.job("publication").error
     assert first.publication_status == StepStatus.NONE
     folder = checkout(remote, tmp_path) / "tic_tac_toe" / "shy"
     assert "- Version: v2" in (folder / "README.md").read_text()
@@ -264,9 +275,9 @@ def test_it_pushes_both_revisions_when_another_publisher_pushed_in_between(
 
     mine.refresh_from_db()
     theirs.refresh_from_db()
-    assert theirs.publication_status == StepStatus.SUCCEEDED, theirs.publication_error
-    assert mine.publication_status == StepStatus.SUCCEEDED, mine.publication_error
-    assert "the branch moved on" in mine.publication_log
+    assert theirs.publication_status == StepStatus.SUCCEEDED, theirs.job("publication").error
+    assert mine.publication_status == StepStatus.SUCCEEDED, mine.job("publication").error
+    assert "the branch moved on" in mine.job("publication").log
     assert subjects(remote) == ["tic_tac_toe/mine v1", "sum_to_10/theirs v1"]
     published = checkout(remote, tmp_path)
     assert (published / "tic_tac_toe" / "mine" / "main.py").is_file()
@@ -285,7 +296,7 @@ def test_it_does_not_overwrite_a_newer_version_with_an_older_one(remote, setting
 
     first.refresh_from_db()
     assert first.publication_status == StepStatus.SUCCEEDED
-    assert "v2 is published already" in first.publication_log
+    assert "v2 is published already" in first.job("publication").log
     readme = (checkout(remote, tmp_path) / "tic_tac_toe" / "rando" / "README.md").read_text()
     assert "- Version: v2" in readme
     assert subjects(remote) == ["tic_tac_toe/rando v2"]
@@ -297,12 +308,32 @@ def test_it_queues_a_failed_attempt_again_while_retries_are_left(remote, setting
     settings.ARENA_PUBLISH_REPOSITORY = str(tmp_path / "down.git")
     queue_again(revision)
 
-    with pytest.raises(PublishError, match="cannot reach the publication repository"):
-        revision_publish(revision_id=revision.pk, retries_left=2)
+    wait = revision_publish(revision_id=revision.pk, again=True)
 
+    assert wait == 60  # the first retry; the next waits twice as long
     revision.refresh_from_db()
     assert revision.publication_status == StepStatus.QUEUED
-    assert "trying again later: 2 attempt(s) left" in revision.publication_error
+    error = revision.job("publication").error
+    assert "Attempt 1 of 6 did not finish (trying again later)" in error
+    assert "cannot reach the publication repository" in error
+
+
+def test_it_fails_a_publication_after_its_last_attempt(remote, settings, tmp_path):
+    settings.ARENA_PUBLISH_REPOSITORY = ""
+    settings.ARENA_PUBLICATION_MAX_ATTEMPTS = 2
+    revision = upload(author("Ada Lovelace"), "tic_tac_toe", "rando", TIC_TAC_TOE)
+    settings.ARENA_PUBLISH_REPOSITORY = str(tmp_path / "down.git")
+    queue_again(revision)
+
+    assert revision_publish(revision_id=revision.pk, again=True) == 60
+    assert revision_publish(revision_id=revision.pk, again=True) is None
+
+    revision.refresh_from_db()
+    assert revision.publication_status == StepStatus.FAILED
+    job = revision.job("publication")
+    assert (job.status, job.attempts) == (JobStatus.FAILED, 2)
+    assert job.error.startswith("Not done after 2 attempts")
+    assert "cannot reach the publication repository" in job.error
 
 
 def test_it_retries_a_worker_s_failed_publication_then_shows_it_failed(
@@ -315,9 +346,9 @@ def test_it_retries_a_worker_s_failed_publication_then_shows_it_failed(
     attempts = []
     real_publish = services.revision_publish
 
-    def counted_publish(*, revision_id: int, retries_left: int) -> None:
-        attempts.append(retries_left)
-        real_publish(revision_id=revision_id, retries_left=retries_left)
+    def counted_publish(*, revision_id: int, again: bool) -> float | None:
+        attempts.append(again)
+        return real_publish(revision_id=revision_id, again=again)
 
     monkeypatch.setattr(services, "revision_publish", counted_publish)
     # As a worker runs it (not eagerly); the retry it schedules runs at once, eagerly.
@@ -336,10 +367,10 @@ def test_it_retries_a_worker_s_failed_publication_then_shows_it_failed(
         publish_revision.pop_request()
 
     revision.refresh_from_db()
-    assert attempts == [5, 0]
+    assert attempts == [True, False]
     assert revision.publication_status == StepStatus.FAILED
-    assert "cannot reach the publication repository" in revision.publication_error
-    assert "trying again" not in revision.publication_error
+    assert "cannot reach the publication repository" in revision.job("publication").error
+    assert "trying again" not in revision.job("publication").error
 
 
 def test_it_republishes_a_failed_revision_from_the_admin(remote, settings, tmp_path, organizer):
@@ -358,8 +389,8 @@ def test_it_republishes_a_failed_revision_from_the_admin(remote, settings, tmp_p
 
     assert [str(message) for message in response.context["messages"]] == ["Re-published: 1"]
     revision.refresh_from_db()
-    assert revision.publication_status == StepStatus.SUCCEEDED, revision.publication_error
-    assert revision.publication_error == ""
+    assert revision.publication_status == StepStatus.SUCCEEDED, revision.job("publication").error
+    assert revision.job("publication").error == ""
     assert subjects(remote) == ["tic_tac_toe/rando v1"]
 
 
@@ -372,11 +403,14 @@ def test_it_republishes_only_a_running_publication_that_a_killed_worker_left(
     client = Client()
     client.force_login(organizer)
 
-    def republish(started_minutes_ago: int) -> list[str]:
-        Revision.objects.filter(pk=revision.pk).update(
-            publication_status=StepStatus.RUNNING,
-            publication_started_at=timezone.now() - timedelta(minutes=started_minutes_ago),
+    def republish(lease_left_seconds: int) -> list[str]:
+        queue_again(revision)  # then taken up by a worker, which holds it for a while
+        Job.objects.filter(kind=JobKind.PUBLICATION, revision=revision).update(
+            status=JobStatus.RUNNING,
+            lease_owner="publisher:1",
+            lease_expires_at=timezone.now() + timedelta(seconds=lease_left_seconds),
         )
+        Revision.objects.filter(pk=revision.pk).update(publication_status=StepStatus.RUNNING)
         response = client.post(
             reverse("admin:core_revision_changelist"),
             {"action": "republish", "_selected_action": [revision.pk]},
@@ -384,11 +418,12 @@ def test_it_republishes_only_a_running_publication_that_a_killed_worker_left(
         )
         return [str(message) for message in response.context["messages"]]
 
-    assert republish(started_minutes_ago=5) == [
-        "rando v1: is being published; wait for it to finish"
+    assert republish(lease_left_seconds=40) == [
+        "rando v1: not re-published: its publication is already running; wait for it to finish"
     ]
     assert git("for-each-ref", cwd=remote) == ""
-    assert republish(started_minutes_ago=120) == ["Re-published: 1"]
+    # Its worker stopped renewing the lease: killed, so taken over.
+    assert republish(lease_left_seconds=-5) == ["Re-published: 1"]
     revision.refresh_from_db()
-    assert revision.publication_status == StepStatus.SUCCEEDED, revision.publication_error
+    assert revision.publication_status == StepStatus.SUCCEEDED, revision.job("publication").error
     assert subjects(remote) == ["tic_tac_toe/rando v1"]

@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.errors import ArenaError
+from core.jobs import jobs_recover
 from core.models import (
     Duel,
     DuelResult,
@@ -100,41 +101,7 @@ def test_it_schedules_drafts_only(make_tournament, dispatched):
         scheduled(tournament)
 
 
-# --- expired leases and attempts -------------------------------------------------------------
-
-
-def test_it_queues_again_a_duel_whose_lease_expired(make_tournament, dispatched):
-    tournament = tournament_launch(tournament=make_tournament(2))
-    duel = tournament.duels.get()
-    expire(duel, attempts=1)
-    dispatched.clear()
-
-    assert run_once()
-
-    duel.refresh_from_db()
-    job = duel.job
-    assert (duel.status, job.status, job.lease_owner, job.lease_expires_at) == (
-        DuelStatus.QUEUED,
-        DuelStatus.QUEUED,
-        "",
-        None,
-    )
-    assert dispatched == [duel.pk]
-    assert not run_once()
-    assert dispatched == [duel.pk]
-
-
-def test_it_leaves_a_duel_whose_lease_is_renewed(make_tournament, dispatched):
-    tournament = tournament_launch(tournament=make_tournament(2))
-    duel = tournament.duels.get()
-    expire(duel, attempts=1)
-    Job.objects.filter(duel=duel).update(lease_expires_at=timezone.now() + timedelta(minutes=1))
-    dispatched.clear()
-
-    assert not run_once()
-
-    assert Duel.objects.get(pk=duel.pk).status == DuelStatus.RUNNING
-    assert dispatched == []
+# --- a duel that failed (the lifecycle of every job: tests/core/test_jobs.py) --------------
 
 
 def test_it_fails_a_duel_after_too_many_attempts_without_scoring_it(
@@ -148,12 +115,13 @@ def test_it_fails_a_duel_after_too_many_attempts_without_scoring_it(
     expire(third, attempts=3)
     dispatched.clear()
 
-    assert run_once()
+    assert jobs_recover()  # the watchdog's pass (run_watchdog) fails it
+    run_once()  # and the tournament manager's settles the tournament
 
     third.refresh_from_db()
     tournament.refresh_from_db()
     assert (third.status, third.result) == (DuelStatus.FAILED, "")
-    assert "3 attempts" in third.error
+    assert "stopped 3 times" in third.error
     assert dispatched == []
     assert tournament.status == TournamentStatus.FAILED
     assert (tournament.duels_done, tournament.duels_failed) == (2, 1)
@@ -224,6 +192,7 @@ def test_two_managers_at_once_start_each_duel_exactly_once(make_tournament, sett
         try:
             start.wait()
             for _ in range(4):
+                jobs_recover()  # the stalled duels are the watchdog's, run alongside
                 run_once()
         except BaseException as error:
             failures.append(error)

@@ -126,6 +126,7 @@ def test_the_manager_recovers_a_round_robin_when_its_worker_is_killed(celery_wor
     manager = celery_workers.manage(
         "manager", "run_tournament_manager", "--interval", "0.2", **short_lease
     )
+    celery_workers.manage("watchdog", "run_watchdog", "--interval", "0.2", **short_lease)
     wait_for(
         lambda: tournament.duels.filter(status="running").exists(),
         timeout=30,
@@ -140,10 +141,10 @@ def test_the_manager_recovers_a_round_robin_when_its_worker_is_killed(celery_wor
             pk=tournament.pk, status__in=[TournamentStatus.COMPLETED, TournamentStatus.FAILED]
         ).exists(),
         timeout=180,
-        what="the manager to re-queue the lost duel and the second worker to finish",
+        what="the watchdog to re-queue the lost duel and the second worker to finish",
     )
     tournament.refresh_from_db()
-    assert tournament.status == TournamentStatus.COMPLETED, celery_workers.log("manager")
+    assert tournament.status == TournamentStatus.COMPLETED, celery_workers.log("watchdog")
     duels = list(tournament.duels.all())
     assert len(duels) == 3
     assert all(duel.status == "succeeded" and duel.matches.count() == 120 for duel in duels)

@@ -40,7 +40,7 @@ def field_of_five():
     ]
     revisions = [upload(owner, GAME, name, PLAYERS / GAME / file) for name, file in players]
     assert all(revision.is_valid for revision in revisions), [
-        revision.validation_log for revision in revisions
+        revision.job("validation").log for revision in revisions
     ]
     return revisions
 

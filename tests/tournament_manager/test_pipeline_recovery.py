@@ -1,5 +1,5 @@
 """A worker killed (SIGKILL, pool and all) in the middle of a build or a validation, with
-PostgreSQL, Redis, real Celery workers and the tournament manager: the step is taken up
+PostgreSQL, Redis, real Celery workers and the watchdog: the step is taken up
 again once its lease runs out, or fails with a message a user understands after its last
 attempt. Nothing stays running forever."""
 
@@ -46,11 +46,8 @@ def settled(revision: Revision) -> bool:
 
 
 def step_running(revision: Revision, step: str, attempts: int) -> bool:
-    revision.refresh_from_db()
-    return (
-        getattr(revision, f"{step}_status") == StepStatus.RUNNING
-        and getattr(revision, f"{step}_attempts") == attempts
-    )
+    job = revision.job(step)
+    return job is not None and (job.status, job.attempts) == (StepStatus.RUNNING, attempts)
 
 
 def test_a_build_killed_midway_is_built_again_once(celery_workers):
@@ -59,13 +56,13 @@ def test_a_build_killed_midway_is_built_again_once(celery_workers):
     wait_for(lambda: step_running(revision, "build", 1), timeout=30, what="the build to start")
 
     celery_workers.kill(first)
-    celery_workers.manage("manager", "run_tournament_manager", "--interval", "0.2", **QUICK)
+    celery_workers.manage("watchdog", "run_watchdog", "--interval", "0.2", **QUICK)
     celery_workers.start("second", **QUICK)
 
     wait_for(lambda: settled(revision), timeout=90, what="the build to be taken up again")
-    assert revision.is_valid, (revision.build_error, celery_workers.log("manager"))
-    assert (revision.build_attempts, revision.validation_attempts) == (2, 1)
-    assert revision.build_lease_owner == revision.validation_lease_owner == ""
+    assert revision.is_valid, (revision.job("build").error, celery_workers.log("watchdog"))
+    assert (revision.job("build").attempts, revision.job("validation").attempts) == (2, 1)
+    assert revision.job("build").lease_owner == revision.job("validation").lease_owner == ""
     assert "second@" in celery_workers.log("second")
     assert Duel.objects.filter(is_validation=True, revision_1=revision).count() == 1
 
@@ -75,9 +72,7 @@ def test_a_build_whose_worker_dies_every_time_fails_and_says_why(celery_workers)
     attempts = {"ARENA_REVISION_MAX_ATTEMPTS": "2"}
     first = celery_workers.start("first", **slow, **attempts)
     revision = upload(make_user(), "tic_tac_toe", "doomed", AGENT)
-    celery_workers.manage(
-        "manager", "run_tournament_manager", "--interval", "0.2", **QUICK, **attempts
-    )
+    celery_workers.manage("watchdog", "run_watchdog", "--interval", "0.2", **QUICK, **attempts)
     wait_for(lambda: step_running(revision, "build", 1), timeout=30, what="the first attempt")
     celery_workers.kill(first)
     second = celery_workers.start("second", **slow, **attempts)
@@ -85,13 +80,13 @@ def test_a_build_whose_worker_dies_every_time_fails_and_says_why(celery_workers)
 
     celery_workers.kill(second)
 
-    wait_for(lambda: settled(revision), timeout=30, what="the manager to fail the build")
-    assert revision.build_status == StepStatus.FAILED, celery_workers.log("manager")
-    assert revision.build_error.startswith(
-        "The worker building this revision stopped 2 times before it finished"
+    wait_for(lambda: settled(revision), timeout=30, what="the watchdog to fail the build")
+    assert revision.build_status == StepStatus.FAILED, celery_workers.log("watchdog")
+    assert "the worker building this revision stopped 2 times before it finished" in (
+        revision.job("build").error
     )
     assert revision.validation_status == StepStatus.NONE
-    assert revision.build_attempts == 2
+    assert revision.job("build").attempts == 2
 
 
 def test_a_validation_killed_midway_is_validated_again_once(celery_workers):
@@ -100,12 +95,12 @@ def test_a_validation_killed_midway_is_validated_again_once(celery_workers):
     wait_for(lambda: step_running(revision, "validation", 1), timeout=30, what="the validation")
 
     celery_workers.kill(first)
-    celery_workers.manage("manager", "run_tournament_manager", "--interval", "0.2", **QUICK)
+    celery_workers.manage("watchdog", "run_watchdog", "--interval", "0.2", **QUICK)
     celery_workers.start("second", **QUICK)
 
     wait_for(lambda: settled(revision), timeout=90, what="the validation to be taken up again")
-    assert revision.is_valid, (revision.validation_error, celery_workers.log("manager"))
-    assert (revision.build_attempts, revision.validation_attempts) == (1, 2)
+    assert revision.is_valid, (revision.job("validation").error, celery_workers.log("watchdog"))
+    assert (revision.job("build").attempts, revision.job("validation").attempts) == (1, 2)
     # The killed worker stored nothing: one validation duel, the second worker's.
     duels = Duel.objects.filter(is_validation=True, revision_1=revision)
     assert duels.count() == 1

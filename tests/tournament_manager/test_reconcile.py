@@ -1,20 +1,18 @@
-"""The tournament manager's reconcile steps on factory rows: builds and validations whose
-worker died are queued again or failed after their last attempt; work whose queue message
-was lost is sent again. ``sent`` records the tasks that would have been started."""
+"""The tournament manager's reconcile steps on factory rows, beyond the lifecycle every
+job kind shares (``tests/core/test_jobs.py``): a duel waiting behind busy workers, a duel
+whose message reached two workers, the live events of finished duels. ``sent`` records
+the tasks that would have been started."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
 from django.utils import timezone
 
 from core import dispatch
-from core.leases import worker_name
-from core.models import DuelStatus, Job, LiveEvent, Revision, StepStatus, TournamentStatus
-from core.services import revision_step_begin, revision_step_finish
+from core.jobs import job_reset, jobs_recover
+from core.models import DuelStatus, Job, JobKind, LiveEvent
 from tests.factories import DuelFactory, RevisionFactory
 from tournament_manager.daemon import run_once
 from tournament_manager.services import tournament_launch
@@ -26,214 +24,8 @@ VALIDATE = "duel_runner.tasks.validate_revision"
 PLAY = "duel_runner.tasks.play_duel"
 
 
-@pytest.fixture
-def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """(task, id) of every piece of work handed to the workers, once its transaction commits."""
-    started: list[tuple[str, int]] = []
-    lock = threading.Lock()
-
-    def start(path: str, **ids: int) -> None:
-        def record() -> None:
-            with lock:
-                started.append((path, *ids.values()))
-
-        transaction.on_commit(record)
-
-    monkeypatch.setattr(dispatch, "start", start)
-    return started
-
-
 def ago(seconds: float) -> object:
     return timezone.now() - timedelta(seconds=seconds)
-
-
-def running(step: str, *, attempts: int, expired: bool = True, **fields: object) -> Revision:
-    """A revision whose ``step`` a worker (maybe dead) holds."""
-    if step == "validation":
-        fields.setdefault("build_status", StepStatus.SUCCEEDED)
-    return RevisionFactory(
-        **{
-            f"{step}_status": StepStatus.RUNNING,
-            f"{step}_attempts": attempts,
-            f"{step}_lease_owner": "dead-host:123",
-            f"{step}_lease_expires_at": ago(1) if expired else ago(-60),
-            f"{step}_started_at": ago(120),
-            **fields,
-        }
-    )
-
-
-@pytest.mark.parametrize(("step", "task"), [("build", BUILD), ("validation", VALIDATE)])
-def test_it_queues_again_a_step_whose_lease_expired(step, task, sent):
-    revision = running(step, attempts=1)
-
-    assert run_once()
-
-    revision.refresh_from_db()
-    assert getattr(revision, f"{step}_status") == StepStatus.QUEUED
-    assert getattr(revision, f"{step}_lease_owner") == ""
-    assert getattr(revision, f"{step}_attempts") == 1  # counted again when it is claimed
-    assert sent == [(task, revision.pk)]
-    assert not run_once()
-
-
-def test_it_leaves_a_step_whose_lease_is_renewed(sent):
-    revision = running("build", attempts=1, expired=False)
-
-    assert not run_once()
-
-    revision.refresh_from_db()
-    assert revision.build_status == StepStatus.RUNNING and sent == []
-
-
-def test_it_fails_a_build_whose_worker_stopped_on_its_last_attempt(settings, sent):
-    settings.ARENA_REVISION_MAX_ATTEMPTS = 3
-    revision = running("build", attempts=3)
-
-    assert run_once()
-
-    revision.refresh_from_db()
-    assert revision.build_status == StepStatus.FAILED
-    assert revision.build_error.startswith(
-        "The worker building this revision stopped 3 times before it finished"
-    )
-    assert "an organizer can rebuild it" in revision.build_error
-    assert revision.validation_status == StepStatus.NONE
-    assert (revision.build_lease_owner, revision.build_lease_expires_at) == ("", None)
-    assert sent == []
-
-
-def test_it_fails_a_validation_whose_worker_stopped_on_its_last_attempt(settings, sent):
-    settings.ARENA_REVISION_MAX_ATTEMPTS = 2
-    revision = running("validation", attempts=2)
-
-    assert run_once()
-
-    revision.refresh_from_db()
-    assert revision.validation_status == StepStatus.FAILED
-    assert "The worker validating this revision stopped 2 times" in revision.validation_error
-    assert revision.build_status == StepStatus.SUCCEEDED
-
-
-def test_a_worker_claims_an_expired_step_itself_and_counts_the_attempt(settings):
-    revision = running("build", attempts=1)
-
-    claimed = revision_step_begin(revision_id=revision.pk, step="build", worker="new:1")
-
-    assert claimed is not None
-    assert (claimed.build_attempts, claimed.build_lease_owner) == (2, "new:1")
-    assert claimed.build_lease_expires_at > timezone.now()
-
-
-def test_a_worker_cannot_claim_a_step_past_its_last_attempt(settings):
-    settings.ARENA_REVISION_MAX_ATTEMPTS = 2
-    revision = running("build", attempts=2)
-
-    assert revision_step_begin(revision_id=revision.pk, step="build", worker="new:1") is None
-
-
-def test_a_worker_that_lost_its_lease_records_nothing():
-    revision = RevisionFactory()
-    claimed = revision_step_begin(revision_id=revision.pk, step="build", worker="first:1")
-    Revision.objects.filter(pk=revision.pk).update(build_lease_expires_at=ago(1))
-    assert revision_step_begin(revision_id=revision.pk, step="build", worker="second:2")
-
-    assert not revision_step_finish(
-        revision=claimed, step="build", succeeded=False, error="late", worker="first:1"
-    )
-
-    revision.refresh_from_db()
-    assert (revision.build_status, revision.build_error) == (StepStatus.RUNNING, "")
-    assert revision.build_lease_owner == "second:2"
-    assert revision_step_finish(revision=claimed, step="build", succeeded=True, worker="second:2")
-
-
-def test_the_heartbeat_keeps_a_long_step_from_being_taken_over(settings, sent):
-    from core.services import revision_step_heartbeat
-
-    settings.ARENA_REVISION_LEASE_SECONDS = 1
-    revision = RevisionFactory()
-    worker = worker_name()
-    revision_step_begin(revision_id=revision.pk, step="build", worker=worker)
-    with revision_step_heartbeat(revision=revision, step="build", worker=worker):
-        for _ in range(4):
-            threading.Event().wait(0.5)
-            assert not run_once()
-
-    revision.refresh_from_db()
-    assert (revision.build_status, revision.build_attempts) == (StepStatus.RUNNING, 1)
-
-
-# --- work whose queue message was lost ------------------------------------------------------
-
-
-def test_it_sends_a_build_queued_too_long_again_waiting_twice_as_long_each_time(settings, sent):
-    settings.ARENA_RESEND_AFTER_SECONDS = 60
-    revision = RevisionFactory(build_resend_at=ago(1))
-
-    assert run_once()
-
-    revision.refresh_from_db()
-    assert sent == [(BUILD, revision.pk)]
-    assert revision.build_resends == 1
-    wait = (revision.build_resend_at - timezone.now()).total_seconds()
-    assert 115 < wait <= 120
-    assert not run_once()
-
-
-def test_it_sends_a_validation_again_only_once_its_build_succeeded(sent):
-    building = RevisionFactory(build_status=StepStatus.RUNNING, validation_resend_at=ago(1))
-    built = RevisionFactory(build_status=StepStatus.SUCCEEDED, validation_resend_at=ago(1))
-
-    assert run_once()
-
-    assert sent == [(VALIDATE, built.pk)]
-    building.refresh_from_db()
-    assert building.validation_resends == 0
-
-
-def test_it_fails_a_build_no_worker_took_up_after_the_last_resend(settings, sent):
-    settings.ARENA_MAX_RESENDS = 2
-    revision = RevisionFactory(build_resend_at=ago(1), build_resends=2)
-
-    assert run_once()
-
-    revision.refresh_from_db()
-    assert revision.build_status == StepStatus.FAILED
-    assert "No worker took up building this revision" in revision.build_error
-    assert "sent to the workers 3 times" in revision.build_error
-    assert sent == []
-
-
-def test_it_sends_a_duel_queued_too_long_again(make_tournament, sent):
-    tournament = tournament_launch(tournament=make_tournament(2))
-    duel = tournament.duels.get()
-    sent.clear()
-    Job.objects.filter(duel=duel).update(resend_at=ago(1))
-
-    assert run_once()
-
-    duel.refresh_from_db()
-    assert sent == [(PLAY, duel.pk)]
-    assert (duel.status, duel.job.resends) == (DuelStatus.QUEUED, 1)
-    assert not run_once()
-
-
-def test_it_fails_a_duel_no_worker_took_up_after_the_last_resend(make_tournament, settings, sent):
-    settings.ARENA_MAX_RESENDS = 2
-    tournament = tournament_launch(tournament=make_tournament(2))
-    duel = tournament.duels.get()
-    sent.clear()
-    Job.objects.filter(duel=duel).update(resend_at=ago(1), resends=2)
-
-    assert run_once()
-
-    duel.refresh_from_db()
-    tournament.refresh_from_db()
-    assert (duel.status, duel.job.status) == (DuelStatus.FAILED, DuelStatus.FAILED)
-    assert "No worker took it up" in duel.error and "3 times" in duel.error
-    assert sent == []
-    assert (tournament.status, tournament.duels_failed) == (TournamentStatus.FAILED, 1)
 
 
 def test_a_duel_waiting_behind_running_ones_is_resent_without_counting_it(
@@ -249,7 +41,7 @@ def test_a_duel_waiting_behind_running_ones_is_resent_without_counting_it(
     sent.clear()
     Job.objects.filter(duel__in=waiting).update(resend_at=ago(1), resends=2)
 
-    assert run_once()
+    assert jobs_recover()
 
     assert sorted(duel_id for _, duel_id in sent) == sorted(duel.pk for duel in waiting)
     for duel in waiting:
@@ -276,7 +68,7 @@ def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeyp
         revision = RevisionFactory(
             competitor=CompetitorFactory(environment=environment), validated=True, code=code
         )
-        Revision.objects.filter(pk=revision.pk).update(build_status=StepStatus.QUEUED)
+        job_reset(JobKind.BUILD, revision.pk, send=False)  # built here, now
         revision_build(revision_id=revision.pk)
         Participant.objects.create(tournament=tournament, revision=revision)
     dispatched: list[int] = []
@@ -285,7 +77,7 @@ def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeyp
         tournament = tournament_launch(tournament=tournament)
         duel = tournament.duels.get()
         Job.objects.filter(duel=duel).update(resend_at=ago(1))
-        assert run_once()
+        assert jobs_recover()
     assert dispatched == [duel.pk, duel.pk]
 
     for duel_id in dispatched:

@@ -11,7 +11,15 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import strip_tags
 
-from core.models import Duel, DuelStatus, Revision, StepStatus, Tournament, TournamentFormat
+from core.models import (
+    Duel,
+    DuelStatus,
+    Job,
+    JobKind,
+    StepStatus,
+    Tournament,
+    TournamentFormat,
+)
 from tests.factories import EnvironmentFactory, RevisionFactory
 
 pytestmark = pytest.mark.django_db
@@ -117,7 +125,9 @@ def test_it_offers_the_owner_an_upload_form_on_the_competitor_page(alice_client,
 def test_it_shows_a_revision_with_its_steps_logs_and_validation_duel(
     alice_client, alices_revision, validation_duel
 ):
-    Revision.objects.filter(pk=alices_revision.pk).update(build_log="unpacked 1 file(s)")
+    Job.objects.filter(kind=JobKind.BUILD, revision=alices_revision).update(
+        log="unpacked 1 file(s)"
+    )
 
     response = alice_client.get(alices_revision.get_absolute_url())
 

@@ -48,7 +48,7 @@ def test_it_builds_and_validates_an_upload_then_numbers_the_next_one(
     assert revision.version == 1
     assert revision.competitor.owner == alice and revision.competitor.is_public
     assert revision.build_status == StepStatus.SUCCEEDED
-    assert revision.validation_status == StepStatus.SUCCEEDED, revision.validation_error
+    assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
     page = alice_client.get(first.url)
     assert b"Validated" in page.content
     assert b"Replay match 0" in page.content

@@ -4,9 +4,10 @@
 With a Redis seat bus (``ARENA_ONLINE_BUS_URL``) it only holds connections: duel
 workers on the ``online`` queue referee the duels. Without one (the embedded default) it
 referees its online duels itself, in threads of this process, and ``--manager`` also
-runs the tournament manager's passes here. With the embedded broker (``ARENA_BROKER_URL``
-unset) it also starts the Celery worker that builds, validates and plays everything else
-(``core/embedded_worker.py``) and stops it on exit, so that one command plays everything.
+runs the watchdog's and the tournament manager's passes here. With the embedded broker
+(``ARENA_BROKER_URL`` unset) it also starts the Celery worker that builds, validates and
+plays everything else (``core/embedded_worker.py``) and stops it on exit, so that one
+command plays everything.
 """
 
 from __future__ import annotations
@@ -17,17 +18,18 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import close_old_connections, connection
 
 from core.embedded_worker import EmbeddedWorker, site_worker
+from core.management.daemon import serve
 
 
 class Command(BaseCommand):
     help = (
         "Serve the site and online play (/api/v1/online/) with uvicorn. Without "
         "ARENA_ONLINE_BUS_URL, also referee online duels in this process; --manager also "
-        "runs the tournament manager here. Without ARENA_BROKER_URL (the embedded broker), "
-        "also run a Celery worker on every queue in a child process, unless --no-worker."
+        "runs the watchdog and the tournament manager here. Without ARENA_BROKER_URL (the "
+        "embedded broker), also run a Celery worker on every queue in a child process, "
+        "unless --no-worker."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -36,7 +38,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--manager",
             action="store_true",
-            help="also run the tournament manager's passes in this process",
+            help="also run the watchdog's and the tournament manager's passes in this process",
         )
         parser.add_argument(
             "--interval",
@@ -89,7 +91,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Gateway on {where} (online play at {where}/api/v1/online/); online duels "
             + ("refereed by the duel workers" if runner is None else "refereed here")
-            + ("; the tournament manager runs here" if manager else "")
+            + ("; the watchdog and the tournament manager run here" if manager else "")
             + (
                 f"; builds, validations and duels played by a Celery worker (pid "
                 f"{worker.pid}, log {worker.log_path})"
@@ -135,16 +137,14 @@ class Command(BaseCommand):
 
     @staticmethod
     def _manage(stopping: threading.Event, interval: float) -> None:
+        """The embedded default's daemons, in this thread: the watchdog's pass over every
+        job, then the tournament manager's."""
+        from core.jobs import jobs_recover
         from tournament_manager import daemon
 
-        log = logging.getLogger("tournament_manager.daemon")
-        while not stopping.is_set():
-            busy = False
-            try:
-                close_old_connections()
-                busy = daemon.run_once()
-            except Exception:
-                log.exception("the tournament manager's pass failed")
-            if not busy:
-                stopping.wait(interval)
-        connection.close()
+        serve(
+            [jobs_recover, daemon.run_once],
+            stopping=stopping,
+            interval=interval,
+            logger=logging.getLogger("tournament_manager.daemon"),
+        )

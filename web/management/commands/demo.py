@@ -454,16 +454,17 @@ class Command(BaseCommand):
     def report_validation(self, revision: Revision, note: str) -> None:
         extra = f", {note}" if note else ""
         name = f"{revision.competitor.name} v{revision.version} ({revision.filename}{extra})"
-        if revision.is_valid:
-            took = revision.step_duration("validation")
-            detail = (revision.validation_log.splitlines() or [""])[0]
+        build, validation = revision.job("build"), revision.job("validation")
+        if revision.is_valid and validation is not None:
+            took = validation.duration
+            detail = (validation.log.splitlines() or [""])[0]
             when = f" in {took:.1f} s" if took is not None else ""
             detail = detail.removeprefix("validated: ")
             self.stdout.write(self.style.SUCCESS(f"  ✔ {name} validated{when}: {detail}"))
-        elif revision.build_status == StepStatus.FAILED:
-            self.stdout.write(self.style.ERROR(f"  ✘ {name}: build failed: {revision.build_error}"))
-        elif revision.validation_status == StepStatus.FAILED:
-            first = (revision.validation_error.splitlines() or [""])[0]
+        elif revision.build_status == StepStatus.FAILED and build is not None:
+            self.stdout.write(self.style.ERROR(f"  ✘ {name}: build failed: {build.error}"))
+        elif revision.validation_status == StepStatus.FAILED and validation is not None:
+            first = (validation.error.splitlines() or [""])[0]
             self.stdout.write(self.style.ERROR(f"  ✘ {name}: {first}"))
         elif revision.is_disabled:
             self.stdout.write(self.style.WARNING(f"  - {name}: disabled by an organizer"))

@@ -1,0 +1,331 @@
+"""One lifecycle for every kind of job (``core.jobs``), each test run over the five kinds:
+a build, a validation and a publication of a revision, a duel and an evaluation.
+
+A worker claims a job with a lease it renews; one that dies stops renewing, and the
+watchdog (``jobs_recover``) queues the job again, or fails it after its last attempt; a
+worker that lost its lease records nothing; a queued job whose message was lost is sent
+again, waiting twice as long each time, and failed after the last re-send made while no
+worker ran its kind. The subject keeps a copy of the job's status. ``sent`` records the
+tasks that would have been started.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from core.jobs import (
+    POLICIES,
+    Outcome,
+    job_claim,
+    job_give_back,
+    job_heartbeat,
+    job_of,
+    job_record,
+    job_retry,
+    jobs_cancel,
+    jobs_recover,
+)
+from core.models import Job, JobKind, JobStatus, Revision, StepStatus
+from tests.factories import DuelFactory, EvaluationFactory, RevisionFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+KINDS = list(JobKind)
+TASKS = {
+    JobKind.BUILD: "builder.tasks.build_revision",
+    JobKind.VALIDATION: "duel_runner.tasks.validate_revision",
+    JobKind.PUBLICATION: "publisher.tasks.publish_revision",
+    JobKind.DUEL: "duel_runner.tasks.play_duel",
+    JobKind.EVALUATION: "duel_runner.tasks.play_evaluation",
+}
+#: How each kind's subject is made with its job queued, as the services make it.
+QUEUED: dict[str, Callable[[], object]] = {
+    JobKind.BUILD: lambda: RevisionFactory(),
+    JobKind.VALIDATION: lambda: RevisionFactory(build_status=StepStatus.SUCCEEDED),
+    JobKind.PUBLICATION: lambda: RevisionFactory(
+        validated=True, publication_status=StepStatus.QUEUED
+    ),
+    JobKind.DUEL: lambda: DuelFactory(status=JobStatus.QUEUED),
+    JobKind.EVALUATION: lambda: EvaluationFactory(),
+}
+
+
+def ago(seconds: float) -> object:
+    return timezone.now() - timedelta(seconds=seconds)
+
+
+def queued(kind: str) -> Job:
+    subject = QUEUED[kind]()
+    job = job_of(kind, subject.pk)  # type: ignore[attr-defined]
+    assert job is not None and job.status == JobStatus.QUEUED
+    return job
+
+
+def held(kind: str, *, attempts: int = 1, expired: bool = True) -> Job:
+    """A job of ``kind`` a worker (dead, with ``expired``) holds on its ``attempts``-th claim."""
+    job = queued(kind)
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING,
+        attempts=attempts,
+        lease_owner="dead-host:123",
+        lease_expires_at=ago(1) if expired else ago(-60),
+        started_at=ago(120),
+        resend_at=None,
+    )
+    copy(job, JobStatus.RUNNING)
+    job.refresh_from_db()
+    return job
+
+
+def copy(job: Job, status: str) -> None:
+    """Set the subject's copy of the status, as ``core.jobs`` keeps it."""
+    policy = POLICIES[job.kind]
+    policy.subject._default_manager.filter(pk=job.subject_id).update(
+        **{policy.status_field: policy.copy(status)}
+    )
+
+
+def subject_status(job: Job) -> str:
+    policy = POLICIES[job.kind]
+    return str(
+        policy.subject._default_manager.filter(pk=job.subject_id)
+        .values_list(policy.status_field, flat=True)
+        .get()
+    )
+
+
+# --- a worker that dies ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_watchdog_queues_again_a_job_whose_lease_expired(kind, sent):
+    job = held(kind)
+
+    assert jobs_recover()
+
+    job.refresh_from_db()
+    assert (job.status, job.lease_owner, job.lease_expires_at) == (JobStatus.QUEUED, "", None)
+    assert job.attempts == 1  # counted again when it is claimed
+    assert subject_status(job) == JobStatus.QUEUED
+    assert sent == [(TASKS[kind], job.subject_id)]
+    assert not jobs_recover()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_watchdog_leaves_a_job_whose_lease_is_renewed(kind, sent):
+    job = held(kind, expired=False)
+
+    assert not jobs_recover()
+
+    job.refresh_from_db()
+    assert job.status == subject_status(job) == JobStatus.RUNNING
+    assert sent == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_watchdog_fails_a_job_whose_worker_stopped_on_its_last_attempt(kind, settings, sent):
+    attempts = POLICIES[kind].max_attempts
+    job = held(kind, attempts=attempts)
+
+    assert jobs_recover()
+
+    job.refresh_from_db()
+    assert job.status == subject_status(job) == JobStatus.FAILED
+    assert f"the worker {POLICIES[kind].doing} stopped {attempts} times" in job.error
+    assert f"an organizer can {POLICIES[kind].retry}" in job.error
+    assert (job.lease_owner, job.lease_expires_at) == ("", None)
+    assert sent == []
+
+
+def test_a_failed_build_takes_its_waiting_validation_with_it(sent):
+    build = held(JobKind.BUILD, attempts=POLICIES[JobKind.BUILD].max_attempts)
+
+    jobs_recover()
+
+    revision = Revision.objects.get(pk=build.subject_id)
+    assert (revision.build_status, revision.validation_status) == (
+        StepStatus.FAILED,
+        StepStatus.NONE,
+    )
+    validation = revision.job(JobKind.VALIDATION)
+    assert validation is not None and validation.status == JobStatus.CANCELLED
+    assert validation.error == "Not validated: its build did not succeed."
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_worker_takes_over_an_expired_job_itself_and_counts_the_attempt(kind):
+    job = held(kind, attempts=1)
+
+    claimed = job_claim(kind, job.subject_id, worker="new:1")
+
+    assert claimed is not None
+    assert (claimed.attempts, claimed.lease_owner) == (2, "new:1")
+    assert claimed.lease_expires_at > timezone.now()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_worker_claims_a_job_past_its_last_attempt_or_a_live_one(kind):
+    spent = held(kind, attempts=POLICIES[kind].max_attempts)
+    live = held(kind, expired=False)
+
+    assert job_claim(kind, spent.subject_id, worker="new:1") is None
+    assert job_claim(kind, live.subject_id, worker="new:1") is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_of_two_workers_one_claims_a_queued_job(kind):
+    job = queued(kind)
+
+    first = job_claim(kind, job.subject_id, worker="one:1")
+    second = job_claim(kind, job.subject_id, worker="two:2")
+
+    assert first is not None and first.lease_owner == "one:1" and second is None
+    assert subject_status(job) == JobStatus.RUNNING
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_worker_that_lost_its_lease_records_nothing(kind):
+    job = queued(kind)
+    lost = job_claim(kind, job.subject_id, worker="first:1")
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=ago(1))
+    assert job_claim(kind, job.subject_id, worker="second:2") is not None
+    stored: list[str] = []
+
+    def store() -> Outcome:
+        stored.append("first")
+        return Outcome(succeeded=False, error="late")
+
+    assert lost is not None and not job_record(lost, worker="first:1", store=store)
+
+    job.refresh_from_db()
+    assert stored == []
+    assert (job.status, job.error, job.lease_owner) == (JobStatus.RUNNING, "", "second:2")
+    assert job_record(job, worker="second:2", store=lambda: Outcome(succeeded=True, log="ok"))
+    job.refresh_from_db()
+    assert (job.status, job.log, job.lease_owner) == (JobStatus.SUCCEEDED, "ok", "")
+    if not POLICIES[kind].has_times:  # a duel's or evaluation's own store writes it
+        assert subject_status(job) == JobStatus.SUCCEEDED
+
+
+def test_the_heartbeat_keeps_a_long_job_from_being_taken_over(settings, sent):
+    settings.ARENA_REVISION_LEASE_SECONDS = 1
+    job = queued(JobKind.BUILD)
+    claimed = job_claim(JobKind.BUILD, job.subject_id, worker="me:1")
+    assert claimed is not None
+    first_expiry = claimed.lease_expires_at
+
+    with job_heartbeat(claimed, worker="me:1"):
+        # Renewed every third of the lease: wait for a renewal, however loaded the machine.
+        while Job.objects.get(pk=job.pk).lease_expires_at == first_expiry:
+            threading.Event().wait(0.05)
+
+    assert Job.objects.get(pk=job.pk).lease_expires_at > first_expiry
+
+
+# --- a worker that cannot do it -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_job_given_back_is_queued_again_then_failed_after_the_last_attempt(kind, sent):
+    attempts = POLICIES[kind].max_attempts
+    job = queued(kind)
+    for attempt in range(1, attempts + 1):
+        claimed = job_claim(kind, job.subject_id, worker=f"host-{attempt}:1")
+        assert claimed is not None and claimed.attempts == attempt
+        again = job_give_back(claimed, worker=f"host-{attempt}:1", problem="no disk left")
+        assert again == (attempt < attempts)
+
+    job.refresh_from_db()
+    assert job.status == subject_status(job) == JobStatus.FAILED
+    assert job.error.startswith(f"Not done after {attempts} attempts")
+    assert job.error.endswith("The last: no disk left")
+
+
+# --- an organizer's retry and cancel --------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_organizer_retries_a_failed_job_with_its_attempts_counted_afresh(kind, sent):
+    job = held(kind, attempts=POLICIES[kind].max_attempts)
+    jobs_recover()
+    job.refresh_from_db()
+
+    assert job_retry(job)
+    assert not job_retry(job)  # of two organizers clicking at once, one acts
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.error) == (JobStatus.QUEUED, 0, "")
+    assert subject_status(job) == JobStatus.QUEUED
+    assert sent == [(TASKS[kind], job.subject_id)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_cancelled_job_is_not_claimed(kind):
+    job = queued(kind)
+
+    assert jobs_cancel(Job.objects.filter(pk=job.pk), why="not wanted") == 1
+
+    job.refresh_from_db()
+    assert (job.status, job.error) == (JobStatus.CANCELLED, "not wanted")
+    assert subject_status(job) == POLICIES[kind].copy(JobStatus.CANCELLED)
+    assert job_claim(kind, job.subject_id, worker="late:1") is None
+
+
+# --- a queue message that was lost ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_job_queued_too_long_is_sent_again_waiting_twice_as_long_each_time(kind, settings, sent):
+    settings.ARENA_RESEND_AFTER_SECONDS = 60
+    job = queued(kind)
+    Job.objects.filter(pk=job.pk).update(resend_at=ago(1))
+
+    assert jobs_recover()
+
+    job.refresh_from_db()
+    assert sent == [(TASKS[kind], job.subject_id)]
+    assert (job.status, job.resends) == (JobStatus.QUEUED, 1)
+    wait = (job.resend_at - timezone.now()).total_seconds()
+    assert 115 < wait <= 120
+    assert not jobs_recover()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_job_no_worker_took_up_fails_after_the_last_resend(kind, settings, sent):
+    settings.ARENA_MAX_RESENDS = 2
+    job = queued(kind)
+    Job.objects.filter(pk=job.pk).update(resend_at=ago(1), resends=2)
+
+    assert jobs_recover()
+
+    job.refresh_from_db()
+    assert job.status == subject_status(job) == JobStatus.FAILED
+    assert f"No worker took up {POLICIES[kind].doing}" in job.error
+    assert "sent to the workers 3 times" in job.error
+    assert sent == []
+
+
+def test_a_validation_waiting_for_its_build_is_not_sent():
+    revision = RevisionFactory(build_status=StepStatus.RUNNING)
+    validation = revision.job(JobKind.VALIDATION)
+
+    assert validation is not None and validation.resend_at is None
+    assert not Job.objects.resend_due(timezone.now() + timedelta(days=365)).exists()
+
+
+def test_the_watchdog_command_makes_one_pass_with_once(sent):
+    lost = held(JobKind.BUILD)
+    stalled = held(JobKind.DUEL)
+
+    call_command("run_watchdog", "--once", verbosity=0)
+
+    for job in (lost, stalled):
+        job.refresh_from_db()
+        assert job.status == JobStatus.QUEUED
+    assert sorted(sent) == sorted((TASKS[job.kind], job.subject_id) for job in (lost, stalled))
