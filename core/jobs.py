@@ -197,6 +197,11 @@ class Outcome:
     log: str = ""
 
 
+def backoff(first: float, tries: int) -> float:
+    """The wait before the next try, after ``tries`` tries: ``first``, doubled each time."""
+    return first * 2**tries
+
+
 def _policy(job: Job) -> Policy:
     return POLICIES[job.kind]
 
@@ -576,7 +581,7 @@ def job_resend(job: Job) -> bool:
             f"they are back.",
         )
     resends = job.resends + counted
-    wait = timedelta(seconds=settings.ARENA_RESEND_AFTER_SECONDS * 2**resends)
+    wait = timedelta(seconds=backoff(settings.ARENA_RESEND_AFTER_SECONDS, resends))
     with transaction.atomic():
         resent = bool(
             Job.objects.filter(due, pk=job.pk).update(resends=resends, resend_at=now + wait)

@@ -21,6 +21,7 @@ from django.db.models import Q
 
 from core.jobs import (
     Outcome,
+    backoff,
     idle,
     job_claim,
     job_give_back,
@@ -289,7 +290,7 @@ def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
         try:
             done = _publish(revision, transcript)
         except PublishError as error:
-            wait = RETRY_SECONDS * 2 ** (job.attempts - 1)
+            wait = backoff(RETRY_SECONDS, job.attempts - 1)
             if again and job_give_back(job, worker=worker, problem=error.message, retry_in=wait):
                 return wait
             _record(job, worker, Outcome(False, error=error.message, log=transcript.text()))
