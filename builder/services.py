@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from packaging.requirements import Requirement
 
 from builder import selectors
@@ -41,7 +41,7 @@ from builder.revision_image import (
     revision_image_tag,
 )
 from core.errors import ArenaError
-from core.jobs import Outcome, job_claim, job_heartbeat, job_record, job_send
+from core.jobs import Outcome, job_claim, job_heartbeat, job_record
 from core.leases import worker_name
 from core.local_builds import revision_host_lock, uses_image
 from core.models import Job, JobKind, Revision
@@ -209,9 +209,9 @@ def _failure_message(error: BaseException, *, timeout: int) -> str:
 
 
 def revision_build(*, revision_id: int) -> None:
-    """Claim the revision's build, build it under a renewed lease, record the outcome and,
-    when it succeeded, start the validation. A worker that lost its lease meanwhile (the
-    build was queued again) records nothing."""
+    """Claim the revision's build, build it under a renewed lease, record the outcome (and
+    so, when it succeeded, start the validation that waits for it). A worker that lost
+    its lease meanwhile (the build was queued again) records nothing."""
     worker = worker_name()
     job = job_claim(JobKind.BUILD, revision_id, worker=worker)
     if job is None:
@@ -310,14 +310,13 @@ def _build(revision: Revision, job: Job, worker: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
         message = _failure_message(error, timeout=timeout)
         log.append(f"build failed: {message}")
-        # A failed build's validation is cancelled with it (``core.jobs``).
+        # The validation waiting for it is cancelled with it (``core.jobs``).
         failed = Outcome(succeeded=False, error=message, log=_bounded("\n".join(log)))
         _record(job, revision, worker, image="", outcome=failed)
         return
-    with transaction.atomic():
-        built = Outcome(succeeded=True, log=_bounded("\n".join(log)))
-        if _record(job, revision, worker, image=image, outcome=built):
-            job_send(JobKind.VALIDATION, revision.pk)
+    # The validation waiting for it is sent (``core.jobs``).
+    built = Outcome(succeeded=True, log=_bounded("\n".join(log)))
+    _record(job, revision, worker, image=image, outcome=built)
 
 
 def revision_build_here(*, revision: Revision) -> None:

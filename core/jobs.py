@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import DatabaseError, IntegrityError, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -84,8 +84,11 @@ class Policy:
     has_times: bool = True
     #: The subject's copy of a cancelled job's status.
     cancelled: str = JobStatus.CANCELLED
-    #: Called with a job that failed, whoever failed it, in the same transaction.
-    on_fail: Callable[[Job], None] | None = None
+    #: The kind of job about the same subject that must succeed before this one is sent
+    #: (a validation waits for its build): queued meanwhile without being sent (its
+    #: ``resend_at`` unset), sent when that one succeeds, cancelled when it fails or is
+    #: cancelled, and queued to wait again when it is queued again.
+    waits_for: str | None = None
 
     @property
     def lease_seconds(self) -> int:
@@ -100,14 +103,6 @@ class Policy:
         return self.cancelled if status == JobStatus.CANCELLED else status
 
 
-def _nothing_to_validate(build: Job) -> None:
-    """A failed build's validation, waiting for it, is cancelled: nothing to validate."""
-    jobs_cancel(
-        Job.objects.of(JobKind.VALIDATION, build.subject_id),
-        why="Not validated: its build did not succeed.",
-    )
-
-
 def _revision_step(
     step: str,
     *,
@@ -116,7 +111,7 @@ def _revision_step(
     doing: str,
     retry: str,
     advice: str = "",
-    on_fail: Callable[[Job], None] | None = None,
+    waits_for: str | None = None,
 ) -> Policy:
     """A step of a revision's pipeline: the revision keeps its status (``<step>_status``)."""
     return Policy(
@@ -132,7 +127,7 @@ def _revision_step(
         advice=advice,
         has_times=False,
         cancelled=StepStatus.NONE,
-        on_fail=on_fail,
+        waits_for=waits_for,
     )
 
 
@@ -145,7 +140,6 @@ POLICIES: dict[str, Policy] = {
         retry="rebuild it from the admin",
         advice="If it happens again, the build may need more memory or time than a worker "
         "has (large dependencies?).",
-        on_fail=_nothing_to_validate,
     ),
     JobKind.VALIDATION: _revision_step(
         "validation",
@@ -155,6 +149,7 @@ POLICIES: dict[str, Policy] = {
         retry="re-validate it from the admin",
         advice="If it happens again, your agent may use more memory or CPU than a worker "
         "can give it.",
+        waits_for=JobKind.BUILD,
     ),
     JobKind.PUBLICATION: _revision_step(
         "publication",
@@ -258,8 +253,8 @@ def jobs_queue(kind: str, subject_ids: Iterable[int], *, send: bool = True) -> l
 
 
 def job_send(kind: str, subject_id: int) -> bool:
-    """Start a job queued without being sent (``jobs_queue(send=False)``): a validation
-    once its build succeeded. Returns whether it was waiting."""
+    """Start a job queued to wait for another (``Policy.waits_for``): a validation once
+    its build succeeded. Returns whether it was waiting."""
     with transaction.atomic():
         sent = bool(
             Job.objects.of(kind, subject_id)
@@ -297,13 +292,47 @@ def idle(now: datetime | None = None) -> models.Q:
     )
 
 
+def _waiting_for(kind: str) -> list[str]:
+    """The kinds of job that wait for one of ``kind`` (a build's validation)."""
+    return [other for other, policy in POLICIES.items() if policy.waits_for == kind]
+
+
+def _ready(kind: str) -> models.Q:
+    """Jobs of ``kind`` whose subject's job that they wait for (if any) succeeded."""
+    waits_for = POLICIES[kind].waits_for
+    if waits_for is None:
+        return models.Q()
+    field = f"{SUBJECT_FIELDS[JobKind(kind)]}_id"
+    done = Job.objects.filter(
+        kind=waits_for, status=JobStatus.SUCCEEDED, **{field: models.OuterRef(field)}
+    )
+    return models.Q(models.Exists(done))
+
+
+def _ended(job: Job, status: str) -> None:
+    """What ``job`` ending so does to the jobs that wait for it: sent once it succeeded,
+    cancelled when it failed or was cancelled."""
+    for kind in _waiting_for(job.kind):
+        if status == JobStatus.SUCCEEDED:
+            job_send(kind, job.subject_id)
+        else:
+            jobs_cancel(
+                Job.objects.of(kind, job.subject_id),
+                why=f"Not started: the {job.get_kind_display().lower()} it waits for did not "
+                "succeed.",
+            )
+
+
 def job_reset(
     kind: str, subject_id: int, *, send: bool = True, when: models.Q | None = None
 ) -> bool:
     """Queue the job of ``kind`` about the subject afresh (made if it has none): its
     attempts, re-sends, times, error and log cleared; started now, or with ``send=False``
-    left waiting for ``job_send``. Only if the job matches ``when`` (default: anything);
-    of two organizers clicking at once, one acts. Returns whether this call did."""
+    left waiting for ``job_send``. Only if the job matches ``when`` (default: whatever
+    its state); one that waits for another is started only once that one succeeded. The
+    jobs that wait for it wait again, unless a live worker holds one (then nothing is
+    done). Of two organizers clicking at once, one acts. Returns whether this call did."""
+    now = timezone.now()
     fields: dict[str, object] = {
         "attempts": 0,
         "resends": 0,
@@ -315,18 +344,51 @@ def job_reset(
         "error": "",
         "log": "",
     }
+    ready = _ready(kind) if send else models.Q()
+    when = (when or models.Q()) & ready
     with transaction.atomic():
         job = job_of(kind, subject_id)
         if job is None:
-            job = Job.objects.create(
-                kind=kind, **{f"{SUBJECT_FIELDS[JobKind(kind)]}_id": subject_id}, **fields
-            )
-            _mirror(job, JobStatus.QUEUED, now=timezone.now())
-        elif not _update(job, when or models.Q(), JobStatus.QUEUED, **fields):
+            job = _created(kind, subject_id, ready=ready, when=when, fields=fields)
+            if job is None:
+                return False
+        elif not _update(job, when, JobStatus.QUEUED, **fields):
             return False
+        for waiting in _waiting_for(kind):
+            free = idle(now) | models.Q(status=JobStatus.QUEUED)
+            if not job_reset(waiting, subject_id, send=False, when=free):
+                transaction.set_rollback(True)
+                return False
         if send:
             _start(job)
     return True
+
+
+def _created(
+    kind: str, subject_id: int, *, ready: models.Q, when: models.Q, fields: dict[str, object]
+) -> Job | None:
+    """A new queued job, for ``job_reset`` of a subject that has none, if it is ``ready``
+    (what it waits for succeeded); if another caller made it meanwhile, that one, queued
+    afresh if it matches ``when``. None when neither."""
+    subject = {f"{SUBJECT_FIELDS[JobKind(kind)]}_id": subject_id}
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(kind=kind, **subject, **fields)
+            if not Job.objects.filter(ready, pk=job.pk).exists():
+                raise _NotReady
+    except _NotReady:
+        return None
+    except IntegrityError:
+        raced = job_of(kind, subject_id)
+        if raced is None or not _update(raced, when, JobStatus.QUEUED, **fields):
+            return None
+        return raced
+    _mirror(job, JobStatus.QUEUED, now=timezone.now())
+    return job
+
+
+class _NotReady(Exception):
+    """A new job does not match what its caller asked for: made, then rolled back."""
 
 
 def job_of(kind: str, subject_id: int) -> Job | None:
@@ -335,8 +397,9 @@ def job_of(kind: str, subject_id: int) -> Job | None:
 
 def job_retry(job: Job) -> bool:
     """Queue again a job that failed or was cancelled (an organizer's retry), with its
-    attempts and re-sends counted afresh, and start it. Of two organizers clicking at once,
-    one acts: returns whether this call did."""
+    attempts and re-sends counted afresh, and start it (one that waits for another only
+    once that one succeeded; those that wait for it wait again). Of two organizers
+    clicking at once, one acts: returns whether this call did."""
     return job_reset(
         job.kind,
         job.subject_id,
@@ -345,9 +408,10 @@ def job_retry(job: Job) -> bool:
 
 
 def jobs_cancel(jobs: models.QuerySet[Job], *, why: str, running: bool = False) -> int:
-    """Cancel the queued jobs of ``jobs`` (and the running ones with ``running``): a worker
-    that takes up the message finds nothing to claim, and one playing it can no longer
-    record it, since it no longer holds it. Returns how many."""
+    """Cancel the queued jobs of ``jobs`` (and the running ones with ``running``), and the
+    jobs that wait for them: a worker that takes up the message finds nothing to claim,
+    and one playing it can no longer record it, since it no longer holds it. Returns how
+    many of ``jobs``."""
     statuses = [JobStatus.QUEUED, *([JobStatus.RUNNING] if running else [])]
     now = timezone.now()
     with transaction.atomic():
@@ -364,13 +428,22 @@ def jobs_cancel(jobs: models.QuerySet[Job], *, why: str, running: bool = False) 
         )
         for kind in {kind for _, kind in chosen}:
             policy = POLICIES[kind]
-            subjects = Job.objects.filter(pk__in=[pk for pk, of in chosen if of == kind]).values(
-                f"{SUBJECT_FIELDS[JobKind(kind)]}_id"
+            field = f"{SUBJECT_FIELDS[JobKind(kind)]}_id"
+            subjects = list(
+                Job.objects.filter(pk__in=[pk for pk, of in chosen if of == kind]).values_list(
+                    field, flat=True
+                )
             )
             fields: dict[str, object] = {policy.status_field: policy.copy(JobStatus.CANCELLED)}
             if policy.has_times:
                 fields.update(ended_at=now, error=why[:10_000])
             policy.subject._default_manager.filter(pk__in=subjects).update(**fields)
+            for waiting in _waiting_for(kind):
+                jobs_cancel(
+                    Job.objects.filter(kind=waiting, **{f"{field}__in": subjects}),
+                    why=f"Not started: the {JobKind(kind).label.lower()} it waits for was "
+                    "cancelled.",
+                )
     return cancelled
 
 
@@ -386,7 +459,9 @@ def job_claim(kind: str, subject_id: int, *, worker: str) -> Job | None:
         return None
     policy = _policy(job)
     now = timezone.now()
-    claimable = models.Q(status=JobStatus.QUEUED) | models.Q(
+    # A queued job whose message was never sent waits for another job (a validation
+    # for its build): a stray message does not start it.
+    claimable = models.Q(status=JobStatus.QUEUED, resend_at__isnull=False) | models.Q(
         status=JobStatus.RUNNING, lease_expires_at__lt=now, attempts__lt=policy.max_attempts
     )
     with transaction.atomic():
@@ -399,6 +474,8 @@ def job_claim(kind: str, subject_id: int, *, worker: str) -> Job | None:
             attempts=F("attempts") + 1,
             started_at=now,
             ended_at=None,
+            # A worker took its message: the re-sends of the next one are counted afresh.
+            resends=0,
             resend_at=None,
         ):
             return None
@@ -453,24 +530,26 @@ def job_record(job: Job, *, worker: str, store: Callable[[], Outcome]) -> bool:
         )
         if not policy.has_times:
             _mirror(job, status, now=now)
-        if not outcome.succeeded and policy.on_fail is not None:
-            policy.on_fail(job)
+        _ended(job, status)
     return True
 
 
-def job_give_back(job: Job, *, worker: str, problem: str, retry_in: float | None = None) -> bool:
+def job_give_back(
+    job: Job, *, worker: str, problem: str, retry_in: float | None = None, log: str = ""
+) -> bool:
     """A job ``worker`` holds but cannot finish (it could not build an agent on its host,
-    a push was refused): queued again for any worker, sent again after ``retry_in``
-    seconds (default ``ARENA_RESEND_AFTER_SECONDS``), while it has attempts left; after
-    the last, failed with the reason, which is the platform's, not the agents' or the
-    upload's. Returns whether it was queued again (False: failed, or no longer held)."""
+    a push was refused): queued again for any worker while it has attempts left, its
+    ``log`` kept; after the last, failed with the reason, which is the platform's, not the
+    agents' or the upload's. ``retry_in``: the caller's task comes back after that many
+    seconds itself; the watchdog sends its message again only if it did not. Returns
+    whether it was queued again (False: failed, or no longer held)."""
     policy = _policy(job)
     held = models.Q(status=JobStatus.RUNNING, lease_owner=worker)
     attempts = policy.max_attempts
     logger.warning("%s: not done (attempt %d): %s", job, job.attempts, problem)
-    resend_at = (
-        resend_at_default() if retry_in is None else timezone.now() + timedelta(seconds=retry_in)
-    )
+    resend_at = resend_at_default()
+    if retry_in is not None:
+        resend_at += timedelta(seconds=retry_in)
     with transaction.atomic():
         if _update(
             job,
@@ -481,6 +560,7 @@ def job_give_back(job: Job, *, worker: str, problem: str, retry_in: float | None
             resend_at=resend_at,
             error=f"Attempt {job.attempts} of {attempts} did not finish (trying again "
             f"later): {problem}"[:10_000],
+            log=log,
         ):
             return True
         _fail(
@@ -489,6 +569,7 @@ def job_give_back(job: Job, *, worker: str, problem: str, retry_in: float | None
             f"Not done after {attempts} attempts, none of which a worker could finish (not "
             f"{policy.whose} fault: a problem on our side). An organizer can "
             f"{policy.retry}. The last: {problem}",
+            log=log,
         )
     return False
 
@@ -496,24 +577,25 @@ def job_give_back(job: Job, *, worker: str, problem: str, retry_in: float | None
 # --- the watchdog ------------------------------------------------------------------------
 
 
-def _fail(job: Job, when: models.Q, error: str) -> bool:
-    """Fail ``job`` if its row still matches ``when``; its kind's app is told."""
-    failed = _update(
-        job,
-        when,
-        JobStatus.FAILED,
-        lease_owner="",
-        lease_expires_at=None,
-        resend_at=None,
-        ended_at=timezone.now(),
-        error=error[:10_000],
-    )
-    if failed:
-        job.refresh_from_db()
-        on_fail = _policy(job).on_fail
-        if on_fail is not None:
-            on_fail(job)
-        job_failed.send(sender=Job, job=job)
+def _fail(job: Job, when: models.Q, error: str, **fields: object) -> bool:
+    """Fail ``job`` if its row still matches ``when``, with the jobs that wait for it;
+    its kind's app is told."""
+    with transaction.atomic():
+        failed = _update(
+            job,
+            when,
+            JobStatus.FAILED,
+            lease_owner="",
+            lease_expires_at=None,
+            resend_at=None,
+            ended_at=timezone.now(),
+            error=error[:10_000],
+            **fields,
+        )
+        if failed:
+            job.refresh_from_db()
+            _ended(job, JobStatus.FAILED)
+            job_failed.send(sender=Job, job=job)
     return failed
 
 
@@ -591,28 +673,42 @@ def job_resend(job: Job) -> bool:
     return resent
 
 
+def _recover(job: Job) -> str:
+    """The watchdog's work on one job: what it did ('' for nothing)."""
+    if job.status == JobStatus.RUNNING:
+        if job_requeue_expired(job):
+            return "queued again: its worker's lease expired"
+        if job_fail_exhausted(job):
+            return "failed: every attempt lost its lease"
+        return ""
+    if not job_resend(job):
+        return ""
+    job.refresh_from_db()
+    return "failed: no worker took it up" if job.status == JobStatus.FAILED else "sent again"
+
+
 def jobs_recover(now: datetime | None = None) -> bool:
     """The watchdog's pass over every kind: jobs whose lease ran out queued again or
     failed, queued ones past their re-send time sent again or failed. Returns whether it
-    did any of it. Each change is a conditional UPDATE, so several watchdogs can run."""
+    did any of it. Each change is a conditional UPDATE, so several watchdogs can run; a
+    job it cannot handle (a bug) is logged and left for the next pass, the others done."""
     now = now or timezone.now()
+    jobs = Job.objects.filter(kind__in=list(POLICIES))
+    due = [
+        *jobs.lease_expired(now).order_by("lease_expires_at")[:BATCH],
+        *jobs.resend_due(now).order_by("resend_at")[:BATCH],
+    ]
     did_work = False
-    kinds = list(POLICIES)
-    for job in (
-        Job.objects.filter(kind__in=kinds).lease_expired(now).order_by("lease_expires_at")[:BATCH]
-    ):
-        if job_requeue_expired(job):
-            logger.info("%s queued again: its worker's lease expired", job)
-            did_work = True
-        elif job_fail_exhausted(job):
-            logger.warning("%s failed: every attempt lost its lease", job)
-            did_work = True
-    for job in Job.objects.filter(kind__in=kinds).resend_due(now).order_by("resend_at")[:BATCH]:
-        if job_resend(job):
-            job.refresh_from_db()
-            if job.status == JobStatus.FAILED:
-                logger.warning("%s failed: no worker took it up", job)
-            else:
-                logger.info("%s sent to the workers again", job)
+    for job in due:
+        try:
+            done = _recover(job)
+        except DatabaseError:
+            raise
+        except Exception:
+            logger.exception("%s: the watchdog could not handle it", job)
+            continue
+        if done:
+            log = logger.warning if done.startswith("failed") else logger.info
+            log("%s %s", job, done)
             did_work = True
     return did_work

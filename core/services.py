@@ -5,21 +5,17 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from datetime import datetime
 
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.db.models import Max, ProtectedError, Q
-from django.utils import timezone
 
 from core.errors import ArenaError
 from core.jobs import idle, job_done, job_reset, jobs_queue
 from core.models import (
     Competitor,
     Environment,
-    Job,
     JobKind,
-    JobStatus,
     Revision,
     StepStatus,
     UploadContent,
@@ -214,36 +210,24 @@ def _hosted_only(revision: Revision) -> None:
         )
 
 
-def _is_idle(job: Job | None, now: datetime) -> bool:
-    return job is None or Job.objects.filter(idle(now), pk=job.pk).exists()
-
-
 def revision_rebuild(*, revision: Revision) -> bool:
     """An organizer's rebuild: build, then validate again. Returns whether it was queued.
 
     The build must not be queued or held by a live worker, nor the validation running; a
-    step whose worker died (its lease ran out) may be rebuilt at once. The build job's
-    conditional UPDATE decides, so of two organizers clicking at once one acts.
+    step whose worker died (its lease ran out) may be rebuilt at once. Conditional
+    UPDATEs decide, so of two organizers clicking at once one acts.
     """
     _hosted_only(revision)
-    now = timezone.now()
-    validation = revision.job(JobKind.VALIDATION)
-    if not (_is_idle(validation, now) or validation.status == JobStatus.QUEUED):
-        return False
-    with transaction.atomic():
-        if not job_reset(JobKind.BUILD, revision.pk, when=idle(now)):
-            return False
-        job_reset(JobKind.VALIDATION, revision.pk, send=False)
+    rebuilt = job_reset(JobKind.BUILD, revision.pk, when=idle())
     revision.refresh_from_db()
-    return True
+    return rebuilt
 
 
 def revision_revalidate(*, revision: Revision) -> bool:
     """An organizer's re-validation (self-play again) of a built revision; whether it acted.
     An LLM player's would spend tokens on self-play: it is checked as it plays instead."""
     _hosted_only(revision)
-    if revision.build_status != StepStatus.SUCCEEDED:
-        return False
+    # Only once built: the validation waits for its build (``core.jobs``).
     revalidated = job_reset(JobKind.VALIDATION, revision.pk, when=idle())
     revision.refresh_from_db()
     return revalidated

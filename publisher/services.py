@@ -291,8 +291,13 @@ def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
             done = _publish(revision, transcript)
         except PublishError as error:
             wait = backoff(RETRY_SECONDS, job.attempts - 1)
-            if again and job_give_back(job, worker=worker, problem=error.message, retry_in=wait):
-                return wait
+            if again:
+                log = transcript.text()
+                given = job_give_back(
+                    job, worker=worker, problem=error.message, retry_in=wait, log=log
+                )
+                # Queued again, or failed after its last attempt (its log kept).
+                return wait if given else None
             _record(job, worker, Outcome(False, error=error.message, log=transcript.text()))
             return None
         except Exception as error:

@@ -42,23 +42,26 @@ def serve(
     logger: logging.Logger,
     heartbeat: Path | None = None,
 ) -> None:
-    """``passes`` again and again until ``stopping`` is set; each round that did not fail
-    touches ``heartbeat`` (a healthcheck reads its age)."""
+    """``passes`` again and again until ``stopping`` is set, each on its own (one that
+    fails is logged, and the others run); each round in which none failed touches
+    ``heartbeat`` (a healthcheck reads its age)."""
     while not stopping.is_set():
         # Drops a connection that broke or outlived CONN_MAX_AGE, as a request would.
         close_old_connections()
-        try:
-            did_work = run_passes(passes)
-        except DatabaseError as error:
-            logger.warning("database error, trying again in %g s: %s", interval, error)
-            connection.close()
-            did_work = False
-        except Exception:
-            logger.exception("the pass failed; trying again in %g s", interval)
-            did_work = False
-        else:
-            if heartbeat is not None:
-                heartbeat.touch()
+        did_work, failed = False, False
+        for one in passes:
+            # Each pass on its own: one that fails does not hold up the others.
+            try:
+                did_work = bool(one()) or did_work
+            except DatabaseError as error:
+                logger.warning("database error, trying again in %g s: %s", interval, error)
+                connection.close()
+                failed = True
+            except Exception:
+                logger.exception("the pass failed; trying again in %g s", interval)
+                failed = True
+        if heartbeat is not None and not failed:
+            heartbeat.touch()
         if not did_work:
             stopping.wait(interval)
     connection.close()

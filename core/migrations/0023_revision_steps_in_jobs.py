@@ -29,9 +29,34 @@ def _publication(revision, now):  # type: ignore[no-untyped-def]
     }
 
 
+def _job_of_step(revision, step, now):  # type: ignore[no-untyped-def]
+    """The job's fields for one step of a revision; None for a step never asked for."""
+    status = getattr(revision, f"{step}_status")
+    copied = {field: getattr(revision, f"{step}_{field}") for field in COPIED}
+    if status == "none":
+        if not any(copied[field] for field in ("started_at", "error", "log")):
+            return None
+        # Asked for, then dropped (a publication no longer wanted, saying why).
+        copied["status"] = "cancelled"
+    lifecycle = (
+        _publication(revision, now)
+        if step == "publication"
+        else {field: getattr(revision, f"{step}_{field}") for field in LEASED}
+    )
+    if (
+        step == "validation"
+        and status == "queued"
+        and revision.build_status == "succeeded"
+        and lifecycle["resend_at"] is None
+    ):
+        # Sent when its build succeeded: sent again at the watchdog's next pass.
+        lifecycle["resend_at"] = now
+    return {**copied, **lifecycle}
+
+
 def jobs_from_steps(apps, schema_editor):  # type: ignore[no-untyped-def]
-    """A job for every step of every revision that was asked for (status not ``none``),
-    with everything the revision kept of it."""
+    """A job for every step of every revision that was asked for, with everything the
+    revision kept of it."""
     Job = apps.get_model("core", "Job")
     revisions = apps.get_model("core", "Revision").objects.order_by("pk")
     now = timezone.now()
@@ -39,23 +64,11 @@ def jobs_from_steps(apps, schema_editor):  # type: ignore[no-untyped-def]
         jobs = []
         for revision in revisions[batch_start : batch_start + 500]:
             for step in ("build", "validation", "publication"):
-                if getattr(revision, f"{step}_status") == "none":
-                    continue
-                lifecycle = (
-                    _publication(revision, now)
-                    if step == "publication"
-                    else {field: getattr(revision, f"{step}_{field}") for field in LEASED}
-                )
-                copied = {field: getattr(revision, f"{step}_{field}") for field in COPIED}
-                jobs.append(
-                    Job(
-                        kind=step,
-                        revision=revision,
-                        created_at=revision.created_at,
-                        **copied,
-                        **lifecycle,
+                fields = _job_of_step(revision, step, now)
+                if fields is not None:
+                    jobs.append(
+                        Job(kind=step, revision=revision, created_at=revision.created_at, **fields)
                     )
-                )
         Job.objects.bulk_create(jobs)
 
 

@@ -17,6 +17,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 
 from core.jobs import (
@@ -27,11 +28,13 @@ from core.jobs import (
     job_heartbeat,
     job_of,
     job_record,
+    job_reset,
     job_retry,
     jobs_cancel,
     jobs_recover,
 )
 from core.models import Job, JobKind, JobStatus, Revision, StepStatus
+from core.services import revision_rebuild, revision_revalidate
 from tests.factories import DuelFactory, EvaluationFactory, RevisionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,7 +158,7 @@ def test_a_failed_build_takes_its_waiting_validation_with_it(sent):
     )
     validation = revision.job(JobKind.VALIDATION)
     assert validation is not None and validation.status == JobStatus.CANCELLED
-    assert validation.error == "Not validated: its build did not succeed."
+    assert validation.error == "Not started: the build it waits for did not succeed."
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -329,3 +332,127 @@ def test_the_watchdog_command_makes_one_pass_with_once(sent):
         job.refresh_from_db()
         assert job.status == JobStatus.QUEUED
     assert sorted(sent) == sorted((TASKS[job.kind], job.subject_id) for job in (lost, stalled))
+
+
+# --- a validation waits for its build -------------------------------------------------------
+
+
+def built(revision: Revision) -> None:
+    """The build's worker records it built: the validation waiting for it is sent."""
+    build = job_claim(JobKind.BUILD, revision.pk, worker="builder:1")
+    assert build is not None
+    assert job_record(build, worker="builder:1", store=lambda: Outcome(succeeded=True))
+
+
+def test_a_validation_is_sent_once_its_build_succeeds_and_not_before(sent):
+    revision = RevisionFactory()  # queued, as uploaded
+    assert job_claim(JobKind.VALIDATION, revision.pk, worker="stray:1") is None
+
+    built(revision)
+
+    assert sent == [(TASKS[JobKind.VALIDATION], revision.pk)]
+    assert job_claim(JobKind.VALIDATION, revision.pk, worker="validator:1") is not None
+
+
+def test_a_rebuild_makes_the_validation_wait_again_whatever_message_is_left(sent):
+    revision = RevisionFactory(validated=True)
+    assert revision_revalidate(revision=revision)  # its message still on its way...
+    assert revision_rebuild(revision=revision)
+
+    # ...finds the validation waiting for the new build: it does not start.
+    assert job_claim(JobKind.VALIDATION, revision.pk, worker="stray:1") is None
+    revision.refresh_from_db()
+    assert (revision.build_status, revision.validation_status) == ("queued", "queued")
+    built(revision)
+    assert job_claim(JobKind.VALIDATION, revision.pk, worker="validator:1") is not None
+
+
+def test_a_rebuild_leaves_a_validation_a_live_worker_holds(sent):
+    revision = RevisionFactory(validated=True)
+    assert revision_revalidate(revision=revision)
+    assert job_claim(JobKind.VALIDATION, revision.pk, worker="validator:1") is not None
+
+    assert not revision_rebuild(revision=revision)
+
+    validation = revision.job(JobKind.VALIDATION)
+    assert validation is not None and validation.lease_owner == "validator:1"
+    assert revision.job(JobKind.BUILD).status == JobStatus.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_retrying_a_failed_build_makes_its_validation_wait_again(sent):
+    build = held(JobKind.BUILD, attempts=POLICIES[JobKind.BUILD].max_attempts)
+    jobs_recover()
+    build.refresh_from_db()
+
+    assert job_retry(build)
+    built(Revision.objects.get(pk=build.subject_id))
+
+    revision = Revision.objects.get(pk=build.subject_id)
+    assert (revision.build_status, revision.validation_status) == ("succeeded", "queued")
+    assert (TASKS[JobKind.VALIDATION], revision.pk) in sent
+
+
+def test_a_validation_is_not_retried_while_its_build_has_not_succeeded(sent):
+    build = held(JobKind.BUILD, attempts=POLICIES[JobKind.BUILD].max_attempts)
+    jobs_recover()
+    validation = job_of(JobKind.VALIDATION, build.subject_id)
+    assert validation is not None and validation.status == JobStatus.CANCELLED
+
+    assert not job_retry(validation)
+    assert (TASKS[JobKind.VALIDATION], build.subject_id) not in sent
+
+
+def test_cancelling_a_build_cancels_the_validation_waiting_for_it():
+    revision = RevisionFactory()
+
+    jobs_cancel(Job.objects.of(JobKind.BUILD, revision.pk), why="not wanted")
+
+    revision.refresh_from_db()
+    assert (revision.build_status, revision.validation_status) == ("none", "none")
+    assert revision.job(JobKind.VALIDATION).status == JobStatus.CANCELLED  # type: ignore[union-attr]
+
+
+def test_two_callers_making_the_same_job_at_once_make_one(sent):
+    revision = RevisionFactory(validated=True)
+    start = threading.Barrier(2)
+    results: list[bool | BaseException] = []
+
+    def publish() -> None:
+        try:
+            start.wait()
+            results.append(job_reset(JobKind.PUBLICATION, revision.pk))
+        except BaseException as error:  # the test fails on it below
+            results.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=publish) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert all(result is True for result in results), results
+    assert Job.objects.of(JobKind.PUBLICATION, revision.pk).count() == 1
+
+
+def test_a_job_given_back_for_a_later_try_is_not_resent_before_it(settings, sent):
+    job = queued(JobKind.PUBLICATION)
+    claimed = job_claim(JobKind.PUBLICATION, job.subject_id, worker="publisher:1")
+    assert claimed is not None
+
+    assert job_give_back(claimed, worker="publisher:1", problem="refused", retry_in=60, log="git")
+
+    claimed.refresh_from_db()
+    wait = (claimed.resend_at - timezone.now()).total_seconds()
+    assert wait > 60 + settings.ARENA_RESEND_AFTER_SECONDS - 5
+    assert claimed.log == "git"
+
+
+def test_a_claim_counts_the_resends_afresh(sent):
+    job = queued(JobKind.DUEL)
+    Job.objects.filter(pk=job.pk).update(resends=3)
+
+    claimed = job_claim(JobKind.DUEL, job.subject_id, worker="late:1")
+
+    assert claimed is not None and claimed.resends == 0

@@ -100,6 +100,8 @@ def queue_again(*revisions: Revision) -> None:
     here; the test runs the task)."""
     for revision in revisions:
         job_reset(JobKind.PUBLICATION, revision.pk, send=False)
+        # As if its message had been sent.
+        Job.objects.of(JobKind.PUBLICATION, revision.pk).update(resend_at=timezone.now())
 
 
 def test_it_pushes_a_public_validated_revision_with_a_readme(remote, tmp_path):
@@ -334,6 +336,7 @@ def test_it_fails_a_publication_after_its_last_attempt(remote, settings, tmp_pat
     assert (job.status, job.attempts) == (JobStatus.FAILED, 2)
     assert job.error.startswith("Not done after 2 attempts")
     assert "cannot reach the publication repository" in job.error
+    assert "git ls-remote" in job.log  # what git said, kept with the failure
 
 
 def test_it_retries_a_worker_s_failed_publication_then_shows_it_failed(

@@ -1,20 +1,23 @@
 """The Celery app of pipeline tests that kill a worker in the middle of a job.
 
 It is ``core``'s app, unchanged, except that with ``ARENA_TEST_SLOW_JOB=<kind>:<seconds>``
-each job of that kind (build, validation, publication, duel, evaluation) that a worker
-process claims waits that long once its heartbeat runs, before its work: the worker holds
-the job, renewing its lease, as one busy with a long build or duel does, so a test can
-kill it midway. Start it with ``celery_workers.start(name, app="tests.support.slow_app",
-ARENA_TEST_SLOW_JOB="build:60", ...)``.
+a step inside each job of that kind waits that long in a worker process, where the real
+work takes its time: a build after unpacking the upload (where a real one downloads and
+installs dependencies), a publication before pushing. The worker holds the job
+meanwhile, renewing its lease, so a test can kill it midway. Start it with
+``celery_workers.start(name, app="tests.support.slow_app", ARENA_TEST_SLOW_JOB="build:60")``.
+(A duel, an evaluation or a validation is slow by its own work: many matches, a
+slow-starting agent.)
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import importlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
+from typing import Any
 
 from celery.signals import worker_process_init
 
@@ -22,14 +25,11 @@ from core.celery import app
 
 __all__ = ["app"]
 
-#: The modules whose workers hold a job with ``core.jobs.job_heartbeat``.
-HOLDERS = (
-    "builder.services",
-    "duel_runner.validation",
-    "duel_runner.services",
-    "duel_runner.evaluations",
-    "publisher.services",
-)
+#: Where each kind of job is held up: (module, function).
+SLOW_STEPS = {
+    "build": ("builder.services", "_compile_errors"),
+    "publication": ("publisher.services", "_publish"),
+}
 
 
 @worker_process_init.connect
@@ -37,16 +37,13 @@ def slow_jobs(**_: object) -> None:
     kind, _, seconds = os.environ.get("ARENA_TEST_SLOW_JOB", "").partition(":")
     if not kind:
         return
-    from core import jobs
+    module_name, name = SLOW_STEPS[kind]
+    module = importlib.import_module(module_name)
+    step: Callable[..., Any] = getattr(module, name)
 
-    heartbeat = jobs.job_heartbeat
+    @functools.wraps(step)
+    def slowly(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(float(seconds))
+        return step(*args, **kwargs)
 
-    @contextlib.contextmanager
-    def slowly(job: jobs.Job, *, worker: str) -> Iterator[None]:
-        with heartbeat(job, worker=worker):
-            if job.kind == kind:
-                time.sleep(float(seconds))
-            yield
-
-    for name in HOLDERS:
-        importlib.import_module(name).job_heartbeat = slowly  # type: ignore[attr-defined]
+    setattr(module, name, slowly)

@@ -27,6 +27,8 @@ from core.models import (
     Revision,
     ScoreCompetition,
     StepStatus,
+    Tournament,
+    TournamentStatus,
     User,
 )
 from tests.pipeline import PLAYERS, make_user, pipeline, upload, upload_validated  # noqa: F401
@@ -59,6 +61,16 @@ class Random(Agent):
 if __name__ == "__main__":
     run(Random())
 """
+#: An agent that takes a while to start (as one loading a large model does), well within
+#: the startup limit: its validation lasts long enough to kill the worker during it.
+SLOW_STARTING_AGENT = AGENT.replace(
+    b"class Random(Agent):\n",
+    b"class Random(Agent):\n    def __init__(self):\n        import time\n\n"
+    b"        time.sleep(6)\n\n",
+)
+#: A duel's and an evaluation's length: long enough to kill the worker playing it.
+MATCHES = 300
+EPISODES = 150
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -82,17 +94,23 @@ def _uploaded(owner: User) -> int:
     return upload(owner, "tic_tac_toe", "once", AGENT).pk
 
 
+def _slow_to_validate(owner: User) -> int:
+    return upload(owner, "tic_tac_toe", "once", SLOW_STARTING_AGENT).pk
+
+
 def _played(owner: User) -> int:
     revisions = [
-        upload_validated(owner, "tic_tac_toe", name, AGENT + f"# {name}\n".encode())
-        for name in ("noughts", "crosses")
+        upload_validated(owner, "connect_four", "minimax", PLAYERS / "connect_four" / "minimax.py"),
+        upload_validated(
+            owner, "connect_four", "rando", PLAYERS / "connect_four" / "random_player.py"
+        ),
     ]
     with transaction.atomic():
         tournament = tournament_create(
-            environment=Environment.objects.get(name="tic_tac_toe"),
-            name="Interrupted",
+            environment=Environment.objects.get(name="connect_four"),
+            name="Long duel",
             revisions=revisions,
-            matches_per_duel=4,
+            matches_per_duel=MATCHES,
         )
         tournament_launch(tournament=tournament)
     return Duel.objects.get(tournament=tournament).pk
@@ -101,18 +119,32 @@ def _played(owner: User) -> int:
 def _evaluated(owner: User) -> int:
     upload_validated(owner, "cartpole", "balancer", PLAYERS / "cartpole" / "balancer.py")
     competition = ScoreCompetition.objects.create(
-        environment=Environment.objects.get(name="cartpole"), name="Interrupted", episodes=3
+        environment=Environment.objects.get(name="cartpole"),
+        name="Long evaluation",
+        episodes=EPISODES,
+        seed=3,
     )
     with transaction.atomic():
         score_competition_start(competition=competition)
     return Evaluation.objects.get(competition=competition).pk
 
 
-def _built_once(revision_id: int, published: Path) -> None:
+def _validated(revision_id: int) -> Revision:
     validated = Revision.objects.validated().filter(pk=revision_id)
     wait_for(validated.exists, timeout=120, what="the revision to be validated")
-    revision = Revision.objects.get(pk=revision_id)
-    # Validated once, by the worker that built it.
+    return Revision.objects.get(pk=revision_id)
+
+
+def _built_once(revision_id: int, published: Path) -> None:
+    revision = _validated(revision_id)
+    assert revision.job(JobKind.VALIDATION).attempts == 1  # type: ignore[union-attr]
+    assert Duel.objects.filter(is_validation=True, revision_1=revision).count() == 1
+
+
+def _validated_once(revision_id: int, published: Path) -> None:
+    revision = _validated(revision_id)
+    assert revision.job(JobKind.BUILD).attempts == 1  # type: ignore[union-attr]
+    # The killed worker stored nothing: one validation duel, the second worker's.
     assert Duel.objects.filter(is_validation=True, revision_1=revision).count() == 1
 
 
@@ -124,15 +156,27 @@ def _published_once(revision_id: int, published: Path) -> None:
 
 def _played_once(duel_id: int, published: Path) -> None:
     duel = Duel.objects.get(pk=duel_id)
-    assert (duel.status, duel.matches.count()) == (DuelStatus.SUCCEEDED, 4)
-    # Rated once per match, by the worker that finished it: both players, 4 matches.
-    assert RatingChange.objects.filter(duel=duel).count() == 2 * 4
+    wait_for(
+        lambda: Tournament.objects.filter(
+            pk=duel.tournament_id, status=TournamentStatus.COMPLETED
+        ).exists(),
+        timeout=60,
+        what="the tournament to finish",
+    )
+    tournament = Tournament.objects.get(pk=duel.tournament_id)
+    assert (tournament.duels_done, tournament.duels_failed) == (1, 0)
+    assert (duel.status, duel.matches.count()) == (DuelStatus.SUCCEEDED, MATCHES)
+    # Rated once per match, by the worker that finished it: both players, every match.
+    changes = RatingChange.objects.filter(duel=duel)
+    assert changes.count() == 2 * MATCHES
+    assert changes.values("match").distinct().count() == MATCHES
 
 
 def _evaluated_once(evaluation_id: int, published: Path) -> None:
     evaluation = Evaluation.objects.get(pk=evaluation_id)
     assert evaluation.status == DuelStatus.SUCCEEDED
-    assert len(evaluation.episodes) == evaluation.episodes_played == 3
+    assert len(evaluation.episodes) == evaluation.episodes_played == EPISODES
+    assert evaluation.mean_return == 500.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,12 +185,14 @@ class Work:
     queue: Callable[[User], int]
     #: What its owner finds once a second worker did it again.
     done_once: Callable[[int, Path], None]
+    #: Held up by the slow test app (``tests.support.slow_app``), else long by itself.
+    slow: bool = False
 
 
 WORK = {
-    JobKind.BUILD: Work(_uploaded, _built_once),
-    JobKind.VALIDATION: Work(_uploaded, _built_once),
-    JobKind.PUBLICATION: Work(_uploaded, _published_once),
+    JobKind.BUILD: Work(_uploaded, _built_once, slow=True),
+    JobKind.VALIDATION: Work(_slow_to_validate, _validated_once),
+    JobKind.PUBLICATION: Work(_uploaded, _published_once, slow=True),
     JobKind.DUEL: Work(_played, _played_once),
     JobKind.EVALUATION: Work(_evaluated, _evaluated_once),
 }
@@ -178,7 +224,8 @@ def start_worker(
 
 @pytest.mark.parametrize("kind", list(JobKind))
 def test_a_job_whose_worker_is_killed_midway_is_done_again_once(kind, celery_workers, published):
-    first = start_worker(celery_workers, "first", published, slow=f"{kind}:120")
+    slow = f"{kind}:120" if WORK[kind].slow else ""
+    first = start_worker(celery_workers, "first", published, slow=slow)
     subject_id = WORK[kind].queue(make_user())
     wait_for(lambda: holding(kind, subject_id, 1), timeout=120, what=f"the {kind} to start")
 
@@ -188,7 +235,7 @@ def test_a_job_whose_worker_is_killed_midway_is_done_again_once(kind, celery_wor
 
     wait_for(
         lambda: job_of(kind, subject_id).is_finished,  # type: ignore[union-attr]
-        timeout=120,
+        timeout=300,
         what=f"the {kind} to be taken up again",
     )
     job = job_of(kind, subject_id)

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from core import dispatch
-from core.jobs import job_reset, jobs_recover
-from core.models import DuelStatus, Job, JobKind, LiveEvent
+from core.jobs import jobs_recover
+from core.models import DuelStatus, Job, LiveEvent
 from tests.factories import DuelFactory, RevisionFactory
 from tournament_manager.daemon import run_once
 from tournament_manager.services import tournament_launch
@@ -51,7 +51,8 @@ def test_a_duel_waiting_behind_running_ones_is_resent_without_counting_it(
 
 def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeypatch):
     """Both queue messages reach a worker: the second finds the duel played."""
-    from builder.services import revision_build
+    from builder.services import revision_build_here
+    from core.local_builds import revision_host_lock
     from core.services import environments_import
     from duel_runner.services import duel_play
     from tests.factories import CompetitorFactory, TournamentFactory
@@ -68,8 +69,8 @@ def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeyp
         revision = RevisionFactory(
             competitor=CompetitorFactory(environment=environment), validated=True, code=code
         )
-        job_reset(JobKind.BUILD, revision.pk, send=False)  # built here, now
-        revision_build(revision_id=revision.pk)
+        with revision_host_lock(revision.pk, shared=False):
+            revision_build_here(revision=revision)  # its build, made on this host
         Participant.objects.create(tournament=tournament, revision=revision)
     dispatched: list[int] = []
     with monkeypatch.context() as patched:
