@@ -5,17 +5,16 @@ once between them."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from core import dispatch
 from core.models import DuelStatus, Job, StepStatus, TournamentStatus
 from core.services import revision_rebuild, revision_revalidate
 from tests.factories import ParticipantFactory, RevisionFactory, TournamentFactory
+from tests.support.concurrency import twice_at_once
 from tournament_manager.services import duel_rerun, tournament_cancel, tournament_launch
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,30 +32,6 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(dispatch, "start", start)
     return tasks
-
-
-def twice_at_once(action: Callable[[], bool]) -> list[bool]:
-    """Run ``action`` in two threads (two database connections) released together."""
-    barrier = threading.Barrier(2)
-    outcomes: list[bool] = []
-    failures: list[BaseException] = []
-
-    def organizer() -> None:
-        try:
-            barrier.wait()
-            outcomes.append(action())
-        except BaseException as error:
-            failures.append(error)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=organizer) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not failures, failures
-    return outcomes
 
 
 def test_two_organizers_rebuilding_at_once_rebuild_once(started):

@@ -25,6 +25,7 @@ from core.models import (
     TournamentStatus,
 )
 from tests.factories import CompetitorFactory, EnvironmentFactory, RevisionFactory
+from tests.support.concurrency import twice_at_once
 from tournament_manager import daemon
 from tournament_manager.daemon import run_once
 from tournament_manager.management.commands.run_tournament_manager import Command
@@ -185,27 +186,13 @@ def test_two_managers_at_once_start_each_duel_exactly_once(make_tournament, sett
         tournament=make_tournament(0, format=TournamentFormat.LADDER, environment=sum_to_10)
     )
     dispatched.clear()
-    start = threading.Barrier(2)
-    failures: list[BaseException] = []
 
     def manager() -> None:
-        try:
-            start.wait()
-            for _ in range(4):
-                jobs_recover()  # the stalled duels are the watchdog's, run alongside
-                run_once()
-        except BaseException as error:
-            failures.append(error)
-        finally:
-            connection.close()
+        for _ in range(4):
+            jobs_recover()  # the stalled duels are the watchdog's, run alongside
+            run_once()
 
-    threads = [threading.Thread(target=manager) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-
-    assert not failures, failures
+    twice_at_once(manager)
     expected = [
         *Duel.objects.filter(tournament__in=[*launches, stalled, ladder]).values_list(
             "pk", flat=True
