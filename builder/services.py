@@ -213,11 +213,11 @@ def revision_build(*, revision_id: int) -> None:
     so, when it succeeded, start the validation that waits for it). A worker that lost
     its lease meanwhile (the build was queued again) records nothing."""
     worker = worker_name()
-    job = job_claim(JobKind.BUILD, revision_id, worker=worker)
+    job = job_claim(kind=JobKind.BUILD, subject_id=revision_id, worker=worker)
     if job is None:
         return
     revision = Revision.objects.select_related("competitor__environment").get(pk=revision_id)
-    with job_heartbeat(job, worker=worker):
+    with job_heartbeat(job=job, worker=worker):
         _build(revision, job, worker)
 
 
@@ -282,7 +282,7 @@ def _record(job: Job, revision: Revision, worker: str, *, image: str, outcome: O
         Revision.objects.filter(pk=revision.pk).update(image=image)
         return outcome
 
-    recorded = job_record(job, worker=worker, store=store)
+    recorded = job_record(job=job, worker=worker, store=store)
     revision.refresh_from_db()
     return recorded
 

@@ -119,7 +119,7 @@ def human_game_create(*, user: User, opponent: Revision) -> Duel:
             seed=random.SystemRandom().randrange(2**31),
         )
         # A duel with a seat on the seat bus: refereed where the bus is reached.
-        jobs_queue(JobKind.DUEL, [duel.pk])
+        jobs_queue(kind=JobKind.DUEL, subject_ids=[duel.pk])
     return duel
 
 

@@ -237,7 +237,7 @@ def _update(job: Job, when: models.Q, status: str, **fields: object) -> bool:
 # --- queueing --------------------------------------------------------------------------
 
 
-def jobs_queue(kind: str, subject_ids: Iterable[int], *, send: bool = True) -> list[Job]:
+def jobs_queue(*, kind: str, subject_ids: Iterable[int], send: bool = True) -> list[Job]:
     """Queue a job of ``kind`` for each subject and start its task after the commit; or,
     without ``send``, leave it queued until ``job_send`` (a validation waits for its
     build), which nothing re-sends meanwhile."""
@@ -252,7 +252,7 @@ def jobs_queue(kind: str, subject_ids: Iterable[int], *, send: bool = True) -> l
     return jobs
 
 
-def job_send(kind: str, subject_id: int) -> bool:
+def job_send(*, kind: str, subject_id: int) -> bool:
     """Start a job queued to wait for another (``Policy.waits_for``): a validation once
     its build succeeded. Returns whether it was waiting."""
     with transaction.atomic():
@@ -267,7 +267,7 @@ def job_send(kind: str, subject_id: int) -> bool:
     return sent
 
 
-def job_done(kind: str, subject_id: int, *, log: str) -> Job:
+def job_done(*, kind: str, subject_id: int, log: str) -> Job:
     """A job with nothing to do, recorded as done at once with ``log`` saying why (an
     online agent's build: nothing was uploaded)."""
     now = timezone.now()
@@ -314,17 +314,17 @@ def _ended(job: Job, status: str) -> None:
     cancelled when it failed or was cancelled."""
     for kind in _waiting_for(job.kind):
         if status == JobStatus.SUCCEEDED:
-            job_send(kind, job.subject_id)
+            job_send(kind=kind, subject_id=job.subject_id)
         else:
             jobs_cancel(
-                Job.objects.of(kind, job.subject_id),
+                jobs=Job.objects.of(kind, job.subject_id),
                 why=f"Not started: the {job.get_kind_display().lower()} it waits for did not "
                 "succeed.",
             )
 
 
 def job_reset(
-    kind: str, subject_id: int, *, send: bool = True, when: models.Q | None = None
+    *, kind: str, subject_id: int, send: bool = True, when: models.Q | None = None
 ) -> bool:
     """Queue the job of ``kind`` about the subject afresh (made if it has none): its
     attempts, re-sends, times, error and log cleared; started now, or with ``send=False``
@@ -347,7 +347,7 @@ def job_reset(
     ready = _ready(kind) if send else models.Q()
     when = (when or models.Q()) & ready
     with transaction.atomic():
-        job = job_of(kind, subject_id)
+        job = job_of(kind=kind, subject_id=subject_id)
         if job is None:
             job = _created(kind, subject_id, ready=ready, when=when, fields=fields)
             if job is None:
@@ -356,7 +356,7 @@ def job_reset(
             return False
         for waiting in _waiting_for(kind):
             free = idle(now) | models.Q(status=JobStatus.QUEUED)
-            if not job_reset(waiting, subject_id, send=False, when=free):
+            if not job_reset(kind=waiting, subject_id=subject_id, send=False, when=free):
                 transaction.set_rollback(True)
                 return False
         if send:
@@ -379,7 +379,7 @@ def _created(
     except _NotReady:
         return None
     except IntegrityError:
-        raced = job_of(kind, subject_id)
+        raced = job_of(kind=kind, subject_id=subject_id)
         if raced is None or not _update(raced, when, JobStatus.QUEUED, **fields):
             return None
         return raced
@@ -391,23 +391,23 @@ class _NotReady(Exception):
     """A new job does not match what its caller asked for: made, then rolled back."""
 
 
-def job_of(kind: str, subject_id: int) -> Job | None:
+def job_of(*, kind: str, subject_id: int) -> Job | None:
     return Job.objects.of(kind, subject_id).first()
 
 
-def job_retry(job: Job) -> bool:
+def job_retry(*, job: Job) -> bool:
     """Queue again a job that failed or was cancelled (an organizer's retry), with its
     attempts and re-sends counted afresh, and start it (one that waits for another only
     once that one succeeded; those that wait for it wait again). Of two organizers
     clicking at once, one acts: returns whether this call did."""
     return job_reset(
-        job.kind,
-        job.subject_id,
+        kind=job.kind,
+        subject_id=job.subject_id,
         when=models.Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
     )
 
 
-def jobs_cancel(jobs: models.QuerySet[Job], *, why: str, running: bool = False) -> int:
+def jobs_cancel(*, jobs: models.QuerySet[Job], why: str, running: bool = False) -> int:
     """Cancel the queued jobs of ``jobs`` (and the running ones with ``running``), and the
     jobs that wait for them: a worker that takes up the message finds nothing to claim,
     and one playing it can no longer record it, since it no longer holds it. Returns how
@@ -440,7 +440,7 @@ def jobs_cancel(jobs: models.QuerySet[Job], *, why: str, running: bool = False) 
             policy.subject._default_manager.filter(pk__in=subjects).update(**fields)
             for waiting in _waiting_for(kind):
                 jobs_cancel(
-                    Job.objects.filter(kind=waiting, **{f"{field}__in": subjects}),
+                    jobs=Job.objects.filter(kind=waiting, **{f"{field}__in": subjects}),
                     why=f"Not started: the {JobKind(kind).label.lower()} it waits for was "
                     "cancelled.",
                 )
@@ -450,11 +450,11 @@ def jobs_cancel(jobs: models.QuerySet[Job], *, why: str, running: bool = False) 
 # --- a worker's side -------------------------------------------------------------------
 
 
-def job_claim(kind: str, subject_id: int, *, worker: str) -> Job | None:
+def job_claim(*, kind: str, subject_id: int, worker: str) -> Job | None:
     """Claim the job of ``kind`` about ``subject_id`` for ``worker``: queued, or running
     under a lease that ran out (its worker died) with attempts left. Each claim counts an
     attempt. None when it is not there to be claimed (another worker has it, or it is over)."""
-    job = job_of(kind, subject_id)
+    job = job_of(kind=kind, subject_id=subject_id)
     if job is None:
         return None
     policy = _policy(job)
@@ -483,7 +483,7 @@ def job_claim(kind: str, subject_id: int, *, worker: str) -> Job | None:
     return job
 
 
-def job_heartbeat(job: Job, *, worker: str) -> Heartbeat:
+def job_heartbeat(*, job: Job, worker: str) -> Heartbeat:
     """Renews ``worker``'s lease on ``job`` from a thread while the block runs. A worker
     that dies stops renewing, so its lease runs out and the watchdog takes the job over."""
     lease = _policy(job).lease_seconds
@@ -495,7 +495,7 @@ def job_heartbeat(job: Job, *, worker: str) -> Heartbeat:
     return Heartbeat(renew, interval=lease / 3)
 
 
-def job_wait(kind: str, subject_id: int) -> float | None:
+def job_wait(*, kind: str, subject_id: int) -> float | None:
     """Seconds until another worker's lease on the running job runs out; None when it is
     not running (over, or queued for whoever takes the message)."""
     job = Job.objects.of(kind, subject_id).filter(status=JobStatus.RUNNING).first()
@@ -504,7 +504,7 @@ def job_wait(kind: str, subject_id: int) -> float | None:
     return max(1.0, (job.lease_expires_at - timezone.now()).total_seconds() + 1)
 
 
-def job_record(job: Job, *, worker: str, store: Callable[[], Outcome]) -> bool:
+def job_record(*, job: Job, worker: str, store: Callable[[], Outcome]) -> bool:
     """Record what ``worker`` did, if it still holds ``job``: ``store`` writes the
     subject's outcome (a duel's result, a revision's image) and says how the job ended,
     and the job ends so, in one transaction that keeps the job's row locked, so its lease
@@ -535,7 +535,7 @@ def job_record(job: Job, *, worker: str, store: Callable[[], Outcome]) -> bool:
 
 
 def job_give_back(
-    job: Job, *, worker: str, problem: str, retry_in: float | None = None, log: str = ""
+    *, job: Job, worker: str, problem: str, retry_in: float | None = None, log: str = ""
 ) -> bool:
     """A job ``worker`` holds but cannot finish (it could not build an agent on its host,
     a push was refused): queued again for any worker while it has attempts left, its
@@ -599,7 +599,7 @@ def _fail(job: Job, when: models.Q, error: str, **fields: object) -> bool:
     return failed
 
 
-def job_requeue_expired(job: Job) -> bool:
+def job_requeue_expired(*, job: Job) -> bool:
     """Queue again a job whose worker stopped renewing its lease, with attempts left, and
     start it. The worker that lost the lease can no longer record its outcome."""
     with transaction.atomic():
@@ -620,7 +620,7 @@ def job_requeue_expired(job: Job) -> bool:
     return requeued
 
 
-def job_fail_exhausted(job: Job) -> bool:
+def job_fail_exhausted(*, job: Job) -> bool:
     """Fail a job whose worker lost the lease on its last allowed attempt, saying so."""
     policy = _policy(job)
     attempts = policy.max_attempts
@@ -644,7 +644,7 @@ def _kind_is_busy(kind: str) -> bool:
     return Job.objects.filter(kind=kind, status=JobStatus.RUNNING).exists()
 
 
-def job_resend(job: Job) -> bool:
+def job_resend(*, job: Job) -> bool:
     """Send again the message of a job queued past its re-send time; the next waits twice
     as long. A re-send made while no worker runs anything of its kind counts: after
     ``ARENA_MAX_RESENDS`` of them the job fails with the reason. Returns whether this
@@ -676,12 +676,12 @@ def job_resend(job: Job) -> bool:
 def _recover(job: Job) -> str:
     """The watchdog's work on one job: what it did ('' for nothing)."""
     if job.status == JobStatus.RUNNING:
-        if job_requeue_expired(job):
+        if job_requeue_expired(job=job):
             return "queued again: its worker's lease expired"
-        if job_fail_exhausted(job):
+        if job_fail_exhausted(job=job):
             return "failed: every attempt lost its lease"
         return ""
-    if not job_resend(job):
+    if not job_resend(job=job):
         return ""
     job.refresh_from_db()
     return "failed: no worker took it up" if job.status == JobStatus.FAILED else "sent again"

@@ -89,9 +89,9 @@ def revision_create(
         )
         revision.source.save(revision.filename, ContentFile(content), save=False)
         revision.save()
-        jobs_queue(JobKind.BUILD, [revision.pk])
+        jobs_queue(kind=JobKind.BUILD, subject_ids=[revision.pk])
         # Sent when the build succeeds.
-        jobs_queue(JobKind.VALIDATION, [revision.pk], send=False)
+        jobs_queue(kind=JobKind.VALIDATION, subject_ids=[revision.pk], send=False)
     return revision
 
 
@@ -162,8 +162,8 @@ def revision_create_unbuilt(
             size=0,
             entry_point="",
         )
-        job_done(JobKind.BUILD, revision.pk, log=build_log)
-        job_done(JobKind.VALIDATION, revision.pk, log=validation_log)
+        job_done(kind=JobKind.BUILD, subject_id=revision.pk, log=build_log)
+        job_done(kind=JobKind.VALIDATION, subject_id=revision.pk, log=validation_log)
     revision.refresh_from_db()
     return revision
 
@@ -197,7 +197,7 @@ def revision_requeue(*, revision: Revision, steps: tuple[str, ...]) -> None:
     started, the others wait for the one before them."""
     with transaction.atomic():
         for number, step in enumerate(steps):
-            job_reset(step, revision.pk, send=number == 0)
+            job_reset(kind=step, subject_id=revision.pk, send=number == 0)
     revision.refresh_from_db()
 
 
@@ -218,7 +218,7 @@ def revision_rebuild(*, revision: Revision) -> bool:
     UPDATEs decide, so of two organizers clicking at once one acts.
     """
     _hosted_only(revision)
-    rebuilt = job_reset(JobKind.BUILD, revision.pk, when=idle())
+    rebuilt = job_reset(kind=JobKind.BUILD, subject_id=revision.pk, when=idle())
     revision.refresh_from_db()
     return rebuilt
 
@@ -228,7 +228,7 @@ def revision_revalidate(*, revision: Revision) -> bool:
     An LLM player's would spend tokens on self-play: it is checked as it plays instead."""
     _hosted_only(revision)
     # Only once built: the validation waits for its build (``core.jobs``).
-    revalidated = job_reset(JobKind.VALIDATION, revision.pk, when=idle())
+    revalidated = job_reset(kind=JobKind.VALIDATION, subject_id=revision.pk, when=idle())
     revision.refresh_from_db()
     return revalidated
 

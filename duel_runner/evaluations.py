@@ -83,7 +83,7 @@ def evaluation_record_result(
         evaluation_store_result(evaluation=evaluation, result=result, worker=worker)
         return Outcome(evaluation.status == DuelStatus.SUCCEEDED, error=evaluation.error)
 
-    return job_record(job, worker=worker, store=store)
+    return job_record(job=job, worker=worker, store=store)
 
 
 def evaluation_play(*, evaluation_id: int) -> float | None:
@@ -93,19 +93,19 @@ def evaluation_play(*, evaluation_id: int) -> float | None:
     worker holds it, or this host could not build its revision.
     """
     worker = worker_name()
-    job = job_claim(JobKind.EVALUATION, evaluation_id, worker=worker)
+    job = job_claim(kind=JobKind.EVALUATION, subject_id=evaluation_id, worker=worker)
     if job is None:
-        return job_wait(JobKind.EVALUATION, evaluation_id)
+        return job_wait(kind=JobKind.EVALUATION, subject_id=evaluation_id)
     evaluation = Evaluation.objects.select_related("revision__competitor__environment").get(
         pk=evaluation_id
     )
     revision = evaluation.revision
     environment = revision.competitor.environment.name
-    with job_heartbeat(job, worker=worker), contextlib.ExitStack() as builds:
+    with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here([revision]))
         except ArenaError as error:
-            again = job_give_back(job, worker=worker, problem=error.message)
+            again = job_give_back(job=job, worker=worker, problem=error.message)
             return RETRY_SECONDS if again else None
         _log_local_builds(built, f"evaluation {evaluation.pk}")
         try:
@@ -152,4 +152,4 @@ def revision_validate_alone(
             log=log[-LOG_CHARS:],
         )
 
-    return job_record(job, worker=worker, store=store)
+    return job_record(job=job, worker=worker, store=store)

@@ -245,7 +245,7 @@ def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str)
         duel_store_result(duel=duel, result=result, worker=worker)
         return Outcome(duel.status == DuelStatus.SUCCEEDED, error=duel.error)
 
-    return job_record(job, worker=worker, store=store)
+    return job_record(job=job, worker=worker, store=store)
 
 
 def online_duel_play(*, duel_id: int) -> float | None:
@@ -322,13 +322,13 @@ def duel_play(*, duel_id: int) -> float | None:
     could not be built on this host (``_duel_give_back``).
     """
     worker = worker_name()
-    job = job_claim(JobKind.DUEL, duel_id, worker=worker)
+    job = job_claim(kind=JobKind.DUEL, subject_id=duel_id, worker=worker)
     if job is None:
-        return job_wait(JobKind.DUEL, duel_id)
+        return job_wait(kind=JobKind.DUEL, subject_id=duel_id)
     duel = Duel.objects.select_related(
         "revision_1__competitor__environment", "revision_2__competitor__environment"
     ).get(pk=duel_id)
-    with job_heartbeat(job, worker=worker), contextlib.ExitStack() as builds:
+    with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here(duel.revisions()))
         except ArenaError as error:
@@ -454,6 +454,6 @@ def _duel_give_back(*, job: Job, duel: Duel, worker: str, problem: str) -> float
     attempts left; failed with the reason, never scored, after the last
     (``core.jobs.job_give_back``). Returns the seconds after which the task looks again,
     or None when it is not queued again."""
-    if job_give_back(job, worker=worker, problem=problem):
+    if job_give_back(job=job, worker=worker, problem=problem):
         return RETRY_SECONDS
     return None

@@ -36,16 +36,16 @@ def revision_validate(*, revision_id: int) -> float | None:
     the revision (the validation was given back, see ``core.jobs.job_give_back``).
     """
     worker = worker_name()
-    job = job_claim(JobKind.VALIDATION, revision_id, worker=worker)
+    job = job_claim(kind=JobKind.VALIDATION, subject_id=revision_id, worker=worker)
     if job is None:
         return None
     revision = Revision.objects.select_related("competitor__environment").get(pk=revision_id)
     environment = revision.competitor.environment
-    with job_heartbeat(job, worker=worker), contextlib.ExitStack() as builds:
+    with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here([revision]))
         except ArenaError as error:
-            again = job_give_back(job, worker=worker, problem=error.message)
+            again = job_give_back(job=job, worker=worker, problem=error.message)
             return RETRY_SECONDS if again else None
         _log_local_builds(built, f"validation of {revision}")
         source = revision_agent_source(revision)
@@ -93,7 +93,7 @@ def revision_validate(*, revision_id: int) -> float | None:
                 log=log[-LOG_CHARS:],
             )
 
-        if not job_record(job, worker=worker, store=store):
+        if not job_record(job=job, worker=worker, store=store):
             return None
     if validation.passed:
         revision.refresh_from_db()

@@ -77,8 +77,8 @@ def revision_publication_queue(*, revision: Revision) -> bool:
         return False
     # Conditional, so a revision validated twice in a row is queued once.
     return job_reset(
-        JobKind.PUBLICATION,
-        revision.pk,
+        kind=JobKind.PUBLICATION,
+        subject_id=revision.pk,
         when=Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
     )
 
@@ -87,7 +87,7 @@ def revision_republish(*, revision: Revision) -> bool:
     """An organizer's re-publication, whatever became of the last one, unless it is queued
     or a live worker is publishing it (one whose lease ran out was killed: taken over).
     Returns whether it was queued."""
-    queued = job_reset(JobKind.PUBLICATION, revision.pk, when=idle())
+    queued = job_reset(kind=JobKind.PUBLICATION, subject_id=revision.pk, when=idle())
     revision.refresh_from_db()
     return queued
 
@@ -274,7 +274,7 @@ def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
     there is nothing more to do.
     """
     worker = worker_name()
-    job = job_claim(JobKind.PUBLICATION, revision_id, worker=worker)
+    job = job_claim(kind=JobKind.PUBLICATION, subject_id=revision_id, worker=worker)
     if job is None:
         return None
     revision = Revision.objects.select_related("competitor__environment", "competitor__owner").get(
@@ -283,10 +283,12 @@ def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
     problem = revision_publication_problem(revision)
     if problem:
         # Changed since it was queued: made private, disabled, or publishing turned off.
-        jobs_cancel(Job.objects.filter(pk=job.pk), why=f"not published: {problem}", running=True)
+        jobs_cancel(
+            jobs=Job.objects.filter(pk=job.pk), why=f"not published: {problem}", running=True
+        )
         return None
     transcript = Transcript(settings.ARENA_PUBLISH_REPOSITORY)
-    with job_heartbeat(job, worker=worker):
+    with job_heartbeat(job=job, worker=worker):
         try:
             done = _publish(revision, transcript)
         except PublishError as error:
@@ -294,7 +296,7 @@ def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
             if again:
                 log = transcript.text()
                 given = job_give_back(
-                    job, worker=worker, problem=error.message, retry_in=wait, log=log
+                    job=job, worker=worker, problem=error.message, retry_in=wait, log=log
                 )
                 # Queued again, or failed after its last attempt (its log kept).
                 return wait if given else None
@@ -311,4 +313,4 @@ def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
 
 
 def _record(job: Job, worker: str, outcome: Outcome) -> None:
-    job_record(job, worker=worker, store=lambda: outcome)
+    job_record(job=job, worker=worker, store=lambda: outcome)

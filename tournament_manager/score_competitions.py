@@ -43,7 +43,9 @@ def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation
         )
         competition.started_at = timezone.now()
         competition.save(update_fields=["started_at"])
-        jobs_queue(JobKind.EVALUATION, [evaluation.pk for evaluation in evaluations])
+        jobs_queue(
+            kind=JobKind.EVALUATION, subject_ids=[evaluation.pk for evaluation in evaluations]
+        )
     return evaluations
 
 
@@ -54,6 +56,6 @@ def score_competition_rerun_failed(*, competition: ScoreCompetition) -> int:
         kind=JobKind.EVALUATION, evaluation__competition=competition, status=JobStatus.FAILED
     )
     with transaction.atomic():
-        retried = [job for job in failed.select_for_update() if job_retry(job)]
+        retried = [job for job in failed.select_for_update() if job_retry(job=job)]
         Evaluation.objects.filter(pk__in=[job.evaluation_id for job in retried]).update(error="")
     return len(retried)

@@ -605,11 +605,11 @@ def duel_rerun(*, duel: Duel) -> bool:
     """Queue a failed duel again (with fresh attempts) and start it. Returns whether this
     call did: its job must still be failed, so of two organizers clicking at once one
     re-runs it."""
-    job = job_of(JobKind.DUEL, duel.pk)
+    job = job_of(kind=JobKind.DUEL, subject_id=duel.pk)
     if job is None or job.status != JobStatus.FAILED:
         return False
     with transaction.atomic():
-        if not job_retry(job):
+        if not job_retry(job=job):
             return False
         Duel.objects.filter(pk=duel.pk).update(error="", result="")
         if duel.tournament_id:
@@ -673,11 +673,11 @@ def _create_duels(
 
 def _start(duels: Sequence[Duel]) -> None:
     """Queue each duel's job; its task starts after the commit."""
-    jobs_queue(JobKind.DUEL, [duel.pk for duel in duels])
+    jobs_queue(kind=JobKind.DUEL, subject_ids=[duel.pk for duel in duels])
 
 
 def _cancel_queued_duels(duels: QuerySet[Duel], why: str) -> int:
-    return jobs_cancel(Job.objects.filter(duel__in=duels), why=f"Not played: {why}.")
+    return jobs_cancel(jobs=Job.objects.filter(duel__in=duels), why=f"Not played: {why}.")
 
 
 # --- progress and standings --------------------------------------------------------------

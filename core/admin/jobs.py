@@ -92,7 +92,7 @@ class JobAdmin(ReadOnlyAdmin):
     @admin.action(description="Retry the selected failed or cancelled jobs")
     def retry(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         def retry_one(job: Job) -> str | None:
-            if not job_retry(job):
+            if not job_retry(job=job):
                 raise ArenaError(
                     f"it is {job.get_status_display().lower()}: only a failed or cancelled "
                     "job can be retried"
@@ -105,7 +105,7 @@ class JobAdmin(ReadOnlyAdmin):
     def cancel(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         def cancel_one(job: Job) -> str | None:
             if not jobs_cancel(
-                Job.objects.filter(pk=job.pk), why="Cancelled by an organizer.", running=True
+                jobs=Job.objects.filter(pk=job.pk), why="Cancelled by an organizer.", running=True
             ):
                 raise ArenaError(
                     f"it is {job.get_status_display().lower()}: only a queued or running "

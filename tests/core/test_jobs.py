@@ -65,7 +65,7 @@ def ago(seconds: float) -> object:
 
 def queued(kind: str) -> Job:
     subject = QUEUED[kind]()
-    job = job_of(kind, subject.pk)  # type: ignore[attr-defined]
+    job = job_of(kind=kind, subject_id=subject.pk)  # type: ignore[attr-defined]
     assert job is not None and job.status == JobStatus.QUEUED
     return job
 
@@ -165,7 +165,7 @@ def test_a_failed_build_takes_its_waiting_validation_with_it(sent):
 def test_a_worker_takes_over_an_expired_job_itself_and_counts_the_attempt(kind):
     job = held(kind, attempts=1)
 
-    claimed = job_claim(kind, job.subject_id, worker="new:1")
+    claimed = job_claim(kind=kind, subject_id=job.subject_id, worker="new:1")
 
     assert claimed is not None
     assert (claimed.attempts, claimed.lease_owner) == (2, "new:1")
@@ -177,16 +177,16 @@ def test_no_worker_claims_a_job_past_its_last_attempt_or_a_live_one(kind):
     spent = held(kind, attempts=POLICIES[kind].max_attempts)
     live = held(kind, expired=False)
 
-    assert job_claim(kind, spent.subject_id, worker="new:1") is None
-    assert job_claim(kind, live.subject_id, worker="new:1") is None
+    assert job_claim(kind=kind, subject_id=spent.subject_id, worker="new:1") is None
+    assert job_claim(kind=kind, subject_id=live.subject_id, worker="new:1") is None
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_of_two_workers_one_claims_a_queued_job(kind):
     job = queued(kind)
 
-    first = job_claim(kind, job.subject_id, worker="one:1")
-    second = job_claim(kind, job.subject_id, worker="two:2")
+    first = job_claim(kind=kind, subject_id=job.subject_id, worker="one:1")
+    second = job_claim(kind=kind, subject_id=job.subject_id, worker="two:2")
 
     assert first is not None and first.lease_owner == "one:1" and second is None
     assert subject_status(job) == JobStatus.RUNNING
@@ -195,21 +195,21 @@ def test_of_two_workers_one_claims_a_queued_job(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_worker_that_lost_its_lease_records_nothing(kind):
     job = queued(kind)
-    lost = job_claim(kind, job.subject_id, worker="first:1")
+    lost = job_claim(kind=kind, subject_id=job.subject_id, worker="first:1")
     Job.objects.filter(pk=job.pk).update(lease_expires_at=ago(1))
-    assert job_claim(kind, job.subject_id, worker="second:2") is not None
+    assert job_claim(kind=kind, subject_id=job.subject_id, worker="second:2") is not None
     stored: list[str] = []
 
     def store() -> Outcome:
         stored.append("first")
         return Outcome(succeeded=False, error="late")
 
-    assert lost is not None and not job_record(lost, worker="first:1", store=store)
+    assert lost is not None and not job_record(job=lost, worker="first:1", store=store)
 
     job.refresh_from_db()
     assert stored == []
     assert (job.status, job.error, job.lease_owner) == (JobStatus.RUNNING, "", "second:2")
-    assert job_record(job, worker="second:2", store=lambda: Outcome(succeeded=True, log="ok"))
+    assert job_record(job=job, worker="second:2", store=lambda: Outcome(succeeded=True, log="ok"))
     job.refresh_from_db()
     assert (job.status, job.log, job.lease_owner) == (JobStatus.SUCCEEDED, "ok", "")
     if not POLICIES[kind].has_times:  # a duel's or evaluation's own store writes it
@@ -219,11 +219,11 @@ def test_a_worker_that_lost_its_lease_records_nothing(kind):
 def test_the_heartbeat_keeps_a_long_job_from_being_taken_over(settings, sent):
     settings.ARENA_REVISION_LEASE_SECONDS = 1
     job = queued(JobKind.BUILD)
-    claimed = job_claim(JobKind.BUILD, job.subject_id, worker="me:1")
+    claimed = job_claim(kind=JobKind.BUILD, subject_id=job.subject_id, worker="me:1")
     assert claimed is not None
     first_expiry = claimed.lease_expires_at
 
-    with job_heartbeat(claimed, worker="me:1"):
+    with job_heartbeat(job=claimed, worker="me:1"):
         # Renewed every third of the lease: wait for a renewal, however loaded the machine.
         while Job.objects.get(pk=job.pk).lease_expires_at == first_expiry:
             threading.Event().wait(0.05)
@@ -239,9 +239,9 @@ def test_a_job_given_back_is_queued_again_then_failed_after_the_last_attempt(kin
     attempts = POLICIES[kind].max_attempts
     job = queued(kind)
     for attempt in range(1, attempts + 1):
-        claimed = job_claim(kind, job.subject_id, worker=f"host-{attempt}:1")
+        claimed = job_claim(kind=kind, subject_id=job.subject_id, worker=f"host-{attempt}:1")
         assert claimed is not None and claimed.attempts == attempt
-        again = job_give_back(claimed, worker=f"host-{attempt}:1", problem="no disk left")
+        again = job_give_back(job=claimed, worker=f"host-{attempt}:1", problem="no disk left")
         assert again == (attempt < attempts)
 
     job.refresh_from_db()
@@ -259,8 +259,8 @@ def test_an_organizer_retries_a_failed_job_with_its_attempts_counted_afresh(kind
     jobs_recover()
     job.refresh_from_db()
 
-    assert job_retry(job)
-    assert not job_retry(job)  # of two organizers clicking at once, one acts
+    assert job_retry(job=job)
+    assert not job_retry(job=job)  # of two organizers clicking at once, one acts
 
     job.refresh_from_db()
     assert (job.status, job.attempts, job.error) == (JobStatus.QUEUED, 0, "")
@@ -272,12 +272,12 @@ def test_an_organizer_retries_a_failed_job_with_its_attempts_counted_afresh(kind
 def test_a_cancelled_job_is_not_claimed(kind):
     job = queued(kind)
 
-    assert jobs_cancel(Job.objects.filter(pk=job.pk), why="not wanted") == 1
+    assert jobs_cancel(jobs=Job.objects.filter(pk=job.pk), why="not wanted") == 1
 
     job.refresh_from_db()
     assert (job.status, job.error) == (JobStatus.CANCELLED, "not wanted")
     assert subject_status(job) == POLICIES[kind].copy(JobStatus.CANCELLED)
-    assert job_claim(kind, job.subject_id, worker="late:1") is None
+    assert job_claim(kind=kind, subject_id=job.subject_id, worker="late:1") is None
 
 
 # --- a queue message that was lost ----------------------------------------------------------
@@ -339,19 +339,21 @@ def test_the_watchdog_command_makes_one_pass_with_once(sent):
 
 def built(revision: Revision) -> None:
     """The build's worker records it built: the validation waiting for it is sent."""
-    build = job_claim(JobKind.BUILD, revision.pk, worker="builder:1")
+    build = job_claim(kind=JobKind.BUILD, subject_id=revision.pk, worker="builder:1")
     assert build is not None
-    assert job_record(build, worker="builder:1", store=lambda: Outcome(succeeded=True))
+    assert job_record(job=build, worker="builder:1", store=lambda: Outcome(succeeded=True))
 
 
 def test_a_validation_is_sent_once_its_build_succeeds_and_not_before(sent):
     revision = RevisionFactory()  # queued, as uploaded
-    assert job_claim(JobKind.VALIDATION, revision.pk, worker="stray:1") is None
+    assert job_claim(kind=JobKind.VALIDATION, subject_id=revision.pk, worker="stray:1") is None
 
     built(revision)
 
     assert sent == [(TASKS[JobKind.VALIDATION], revision.pk)]
-    assert job_claim(JobKind.VALIDATION, revision.pk, worker="validator:1") is not None
+    assert (
+        job_claim(kind=JobKind.VALIDATION, subject_id=revision.pk, worker="validator:1") is not None
+    )
 
 
 def test_a_rebuild_makes_the_validation_wait_again_whatever_message_is_left(sent):
@@ -360,17 +362,21 @@ def test_a_rebuild_makes_the_validation_wait_again_whatever_message_is_left(sent
     assert revision_rebuild(revision=revision)
 
     # ...finds the validation waiting for the new build: it does not start.
-    assert job_claim(JobKind.VALIDATION, revision.pk, worker="stray:1") is None
+    assert job_claim(kind=JobKind.VALIDATION, subject_id=revision.pk, worker="stray:1") is None
     revision.refresh_from_db()
     assert (revision.build_status, revision.validation_status) == ("queued", "queued")
     built(revision)
-    assert job_claim(JobKind.VALIDATION, revision.pk, worker="validator:1") is not None
+    assert (
+        job_claim(kind=JobKind.VALIDATION, subject_id=revision.pk, worker="validator:1") is not None
+    )
 
 
 def test_a_rebuild_leaves_a_validation_a_live_worker_holds(sent):
     revision = RevisionFactory(validated=True)
     assert revision_revalidate(revision=revision)
-    assert job_claim(JobKind.VALIDATION, revision.pk, worker="validator:1") is not None
+    assert (
+        job_claim(kind=JobKind.VALIDATION, subject_id=revision.pk, worker="validator:1") is not None
+    )
 
     assert not revision_rebuild(revision=revision)
 
@@ -384,7 +390,7 @@ def test_retrying_a_failed_build_makes_its_validation_wait_again(sent):
     jobs_recover()
     build.refresh_from_db()
 
-    assert job_retry(build)
+    assert job_retry(job=build)
     built(Revision.objects.get(pk=build.subject_id))
 
     revision = Revision.objects.get(pk=build.subject_id)
@@ -395,17 +401,17 @@ def test_retrying_a_failed_build_makes_its_validation_wait_again(sent):
 def test_a_validation_is_not_retried_while_its_build_has_not_succeeded(sent):
     build = held(JobKind.BUILD, attempts=POLICIES[JobKind.BUILD].max_attempts)
     jobs_recover()
-    validation = job_of(JobKind.VALIDATION, build.subject_id)
+    validation = job_of(kind=JobKind.VALIDATION, subject_id=build.subject_id)
     assert validation is not None and validation.status == JobStatus.CANCELLED
 
-    assert not job_retry(validation)
+    assert not job_retry(job=validation)
     assert (TASKS[JobKind.VALIDATION], build.subject_id) not in sent
 
 
 def test_cancelling_a_build_cancels_the_validation_waiting_for_it():
     revision = RevisionFactory()
 
-    jobs_cancel(Job.objects.of(JobKind.BUILD, revision.pk), why="not wanted")
+    jobs_cancel(jobs=Job.objects.of(JobKind.BUILD, revision.pk), why="not wanted")
 
     revision.refresh_from_db()
     assert (revision.build_status, revision.validation_status) == ("none", "none")
@@ -414,7 +420,7 @@ def test_cancelling_a_build_cancels_the_validation_waiting_for_it():
 
 def test_two_callers_making_the_same_job_at_once_make_one(sent):
     revision = RevisionFactory(validated=True)
-    results = twice_at_once(lambda: job_reset(JobKind.PUBLICATION, revision.pk))
+    results = twice_at_once(lambda: job_reset(kind=JobKind.PUBLICATION, subject_id=revision.pk))
 
     assert results == [True, True]  # both queued it; one made it
     assert Job.objects.of(JobKind.PUBLICATION, revision.pk).count() == 1
@@ -422,10 +428,12 @@ def test_two_callers_making_the_same_job_at_once_make_one(sent):
 
 def test_a_job_given_back_for_a_later_try_is_not_resent_before_it(settings, sent):
     job = queued(JobKind.PUBLICATION)
-    claimed = job_claim(JobKind.PUBLICATION, job.subject_id, worker="publisher:1")
+    claimed = job_claim(kind=JobKind.PUBLICATION, subject_id=job.subject_id, worker="publisher:1")
     assert claimed is not None
 
-    assert job_give_back(claimed, worker="publisher:1", problem="refused", retry_in=60, log="git")
+    assert job_give_back(
+        job=claimed, worker="publisher:1", problem="refused", retry_in=60, log="git"
+    )
 
     claimed.refresh_from_db()
     wait = (claimed.resend_at - timezone.now()).total_seconds()
@@ -437,6 +445,6 @@ def test_a_claim_counts_the_resends_afresh(sent):
     job = queued(JobKind.DUEL)
     Job.objects.filter(pk=job.pk).update(resends=3)
 
-    claimed = job_claim(JobKind.DUEL, job.subject_id, worker="late:1")
+    claimed = job_claim(kind=JobKind.DUEL, subject_id=job.subject_id, worker="late:1")
 
     assert claimed is not None and claimed.resends == 0

@@ -153,7 +153,7 @@ def test_it_plays_an_evaluation_again_when_its_worker_died_and_counts_it_once():
         competition=cup, revision=agents["rando"], seeds=cup.seeds
     )
     Job.objects.create(kind=JobKind.EVALUATION, evaluation=evaluation)
-    killed = job_claim(JobKind.EVALUATION, evaluation.pk, worker="killed")
+    killed = job_claim(kind=JobKind.EVALUATION, subject_id=evaluation.pk, worker="killed")
     Job.objects.filter(pk=killed.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
     assert jobs_recover()  # queued again, and played (eagerly)

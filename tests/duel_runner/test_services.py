@@ -58,8 +58,8 @@ def test_it_lets_only_one_worker_claim_a_duel():
     minimax, rando = two_revisions()
     duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
 
-    first = job_claim(JobKind.DUEL, duel.pk, worker="one")
-    second = job_claim(JobKind.DUEL, duel.pk, worker="two")
+    first = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="one")
+    second = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="two")
 
     assert first is not None and first.lease_owner == "one"
     assert second is None
@@ -68,7 +68,7 @@ def test_it_lets_only_one_worker_claim_a_duel():
 def test_it_hands_over_a_duel_whose_lease_expired():
     minimax, rando = two_revisions()
     duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    job_claim(JobKind.DUEL, duel.pk, worker="lost")
+    job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="lost")
     Job.objects.filter(duel=duel).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
     duel_play(duel_id=duel.pk)
@@ -82,7 +82,7 @@ def test_it_hands_over_a_duel_whose_lease_expired():
 def test_it_waits_for_a_live_lease_held_by_another_worker():
     minimax, rando = two_revisions()
     duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    job_claim(JobKind.DUEL, duel.pk, worker="busy-elsewhere")
+    job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="busy-elsewhere")
 
     wait = duel_play(duel_id=duel.pk)
 
@@ -94,7 +94,7 @@ def test_it_waits_for_a_live_lease_held_by_another_worker():
 def test_it_drops_the_result_of_a_worker_that_lost_its_lease():
     minimax, rando = two_revisions()
     duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    claimed = job_claim(JobKind.DUEL, duel.pk, worker="stalled")
+    claimed = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="stalled")
     Job.objects.filter(duel=duel).update(lease_owner="took-over")
     result = run_duel(
         "connect_four",
@@ -112,10 +112,10 @@ def test_it_keeps_renewing_the_lease_while_a_duel_runs(settings):
     settings.ARENA_DUEL_LEASE_SECONDS = 0.3
     minimax, rando = two_revisions()
     duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
-    claimed = job_claim(JobKind.DUEL, duel.pk, worker="me")
+    claimed = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="me")
     first_expiry = claimed.lease_expires_at
 
-    with job_heartbeat(claimed, worker="me"):
+    with job_heartbeat(job=claimed, worker="me"):
         time.sleep(0.5)  # longer than the lease: only the renewals keep it
         claimed.refresh_from_db()
 

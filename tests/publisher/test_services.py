@@ -99,7 +99,7 @@ def queue_again(*revisions: Revision) -> None:
     """As a task handed the revision again would find it: queued (its message not sent
     here; the test runs the task)."""
     for revision in revisions:
-        job_reset(JobKind.PUBLICATION, revision.pk, send=False)
+        job_reset(kind=JobKind.PUBLICATION, subject_id=revision.pk, send=False)
         # As if its message had been sent.
         Job.objects.of(JobKind.PUBLICATION, revision.pk).update(resend_at=timezone.now())
 

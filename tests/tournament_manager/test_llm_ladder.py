@@ -53,7 +53,7 @@ def test_it_sends_duels_with_an_llm_seat_to_the_online_queue(sent):
 
     Job.objects.filter(duel__in=[hosted, with_llm]).delete()  # the factory's
 
-    jobs_queue(JobKind.DUEL, [hosted.pk, with_llm.pk])
+    jobs_queue(kind=JobKind.DUEL, subject_ids=[hosted.pk, with_llm.pk])
 
     assert sent == [
         ("duel_runner.tasks.play_duel", hosted.pk),

@@ -199,7 +199,7 @@ WORK = {
 
 
 def holding(kind: str, subject_id: int, attempts: int) -> bool:
-    job = job_of(kind, subject_id)
+    job = job_of(kind=kind, subject_id=subject_id)
     return job is not None and (job.status, job.attempts) == (JobStatus.RUNNING, attempts)
 
 
@@ -234,11 +234,11 @@ def test_a_job_whose_worker_is_killed_midway_is_done_again_once(kind, celery_wor
     start_worker(celery_workers, "second", published)
 
     wait_for(
-        lambda: job_of(kind, subject_id).is_finished,  # type: ignore[union-attr]
+        lambda: job_of(kind=kind, subject_id=subject_id).is_finished,  # type: ignore[union-attr]
         timeout=300,
         what=f"the {kind} to be taken up again",
     )
-    job = job_of(kind, subject_id)
+    job = job_of(kind=kind, subject_id=subject_id)
     assert job is not None
     assert (job.status, job.attempts, job.lease_owner) == (JobStatus.SUCCEEDED, 2, ""), (
         job.error,
