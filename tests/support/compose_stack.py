@@ -58,6 +58,7 @@ LONG_RUNNING = (
     "worker-publish",
     "beat",
     "manager",
+    "watchdog",
     "nginx",
 )
 ONE_SHOTS = ("migrate", "prepare")
@@ -307,7 +308,7 @@ class ComposeStack:
             if time.monotonic() > deadline:
                 self.fail(
                     f"timed out after {timeout:.0f} s waiting for {what}",
-                    services=("worker-build", "worker-duels", "manager"),
+                    services=("worker-build", "worker-duels", "manager", "watchdog"),
                 )
             time.sleep(0.5)
 
