@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts clean
+.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -50,6 +50,9 @@ bench-llm:       ## LLM players: the harness's overhead per move, 50 LLM duels a
 
 bench-hosts:     ## duels/min with one worker host and with two (a second dockerd here; root)
 	.venv/bin/python -m bench.bench_hosts
+
+bench-jobs:      ## a round robin and upload to validated, before the jobs table (0dbc1bf) and now
+	.venv/bin/python -m bench.bench_jobs
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache
