@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -48,15 +48,21 @@ VALIDATE_REVISION = "duel_runner.tasks.validate_revision"
 PUBLISH_REVISION = "publisher.tasks.publish_revision"
 
 
-def _duel_task(duel_id: int) -> str:
+def _duel_tasks(duel_ids: Sequence[int]) -> dict[int, str]:
     """An online agent's duel where its seat bus is reached, an LLM player's on the
-    ``online`` queue's threads (it mostly waits on its server), any other on ``duels``."""
-    duel = Duel.objects.filter(pk=duel_id)
-    if duel.with_online_seat().exists():
-        return PLAY_ONLINE_DUEL
-    if duel.with_llm_seat().exists():
-        return PLAY_LLM_DUEL
-    return PLAY_DUEL
+    ``online`` queue's threads (it mostly waits on its server), any other on ``duels``:
+    two queries, however many duels."""
+    duels = Duel.objects.filter(pk__in=duel_ids)
+    online = set(duels.with_online_seat().values_list("pk", flat=True))
+    llm = set(duels.with_llm_seat().values_list("pk", flat=True))
+    return {
+        pk: PLAY_ONLINE_DUEL if pk in online else PLAY_LLM_DUEL if pk in llm else PLAY_DUEL
+        for pk in duel_ids
+    }
+
+
+def _one_task(task: str) -> Callable[[Sequence[int]], dict[int, str]]:
+    return lambda subject_ids: dict.fromkeys(subject_ids, task)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,8 +72,8 @@ class Policy:
     #: The subject's model, and its field that keeps a copy of the job's status.
     subject: type[models.Model]
     status_field: str
-    #: The Celery task (dotted path) that runs a job of this kind, given its subject's id.
-    task: Callable[[int], str]
+    #: The Celery task (dotted path) that runs each job of this kind, by its subject's id.
+    tasks: Callable[[Sequence[int]], dict[int, str]]
     #: The task's keyword argument that takes the subject's id.
     argument: str
     #: Settings: seconds a lease lasts without a heartbeat; claims allowed.
@@ -117,7 +123,7 @@ def _revision_step(
     return Policy(
         subject=Revision,
         status_field=f"{step}_status",
-        task=lambda _: task,
+        tasks=_one_task(task),
         argument="revision_id",
         lease_setting="ARENA_REVISION_LEASE_SECONDS",
         attempts_setting=attempts_setting,
@@ -161,7 +167,7 @@ POLICIES: dict[str, Policy] = {
     JobKind.DUEL: Policy(
         subject=Duel,
         status_field="status",
-        task=_duel_task,
+        tasks=_duel_tasks,
         argument="duel_id",
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
@@ -172,7 +178,7 @@ POLICIES: dict[str, Policy] = {
     JobKind.EVALUATION: Policy(
         subject=Evaluation,
         status_field="status",
-        task=lambda _: PLAY_EVALUATION,
+        tasks=_one_task(PLAY_EVALUATION),
         argument="evaluation_id",
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
@@ -201,10 +207,12 @@ def _policy(job: Job) -> Policy:
     return POLICIES[job.kind]
 
 
-def _start(job: Job) -> None:
-    """Send the job's task to the workers once the current transaction commits."""
-    policy = _policy(job)
-    dispatch.start(policy.task(job.subject_id), **{policy.argument: job.subject_id})
+def _start(kind: str, subject_ids: Sequence[int]) -> None:
+    """Send the tasks of the jobs of ``kind`` about these subjects to the workers once the
+    current transaction commits, in the order of the subjects."""
+    policy = POLICIES[kind]
+    for subject_id, task in sorted(policy.tasks(subject_ids).items()):
+        dispatch.start(task, **{policy.argument: subject_id})
 
 
 def _mirror(job: Job, status: str, *, now: datetime, error: str | None = None) -> None:
@@ -247,8 +255,7 @@ def jobs_queue(*, kind: str, subject_ids: Iterable[int], send: bool = True) -> l
         for subject_id in subject_ids
     )
     if send:
-        for job in sorted(jobs, key=lambda job: job.subject_id):
-            _start(job)
+        _start(kind, [job.subject_id for job in jobs])
     return jobs
 
 
@@ -262,8 +269,7 @@ def job_send(*, kind: str, subject_id: int) -> bool:
             .update(resend_at=resend_at_default())
         )
         if sent:
-            policy = POLICIES[kind]
-            dispatch.start(policy.task(subject_id), **{policy.argument: subject_id})
+            _start(kind, [subject_id])
     return sent
 
 
@@ -360,7 +366,7 @@ def job_reset(
                 transaction.set_rollback(True)
                 return False
         if send:
-            _start(job)
+            _start(job.kind, [job.subject_id])
     return True
 
 
@@ -616,7 +622,7 @@ def job_requeue_expired(*, job: Job) -> bool:
             resend_at=resend_at_default(),
         )
         if requeued:
-            _start(job)
+            _start(job.kind, [job.subject_id])
     return requeued
 
 
@@ -669,7 +675,7 @@ def job_resend(*, job: Job) -> bool:
             Job.objects.filter(due, pk=job.pk).update(resends=resends, resend_at=now + wait)
         )
         if resent:
-            _start(job)
+            _start(job.kind, [job.subject_id])
     return resent
 
 
