@@ -68,8 +68,9 @@ def revision_validate(*, revision_id: int) -> float | None:
             **environment_limits(environment),
         )
         log = validation.message
-        if validation.duel.player_1_log:
-            log += "\n\n--- agent log (first copy) ---\n" + validation.duel.player_1_log
+        first_copy = validation.duel.logs[0]
+        if first_copy:
+            log += "\n\n--- agent log (first copy) ---\n" + first_copy
 
         def store() -> Outcome:
             duel = Duel.objects.create(

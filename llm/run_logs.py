@@ -21,8 +21,19 @@ def _file_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
+def _names(document: dict[str, Any]) -> dict[int, str]:
+    """Each duel player's name, by its number (1 to N)."""
+    return dict(enumerate(document["players"], start=1))
+
+
+def _won(match: dict[str, Any], player: int) -> bool:
+    """``player`` had the best score of the match, shared with nobody."""
+    ranks = match["ranks"]
+    return match["result"] != "ERROR" and ranks[player - 1] == 1 and ranks.count(1) == 1
+
+
 def _winner(match: dict[str, Any], names: dict[int, str]) -> str | None:
-    return {"PLAYER_1_WIN": names[1], "PLAYER_2_WIN": names[2]}.get(match["result"])
+    return next((name for player, name in names.items() if _won(match, player)), None)
 
 
 def player_summary(document: dict[str, Any], player: int) -> dict[str, Any] | None:
@@ -37,8 +48,6 @@ def player_summary(document: dict[str, Any], player: int) -> dict[str, Any] | No
     if not conversations:
         return None
     first = conversations[0]
-    wins = {1: "PLAYER_1_WIN", 2: "PLAYER_2_WIN"}[player]
-    losses = {1: "PLAYER_2_WIN", 2: "PLAYER_1_WIN"}[player]
     games = document["matches"]
     totals: dict[str, Any] = {}
     latencies: list[float] = []
@@ -51,7 +60,7 @@ def player_summary(document: dict[str, Any], player: int) -> dict[str, Any] | No
     requests = totals.get("requests", 0)
     return {
         "player": player,
-        "name": document[f"player_{player}"],
+        "name": _names(document)[player],
         "model": first["model"],
         "base_url": first["base_url"],
         "sampling": first["sampling"],
@@ -59,8 +68,12 @@ def player_summary(document: dict[str, Any], player: int) -> dict[str, Any] | No
         "harness_hash": first["harness_hash"],
         "environment": document["environment"],
         "games": len(games),
-        "wins": sum(1 for match in games if match["result"] == wins),
-        "losses": sum(1 for match in games if match["result"] == losses),
+        "wins": sum(1 for match in games if _won(match, player)),
+        "losses": sum(
+            1
+            for match in games
+            if match["result"] not in ("ERROR", "DRAW") and not _won(match, player)
+        ),
         "draws": sum(1 for match in games if match["result"] == "DRAW"),
         "forfeits": sum(
             1 for match in games if any(fault["player"] == player for fault in match["faults"])
@@ -80,7 +93,7 @@ def write_run_logs(document: dict[str, Any], directory: Path) -> list[Path]:
     """Write the run's files into ``directory`` (made if needed); returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "conversations").mkdir(exist_ok=True)
-    names = {1: document["player_1"], 2: document["player_2"]}
+    names = _names(document)
     written: list[Path] = []
     games = []
     for match in document["matches"]:
@@ -93,7 +106,7 @@ def write_run_logs(document: dict[str, Any], directory: Path) -> list[Path]:
                         "game": match["index"],
                         "environment": document["environment"],
                         "seed": match["seed"],
-                        "players": {str(number): names[number] for number in (1, 2)},
+                        "players": {str(number): name for number, name in names.items()},
                         "conversations": match["transcripts"],
                     },
                     indent=2,
@@ -109,7 +122,7 @@ def write_run_logs(document: dict[str, Any], directory: Path) -> list[Path]:
                 "first_player": names[match["first_player"]],
                 "result": match["result"],
                 "winner": _winner(match, names),
-                "scores": {names[1]: match["player_1_score"], names[2]: match["player_2_score"]},
+                "scores": {name: match["scores"][number - 1] for number, name in names.items()},
                 "moves": match["steps"],
                 "faults": match["faults"],
                 "reason": match["error_msg"],
@@ -122,13 +135,10 @@ def write_run_logs(document: dict[str, Any], directory: Path) -> list[Path]:
             {
                 "environment": document["environment"],
                 "seed": document["seed"],
-                "players": {str(number): names[number] for number in (1, 2)},
+                "players": {str(number): name for number, name in names.items()},
                 "result": document["result"],
                 "error": document["error_msg"],
-                "scores": {
-                    names[1]: document["player_1_score"],
-                    names[2]: document["player_2_score"],
-                },
+                "scores": {name: document["scores"][number - 1] for number, name in names.items()},
                 "games": games,
             },
             indent=2,
@@ -136,7 +146,7 @@ def write_run_logs(document: dict[str, Any], directory: Path) -> list[Path]:
         )
     )
     written.insert(0, results)
-    for player in (1, 2):
+    for player in names:
         summary = player_summary(document, player)
         if summary is None:
             continue

@@ -1,6 +1,7 @@
 """``python -m referee``: play or validate agents from the command line, no database needed.
 
     python -m referee run connect_four AGENT_1 AGENT_2 --matches 20
+    python -m referee run lowest_unique AGENT_1 AGENT_2 AGENT_3 AGENT_4
     python -m referee validate connect_four AGENT
     python -m referee round-robin connect_four AGENT AGENT AGENT... --matches 10
     python -m referee replay DUEL.json --match 3 [--html replay.html]
@@ -8,8 +9,9 @@
     python -m referee run tic_tac_toe llm:MODEL@URL example_players/tic_tac_toe/minimax.py
 
 An agent is a ``.py`` file or a folder with ``main.py``, ``agent.py`` or an
-executable named ``agent``; in ``run``, it may also be an LLM player, ``llm:MODEL@URL``
-(a model behind an OpenAI-compatible server; ``--llm1``/``--llm2`` set its sampling, and
+executable named ``agent``; ``run`` takes as many as the game seats (two, or up to six in
+a game of more), and any of them may be an LLM player, ``llm:MODEL@URL``
+(a model behind an OpenAI-compatible server; ``--llm1``, ``--llm2``... set its sampling, and
 its key is read from the environment variable ``OPENAI_API_KEY`` or the one named by
 ``api_key_env``). A run with an LLM player writes ``game_results.json``, one conversation
 file per game and ``game_summary_<model>.json`` into ``--output`` (``runs/<time>-<game>``
@@ -63,7 +65,9 @@ from sandboxes import (  # noqa: E402
 from sandboxes.llm import LLMSandbox  # noqa: E402
 
 _LLM_SPEC = re.compile(r"^llm:(?P<model>[^@]+?)@(?P<url>https?://\S+)$")
-#: What ``--llm1``/``--llm2`` may set, and how each is read.
+#: Agents a duel seats at most, so ``run``'s ``--envN`` and ``--llmN`` options.
+MAX_AGENTS = 6
+#: What ``--llm1``, ``--llm2``... may set, and how each is read.
 _LLM_OPTIONS: dict[str, type] = {
     "temperature": float,
     "top_p": float,
@@ -145,24 +149,21 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="play a duel and print its JSON document")
     add_common(run)
-    run.add_argument("agent_1")
-    run.add_argument("agent_2")
+    run.add_argument(
+        "agents",
+        nargs="+",
+        metavar="AGENT",
+        help="player 1, player 2, ...: as many as the game seats",
+    )
     run.add_argument("--matches", type=int, help="number of matches (info.yml)")
-    run.add_argument(
-        "--env1",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="environment variable for agent 1 (repeatable)",
-    )
-    run.add_argument(
-        "--env2",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="environment variable for agent 2 (repeatable)",
-    )
-    for number in (1, 2):
+    for number in range(1, MAX_AGENTS + 1):
+        run.add_argument(
+            f"--env{number}",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"environment variable for agent {number} (repeatable)",
+        )
         run.add_argument(
             f"--llm{number}",
             action="append",
@@ -220,13 +221,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def summary(result: DuelResult) -> str:
     document = result.as_json(include_logs=False)
+
+    def each(values: list[Any]) -> str:
+        return " / ".join(f"{value:g}" for value in values)
+
     lines = [
-        f"{result.environment}: {result.player_1} vs {result.player_2} — {document['result']}",
-        f"score {document['player_1_score']:g} : {document['player_2_score']:g}   "
-        f"wins {document['player_1_wins']} / {document['player_2_wins']}, "
-        f"draws {document['draws']}, errors {document['player_1_errors']} / "
-        f"{document['player_2_errors']} / other {document['other_errors']}   "
-        f"{document['duration']:.2f} s",
+        f"{result.environment}: {' vs '.join(result.players)} — {document['result']}",
+        f"score {each(document['scores'])}   wins {each(document['wins'])}, "
+        f"draws {document['draws']}, errors {each(document['errors'])} / other "
+        f"{document['other_errors']}   {document['duration']:.2f} s",
     ]
     for match in result.matches:
         faults = "; ".join(fault.describe() for fault in match.faults)
@@ -283,8 +286,8 @@ def round_robin(
                 table[names[0]],
                 table[names[1]],
                 result=document["result"],
-                first_score=document["player_1_score"],
-                second_score=document["player_2_score"],
+                first_score=document["scores"][0],
+                second_score=document["scores"][1],
             )
         else:
             record_group([table[name] for name in names], scores=document["scores"])
@@ -311,8 +314,7 @@ def _episodes_as_matches(document: dict[str, Any]) -> dict[str, Any]:
     episode a match of one seat, whose result is its return."""
     return {
         "environment": document["environment"],
-        "player_1": document["agent"],
-        "player_2": "",
+        "players": [document["agent"]],
         "matches": [
             {**episode, "seats": [1], "result": f"return {episode['return']:g}"}
             for episode in document["episodes"]
@@ -330,8 +332,7 @@ def replay_match(document: dict[str, Any], index: int, html_path: Path | None) -
         raise InvalidAgent(f"no match {index} in this duel (0..{len(matches) - 1})")
     match = matches[index]
     environment = make_environment(document["environment"], players=len(match["seats"]))
-    # Documents written before games of more than two players name only two.
-    names = document.get("players") or [document["player_1"], document["player_2"]]
+    names = document["players"]
     seat_names = [names[number - 1] for number in match["seats"]]
     pages, lines = [], [f"match {index}: seats {seat_names}, seed {match['seed']}"]
     environment.reset(match["seed"])
@@ -356,23 +357,31 @@ def replay_match(document: dict[str, Any], index: int, html_path: Path | None) -
 
 
 def _run(arguments: argparse.Namespace, backend: SandboxBackend, overrides: dict[str, Any]) -> int:
-    specs = (arguments.agent_1, arguments.agent_2)
+    specs = arguments.agents
+    seats = load_info(arguments.environment).players
+    if not 2 <= len(specs) <= MAX_AGENTS or (seats == 2 and len(specs) != 2):
+        raise InvalidAgent(
+            f"{arguments.environment} seats {seats if seats == 2 else f'2 to {MAX_AGENTS}'} "
+            f"players; got {len(specs)} agents"
+        )
+    numbers = range(1, len(specs) + 1)
     configs = [
-        llm_config(spec, _variables(options)) if spec.startswith("llm:") else None
-        for spec, options in zip(specs, (arguments.llm1, arguments.llm2), strict=True)
+        llm_config(spec, _variables(getattr(arguments, f"llm{number}")))
+        if spec.startswith("llm:")
+        else None
+        for number, spec in zip(numbers, specs, strict=True)
     ]
-    models = [config.model if config else "" for config in configs]
+    models = [config.model for config in configs if config]
     sources: list[AgentSource] = []
     backends: list[SandboxBackend] = []
-    for number, (spec, config, variables) in enumerate(
-        zip(specs, configs, (arguments.env1, arguments.env2), strict=True), start=1
-    ):
+    for number, spec, config in zip(numbers, specs, configs, strict=True):
         if config is None:
-            sources.append(AgentSource.from_path(spec, _variables(variables)))
+            variables = _variables(getattr(arguments, f"env{number}"))
+            sources.append(AgentSource.from_path(spec, variables))
             backends.append(backend)
             continue
-        # The same model on both seats (at two temperatures, say) gets two names.
-        name = f"{config.model}-{number}" if models[0] == models[1] else config.model
+        # The same model on several seats (at two temperatures, say) gets a name each.
+        name = f"{config.model}-{number}" if models.count(config.model) > 1 else config.model
         sources.append(AgentSource.llm(name))
         backends.append(LLMSandbox(config))
     if any(configs):
@@ -380,8 +389,8 @@ def _run(arguments: argparse.Namespace, backend: SandboxBackend, overrides: dict
         overrides = {**overrides, **{k: v for k, v in clock.items() if overrides.get(k) is None}}
     result = run_duel(
         arguments.environment,
-        (sources[0], sources[1]),
-        backend=(backends[0], backends[1]),
+        sources,
+        backend=tuple(backends),
         seed=arguments.seed,
         **overrides,
     )

@@ -37,20 +37,20 @@ from sandboxes.base import AgentSource, SandboxBackend
 
 @dataclasses.dataclass
 class EpisodeRecord(MatchRecord):
-    """One episode: its seed and actions replay it; ``player_1_score`` is its return."""
+    """One episode: its seed and actions replay it; its one score is its return."""
 
     terminated: bool = False
     truncated: bool = False
 
     @property
     def episode_return(self) -> float:
-        return self.player_1_score
+        return self.scores[0]
 
     def as_json(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "seed": self.seed,
-            "return": self.player_1_score,
+            "return": self.episode_return,
             "steps": len(self.actions),
             "terminated": self.terminated,
             "truncated": self.truncated,
@@ -202,7 +202,7 @@ class Evaluator(Referee):
             "type": protocol.END,
             "match": record.index,
             "result": "done",
-            "scores": [record.player_1_score],
+            "scores": [record.scores[0]],
             "reason": record.error_msg,
             "observation": self.environment.observation(0),
         }

@@ -155,14 +155,6 @@ class MatchRecord:
         return self.seats[0]
 
     @property
-    def player_1_score(self) -> float:
-        return self.scores[0]
-
-    @property
-    def player_2_score(self) -> float:
-        return self.scores[1]
-
-    @property
     def ranks(self) -> list[int]:
         return ranks_from_scores(self.scores)
 
@@ -174,8 +166,6 @@ class MatchRecord:
             "seats": self.seats,
             "result": self.result.value,
             "error_msg": self.error_msg,
-            "player_1_score": self.player_1_score,
-            "player_2_score": self.player_2_score,
             "scores": self.scores,
             "ranks": self.ranks,
             "faults": [fault.as_json() for fault in self.faults],
@@ -209,30 +199,6 @@ class DuelResult:
         self.restarts = self.restarts or [0] * len(self.players)
         self.logs = self.logs or [""] * len(self.players)
 
-    @property
-    def player_1(self) -> str:
-        return self.players[0]
-
-    @property
-    def player_2(self) -> str:
-        return self.players[1]
-
-    @property
-    def player_1_restarts(self) -> int:
-        return self.restarts[0]
-
-    @property
-    def player_2_restarts(self) -> int:
-        return self.restarts[1]
-
-    @property
-    def player_1_log(self) -> str:
-        return self.logs[0]
-
-    @property
-    def player_2_log(self) -> str:
-        return self.logs[1]
-
     def _count(self, predicate: Any) -> int:
         return sum(1 for match in self.matches if predicate(match))
 
@@ -264,14 +230,6 @@ class DuelResult:
         ]
 
     @property
-    def player_1_score(self) -> float:
-        return self.scores[0]
-
-    @property
-    def player_2_score(self) -> float:
-        return self.scores[1]
-
-    @property
     def result(self) -> Outcome:
         if self.other_errors:
             return Outcome.ERROR
@@ -289,23 +247,13 @@ class DuelResult:
     def as_json(self, *, include_logs: bool = True) -> dict[str, Any]:
         document: dict[str, Any] = {
             "environment": self.environment,
-            "player_1": self.player_1,
-            "player_2": self.player_2,
             "seed": self.seed,
             "result": self.result.value,
             "error_msg": self.error_msg,
             "num_matches": len(self.matches),
-            "player_1_errors": self.errors_of(1),
-            "player_2_errors": self.errors_of(2),
             "other_errors": self.other_errors,
-            "player_1_wins": self.wins_of(1),
-            "player_2_wins": self.wins_of(2),
             "draws": self._count(lambda m: m.result is Outcome.DRAW),
-            "player_1_score": self.player_1_score,
-            "player_2_score": self.player_2_score,
-            "player_1_restarts": self.restarts[0],
-            "player_2_restarts": self.restarts[1],
-            # Every player's figures, player 1's first (the fields above are the first two's).
+            # Every player's figures, player 1's first.
             "num_players": len(self.players),
             "players": self.players,
             "scores": self.scores,
@@ -317,7 +265,5 @@ class DuelResult:
             "matches": [match.as_json() for match in self.matches],
         }
         if include_logs:
-            document["player_1_log"] = self.logs[0]
-            document["player_2_log"] = self.logs[1]
             document["logs"] = self.logs
         return document

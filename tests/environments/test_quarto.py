@@ -131,7 +131,7 @@ def test_it_wins_on_rows_columns_and_both_diagonals(line: list[int]) -> None:
     assert environment.state()["winning_attributes"] == ["tall"]
 
 
-def test_it_lets_player_1_win_and_ignores_the_piece_chosen_with_a_win() -> None:
+def test_it_lets_the_first_player_win_and_ignores_the_piece_chosen_with_a_win() -> None:
     environment = place([(0, 8), (4, 15), (5, 13), (6, 11), (7, 1)])
 
     state = environment.state()

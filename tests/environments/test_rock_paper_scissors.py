@@ -105,7 +105,7 @@ def test_it_ends_when_a_player_reaches_three_points() -> None:
     assert environment.legal_actions(0) == environment.legal_actions(1) == []
 
 
-def test_it_lets_player_1_win_first_to_three() -> None:
+def test_it_lets_the_first_player_win_first_to_three() -> None:
     environment = play([("rock", "paper")] * 3)
 
     assert environment.scores() == [0.0, 1.0]

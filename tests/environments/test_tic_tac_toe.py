@@ -85,7 +85,7 @@ def test_it_lets_player_0_win_on_every_line(line: list[int]) -> None:
     assert environment.legal_actions(0) == environment.legal_actions(1) == []
 
 
-def test_it_lets_player_1_win() -> None:
+def test_it_lets_the_first_player_win() -> None:
     environment = play([0, 2, 1, 4, 8, 6])
 
     assert environment.scores() == [0.0, 1.0]

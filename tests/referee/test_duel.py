@@ -15,21 +15,17 @@ DOCUMENT_FIELDS = {
     "result",
     "error_msg",
     "num_matches",
-    "player_1_errors",
-    "player_2_errors",
+    "errors",
     "other_errors",
-    "player_1_wins",
-    "player_2_wins",
+    "wins",
     "draws",
-    "player_1_score",
-    "player_2_score",
+    "scores",
     "matches",
 }
 MATCH_FIELDS = {
     "result",
     "error_msg",
-    "player_1_score",
-    "player_2_score",
+    "scores",
     "first_player",
     "seed",
     "actions",
@@ -50,9 +46,9 @@ def test_it_lets_minimax_beat_random_with_the_first_player_alternating(backend):
     document = result.as_json()
 
     assert document["result"] == "PLAYER_1_WIN"
-    assert document["player_1_wins"] >= 18
+    assert document["wins"][0] >= 18
     assert [match["first_player"] for match in document["matches"]] == [1, 2] * 10
-    assert document["player_1_errors"] == document["player_2_errors"] == 0
+    assert document["errors"][0] == document["errors"][1] == 0
 
 
 def test_it_writes_every_field_of_the_duel_document(backend):
@@ -67,8 +63,8 @@ def test_it_writes_every_field_of_the_duel_document(backend):
 
     assert set(document) >= DOCUMENT_FIELDS
     assert document["num_matches"] == 4
-    assert document["player_1_wins"] + document["player_2_wins"] + document["draws"] == 4
-    assert document["player_1_score"] + document["player_2_score"] == 4
+    assert document["wins"][0] + document["wins"][1] + document["draws"] == 4
+    assert document["scores"][0] + document["scores"][1] == 4
     for match in document["matches"]:
         assert set(match) >= MATCH_FIELDS
         assert len(match["timings"]) == len(match["actions"]) == match["steps"]
@@ -137,9 +133,9 @@ def test_it_plays_every_agent_style_through_the_sandbox(backend, environment, st
         seed=8,
     )
 
-    assert result.as_json()["player_1_errors"] == 0, result.error_msg
+    assert result.as_json()["errors"][0] == 0, result.error_msg
     assert result.other_errors == 0
-    assert result.player_1_score >= 2
+    assert result.scores[0] >= 2
 
 
 def test_it_charges_a_spent_time_bank_as_a_timeout(backend):
@@ -181,7 +177,7 @@ def test_it_never_scores_a_sandbox_failure():
 
     assert document["result"] == "ERROR"
     assert document["other_errors"] == 1
-    assert document["player_1_errors"] == document["player_2_errors"] == 0
+    assert document["errors"][0] == document["errors"][1] == 0
     assert "no space left on device" in document["error_msg"]
 
 
@@ -250,4 +246,4 @@ def test_it_says_bye_so_agents_can_exit_on_their_own(backend):
         seed=1,
     )
 
-    assert "saving what I learned after 2 matches" in result.player_1_log
+    assert "saving what I learned after 2 matches" in result.logs[0]

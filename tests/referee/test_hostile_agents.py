@@ -35,12 +35,12 @@ def fault_kinds(result: DuelResult, player: int = 2) -> list[str]:
     ]
 
 
-def assert_blamed_on_player_2(result: DuelResult) -> None:
+def assert_blamed_on_the_second_player(result: DuelResult) -> None:
     document = result.as_json()
     assert document["other_errors"] == 0
-    assert document["player_1_errors"] == 0
-    assert document["player_2_errors"] == document["num_matches"] == 3
-    assert document["player_1_wins"] == 3
+    assert document["errors"][0] == 0
+    assert document["errors"][1] == document["num_matches"] == 3
+    assert document["wins"][0] == 3
     assert document["result"] == Outcome.PLAYER_1_WIN
 
 
@@ -48,17 +48,17 @@ def assert_blamed_on_player_2(result: DuelResult) -> None:
 def test_it_charges_a_timeout_restarts_once_then_forfeits(backend, behaviour):
     result = duel(backend, hostile(behaviour))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["timeout", "timeout", "forfeit"]
     assert "move limit" in result.matches[0].faults[0].message
-    assert result.player_2_restarts == 1
+    assert result.restarts[1] == 1
     assert result.duration < 15
 
 
 def test_it_charges_a_slow_start_as_a_timeout(backend):
     result = duel(backend, hostile("slow_start"), startup_time=0.5)
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["timeout", "timeout", "forfeit"]
     assert "within 0.5 s" in result.matches[0].faults[0].message
 
@@ -68,15 +68,15 @@ def test_it_charges_unbounded_memory_as_memory_exceeded(backend):
     # longer than FAST's move time: it gets the time, to be charged for memory, not time.
     result = duel(backend, hostile("memory"), limits=SandboxLimits(memory_mb=256), move_time=5.0)
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["memory_exceeded", "memory_exceeded", "forfeit"]
-    assert "MemoryError" in result.player_2_log
+    assert "MemoryError" in result.logs[1]
 
 
 def test_it_contains_a_fork_bomb_and_kills_every_copy(backend):
     result = duel(backend, hostile("fork_bomb"), limits=SandboxLimits(max_processes=32))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert set(fault_kinds(result)) <= {"timeout", "crash", "malformed_message", "forfeit"}
     if os.geteuid() == 0:
         assert backend.uids and sandbox_processes(backend.uids) == []
@@ -85,17 +85,17 @@ def test_it_contains_a_fork_bomb_and_kills_every_copy(backend):
 def test_it_charges_megabytes_without_a_newline_as_oversized(backend):
     result = duel(backend, hostile("garbage"), max_message_bytes=1 << 20)
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["oversized_message", "oversized_message", "forfeit"]
 
 
 def test_it_charges_invalid_json_as_malformed_and_plays_on(backend):
     result = duel(backend, hostile("garbage_lines"))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["malformed_message"] * 3
     assert "this is not json" in result.matches[0].faults[0].message
-    assert result.player_2_restarts == 0
+    assert result.restarts[1] == 0
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_it_charges_invalid_json_as_malformed_and_plays_on(backend):
 def test_it_charges_an_illegal_action(backend, behaviour, explanation):
     result = duel(backend, hostile(behaviour, at=2))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["illegal_action"] * 3
     fault = result.matches[0].faults[0]
     assert explanation in fault.message
@@ -117,7 +117,7 @@ def test_it_charges_an_illegal_action(backend, behaviour, explanation):
 def test_it_charges_an_exit_mid_match_as_a_crash(backend):
     result = duel(backend, hostile("exit", at=2))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "exited with status 3" in result.matches[0].faults[0].message
     assert result.matches[0].faults[0].step is not None
@@ -126,7 +126,7 @@ def test_it_charges_an_exit_mid_match_as_a_crash(backend):
 def test_it_charges_a_closed_stdout_as_a_crash(backend):
     result = duel(backend, hostile("close_stdout"))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "closed its output" in result.matches[0].faults[0].message
 
@@ -134,7 +134,7 @@ def test_it_charges_a_closed_stdout_as_a_crash(backend):
 def test_it_stops_a_huge_file_at_the_file_size_limit(backend, sandbox_root):
     result = duel(backend, hostile("huge_file"), limits=SandboxLimits(max_file_mb=8))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "file size limit" in result.matches[0].faults[0].message
 
@@ -143,25 +143,25 @@ def test_it_keeps_a_flooded_log_capped_without_blame(backend):
     limits = SandboxLimits(log_bytes=32 * 1024)
     result = duel(backend, hostile("stderr_flood"), limits=limits, move_time=5.0)
 
-    assert result.as_json()["player_2_errors"] == 0
-    assert len(result.player_2_log) < 40 * 1024
-    assert "bytes of log dropped" in result.player_2_log
+    assert result.as_json()["errors"][1] == 0
+    assert len(result.logs[1]) < 40 * 1024
+    assert "bytes of log dropped" in result.logs[1]
 
 
 def test_it_charges_an_exception_in_act_without_restarting(backend):
     result = duel(backend, agent("raises_in_act.py"))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash"] * 3
     assert "ZeroDivisionError" in result.matches[0].faults[0].message
-    assert result.player_2_restarts == 0
+    assert result.restarts[1] == 0
 
 
 def test_it_sends_print_output_to_the_log_not_the_protocol(backend):
     result = duel(backend, agent("prints_to_stdout.py"))
 
-    assert result.as_json()["player_2_errors"] == 0
-    assert "thinking about" in result.player_2_log
+    assert result.as_json()["errors"][1] == 0
+    assert "thinking about" in result.logs[1]
 
 
 def test_it_records_an_import_error_at_start_as_a_crash(backend):
@@ -169,10 +169,10 @@ def test_it_records_an_import_error_at_start_as_a_crash(backend):
         backend, AgentSource.from_path(agent("random_agent.py").path.parent / "crash_at_import")
     )
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "while starting" in result.matches[0].faults[0].message
-    assert "tensorflow" in result.player_2_log
+    assert "tensorflow" in result.logs[1]
 
 
 def _exchange_one_move(backend: ProcessSandbox, source: AgentSource, victim_dir: str = "") -> str:

@@ -25,7 +25,7 @@ def test_it_tells_each_match_and_step_as_played_matching_the_record(backend):
 
     assert_told_as_recorded(events, result.matches)
     assert [event["scores"] for event in events if event["type"] == "match_end"] == [
-        [match.player_1_score, match.player_2_score] for match in result.matches
+        [match.scores[0], match.scores[1]] for match in result.matches
     ]
 
 

@@ -39,7 +39,7 @@ def test_random_players_play_each_example_game_to_the_end(backend, spec: str) ->
         by_player = {
             seat: score for seat, score in zip(match.seats, environment.scores(), strict=True)
         }
-        assert (by_player[1], by_player[2]) == (match.player_1_score, match.player_2_score)
+        assert (by_player[1], by_player[2]) == (match.scores[0], match.scores[1])
 
 
 def test_the_random_player_passes_validation_at_leduc_poker(backend) -> None:
@@ -96,9 +96,9 @@ def test_no_agent_is_given_the_seed_the_cards_are_dealt_from(backend, tmp_path) 
     first = run_duel("openspiel:leduc_poker", (source, source), backend=backend, matches=4, seed=9)
     again = run_duel("openspiel:leduc_poker", (source, source), backend=backend, matches=4, seed=9)
 
-    given = [line.split()[1] for line in first.player_1_log.splitlines() if line.startswith("seed")]
+    given = [line.split()[1] for line in first.logs[0].splitlines() if line.startswith("seed")]
     assert len(given) == 4
     assert not {str(match.seed) for match in first.matches} & set(given)
     # Still derived from the match seed: a duel played again with its seed is the same.
     assert [match.actions for match in first.matches] == [match.actions for match in again.matches]
-    assert first.player_1_log == again.player_1_log
+    assert first.logs[0] == again.logs[0]

@@ -42,12 +42,12 @@ def fault_kinds(result: DuelResult, player_number: int = 2) -> list[str]:
     ]
 
 
-def assert_blamed_on_player_2(result: DuelResult) -> None:
+def assert_blamed_on_the_second_player(result: DuelResult) -> None:
     assert not result.infrastructure_error
     document = result.as_json()
     assert document["other_errors"] == 0
-    assert document["player_1_errors"] == 0
-    assert document["player_2_errors"] == document["num_matches"] == 3
+    assert document["errors"][0] == 0
+    assert document["errors"][1] == document["num_matches"] == 3
     assert document["result"] == Outcome.PLAYER_1_WIN
 
 
@@ -89,7 +89,7 @@ def test_it_plays_a_duel_of_two_random_players_in_containers(docker_backend):
     assert [fault for match in result.matches for fault in match.faults] == []
     assert [match.first_player for match in result.matches] == [1, 2, 1, 2, 1, 2]
     assert all(len(match.actions) >= 7 for match in result.matches)
-    assert result.player_1_restarts == result.player_2_restarts == 0
+    assert result.restarts[0] == result.restarts[1] == 0
 
 
 def test_it_replays_the_same_duel_as_the_process_sandbox(docker_backend, sandbox_root):
@@ -203,15 +203,15 @@ def test_it_lets_an_agent_write_only_to_its_tmpfs(docker_backend):
 def test_it_charges_a_sleeping_agent_with_timeouts_then_a_forfeit(docker_backend):
     result = duel(docker_backend, hostile("sleep"))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["timeout", "timeout", "forfeit"]
-    assert result.player_2_restarts == 1
+    assert result.restarts[1] == 1
 
 
 def test_it_charges_an_exit_mid_match_as_a_crash(docker_backend):
     result = duel(docker_backend, hostile("exit", at=2))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "exited with status 3" in result.matches[0].faults[0].message
 
@@ -219,7 +219,7 @@ def test_it_charges_an_exit_mid_match_as_a_crash(docker_backend):
 def test_it_charges_a_closed_stdout_as_a_crash(docker_backend):
     result = duel(docker_backend, hostile("close_stdout"))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "closed its output" in result.matches[0].faults[0].message
 
@@ -230,14 +230,14 @@ def test_it_charges_a_memory_hog_as_memory_exceeded(docker_backend):
         docker_backend, hostile("memory"), limits=SandboxLimits(memory_mb=256), move_time=5.0
     )
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["memory_exceeded", "memory_exceeded", "forfeit"]
 
 
 def test_it_stops_a_fork_bomb_at_the_process_limit(docker_backend):
     result = duel(docker_backend, hostile("fork_bomb"), limits=SandboxLimits(max_processes=32))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert set(fault_kinds(result)) <= {"timeout", "crash", "malformed_message", "forfeit"}
     # The fixture checks that no process of the agents' user survives.
 
@@ -246,7 +246,7 @@ def test_it_stops_a_huge_file_in_the_tmpfs_at_the_file_size_limit(docker_backend
     source = hostile("huge_file", HOSTILE_DIR="/tmp")
     result = duel(docker_backend, source, limits=SandboxLimits(max_file_mb=8))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
     assert "file size limit" in result.matches[0].faults[0].message
 
@@ -254,18 +254,18 @@ def test_it_stops_a_huge_file_in_the_tmpfs_at_the_file_size_limit(docker_backend
 def test_it_refuses_a_huge_file_in_the_agents_folder(docker_backend):
     result = duel(docker_backend, hostile("huge_file", HOSTILE_DIR="/agent"))
 
-    assert_blamed_on_player_2(result)
+    assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
-    assert "Read-only file system" in result.player_2_log
+    assert "Read-only file system" in result.logs[1]
 
 
 def test_it_keeps_a_flooded_log_capped_without_blame(docker_backend):
     limits = SandboxLimits(log_bytes=32 * 1024)
     result = duel(docker_backend, hostile("stderr_flood"), limits=limits, move_time=10.0)
 
-    assert result.as_json()["player_2_errors"] == 0
-    assert len(result.player_2_log) < 40 * 1024
-    assert "bytes of log dropped" in result.player_2_log
+    assert result.as_json()["errors"][1] == 0
+    assert len(result.logs[1]) < 40 * 1024
+    assert "bytes of log dropped" in result.logs[1]
 
 
 # -- orphans ------------------------------------------------------------------------

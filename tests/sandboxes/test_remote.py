@@ -170,7 +170,7 @@ def test_it_charges_an_online_agent_that_leaves_every_remaining_match_by_timeout
     assert any(f"did not come back within the {GRACE:g} s grace period" in m for m in messages)
     assert messages[2].startswith("not played: ")
     assert time.monotonic() - started < GRACE + SLACK
-    log = result.player_1_log if online_player == 1 else result.player_2_log
+    log = result.logs[0] if online_player == 1 else result.logs[1]
     assert "the client is not connected" in log
 
 
@@ -180,7 +180,7 @@ def test_it_lets_an_online_agent_come_back_within_its_grace_period(bus, seat, ba
         result = duel(bus, seat, agent("random_agent.py"), backend, time_bank=2.0)
 
     assert faults_of(result, 1) == [[]] * 3
-    assert "the client is not connected" in result.player_1_log
+    assert "the client is not connected" in result.logs[0]
     if resume:
         # Nothing lost, nothing repeated: every reply was to an open request.
         assert client.refused == []
@@ -212,7 +212,7 @@ def test_it_charges_a_slow_online_agent_a_timeout_and_lets_it_play_on(
         )
 
     assert faults_of(result, online_player) == [["timeout"], [], []]
-    restarts = result.player_1_restarts if online_player == 1 else result.player_2_restarts
+    restarts = result.restarts[0] if online_player == 1 else result.restarts[1]
     assert restarts == 1
     # Its late answer was refused at the gateway; it never reached the referee.
     assert [refused.code for refused in client.refused] == ["not_your_turn"]
@@ -237,7 +237,7 @@ def test_it_charges_an_online_agents_illegal_action_and_plays_on(
         )
 
     assert faults_of(result, online_player) == [["illegal_action"]] * 3
-    restarts = result.player_1_restarts if online_player == 1 else result.player_2_restarts
+    restarts = result.restarts[0] if online_player == 1 else result.restarts[1]
     assert restarts == 0
 
 
