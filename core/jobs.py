@@ -24,7 +24,6 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, models, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from core import dispatch
@@ -470,22 +469,24 @@ def job_claim(*, kind: str, subject_id: int, worker: str) -> Job | None:
     claimable = models.Q(status=JobStatus.QUEUED, resend_at__isnull=False) | models.Q(
         status=JobStatus.RUNNING, lease_expires_at__lt=now, attempts__lt=policy.max_attempts
     )
+    claimed: dict[str, object] = {
+        "lease_owner": worker,
+        "lease_expires_at": now + timedelta(seconds=policy.lease_seconds),
+        "attempts": job.attempts + 1,
+        "started_at": now,
+        "ended_at": None,
+        # A worker took its message: the re-sends of the next one are counted afresh.
+        "resends": 0,
+        "resend_at": None,
+    }
     with transaction.atomic():
+        # The attempts read above, in the condition: what is written is exactly one more.
         if not _update(
-            job,
-            claimable,
-            JobStatus.RUNNING,
-            lease_owner=worker,
-            lease_expires_at=now + timedelta(seconds=policy.lease_seconds),
-            attempts=F("attempts") + 1,
-            started_at=now,
-            ended_at=None,
-            # A worker took its message: the re-sends of the next one are counted afresh.
-            resends=0,
-            resend_at=None,
+            job, claimable & models.Q(attempts=job.attempts), JobStatus.RUNNING, **claimed
         ):
             return None
-    job.refresh_from_db()
+    for field, value in {"status": JobStatus.RUNNING, **claimed}.items():
+        setattr(job, field, value)
     return job
 
 
