@@ -1,7 +1,8 @@
 """Every misbehaviour ends with the right blame, in bounded time, leaving nothing behind.
 
-Player 1 is a well-behaved random agent, player 2 the hostile one. The ``backend``
-fixture checks after each test that no agent folder and no sandbox process remain.
+Player 1 is a well-behaved random agent, player 2 the hostile one; then a game of four
+with the hostile player in each seat in turn. The ``backend`` fixture checks after each
+test that no agent folder and no sandbox process remain.
 """
 
 from __future__ import annotations
@@ -224,3 +225,33 @@ def test_it_gives_an_agent_no_network(backend):
 
     assert "CONNECTED" not in log
     assert "network denied" in log
+
+
+# --- a game of four: the misbehaving seat in each position -----------------------------------
+
+FOUR_SEATS = {
+    # behaviour: the faults it is charged in its three matches
+    "sleep": ["timeout", "timeout", "forfeit"],
+    "garbage_lines": ["malformed_message"] * 3,
+    "exit": ["crash", "crash", "forfeit"],
+}
+
+
+@pytest.mark.parametrize("seat", [1, 2, 3, 4])
+@pytest.mark.parametrize("behaviour", list(FOUR_SEATS))
+def test_in_a_game_of_four_only_the_misbehaving_player_is_charged(backend, behaviour, seat):
+    sources = [agent("random_agent.py") for _ in range(3)]
+    sources.insert(
+        seat - 1, hostile(behaviour, at=2) if behaviour == "exit" else hostile(behaviour)
+    )
+
+    result = run_duel("lowest_unique", sources, backend=backend, seed=7, **FAST)
+
+    document = result.as_json()
+    assert document["num_players"] == 4 and document["other_errors"] == 0
+    assert fault_kinds(result, player=seat) == FOUR_SEATS[behaviour]
+    assert document["errors"] == [3 if number == seat else 0 for number in range(1, 5)]
+    # The others played every match to its end: nobody else was charged anything.
+    others = [number for number in range(1, 5) if number != seat]
+    assert all(fault_kinds(result, player=number) == [] for number in others)
+    assert document["result"] != Outcome.ERROR

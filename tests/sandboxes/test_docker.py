@@ -271,6 +271,20 @@ def test_it_keeps_a_flooded_log_capped_without_blame(docker_backend):
 # -- orphans ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("seat", [1, 2, 3, 4])
+def test_in_a_game_of_four_only_the_exiting_player_is_charged(docker_backend, seat):
+    sources = [agent("random_agent.py") for _ in range(3)]
+    sources.insert(seat - 1, hostile("exit", at=2))
+
+    result = run_duel("lowest_unique", sources, backend=docker_backend, seed=7, **FAST)
+
+    assert not result.infrastructure_error
+    document = result.as_json()
+    assert document["other_errors"] == 0
+    assert fault_kinds(result, seat) == ["crash", "crash", "forfeit"]
+    assert document["errors"] == [3 if number == seat else 0 for number in range(1, 5)]
+
+
 @pytest.fixture
 def orphan_labels(docker_base_image: str):  # type: ignore[no-untyped-def]
     labels = {"arena.test": f"orphans-{time.monotonic_ns()}"}
