@@ -332,3 +332,55 @@ def test_its_duel_is_over_for_the_client_once_the_referee_says_bye(bus, seat):
         assert remote.termination() is not None  # its end, as after a hosted agent's bye
     finally:
         remote.close()
+
+
+# --- a game of four: the online seat in each position ---------------------------------------
+
+LOWEST_UNIQUE = PLAYERS / "lowest_unique" / "random_player.py"
+
+
+def four_seats(
+    bus: SeatBus, seat: str, backend: SandboxBackend, *, online_player: int
+) -> DuelResult:
+    """A duel of lowest-unique: three hosted random players and the online one, seated
+    ``online_player``-th."""
+    sources = [agent("random_agent.py") for _ in range(3)]
+    backends: list[SandboxBackend] = [backend] * 3
+    sources.insert(online_player - 1, AgentSource.remote("online", seat=seat))
+    backends.insert(online_player - 1, RemoteSandbox(bus, duel=1, grace=GRACE, allowance=ALLOWANCE))
+    return run_duel(
+        "lowest_unique",
+        sources,
+        backend=tuple(backends),
+        seed=11,
+        matches=3,
+        move_time=MOVE_TIME,
+        time_bank=TIME_BANK,
+        startup_time=STARTUP_TIME,
+    )
+
+
+@pytest.mark.parametrize("online_player", [1, 2, 3, 4])
+def test_in_a_game_of_four_an_online_agent_that_leaves_is_charged_alone(
+    memory_bus, seat, backend, online_player
+):
+    with BusClient(memory_bus, seat, LOWEST_UNIQUE, drop_after=2):
+        result = four_seats(memory_bus, seat, backend, online_player=online_player)
+
+    assert not result.infrastructure_error
+    assert faults_of(result, online_player) == [["timeout"]] * 3
+    for other in {1, 2, 3, 4} - {online_player}:
+        assert faults_of(result, other) == [[]] * 3
+    assert "the client is not connected" in result.logs[online_player - 1]
+
+
+@pytest.mark.parametrize("online_player", [1, 2, 3, 4])
+def test_in_a_game_of_four_an_online_agent_plays_like_the_others(
+    memory_bus, seat, backend, online_player
+):
+    with BusClient(memory_bus, seat, LOWEST_UNIQUE):
+        result = four_seats(memory_bus, seat, backend, online_player=online_player)
+
+    assert not result.infrastructure_error
+    assert all(faults_of(result, player) == [[]] * 3 for player in (1, 2, 3, 4))
+    assert result.as_json()["errors"] == [0, 0, 0, 0]
