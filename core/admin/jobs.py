@@ -32,6 +32,20 @@ def job_summary(job: Job | None) -> str:
     return admin_link(job, text)
 
 
+class JobColumns:
+    """The admin columns of a subject's job (a duel's, an evaluation's); none for a
+    validation's, which was its revision's job."""
+
+    @admin.display(description="job")
+    def job_link(self, subject: object) -> str:
+        return job_summary(getattr(subject, "job", None))
+
+    @admin.display(description="attempts", ordering="job__attempts")
+    def job_attempts(self, subject: object) -> str:
+        job = getattr(subject, "job", None)
+        return EMPTY if job is None else str(job.attempts)
+
+
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
     list_display = (
@@ -116,4 +130,4 @@ class JobAdmin(ReadOnlyAdmin):
         self.run_each(request, queryset, cancel_one, done="Cancelled")
 
 
-__all__ = ["JobAdmin", "job_summary"]
+__all__ = ["JobAdmin", "JobColumns", "job_summary"]

@@ -23,7 +23,7 @@ from core.admin.base import (
     seconds,
     status_badge,
 )
-from core.admin.jobs import job_summary
+from core.admin.jobs import JobColumns
 from core.errors import ArenaError
 from core.models import (
     Duel,
@@ -491,7 +491,7 @@ def _duel_environment(duel: Duel) -> Environment:
 
 
 @admin.register(Duel)
-class DuelAdmin(ReadOnlyAdmin):
+class DuelAdmin(JobColumns, ReadOnlyAdmin):
     list_display = (
         "id",
         "players",
@@ -576,16 +576,6 @@ class DuelAdmin(ReadOnlyAdmin):
         ("Logs", {"classes": ("collapse",), "fields": ("player_1_log_text", "player_2_log_text")}),
     )
     readonly_fields = tuple(field for _, options in fieldsets for field in options["fields"])
-
-    @admin.display(description="job")
-    def job_link(self, duel: Duel) -> str:
-        """Its job's status, attempts and re-sends (a validation duel was its revision's)."""
-        return job_summary(getattr(duel, "job", None))
-
-    @admin.display(description="attempts", ordering="job__attempts")
-    def job_attempts(self, duel: Duel) -> str:
-        job = getattr(duel, "job", None)
-        return EMPTY if job is None else str(job.attempts)
 
     @admin.display(description="players")
     def players(self, duel: Duel) -> str:

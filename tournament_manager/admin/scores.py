@@ -11,7 +11,6 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from core.admin.base import (
-    EMPTY,
     ArenaAdmin,
     ReadOnlyAdmin,
     admin_link,
@@ -19,7 +18,7 @@ from core.admin.base import (
     public_link,
     status_badge,
 )
-from core.admin.jobs import job_summary
+from core.admin.jobs import JobColumns
 from core.errors import ArenaError
 from core.models import Environment, Evaluation, ScoreCompetition
 from tournament_manager.score_competitions import (
@@ -105,7 +104,7 @@ class ScoreCompetitionAdmin(ArenaAdmin):
 
 
 @admin.register(Evaluation)
-class EvaluationAdmin(ReadOnlyAdmin):
+class EvaluationAdmin(JobColumns, ReadOnlyAdmin):
     list_display = (
         "pk",
         "competition",
@@ -139,16 +138,6 @@ class EvaluationAdmin(ReadOnlyAdmin):
         "log_text",
     )
     readonly_fields = fields
-
-    @admin.display(description="job")
-    def job_link(self, evaluation: Evaluation) -> str:
-        """Its job's status, attempts and re-sends (a validation's was its revision's)."""
-        return job_summary(getattr(evaluation, "job", None))
-
-    @admin.display(description="attempts", ordering="job__attempts")
-    def job_attempts(self, evaluation: Evaluation) -> str:
-        job = getattr(evaluation, "job", None)
-        return EMPTY if job is None else str(job.attempts)
 
     @admin.display(description="status", ordering="status")
     def status_label(self, evaluation: Evaluation) -> str:
