@@ -55,11 +55,7 @@ def _too_many(user: User) -> JsonResponse | None:
 
 
 def _seat_of(user: User, duel_id: int) -> tuple[Competitor, Duel] | None:
-    duel = (
-        Duel.objects.select_related("revision_1__competitor__environment")
-        .filter(pk=duel_id)
-        .first()
-    )
+    duel = Duel.objects.with_seats().filter(pk=duel_id).first()
     if duel is None:
         return None
     seat = human_duel_seat(user=user, duel=duel)
@@ -128,7 +124,7 @@ async def human_events(request: HttpRequest, pk: int) -> HttpResponse:
     except ReplyRefused as refused:
         return _refusal(refused.status, refused.code, refused.message)
     response = StreamingHttpResponse(
-        _human_lines(seat.seat, duel.revision_1.competitor.environment.game, after),
+        _human_lines(seat.seat, duel.environment.game, after),
         content_type="text/event-stream",
     )
     response["Cache-Control"] = "no-cache"

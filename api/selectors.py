@@ -68,11 +68,8 @@ def tournaments_for(*, user: Visitor) -> QuerySet[Tournament]:
 def duels_for(*, user: Visitor) -> QuerySet[Duel]:
     return (
         Duel.objects.filter(duels_visible(user))
-        .select_related(
-            "tournament",
-            "job",
-            *(f"revision_{number}__{path}" for number in (1, 2) for path in _COMPETITOR),
-        )
+        .with_seats()
+        .select_related("tournament", "job")
         .order_by("-created_at", "-pk")
     )
 

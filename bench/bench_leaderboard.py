@@ -142,40 +142,43 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
         environment=environment, name=name, created_by=owner, matches_per_duel=2
     )
     now = timezone.now()
-    duels = Duel.objects.bulk_create(
-        Duel(
-            tournament=tournament,
-            revision_1=revisions[history[i][0]],
-            revision_2=revisions[history[i][1]],
-            num_matches=2,
-            seed=i,
-            status=DuelStatus.SUCCEEDED,
-            result=DuelResult.DRAW,
-            ended_at=now,
-        )
-        for i in range(0, len(history), 2)
+    pairs = range(0, len(history), 2)
+    duels = Duel.objects.bulk_seated(
+        [
+            Duel(
+                tournament=tournament,
+                environment=environment,
+                num_matches=2,
+                seed=i,
+                status=DuelStatus.SUCCEEDED,
+                result=DuelResult.DRAW,
+                ended_at=now,
+            )
+            for i in pairs
+        ],
+        [(revisions[history[i][0]], revisions[history[i][1]]) for i in pairs],
     )
     matches = []
     for i, (_, _, result) in enumerate(history):
         duel = duels[i // 2]
-        # The duel's player 1 is the first match's first mover.
-        player_1_first = i % 2 == 0
+        # The duel's seat 1 is the first match's first mover.
+        seat_1_first = i % 2 == 0
         scores = {0: (0.5, 0.5), 1: (1.0, 0.0), 2: (0.0, 1.0)}[result]
-        if not player_1_first:
+        if not seat_1_first:
             scores = (scores[1], scores[0])
         matches.append(
             Match(
                 duel=duel,
                 index=i % 2,
-                first_player=1 if player_1_first else 2,
+                first_player=1 if seat_1_first else 2,
+                seats=[1, 2] if seat_1_first else [2, 1],
                 seed=i,
                 result=DuelResult.DRAW
                 if result == 0
                 else DuelResult.PLAYER_1_WIN
                 if scores[0] > scores[1]
                 else DuelResult.PLAYER_2_WIN,
-                player_1_score=scores[0],
-                player_2_score=scores[1],
+                scores=list(scores),
             )
         )
     matches = Match.objects.bulk_create(matches, batch_size=2000)

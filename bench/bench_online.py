@@ -294,7 +294,7 @@ def _queue_duel(one: Any, two: Any, matches: int, seed: int) -> int:
     """A queued duel with its job, which the bench plays itself (no task is sent)."""
     from core.models import Duel, Job, JobKind
 
-    duel = Duel.objects.create(revision_1=one, revision_2=two, num_matches=matches, seed=seed)
+    duel = Duel.objects.seated([one, two], num_matches=matches, seed=seed)
     Job.objects.create(kind=JobKind.DUEL, duel=duel)
     return int(duel.pk)
 

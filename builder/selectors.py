@@ -5,9 +5,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection
 
-from django.db.models import Max, Q
+from django.db.models import Max
 
-from core.models import Duel, DuelStatus, Participant, Revision, StepStatus, TournamentStatus
+from core.models import (
+    DuelSeat,
+    DuelStatus,
+    Participant,
+    Revision,
+    StepStatus,
+    TournamentStatus,
+)
 
 BUSY = (StepStatus.QUEUED, StepStatus.RUNNING)
 
@@ -40,12 +47,11 @@ def revision_image_uses(*, revision_ids: Collection[int]) -> dict[int, RevisionI
         .annotate(newest=Max("version"))
         .values_list("competitor", "newest")
     )
-    playing: set[int] = set()
-    for first, second in Duel.objects.filter(
-        Q(revision_1__in=revision_ids) | Q(revision_2__in=revision_ids),
-        status__in=(DuelStatus.QUEUED, DuelStatus.RUNNING),
-    ).values_list("revision_1", "revision_2"):
-        playing.update((first, second))
+    playing = set(
+        DuelSeat.objects.filter(
+            revision__in=revision_ids, duel__status__in=(DuelStatus.QUEUED, DuelStatus.RUNNING)
+        ).values_list("revision", flat=True)
+    )
     entered = set(
         Participant.objects.filter(
             revision__in=revision_ids,

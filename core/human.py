@@ -74,7 +74,9 @@ def human_games_open(user: User) -> int:
     """The user's games queued or running."""
     return (
         Duel.objects.filter(
-            revision_1__competitor__owner=user, revision_1__competitor__kind=CompetitorKind.HUMAN
+            seats__number=1,
+            seats__revision__competitor__owner=user,
+            seats__revision__competitor__kind=CompetitorKind.HUMAN,
         )
         .filter(status__in=[DuelStatus.QUEUED, DuelStatus.RUNNING])
         .count()
@@ -112,9 +114,9 @@ def human_game_create(*, user: User, opponent: Revision) -> Duel:
                 f"You have {limit} games going already, the most at once: finish one first."
             )
         seat = human_revision(user=user, environment_id=environment.pk)
-        duel = Duel.objects.create(
-            revision_1=seat,
-            revision_2=opponent,
+        duel = Duel.objects.seated(
+            [seat, opponent],
+            environment=environment,
             num_matches=HUMAN_GAME_MATCHES,
             seed=random.SystemRandom().randrange(2**31),
         )
@@ -125,7 +127,7 @@ def human_game_create(*, user: User, opponent: Revision) -> Duel:
 
 def human_duel_seat(*, user: User, duel: Duel) -> Competitor | None:
     """The user's seat in ``duel``, if they play in it."""
-    competitor = duel.revision_1.competitor
+    competitor = duel.players()[0].revision.competitor
     if competitor.is_human and competitor.owner_id == user.pk:
         return competitor
     return None

@@ -21,8 +21,7 @@ from core.models import (
     ApiToken,
     Competitor,
     CompetitorKind,
-    Duel,
-    DuelPlayer,
+    DuelSeat,
     DuelStatus,
     Environment,
     OnlineSeat,
@@ -135,24 +134,21 @@ def online_present(competitors: Iterable[Competitor]) -> set[int]:
 
 def online_duels_played(competitors: Iterable[Competitor]) -> dict[int, int]:
     """How many duels each of these competitors has finished (played to the end): one
-    grouped count per seat column, whatever the number of competitors."""
+    grouped count, whatever the number of competitors."""
     ids = [competitor.pk for competitor in competitors]
     counts = dict.fromkeys(ids, 0)
-    finished = Duel.objects.filter(status=DuelStatus.SUCCEEDED, is_validation=False)
-    seats = [
-        (finished, "revision_1__competitor"),
-        (finished, "revision_2__competitor"),
-        (DuelPlayer.objects.filter(duel__in=finished), "revision__competitor"),
-    ]
-    for rows, competitor in seats:
-        grouped = (
-            rows.filter(**{f"{competitor}__in": ids})
-            .order_by()
-            .values_list(competitor)
-            .annotate(played=Count("pk"))
+    grouped = (
+        DuelSeat.objects.filter(
+            duel__status=DuelStatus.SUCCEEDED,
+            duel__is_validation=False,
+            revision__competitor__in=ids,
         )
-        for competitor_id, played in grouped:
-            counts[competitor_id] += played
+        .order_by()
+        .values_list("revision__competitor")
+        .annotate(played=Count("duel", distinct=True))
+    )
+    for competitor_id, played in grouped:
+        counts[competitor_id] = played
     return counts
 
 

@@ -27,6 +27,7 @@ from core.leases import worker_name
 from core.local_builds import LocalBuild, revisions_built_here
 from core.models import (
     Duel,
+    DuelSeat,
     DuelStatus,
     Environment,
     Job,
@@ -144,15 +145,13 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
         duel=duel,
         index=record.index,
         first_player=record.first_player,
-        seat_players=record.seats,
+        seats=record.seats,
         scores=record.scores,
         seed=record.seed,
         actions=record.actions,
         timings=record.timings,
         result=record.result.value,
         error_msg=record.error_msg,
-        player_1_score=record.scores[0],
-        player_2_score=record.scores[1],
         faults=[fault.as_json() for fault in record.faults],
         fault_player=guilty[0] if len(guilty) == 1 else None,
         fault_kind=record.faults[0].kind.value if record.faults else "",
@@ -203,14 +202,16 @@ def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
             for match, record in zip(matches, result.matches, strict=True)
             for row in _conversation_rows(duel, revisions, match, record)
         )
-    for player in duel.more_players.all():
-        index = player.number - 1
-        player.wins = 0 if failed else document["wins"][index]
-        player.score = 0 if failed else document["scores"][index]
-        player.errors = document["errors"][index]
-        player.restarts = document["restarts"][index]
-        player.log = result.logs[index][-LOG_CHARS:]
-        player.save(update_fields=["wins", "score", "errors", "restarts", "log"])
+    seats = duel.players()
+    for seat in seats:
+        index = seat.number - 1
+        seat.wins = 0 if failed else document["wins"][index]
+        seat.score = 0 if failed else document["scores"][index]
+        seat.rank = None if failed else document["ranks"][index]
+        seat.errors = document["errors"][index]
+        seat.restarts = document["restarts"][index]
+        seat.log = result.logs[index][-LOG_CHARS:]
+    DuelSeat.objects.bulk_update(seats, ["wins", "score", "rank", "errors", "restarts", "log"])
     Duel.objects.filter(pk=duel.pk).update(
         status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
         ended_at=timezone.now(),
@@ -218,18 +219,8 @@ def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
         seed=result.seed,
         result="" if failed else document["result"],
         error=document["error_msg"][:10_000],
-        player_1_wins=0 if failed else document["wins"][0],
-        player_2_wins=0 if failed else document["wins"][1],
         draws=0 if failed else document["draws"],
-        player_1_score=0 if failed else document["scores"][0],
-        player_2_score=0 if failed else document["scores"][1],
-        player_1_errors=document["errors"][0],
-        player_2_errors=document["errors"][1],
         other_errors=document["other_errors"],
-        player_1_restarts=document["restarts"][0],
-        player_2_restarts=document["restarts"][1],
-        player_1_log=result.logs[0][-LOG_CHARS:],
-        player_2_log=result.logs[1][-LOG_CHARS:],
     )
     duel.refresh_from_db()
 
@@ -278,7 +269,7 @@ def _announcement(duel: Duel, player: int) -> dict[str, object]:
         if number != player
     ]
     return {
-        "environment": duel.revision_1.competitor.environment.name,
+        "environment": duel.environment.name,
         "player": player,
         "players": duel.num_players,
         "opponent": opponents[0],
@@ -325,9 +316,7 @@ def duel_play(*, duel_id: int) -> float | None:
     job = job_claim(kind=JobKind.DUEL, subject_id=duel_id, worker=worker)
     if job is None:
         return job_wait(kind=JobKind.DUEL, subject_id=duel_id)
-    duel = Duel.objects.select_related(
-        "revision_1__competitor__environment", "revision_2__competitor__environment"
-    ).get(pk=duel_id)
+    duel = Duel.objects.with_seats().get(pk=duel_id)
     with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here(duel.revisions()))
@@ -362,7 +351,7 @@ def environment_limits(environment: Environment) -> dict[str, Any]:
 
 def _duel_result(duel: Duel) -> DuelResult:
     """Play the claimed duel, whose agents' builds this host holds."""
-    environment = duel.revision_1.competitor.environment
+    environment = duel.environment
     game = environment.game
     revisions = duel.revisions()
     try:
@@ -429,7 +418,7 @@ def duel_live_feed(*, duel_id: int) -> LiveFeed:
 
 def _infrastructure_failure(duel: Duel, problem: str) -> DuelResult:
     return DuelResult(
-        environment=duel.revision_1.competitor.environment.name,
+        environment=duel.environment.name,
         players=[str(revision) for revision in duel.revisions()],
         seed=duel.seed,
         infrastructure_error=problem,

@@ -10,7 +10,7 @@ from core.errors import ArenaError
 from core.jobs import Outcome, job_claim, job_give_back, job_heartbeat, job_record
 from core.leases import worker_name
 from core.local_builds import revisions_built_here
-from core.models import Duel, DuelPlayer, DuelStatus, JobKind, Revision, StepStatus
+from core.models import Duel, DuelStatus, JobKind, Revision, StepStatus
 from core.signals import revision_validated
 from duel_runner.evaluations import revision_validate_alone
 from duel_runner.services import (
@@ -73,19 +73,14 @@ def revision_validate(*, revision_id: int) -> float | None:
             log += "\n\n--- agent log (first copy) ---\n" + first_copy
 
         def store() -> Outcome:
-            duel = Duel.objects.create(
-                revision_1=revision,
-                revision_2=revision,
-                num_players=len(validation.duel.players),
+            duel = Duel.objects.seated(
+                [revision] * len(validation.duel.players),
+                environment=environment,
                 is_validation=True,
                 num_matches=len(validation.duel.matches) or environment.validation_matches,
                 seed=validation.duel.seed,
                 status=DuelStatus.RUNNING,
                 started_at=job.started_at,
-            )
-            DuelPlayer.objects.bulk_create(
-                DuelPlayer(duel=duel, number=number, revision=revision)
-                for number in range(3, duel.num_players + 1)
             )
             duel_store_result(duel=duel, result=validation.duel, worker=worker)
             return Outcome(

@@ -282,8 +282,7 @@ class DuelFactory(DjangoModelFactory):
         validation = factory.Trait(
             tournament=None,
             is_validation=True,
-            revision_1=factory.SubFactory(RevisionFactory),
-            revision_2=factory.SelfAttribute("revision_1"),
+            revisions=factory.LazyFunction(lambda: [RevisionFactory()] * 2),
         )
         finished = factory.Trait(
             status=DuelStatus.SUCCEEDED,
@@ -293,19 +292,44 @@ class DuelFactory(DjangoModelFactory):
         )
 
     tournament = factory.SubFactory(TournamentFactory)
-    revision_1 = _validated_revision_in_tournament()
-    revision_2 = _validated_revision_in_tournament()
+    #: Seat 1's revision first; self-play repeats one; None: a new validated revision of
+    #: the game.
+    revisions = (None, None)
+    environment = factory.LazyAttribute(
+        lambda duel: (
+            duel.tournament.environment
+            if duel.tournament
+            else duel.revisions[0].competitor.environment
+        )
+    )
     num_matches = factory.LazyAttribute(
         lambda duel: (
             duel.tournament.matches_per_duel
             if duel.tournament
-            else duel.revision_1.competitor.environment.validation_matches
+            else duel.environment.validation_matches
         )
     )
     seed = factory.Sequence(lambda n: 1000 + n)
     #: Its job (``core.jobs``), as the services that queue duels make it; none for a
     #: validation duel, which was its revision's validation's work.
     job = factory.PostGeneration(lambda duel, create, extracted, **_: _job_of(duel, "duel"))
+
+    @classmethod
+    def _create(cls, model_class: type[Duel], *args: Any, **kwargs: Any) -> Duel:
+        """``seat_values``: what each seat did, seat 1's first (``{"score": 1, ...}``)."""
+        revisions = [
+            RevisionFactory(validated=True, competitor__environment=kwargs["environment"])
+            if revision is None
+            else revision
+            for revision in kwargs.pop("revisions")
+        ]
+        seat_values = kwargs.pop("seat_values", [])
+        duel = model_class.objects.seated(revisions, *args, **kwargs)
+        for seat, values in zip(duel.players(), seat_values, strict=False):
+            for field, value in values.items():
+                setattr(seat, field, value)
+            seat.save()
+        return duel
 
 
 def _job_of(subject: Duel | Evaluation, kind: str) -> Job | None:
@@ -321,10 +345,10 @@ def _job_of(subject: Duel | Evaluation, kind: str) -> Job | None:
     )
 
 
-def queued_duel(**fields: object) -> Duel:
-    """A duel outside any tournament, queued with its job (``Duel.objects.create`` takes
-    ``fields``), for a test that plays it."""
-    duel = Duel.objects.create(**fields)
+def queued_duel(revisions: list[Revision], **fields: Any) -> Duel:
+    """A duel of ``revisions`` (seat 1's first) outside any tournament, queued with its
+    job (``Duel.objects.seated`` takes ``fields``), for a test that plays it."""
+    duel = Duel.objects.seated(revisions, **fields)
     _job_of(duel, "duel")
     return duel
 
@@ -405,15 +429,17 @@ def play_first_legal_actions(environment_name: str, seed: int) -> dict[str, Any]
     return {"actions": actions, "scores": environment.scores()}
 
 
-def _match_score(match: Any, player: int) -> float:
-    seats = [1, 2] if match.first_player == 1 else [2, 1]
-    return match.played["scores"][seats.index(player)]
+def _match_scores(match: Any) -> list[float]:
+    """Each duel player's score, from the game's scores by seat."""
+    seats = match.seats
+    return [match.played["scores"][seats.index(player)] for player in range(1, len(seats) + 1)]
 
 
 def _match_result(match: Any) -> str:
-    if match.player_1_score > match.player_2_score:
+    first, second = match.scores
+    if first > second:
         return DuelResult.PLAYER_1_WIN
-    if match.player_2_score > match.player_1_score:
+    if second > first:
         return DuelResult.PLAYER_2_WIN
     return DuelResult.DRAW
 
@@ -426,15 +452,14 @@ class MatchFactory(DjangoModelFactory):
 
     class Params:
         played = factory.LazyAttribute(
-            lambda match: play_first_legal_actions(
-                match.duel.revision_1.competitor.environment.name, match.seed
-            )
+            lambda match: play_first_legal_actions(match.duel.environment.name, match.seed)
         )
 
     duel = factory.SubFactory(DuelFactory, finished=True)
     index = factory.LazyAttribute(lambda match: match.duel.matches.count() if match.duel.pk else 0)
     # Player 1 takes the first seat in even-numbered matches, as the referee does.
     first_player = factory.LazyAttribute(lambda match: 1 if match.index % 2 == 0 else 2)
+    seats = factory.LazyAttribute(lambda match: [1, 2] if match.first_player == 1 else [2, 1])
     seed = factory.LazyAttribute(lambda match: match.duel.seed * 1000 + match.index)
     actions = factory.LazyAttribute(lambda match: match.played["actions"])
     timings = factory.LazyAttribute(
@@ -443,8 +468,7 @@ class MatchFactory(DjangoModelFactory):
         ]
     )
     steps = factory.LazyAttribute(lambda match: len(match.actions))
-    player_1_score = factory.LazyAttribute(lambda match: _match_score(match, 1))
-    player_2_score = factory.LazyAttribute(lambda match: _match_score(match, 2))
+    scores = factory.LazyAttribute(_match_scores)
     result = factory.LazyAttribute(_match_result)
     duration = 0.05
 
@@ -592,7 +616,7 @@ class MatchConversationFactory(DjangoModelFactory):
     match = factory.SubFactory(MatchFactory)
     player = 1
     competitor = factory.LazyAttribute(
-        lambda row: getattr(row.match.duel, f"revision_{row.player}").competitor
+        lambda row: row.match.duel.revisions()[row.player - 1].competitor
     )
     model = "rule-based"
     harness_version = "1"

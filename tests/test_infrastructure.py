@@ -53,9 +53,7 @@ def test_it_runs_the_database_tests_on_postgresql() -> None:
 def test_it_enforces_a_check_constraint_in_the_database() -> None:
     revision = factories.RevisionFactory()
     with pytest.raises(IntegrityError), transaction.atomic():
-        Duel.objects.create(
-            revision_1=revision, revision_2=revision, num_matches=2, seed=1, status="bogus"
-        )
+        Duel.objects.seated([revision, revision], num_matches=2, seed=1, status="bogus")
     assert not Duel.objects.exists()
 
 

@@ -22,11 +22,23 @@ from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    FilteredRelation,
+    FloatField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+)
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from core.models import (
-    DuelPlayer,
+    DuelSeat,
     DuelStatus,
     Environment,
     LeaderboardEntry,
@@ -69,27 +81,23 @@ def leaderboard_key(environment: Environment, current: Iterable[int]) -> str:
     return hashlib.sha256(seen.encode()).hexdigest()
 
 
-def _pairs_of_more_players(
+def _pairs_in_groups(
     matches: QuerySet[Match], among: set[int] | None
 ) -> dict[tuple[int, int], tuple[int, float, int]]:
     """The matches of more than two players, as one game for each two of their players:
     by (revision in the earlier seat, the other) the games, the first one's points (1 a
     win, 1/2 a draw, by the match's scores) and the draws."""
     rows = list(
-        matches.filter(duel__num_players__gt=2)
-        .order_by()
-        .values_list(
-            "duel_id", "duel__revision_1_id", "duel__revision_2_id", "seat_players", "scores"
-        )
+        matches.filter(duel__num_players__gt=2).order_by().values_list("duel_id", "seats", "scores")
     )
-    more: dict[int, dict[int, int]] = defaultdict(dict)
-    for duel, number, revision in DuelPlayer.objects.filter(
+    seated: dict[int, dict[int, int]] = defaultdict(dict)
+    for duel, number, revision in DuelSeat.objects.filter(
         duel__in={row[0] for row in rows}
     ).values_list("duel_id", "number", "revision_id"):
-        more[duel][number] = revision
+        seated[duel][number] = revision
     pairs: dict[tuple[int, int], tuple[int, float, int]] = {}
-    for duel, one, two, seats, scores in rows:
-        revisions = {1: one, 2: two, **more[duel]}
+    for duel, seats, scores in rows:
+        revisions = seated[duel]
         for first_seat, second_seat in itertools.combinations(range(len(seats)), 2):
             first, second = seats[first_seat], seats[second_seat]
             key = (revisions[first], revisions[second])
@@ -111,24 +119,29 @@ def _games(
     """``matches`` counted by pairing (of revisions) and seat order, and every
     revision's record; a match of more than two players counts as a game between each
     two of them. ``among``: only games between these revisions."""
-    two_player = matches.filter(duel__num_players=2)
+    two_player = matches.filter(duel__num_players=2).annotate(
+        one=FilteredRelation("duel__seats", condition=Q(duel__seats__number=1)),
+        two=FilteredRelation("duel__seats", condition=Q(duel__seats__number=2)),
+        score_one=Cast(KT("scores__0"), FloatField()),
+        score_two=Cast(KT("scores__1"), FloatField()),
+    )
     if among is not None:
-        two_player = two_player.filter(duel__revision_1__in=among, duel__revision_2__in=among)
+        two_player = two_player.filter(one__revision__in=among, two__revision__in=among)
     counts = (
         two_player.order_by()
-        .values("duel__revision_1_id", "duel__revision_2_id", "first_player")
+        .values("one__revision_id", "two__revision_id", "first_player")
         .annotate(
             games=Count("pk"),
-            player_1_wins=Count("pk", filter=Q(player_1_score__gt=F("player_2_score"))),
-            draws=Count("pk", filter=Q(player_1_score=F("player_2_score"))),
+            one_wins=Count("pk", filter=Q(score_one__gt=F("score_two"))),
+            draws=Count("pk", filter=Q(score_one=F("score_two"))),
         )
     )
     games: list[Games] = []
     records: dict[int, _Record] = defaultdict(_Record)
     for row in counts:
-        one, two = row["duel__revision_1_id"], row["duel__revision_2_id"]
+        one, two = row["one__revision_id"], row["two__revision_id"]
         total, draws = row["games"], row["draws"]
-        one_wins = row["player_1_wins"]
+        one_wins = row["one_wins"]
         two_wins = total - one_wins - draws
         if row["first_player"] == 1:
             games.append(Games(one, two, total, one_wins + draws / 2))
@@ -140,7 +153,7 @@ def _games(
             record.wins += wins
             record.draws += draws
             record.losses += losses
-    for (first, second), (total, points, draws) in _pairs_of_more_players(matches, among).items():
+    for (first, second), (total, points, draws) in _pairs_in_groups(matches, among).items():
         games.append(Games(first, second, total, points))
         first_wins = points - draws / 2
         for revision, wins, losses in (

@@ -48,8 +48,8 @@ from core.errors import ArenaError
 from core.jobs import job_of, job_retry, jobs_cancel, jobs_queue
 from core.models import (
     Duel,
-    DuelPlayer,
     DuelResult,
+    DuelSeat,
     DuelStatus,
     Environment,
     Job,
@@ -243,11 +243,11 @@ def round_robin_groups(revisions: Sequence[int], seats: int) -> list[tuple[int, 
             f"a round robin of {len(revisions)} participants in groups of {seats} is {count} "
             f"duels, more than {MAX_ROUND_ROBIN_GROUPS}: play a ladder instead"
         )
-    as_player_1: Counter[int] = Counter()
+    as_seat_1: Counter[int] = Counter()
     groups = []
     for group in itertools.combinations(revisions, seats):
-        first = min(range(seats), key=lambda position: as_player_1[group[position]])
-        as_player_1[group[first]] += 1
+        first = min(range(seats), key=lambda position: as_seat_1[group[position]])
+        as_seat_1[group[first]] += 1
         groups.append(group[first:] + group[:first])
     return groups
 
@@ -296,11 +296,7 @@ def participant_withdraw(*, participant: Participant, reason: str = "withdrew") 
             return False
         revision = participant.revision_id
         _cancel_queued_duels(
-            Duel.objects.filter(tournament_id=participant.tournament_id).filter(
-                Q(revision_1_id=revision)
-                | Q(revision_2_id=revision)
-                | Q(more_players__revision_id=revision)
-            ),
+            Duel.objects.filter(tournament_id=participant.tournament_id).of_revision(revision),
             f"{participant.revision} {reason}",
         )
         tournament_settle(tournament=tournament, rerank=True)
@@ -356,10 +352,11 @@ def swiss_round_next(*, tournament: Tournament) -> bool:
             key=lambda p: (-p.points, p.seed or 0, p.pk),
         )
         met = {
-            frozenset(pair)
-            for pair in tournament.duels.exclude(status=DuelStatus.CANCELLED).values_list(
-                "revision_1_id", "revision_2_id"
-            )
+            frozenset(revision for (revision,) in group)
+            for group in DuelSeat.objects.filter(duel__tournament=tournament)
+            .exclude(duel__status=DuelStatus.CANCELLED)
+            .groups("revision_id")
+            .values()
         }
         next_round = pairing.next_round(
             [p.revision_id for p in players],
@@ -494,8 +491,11 @@ def _seats_balanced(
     with an odd number of matches per duel that is who moves first more often. A group of
     more than two keeps its order: its seats rotate within the duel, evenly over a
     number of matches that is a multiple of the seats (``ladder_matches_per_duel``)."""
-    as_player_1 = Counter(
-        Duel.objects.filter(tournament=ladder).values_list("revision_1_id", "revision_2_id")
+    as_seat_1 = Counter(
+        (group[0][0], group[1][0])
+        for group in DuelSeat.objects.filter(duel__tournament=ladder, duel__num_players=2)
+        .groups("revision_id")
+        .values()
     )
     ordered: list[tuple[int, ...]] = []
     for group in pairs:
@@ -503,7 +503,7 @@ def _seats_balanced(
             ordered.append(tuple(agent.key for agent in group))
             continue
         one, two = group
-        if as_player_1[(one.key, two.key)] > as_player_1[(two.key, one.key)]:
+        if as_seat_1[(one.key, two.key)] > as_seat_1[(two.key, one.key)]:
             one, two = two, one
         ordered.append((one.key, two.key))
     return ordered
@@ -515,31 +515,26 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
     played: dict[int, int] = defaultdict(int)
     busy: set[int] = set()
     last_duel: dict[int, datetime] = {}
-    sides = [
-        (Duel.objects.filter(tournament=ladder), "revision_1", ""),
-        (Duel.objects.filter(tournament=ladder), "revision_2", ""),
-        (DuelPlayer.objects.filter(duel__tournament=ladder), "revision", "duel__"),
-    ]
-    for rows_of, side, duel in sides:
-        rows = (
-            rows_of.order_by()
-            .values(side)
-            .annotate(
-                played=Count("pk", filter=Q(**{f"{duel}status": DuelStatus.SUCCEEDED})),
-                busy=Count("pk", filter=Q(**{f"{duel}status__in": ACTIVE})),
-                last=Max(
-                    f"{duel}ended_at",
-                    filter=Q(**{f"{duel}status__in": [DuelStatus.SUCCEEDED, DuelStatus.FAILED]}),
-                ),
-            )
+    rows = (
+        DuelSeat.objects.filter(duel__tournament=ladder)
+        .order_by()
+        .values("revision_id")
+        .annotate(
+            played=Count("duel", distinct=True, filter=Q(duel__status=DuelStatus.SUCCEEDED)),
+            busy=Count("duel", filter=Q(duel__status__in=ACTIVE)),
+            last=Max(
+                "duel__ended_at",
+                filter=Q(duel__status__in=[DuelStatus.SUCCEEDED, DuelStatus.FAILED]),
+            ),
         )
-        for row in rows:
-            revision = row[side]
-            played[revision] += row["played"]
-            if row["busy"]:
-                busy.add(revision)
-            if row["last"] is not None:
-                last_duel[revision] = max(row["last"], last_duel.get(revision, row["last"]))
+    )
+    for row in rows:
+        revision = row["revision_id"]
+        played[revision] = row["played"]
+        if row["busy"]:
+            busy.add(revision)
+        if row["last"] is not None:
+            last_duel[revision] = row["last"]
     participants = [
         participant
         for participant in ladder.participants.filter(withdrawn=False).select_related(
@@ -651,24 +646,19 @@ def _create_duels(
     of more than two players); started by ``_start`` after the commit."""
     seeds = random.SystemRandom()
     groups = [tuple(group) for group in groups]
-    duels = Duel.objects.bulk_create(
-        Duel(
-            tournament=tournament,
-            revision_1_id=group[0],
-            revision_2_id=group[1],
-            num_players=len(group),
-            round=round_number,
-            num_matches=tournament.matches_per_duel,
-            seed=seeds.randrange(2**31),
-        )
-        for group in groups
+    return Duel.objects.bulk_seated(
+        [
+            Duel(
+                tournament=tournament,
+                environment_id=tournament.environment_id,
+                round=round_number,
+                num_matches=tournament.matches_per_duel,
+                seed=seeds.randrange(2**31),
+            )
+            for _ in groups
+        ],
+        groups,
     )
-    DuelPlayer.objects.bulk_create(
-        DuelPlayer(duel=duel, number=number, revision_id=revision)
-        for duel, group in zip(duels, groups, strict=True)
-        for number, revision in enumerate(group[2:], start=3)
-    )
-    return duels
 
 
 def _start(duels: Sequence[Duel]) -> None:
@@ -818,18 +808,29 @@ def _standings(tournament: Tournament) -> list[Participant]:
         participant.wins = participant.losses = participant.draws = 0
         participant.score = 0.0
     scored = Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED)
-    duels = list(
-        scored.filter(num_players=2).values_list(
-            "revision_1_id", "revision_2_id", "result", "player_1_score", "player_2_score"
-        )
-    )
-    _record_groups(participants, scored.filter(num_players__gt=2))
-    for first, second, result, first_score, second_score in duels:
-        one = participants.get(first)
-        two = participants.get(second)
-        if one is None or two is None:
+    results = dict(scored.values_list("pk", "result"))
+    # Two players: won, drawn or lost (and Swiss meetings); more: ranked by score.
+    duels: list[tuple[int, int, str, float, float]] = []
+    for duel, group in (
+        DuelSeat.objects.filter(duel__in=scored).groups("revision_id", "score").items()
+    ):
+        if not all(revision in participants for revision, _ in group):
             continue
-        record_duel(one, two, result=result, first_score=first_score, second_score=second_score)
+        if len(group) == 2:
+            (first, first_score), (second, second_score) = group
+            duels.append((first, second, results[duel], first_score, second_score))
+            record_duel(
+                participants[first],
+                participants[second],
+                result=results[duel],
+                first_score=first_score,
+                second_score=second_score,
+            )
+        else:
+            record_group(
+                [participants[revision] for revision, _ in group],
+                scores=[score for _, score in group],
+            )
     swiss = tournament.format == TournamentFormat.SWISS
     if swiss:
         _set_buchholz(participants, duels)
@@ -854,28 +855,6 @@ def _standings(tournament: Tournament) -> list[Participant]:
     for participant, rank in zip(ordered, shared_ranks(ordered, key), strict=True):
         participant.rank = rank
     return ordered
-
-
-def _record_groups(participants: dict[int, Participant], duels: QuerySet[Duel]) -> None:
-    """Add the scored duels of more than two players (``referee.standings.record_group``)."""
-    players: dict[int, list[tuple[int, float]]] = {
-        duel: [(one, one_score), (two, two_score)]
-        for duel, one, two, one_score, two_score in duels.values_list(
-            "pk", "revision_1_id", "revision_2_id", "player_1_score", "player_2_score"
-        )
-    }
-    for duel, revision, score in (
-        DuelPlayer.objects.filter(duel__in=duels)
-        .order_by("duel", "number")
-        .values_list("duel_id", "revision_id", "score")
-    ):
-        players[duel].append((revision, score))
-    for group in players.values():
-        if all(revision in participants for revision, _ in group):
-            record_group(
-                [participants[revision] for revision, _ in group],
-                scores=[score for _, score in group],
-            )
 
 
 def _set_buchholz(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Union
 
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -22,6 +22,7 @@ from core.models import (
     ApiToken,
     Competitor,
     Duel,
+    DuelSeat,
     Environment,
     Match,
     Revision,
@@ -77,12 +78,14 @@ def tournaments_visible(user: Visitor, path: str = "") -> Q:
 
 
 def duels_visible(user: Visitor) -> Q:
+    if is_organizer(user):
+        return Q()
     in_tournament = Q(tournament__isnull=False) & tournaments_visible(user, "tournament")
-    outside = (
-        Q(tournament__isnull=True)
-        & competitors_visible(user, "revision_1__competitor")
-        & competitors_visible(user, "revision_2__competitor")
+    # Outside a tournament, visible when no seat's competitor is hidden.
+    hidden_seat = DuelSeat.objects.filter(duel=OuterRef("pk")).exclude(
+        competitors_visible(user, "revision__competitor")
     )
+    outside = Q(tournament__isnull=True) & ~Exists(hidden_seat)
     return in_tournament | outside
 
 
@@ -150,14 +153,7 @@ def get_tournament_for_user(user: Visitor, pk: int) -> Tournament:
 
 
 def _duels() -> QuerySet[Duel]:
-    return Duel.objects.select_related(
-        "tournament__environment",
-        "revision_1__competitor__environment",
-        "revision_1__competitor__owner",
-        "revision_2__competitor__environment",
-        "revision_2__competitor__owner",
-        "job",
-    )
+    return Duel.objects.with_seats().select_related("tournament__environment", "job")
 
 
 def get_duel_for_user(user: Visitor, pk: int) -> Duel:

@@ -530,7 +530,8 @@ class RevisionAdmin(ArenaAdmin):
     @admin.display(description="self-play duel")
     def validation_duel(self, revision: Revision) -> str:
         duel = (
-            Duel.objects.filter(is_validation=True, revision_1=revision)
+            Duel.objects.of_revision(revision)
+            .filter(is_validation=True)
             .order_by("-created_at")
             .first()
         )

@@ -51,7 +51,7 @@ def duel_watchable(duel: Duel) -> bool:
 def environment_stylesheets(duel: Duel) -> list[str]:
     """The game's stylesheets (``environment_static``), for its board on the page."""
     try:
-        info = load_info(duel.revision_1.competitor.environment.game)
+        info = load_info(duel.environment.game)
     except (UnknownEnvironment, InvalidEnvironmentInfo):
         return []
     return sorted(path.name for path in info.static_dir.glob("*.css"))
@@ -72,18 +72,12 @@ class LiveDuel:
 def live_duel(duel_id: int) -> LiveDuel | None:
     """The duel, if it exists and its replays are public; None otherwise (a private one's
     existence is not told)."""
-    duel = (
-        Duel.objects.select_related(
-            "tournament", "revision_1__competitor__environment", "revision_2__competitor"
-        )
-        .filter(pk=duel_id)
-        .first()
-    )
+    duel = Duel.objects.with_seats().select_related("tournament").filter(pk=duel_id).first()
     if duel is None or not duel_watchable(duel):
         return None
     return LiveDuel(
         pk=duel.pk,
-        environment=duel.revision_1.competitor.environment.game,
+        environment=duel.environment.game,
         players=duel.num_players,
         labels=player_labels(duel),
         url=duel.get_absolute_url(),
@@ -99,7 +93,7 @@ def live_events_after(duel_id: int, after: int) -> list[tuple[int, list[dict[str
 def live_ending(duel_id: int) -> dict[str, Any] | None:
     """What a spectator is told once the duel is over (its result and replays); None
     while it is queued or running."""
-    duel = Duel.objects.select_related("revision_1", "revision_2").filter(pk=duel_id).first()
+    duel = Duel.objects.with_seats().filter(pk=duel_id).first()
     if duel is None:
         return {
             "result": "The duel was deleted.",

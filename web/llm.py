@@ -37,7 +37,7 @@ from core.models.llm import SUMMARY_COUNTERS
 from web.access import Visitor, can_see_competitor, competitors_visible
 
 MILLION = Decimal(1_000_000)
-_ENVIRONMENT = "match__duel__revision_1__competitor__environment__name"
+_ENVIRONMENT = "match__duel__environment__name"
 
 
 class AnswerShares:

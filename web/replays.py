@@ -89,7 +89,7 @@ def result_text(result: str, labels: dict[int, str], ranks: list[int] | None = N
 
 
 def match_result_text(match: Match, labels: dict[int, str]) -> str:
-    ranks = ranks_from_scores(match.player_scores)
+    ranks = ranks_from_scores(match.scores)
     return result_text(match.result, labels, ranks) or "Error: not scored"
 
 
@@ -140,7 +140,7 @@ def _replayed(environment: Environment, match: Match) -> Iterator[int]:
 
 def _environment_of(match: Match) -> tuple[Environment, EnvironmentInfo] | None:
     """The match's game and its ``info.yml``; None once the game is no longer installed."""
-    name = match.duel.revision_1.competitor.environment.game
+    name = match.duel.environment.game
     try:
         return make_environment(name, players=len(match.seats)), load_info(name)
     except (UnknownEnvironment, InvalidEnvironmentInfo):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.conf import settings
@@ -13,6 +14,7 @@ from core.models import (
     ApiToken,
     Competitor,
     Duel,
+    DuelSeat,
     Environment,
     LeaderboardEntry,
     Match,
@@ -26,7 +28,6 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from core.models.competitions import DuelPlayerView
 from core.models.submissions import STEPS
 from core.online import online_present
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
@@ -240,7 +241,10 @@ def pipeline_steps(revision: Revision) -> list[PipelineStep]:
 def revision_validation_duel(revision: Revision) -> Duel | None:
     """Its latest self-play."""
     return (
-        Duel.objects.filter(is_validation=True, revision_1=revision).order_by("-created_at").first()
+        Duel.objects.of_revision(revision)
+        .filter(is_validation=True)
+        .order_by("-created_at")
+        .first()
     )
 
 
@@ -335,11 +339,7 @@ def tournament_standings(*, user: Visitor, tournament: Tournament) -> list[Stand
 
 def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
     standings = tournament_standings(user=user, tournament=tournament)
-    duels = (
-        tournament.duels.select_related("revision_1__competitor", "revision_2__competitor")
-        .prefetch_related("more_players__revision__competitor")
-        .order_by("round", "pk")
-    )
+    duels = tournament.duels.with_seats().order_by("round", "pk")
     return TournamentPage(
         tournament=tournament,
         standings=standings,
@@ -348,7 +348,7 @@ def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
 
 
 @dataclasses.dataclass(frozen=True)
-class DuelPlayer:
+class SeatView:
     number: int
     label: str
     revision: Revision
@@ -374,13 +374,17 @@ class MatchRow:
 @dataclasses.dataclass(frozen=True)
 class DuelPage:
     duel: Duel
-    players: list[DuelPlayer]
+    players: list[SeatView]
     matches: list[MatchRow]
     result_text: str
 
     @property
     def is_pending(self) -> bool:
         return not self.duel.is_finished
+
+    @property
+    def has_llm_seat(self) -> bool:
+        return any(player.revision.competitor.is_llm for player in self.players)
 
     @property
     def duration(self) -> float | None:
@@ -390,13 +394,13 @@ class DuelPage:
 
 
 def _duel_result_text(
-    duel: Duel, labels: dict[int, str], players: list[DuelPlayerView] | None = None
+    duel: Duel, labels: dict[int, str], players: Sequence[DuelSeat] | None = None
 ) -> str:
     ranks = [player.rank or 0 for player in players] if players else None
     return result_text(duel.result, labels, ranks) or duel.get_status_display()
 
 
-def duel_players(*, user: Visitor, duel: Duel) -> list[DuelPlayer]:
+def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
     """Every player, player 1 first; an agent's log only for whoever may see its
     competitor."""
     labels = player_labels(duel)
@@ -404,7 +408,7 @@ def duel_players(*, user: Visitor, duel: Duel) -> list[DuelPlayer]:
     for player in duel.players():
         visible = can_see_competitor(user, player.revision.competitor)
         players.append(
-            DuelPlayer(
+            SeatView(
                 number=player.number,
                 label=labels[player.number],
                 revision=player.revision,

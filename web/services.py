@@ -74,14 +74,13 @@ def _why_kept(revision: Revision) -> str:
     if any(getattr(revision, f"{step}_status") == StepStatus.RUNNING for step in STEPS):
         # The worker holding the step would write to a row that is gone.
         return "a worker is building, validating or publishing it"
-    played = Q(revision_1=revision) | Q(revision_2=revision) | Q(more_players__revision=revision)
     if Participant.objects.filter(revision=revision).exists():
         return "it is entered in a tournament (its standings keep it)"
-    if Duel.objects.filter(played, is_validation=False).exists():
+    if Duel.objects.of_revision(revision).filter(is_validation=False).exists():
         return "it played duels (its opponents' results and replays keep it)"
     if LeaderboardEntry.objects.filter(revision=revision).exists():
         return "it is on the leaderboard"
-    if RatingChange.objects.filter(duel__in=Duel.objects.filter(played)).exists():
+    if RatingChange.objects.filter(duel__in=Duel.objects.of_revision(revision)).exists():
         return "its matches changed ratings"
     return ""
 
@@ -115,9 +114,7 @@ def revision_delete(*, revision: Revision) -> RevisionDeletion:
         upload, storage = revision.source.name, revision.source.storage
         content = revision.upload_id
         competitor = revision.competitor
-        Duel.objects.filter(
-            Q(revision_1=revision) | Q(revision_2=revision), is_validation=True
-        ).delete()
+        Duel.objects.of_revision(revision).filter(is_validation=True).delete()
         revision.delete()
         if not competitor.revisions.exists():
             competitor.delete()

@@ -3,8 +3,8 @@
 from core.models.accounts import ApiToken, InviteCode, Role, TokenScope, User
 from core.models.competitions import (
     Duel,
-    DuelPlayer,
     DuelResult,
+    DuelSeat,
     DuelStatus,
     LiveEvent,
     Match,
@@ -32,8 +32,8 @@ __all__ = [
     "Competitor",
     "CompetitorKind",
     "Duel",
-    "DuelPlayer",
     "DuelResult",
+    "DuelSeat",
     "DuelStatus",
     "Environment",
     "Evaluation",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -158,64 +159,79 @@ MAX_PLAYERS = 6
 
 
 class DuelQuerySet(models.QuerySet["Duel"]):
-    def with_online_seat(self) -> DuelQuerySet:
-        """Duels in which an online agent or a human plays (refereed where the seat bus
-        reaches)."""
-        seated = ("online", "human")
+    def _with_seat(self, **lookups: object) -> DuelQuerySet:
         return self.filter(
-            Q(revision_1__competitor__kind__in=seated)
-            | Q(revision_2__competitor__kind__in=seated)
-            | Q(more_players__revision__competitor__kind__in=seated)
-        ).distinct()
+            models.Exists(DuelSeat.objects.filter(duel=models.OuterRef("pk"), **lookups))
+        )
+
+    def of_revision(self, revision: Revision | int) -> DuelQuerySet:
+        """Duels in which ``revision`` plays any seat (self-play plays them all)."""
+        return self._with_seat(revision=revision)
 
     def with_competitor(self, competitor: Competitor) -> DuelQuerySet:
         """Duels in which ``competitor`` plays any seat."""
-        return self.filter(
-            Q(revision_1__competitor=competitor)
-            | Q(revision_2__competitor=competitor)
-            | Q(more_players__revision__competitor=competitor)
-        ).distinct()
+        return self._with_seat(revision__competitor=competitor)
+
+    def with_online_seat(self) -> DuelQuerySet:
+        """Duels in which an online agent or a human plays (refereed where the seat bus
+        reaches)."""
+        return self._with_seat(revision__competitor__kind__in=("online", "human"))
 
     def with_llm_seat(self) -> DuelQuerySet:
         """Duels in which an LLM player plays (mostly waiting on its server)."""
-        return self.filter(
-            Q(revision_1__competitor__kind="llm")
-            | Q(revision_2__competitor__kind="llm")
-            | Q(more_players__revision__competitor__kind="llm")
-        ).distinct()
+        return self._with_seat(revision__competitor__kind="llm")
+
+    def with_seats(self) -> DuelQuerySet:
+        """Its seats, their revisions and competitors (and its game) read with the list,
+        not one query per duel."""
+        return self.select_related("environment").prefetch_related(
+            models.Prefetch("seats", DuelSeat.objects.select_related("revision__competitor__owner"))
+        )
 
 
-#: What a duel keeps of each player besides its revision: ``player_1_wins`` ... on the duel
-#: row for players 1 and 2, ``wins`` ... on a ``DuelPlayer`` row for the others.
-_PLAYER_FIELDS = ("wins", "score", "errors", "restarts", "log")
+class DuelManager(models.Manager["Duel"]):
+    def seated(self, revisions: Sequence[Revision | int], **fields: Any) -> Duel:
+        """A new duel with ``revisions`` in seats 1, 2, ... (one revision in every seat
+        for self-play); its game is theirs unless ``environment`` says."""
+        return self.bulk_seated([Duel(**fields)], [revisions])[0]
+
+    def bulk_seated(
+        self, duels: Sequence[Duel], groups: Sequence[Sequence[Revision | int]]
+    ) -> list[Duel]:
+        """Save new ``duels`` with each group of revisions in its seats, in two INSERTs
+        (a duel given revisions by id names its ``environment``)."""
+        for duel, group in zip(duels, groups, strict=True):
+            duel.num_players = len(group)
+            if duel.environment_id is None:
+                first = group[0]
+                assert isinstance(first, Revision), "a duel of revisions by id names its game"
+                duel.environment_id = first.competitor.environment_id
+        saved = self.bulk_create(duels)
+        DuelSeat.objects.bulk_create(
+            DuelSeat(duel=duel, number=number, **_revision_field(revision))
+            for duel, group in zip(saved, groups, strict=True)
+            for number, revision in enumerate(group, start=1)
+        )
+        return saved
 
 
-@dataclasses.dataclass(frozen=True)
-class DuelPlayerView:
-    """One player of a duel, whichever row keeps it (``Duel.players``)."""
-
-    number: int
-    revision: Revision
-    wins: int
-    score: float
-    errors: int
-    restarts: int
-    log: str
-    rank: int | None
+def _revision_field(revision: Revision | int) -> dict[str, object]:
+    if isinstance(revision, Revision):
+        return {"revision": revision}
+    return {"revision_id": revision}
 
 
 class Duel(models.Model):
     """Two to six revisions playing N matches; a validation duel has no tournament.
 
-    Players 1 and 2 are kept on the duel row (``revision_1``, ``player_1_score``, ...);
-    the players of a game of more than two, from 3 on, have a ``DuelPlayer`` row each.
+    Each player is a seat row (``DuelSeat``, ``duel.seats``), seat 1 first.
     """
 
     tournament = models.ForeignKey(
         Tournament, null=True, blank=True, on_delete=models.CASCADE, related_name="duels"
     )
-    revision_1 = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
-    revision_2 = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
+    #: The game played (every seat's competitor's).
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="duels")
     #: Players in the duel (the environment's seats): 2 to MAX_PLAYERS.
     num_players = models.PositiveSmallIntegerField(default=2)
     round = models.PositiveIntegerField(null=True, blank=True)
@@ -234,20 +250,11 @@ class Duel(models.Model):
 
     result = models.CharField(max_length=16, choices=DuelResult.choices, blank=True)
     error = models.TextField(blank=True)
-    player_1_wins = models.PositiveIntegerField(default=0)
-    player_2_wins = models.PositiveIntegerField(default=0)
     draws = models.PositiveIntegerField(default=0)
-    player_1_score = models.FloatField(default=0)
-    player_2_score = models.FloatField(default=0)
-    player_1_errors = models.PositiveIntegerField(default=0)
-    player_2_errors = models.PositiveIntegerField(default=0)
+    #: Matches lost to faults of no player.
     other_errors = models.PositiveIntegerField(default=0)
-    player_1_restarts = models.PositiveIntegerField(default=0)
-    player_2_restarts = models.PositiveIntegerField(default=0)
-    player_1_log = models.TextField(blank=True)
-    player_2_log = models.TextField(blank=True)
 
-    objects = DuelQuerySet.as_manager()
+    objects = DuelManager.from_queryset(DuelQuerySet)()
 
     class Meta:
         ordering = ["-created_at"]
@@ -265,52 +272,25 @@ class Duel(models.Model):
                 name="duel_succeeded_has_result",
             ),
             models.CheckConstraint(
-                condition=Q(player_1_score__gte=0) & Q(player_2_score__gte=0),
-                name="duel_scores_positive",
-            ),
-            models.CheckConstraint(
                 condition=Q(num_players__gte=2) & Q(num_players__lte=MAX_PLAYERS),
                 name="duel_num_players_valid",
             ),
         ]
 
     def __str__(self) -> str:
-        if self.num_players > 2:
-            return f"{self.revision_1} vs {self.revision_2} and {self.num_players - 2} more"
-        return f"{self.revision_1} vs {self.revision_2}"
+        revisions = self.revisions()
+        if self.is_validation and revisions:
+            return f"self-play of {revisions[0]}"
+        return " vs ".join(str(revision) for revision in revisions) or f"duel {self.pk}"
 
-    def players(self) -> list[DuelPlayerView]:
-        """Every player of the duel, player 1 first."""
-        views = [
-            DuelPlayerView(
-                number,
-                getattr(self, f"revision_{number}"),
-                *(getattr(self, f"player_{number}_{field}") for field in _PLAYER_FIELDS),
-                rank=None,
-            )
-            for number in (1, 2)
-        ]
-        if self.num_players > 2:
-            views += [
-                DuelPlayerView(
-                    row.number,
-                    row.revision,
-                    *(getattr(row, field) for field in _PLAYER_FIELDS),
-                    rank=None,
-                )
-                # .all(): a page prefetches them for its list of duels.
-                for row in self.more_players.all()
-            ]
-        if self.result in (DuelResult.ERROR, ""):
-            return views
-        return [
-            dataclasses.replace(view, rank=1 + sum(other.score > view.score for other in views))
-            for view in views
-        ]
+    def players(self) -> list[DuelSeat]:
+        """Every seat, seat 1 first (``.all()``: a list of duels prefetches them,
+        ``DuelQuerySet.with_seats``)."""
+        return list(self.seats.all())
 
     def revisions(self) -> list[Revision]:
-        """Each player's revision, player 1's first."""
-        return [player.revision for player in self.players()]
+        """Each seat's revision, seat 1's first."""
+        return [seat.revision for seat in self.players()]
 
     def get_absolute_url(self) -> str:
         return reverse("duel", args=[self.pk])
@@ -320,32 +300,51 @@ class Duel(models.Model):
         return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
 
 
-class DuelPlayer(models.Model):
-    """Player 3 to 6 of a duel of a game of more than two players: what the duel row keeps
-    for players 1 and 2 (``revision_1``, ``player_1_wins``, ...)."""
+class DuelSeatQuerySet(models.QuerySet["DuelSeat"]):
+    def groups(self, *fields: str) -> dict[int, list[tuple[Any, ...]]]:
+        """Each duel's seats as ``fields`` tuples, seat 1's first, by duel id: one query
+        for a whole list of duels (``DuelSeat.objects.filter(duel__in=...)``)."""
+        groups: dict[int, list[tuple[Any, ...]]] = {}
+        for duel, *values in self.order_by("duel_id", "number").values_list("duel_id", *fields):
+            groups.setdefault(duel, []).append(tuple(values))
+        return groups
 
-    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="more_players")
+
+class DuelSeat(models.Model):
+    """One player of a duel: the revision in seat ``number`` (1 to the duel's
+    ``num_players``) and what it did there."""
+
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="seats")
     number = models.PositiveSmallIntegerField()
-    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="+")
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="duel_seats")
+    #: Matches it won outright.
     wins = models.PositiveIntegerField(default=0)
+    #: Its total over the matches.
     score = models.FloatField(default=0)
+    #: 1 for the best total score, equal scores sharing a rank; None until it is scored.
+    rank = models.PositiveSmallIntegerField(null=True, blank=True)
+    #: Matches lost by a fault of its agent.
     errors = models.PositiveIntegerField(default=0)
     restarts = models.PositiveIntegerField(default=0)
+    #: The end of what its agent wrote on stderr.
     log = models.TextField(blank=True)
+
+    objects = DuelSeatQuerySet.as_manager()
 
     class Meta:
         ordering = ["duel", "number"]
+        indexes = [models.Index(fields=["revision", "duel"])]
         constraints = [
-            models.UniqueConstraint(fields=["duel", "number"], name="duel_player_unique"),
+            models.UniqueConstraint(fields=["duel", "number"], name="duel_seat_unique"),
             models.CheckConstraint(
-                condition=Q(number__gte=3) & Q(number__lte=MAX_PLAYERS),
-                name="duel_player_number_valid",
+                condition=Q(number__gte=1) & Q(number__lte=MAX_PLAYERS),
+                name="duel_seat_number_valid",
             ),
-            models.CheckConstraint(condition=Q(score__gte=0), name="duel_player_score_positive"),
+            models.CheckConstraint(condition=Q(score__gte=0), name="duel_seat_score_positive"),
         ]
 
     def __str__(self) -> str:
-        return f"player {self.number} of {self.duel}: {self.revision}"
+        return f"seat {self.number} of duel {self.duel_id}: {self.revision}"
 
 
 class Match(models.Model):
@@ -355,19 +354,15 @@ class Match(models.Model):
     index = models.PositiveIntegerField()
     #: The duel player (1 to 6) in the environment's first seat.
     first_player = models.PositiveSmallIntegerField()
-    #: The duel player in each environment seat; empty on two-player rows recorded before
-    #: games of more than two (their seats follow from ``first_player``).
-    seat_players = models.JSONField(default=list, blank=True)
-    #: Every player's score, player 1's first; empty on rows recorded before games of
-    #: more than two (``player_1_score`` and ``player_2_score`` hold them).
-    scores = models.JSONField(default=list, blank=True)
+    #: The duel player in each environment seat.
+    seats = models.JSONField(default=list)
+    #: Every player's score, player 1's first.
+    scores = models.JSONField(default=list)
     seed = models.BigIntegerField()
     actions = models.JSONField(default=list)
     timings = models.JSONField(default=list)
     result = models.CharField(max_length=16, choices=DuelResult.choices)
     error_msg = models.TextField(blank=True)
-    player_1_score = models.FloatField(default=0)
-    player_2_score = models.FloatField(default=0)
     #: [{"player": 1 to 6, "kind": "timeout", "message": "...", "step": n}, ...]
     faults = models.JSONField(default=list)
     #: The player at fault, when exactly one was.
@@ -400,18 +395,6 @@ class Match(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("match", args=[self.duel_id, self.index])
-
-    @property
-    def seats(self) -> list[int]:
-        """The duel player in each environment seat."""
-        if self.seat_players:
-            return list(self.seat_players)
-        return [1, 2] if self.first_player == 1 else [2, 1]
-
-    @property
-    def player_scores(self) -> list[float]:
-        """Every player's score, player 1's first."""
-        return list(self.scores) or [self.player_1_score, self.player_2_score]
 
 
 class LiveEvent(models.Model):

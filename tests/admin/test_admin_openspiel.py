@@ -210,7 +210,7 @@ def test_random_players_validate_and_play_a_tournament_with_replays(
     assert tournament.status == TournamentStatus.COMPLETED
     duel = tournament.duels.get()
     assert duel.status == DuelStatus.SUCCEEDED, duel.error
-    assert duel.player_1_errors == duel.player_2_errors == 0
+    assert [seat.errors for seat in duel.players()] == [0, 0]
     matches = list(Match.objects.filter(duel=duel).order_by("index"))
     assert len(matches) == 2
     for match in matches:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def validation_duels(revision: Revision) -> int:
-    return Duel.objects.filter(is_validation=True, revision_1=revision).count()
+    return Duel.objects.of_revision(revision).filter(is_validation=True).count()
 
 
 def test_it_rebuilds_and_revalidates(

@@ -126,3 +126,24 @@ def test_a_page_of_duels_takes_as_many_queries_for_one_duel_as_for_many(
 
     with django_assert_max_num_queries(len(one.captured_queries)):
         assert ok(client.get("/api/v1/duels"))["count"] == 11
+
+
+def test_a_match_keeps_the_old_score_fields_for_one_release_marked_deprecated(
+    client, alice, bearer, validation_duel
+):
+    url = f"/api/v1/duels/{validation_duel.pk}/matches"
+
+    [match] = ok(client.get(url, **bearer(alice)))["items"]
+    document = ok(client.get("/api/v1/openapi.json"))
+
+    assert match["scores"] == [1.0, 0.0]
+    assert (match["player_1_score"], match["player_2_score"]) == (1.0, 0.0)
+    fields = document["components"]["schemas"]["MatchOut"]["properties"]
+    assert fields["player_1_score"]["deprecated"] is True
+    assert fields["player_2_score"]["deprecated"] is True
+    assert "deprecated" not in fields["scores"]
+    # The duel's players are a list of seats, with nothing deprecated.
+    duel = ok(client.get(f"/api/v1/duels/{validation_duel.pk}", **bearer(alice)))
+    assert [player["number"] for player in duel["players"]] == [1, 2]
+    players = document["components"]["schemas"]["DuelDetailOut"]["properties"]
+    assert not any("deprecated" in field for field in players.values())

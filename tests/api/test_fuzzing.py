@@ -93,7 +93,7 @@ def world(
     """The story world, committed (the gateway is another process), so that some
     generated requests find real rows; alice's tokens; a gateway in front of it all."""
     llm_match = MatchConversationFactory(
-        match__duel__revision_1=LLMPlayerFactory().competitor.revisions.get()
+        match__duel__revisions=[LLMPlayerFactory().competitor.revisions.get(), None]
     ).match
     evaluation = EvaluationFactory(finished=True)
     _, user_token = api_token_create(user=alice, name="fuzzing", scopes=["read", "submit", "play"])
@@ -130,13 +130,15 @@ def world(
         "/api/v1/duels/{duel_id}/matches/{index}": match,
         "/api/v1/duels/{duel_id}/matches/{index}/replay": match,
         "/api/v1/submissions": {},
-        "/api/v1/submissions/{submission_id}": {"submission_id": duel.revision_1_id},
+        "/api/v1/submissions/{submission_id}": {"submission_id": duel.revisions()[0].pk},
         "/api/v1/online/models": {},
         "/api/v1/online/status": {},
         "/api/v1/online/next": {},
         "/api/v1/online/events": {},
         "/api/v1/llm/players": {},
-        "/api/v1/llm/players/{player_id}": {"player_id": llm_match.duel.revision_1.competitor_id},
+        "/api/v1/llm/players/{player_id}": {
+            "player_id": llm_match.duel.revisions()[0].competitor_id
+        },
         "/api/v1/llm/models/{model}": {"model": "rule-based"},
         "/api/v1/duels/{duel_id}/matches/{index}/conversations": llm_match_path,
         "/api/v1/duels/{duel_id}/matches/{index}/conversations.jsonl": llm_match_path,

@@ -44,7 +44,7 @@ def game(django_capture_on_commit_callbacks) -> Duel:
 
 
 def asked(duel: Duel) -> None:
-    seat = duel.revision_1.competitor.seat
+    seat = duel.revisions()[0].competitor.seat
     bus = seat_bus()
     bus.seat_open(seat, duel=duel.pk, announcement=b'{"type":"duel"}')
     bus.publish(seat, json.dumps(ACT).encode(), awaits="act:3")
@@ -75,17 +75,17 @@ def reply(client: Client, duel: Duel, body: dict, token: str | None) -> tuple[in
 
 
 def test_it_starts_an_unrated_game_with_the_person_moving_first(game):
-    seat = game.revision_1.competitor
+    seat = game.revisions()[0].competitor
     assert seat.is_human and seat.is_public
     assert game.tournament is None and game.num_matches == 1
     assert game.status == DuelStatus.QUEUED
     # A person's seat never enters tournaments, ladders or leaderboards.
-    assert not Revision.objects.validated().filter(pk=game.revision_1.pk).exists()
+    assert not Revision.objects.validated().filter(pk=game.revisions()[0].pk).exists()
 
 
 def test_it_hands_a_legal_move_to_the_referee_once(game):
     asked(game)
-    client, token = browser(game.revision_1.competitor.owner)
+    client, token = browser(game.revisions()[0].competitor.owner)
 
     assert reply(client, game, {"type": "action", "id": 3, "action": 4}, token) == (
         202,
@@ -93,24 +93,24 @@ def test_it_hands_a_legal_move_to_the_referee_once(game):
     )
     status, body = reply(client, game, {"type": "action", "id": 3, "action": 5}, token)
     assert (status, body["error"]["code"]) == (409, "not_your_turn")
-    assert seat_bus().replies(game.revision_1.competitor.seat, 0.1) == [
+    assert seat_bus().replies(game.revisions()[0].competitor.seat, 0.1) == [
         b'{"type":"action","id":3,"action":4}'
     ]
 
 
 def test_it_refuses_an_illegal_move_and_keeps_waiting_for_a_legal_one(game):
     asked(game)
-    client, token = browser(game.revision_1.competitor.owner)
+    client, token = browser(game.revisions()[0].competitor.owner)
 
     status, body = reply(client, game, {"type": "action", "id": 3, "action": 9}, token)
     assert (status, body["error"]["code"]) == (400, "illegal_action")
-    assert seat_bus().replies(game.revision_1.competitor.seat, 0.1) == []
+    assert seat_bus().replies(game.revisions()[0].competitor.seat, 0.1) == []
     assert reply(client, game, {"type": "action", "id": 3, "action": 0}, token)[0] == 202
 
 
 def test_it_refuses_a_move_out_of_turn(game):
     asked(game)
-    client, token = browser(game.revision_1.competitor.owner)
+    client, token = browser(game.revisions()[0].competitor.owner)
     status, body = reply(client, game, {"type": "action", "id": 2, "action": 0}, token)
     assert (status, body["error"]["code"]) == (409, "not_your_turn")
 
@@ -124,10 +124,10 @@ def test_it_refuses_a_visitor_a_stranger_and_a_request_without_the_csrf_token(ga
     stranger, token = browser(UserFactory())
     status, body = reply(stranger, game, move, token)
     assert (status, body["error"]["code"]) == (404, "not_found")
-    owner, _ = browser(game.revision_1.competitor.owner)
+    owner, _ = browser(game.revisions()[0].competitor.owner)
     status, body = reply(owner, game, move, None)
     assert (status, body["error"]["code"]) == (403, "forbidden")
-    assert seat_bus().replies(game.revision_1.competitor.seat, 0.1) == []
+    assert seat_bus().replies(game.revisions()[0].competitor.seat, 0.1) == []
 
     events = Client().get(reverse("human_events", args=[game.pk]))
     assert events.status_code == 401
@@ -160,7 +160,7 @@ def test_it_refuses_a_game_of_more_than_two_players(django_capture_on_commit_cal
 def test_it_limits_the_rate_of_a_persons_requests(game, settings):
     settings.ARENA_ONLINE_RATE = "3/min"
     asked(game)
-    client, token = browser(game.revision_1.competitor.owner)
+    client, token = browser(game.revisions()[0].competitor.owner)
     statuses = [
         reply(client, game, {"type": "action", "id": 2, "action": 0}, token)[0] for _ in range(4)
     ]

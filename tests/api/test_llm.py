@@ -134,7 +134,9 @@ def test_it_lets_the_owner_change_a_player_which_makes_a_new_version(client, ali
 def test_it_answers_a_matchs_conversations_as_json_and_json_lines(client):
     llm = LLMPlayerFactory().competitor
     duel = DuelFactory(
-        finished=True, tournament__environment=llm.environment, revision_1=llm.revisions.get()
+        finished=True,
+        tournament__environment=llm.environment,
+        revisions=[llm.revisions.get(), None],
     )
     match = MatchFactory(duel=duel)
     conversation = MatchConversationFactory(match=match, player=1)

@@ -24,9 +24,13 @@ from django.utils import timezone
 from api.gateway import _streamed
 from core.models import ApiToken, Competitor
 from core.online import online_model_register
+from referee.duel import run_duel
+from sandboxes.base import AgentSource, SandboxBackend
+from sandboxes.remote import RemoteSandbox
 from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
 from tests.support.gateway import Gateway, gateway_started
+from tests.support.sandboxes import agent
 from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -499,3 +503,89 @@ def test_a_stream_that_runs_out_of_time_just_ends(celery_workers, redis_url, set
 
     assert [event["type"] for event in lines] == ["welcome", "duel", "act"]
     assert gateway.request("GET", "/api/v1/online/status", token=token)[0] == 200
+
+
+# --- a game of four, refereed for real: the hostile client in each seat ----------------------
+
+#: Generous clocks: the client answers at once, and a loaded machine must not turn its
+#: illegal action into a timeout.
+FOUR_SEATS_CLOCK = {"move_time": 10.0, "time_bank": 10.0, "startup_time": 20.0}
+#: What the hostile client sends before its (illegal) action, and what each must get.
+GARBAGE = [
+    (b"{not json", 400, "malformed"),
+    (b'{"type": "action", "id": -1, "action": 1}', 400, "malformed"),
+    (b'{"type": "action", "id": 999999, "action": 1}', 409, "not_your_turn"),
+]
+
+
+class HostileClient:
+    """An online agent over HTTP that gets ready as it should, then answers each request
+    with garbage first (each refused with its reason), then with an action the game does
+    not allow."""
+
+    def __init__(self, gateway: Gateway, token: str) -> None:
+        self.gateway, self.token = gateway, token
+        self.answers: list[tuple[int, str]] = []
+        self.stream = open_stream(gateway, token)
+        self.pool = concurrent.futures.ThreadPoolExecutor(1)
+        self.done = self.pool.submit(self._play)
+
+    def _play(self) -> int:
+        acted = 0
+        while line := self.stream.readline():
+            event = json.loads(line)
+            if event["type"] == "bye":
+                break
+            if event["type"] == "hello":
+                assert reply(self.gateway, self.token, b'{"type":"ready"}')[0] == 202
+            if event["type"] != "act":
+                continue
+            for body, _, _ in GARBAGE:
+                status, answer = reply(self.gateway, self.token, body)
+                self.answers.append((status, answer["error"]["code"]))
+            status, _ = reply(
+                self.gateway, self.token, b'{"type":"action","id":%d,"action":99}' % event["id"]
+            )
+            self.answers.append((status, "accepted"))
+            acted += 1
+        return acted
+
+    def close(self) -> None:
+        self.stream.close()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize("online_player", [1, 2, 3, 4])
+def test_in_a_game_of_four_a_hostile_client_is_refused_and_charged_alone(
+    gateway, bus, backend, online_player
+):
+    environment = EnvironmentFactory(name="lowest_unique", players=4)
+    competitor, token = online_model_register(
+        owner=UserFactory(), environment=environment, name="net-hostile"
+    )
+    sources = [agent("random_agent.py") for _ in range(3)]
+    backends: list[SandboxBackend] = [backend] * 3
+    sources.insert(online_player - 1, AgentSource.remote("online", seat=competitor.seat))
+    backends.insert(online_player - 1, RemoteSandbox(bus, duel=1, grace=5, allowance=1))
+    client = HostileClient(gateway, token)
+    try:
+        result = run_duel(
+            "lowest_unique", sources, backend=tuple(backends), seed=11, matches=3,
+            **FOUR_SEATS_CLOCK,
+        )  # fmt: skip
+    finally:
+        client.close()
+
+    assert not result.infrastructure_error
+    # Each match: its one request, answered with garbage (refused with the reason, nothing
+    # passed on), then an illegal action, which the referee charges to that seat alone.
+    assert (
+        client.answers
+        == ([(status, code) for _, status, code in GARBAGE] + [(202, "accepted")]) * 3
+    )
+    for match in result.matches:
+        assert [(f.player, f.kind.value) for f in match.faults] == [
+            (online_player, "illegal_action")
+        ]
+        assert match.ranks[online_player - 1] == max(match.ranks)  # last
+    assert result.as_json()["errors"] == [3 if p == online_player else 0 for p in (1, 2, 3, 4)]

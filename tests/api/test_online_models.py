@@ -126,13 +126,9 @@ def test_it_lists_ones_models_and_makes_new_tokens_and_versions(
 def test_it_counts_the_duels_a_model_played_to_the_end(client, alice, bearer, connect_four):
     model, _ = online_model_register(owner=alice, environment=connect_four, name="mine")
     revision = model.revisions.get()
-    DuelFactory(
-        revision_1=revision, revision_2__competitor__environment=connect_four, finished=True
-    )
-    DuelFactory(
-        revision_2=revision, revision_1__competitor__environment=connect_four, finished=True
-    )
-    DuelFactory(revision_1=revision, revision_2__competitor__environment=connect_four)  # queued
+    DuelFactory(tournament__environment=connect_four, revisions=[revision, None], finished=True)
+    DuelFactory(tournament__environment=connect_four, revisions=[None, revision], finished=True)
+    DuelFactory(tournament__environment=connect_four, revisions=[revision, None])  # queued
 
     listed = body(client.get("/api/v1/online/models", **bearer(alice, "play")))
 

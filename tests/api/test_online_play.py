@@ -81,9 +81,7 @@ def _connect(gateway: Gateway, token: str, duels: int) -> subprocess.CompletedPr
 def _assert_played_rated_and_replayed(duels: int) -> None:
     online = Competitor.objects.get(name="net-random")
     assert online.is_online
-    played = Duel.objects.filter(
-        status=DuelStatus.SUCCEEDED, revision_1__competitor=online
-    ) | Duel.objects.filter(status=DuelStatus.SUCCEEDED, revision_2__competitor=online)
+    played = Duel.objects.with_competitor(online).filter(status=DuelStatus.SUCCEEDED)
     # The client has its 'bye' a moment before the referee has stored the duel.
     wait_for(lambda: played.count() >= duels, timeout=30, what="the duels to be stored")
     for duel in played:
@@ -175,8 +173,7 @@ def test_a_queued_model_is_paired_only_once_its_client_holds_its_stream(producti
     # The manager makes a pass every half second: while it pairs the hosted agents again
     # and again, it never pairs the model.
     wait_for(lambda: hosted.count() >= 3, timeout=120, what="three hosted ladder duels")
-    assert not Duel.objects.filter(revision_1__competitor__name="net-random").exists()
-    assert not Duel.objects.filter(revision_2__competitor__name="net-random").exists()
+    assert not Duel.objects.filter(seats__revision__competitor__name="net-random").exists()
 
     client = _connect(production.gateway, production.token, duels=1)
     assert client.returncode == 0, client.stderr + production.workers.log("online")

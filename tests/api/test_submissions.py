@@ -275,7 +275,7 @@ def test_deleting_a_revision_that_never_played_erases_it_its_self_play_and_its_f
     client, alice, bearer, settings, validation_duel, django_capture_on_commit_callbacks
 ):
     headers = bearer(alice, "submit")
-    first = validation_duel.revision_1
+    first = validation_duel.revisions()[0]
     second = RevisionFactory(competitor=first.competitor)
     files = [Path(first.source.path), Path(second.source.path)]
     assert all(path.exists() for path in files)
@@ -302,7 +302,7 @@ def test_deleting_a_revision_that_never_played_erases_it_its_self_play_and_its_f
 def test_deleting_a_revision_that_played_others_withdraws_it_and_keeps_its_games(
     client, alice, bearer, duel
 ):
-    revision = duel.revision_1
+    revision = duel.revisions()[0]
 
     response = client.delete(f"{URL}/{revision.pk}", **bearer(alice, "submit"))
 
@@ -334,9 +334,7 @@ def test_deleting_a_revision_that_played_outside_a_tournament_withdraws_it(
     client, alice, bob, bearer
 ):
     revision = alice.competitors.get().revisions.get()
-    DuelFactory(
-        tournament=None, revision_1=revision, revision_2=bob.competitors.get().revisions.get()
-    )
+    DuelFactory(tournament=None, revisions=[revision, bob.competitors.get().revisions.get()])
 
     response = client.delete(f"{URL}/{revision.pk}", **bearer(alice, "submit"))
 

@@ -148,10 +148,10 @@ def test_every_operation_answers_each_kind_of_caller_as_its_access_says(
         competitor__owner=alice,
         competitor__name="alices-secret-llm",
         competitor__is_public=False,
-        competitor__environment=duel.revision_1.competitor.environment,
+        competitor__environment=duel.revisions()[0].competitor.environment,
     )
     gateway = gateway_started(celery_workers, redis_url, settings, **UNLIMITED)
-    environment = duel.revision_1.competitor.environment
+    environment = duel.revisions()[0].competitor.environment
     callers = tokens(alice, bob, environment)
     world = {
         "environment": environment.name,
@@ -159,7 +159,7 @@ def test_every_operation_answers_each_kind_of_caller_as_its_access_says(
         "index": 0,
         "version": 1,
         "tournament_id": tournament.pk,
-        "submission_id": duel.revision_1_id,
+        "submission_id": duel.revisions()[0].pk,
         "player_id": alice.competitors.get(name="alices-secret-llm").pk,
         "model": "rule-based",
         "competition_id": 1,

@@ -98,7 +98,7 @@ def test_it_plays_an_agent_by_clicking_to_the_end_unrated_and_kept_as_a_replay(
         stop.set()
         referee.join(timeout=60)
 
-    duel = Duel.objects.get(revision_1__competitor__owner=person)
+    duel = Duel.objects.get(seats__number=1, seats__revision__competitor__owner=person)
     assert duel.status == DuelStatus.SUCCEEDED and duel.tournament is None
     match = duel.matches.get()
     assert not match.faults and len(match.actions) >= 5

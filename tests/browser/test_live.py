@@ -43,7 +43,7 @@ def test_it_shows_the_board_changing_while_played_then_links_the_replay(
     rando = upload_validated(
         owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
     )
-    duel = queued_duel(revision_1=slow, revision_2=rando, num_matches=2, seed=4)
+    duel = queued_duel([slow, rando], num_matches=2, seed=4)
 
     page.goto(f"{gateway.url}/duels/{duel.pk}/")
     live = page.locator("#live")

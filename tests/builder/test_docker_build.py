@@ -272,7 +272,7 @@ def test_a_host_without_the_image_makes_the_same_one_itself_before_a_duel(settin
     docker_engine.image_remove(revision.image)
     settings.ARENA_BUILD_ROOT = tmp_path / "host-2-builds"
     settings.ARENA_WHEEL_CACHE = tmp_path / "host-2-wheels"
-    duel = queued_duel(revision_1=revision, revision_2=opponent, num_matches=2, seed=5)
+    duel = queued_duel([revision, opponent], num_matches=2, seed=5)
 
     duel_play(duel_id=duel.pk)
 
@@ -282,7 +282,7 @@ def test_a_host_without_the_image_makes_the_same_one_itself_before_a_duel(settin
     assert in_image(revision.image, "cd /agent && sha256sum * && ls /opt/arena/deps") == files
     assert docker_engine.image_labels(revision.image)[LABEL_REVISION] == str(revision.pk)
     assert list((tmp_path / "host-2-wheels" / "sets").glob("*/wheels/six-1.16.0-*.whl"))
-    assert "six 1.16.0 from /opt/arena/deps/six.py" in duel.player_1_log
+    assert "six 1.16.0 from /opt/arena/deps/six.py" in duel.players()[0].log
 
 
 # -- clean-up -----------------------------------------------------------------------

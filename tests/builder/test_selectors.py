@@ -61,7 +61,7 @@ def test_it_keeps_a_revision_being_validated_or_built(competitor):
 def test_it_keeps_a_superseded_revision_a_queued_duel_still_plays(competitor):
     old = RevisionFactory(competitor=competitor, validated=True)
     RevisionFactory(competitor=competitor, validated=True)
-    DuelFactory(validation=True, revision_1=old)
+    DuelFactory(validation=True, revisions=[old, old])
 
     assert reasons(old) == [None]
 

@@ -110,7 +110,7 @@ def games() -> dict[str, object]:
     duel = DuelFactory(tournament=tournament, finished=True)
     MatchFactory(duel=duel)
     MatchFactory(duel=duel)
-    validation = DuelFactory(validation=True, finished=True, revision_1=duel.revision_1)
+    validation = DuelFactory(validation=True, finished=True, revisions=[duel.revisions()[0]] * 2)
     MatchFactory(duel=validation)
     other = TournamentFactory(environment=EnvironmentFactory(name="quarto"))
     MatchFactory(duel=DuelFactory(tournament=other, finished=True))

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+
+from tests.support.migrations import latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,20 +20,13 @@ AFTER = [("core", "0022_duel_and_evaluation_lifecycle_in_jobs")]
 LIFECYCLE = ("attempts", "lease_owner", "lease_expires_at", "resends", "resend_at")
 
 
-def migrate(targets: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.fixture
 def before_jobs() -> Iterator[object]:
     apps = migrate(BEFORE)
     try:
         yield apps
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate(latest())
 
 
 def old_competitor(apps):  # type: ignore[no-untyped-def]
@@ -149,7 +142,7 @@ def before_step_jobs() -> Iterator[object]:
     try:
         yield apps
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate(latest())
 
 
 def revision_states(now):  # type: ignore[no-untyped-def]

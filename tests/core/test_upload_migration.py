@@ -10,21 +10,14 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("core", "0011_llm_key_reference_rule")]
 AFTER = [("core", "0013_copy_uploads_into_database")]
 GOOD = b"def agent(observation, configuration):\n    return 0\n"
-
-
-def migrate(targets: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 def media_files() -> list[bytes]:
@@ -38,7 +31,7 @@ def before_uploads_moved(settings, tmp_path) -> Iterator[object]:
     try:
         yield apps
     finally:
-        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate(latest())
 
 
 def old_revision(apps, competitor, version: int, content: bytes | None, sha256: str):  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ def test_it_stores_every_step_while_playing_and_drops_them_once_recorded(setting
     owner = make_user()
     minimax = upload(owner, "connect_four", "minimax", PLAYERS / "connect_four" / "minimax.py")
     rando = upload(owner, "connect_four", "rando", PLAYERS / "connect_four" / "random_player.py")
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=3)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=3)
     LiveEvent.objects.create(duel=duel, lines='{"type":"match","match":0,"seed":1}')  # stale
     stored: list[LiveEvent] = []
 

@@ -36,9 +36,7 @@ def llm_vs_random(server: LocalLLMServer, **player: object) -> Duel:
         base_url=server.url,
         **player,
     )
-    return queued_duel(
-        revision_1=llm.competitor.revisions.get(), revision_2=rando, num_matches=2, seed=7
-    )
+    return queued_duel([llm.competitor.revisions.get(), rando], num_matches=2, seed=7)
 
 
 def test_it_stores_every_llm_seats_conversation_with_its_match(server):
@@ -53,7 +51,7 @@ def test_it_stores_every_llm_seats_conversation_with_its_match(server):
     for match in matches:
         conversation = match.conversations.get()
         assert conversation.player == 1 and conversation.model == "rule-based"
-        assert conversation.competitor == duel.revision_1.competitor
+        assert conversation.competitor == duel.revisions()[0].competitor
         assert len(conversation.harness_hash) == 64
         seat = match.seats.index(1)
         moves = [step for step, actions in enumerate(match.actions) if actions[seat] is not None]
@@ -65,7 +63,7 @@ def test_it_stores_every_llm_seats_conversation_with_its_match(server):
     sent = [{name.lower(): value for name, value in headers.items()} for headers in server.headers]
     assert sent and all(headers["authorization"] == f"Bearer {KEY}" for headers in sent)
     stored = serializers.serialize("json", [*MatchConversation.objects.all(), duel, *matches])
-    assert KEY not in stored and KEY not in duel.player_1_log
+    assert KEY not in stored and KEY not in duel.players()[0].log
 
 
 def test_it_marks_the_conversation_of_a_player_that_forfeited(server):
@@ -75,7 +73,7 @@ def test_it_marks_the_conversation_of_a_player_that_forfeited(server):
     duel_play(duel_id=duel.pk)
 
     duel.refresh_from_db()
-    assert duel.status == DuelStatus.SUCCEEDED and duel.player_2_wins == 2
+    assert duel.status == DuelStatus.SUCCEEDED and duel.players()[1].wins == 2
     for conversation in MatchConversation.objects.filter(match__duel=duel):
         assert conversation.forfeited
         assert conversation.unparseable == conversation.requests > 1
@@ -91,7 +89,7 @@ def test_it_ends_a_duel_whose_key_cannot_be_read_in_error_charged_to_nobody(serv
     duel.refresh_from_db()
     assert duel.status == DuelStatus.FAILED and duel.result == ""
     assert "ARENA_LLM_KEY_TEST_MISSING" in duel.error
-    assert duel.player_1_errors == 0 and not duel.matches.exists()
+    assert duel.players()[0].errors == 0 and not duel.matches.exists()
     assert server.requests == []
 
 

@@ -47,7 +47,7 @@ def damage(revision: Revision) -> None:
 
 def test_it_builds_a_revision_built_elsewhere_before_playing_it(another_host, caplog):
     minimax, rando = another_host
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=4, seed=3)
+    duel = queued_duel([minimax, rando], num_matches=4, seed=3)
 
     with caplog.at_level(logging.INFO, logger="duel_runner.services"):
         assert duel_play(duel_id=duel.pk) is None
@@ -63,7 +63,7 @@ def test_it_builds_a_revision_built_elsewhere_before_playing_it(another_host, ca
     built = [r.getMessage() for r in caplog.records if "on this host in" in r.getMessage()]
     assert len(built) == 2 and all("before play" in line for line in built)
     # Built before the referee started: no agent was charged for it.
-    assert duel.player_1_errors == duel.player_2_errors == 0
+    assert [seat.errors for seat in duel.players()] == [0, 0]
     assert all(not match.faults for match in duel.matches.all())
 
 
@@ -142,7 +142,7 @@ def test_a_duel_whose_agent_cannot_be_built_here_goes_back_then_fails_unscored(
 ):
     minimax, rando = another_host
     damage(rando)
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=1)
 
     assert duel_play(duel_id=duel.pk) == RETRY_SECONDS
 
@@ -157,7 +157,7 @@ def test_a_duel_whose_agent_cannot_be_built_here_goes_back_then_fails_unscored(
     assert duel.job.attempts == settings.ARENA_DUEL_MAX_ATTEMPTS
     assert "not the agents' fault" in duel.error
     assert duel.matches.count() == 0 and not RatingChange.objects.filter(duel=duel).exists()
-    assert duel.player_1_errors == duel.player_2_errors == 0
+    assert [seat.errors for seat in duel.players()] == [0, 0]
 
 
 def test_a_validation_that_cannot_be_built_here_goes_back_then_fails_saying_whose_fault(

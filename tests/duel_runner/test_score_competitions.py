@@ -70,7 +70,7 @@ def test_it_validates_a_one_player_upload_by_a_short_evaluation(client):
     validation = Evaluation.objects.get(revision=revision, is_validation=True)
     assert validation.status == DuelStatus.SUCCEEDED
     assert validation.mean_return == 500.0 and len(validation.episodes) == 2
-    assert not Duel.objects.filter(revision_1=revision).exists()  # no self-play
+    assert not Duel.objects.of_revision(revision).exists()  # no self-play
     page = client.get(revision.get_absolute_url()).content.decode()
     assert "Validation evaluation" in page and validation.get_absolute_url() in page
 

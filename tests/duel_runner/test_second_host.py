@@ -168,7 +168,7 @@ def test_a_second_host_takes_duels_from_the_same_queue(two_hosts, second_engine,
     )
 
     tournament.refresh_from_db()
-    duels = list(tournament.duels.select_related("revision_1", "revision_2"))
+    duels = list(tournament.duels.with_seats())
     logs = {name: celery_workers.log(name) for name in ("host-1", "host-1-duels", "host-2")}
     assert tournament.status == TournamentStatus.COMPLETED, [d.error for d in duels]
     assert len(duels) == 10 and (tournament.duels_done, tournament.duels_failed) == (10, 0)
@@ -181,9 +181,7 @@ def test_a_second_host_takes_duels_from_the_same_queue(two_hosts, second_engine,
     standings = tournament.participants.all()
     assert sum(p.points for p in standings) == 2 * len(duels)  # 2 points handed out a duel
     assert sum(p.wins + p.losses + p.draws for p in standings) == 2 * len(duels)
-    on_host_2 = {
-        r for d in duels if host_of(d) == "arena-host-2" for r in (d.revision_1, d.revision_2)
-    }
+    on_host_2 = {r for d in duels if host_of(d) == "arena-host-2" for r in d.revisions()}
     # Host 2 built each image it played, itself, before playing it.
     assert {r.image for r in on_host_2} <= second_engine.images("arena-revision")
     built_here = re.findall(r"built (\S+ v\d+) on this host in [0-9.]+ s", logs["host-2"])

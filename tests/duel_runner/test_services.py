@@ -32,7 +32,7 @@ def two_revisions():
 
 def test_it_keeps_the_validation_duel_with_replayable_matches():
     minimax, _ = two_revisions()
-    duel = Duel.objects.get(is_validation=True, revision_1=minimax)
+    duel = Duel.objects.of_revision(minimax).get(is_validation=True)
 
     assert duel.status == DuelStatus.SUCCEEDED
     assert duel.matches.count() == duel.num_matches == 2
@@ -41,14 +41,14 @@ def test_it_keeps_the_validation_duel_with_replayable_matches():
 
 def test_it_plays_a_stored_duel_and_records_every_match():
     minimax, rando = two_revisions()
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=4, seed=12)
+    duel = queued_duel([minimax, rando], num_matches=4, seed=12)
 
     duel_play(duel_id=duel.pk)
 
     duel.refresh_from_db()
     assert duel.status == DuelStatus.SUCCEEDED and duel.job.attempts == 1
     assert duel.job.status == DuelStatus.SUCCEEDED
-    assert duel.result == "PLAYER_1_WIN" and duel.player_1_wins == 4
+    assert duel.result == "PLAYER_1_WIN" and duel.players()[0].wins == 4
     assert [m.first_player for m in duel.matches.order_by("index")] == [1, 2, 1, 2]
     assert duel.job.lease_owner == "" and duel.ended_at is not None
     assert duel.played_by == worker_name()  # kept: which machine played it
@@ -56,7 +56,7 @@ def test_it_plays_a_stored_duel_and_records_every_match():
 
 def test_it_lets_only_one_worker_claim_a_duel():
     minimax, rando = two_revisions()
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=1)
 
     first = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="one")
     second = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="two")
@@ -67,7 +67,7 @@ def test_it_lets_only_one_worker_claim_a_duel():
 
 def test_it_hands_over_a_duel_whose_lease_expired():
     minimax, rando = two_revisions()
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=1)
     job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="lost")
     Job.objects.filter(duel=duel).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
@@ -81,7 +81,7 @@ def test_it_hands_over_a_duel_whose_lease_expired():
 
 def test_it_waits_for_a_live_lease_held_by_another_worker():
     minimax, rando = two_revisions()
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=1)
     job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="busy-elsewhere")
 
     wait = duel_play(duel_id=duel.pk)
@@ -93,7 +93,7 @@ def test_it_waits_for_a_live_lease_held_by_another_worker():
 
 def test_it_drops_the_result_of_a_worker_that_lost_its_lease():
     minimax, rando = two_revisions()
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=1)
     claimed = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="stalled")
     Job.objects.filter(duel=duel).update(lease_owner="took-over")
     result = run_duel(
@@ -111,7 +111,7 @@ def test_it_drops_the_result_of_a_worker_that_lost_its_lease():
 def test_it_keeps_renewing_the_lease_while_a_duel_runs(settings):
     settings.ARENA_DUEL_LEASE_SECONDS = 0.3
     minimax, rando = two_revisions()
-    duel = queued_duel(revision_1=minimax, revision_2=rando, num_matches=2, seed=1)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=1)
     claimed = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="me")
     first_expiry = claimed.lease_expires_at
 

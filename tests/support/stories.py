@@ -146,15 +146,14 @@ def tournament(alices_revision: Revision, bobs_revision: Revision, organizer: Us
 def duel(tournament: Tournament, alices_revision: Revision, bobs_revision: Revision) -> Duel:
     duel = DuelFactory(
         tournament=tournament,
-        revision_1=alices_revision,
-        revision_2=bobs_revision,
+        revisions=[alices_revision, bobs_revision],
         num_matches=1,
         finished=True,
         result=DuelResult.PLAYER_1_WIN,
-        player_1_wins=1,
-        player_1_score=1,
-        player_1_log="alice's private thoughts",
-        player_2_log="bob's public musings",
+        seat_values=[
+            {"wins": 1, "score": 1, "rank": 1, "log": "alice's private thoughts"},
+            {"rank": 2, "log": "bob's public musings"},
+        ],
     )
     MatchFactory(duel=duel)
     return duel
@@ -214,12 +213,10 @@ def validation_duel(alices_revision: Revision) -> Duel:
     """Alice's self-play, whose first match she lost by an illegal action."""
     duel = DuelFactory(
         validation=True,
-        revision_1=alices_revision,
-        revision_2=alices_revision,
+        revisions=[alices_revision, alices_revision],
         finished=True,
         result=DuelResult.PLAYER_1_WIN,
-        player_1_log="first copy's log",
-        player_2_log="second copy's log",
+        seat_values=[{"log": "first copy's log"}, {"log": "second copy's log"}],
     )
     # Tic-tac-toe: X takes the centre, then O answers 4 again, which is taken.
     MatchFactory(
@@ -230,8 +227,7 @@ def validation_duel(alices_revision: Revision) -> Duel:
         timings=[[0.012, None]],
         steps=1,
         result=DuelResult.PLAYER_1_WIN,
-        player_1_score=1,
-        player_2_score=0,
+        scores=[1, 0],
         faults=[
             {
                 "player": 2,

@@ -12,7 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import dispatch
-from core.models import Duel, DuelResult, DuelStatus, Job, Tournament, TournamentFormat
+from core.models import Duel, DuelResult, DuelSeat, DuelStatus, Job, Tournament, TournamentFormat
+from referee.results import ranks_from_scores
 from tests.factories import ParticipantFactory, TournamentFactory
 from tournament_manager.services import tournament_duel_finished
 
@@ -75,13 +76,13 @@ def finish() -> Finish:
         status = DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED
         times = {"started_at": now - timedelta(seconds=60), "ended_at": now}
         Duel.objects.filter(pk=duel.pk).update(
-            status=status,
-            result="" if failed else result,
-            player_1_score=0 if failed else scores[0],
-            player_2_score=0 if failed else scores[1],
-            error="lost" if failed else "",
-            **times,
+            status=status, result="" if failed else result, error="lost" if failed else "", **times
         )
+        ranks = ranks_from_scores(list(scores))
+        for number, (score, rank) in enumerate(zip(scores, ranks, strict=True), start=1):
+            DuelSeat.objects.filter(duel=duel, number=number).update(
+                score=0 if failed else score, rank=None if failed else rank
+            )
         Job.objects.filter(duel=duel).update(status=status, attempts=1, resend_at=None, **times)
         duel.refresh_from_db()
         tournament_duel_finished(duel=duel)

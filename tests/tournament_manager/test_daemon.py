@@ -18,6 +18,7 @@ from core.jobs import jobs_recover
 from core.models import (
     Duel,
     DuelResult,
+    DuelSeat,
     DuelStatus,
     Job,
     Tournament,
@@ -61,9 +62,8 @@ def played_on_paper(duels: QuerySet[Duel]) -> None:
     Job.objects.filter(duel__in=duels).update(
         status=DuelStatus.SUCCEEDED, attempts=1, resend_at=None, **times
     )
-    duels.update(
-        status=DuelStatus.SUCCEEDED, result=DuelResult.PLAYER_1_WIN, player_1_score=2, **times
-    )
+    duels.update(status=DuelStatus.SUCCEEDED, result=DuelResult.PLAYER_1_WIN, **times)
+    DuelSeat.objects.filter(duel__in=duels, number=1).update(score=2)
 
 
 # --- scheduled launches -------------------------------------------------------------------

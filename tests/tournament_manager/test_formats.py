@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
-from django.db.models import Q
 
 from core.errors import ArenaError
 from core.models import (
@@ -60,7 +59,7 @@ def standing(tournament: Tournament) -> dict[int, Participant]:
 
 
 def pairs_of(duels: Iterable[Duel]) -> set[frozenset[int]]:
-    return {frozenset((d.revision_1_id, d.revision_2_id)) for d in duels}
+    return {frozenset((d.revisions()[0].pk, d.revisions()[1].pk)) for d in duels}
 
 
 def play(
@@ -73,12 +72,10 @@ def play(
     scores: tuple[float, float] = (2, 0),
 ) -> Duel:
     """``first`` beats ``second`` (or they draw) in the duel between them."""
-    duel = tournament.duels.get(
-        Q(revision_1=first, revision_2=second) | Q(revision_1=second, revision_2=first)
-    )
+    duel = tournament.duels.of_revision(first).of_revision(second).get()
     if draw:
         return finish(duel, DuelResult.DRAW, scores=(1, 1))
-    if duel.revision_1_id == first.pk:
+    if duel.revisions()[0].pk == first.pk:
         return finish(duel, DuelResult.PLAYER_1_WIN, scores=scores)
     return finish(duel, DuelResult.PLAYER_2_WIN, scores=(scores[1], scores[0]))
 
@@ -141,7 +138,7 @@ def test_a_withdrawn_participant_keeps_its_results_ranks_last_and_plays_no_more(
 
     assert withdraw_disabled_participants()
 
-    unplayed = tournament.duels.get(Q(revision_1=c, revision_2=b) | Q(revision_1=b, revision_2=c))
+    unplayed = tournament.duels.of_revision(c).of_revision(b).get()
     assert unplayed.status == DuelStatus.CANCELLED
     table = standing(tournament)
     assert table[c.pk].withdrawn and table[c.pk].points == 2 and table[c.pk].rank == 3
@@ -362,7 +359,7 @@ def test_a_ladder_gives_each_of_a_pair_the_first_seat_in_turn(
     for _ in range(4):
         assert ladder_matchmake(tournament=tournament) == 1
         duel = tournament.duels.get(status=DuelStatus.QUEUED)
-        orders.append((duel.revision_1_id, duel.revision_2_id))
+        orders.append((duel.revisions()[0].pk, duel.revisions()[1].pk))
         finish(duel)
 
     assert orders[0] == orders[2] == orders[1][::-1] == orders[3][::-1]
@@ -371,10 +368,10 @@ def test_a_ladder_gives_each_of_a_pair_the_first_seat_in_turn(
 def won_matches(tournament: Tournament, winner: Revision, loser: Revision, count: int) -> None:
     """A finished ladder duel of ``count`` matches, all won by ``winner``, seats alternating."""
     duel = DuelFactory(
-        tournament=tournament, revision_1=winner, revision_2=loser, finished=True, num_matches=count
+        tournament=tournament, revisions=[winner, loser], finished=True, num_matches=count
     )
     for _ in range(count):
-        MatchFactory(duel=duel, player_1_score=1, player_2_score=0)
+        MatchFactory(duel=duel, scores=[1, 0])
 
 
 def test_ladder_standings_are_a_fit_of_its_own_matches(make_tournament, dispatched):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from django.db import transaction
-from django.db.models import Q
 
 from core.models import DuelStatus, Environment, Rating, TournamentFormat, TournamentStatus
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
@@ -45,15 +44,11 @@ def test_a_ladder_absorbs_a_new_upload_and_replaces_the_old_revision(settings):
     assert entries[rando.pk].withdrawn and not entries[newer.pk].withdrawn
     assert entries[rando.pk].rank == 3  # withdrawn: last
     second = ladder.duels.exclude(pk=first.pk).get()
-    assert {second.revision_1_id, second.revision_2_id} == {optimal.pk, newer.pk}
+    assert {second.revisions()[0].pk, second.revisions()[1].pk} == {optimal.pk, newer.pk}
     assert second.status == DuelStatus.SUCCEEDED
     # The competitor's rating went on from where the old revision left it.
     assert Rating.objects.get(competitor=rando.competitor).games == 4
-    assert (
-        not ladder.duels.filter(Q(revision_1=rando) | Q(revision_2=rando))
-        .exclude(pk=first.pk)
-        .exists()
-    )
+    assert not ladder.duels.of_revision(rando).exclude(pk=first.pk).exists()
 
     tournament_stop(tournament=ladder)
     ladder.refresh_from_db()

@@ -58,7 +58,7 @@ def rated(
     ``two`` (seats alternating), rated as the tournament manager rates it."""
     count = wins + draws + losses
     duel = DuelFactory(
-        tournament=tournament, revision_1=one, revision_2=two, finished=True, num_matches=count
+        tournament=tournament, revisions=[one, two], finished=True, num_matches=count
     )
     scores = [(1, 0)] * wins + [(0.5, 0.5)] * draws + [(0, 1)] * losses
     for first, second in scores:
@@ -69,7 +69,7 @@ def rated(
             if second > first
             else DuelResult.DRAW
         )
-        MatchFactory(duel=duel, player_1_score=first, player_2_score=second, result=result)
+        MatchFactory(duel=duel, scores=[first, second], result=result)
     ratings_update_from_duel(duel=duel)
 
 
@@ -185,7 +185,7 @@ def test_the_tournament_manager_refits_every_changed_environment(environment, to
 
 def test_self_play_and_validation_duels_never_reach_it(environment):
     revision = agent(environment, "alone")
-    duel = DuelFactory(validation=True, revision_1=revision, revision_2=revision, finished=True)
+    duel = DuelFactory(validation=True, revisions=[revision, revision], finished=True)
     MatchFactory(duel=duel)
     ratings_update_from_duel(duel=duel)
 

@@ -49,7 +49,7 @@ def test_it_sends_duels_with_an_llm_seat_to_the_online_queue(sent):
     hosted = DuelFactory()
     environment = hosted.tournament.environment
     llm = LLMPlayerFactory(competitor__environment=environment).competitor.revisions.get()
-    with_llm = DuelFactory(tournament=hosted.tournament, revision_1=llm)
+    with_llm = DuelFactory(tournament=hosted.tournament, revisions=[llm, None])
 
     Job.objects.filter(duel__in=[hosted, with_llm]).delete()  # the factory's
 

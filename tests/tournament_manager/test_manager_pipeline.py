@@ -88,7 +88,7 @@ def test_the_manager_and_a_worker_play_a_scheduled_swiss_tournament(celery_worke
     assert tournament.started_at >= tournament.starts_at
     duels = list(tournament.duels.order_by("round"))
     assert [duel.round for duel in duels] == [1, 2, 3]
-    assert len({frozenset((d.revision_1_id, d.revision_2_id)) for d in duels}) == 3
+    assert len({frozenset((d.revisions()[0].pk, d.revisions()[1].pk)) for d in duels}) == 3
     assert all(duel.job.attempts == 1 and duel.matches.count() == 4 for duel in duels)
     standings = list(tournament.participants.order_by("rank"))
     assert [p.byes for p in standings] == [1, 1, 1]

@@ -77,7 +77,7 @@ def test_it_plays_a_round_robin_over_every_group_of_four_and_rates_all_four(clie
         matches = list(duel.matches.order_by("index"))
         assert [match.seats for match in matches] == [seat_rotation(4, i) for i in range(4)]
         # Each match's scores are each player's share of the others beaten: they sum to 2.
-        assert all(sum(match.player_scores) == pytest.approx(2.0) for match in matches)
+        assert all(sum(match.scores) == pytest.approx(2.0) for match in matches)
         assert sum(player.score for player in duel.players()) == pytest.approx(8.0)
 
     # Every match rated all four of its players, each change logged.
@@ -128,7 +128,7 @@ def test_it_plays_a_round_robin_over_every_group_of_four_and_rates_all_four(clie
 def test_it_validates_each_upload_with_a_copy_in_every_seat_and_replays_it(client):
     bidder = field_of_five()[0]
 
-    validation = Duel.objects.get(is_validation=True, revision_1=bidder)
+    validation = Duel.objects.of_revision(bidder).get(is_validation=True)
 
     assert validation.num_players == 4
     assert validation.revisions() == [bidder] * 4
@@ -155,7 +155,7 @@ def test_it_refuses_a_round_robin_of_fewer_participants_than_seats():
         launch(revisions)
 
 
-def test_it_schedules_every_group_once_with_player_1_turning():
+def test_it_schedules_every_group_once_with_seat_1_turning():
     groups = round_robin_groups([1, 2, 3, 4, 5, 6], 4)
 
     assert len(groups) == 15

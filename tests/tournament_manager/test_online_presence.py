@@ -60,7 +60,7 @@ def test_a_queued_model_is_paired_only_while_its_stream_is_open(settings, starte
     connection(model.seat, open=True)
     assert ladder_matchmake(tournament=ladder) == 1
     duel = ladder.duels.get()
-    assert model.pk in {duel.revision_1.competitor_id, duel.revision_2.competitor_id}
+    assert model.pk in {duel.revisions()[0].competitor_id, duel.revisions()[1].competitor_id}
 
     finish(duel)
     connection(model.seat, open=False)

@@ -138,14 +138,14 @@ def _validated(revision_id: int) -> Revision:
 def _built_once(revision_id: int, published: Path) -> None:
     revision = _validated(revision_id)
     assert revision.job(JobKind.VALIDATION).attempts == 1  # type: ignore[union-attr]
-    assert Duel.objects.filter(is_validation=True, revision_1=revision).count() == 1
+    assert Duel.objects.of_revision(revision).filter(is_validation=True).count() == 1
 
 
 def _validated_once(revision_id: int, published: Path) -> None:
     revision = _validated(revision_id)
     assert revision.job(JobKind.BUILD).attempts == 1  # type: ignore[union-attr]
     # The killed worker stored nothing: one validation duel, the second worker's.
-    assert Duel.objects.filter(is_validation=True, revision_1=revision).count() == 1
+    assert Duel.objects.of_revision(revision).filter(is_validation=True).count() == 1
 
 
 def _published_once(revision_id: int, published: Path) -> None:

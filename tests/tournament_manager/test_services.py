@@ -6,6 +6,7 @@ from django.db import transaction
 from core.errors import ArenaError
 from core.models import (
     DuelResult,
+    DuelSeat,
     DuelStatus,
     Environment,
     Match,
@@ -74,12 +75,13 @@ def test_it_lets_ties_share_a_rank():
     optimal, rando, also_rando = sum_to_10_field()
     tournament = launch([optimal, rando, also_rando])
     # Make the two random players' records identical: both lost 0-4 to optimal, drew 2-2.
-    tournament.duels.filter(revision_1=optimal).update(
-        result=DuelResult.PLAYER_1_WIN, player_1_score=4, player_2_score=0
-    )
-    tournament.duels.filter(revision_1=rando, revision_2=also_rando).update(
-        result=DuelResult.DRAW, player_1_score=2, player_2_score=2
-    )
+    against_optimal = tournament.duels.of_revision(optimal)
+    against_optimal.update(result=DuelResult.PLAYER_1_WIN)
+    DuelSeat.objects.filter(duel__in=against_optimal, revision=optimal).update(score=4)
+    DuelSeat.objects.filter(duel__in=against_optimal).exclude(revision=optimal).update(score=0)
+    between_randos = tournament.duels.of_revision(rando).of_revision(also_rando)
+    between_randos.update(result=DuelResult.DRAW)
+    DuelSeat.objects.filter(duel__in=between_randos).update(score=2)
 
     standings = standings_update(tournament=tournament)
 
@@ -127,7 +129,7 @@ def test_it_reruns_a_failed_duel_and_completes_the_tournament():
     duel = tournament.duels.get()
     assert duel.status == DuelStatus.FAILED
     assert tournament.status == TournamentStatus.FAILED
-    assert duel.player_1_errors == duel.player_2_errors == 0
+    assert [seat.errors for seat in duel.players()] == [0, 0]
 
     hidden.rename(entry)
     with transaction.atomic():

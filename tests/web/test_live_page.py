@@ -54,7 +54,7 @@ def test_it_conceals_a_running_match_of_a_game_with_hidden_information(duel):
         [{"type": "match_end", "match": 0, "result": "PLAYER_1_WIN", "scores": [1, 0]}]
     )
     assert frames[-1]["html"] != ""  # over: as public as its replay
-    assert frames[-1]["results"] == [{"match": 0, "result": f"{duel.revision_1} won"}]
+    assert frames[-1]["results"] == [{"match": 0, "result": f"{duel.revisions()[0]} won"}]
 
 
 def test_it_offers_a_logged_in_visitor_to_play_a_validated_agent(client, bob, bobs_bot, carol):

@@ -103,8 +103,7 @@ def test_the_key_goes_to_the_server_and_nowhere_else(server, caplog):
     assert {player.llm.config().api_key for player in players} == set(KEYS.values())
     rando = upload(owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py")
     duels = [
-        queued_duel(revision_1=player.revisions.get(), revision_2=rando, num_matches=2, seed=3)
-        for player in players
+        queued_duel([player.revisions.get(), rando], num_matches=2, seed=3) for player in players
     ]
 
     for duel in duels:
@@ -124,7 +123,7 @@ def test_the_key_goes_to_the_server_and_nowhere_else(server, caplog):
     owners.force_login(owner)
     shown = []
     for player in players:
-        duel = Duel.objects.get(revision_1__competitor=player)
+        duel = Duel.objects.with_competitor(player).get()
         match = duel.matches.get(index=0)
         for client in (owners, organizer):
             shown += [

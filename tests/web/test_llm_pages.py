@@ -115,8 +115,8 @@ def played(llm: Competitor, *, player: int, result: str, **counters) -> MatchCon
     """A match of ``llm`` as duel player ``player``, with the given result and counters."""
     environment = llm.environment
     revision = llm.revisions.get()
-    sides = {"revision_1": revision} if player == 1 else {"revision_2": revision}
-    duel = DuelFactory(finished=True, tournament__environment=environment, **sides)
+    revisions = [revision, None] if player == 1 else [None, revision]
+    duel = DuelFactory(finished=True, tournament__environment=environment, revisions=revisions)
     match = MatchFactory(duel=duel, result=result)
     return MatchConversationFactory(match=match, player=player, **counters)
 
@@ -212,7 +212,9 @@ def hostile_conversation():
     """A public LLM player's match, whose first answer is hostile HTML."""
     llm = LLMPlayerFactory(competitor__name="llm-bot").competitor
     duel = DuelFactory(
-        finished=True, tournament__environment=llm.environment, revision_1=llm.revisions.get()
+        finished=True,
+        tournament__environment=llm.environment,
+        revisions=[llm.revisions.get(), None],
     )
     match = MatchFactory(duel=duel)
     conversation = MatchConversationFactory(match=match, player=1)

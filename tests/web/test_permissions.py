@@ -123,16 +123,15 @@ def test_it_hides_the_duels_of_a_private_tournament_but_from_organizers(
 
 
 def test_it_shows_a_public_revisions_validation_duel_to_everyone(client, bobs_revision):
-    validation = Duel.objects.create(
-        revision_1=bobs_revision,
-        revision_2=bobs_revision,
+    validation = Duel.objects.seated(
+        [bobs_revision, bobs_revision],
         is_validation=True,
         num_matches=2,
         seed=7,
         status="succeeded",
         result="DRAW",
-        player_1_log="bob thinks aloud",
     )
+    validation.seats.filter(number=1).update(log="bob thinks aloud")
 
     response = client.get(validation.get_absolute_url())
 
@@ -153,7 +152,7 @@ def test_the_filters_for_lists_agree_with_the_rules_for_one_row(
 ):
     hidden = TournamentFactory(is_public=False)
     DuelFactory(tournament=hidden)
-    DuelFactory(validation=True, revision_1=bob.competitors.get().revisions.get())
+    DuelFactory(validation=True, revisions=[bob.competitors.get().revisions.get()] * 2)
 
     for visitor in [AnonymousUser(), alice, bob, carol, organizer]:
         assert set(Competitor.objects.filter(competitors_visible(visitor))) == {

@@ -70,7 +70,9 @@ def test_it_steps_through_a_replay_with_keys_clicks_the_slider_and_play(
 def test_it_shows_the_llm_conversation_of_the_step_it_moves_to(live_server, page):
     llm = LLMPlayerFactory(competitor__name="llm-bot").competitor
     duel = DuelFactory(
-        finished=True, tournament__environment=llm.environment, revision_1=llm.revisions.get()
+        finished=True,
+        tournament__environment=llm.environment,
+        revisions=[llm.revisions.get(), None],
     )
     match = MatchFactory(duel=duel)  # player 1, the LLM, moves first: steps 0, 2, 4...
     MatchConversationFactory(match=match, player=1)

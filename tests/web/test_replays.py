@@ -100,7 +100,7 @@ def test_it_replays_a_simultaneous_game_with_both_moves_per_step(client):
     revision = RevisionFactory(
         competitor__environment__name="rock_paper_scissors", competitor__is_public=True
     )
-    duel = DuelFactory(validation=True, revision_1=revision, finished=True)
+    duel = DuelFactory(validation=True, revisions=[revision, revision], finished=True)
     match = MatchFactory(duel=duel)
 
     response = client.get(match.get_absolute_url())

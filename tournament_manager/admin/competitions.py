@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.html import format_html, format_html_join
 
@@ -27,7 +27,7 @@ from core.admin.jobs import JobColumns
 from core.errors import ArenaError
 from core.models import (
     Duel,
-    DuelPlayer,
+    DuelSeat,
     DuelStatus,
     Environment,
     Match,
@@ -448,13 +448,20 @@ class TournamentAdmin(ArenaAdmin):
         self.run_each(request, queryset, rerun, done="Re-ran failed duels of")
 
 
-class MorePlayersInline(ReadOnlyInline):
-    """Players 3 to 6 of a duel of a game of more than two players."""
+class SeatInline(ReadOnlyInline):
+    """Every player of a duel, seat 1 first, with what its agent wrote."""
 
-    model = DuelPlayer
-    verbose_name_plural = "players 3 and on"
-    fields = ("number", "revision", "wins", "score", "errors", "restarts")
+    model = DuelSeat
+    verbose_name = "player"
+    fields = ("number", "revision", "wins", "score", "rank", "errors", "restarts", "log_text")
     ordering = ("number",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[DuelSeat]:
+        return super().get_queryset(request).select_related("revision__competitor")
+
+    @admin.display(description="log")
+    def log_text(self, seat: DuelSeat) -> str:
+        return preformatted(seat.log)
 
 
 class MatchInline(ReadOnlyInline):
@@ -462,10 +469,8 @@ class MatchInline(ReadOnlyInline):
     fields = (
         "index",
         "first_player",
-        "seat_players",
+        "seats",
         "result",
-        "player_1_score",
-        "player_2_score",
         "scores",
         "fault",
         "steps",
@@ -484,10 +489,6 @@ class MatchInline(ReadOnlyInline):
     @admin.display(description="replay")
     def replay(self, match: Match) -> str:
         return public_link(match, "replay ↗")
-
-
-def _duel_environment(duel: Duel) -> Environment:
-    return duel.revision_1.competitor.environment
 
 
 @admin.register(Duel)
@@ -510,18 +511,13 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
         "status",
         "result",
         "is_validation",
-        "revision_1__competitor__environment",
+        "environment",
         "tournament",
     )
-    search_fields = ("revision_1__competitor__name", "revision_2__competitor__name", "error")
-    list_select_related = (
-        "tournament",
-        "revision_1__competitor__environment",
-        "revision_2__competitor",
-        "job",
-    )
+    search_fields = ("seats__revision__competitor__name", "error")
+    list_select_related = ("tournament", "environment", "job")
     date_hierarchy = "created_at"
-    inlines = (MorePlayersInline, MatchInline)
+    inlines = (SeatInline, MatchInline)
     actions = ("rerun",)
     fieldsets = (
         (
@@ -560,35 +556,34 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
             {
                 "fields": (
                     "result",
-                    "player_1_wins",
-                    "player_2_wins",
                     "draws",
-                    "player_1_score",
-                    "player_2_score",
-                    "player_1_errors",
-                    "player_2_errors",
                     "other_errors",
-                    "player_1_restarts",
-                    "player_2_restarts",
                 )
             },
         ),
-        ("Logs", {"classes": ("collapse",), "fields": ("player_1_log_text", "player_2_log_text")}),
     )
     readonly_fields = tuple(field for _, options in fieldsets for field in options["fields"])
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Duel]:
+        return (
+            super()
+            .get_queryset(request)
+            .prefetch_related(
+                Prefetch("seats", DuelSeat.objects.select_related("revision__competitor"))
+            )
+        )
+
     @admin.display(description="players")
     def players(self, duel: Duel) -> str:
+        revisions = duel.revisions()
         if duel.is_validation:
-            return format_html("{} (self-play)", admin_link(duel.revision_1))
-        if duel.num_players > 2:
-            links = [admin_link(revision) for revision in duel.revisions()]
-            return format_html("{} vs {}" + " vs {}" * (len(links) - 2), *links)
-        return format_html("{} vs {}", admin_link(duel.revision_1), admin_link(duel.revision_2))
+            return format_html("{} (self-play)", admin_link(revisions[0]))
+        links = [admin_link(revision) for revision in revisions]
+        return format_html(" vs ".join(["{}"] * len(links)), *links)
 
-    @admin.display(description="environment")
+    @admin.display(description="environment", ordering="environment__title")
     def environment(self, duel: Duel) -> str:
-        return _duel_environment(duel).title
+        return duel.environment.title
 
     @admin.display(description="tournament", ordering="tournament__name")
     def tournament_link(self, duel: Duel) -> str:
@@ -600,15 +595,16 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
     def status_badge(self, duel: Duel) -> str:
         return status_badge(duel.status, duel.get_status_display())
 
-    @admin.display(description="wins 1-2 (draws)")
+    @admin.display(description="wins by seat (draws)")
     def score(self, duel: Duel) -> str:
         if duel.status != DuelStatus.SUCCEEDED:
             return EMPTY
-        return f"{duel.player_1_wins}-{duel.player_2_wins} ({duel.draws})"
+        wins = "-".join(str(seat.wins) for seat in duel.players())
+        return f"{wins} ({duel.draws})"
 
-    @admin.display(description="faults 1/2/other")
+    @admin.display(description="faults by seat/other")
     def errors(self, duel: Duel) -> str:
-        return f"{duel.player_1_errors}/{duel.player_2_errors}/{duel.other_errors}"
+        return "/".join([*(str(seat.errors) for seat in duel.players()), str(duel.other_errors)])
 
     @admin.display(description="duration")
     def duration(self, duel: Duel) -> str:
@@ -619,14 +615,6 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
     @admin.display(description="error")
     def error_text(self, duel: Duel) -> str:
         return preformatted(duel.error)
-
-    @admin.display(description="player 1 log")
-    def player_1_log_text(self, duel: Duel) -> str:
-        return preformatted(duel.player_1_log)
-
-    @admin.display(description="player 2 log")
-    def player_2_log_text(self, duel: Duel) -> str:
-        return preformatted(duel.player_2_log)
 
     @admin.display(description="replay")
     def replay(self, duel: Duel) -> str:
@@ -666,26 +654,23 @@ class MatchAdmin(ReadOnlyAdmin):
         "duel_link",
         "index",
         "result",
-        "player_1_score",
-        "player_2_score",
+        "scores",
         "fault_kind",
         "fault_player",
         "steps",
         "duration",
         "replay",
     )
-    list_filter = ("result", "fault_kind", "duel__revision_1__competitor__environment")
-    search_fields = ("duel__revision_1__competitor__name", "duel__revision_2__competitor__name")
-    list_select_related = ("duel__revision_1__competitor", "duel__revision_2__competitor")
+    list_filter = ("result", "fault_kind", "duel__environment")
+    search_fields = ("duel__seats__revision__competitor__name",)
+    list_select_related = ("duel",)
     fields = (
         "duel_link",
         "index",
         "first_player",
-        "seat_players",
+        "seats",
         "seed",
         "result",
-        "player_1_score",
-        "player_2_score",
         "scores",
         "fault_kind",
         "fault_player",
@@ -698,6 +683,10 @@ class MatchAdmin(ReadOnlyAdmin):
         "timings_json",
     )
     readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Match]:
+        # Each match is named by its duel's players.
+        return super().get_queryset(request).prefetch_related("duel__seats__revision__competitor")
 
     @admin.display(description="duel", ordering="duel")
     def duel_link(self, match: Match) -> str:

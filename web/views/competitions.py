@@ -74,7 +74,7 @@ def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
             "step": step,
             "frame": replay.frames[step] if replay.frames else None,
             "frames_json": replay.frames,
-            "environment": match.duel.revision_1.competitor.environment,
+            "environment": match.duel.environment,
             "has_conversations": bool(conversations),
             "conversation_panels": sorted(panels.items()),
             "conversation_steps": set(panels),

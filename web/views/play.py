@@ -37,9 +37,7 @@ def play_start(request: HttpRequest, environment_name: str, name: str) -> HttpRe
 @require_GET
 def play(request: HttpRequest, pk: int) -> HttpResponse:
     duel = get_object_or_404(
-        Duel.objects.select_related(
-            "revision_1__competitor__environment", "revision_2__competitor__owner"
-        ),
+        Duel.objects.with_seats(),
         pk=pk,
     )
     if human_duel_seat(user=request.user, duel=duel) is None:  # type: ignore[arg-type]
@@ -49,8 +47,8 @@ def play(request: HttpRequest, pk: int) -> HttpResponse:
         "web/play.html",
         {
             "duel": duel,
-            "environment": duel.revision_1.competitor.environment,
-            "opponent": duel.revision_2,
+            "environment": duel.environment,
+            "opponent": duel.revisions()[1],
             "live_url": f"{LIVE_PREFIX}{duel.pk}",
             "live_stylesheets": environment_stylesheets(duel),
             "move_seconds": settings.ARENA_HUMAN_MOVE_SECONDS,

@@ -32,7 +32,7 @@ class Command(BaseCommand):
         if options["environment"]:
             environment = environment_named(options["environment"])
             tournaments = tournaments.filter(environment=environment)
-            duels = duels.filter(revision_1__competitor__environment=environment)
+            duels = duels.filter(environment=environment)
             where = f"in {environment.name}"
         if not options["validation"]:
             duels = duels.filter(is_validation=False)
