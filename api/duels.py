@@ -118,26 +118,7 @@ def _faults(match: Match) -> list[FaultNote]:
     return match_faults(match, player_labels(match.duel))
 
 
-#: Fields renamed when a duel's players became a list of seats, still written (from the
-#: list) for one release; the OpenAPI document marks them deprecated. The only place they
-#: are written: drop this class and its use in the release after.
-_REMOVED_NEXT_RELEASE = "Deprecated: use scores; removed in the next release."
-
-
-class _DeprecatedMatchFields(Schema):
-    player_1_score: float = Field(deprecated=True, description=_REMOVED_NEXT_RELEASE)
-    player_2_score: float = Field(deprecated=True, description=_REMOVED_NEXT_RELEASE)
-
-    @staticmethod
-    def resolve_player_1_score(match: Match) -> float:
-        return float(match.scores[0])
-
-    @staticmethod
-    def resolve_player_2_score(match: Match) -> float:
-        return float(match.scores[1]) if len(match.scores) > 1 else 0.0
-
-
-class MatchOut(_DeprecatedMatchFields):
+class _MatchFields(Schema):
     index: int
     #: The duel player in the game's first seat.
     first_player: int
@@ -159,6 +140,30 @@ class MatchOut(_DeprecatedMatchFields):
     @staticmethod
     def resolve_faults(match: Match) -> list[FaultNote]:
         return _faults(match)
+
+
+_REMOVED_NEXT_RELEASE = "Deprecated: use scores; removed in the next release."
+
+
+def _score(match: Match, player: int) -> float:
+    return float(match.scores[player - 1]) if len(match.scores) >= player else 0.0
+
+
+class MatchOut(_MatchFields):
+    """A match, and (last) the fields renamed when a duel's players became a list of
+    seats, still written from the list for one release and marked deprecated in the
+    OpenAPI document: the only place they are written. Drop them in the release after."""
+
+    player_1_score: float = Field(deprecated=True, description=_REMOVED_NEXT_RELEASE)
+    player_2_score: float = Field(deprecated=True, description=_REMOVED_NEXT_RELEASE)
+
+    @staticmethod
+    def resolve_player_1_score(match: Match) -> float:
+        return _score(match, 1)
+
+    @staticmethod
+    def resolve_player_2_score(match: Match) -> float:
+        return _score(match, 2)
 
 
 class ReplayOut(Schema):

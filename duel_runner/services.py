@@ -172,6 +172,7 @@ def _conversation_rows(
             MatchConversation(
                 match=match,
                 player=int(player),
+                rank=record.ranks[int(player) - 1],
                 competitor_id=revision.competitor_id,
                 model=str(conversation.get("model", ""))[:200],
                 harness_version=str(conversation.get("harness_version", ""))[:16],

@@ -615,6 +615,9 @@ class MatchConversationFactory(DjangoModelFactory):
 
     match = factory.SubFactory(MatchFactory)
     player = 1
+    rank = factory.LazyAttribute(
+        lambda row: 1 + sum(other > row.match.scores[row.player - 1] for other in row.match.scores)
+    )
     competitor = factory.LazyAttribute(
         lambda row: row.match.duel.revisions()[row.player - 1].competitor
     )

@@ -496,6 +496,7 @@ def _seats_balanced(
         for group in DuelSeat.objects.filter(duel__tournament=ladder, duel__num_players=2)
         .groups("revision_id")
         .values()
+        if len(group) == 2
     )
     ordered: list[tuple[int, ...]] = []
     for group in pairs:
@@ -807,29 +808,30 @@ def _standings(tournament: Tournament) -> list[Participant]:
         participant.points = bye_points(participant.byes)
         participant.wins = participant.losses = participant.draws = 0
         participant.score = 0.0
-    scored = Duel.objects.filter(tournament=tournament, status=DuelStatus.SUCCEEDED)
-    results = dict(scored.values_list("pk", "result"))
+    # One query (the duel's result beside each seat): a duel that finishes meanwhile is
+    # counted whole or not at all.
+    seats = DuelSeat.objects.filter(
+        duel__tournament=tournament, duel__status=DuelStatus.SUCCEEDED
+    ).groups("duel__result", "revision_id", "score")
     # Two players: won, drawn or lost (and Swiss meetings); more: ranked by score.
     duels: list[tuple[int, int, str, float, float]] = []
-    for duel, group in (
-        DuelSeat.objects.filter(duel__in=scored).groups("revision_id", "score").items()
-    ):
-        if not all(revision in participants for revision, _ in group):
+    for group in seats.values():
+        if not all(revision in participants for _, revision, _ in group):
             continue
         if len(group) == 2:
-            (first, first_score), (second, second_score) = group
-            duels.append((first, second, results[duel], first_score, second_score))
+            (result, first, first_score), (_, second, second_score) = group
+            duels.append((first, second, result, first_score, second_score))
             record_duel(
                 participants[first],
                 participants[second],
-                result=results[duel],
+                result=result,
                 first_score=first_score,
                 second_score=second_score,
             )
         else:
             record_group(
-                [participants[revision] for revision, _ in group],
-                scores=[score for _, score in group],
+                [participants[revision] for _, revision, _ in group],
+                scores=[score for _, _, score in group],
             )
     swiss = tournament.format == TournamentFormat.SWISS
     if swiss:

@@ -5,7 +5,8 @@ replay viewer and the downloads show them.
 A statistic counts the matches of succeeded duels (a failed duel stores no match), each
 from the side of the LLM player that played it:
 
-- games, wins, losses, draws: its matches and their results;
+- games, wins, losses, draws: its matches and their results, by its rank in the match
+  (first, alone or sharing it with some, is a win; behind anyone, a loss);
 - illegal and unparseable shares: of its answers (requests to the model), how many named
   an illegal move or could not be parsed; retries: answers it was asked again for;
 - forfeits: matches ended by a fault charged to it (its retries ran out, its time);
@@ -38,6 +39,7 @@ from web.access import Visitor, can_see_competitor, competitors_visible
 
 MILLION = Decimal(1_000_000)
 _ENVIRONMENT = "match__duel__environment__name"
+_NOT_WON = (DuelResult.DRAW, DuelResult.ERROR)
 
 
 class AnswerShares:
@@ -87,11 +89,6 @@ class PlayerStats(AnswerShares):
         return self.competitor.name if self.competitor else "(deleted)"
 
 
-def _won(player: int) -> Q:
-    result = DuelResult.PLAYER_1_WIN if player == 1 else DuelResult.PLAYER_2_WIN
-    return Q(player=player, match__result=result)
-
-
 def player_stats(
     *, user: Visitor, model: str | None = None, competitor: Competitor | None = None
 ) -> list[PlayerStats]:
@@ -108,9 +105,10 @@ def player_stats(
         .values(*keys)
         .annotate(
             games=Count("pk"),
-            wins=Count("pk", filter=_won(1) | _won(2)),
-            losses=Count("pk", filter=Q(player=1, match__result=DuelResult.PLAYER_2_WIN))
-            + Count("pk", filter=Q(player=2, match__result=DuelResult.PLAYER_1_WIN)),
+            # By its rank, in a game of two or more: first (alone, or sharing it with
+            # some but not all) is a win, behind anyone a loss; a match not scored is none.
+            wins=Count("pk", filter=Q(rank=1) & ~Q(match__result__in=_NOT_WON)),
+            losses=Count("pk", filter=Q(rank__gt=1) & ~Q(match__result=DuelResult.ERROR)),
             draws=Count("pk", filter=Q(match__result=DuelResult.DRAW)),
             forfeits=Count("pk", filter=Q(forfeited=True)),
             **{f"total_{counter}": Sum(counter) for counter in SUMMARY_COUNTERS},

@@ -82,6 +82,10 @@ class JobAdmin(ReadOnlyAdmin):
     )
     readonly_fields = fields
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        # A duel is named by its players.
+        return super().get_queryset(request).prefetch_related("duel__seats__revision__competitor")
+
     @admin.display(description="subject")
     def subject(self, job: Job) -> str:
         subject = job.revision or job.duel or job.evaluation

@@ -56,6 +56,7 @@ class Migration(migrations.Migration):
                     "duel",
                     models.ForeignKey(
                         on_delete=django.db.models.deletion.CASCADE,
+                        db_index=False,
                         related_name="seats",
                         to="core.duel",
                     ),
@@ -64,13 +65,14 @@ class Migration(migrations.Migration):
                     "revision",
                     models.ForeignKey(
                         on_delete=django.db.models.deletion.PROTECT,
+                        db_index=False,
                         related_name="duel_seats",
                         to="core.revision",
                     ),
                 ),
             ],
             options={
-                "ordering": ["duel", "number"],
+                "ordering": ["duel_id", "number"],
                 "indexes": [
                     models.Index(fields=["revision", "duel"], name="core_duelse_revisio_dd04dc_idx")
                 ],

@@ -185,7 +185,12 @@ class DuelQuerySet(models.QuerySet["Duel"]):
         """Its seats, their revisions and competitors (and its game) read with the list,
         not one query per duel."""
         return self.select_related("environment").prefetch_related(
-            models.Prefetch("seats", DuelSeat.objects.select_related("revision__competitor__owner"))
+            models.Prefetch(
+                "seats",
+                DuelSeat.objects.select_related(
+                    "revision__competitor__owner", "revision__competitor__environment"
+                ),
+            )
         )
 
 
@@ -203,9 +208,9 @@ class DuelManager(models.Manager["Duel"]):
         for duel, group in zip(duels, groups, strict=True):
             duel.num_players = len(group)
             if duel.environment_id is None:
-                first = group[0]
-                assert isinstance(first, Revision), "a duel of revisions by id names its game"
-                duel.environment_id = first.competitor.environment_id
+                if not isinstance(group[0], Revision):
+                    raise ValueError("a duel of revisions given by id needs its environment")
+                duel.environment_id = group[0].competitor.environment_id
         saved = self.bulk_create(duels)
         DuelSeat.objects.bulk_create(
             DuelSeat(duel=duel, number=number, **_revision_field(revision))
@@ -278,6 +283,8 @@ class Duel(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.pk is None:
+            return "new duel"
         revisions = self.revisions()
         if self.is_validation and revisions:
             return f"self-play of {revisions[0]}"
@@ -314,9 +321,13 @@ class DuelSeat(models.Model):
     """One player of a duel: the revision in seat ``number`` (1 to the duel's
     ``num_players``) and what it did there."""
 
-    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="seats")
+    # No index of their own: the unique (duel, number) and the (revision, duel) index lead
+    # with them.
+    duel = models.ForeignKey(Duel, on_delete=models.CASCADE, related_name="seats", db_index=False)
     number = models.PositiveSmallIntegerField()
-    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="duel_seats")
+    revision = models.ForeignKey(
+        Revision, on_delete=models.PROTECT, related_name="duel_seats", db_index=False
+    )
     #: Matches it won outright.
     wins = models.PositiveIntegerField(default=0)
     #: Its total over the matches.
@@ -332,7 +343,8 @@ class DuelSeat(models.Model):
     objects = DuelSeatQuerySet.as_manager()
 
     class Meta:
-        ordering = ["duel", "number"]
+        # By id: "duel" would order by the duel's own ordering, through a join.
+        ordering = ["duel_id", "number"]
         indexes = [models.Index(fields=["revision", "duel"])]
         constraints = [
             models.UniqueConstraint(fields=["duel", "number"], name="duel_seat_unique"),
@@ -391,7 +403,8 @@ class Match(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.duel} match {self.index}"
+        # Not the duel's players: lists of matches would read each duel's seats.
+        return f"match {self.index} of duel {self.duel_id}"
 
     def get_absolute_url(self) -> str:
         return reverse("match", args=[self.duel_id, self.index])

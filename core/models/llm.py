@@ -19,7 +19,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.errors import ArenaError
-from core.models.competitions import Match
+from core.models.competitions import MAX_PLAYERS, Match
 from core.models.submissions import Competitor
 from core.secrets import (
     SECRET_REF_HELP,
@@ -174,8 +174,10 @@ class MatchConversation(models.Model):
     """Everything an LLM seat said in one match: every request and answer of every move."""
 
     match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="conversations")
-    #: The duel player (1 or 2).
+    #: The duel player (1 to the duel's number of players).
     player = models.PositiveSmallIntegerField()
+    #: Its rank in the match by score (1 best, equal scores sharing a rank).
+    rank = models.PositiveSmallIntegerField(null=True, blank=True)
     competitor = models.ForeignKey(
         Competitor, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -203,7 +205,8 @@ class MatchConversation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["match", "player"], name="conversation_unique"),
             models.CheckConstraint(
-                condition=Q(player__in=[1, 2]), name="conversation_player_valid"
+                condition=Q(player__gte=1) & Q(player__lte=MAX_PLAYERS),
+                name="conversation_player_valid",
             ),
         ]
 

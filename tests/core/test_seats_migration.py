@@ -2,7 +2,7 @@
 code before it: a self-play duel (one revision in every seat), duels of two and of four
 players, a failed one and their matches carried over with nothing lost (revisions, wins,
 scores, ranks, errors, restarts, logs, the game, each match's scores and seats), and
-undoing it puts every column back."""
+undoing it puts every column back. LLM conversations get their rank in the match (0028)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.models import Duel, Match, RatingChange
+from core.models import Duel, Match, MatchConversation, RatingChange
 from tests.support.migrations import latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,6 +75,11 @@ def old_world(apps: Any) -> dict[str, Any]:
         duel=two, index=1, first_player=2, seed=21, result="DRAW", player_1_score=0.5,
         player_2_score=0.5, actions=[[None, 0]],
     )  # fmt: skip
+    # o's conversations, had it been an LLM player: it lost the first match, drew the second.
+    for match in Match.objects.filter(duel=two):
+        model("core", "MatchConversation").objects.create(
+            match=match, player=2, model="rule-based", harness_version="1", harness_hash="0" * 64
+        )
     four = Duel.objects.create(
         revision_1=bidders[0], revision_2=bidders[1], num_players=4, num_matches=1, seed=3,
         status="succeeded", result="RANKED", player_1_wins=1, player_1_score=1.0,
@@ -94,6 +99,11 @@ def old_world(apps: Any) -> dict[str, Any]:
         revision_1=o, revision_2=x, num_matches=2, seed=4, status="failed",
         error="the worker's disk filled up", player_1_log="o started",
     )  # fmt: skip
+    # Its third player's row was lost: it keeps the two it has.
+    short = Duel.objects.create(
+        revision_1=bidders[0], revision_2=bidders[1], num_players=3, num_matches=1, seed=5,
+        status="cancelled",
+    )  # fmt: skip
     rating = model("core", "Rating").objects.create(competitor=x.competitor, mu=27, sigma=7)
     model("core", "RatingChange").objects.create(
         rating=rating, duel=two, mu_before=25, sigma_before=8, mu_after=27, sigma_after=7
@@ -102,6 +112,7 @@ def old_world(apps: Any) -> dict[str, Any]:
         "environments": (tic_tac_toe.pk, lowest_unique.pk),
         "x": x.pk, "o": o.pk, "bidders": [bidder.pk for bidder in bidders],
         "self_play": self_play.pk, "two": two.pk, "four": four.pk, "failed": failed.pk,
+        "short": short.pk,
     }  # fmt: skip
 
 
@@ -146,7 +157,10 @@ def test_every_duel_keeps_its_players_as_seat_rows(before_seats):
         old["two"]: tic_tac_toe,
         old["four"]: lowest_unique,
         old["failed"]: tic_tac_toe,
+        old["short"]: lowest_unique,
     }
+    short = Duel.objects.get(pk=old["short"])
+    assert (short.num_players, len(short.players())) == (2, 2)
     assert Duel.objects.get(pk=old["four"]).num_players == 4
     assert Duel.objects.of_revision(x).count() == 3
     assert Duel.objects.of_revision(bidders[3]).get().pk == old["four"]
@@ -160,6 +174,8 @@ def test_every_duel_keeps_its_players_as_seat_rows(before_seats):
         (old["four"], 0): ([2, 3, 4, 1], [1, 0, 0.5, 0.5], [[1, 2, 3, 3]]),
     }
     assert RatingChange.objects.get().duel_id == old["two"]
+    ranks = MatchConversation.objects.filter(match__duel=old["two"]).order_by("match__index")
+    assert [conversation.rank for conversation in ranks] == [2, 1]
 
 
 def test_undoing_it_puts_every_column_back(before_seats):

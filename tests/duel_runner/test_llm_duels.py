@@ -15,6 +15,7 @@ from duel_runner.services import duel_play
 from llm.local_server import LocalLLMServer, Reply, rule_based
 from tests.factories import LLMPlayerFactory, queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from web.llm import player_stats
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
@@ -125,3 +126,31 @@ def test_it_hands_an_llm_duel_to_the_gateways_duel_threads_without_a_broker(serv
     play_llm_duel.delay(duel_id=duel.pk)  # a lone manager, or the demo: played here
     duel.refresh_from_db()
     assert duel.status == DuelStatus.SUCCEEDED, duel.error
+
+
+def test_an_llm_in_the_third_seat_of_a_game_of_four_is_stored_and_counted(server):
+    owner = make_user()
+    player = PLAYERS / "lowest_unique" / "random_player.py"
+    bidders = [upload(owner, "lowest_unique", f"bidder-{n}", player) for n in range(3)]
+    llm = LLMPlayerFactory(
+        competitor__environment=bidders[0].competitor.environment,
+        competitor__name="llm-bidder",
+        base_url=server.url,
+    )
+    seats = [*bidders[:2], llm.competitor.revisions.get(), bidders[2]]
+    duel = queued_duel(seats, num_matches=4, seed=9)
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
+    conversations = MatchConversation.objects.filter(match__duel=duel).order_by("match__index")
+    assert [c.player for c in conversations] == [3] * 4
+    for conversation in conversations:
+        scores = conversation.match.scores
+        assert conversation.rank == 1 + sum(other > scores[2] for other in scores)
+    [stats] = player_stats(user=owner, competitor=llm.competitor)
+    assert stats.games == 4
+    ranks = [c.rank for c in conversations]
+    assert stats.losses == sum(rank > 1 for rank in ranks)
+    assert stats.wins + stats.draws == sum(rank == 1 for rank in ranks)

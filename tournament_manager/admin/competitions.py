@@ -449,15 +449,26 @@ class TournamentAdmin(ArenaAdmin):
 
 
 class SeatInline(ReadOnlyInline):
-    """Every player of a duel, seat 1 first, with what its agent wrote."""
+    """Every player of a duel, seat 1 first."""
 
     model = DuelSeat
     verbose_name = "player"
-    fields = ("number", "revision", "wins", "score", "rank", "errors", "restarts", "log_text")
+    fields = ("number", "revision", "wins", "score", "rank", "errors", "restarts")
     ordering = ("number",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DuelSeat]:
         return super().get_queryset(request).select_related("revision__competitor")
+
+
+class SeatLogInline(ReadOnlyInline):
+    """What each player's agent wrote, folded away as the logs of a duel were."""
+
+    model = DuelSeat
+    verbose_name = "log"
+    verbose_name_plural = "logs"
+    classes = ("collapse",)
+    fields = ("number", "log_text")
+    ordering = ("number",)
 
     @admin.display(description="log")
     def log_text(self, seat: DuelSeat) -> str:
@@ -517,7 +528,7 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
     search_fields = ("seats__revision__competitor__name", "error")
     list_select_related = ("tournament", "environment", "job")
     date_hierarchy = "created_at"
-    inlines = (SeatInline, MatchInline)
+    inlines = (SeatInline, MatchInline, SeatLogInline)
     actions = ("rerun",)
     fieldsets = (
         (
@@ -683,10 +694,6 @@ class MatchAdmin(ReadOnlyAdmin):
         "timings_json",
     )
     readonly_fields = fields
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Match]:
-        # Each match is named by its duel's players.
-        return super().get_queryset(request).prefetch_related("duel__seats__revision__competitor")
 
     @admin.display(description="duel", ordering="duel")
     def duel_link(self, match: Match) -> str:
