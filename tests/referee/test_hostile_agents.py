@@ -232,9 +232,15 @@ def test_it_gives_an_agent_no_network(backend):
 FOUR_SEATS = {
     # behaviour: the faults it is charged in its three matches
     "sleep": ["timeout", "timeout", "forfeit"],
+    "busy": ["timeout", "timeout", "forfeit"],
     "garbage_lines": ["malformed_message"] * 3,
+    "illegal": ["illegal_action"] * 3,
+    "wrong_type": ["illegal_action"] * 3,
     "exit": ["crash", "crash", "forfeit"],
+    "close_stdout": ["crash", "crash", "forfeit"],
 }
+#: Behaving at their second request: the first was answered well.
+AT_SECOND = {"exit", "illegal", "wrong_type"}
 
 
 @pytest.mark.parametrize("seat", [1, 2, 3, 4])
@@ -242,7 +248,7 @@ FOUR_SEATS = {
 def test_in_a_game_of_four_only_the_misbehaving_player_is_charged(backend, behaviour, seat):
     sources = [agent("random_agent.py") for _ in range(3)]
     sources.insert(
-        seat - 1, hostile(behaviour, at=2) if behaviour == "exit" else hostile(behaviour)
+        seat - 1, hostile(behaviour, at=2) if behaviour in AT_SECOND else hostile(behaviour)
     )
 
     result = run_duel("lowest_unique", sources, backend=backend, seed=7, **FAST)
