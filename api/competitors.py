@@ -1,6 +1,6 @@
 """Competitors, their revisions (with the build, validation and publication of each) and
 their rating history. A private competitor is a 404 to everyone but its owner and the
-organizers, as on the site (``web.access``)."""
+organizers, as on the site (``reads.access``)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from core.models import (
     Revision,
     StepStatus,
 )
-from web.access import get_competitor_for_user, get_revision_for_user
-from web.selectors import PipelineStep, pipeline_steps, revision_validation_duel
+from reads.access import get_competitor_for_user, get_revision_for_user
+from reads.selectors import PipelineStep, pipeline_steps, revision_validation_duel
 
 router = auth.ArenaRouter(tags=["competitors"], auth=auth.read)
 

@@ -1,6 +1,6 @@
 """Duels, their matches and the matches' replays. A duel is visible with its tournament;
 a validation duel (self-play) with its competitor; an agent's log only to whoever may see
-its competitor (``web.access``)."""
+its competitor (``reads.access``)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from api.params import Id, Number, Slug
 from api.selectors import duels_for, matches_of
 from core.models import Duel, DuelResult, DuelSeat, DuelStatus, Match
 from core.models.competitions import MAX_PLAYERS
-from web.access import get_duel_for_user, get_match_for_user
-from web.replays import FaultNote, ReplayStates, match_faults, match_states, player_labels
-from web.selectors import SeatView, duel_players
+from reads.access import get_duel_for_user, get_match_for_user
+from reads.replays import FaultNote, ReplayStates, match_faults, match_states, player_labels
+from reads.selectors import SeatView, duel_players
 
 router = auth.ArenaRouter(tags=["duels"], auth=auth.read)
 

@@ -14,7 +14,7 @@ from api.errors import documented
 from api.pagination import paginated
 from api.params import Slug
 from core.models import Environment
-from web.selectors import leaderboard as leaderboard_rows
+from reads.selectors import leaderboard as leaderboard_rows
 
 router = auth.ArenaRouter(tags=["environments"], auth=auth.read)
 

@@ -25,9 +25,8 @@ from ninja.errors import (
     ValidationError,
 )
 
-from core.errors import ArenaError
+from core.errors import ArenaError, sentence
 from core.uploads import UploadRejected
-from web.forms import sentence
 
 logger = logging.getLogger(__name__)
 

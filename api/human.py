@@ -36,8 +36,8 @@ from core.models import Competitor, Duel, User
 from core.online import seat_bus
 from environments.base import Environment
 from environments.registry import make_environment
+from reads.replays import show_action
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_parse, reply_submit, seq_check
-from web.replays import show_action
 
 
 def _refusal(status: int, code: str, message: str) -> JsonResponse:

@@ -2,7 +2,7 @@
 events served by the gateway (``api.gateway``), which nginx passes on unbuffered.
 
 Each stream looks for the duel's new events every ``ARENA_LIVE_POLL_SECONDS`` (one
-indexed query), applies them to its own copy of the game (``web.live.Spectator``) and
+indexed query), applies them to its own copy of the game (``reads.live.Spectator``) and
 sends what the page shows:
 
 - ``frame`` (``id:`` the last stored batch it includes): the board as the game renders
@@ -31,7 +31,7 @@ import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from web.live import (
+from reads.live import (
     LIVE_PREFIX,
     LiveDuel,
     Spectator,

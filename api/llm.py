@@ -3,9 +3,9 @@ Arena's harness; their statistics per model; the conversations of their matches.
 
 Registering and changing a player takes a token with the ``submit`` scope. Its API key is
 write-only: answers say only whether one is stored (``key``). A private player is a 404
-to everyone but its owner and the organizers, as on the site (``web.access``); the
+to everyone but its owner and the organizers, as on the site (``reads.access``); the
 conversations of a match follow the same rule as an agent's log. The statistics are the
-per-model page's (``web.llm``), number for number.
+per-model page's (``reads.llm``), number for number.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from core.models.llm import (
 )
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
 from llm.prompts import SUPPORTED_HARNESS_VERSIONS
-from web.access import get_duel_for_user, get_match_for_user, is_owner
-from web.llm import (
+from reads.access import get_duel_for_user, get_match_for_user, is_owner
+from reads.llm import (
     PlayerStats,
     conversations_jsonl,
     conversations_visible,
@@ -189,7 +189,7 @@ class LLMPlayerOut(Schema):
 
 
 class PlayerStatsOut(Schema):
-    """An LLM player's record with one model in one environment (``web.llm``)."""
+    """An LLM player's record with one model in one environment (``reads.llm``)."""
 
     environment: str
     player: str = Field(alias="name")

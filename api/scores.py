@@ -16,7 +16,7 @@ from api.errors import documented
 from api.pagination import paginated
 from api.params import Id, Slug
 from core.models import DuelStatus, Evaluation, ScoreCompetition
-from web.scores import (
+from reads.scores import (
     ScoreRow,
     get_evaluation_for_user,
     get_score_competition_for_user,

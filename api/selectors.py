@@ -1,4 +1,4 @@
-"""The API's lists: what the visitor may see (``web.access``'s rules, as filters), in a
+"""The API's lists: what the visitor may see (``reads.access``'s rules, as filters), in a
 stable order for pagination, with what the schemas read joined in."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from core.models import (
     Tournament,
     User,
 )
-from web.access import Visitor, competitors_visible, duels_visible
-from web.selectors import rating_changes, visible_tournaments
+from reads.access import Visitor, competitors_visible, duels_visible
+from reads.selectors import rating_changes, visible_tournaments
 
 _COMPETITOR = ("competitor__environment", "competitor__owner")
 

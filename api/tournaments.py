@@ -16,8 +16,8 @@ from api.pagination import paginated
 from api.params import Id, Slug
 from api.selectors import tournaments_for
 from core.models import Tournament, TournamentFormat, TournamentStatus
-from web.access import get_tournament_for_user
-from web.selectors import StandingRow, tournament_standings
+from reads.access import get_tournament_for_user
+from reads.selectors import StandingRow, tournament_standings
 
 router = auth.ArenaRouter(tags=["tournaments"], auth=auth.read)
 

@@ -258,7 +258,7 @@ def _field() -> tuple[Any, Any, Any]:
     """The owner, the environment and the hosted random player's validated revision."""
     from core.accounts import user_create
     from core.models import Environment
-    from web.services import revision_upload
+    from core.services import revision_upload
 
     owner = user_create(email="bench@example.org", display_name="Bench", password="bench-Secret-1")
     environment = Environment.objects.get(name="connect_four")

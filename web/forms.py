@@ -10,6 +10,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
 from django.core.validators import RegexValidator, URLValidator, validate_slug
 
+from core.accounts import invite_problem
 from core.models import InviteCode, TokenScope, User
 from core.models.llm import (
     MAX_TOKENS_RANGE,
@@ -20,16 +21,7 @@ from core.models.llm import (
     TOP_P_RANGE,
 )
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
-from web.services import invite_problem, upload_limits
-
-
-def sentence(message: str) -> str:
-    """A service's message (``the file is empty``) as a sentence for a page."""
-    message = message.strip()
-    if not message:
-        return message
-    message = message[0].upper() + message[1:]
-    return message if message.endswith((".", "!", "?")) else message + "."
+from core.uploads import upload_limits
 
 
 class UploadForm(forms.Form):

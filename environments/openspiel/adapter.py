@@ -57,7 +57,7 @@ class OpenSpielEnvironment(Environment):
             or not self._has_observation
         )
         # Its state, as replays draw it, shows every hand: spectators see a running match
-        # of such a game only once it is over (``web.live``).
+        # of such a game only once it is over (``reads.live``).
         self.hidden_information = (
             game_type.information != pyspiel.GameType.Information.PERFECT_INFORMATION
         )

@@ -13,12 +13,12 @@ from django.urls import reverse
 from core.models import Revision, StepStatus, UploadContent
 from core.services import (
     UploadUnavailable,
+    revision_delete,
     revision_rebuild,
     revision_upload_read,
     upload_content_release,
 )
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
-from web.services import revision_delete
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

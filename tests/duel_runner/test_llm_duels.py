@@ -13,9 +13,9 @@ from core.models import Duel, DuelStatus, MatchConversation
 from core.models.llm import SUMMARY_COUNTERS
 from duel_runner.services import duel_play
 from llm.local_server import LocalLLMServer, Reply, rule_based
+from reads.llm import player_stats
 from tests.factories import LLMPlayerFactory, queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
-from web.llm import player_stats
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

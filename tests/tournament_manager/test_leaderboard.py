@@ -13,6 +13,7 @@ from core.models import (
     Revision,
     Tournament,
 )
+from reads.selectors import leaderboard
 from tests.factories import (
     CompetitorFactory,
     DuelFactory,
@@ -24,7 +25,6 @@ from tests.factories import (
 from tournament_manager.daemon import run_once
 from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.ratings import ratings_update_from_duel
-from web.selectors import leaderboard
 
 pytestmark = pytest.mark.django_db
 

@@ -12,11 +12,11 @@ from django.core import mail
 from django.urls import reverse
 from django.utils import timezone
 
+from core.accounts import api_token_create, user_register
 from core.errors import ArenaError
 from core.models import ApiToken, InviteCode, User
 from core.models.accounts import hash_token
 from tests.factories import PASSWORD, ApiTokenFactory, InviteCodeFactory
-from web.services import api_token_create, user_register
 
 pytestmark = pytest.mark.django_db
 

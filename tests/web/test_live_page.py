@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from core.models import Duel, DuelStatus
-from web.live import LiveDuel, Spectator, live_duel
+from reads.live import LiveDuel, Spectator, live_duel
 
 pytestmark = pytest.mark.django_db
 

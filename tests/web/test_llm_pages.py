@@ -11,6 +11,7 @@ import pytest
 from django.urls import reverse
 
 from core.models import Competitor, DuelResult, LLMPlayer, MatchConversation
+from reads.llm import player_stats
 from tests.factories import (
     DuelFactory,
     EnvironmentFactory,
@@ -19,7 +20,6 @@ from tests.factories import (
     MatchFactory,
     conversation_turn,
 )
-from web.llm import player_stats
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
 from core.models import Competitor, Duel, Tournament
-from tests.factories import DuelFactory, TournamentFactory
-from web.access import (
+from reads.access import (
     can_see_competitor,
     can_see_duel,
     can_see_tournament,
@@ -19,6 +18,7 @@ from web.access import (
     duels_visible,
     tournaments_visible,
 )
+from tests.factories import DuelFactory, TournamentFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 
 from core.models import RatingChange
+from reads.charts import MAX_POINTS, RatingPoint, downsample, nice_ticks, rating_chart_svg
 from tests.factories import RatingChangeFactory, RatingFactory
-from web.charts import MAX_POINTS, RatingPoint, downsample, nice_ticks, rating_chart_svg
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django import template
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from web.replays import show_action
+from reads.replays import show_action
 
 register = template.Library()
 
@@ -89,7 +89,7 @@ def percent(value: float | None) -> str:
 
 @register.filter
 def action(value: object) -> str:
-    """An action as the replay viewer shows it (``web.replays.show_action``)."""
+    """An action as the replay viewer shows it (``reads.replays.show_action``)."""
     if value is None:
         return "—"
     return show_action(value)

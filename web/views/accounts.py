@@ -7,11 +7,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.errors import ArenaError
-from web.access import get_own_token
-from web.forms import ProfileForm, RegistrationForm, TokenForm, sentence
-from web.selectors import profile_page
-from web.services import api_token_create, api_token_revoke, user_register
+from core.accounts import api_token_create, api_token_revoke, user_register
+from core.errors import ArenaError, sentence
+from reads.access import get_own_token
+from reads.selectors import profile_page
+from web.forms import ProfileForm, RegistrationForm, TokenForm
 
 
 @require_http_methods(["GET", "POST"])

@@ -7,11 +7,11 @@ from django.views.decorators.http import require_GET
 
 from core.human import human_duel_seat
 from core.models import User
-from web.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
-from web.live import LIVE_PREFIX, duel_watchable, environment_stylesheets
-from web.llm import conversations_visible, turns_by_frame
-from web.replays import match_replay, player_labels
-from web.selectors import duel_page, tournament_page
+from reads.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
+from reads.live import LIVE_PREFIX, duel_watchable, environment_stylesheets
+from reads.llm import conversations_visible, turns_by_frame
+from reads.replays import match_replay, player_labels
+from reads.selectors import duel_page, tournament_page
 
 
 @require_GET

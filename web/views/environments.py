@@ -6,15 +6,15 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from core.errors import ArenaError
+from core.errors import ArenaError, sentence
 from core.models import Environment
 from core.online import online_model_register
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
 from llm.prompts import HARNESS_VERSION
-from web.access import get_environment
-from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm, sentence
-from web.scores import environment_score_competitions
-from web.selectors import environment_page, home_page
+from reads.access import get_environment
+from reads.scores import environment_score_competitions
+from reads.selectors import environment_page, home_page
+from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm
 from web.views.submissions import upload_from_form
 
 

@@ -11,11 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from core.errors import ArenaError
+from core.errors import ArenaError, sentence
 from core.llm import llm_player_register, llm_player_update, llm_settings
-from web.access import get_duel_for_user, get_environment, get_match_for_user, get_own_competitor
-from web.forms import LLMPlayerForm, LLMSettingsForm, sentence
-from web.llm import conversations_jsonl, duel_matches, llm_index_page, model_page
+from reads.access import get_duel_for_user, get_environment, get_match_for_user, get_own_competitor
+from reads.llm import conversations_jsonl, duel_matches, llm_index_page, model_page
+from web.forms import LLMPlayerForm, LLMSettingsForm
 from web.views.environments import render_environment
 from web.views.submissions import render_competitor
 

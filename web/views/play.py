@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 from core.errors import ArenaError
 from core.human import human_duel_seat, human_game_create
 from core.models import Duel, Revision
-from web.access import get_competitor_for_user
-from web.live import LIVE_PREFIX, environment_stylesheets
+from reads.access import get_competitor_for_user
+from reads.live import LIVE_PREFIX, environment_stylesheets
 
 
 @login_required

@@ -6,8 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from web.access import can_see_competitor
-from web.scores import (
+from reads.access import can_see_competitor
+from reads.scores import (
     episode_document,
     episode_trace,
     get_evaluation_for_user,

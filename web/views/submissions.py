@@ -8,15 +8,14 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from core.errors import ArenaError
+from core.errors import ArenaError, sentence
 from core.models import Competitor, Environment, Revision
-from core.services import UploadUnavailable, revision_upload_read
-from web.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
-from web.forms import LLMSettingsForm, UploadForm, sentence
-from web.llm import player_stats
-from web.scores import revision_validation_evaluation
-from web.selectors import competitor_page, revision_page
-from web.services import revision_upload
+from core.services import UploadUnavailable, revision_upload, revision_upload_read
+from reads.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
+from reads.llm import player_stats
+from reads.scores import revision_validation_evaluation
+from reads.selectors import competitor_page, revision_page
+from web.forms import LLMSettingsForm, UploadForm
 
 
 def upload_from_form(

@@ -31,10 +31,10 @@ from core.models import (
 from core.models.submissions import STEPS
 from core.online import online_present
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
+from reads.access import Visitor, can_see_competitor, is_owner, tournaments_visible
+from reads.charts import RatingPoint, rating_chart_svg
+from reads.replays import FaultNote, match_faults, match_result_text, player_labels, result_text
 from tournament_manager.selectors import tournament_progress
-from web.access import Visitor, can_see_competitor, is_owner, tournaments_visible
-from web.charts import RatingPoint, rating_chart_svg
-from web.replays import FaultNote, match_faults, match_result_text, player_labels, result_text
 
 RECENT_TOURNAMENTS = 10
 

@@ -20,7 +20,7 @@ from core.models import (
     ScoreCompetition,
 )
 from environments.registry import make_environment
-from web.access import Visitor, can_see_competitor, is_organizer
+from reads.access import Visitor, can_see_competitor, is_organizer
 
 
 def score_competitions_visible(user: Visitor) -> QuerySet[ScoreCompetition]:

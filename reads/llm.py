@@ -35,7 +35,7 @@ from core.models import (
     MatchConversation,
 )
 from core.models.llm import SUMMARY_COUNTERS
-from web.access import Visitor, can_see_competitor, competitors_visible
+from reads.access import Visitor, can_see_competitor, competitors_visible
 
 MILLION = Decimal(1_000_000)
 _ENVIRONMENT = "match__duel__environment__name"

@@ -30,8 +30,8 @@ from environments.registry import (
     load_info,
     make_environment,
 )
-from web.access import can_see_duel
-from web.replays import (
+from reads.access import can_see_duel
+from reads.replays import (
     match_replay,
     match_result_text,
     player_labels,
