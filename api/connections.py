@@ -11,7 +11,7 @@ all three before a request reaches the gateway (``client_header_timeout``,
 ``client_body_timeout``, ``limit_conn``), but the gateway also faces clients directly
 (the embedded default). ``limited_protocol`` makes uvicorn's httptools protocol keep
 them, for ``uvicorn.Config(http=...)``; request bodies' sizes are the ASGI application's
-(``api.asgi.RequestLimits``). It relies on that protocol's internals (its cycle, flow
+(``edge.asgi.RequestLimits``). It relies on that protocol's internals (its cycle, flow
 control and keep-alive timer), hence uvicorn's exact pin.
 """
 

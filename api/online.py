@@ -8,7 +8,7 @@ and answers each request of the referee with one ``POST /online/reply`` carrying
 protocol's reply (``docs/protocol.md``). The clocks are the server's; see
 ``sandboxes/remote.py`` for the network allowance, the grace period and what leaving costs.
 
-The stream and the replies, one per move, are served by ``api.gateway`` in front of
+The stream and the replies, one per move, are served by ``edge.gateway`` in front of
 Django; the views here are async too: the gateway (``manage.py run_gateway``, an ASGI
 server) holds thousands of idle clients on one event loop.
 """
@@ -30,9 +30,10 @@ from ninja.responses import Status
 from api import auth
 from api.auth import ArenaRouter
 from api.errors import documented, error_body
-from api.gateway import SEQ_DESCRIPTION, presence_seen, stopped_refusal
+from api.online_docs import SEQ_DESCRIPTION
 from api.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Pagination
 from api.params import Slug
+from api.presence import presence_seen, stopped_refusal
 from api.tokens import Holder, poll_connection, token_checks
 from core.errors import ArenaError
 from core.models import Competitor, Environment, OnlineSeat, Revision

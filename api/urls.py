@@ -4,7 +4,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, re_path
 
 from api.errors import error_body
-from api.human import human_events, human_reply
 from api.v1 import api
 
 
@@ -18,9 +17,6 @@ def no_such_endpoint(request: HttpRequest, rest: str) -> HttpResponse:
 
 # Any character: a path with a newline (%0A) is an unknown endpoint too, not the site's page.
 urlpatterns = [
-    # A person's seat, driven by the site's page (session and CSRF, not API tokens).
-    path("online/human/<int:pk>/events", human_events, name="human_events"),
-    path("online/human/<int:pk>/reply", human_reply, name="human_reply"),
     path("", api.urls),
     re_path(r"^(?P<rest>[\s\S]*)$", no_such_endpoint),
 ]

@@ -11,9 +11,9 @@ from api import (
     duels,
     environments,
     errors,
-    gateway,
     llm,
     online,
+    online_docs,
     scores,
     submissions,
     tournaments,
@@ -23,12 +23,12 @@ from api.limits import limit_request_body
 
 class ArenaAPI(NinjaAPI):
     """The API, whose document also describes online play's per-move endpoints, served
-    by ``api.gateway`` in front of Django."""
+    by ``edge.gateway`` in front of Django."""
 
     def get_openapi_schema(self, **options: Any) -> Any:
         schema = super().get_openapi_schema(**options)
-        schema["paths"].update(gateway.openapi_paths())
-        schema["components"]["schemas"].update(gateway.OPENAPI_SCHEMAS)
+        schema["paths"].update(online_docs.openapi_paths())
+        schema["components"]["schemas"].update(online_docs.OPENAPI_SCHEMAS)
         return schema
 
 

@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "tournament_manager",
     "publisher",
     "api",
+    "edge",
     "ninja",  # the API documentation page's own files (no CDN)
 ]
 

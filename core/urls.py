@@ -6,6 +6,8 @@ from core.health import healthz
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    # A person's seat in a game (``edge.human``), before the API's catch-all 404.
+    path("api/v1/", include("edge.urls")),
     path("api/v1/", include("api.urls")),
     path("", include("web.urls")),
 ]

@@ -39,7 +39,7 @@ from reads.replays import (
     show_action,
 )
 
-#: Where a duel's live stream is served (by the gateway, ``api.live``): the duel's id follows.
+#: Where a duel's live stream is served (by the gateway, ``edge.live``): the duel's id follows.
 LIVE_PREFIX = "/api/v1/online/live/"
 
 

@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from api.management.commands.run_gateway import Command
 from core.models import Job, JobKind, JobStatus
+from edge.management.commands.run_gateway import Command
 from tests.factories import RevisionFactory
 from tests.support.workers import wait_for
 

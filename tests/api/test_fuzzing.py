@@ -7,7 +7,7 @@ among them that a request without a token or with a broken one is refused where 
 document says a token is needed.
 
 Every operation is called over HTTP on a real network gateway (``manage.py run_gateway``:
-uvicorn, ``api.asgi``'s body limits, online play's own endpoints, Django under ASGI, a
+uvicorn, ``edge.asgi``'s body limits, online play's own endpoints, Django under ASGI, a
 real Redis seat bus and rate store), the way clients reach it, on the test database
 (PostgreSQL) with the stories' rows in it, an LLM player's conversation, an evaluation,
 and alice's online model in a duel with a request open, so that its stream and its long

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from api.gateway import _streamed
 from core.models import ApiToken, Competitor
 from core.online import online_model_register
+from edge.gateway import _streamed
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.remote import RemoteSandbox

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api.nginx import Deployment, nginx_config_render
+from edge.nginx import Deployment, nginx_config_render
 from tests.support.require import require
 
 ROOT = Path(__file__).resolve().parents[2]

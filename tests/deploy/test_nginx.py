@@ -1,4 +1,4 @@
-"""The production proxy (``nginx/``, ``api/nginx.py``): the configuration rendered from the
+"""The production proxy (``nginx/``, ``edge/nginx.py``): the configuration rendered from the
 site's settings passes ``nginx -t``, with and without a certificate, and a real nginx on
 loopback routes, limits, streams, compresses and protects the way the site needs: in
 front of stub upstreams, and in front of the real site for what Django decides itself
@@ -26,12 +26,12 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from api.asgi import ONLINE_MAX_BYTES
-from api.gateway import EVENTS_PATH, REPLY_PATH
 from api.limits import MULTIPART_ALLOWANCE
-from api.nginx import NGINX_DIR, Deployment, nginx_config_render, site_limits
+from api.online_docs import EVENTS_PATH, REPLY_PATH
 from api.rates import rates_reset
 from api.v1 import api
+from edge.asgi import ONLINE_MAX_BYTES
+from edge.nginx import NGINX_DIR, Deployment, nginx_config_render, site_limits
 from tests.factories import PASSWORD, UserFactory
 from tests.support.gateway import gateway_started
 from tests.support.nginx import (

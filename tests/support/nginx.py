@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from api.nginx import Deployment, nginx_config_render
+from edge.nginx import Deployment, nginx_config_render
 from tests.support.redis import free_port
 from tests.support.require import require
 

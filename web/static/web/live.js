@@ -1,6 +1,6 @@
 // The live view of a running duel: one script for every game.
 //
-// The gateway streams server-sent events (api/live.py): each "frame" carries the board
+// The gateway streams server-sent events (edge/live.py): each "frame" carries the board
 // as the game renders it (its own escaped HTML, as in replays), the last moves and the
 // results so far; "end" says the duel is over and where its replays are. The browser's
 // EventSource reconnects by itself and resumes after the last frame it got.

@@ -1,4 +1,4 @@
-// A person's seat in the browser: the seat's events (api/human.py) as server-sent
+// A person's seat in the browser: the seat's events (edge/human.py) as server-sent
 // events, and one POST per reply, with the session cookie and the page's CSRF token.
 // The board itself is the live view's (live.js); this script answers the referee:
 // "ready" to its handshake, and the move the person clicks to each request.

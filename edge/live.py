@@ -1,5 +1,5 @@
 """Watching a running duel: ``GET /api/v1/online/live/{duel}``, a stream of server-sent
-events served by the gateway (``api.gateway``), which nginx passes on unbuffered.
+events served by the gateway (``edge.gateway``), which nginx passes on unbuffered.
 
 Each stream looks for the duel's new events every ``ARENA_LIVE_POLL_SECONDS`` (one
 indexed query), applies them to its own copy of the game (``reads.live.Spectator``) and

@@ -1,5 +1,5 @@
 """The ASGI application of the network gateway (``manage.py run_gateway``, uvicorn): online
-play's per-move endpoints (``api.gateway``) in front of the whole site.
+play's per-move endpoints (``edge.gateway``) in front of the whole site.
 
 Django reads a request's whole body before any view runs, with no limit of its own on
 its size: ``RequestLimits`` refuses a body larger than the request may be (413), with the
@@ -115,7 +115,7 @@ def _application() -> App:
         from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
         django_app = ASGIStaticFilesHandler(django_app)
-    from api.gateway import OnlineGateway
+    from edge.gateway import OnlineGateway
 
     return RequestLimits(
         OnlineGateway(django_app),

@@ -1,5 +1,5 @@
 """``manage.py nginx_config``: nginx's configuration for this site, rendered from its
-settings (``api.nginx``); ``nginx/start.sh`` runs it each time the nginx service starts."""
+settings (``edge.nginx``); ``nginx/start.sh`` runs it each time the nginx service starts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from api.nginx import Deployment, nginx_config_render
+from edge.nginx import Deployment, nginx_config_render
 
 DEFAULTS = Deployment()
 

@@ -147,8 +147,8 @@ def _uploads(api_prefix: str, max_bytes: int) -> list[BodyCap]:
 
 def site_limits() -> SiteLimits:
     """This site's limits and routes, as its settings and URLs say now."""
-    from api.asgi import ONLINE_MAX_BYTES
-    from api.gateway import EVENTS_PATH, REPLY_PATH
+    from api.online_docs import EVENTS_PATH, REPLY_PATH
+    from edge.asgi import ONLINE_MAX_BYTES
 
     api_prefix = reverse("api-v1:api-root")
     online_prefix = EVENTS_PATH.rsplit("/", 1)[0] + "/"

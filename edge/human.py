@@ -29,7 +29,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from api.errors import error_body, retry_after_header
-from api.gateway import presence_start
+from api.presence import presence_start
 from api.rates import rate_wait
 from core.human import human_duel_seat
 from core.models import Competitor, Duel, User

@@ -101,7 +101,7 @@ class Command(BaseCommand):
             + ". Ctrl-C stops it."
         )
         config = uvicorn.Config(
-            "api.asgi:application",
+            "edge.asgi:application",
             host=options["host"],
             port=options["port"],
             lifespan="off",

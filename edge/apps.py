@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EdgeConfig(AppConfig):
+    name = "edge"
+    verbose_name = "Network edge"
