@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.dispatch import receiver
 
 from core.models import Revision
+from core.services import revision_publication_queue
 from core.signals import revision_validated
-from publisher.services import revision_publication_queue
 
 
 @receiver(revision_validated, dispatch_uid="publisher.revision_validated")

@@ -3,19 +3,20 @@
 Access goes with the role: active staff users whose role is organizer (and superusers)
 see and run everything here; anyone else is sent to the login page.
 
-Here are the shared pieces (``base``), the accounts' admin and the job list of every kind
-of background work (``jobs``). Each app registers the admin of the models whose workflow
-it owns (``tournament_manager.admin``: tournaments, duels, matches, ratings); environments,
-competitors and revisions, whose actions drive several apps (build, validation,
-publication, new tournaments), are in ``web.admin``, the layer above the apps.
+Here are the shared pieces (``base``), the accounts' admin, the job list of every kind of
+background work (``jobs``), competitors and their revisions (``submissions``: their build,
+validation and publication are jobs, queued through ``core.services``) and LLM players
+(``llm``). Each app registers the admin of the models whose workflow it owns
+(``tournament_manager.admin``: environments and their leaderboards, tournaments, duels,
+matches, ratings, score competitions).
 """
 
 from django.contrib import admin
 
-from core.admin import accounts, jobs
+from core.admin import accounts, jobs, llm, submissions
 
 admin.site.site_header = "Arena administration"
 admin.site.site_title = "Arena admin"
 admin.site.index_title = "Organize"
 
-__all__ = ["accounts", "jobs"]
+__all__ = ["accounts", "jobs", "llm", "submissions"]

@@ -29,9 +29,10 @@ from core.models import (
     StepStatus,
     User,
 )
+from core.services import competitor_publish_latest
 from publisher import services
 from publisher.git import Clone
-from publisher.services import competitor_publish_latest, revision_publish
+from publisher.services import revision_publish
 from publisher.tasks import publish_revision
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 

@@ -1,5 +1,6 @@
-"""The organizers' admin of tournaments, duels, matches and ratings (see ``core.admin``)."""
+"""The organizers' admin of environments (and their leaderboards), tournaments, duels,
+matches, ratings and score competitions (see ``core.admin``)."""
 
-from tournament_manager.admin import competitions, ratings, scores
+from tournament_manager.admin import competitions, environments, ratings, scores
 
-__all__ = ["competitions", "ratings", "scores"]
+__all__ = ["competitions", "environments", "ratings", "scores"]

@@ -3,7 +3,7 @@ of their conversations (read only).
 
 The API key is a write-only field: the form never shows it, a blank one keeps the stored
 key. Registration and changes go through ``core.llm``'s services, so a change of what plays
-makes a new revision as it does on the site. Registered from ``web.admin``.
+makes a new revision as it does on the site.
 """
 
 from __future__ import annotations
