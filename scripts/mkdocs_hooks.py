@@ -26,9 +26,7 @@ LINK = re.compile(r"\]\(([^)\s#]+)(#[^)\s]*)?\)")
 
 def on_files(files: Files, config: Any) -> Files:
     for path in PUBLISHED:
-        files.append(
-            File.generated(config, f"{PREFIX}/{path}", abs_src_path=str(ROOT / path))
-        )
+        files.append(File.generated(config, f"{PREFIX}/{path}", abs_src_path=str(ROOT / path)))
     return files
 
 

@@ -51,14 +51,12 @@ class Setting:
 def setting_name(call: ast.Call) -> str | None:
     """The variable a call reads, if it is one of the readers with a literal name."""
     function = call.func
-    if isinstance(function, ast.Name) and function.id in READERS:
-        pass
-    elif isinstance(function, ast.Attribute) and ast.unparse(function) in {
+    is_reader = isinstance(function, ast.Name) and function.id in READERS
+    is_environ = isinstance(function, ast.Attribute) and ast.unparse(function) in {
         "os.environ.get",
         "os.getenv",
-    }:
-        pass
-    else:
+    }
+    if not (is_reader or is_environ):
         return None
     if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
         return call.args[0].value
@@ -242,9 +240,7 @@ def render_table(settings: list[Setting]) -> str:
                 "| variable | type | default | meaning |",
                 "| --- | --- | --- | --- |",
             ]
-        out.append(
-            f"| `{setting.name}` | {setting.type} | {setting.default} | {meaning} |"
-        )
+        out.append(f"| `{setting.name}` | {setting.type} | {setting.default} | {meaning} |")
     return "\n".join(out)
 
 
