@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs clean
+.PHONY: demo test setup base-image lint format docs bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -19,6 +19,10 @@ lint:            ## ruff, and the layers contract (pyproject.toml, [tool.importl
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 	.venv/bin/lint-imports
+
+docs:            ## the documentation site, strict (broken links fail), into site/; then `mkdocs serve` to read it
+	.venv/bin/python scripts/settings_table.py
+	.venv/bin/mkdocs build --strict
 
 format:
 	.venv/bin/ruff check --fix .

@@ -24,5 +24,6 @@ TRANSPORT_ALIASES["arena-sqlite"] = "core.embedded_broker:Transport"
 app = Celery("arena")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # The apps are named, not imported: the project's Celery app knows where tasks live, and
-# importing them is left to the worker (the apps sit above core, see ARCHITECTURE.md).
+# importing them is left to the worker (the apps sit above core, see
+# docs/developers/architecture.md).
 app.autodiscover_tasks(["builder", "duel_runner", "publisher"])

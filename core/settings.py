@@ -14,6 +14,8 @@ from urllib.parse import unquote, urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+#: Where the SQLite database, the embedded broker, uploads, builds, caches, logs and the
+#: publisher's clone go by default.
 VAR_DIR = Path(os.environ.get("ARENA_VAR_DIR", BASE_DIR / "var"))
 
 
@@ -103,10 +105,13 @@ def database_from_url(url: str) -> dict[str, object]:
     raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r} (sqlite or postgres)")
 
 
+#: Django's debug mode; turn it off in production.
 DEBUG = env_bool("ARENA_DEBUG", True)
+#: Django's secret key; required when ARENA_DEBUG is off.
 SECRET_KEY = env_str("ARENA_SECRET_KEY", "insecure-development-key" if DEBUG else "")
 if not SECRET_KEY:
     raise ValueError("ARENA_SECRET_KEY must be set when ARENA_DEBUG is off")
+#: Host names the site answers to (comma-separated).
 ALLOWED_HOSTS = env_list("ARENA_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 
 INSTALLED_APPS = [
@@ -170,6 +175,7 @@ AUTH_PASSWORD_VALIDATORS = [
     )
 ]
 
+#: DATABASE_URL: ``sqlite:///path`` or ``postgres://user:password@host:port/name``.
 DATABASES = {
     "default": database_from_url(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'arena.sqlite3'}"))
 }
@@ -181,9 +187,13 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+#: Where ``collectstatic`` puts the site's static files (the production image:
+#: ``/srv/arena/static``, served by nginx).
 STATIC_ROOT = Path(env_str("ARENA_STATIC_ROOT", str(VAR_DIR / "static")))
+#: Uploaded files.
 MEDIA_ROOT = Path(env_str("ARENA_MEDIA_ROOT", str(VAR_DIR / "media")))
 
+#: Django's e-mail backend (password resets), and the sender of the e-mails.
 EMAIL_BACKEND = env_str("ARENA_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("ARENA_FROM_EMAIL", "arena@localhost")
 
@@ -230,8 +240,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # for the visibility timeout; workers look for such messages every interval x throttle s.
 # (The embedded broker cannot, and ignores these: see core/embedded_broker.py.)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # Redis: a message taken by a worker that died goes back to its queue after this.
     "visibility_timeout": env_int("ARENA_BROKER_VISIBILITY_TIMEOUT", 3600),
+    # How often workers look for such messages...
     "unacked_restore_interval": env_int("ARENA_BROKER_RESTORE_INTERVAL", 10),
+    # ...times this factor.
     "unacked_restore_throttle": env_int("ARENA_BROKER_RESTORE_THROTTLE", 10),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -240,6 +253,7 @@ CELERY_BEAT_SCHEDULE = {
     # Revision images no longer needed (superseded, disabled, deleted): docker sandbox only.
     "prune-revision-images": {
         "task": "builder.tasks.prune_revision_images",
+        # How often ``celery beat`` prunes revision images.
         "schedule": env_float("ARENA_PRUNE_IMAGES_SECONDS", 3600),
     },
 }
@@ -411,6 +425,7 @@ if ARENA_LLM_PRIVATE_URLS not in ("everyone", "organizers", "nobody"):
 #: Where the validated revisions of public competitors are pushed: a git URL or the path of
 #: a (bare) repository. Empty: publishing is off.
 ARENA_PUBLISH_REPOSITORY = env_str("ARENA_PUBLISH_REPOSITORY", "")
+#: The branch published to.
 ARENA_PUBLISH_BRANCH = env_str("ARENA_PUBLISH_BRANCH", "main")
 #: Files of an upload over this size are left out of the repository (its README names them).
 ARENA_PUBLISH_MAX_FILE_BYTES = env_int("ARENA_PUBLISH_MAX_FILE_BYTES", 1024 * 1024)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Backs up a docker-compose deployment (README, "Production", "Operations") into one
+# Backs up a docker-compose deployment (docs/operators/backups.md) into one
 # archive, FOLDER/arena-backup-<UTC time>.tar, readable by its owner alone. In it:
 #   database.dump   the PostgreSQL database in pg_dump's custom format: one consistent
 #                   snapshot, taken while the site runs. pg_dump runs in the postgres

@@ -5,7 +5,7 @@
 # its value is given (GIVEN_<NAME> below); the URLs are built again on every run, so new
 # passwords copied in or a new CONTROL_HOST take effect. The folder is readable by root
 # alone (0700); docker-compose mounts each file into the containers that need it, under
-# /run/secrets. Never commit it; back it up with the database (README, "Production"):
+# /run/secrets. Never commit it; back it up with the database (docs/operators/backups.md):
 # without secrets_key the stored API keys cannot be read.
 #
 # Usage: scripts/make_secrets.sh [FOLDER]
@@ -49,6 +49,6 @@ secret secret_key "$(random)$(random)"
 secret secrets_key "$(python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"
 put database_url "postgres://arena:$(cat "$folder/db_password")@$host_db:5432/arena"
 put broker_url "redis://:$(cat "$folder/redis_password")@$host_redis:6379/0"
-# The publication repository's URL with its credentials (README, "Publishing"); empty:
+# The publication repository's URL with its credentials (docs/organizers/publishing.md); empty:
 # publishing is off.
 secret publish_repository ""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Restores an archive of scripts/backup.sh into this docker-compose deployment: its
-# database replaces the current one and its uploads the media volume (README,
-# "Production", "Operations").
+# database replaces the current one and its uploads the media volume (docs/operators/
+# backups.md).
 #
 # The archive is checked first (a tar with every part, SHA256SUMS matching, a dump
 # pg_restore can read) and restored into a database of its own; only then are the

@@ -4,7 +4,7 @@
 # Terraform provisions; it does not upgrade. A new Debian image or a changed boot
 # configuration never replaces a running machine (ignore_changes below): the control
 # machine holds the database on its root volume, and upgrades happen on the machines
-# (README.md, "Production"). New workers boot at repository_ref, so keep it at the
+# (docs/operators/worker-hosts.md). New workers boot at repository_ref, so keep it at the
 # version the control machine runs.
 
 data "aws_ami" "debian" {
@@ -26,7 +26,7 @@ data "aws_ami" "debian" {
 locals {
   ami_id = var.ami_id != "" ? var.ami_id : data.aws_ami.debian[0].id
 
-  # Each kind of machine's compose files (README.md, "Production"): the control machine
+  # Each kind of machine's compose files (docs/operators/compose.md): the control machine
   # also publishes PostgreSQL and Redis on its private address for the workers.
   compose_files = {
     control = ["docker-compose.yml", "docker-compose.control.yml"]

@@ -9,7 +9,7 @@ messages to the agent exactly as ``serve`` does for a hosted agent, so an agent 
 for the SDK (or a Kaggle-style function, or a ``Player`` class) plays online unchanged.
 When the connection drops it reconnects by itself with the ``seq`` of the last event it
 handled, so nothing is lost or repeated; the server keeps the clocks and allows a grace
-period to come back (see the README).
+period to come back (see docs/players/online-play.md).
 """
 
 from __future__ import annotations
