@@ -161,7 +161,7 @@ variable "egress_ports" {
 }
 
 variable "settings" {
-  description = "Further Arena settings (README.md, \"Settings\") written to every machine's .env, e.g. ARENA_FROM_EMAIL; never secrets (they would sit in the user data)."
+  description = "Further Arena settings (docs/operators/settings.md) written to every machine's .env, e.g. ARENA_FROM_EMAIL; never secrets (they would sit in the user data)."
   type        = map(string)
   default     = {}
 
