@@ -290,7 +290,7 @@ class ModelTokenAuth(HttpBearer):
         super().__init__()
         self.rated = rated
 
-    async def __call__(self, request: HttpRequest) -> Holder:  # type: ignore[override]
+    async def __call__(self, request: HttpRequest) -> Holder:
         try:
             holder = await model_holder(
                 request.headers.get("Authorization", ""),

@@ -112,10 +112,10 @@ async def human_events(request: HttpRequest, pk: int) -> HttpResponse:
     user = await request.auser()
     if not user.is_authenticated:
         return _refusal(401, "unauthorized", _LOG_IN)
-    limited = await sync_to_async(_too_many)(user)  # type: ignore[arg-type]
+    limited = await sync_to_async(_too_many)(user)
     if limited is not None:
         return limited
-    found = await sync_to_async(_seat_of)(user, pk)  # type: ignore[arg-type]
+    found = await sync_to_async(_seat_of)(user, pk)
     if found is None:
         return _refusal(404, "not_found", _NOT_YOURS.format(pk))
     seat, duel = found
@@ -172,7 +172,7 @@ def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
         return response
     if not request.user.is_authenticated:
         return _refusal(401, "unauthorized", _LOG_IN)
-    limited = _too_many(request.user)  # type: ignore[arg-type]
+    limited = _too_many(request.user)
     if limited is not None:
         return limited
     if CsrfViewMiddleware(HttpResponse).process_view(request, None, (), {}) is not None:
@@ -181,7 +181,7 @@ def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
             "forbidden",
             "The CSRF check failed: send the page's token in the X-CSRFToken header.",
         )
-    found = _seat_of(request.user, pk)  # type: ignore[arg-type]
+    found = _seat_of(request.user, pk)
     if found is None:
         return _refusal(404, "not_found", _NOT_YOURS.format(pk))
     seat, _duel = found

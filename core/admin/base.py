@@ -66,7 +66,7 @@ class OrganizerPermissions:
 class ArenaAdmin(OrganizerPermissions, admin.ModelAdmin):
     list_per_page = 50
 
-    def view_on_site(self, obj: models.Model) -> str | None:  # type: ignore[override]
+    def view_on_site(self, obj: models.Model) -> str | None:
         return public_url(obj)
 
     def run_each(
@@ -137,7 +137,7 @@ def public_url(obj: models.Model) -> str | None:
     if get_absolute_url is None:
         return None
     try:
-        return get_absolute_url()  # type: ignore[no-any-return]
+        return get_absolute_url()
     except NoReverseMatch:
         return None
 

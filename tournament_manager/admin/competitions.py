@@ -49,7 +49,7 @@ from tournament_manager.services import (
 
 
 class ParticipantChoiceField(forms.ModelMultipleChoiceField):
-    def label_from_instance(self, revision: Revision) -> str:  # type: ignore[override]
+    def label_from_instance(self, revision: Revision) -> str:
         owner = revision.competitor.owner
         return (
             f"{revision.competitor.environment.name} · {revision} "
@@ -386,7 +386,7 @@ class TournamentAdmin(ArenaAdmin):
 
     @admin.display(description="participants", ordering="participants_count")
     def participant_count(self, tournament: Tournament) -> int:
-        return tournament.participants_count  # type: ignore[attr-defined,no-any-return]
+        return tournament.participants_count
 
     @admin.display(description="duels")
     def duels(self, tournament: Tournament) -> str:
