@@ -21,7 +21,11 @@ from core.models import (
     User,
 )
 from tests.support.embedded import EmbeddedSite
-from tournament_manager.management.commands.demo import EXAMPLE_PLAYERS_DIR, reference_players, zip_folder
+from tournament_manager.management.commands.demo import (
+    EXAMPLE_PLAYERS_DIR,
+    reference_players,
+    zip_folder,
+)
 
 # The demo relies on work starting when each transaction commits, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)
