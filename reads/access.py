@@ -94,12 +94,12 @@ def duels_visible(user: Visitor) -> Q:
     hidden_seat = DuelSeat.objects.filter(duel=OuterRef("pk")).exclude(
         competitors_visible(user, "revision__competitor")
     )
-    outside = Q(tournament__isnull=True) & ~Exists(hidden_seat)
+    outside = Q(tournament__isnull=True) & Q(~Exists(hidden_seat))
     return in_tournament | outside
 
 
 def can_see_duel(user: Visitor, duel: Duel) -> bool:
-    if duel.tournament_id is not None:
+    if duel.tournament is not None:
         return can_see_tournament(user, duel.tournament)
     # A validation duel (or any duel outside a tournament) shows its agents' moves: it is
     # visible only to whoever may see both of them.
