@@ -232,7 +232,9 @@ async def model_holder(authorization: str, address: str, *, rated: bool = True) 
 
 def _raise(refused: Refusal) -> None:
     if refused.status == 429:
-        raise Throttled(wait=refused.retry_after or 1) from None
+        # ninja annotates ``wait`` as whole seconds; our handler (api/errors.py) takes the
+        # float and rounds it up in Retry-After.
+        raise Throttled(wait=refused.retry_after or 1) from None  # type: ignore[arg-type]
     if refused.status == 401:
         raise AuthenticationError(message=refused.message) from None
     raise AuthorizationError(message=refused.message) from None

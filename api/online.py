@@ -337,7 +337,7 @@ def _join(competitor_id: int) -> None:
 async def queue_join(request: HttpRequest) -> StatusOut | HttpResponse:
     holder = _holder(request)
     try:
-        await sync_to_async(_join)(holder.competitor_id)
+        await sync_to_async(_join)(holder.model_id)
     except ArenaError as error:
         return _refusal(409, "no_ladder", error.message)
     return await _status(holder)
@@ -401,10 +401,10 @@ async def events_next(
     if stopped.is_set():
         # The token no longer plays: the model is absent from now on.
         await bus.connection_close(holder.seat, connection)
-        refused = stopped_refusal(holder)
-        if refused.status == 403:
-            raise AuthorizationError(message=refused.message)
-        raise AuthenticationError(message=refused.message)
+        stopped_by = stopped_refusal(holder)
+        if stopped_by.status == 403:
+            raise AuthorizationError(message=stopped_by.message)
+        raise AuthenticationError(message=stopped_by.message)
     found = polled.result()
     events = []
     for seq, line in found:
