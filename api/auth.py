@@ -232,7 +232,9 @@ async def model_holder(authorization: str, address: str, *, rated: bool = True) 
 
 def _raise(refused: Refusal) -> None:
     if refused.status == 429:
-        raise Throttled(wait=refused.retry_after or 1) from None
+        # ninja annotates ``wait`` as whole seconds; our handler (api/errors.py) takes the
+        # float and rounds it up in Retry-After.
+        raise Throttled(wait=refused.retry_after or 1) from None  # type: ignore[arg-type]
     if refused.status == 401:
         raise AuthenticationError(message=refused.message) from None
     raise AuthorizationError(message=refused.message) from None
@@ -290,7 +292,7 @@ class ModelTokenAuth(HttpBearer):
         super().__init__()
         self.rated = rated
 
-    async def __call__(self, request: HttpRequest) -> Holder:  # type: ignore[override]
+    async def __call__(self, request: HttpRequest) -> Holder:
         try:
             holder = await model_holder(
                 request.headers.get("Authorization", ""),

@@ -38,7 +38,7 @@ from core.models.llm import (
 )
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
 from llm.prompts import SUPPORTED_HARNESS_VERSIONS
-from reads.access import get_duel_for_user, get_match_for_user, is_owner
+from reads.access import AuthenticatedHttpRequest, get_duel_for_user, get_match_for_user, is_owner
 from reads.llm import (
     PlayerStats,
     conversations_jsonl,
@@ -287,7 +287,9 @@ def _jsonl(lines: Any) -> HttpResponse:
     "through its OpenAI-compatible server. It plays in ladders and tournaments like any "
     "agent; nothing is uploaded, built or self-played.",
 )
-def llm_player_create(request: HttpRequest, payload: LLMPlayerIn) -> Status[Competitor]:
+def llm_player_create(
+    request: AuthenticatedHttpRequest, payload: LLMPlayerIn
+) -> Status[Competitor]:
     environment = Environment.objects.filter(name=payload.environment).first()
     if environment is None:
         raise Http404(f"No environment named {payload.environment!r}.")
@@ -353,7 +355,9 @@ def llm_player_detail(request: HttpRequest, player_id: Id) -> Competitor:
     description="A change of what plays (server, model, sampling, limits, harness version, "
     "key) makes a new version, whose leaderboard entry starts afresh.",
 )
-def llm_player_change(request: HttpRequest, player_id: Id, payload: LLMPlayerPatch) -> Competitor:
+def llm_player_change(
+    request: AuthenticatedHttpRequest, player_id: Id, payload: LLMPlayerPatch
+) -> Competitor:
     competitor = _visible_player(request, player_id)
     if not is_owner(request.user, competitor):
         raise Http404(f"You have no LLM player with id {player_id}.")

@@ -48,6 +48,7 @@ from core.online import (
     running_ladders,
     seat_bus,
 )
+from reads.access import AuthenticatedHttpRequest
 from sandboxes.seat_bus import SEQ_PATTERN
 from sandboxes.seat_gateway import ReplyRefused, seq_check
 
@@ -175,7 +176,7 @@ def _model_out(competitor: Competitor) -> ModelOut:
     return _models_out([competitor])[0]
 
 
-def _own_model(request: HttpRequest, environment: str, name: str) -> Competitor:
+def _own_model(request: AuthenticatedHttpRequest, environment: str, name: str) -> Competitor:
     competitor = (
         Competitor.objects.select_related("environment")
         .filter(environment__name=environment, name=name, owner=request.user, kind="online")
@@ -205,7 +206,7 @@ def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
     response=documented({201: ModelRegistered}, 400, 404),
     summary="Register an online model and get its token",
 )
-def model_register(request: HttpRequest, payload: ModelIn) -> Status[ModelRegistered]:
+def model_register(request: AuthenticatedHttpRequest, payload: ModelIn) -> Status[ModelRegistered]:
     environment = Environment.objects.filter(name=payload.environment).first()
     if environment is None:
         raise Http404(f"No environment named {payload.environment!r}.")
@@ -222,7 +223,7 @@ def model_register(request: HttpRequest, payload: ModelIn) -> Status[ModelRegist
     "/models", auth=auth.models, response=documented({200: PagedModelOut}), summary="Your models"
 )
 def models_list(
-    request: HttpRequest,
+    request: AuthenticatedHttpRequest,
     limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT),
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> dict[str, Any]:
@@ -243,7 +244,9 @@ def models_list(
     response=documented({201: TokenOut}, 404),
     summary="Another token for one of your models",
 )
-def model_token_new(request: HttpRequest, environment: Slug, name: Slug) -> Status[TokenOut]:
+def model_token_new(
+    request: AuthenticatedHttpRequest, environment: Slug, name: Slug
+) -> Status[TokenOut]:
     competitor = _own_model(request, environment, name)
     count = competitor.model_tokens.count() + 1
     _, secret = model_token_create(competitor=competitor, name=f"{name} model token {count}")
@@ -258,7 +261,9 @@ def model_token_new(request: HttpRequest, environment: Slug, name: Slug) -> Stat
     description="Say that the model changed: its leaderboard entry starts afresh, as after "
     "an upload; its ratings carry on.",
 )
-def model_version_new(request: HttpRequest, environment: Slug, name: Slug) -> Status[ModelOut]:
+def model_version_new(
+    request: AuthenticatedHttpRequest, environment: Slug, name: Slug
+) -> Status[ModelOut]:
     competitor = _own_model(request, environment, name)
     online_revision_create(competitor=competitor, created_by=request.user)
     return Status(201, _model_out(competitor))
@@ -332,7 +337,7 @@ def _join(competitor_id: int) -> None:
 async def queue_join(request: HttpRequest) -> StatusOut | HttpResponse:
     holder = _holder(request)
     try:
-        await sync_to_async(_join)(holder.competitor_id)
+        await sync_to_async(_join)(holder.model_id)
     except ArenaError as error:
         return _refusal(409, "no_ladder", error.message)
     return await _status(holder)
@@ -396,10 +401,10 @@ async def events_next(
     if stopped.is_set():
         # The token no longer plays: the model is absent from now on.
         await bus.connection_close(holder.seat, connection)
-        refused = stopped_refusal(holder)
-        if refused.status == 403:
-            raise AuthorizationError(message=refused.message)
-        raise AuthenticationError(message=refused.message)
+        stopped_by = stopped_refusal(holder)
+        if stopped_by.status == 403:
+            raise AuthorizationError(message=stopped_by.message)
+        raise AuthenticationError(message=stopped_by.message)
     found = polled.result()
     events = []
     for seq, line in found:

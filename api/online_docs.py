@@ -94,7 +94,7 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
 
 def openapi_paths() -> dict[str, Any]:
     """The two endpoints served here, for the API's OpenAPI document."""
-    security = [{"ModelTokenAuth": []}]
+    security: list[dict[str, list[str]]] = [{"ModelTokenAuth": []}]
     return {
         EVENTS_PATH: {
             "get": {

@@ -53,7 +53,7 @@ def presence_start() -> None:
 async def presence_seen(holder: Holder) -> None:
     """The model's client is here now (it need not wait for the next presence pass)."""
     presence_start()
-    await sync_to_async(online_seen)(competitor_ids=[holder.competitor_id])
+    await sync_to_async(online_seen)(competitor_ids=[holder.model_id])
 
 
 def stopped_refusal(holder: Holder) -> Refusal:

@@ -90,7 +90,7 @@ class _Limiters:
                 del self._async[closed]
             # redis-py's asyncio client, the one the seat bus uses (not coredis).
             storage = storage_from_string(f"async+{url}", implementation="redispy")
-            found = self._async[loop] = (url, AsyncMovingWindowRateLimiter(storage))  # type: ignore[arg-type]
+            found = self._async[loop] = (url, AsyncMovingWindowRateLimiter(storage))
         return found[1]
 
 

@@ -32,7 +32,7 @@ from api.params import Id, Slug
 from api.selectors import submissions_of
 from core.models import Revision, StepStatus
 from core.services import RevisionDeletion, revision_delete, revision_upload
-from reads.access import get_own_revision
+from reads.access import AuthenticatedHttpRequest, get_own_revision
 
 router = auth.ArenaRouter(tags=["submissions"], auth=auth.submit)
 
@@ -100,7 +100,7 @@ def _refuse_oversized(file: UploadedFile) -> None:
 )
 @takes_upload
 def submission_create(
-    request: HttpRequest, submission: Form[SubmissionIn], file: File[UploadedFile]
+    request: AuthenticatedHttpRequest, submission: Form[SubmissionIn], file: File[UploadedFile]
 ) -> Status[Revision]:
     _refuse_oversized(file)
     revision = revision_upload(
@@ -120,7 +120,9 @@ def submission_create(
     summary="Your submissions, newest first",
 )
 @paginated
-def submissions_list(request: HttpRequest, filters: Query[SubmissionFilters]) -> QuerySet[Revision]:
+def submissions_list(
+    request: AuthenticatedHttpRequest, filters: Query[SubmissionFilters]
+) -> QuerySet[Revision]:
     return filters.filter(submissions_of(request.user))
 
 

@@ -56,6 +56,13 @@ class Holder:
         return self.competitor_id is not None
 
     @property
+    def model_id(self) -> int:
+        """A model token's online competitor: online play's operations take no other
+        token."""
+        assert self.competitor_id is not None
+        return self.competitor_id
+
+    @property
     def plays(self) -> bool:
         """A model token that may play its model now."""
         return self.is_model and TokenScope.PLAY in self.scopes and not self.disabled

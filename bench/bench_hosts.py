@@ -259,7 +259,11 @@ def _duel_seconds(name: str) -> list[float]:
     from core.models import Tournament
 
     times = Tournament.objects.get(name=name).duels.values_list("started_at", "ended_at")
-    return [(ended - started).total_seconds() for started, ended in times]
+    seconds = []
+    for started, ended in times:
+        assert started is not None and ended is not None  # every duel of it ran
+        seconds.append((ended - started).total_seconds())
+    return seconds
 
 
 def _shares(name: str) -> dict[str, int]:
@@ -363,8 +367,13 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
             broker_url = stack.enter_context(_redis(folder))
             _configure(database_url, broker_url, host_1)
             stack.callback(_remove_images)
+
             # First on the way out: workers stop before the servers and engines they use.
-            stack.callback(lambda: [worker.stop() for worker in workers])
+            def stop_workers() -> None:
+                for worker in workers:
+                    worker.stop()
+
+            stack.callback(stop_workers)
             from core.services import environments_import
 
             environments_import()

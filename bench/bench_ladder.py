@@ -46,6 +46,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from bench.cli import run_bench
 from bench.ranking import kendall_tau
@@ -138,9 +139,9 @@ def _upload_agents(plan: Plan, report: Callable[[str], None]) -> list[tuple[str,
             )
         revision = Revision.objects.get(pk=revision.pk)
         if not revision.is_valid:
-            raise SystemExit(
-                f"bench_ladder: {name} was not validated: {revision.job('validation').error}"
-            )
+            validation = revision.job("validation")
+            assert validation is not None  # an upload queues it
+            raise SystemExit(f"bench_ladder: {name} was not validated: {validation.error}")
         report(f"uploaded, built and validated {name}")
         agents.append((name, revision.pk))
     return agents
@@ -223,7 +224,10 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     for repetition in range(plan.repetitions):
         # The duels' seeds (and so every match's) come from this repetition's generator.
         generator = random.Random(SEED + repetition)
-        services.random.SystemRandom = lambda generator=generator: generator  # type: ignore[assignment,misc]
+        # Patched for good (as an assignment would): the next repetition patches it again.
+        mock.patch.object(
+            services.random, "SystemRandom", lambda generator=generator: generator
+        ).start()
         ratings_reset(environment_id=environment.pk)
         ladder = tournament_create(
             environment=environment,

@@ -209,7 +209,7 @@ def _online_seconds(agents: int, history: list[tuple[int, int, int]]) -> float:
     for first, second, result in history:
         ranks = {0: [1, 1], 1: [1, 2], 2: [2, 1]}[result]
         [[ratings[first]], [ratings[second]]] = _MODEL.rate(
-            [[ratings[first]], [ratings[second]]], ranks=ranks
+            [[ratings[first]], [ratings[second]]], ranks=list[float](ranks)
         )
     return time.perf_counter() - started
 

@@ -90,7 +90,9 @@ def _sqlite_sink(path: Path) -> tuple[Callable[[list[dict[str, Any]]], None], Ca
     return store, lambda: written[0]
 
 
-def _play(agent: AgentSource, backend: ProcessSandbox, matches: int, progress: Progress | None):  # type: ignore[no-untyped-def]
+def _play(
+    agent: AgentSource, backend: ProcessSandbox, matches: int, progress: Progress | None
+) -> tuple[int, float, int]:
     result = run_duel(
         ENVIRONMENT, (agent, agent), backend=backend, matches=matches, seed=SEED, progress=progress
     )

@@ -258,13 +258,15 @@ def _quantile(values: list[float], share: float) -> float:
 
 def _overhead_round(plan: Plan, server: ServerProcess, seed: int) -> dict[str, Any]:
     seat = _llm_seat(server.url, 0.0)
+    # Overrides of the duel's settings: Any, as run_duel takes them (not its progress).
+    clock: dict[str, Any] = llm_clock(load_info("tic_tac_toe"))
     duel = run_duel(
         "tic_tac_toe",
         (AgentSource.llm("rule-based"), AgentSource.from_path(TIC_TAC_TOE_RANDOM)),
         backend=(seat, ProcessSandbox()),
         seed=seed,
         matches=plan.matches,
-        **llm_clock(load_info("tic_tac_toe")),
+        **clock,
     )
     _check(duel)
     referee: list[float] = []
@@ -374,7 +376,7 @@ def _llm_duels(
 ) -> dict[str, Any]:
     """``duels`` tic-tac-toe duels of two LLM seats at once, a thread each; what became of
     them, and this process's CPU time meanwhile."""
-    clock = llm_clock(load_info("tic_tac_toe"))
+    clock: dict[str, Any] = llm_clock(load_info("tic_tac_toe"))
 
     def llm_duel(number: int) -> DuelResult:
         return run_duel(

@@ -128,7 +128,7 @@ class Table:
     def rate(self, one: int, two: int, result: DuelResult) -> None:
         for match in result.matches:
             [[self.ratings[one]], [self.ratings[two]]] = _MODEL.rate(
-                [[self.ratings[one]], [self.ratings[two]]], ranks=match.ranks
+                [[self.ratings[one]], [self.ratings[two]]], ranks=list[float](match.ranks)
             )
             first, second = match.ranks
             self.points[one] += 1.0 if first < second else 0.5 if first == second else 0.0

@@ -69,7 +69,10 @@ def _configure_connection(connection: Any, _record: Any) -> None:
 
 class Channel(sqlalchemy.Channel):
     def _open(self) -> tuple[Any, Any]:
-        url = self.connection.client.hostname
+        # The broker URL's "host" is the SQLAlchemy URL of the file (kombu's transport).
+        client = self.connection.client
+        assert client is not None and client.hostname is not None
+        url = client.hostname
         key = (os.getpid(), url)
         with _ENGINES_LOCK:
             if key not in _ENGINES:
@@ -104,7 +107,7 @@ class Channel(sqlalchemy.Channel):
             known[queue] = self._get_or_create(queue).id
         return known[queue]
 
-    def _get(self, queue: str) -> dict[str, Any]:
+    def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
         """Take the queue's oldest message: deleted in the transaction that reads it."""
         queue_id = self._queue_id(queue)
         message = self.message_cls
@@ -142,7 +145,11 @@ class Transport(sqlalchemy.Transport):
     Channel = Channel
     polling_interval = 0.2
 
-    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+    # celery-types describes kombu's base Transport (**kwargs), not the virtual transport
+    # this subclasses, whose drain_events takes timeout.
+    def drain_events(  # type: ignore[override]
+        self, connection: Any, timeout: float | None = None
+    ) -> None:
         # Celery's worker waits up to 2 s here before it looks at its signals: a stop
         # would wait that long for nothing.
         super().drain_events(connection, timeout=min(timeout, 0.5) if timeout else timeout)

@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 
 TIMEOUT = 5.0
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -66,7 +67,7 @@ def check_unix(path: str) -> str | None:
     return None
 
 
-CHECKS = {
+CHECKS: dict[str, tuple[Callable[..., str | None], int]] = {
     "http": (check_http, 1),
     "file": (check_file, 2),
     "tcp": (check_tcp, 2),

@@ -156,7 +156,7 @@ def url_refusal(url: str, *, by: Requester) -> str | None:
     host = urllib.parse.urlsplit(url).hostname or ""
     try:
         addresses = {
-            ipaddress.ip_address(info[4][0].split("%")[0])
+            ipaddress.ip_address(str(info[4][0]).split("%")[0])
             for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
         }
     except (OSError, UnicodeError, ValueError):

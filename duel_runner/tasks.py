@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
     time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
     max_retries=None,
 )
-def validate_revision(self, revision_id: int) -> None:  # type: ignore[no-untyped-def]
+def validate_revision(self: Task[[int], None], revision_id: int) -> None:
     wait = validation.revision_validate(revision_id=revision_id)
     if wait is not None and not self.request.is_eager:
         # This host could not build the revision: queued again, for any worker to try.
@@ -34,7 +34,7 @@ def validate_revision(self, revision_id: int) -> None:  # type: ignore[no-untype
     time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
     max_retries=None,
 )
-def play_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
+def play_duel(self: Task[[int], None], duel_id: int) -> None:
     wait = services.duel_play(duel_id=duel_id)
     if wait is not None and not self.request.is_eager:
         # Another worker holds the lease (a redelivered message): look again when it ends;
@@ -49,7 +49,7 @@ def play_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
     time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
     max_retries=None,
 )
-def play_online_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
+def play_online_duel(self: Task[[int], None], duel_id: int) -> None:
     """A duel with an online seat: mostly waiting on the network, so it runs on the
     ``online`` queue, whose workers run many at once in threads (``-P threads``)."""
     wait = services.online_duel_play(duel_id=duel_id)
@@ -64,7 +64,7 @@ def play_online_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def
     time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
     max_retries=None,
 )
-def play_llm_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
+def play_llm_duel(self: Task[[int], None], duel_id: int) -> None:
     """A duel with an LLM seat (and no online one): mostly waiting on the model's server,
     so it runs on the ``online`` queue's threads rather than holding a prefork worker."""
     wait = services.llm_duel_play(duel_id=duel_id)
@@ -79,7 +79,7 @@ def play_llm_duel(self, duel_id: int) -> None:  # type: ignore[no-untyped-def]
     time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
     max_retries=None,
 )
-def play_evaluation(self, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
+def play_evaluation(self: Task[[int], None], evaluation_id: int) -> None:
     """One agent on a score competition's seeded episodes, on the ``duels`` queue."""
     wait = evaluations.evaluation_play(evaluation_id=evaluation_id)
     if wait is not None and not self.request.is_eager:

@@ -11,15 +11,16 @@ whether anyone reads the body or not: ``api.connections``.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
+# As Django's handlers are typed (django-stubs): a dict scope, read-only messages.
+Scope = dict[str, Any]
+Message = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -110,11 +111,12 @@ class RequestLimits:
 def _application() -> App:
     from django.conf import settings
 
-    django_app: App = get_asgi_application()
+    handler = get_asgi_application()
+    django_app: App = handler
     if settings.DEBUG:
         from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-        django_app = ASGIStaticFilesHandler(django_app)
+        django_app = ASGIStaticFilesHandler(handler)
     from edge.gateway import OnlineGateway
 
     return RequestLimits(

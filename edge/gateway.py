@@ -18,7 +18,7 @@ being valid (revoked, its model disabled or deleted) is closed within
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -41,8 +41,9 @@ from edge.live import (
 )
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_submit, seq_check
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
+# As Django's handlers are typed (django-stubs): a dict scope, read-only messages.
+Scope = dict[str, Any]
+Message = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -136,7 +137,7 @@ async def _streamed(
     )
     pump = asyncio.ensure_future(_pump(lines, send))
     watcher = asyncio.ensure_future(_until_disconnected(receive))
-    tasks = {pump, watcher}
+    tasks: set[asyncio.Future[Any]] = {pump, watcher}
     if stopped is not None:
         tasks.add(asyncio.ensure_future(stopped.wait()))
     try:

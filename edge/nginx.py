@@ -219,7 +219,7 @@ def nginx_config_render(*, deployment: Deployment) -> str:
         "http_headers": SECURITY_HEADERS,
         "https_headers": [*SECURITY_HEADERS, HSTS_HEADER],
     }
-    text = engine.get_template("nginx.conf").render(Context(context, autoescape=False))
+    text: str = engine.get_template("nginx.conf").render(Context(context, autoescape=False))
     # The templates' tags leave blank lines behind.
     text = re.sub(r"\n(?:[ \t]*\n)+(?=[ \t]*\})", "\n", text)
     return re.sub(r"\n(?:[ \t]*\n){2,}", "\n\n", text)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from publisher import services
 
@@ -17,7 +17,7 @@ TIME_LIMIT_SECONDS = 31 * 60
     soft_time_limit=TIME_LIMIT_SECONDS - 60,
     time_limit=TIME_LIMIT_SECONDS,
 )
-def publish_revision(self, revision_id: int) -> None:  # type: ignore[no-untyped-def]
+def publish_revision(self: Task[[int], None], revision_id: int) -> None:
     # Eagerly (ARENA_BROKER_URL=eager) nothing would come back later: one attempt, then
     # failed or not. A worker's job is given back while it has attempts left
     # (ARENA_PUBLICATION_MAX_ATTEMPTS), and this comes back after 1, 2, 4, 8... minutes.

@@ -15,7 +15,7 @@ from typing import Union
 
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from core.models import (
@@ -32,6 +32,15 @@ from core.models import (
 
 #: Whoever makes the request: ``request.user``.
 Visitor = Union[User, AnonymousUser]  # noqa: UP007 (a runtime alias, not an annotation)
+
+
+class AuthenticatedHttpRequest(HttpRequest):
+    """The request of a view behind ``login_required``, or of a REST operation whose token
+    must be a user's (the ``submit`` and ``models`` scopes): its user is signed in. A type
+    for the checker only (django-stubs' recipe); the decorator or the operation's
+    authentication is what makes it true."""
+
+    user: User
 
 
 def is_organizer(user: Visitor) -> bool:
@@ -85,12 +94,12 @@ def duels_visible(user: Visitor) -> Q:
     hidden_seat = DuelSeat.objects.filter(duel=OuterRef("pk")).exclude(
         competitors_visible(user, "revision__competitor")
     )
-    outside = Q(tournament__isnull=True) & ~Exists(hidden_seat)
+    outside = Q(tournament__isnull=True) & Q(~Exists(hidden_seat))
     return in_tournament | outside
 
 
 def can_see_duel(user: Visitor, duel: Duel) -> bool:
-    if duel.tournament_id is not None:
+    if duel.tournament is not None:
         return can_see_tournament(user, duel.tournament)
     # A validation duel (or any duel outside a tournament) shows its agents' moves: it is
     # visible only to whoever may see both of them.

@@ -80,12 +80,13 @@ def result_text(result: str, labels: dict[int, str], ranks: list[int] | None = N
             return "Ranked by score"
         first = [labels[number] for number, rank in enumerate(ranks, start=1) if rank == 1]
         return f"{' and '.join(first)} first"
-    return {
+    texts: dict[str, str] = {
         DuelResult.PLAYER_1_WIN: f"{labels[1]} won",
         DuelResult.PLAYER_2_WIN: f"{labels[2]} won",
         DuelResult.DRAW: "Draw",
         DuelResult.ERROR: "Error: not scored",
-    }.get(result, "")
+    }
+    return texts.get(result, "")
 
 
 def match_result_text(match: Match, labels: dict[int, str]) -> str:

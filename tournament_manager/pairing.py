@@ -67,7 +67,7 @@ def next_round(
         # Lowest-ranked first among those with the fewest byes; the next candidates only
         # when the rest cannot be paired without a rematch.
         bottom_up = list(reversed(players))
-        candidates = sorted(bottom_up, key=lambda player: byes.get(player, 0))
+        candidates = [*sorted(bottom_up, key=lambda player: byes.get(player, 0))]
     search = _Search(met=met, budget=budget)
     for bye in candidates:
         rest = [player for player in players if player != bye]

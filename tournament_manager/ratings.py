@@ -41,7 +41,8 @@ def ratings_update_from_duel(*, duel: Duel) -> None:
             before = [(rating.mu, rating.sigma) for rating in ratings]
             teams = _MODEL.rate(
                 [[_MODEL.rating(mu=rating.mu, sigma=rating.sigma)] for rating in ratings],
-                ranks=ranks_from_scores(match.scores),
+                # A copy typed as openskill's annotation asks (list is invariant).
+                ranks=list[float](ranks_from_scores(match.scores)),
             )
             for rating, [new], (mu, sigma) in zip(ratings, teams, before, strict=True):
                 rating.mu, rating.sigma = new.mu, new.sigma

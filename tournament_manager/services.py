@@ -627,7 +627,9 @@ def duel_job_failed(*, job: Job) -> None:
 
 
 def tournament_duel_finished(*, duel: Duel) -> None:
-    """Rate a finished duel, then recount, re-rank and maybe close its tournament."""
+    """Rate a finished duel of a tournament, then recount, re-rank and maybe close the
+    tournament."""
+    assert duel.tournament_id is not None
     with transaction.atomic():
         # The tournament's row first, as every writer of it: duels finishing at once
         # queue up here rather than deadlock on their ratings.

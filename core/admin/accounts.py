@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django import forms
 from django.contrib import admin, messages
@@ -19,22 +19,34 @@ from core.admin.base import (
     ArenaAdmin,
     OrganizerPermissions,
     ReadOnlyAdmin,
+    acting_user,
     admin_changelist_link,
     admin_link,
 )
 from core.models import ApiToken, Competitor, InviteCode, Role, User
 
+if TYPE_CHECKING:
+    from core.admin.base import FieldGroups
+
+
+class ResetTemplates(TypedDict, total=False):
+    """Arguments of ``PasswordResetForm.save``: its e-mail's templates."""
+
+    email_template_name: str
+    subject_template_name: str
+
+
 #: The website's wording for the password reset e-mail, used once the website has it.
-WEB_RESET_TEMPLATES = {
+WEB_RESET_TEMPLATES: ResetTemplates = {
     "email_template_name": "web/accounts/password_reset_email.txt",
     "subject_template_name": "web/accounts/password_reset_subject.txt",
 }
 
 
-def _reset_templates() -> dict[str, str]:
+def _reset_templates() -> ResetTemplates:
     try:
-        for name in WEB_RESET_TEMPLATES.values():
-            get_template(name)
+        get_template(WEB_RESET_TEMPLATES["email_template_name"])
+        get_template(WEB_RESET_TEMPLATES["subject_template_name"])
     except TemplateDoesNotExist:
         return {}
     return WEB_RESET_TEMPLATES
@@ -161,12 +173,13 @@ class UserAdmin(OrganizerPermissions, DjangoUserAdmin):
 
     @admin.action(description="Make attendee (no admin access)")
     def make_attendee(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        if queryset.filter(pk=request.user.pk).exists():
+        user = acting_user(request)
+        if queryset.filter(pk=user.pk).exists():
             self.message_user(
                 request, "You cannot take your own organizer role; skipped.", messages.WARNING
             )
-            queryset = queryset.exclude(pk=request.user.pk)
-        if not request.user.is_superuser:
+            queryset = queryset.exclude(pk=user.pk)
+        if not user.is_superuser:
             queryset = queryset.exclude(is_superuser=True)
         count = queryset.update(role=Role.ATTENDEE)
         queryset.filter(is_superuser=False).update(is_staff=False)
@@ -237,7 +250,7 @@ class InviteCodeAdmin(ArenaAdmin):
     def created_by_link(self, invite: InviteCode) -> str:
         return admin_link(invite.created_by)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> FieldGroups:
         fields = list(super().get_fields(request, obj))
         return [*fields, "created_by_link", "created_at"] if obj else fields
 
@@ -245,7 +258,7 @@ class InviteCodeAdmin(ArenaAdmin):
         self, request: HttpRequest, obj: InviteCode, form: forms.Form, change: bool
     ) -> None:
         if not change:
-            obj.created_by = request.user  # type: ignore[assignment]
+            obj.created_by = acting_user(request)
         super().save_model(request, obj, form, change)
 
     @admin.action(description="Deactivate")

@@ -16,7 +16,14 @@ from django.core.validators import URLValidator, validate_slug
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from core.admin.base import ArenaAdmin, ReadOnlyAdmin, admin_link, pretty_json, public_link
+from core.admin.base import (
+    ArenaAdmin,
+    ReadOnlyAdmin,
+    acting_user,
+    admin_link,
+    pretty_json,
+    public_link,
+)
 from core.llm import PRICE_FIELDS, llm_player_register, llm_player_update, llm_settings
 from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
 
@@ -103,10 +110,12 @@ class LLMPlayerAdmin(ArenaAdmin):
     list_select_related = ("competitor__environment", "competitor__owner")
     readonly_fields = ("competitor_link", "key", "created_at", "updated_at")
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Any]]:
         kwargs["form"] = LLMPlayerAddForm if obj is None else LLMPlayerChangeForm
         kwargs["fields"] = None  # the form's own fields
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
@@ -125,7 +134,7 @@ class LLMPlayerAdmin(ArenaAdmin):
         if change:
             llm_player_update(
                 competitor=obj.competitor,
-                changed_by=request.user,
+                changed_by=acting_user(request),
                 **llm_settings(settings),
                 **prices,
             )
@@ -137,7 +146,7 @@ class LLMPlayerAdmin(ArenaAdmin):
             name=settings["name"],
             **llm_settings(settings),
         )
-        llm_player_update(competitor=competitor, changed_by=request.user, **prices)
+        llm_player_update(competitor=competitor, changed_by=acting_user(request), **prices)
         registered = competitor.llm
         # The admin goes on with ``obj`` (its message, its log entry): make it the row.
         obj.pk, obj.competitor = registered.pk, competitor

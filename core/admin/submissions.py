@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
@@ -277,7 +278,7 @@ class RevisionAdmin(ArenaAdmin):
         ("Publication", {"classes": ("collapse",), "fields": _step_fields("publication")}),
     )
     readonly_fields = tuple(
-        field for _, options in fieldsets for field in options["fields"] if field != "is_disabled"
+        field for field in flatten_fieldsets(fieldsets) if field != "is_disabled"
     )
     actions = ("rebuild", "revalidate", "republish", "disable", "enable", "create_tournament")
 
@@ -323,7 +324,7 @@ class RevisionAdmin(ArenaAdmin):
         return admin_link(revision.uploaded_by)
 
     @admin.display(description="source")
-    def source_link(self, revision: Revision) -> str:
+    def source_link(self, revision: Revision) -> str | None:
         competitor = revision.competitor
         try:
             url = reverse(

@@ -5,7 +5,7 @@ from django.db import migrations, models
 import core.models.submissions
 
 
-def recover_stuck_steps(apps, schema_editor):  # type: ignore[no-untyped-def]
+def recover_stuck_steps(apps, schema_editor):
     """Builds and validations left running by a killed worker before leases existed get an
     expired lease, so the tournament manager queues them again; queued validations get a
     re-send time, as if their message had just been sent."""

@@ -16,7 +16,7 @@ import sys
 from django.db import migrations
 
 
-def copy_uploads(apps, schema_editor) -> None:  # type: ignore[no-untyped-def]
+def copy_uploads(apps, schema_editor) -> None:
     revisions = apps.get_model("core", "Revision")
     contents = apps.get_model("core", "UploadContent")
     pending = revisions.objects.filter(upload__isnull=True).exclude(source="").order_by("pk")

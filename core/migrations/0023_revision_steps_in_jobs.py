@@ -14,7 +14,7 @@ COPIED = ("status", "started_at", "ended_at", "error", "log")
 PUBLICATION_TIME_LIMIT = timedelta(minutes=31)
 
 
-def _publication(revision, now):  # type: ignore[no-untyped-def]
+def _publication(revision, now):
     status = revision.publication_status
     started = revision.publication_started_at
     return {
@@ -29,7 +29,7 @@ def _publication(revision, now):  # type: ignore[no-untyped-def]
     }
 
 
-def _job_of_step(revision, step, now):  # type: ignore[no-untyped-def]
+def _job_of_step(revision, step, now):
     """The job's fields for one step of a revision; None for a step never asked for."""
     status = getattr(revision, f"{step}_status")
     copied = {field: getattr(revision, f"{step}_{field}") for field in COPIED}
@@ -54,7 +54,7 @@ def _job_of_step(revision, step, now):  # type: ignore[no-untyped-def]
     return {**copied, **lifecycle}
 
 
-def jobs_from_steps(apps, schema_editor):  # type: ignore[no-untyped-def]
+def jobs_from_steps(apps, schema_editor):
     """A job for every step of every revision that was asked for, with everything the
     revision kept of it."""
     Job = apps.get_model("core", "Job")
@@ -72,7 +72,7 @@ def jobs_from_steps(apps, schema_editor):  # type: ignore[no-untyped-def]
         Job.objects.bulk_create(jobs)
 
 
-def steps_from_jobs(apps, schema_editor):  # type: ignore[no-untyped-def]
+def steps_from_jobs(apps, schema_editor):
     """Undo: each step's columns from its job (a cancelled job is a step not asked for),
     and the jobs of revisions gone."""
     Job = apps.get_model("core", "Job")

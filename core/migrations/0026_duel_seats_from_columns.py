@@ -15,7 +15,7 @@ FIELDS = ("wins", "score", "errors", "restarts", "log")
 BATCH = 1000
 
 
-def _batches(queryset, *fields):  # type: ignore[no-untyped-def]
+def _batches(queryset, *fields):
     """The rows in batches by id (a keyset, not a cursor: the table is written between
     reads), with only ``fields``."""
     last = 0
@@ -27,12 +27,12 @@ def _batches(queryset, *fields):  # type: ignore[no-untyped-def]
         last = batch[-1].pk
 
 
-def _ranks(scores):  # type: ignore[no-untyped-def]
+def _ranks(scores):
     """As ``referee.results.ranks_from_scores``, which pages computed from the scores."""
     return [1 + sum(1 for other in scores if other > score) for score in scores]
 
 
-def seats_from_columns(apps, schema_editor):  # type: ignore[no-untyped-def]
+def seats_from_columns(apps, schema_editor):
     Duel = apps.get_model("core", "Duel")
     DuelPlayer = apps.get_model("core", "DuelPlayer")
     DuelSeat = apps.get_model("core", "DuelSeat")
@@ -85,7 +85,7 @@ def seats_from_columns(apps, schema_editor):  # type: ignore[no-untyped-def]
     )
 
 
-def match_lists_from_columns(apps, schema_editor):  # type: ignore[no-untyped-def]
+def match_lists_from_columns(apps, schema_editor):
     """Rows recorded before games of more than two: their lists from the columns."""
     Match = apps.get_model("core", "Match")
     fields = ("first_player", "seat_players", "scores", "player_1_score", "player_2_score")
@@ -102,7 +102,7 @@ def match_lists_from_columns(apps, schema_editor):  # type: ignore[no-untyped-de
         Match.objects.bulk_update(changed, ["scores", "seat_players"])
 
 
-def columns_from_seats(apps, schema_editor):  # type: ignore[no-untyped-def]
+def columns_from_seats(apps, schema_editor):
     """Back: players 1 and 2 to the duel's columns, 3 to 6 to ``DuelPlayer``."""
     Duel = apps.get_model("core", "Duel")
     DuelPlayer = apps.get_model("core", "DuelPlayer")
@@ -132,7 +132,7 @@ def columns_from_seats(apps, schema_editor):  # type: ignore[no-untyped-def]
     DuelSeat.objects.all().delete()
 
 
-def match_columns_from_lists(apps, schema_editor):  # type: ignore[no-untyped-def]
+def match_columns_from_lists(apps, schema_editor):
     Match = apps.get_model("core", "Match")
     for matches in _batches(Match.objects.all(), "scores"):
         for match in matches:

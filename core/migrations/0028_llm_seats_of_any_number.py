@@ -6,7 +6,7 @@ from django.db import migrations, models
 BATCH = 1000
 
 
-def ranks_from_scores(apps, schema_editor):  # type: ignore[no-untyped-def]
+def ranks_from_scores(apps, schema_editor):
     """Each stored conversation's rank, from its match's scores (1 best, equal sharing)."""
     MatchConversation = apps.get_model("core", "MatchConversation")
     last = 0

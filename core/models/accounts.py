@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
 from django.db import models
@@ -91,7 +92,7 @@ class InviteCode(models.Model):
     def __str__(self) -> str:
         return self.code
 
-    def is_usable(self, now: timezone.datetime | None = None) -> bool:
+    def is_usable(self, now: datetime | None = None) -> bool:
         now = now or timezone.now()
         return (
             self.is_active

@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.core.validators import (
+    BaseValidator,
     MaxValueValidator,
     MinValueValidator,
     RegexValidator,
@@ -53,7 +54,7 @@ PLAYING_FIELDS = (
 )
 
 
-def _range(bounds: tuple[float, float]) -> list[object]:
+def _range(bounds: tuple[float, float]) -> list[BaseValidator]:
     return [MinValueValidator(bounds[0]), MaxValueValidator(bounds[1])]
 
 

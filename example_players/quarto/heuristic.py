@@ -27,11 +27,12 @@ def completes_line(board: list[int | None], square: int, piece: int) -> bool:
         if square not in line:
             continue
         pieces = [piece if index == square else board[index] for index in line]
-        if None in pieces:
+        filled = [other for other in pieces if other is not None]
+        if len(filled) < len(pieces):
             continue
         shared_set = ALL_ATTRIBUTES
         shared_clear = ALL_ATTRIBUTES
-        for other in pieces:
+        for other in filled:
             shared_set &= other
             shared_clear &= ~other
         if shared_set or shared_clear:

@@ -33,7 +33,7 @@ def completing_square(board: list[int], mark: int, valid_actions: list[int]) -> 
 class Player:
     def __init__(self) -> None:
         self.matches_played = 0
-        self.total_reward = 0
+        self.total_reward: float = 0
 
     def start(self, state: dict, valid_actions: list[int]) -> int:
         return self.choose(state, valid_actions)

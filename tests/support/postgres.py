@@ -30,6 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 PREFIX = "arena-test-postgres-"
 SUPERUSER = "arena"
@@ -241,7 +242,15 @@ def _server_user() -> pwd.struct_passwd | None:
         ) from None
 
 
-def _as_user(server_user: pwd.struct_passwd | None) -> dict[str, object]:
+class _UserArguments(TypedDict, total=False):
+    """subprocess's arguments that run the server as ``server_user``."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
+def _as_user(server_user: pwd.struct_passwd | None) -> _UserArguments:
     if server_user is None:
         return {}
     return {"user": server_user.pw_uid, "group": server_user.pw_gid, "extra_groups": []}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten, flatten_fieldsets
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.html import format_html, format_html_join
@@ -47,9 +48,18 @@ from tournament_manager.services import (
     tournament_stop,
 )
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class Counted(TypedDict):
+    """What TournamentAdmin's list annotates each tournament with."""
+
+    participants_count: int
+
 
 class ParticipantChoiceField(forms.ModelMultipleChoiceField):
-    def label_from_instance(self, revision: Revision) -> str:  # type: ignore[override]
+    def label_from_instance(self, revision: Revision) -> str:
         owner = revision.competitor.owner
         return (
             f"{revision.competitor.environment.name} · {revision} "
@@ -116,7 +126,9 @@ class TournamentCreateForm(forms.ModelForm):
                 self.initial["participants"] = [
                     revision.pk for revision in latest_validated_revisions(environment)
                 ]
-        self.fields["participants"].queryset = revisions.order_by(
+        participants = self.fields["participants"]
+        assert isinstance(participants, ParticipantChoiceField)
+        participants.queryset = revisions.order_by(
             "competitor__environment__name", "competitor__name", "-version"
         )
         if isinstance(self.initial.get("participants"), str):
@@ -183,14 +195,14 @@ class ParticipantInline(ReadOnlyInline):
     ordering = ("rank", "-points")
     show_change_link = False
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        fields = list(self.fields or ())
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        fields = flatten(self.fields or ())
         if obj is not None and obj.format == TournamentFormat.SWISS:
             fields.insert(fields.index("points") + 1, "buchholz")
-        return fields
+        return tuple(fields)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return self.get_fields(request, obj)
+        return list(self.get_fields(request, obj))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Participant]:
         return (
@@ -285,15 +297,17 @@ class TournamentAdmin(ArenaAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return self.add_fieldsets if obj is None else self.fieldsets
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Any]]:
         if obj is None:
             kwargs["form"] = TournamentCreateForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
             return ()
-        fields = (
+        fields: tuple[str, ...] = (
             "environment",
             "format",
             "status_badge",
@@ -385,8 +399,8 @@ class TournamentAdmin(ArenaAdmin):
         return format_html("{}<br><small>{}</small>", summary, tournament_progress(tournament))
 
     @admin.display(description="participants", ordering="participants_count")
-    def participant_count(self, tournament: Tournament) -> int:
-        return tournament.participants_count  # type: ignore[attr-defined,no-any-return]
+    def participant_count(self, tournament: WithAnnotations[Tournament, Counted]) -> int:
+        return tournament.participants_count
 
     @admin.display(description="duels")
     def duels(self, tournament: Tournament) -> str:
@@ -573,7 +587,7 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
             },
         ),
     )
-    readonly_fields = tuple(field for _, options in fieldsets for field in options["fields"])
+    readonly_fields = tuple(flatten_fieldsets(fieldsets))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Duel]:
         return (

@@ -41,7 +41,7 @@ class RatingAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Rating]:
         # Not super(): its ordering would come before the annotation it orders by.
-        return Rating.objects.leaderboard()  # type: ignore[attr-defined,no-any-return]
+        return Rating.objects.leaderboard()
 
     def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         return ("competitor__environment__name", "-conservative_rating", "-games")

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.accounts import api_token_create, api_token_revoke, user_register
 from core.errors import ArenaError, sentence
-from reads.access import get_own_token
+from reads.access import AuthenticatedHttpRequest, get_own_token
 from reads.selectors import profile_page
 from web.forms import ProfileForm, RegistrationForm, TokenForm
 
@@ -43,7 +43,10 @@ def register(request: HttpRequest) -> HttpResponse:
 
 
 def _render_profile(
-    request: HttpRequest, profile_form: ProfileForm, token_form: TokenForm, status: int = 200
+    request: AuthenticatedHttpRequest,
+    profile_form: ProfileForm,
+    token_form: TokenForm,
+    status: int = 200,
 ) -> HttpResponse:
     page = profile_page(user=request.user)
     return render(
@@ -56,7 +59,7 @@ def _render_profile(
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def profile(request: HttpRequest) -> HttpResponse:
+def profile(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = ProfileForm(request.POST or None, instance=request.user)
     if request.method == "POST":
         if form.is_valid():
@@ -69,7 +72,7 @@ def profile(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_create(request: HttpRequest) -> HttpResponse:
+def token_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
     if form.is_valid():
         try:

@@ -11,7 +11,7 @@ from core.models import Environment
 from core.online import online_model_register
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
 from llm.prompts import HARNESS_VERSION
-from reads.access import get_environment
+from reads.access import AuthenticatedHttpRequest, get_environment
 from reads.scores import environment_score_competitions
 from reads.selectors import environment_page, home_page
 from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm
@@ -71,7 +71,7 @@ def render_environment(
 
 @login_required
 @require_POST
-def online_model_create(request: HttpRequest, name: str) -> HttpResponse:
+def online_model_create(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     """Register an online model and show its token, once."""
     environment = get_environment(name)
     form = OnlineModelForm(request.POST)

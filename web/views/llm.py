@@ -13,7 +13,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError, sentence
 from core.llm import llm_player_register, llm_player_update, llm_settings
-from reads.access import get_duel_for_user, get_environment, get_match_for_user, get_own_competitor
+from reads.access import (
+    AuthenticatedHttpRequest,
+    get_duel_for_user,
+    get_environment,
+    get_match_for_user,
+    get_own_competitor,
+)
 from reads.llm import conversations_jsonl, duel_matches, llm_index_page, model_page
 from web.forms import LLMPlayerForm, LLMSettingsForm
 from web.views.environments import render_environment
@@ -24,7 +30,7 @@ JSONL = "application/x-ndjson"
 
 @login_required
 @require_POST
-def llm_player_create(request: HttpRequest, name: str) -> HttpResponse:
+def llm_player_create(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     environment = get_environment(name)
     form = LLMPlayerForm(request.POST)
     if form.is_valid():
@@ -46,7 +52,9 @@ def llm_player_create(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def llm_player_edit(request: HttpRequest, environment_name: str, name: str) -> HttpResponse:
+def llm_player_edit(
+    request: AuthenticatedHttpRequest, environment_name: str, name: str
+) -> HttpResponse:
     competitor = get_own_competitor(request.user, environment_name, name)
     if not competitor.is_llm:
         return redirect(competitor)

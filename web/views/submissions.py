@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import ArenaError, sentence
-from core.models import Competitor, Environment, Revision
+from core.models import Competitor, Environment, Revision, User
 from core.services import UploadUnavailable, revision_upload, revision_upload_read
 from reads.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
 from reads.llm import player_stats
@@ -28,12 +28,15 @@ def upload_from_form(
     """Store a valid upload form's file as a new revision, or put the refusal on the form.
 
     Without ``competitor`` the form names it (the environment page's SubmissionForm).
+    Its callers let only a signed-in user through: the uploader or the competitor's owner.
     """
+    owner = request.user
+    assert isinstance(owner, User)
     if not form.is_valid():
         return None
     try:
         revision = revision_upload(
-            owner=request.user,
+            owner=owner,
             environment=environment,
             competitor_name=competitor.name if competitor else form.cleaned_data["name"],
             is_public=competitor.is_public if competitor else form.cleaned_data["is_public"],
