@@ -10,6 +10,7 @@ import sys
 import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
+from typing import TypeGuard
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -43,14 +44,41 @@ def _first_party() -> set[str]:
     return names | {path.name for path in (ROOT / "sdk").iterdir() if path.is_dir()}
 
 
-def _imported(path: Path) -> set[str]:
+def _modules(nodes: list[ast.AST]) -> set[str]:
     modules = set()
-    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+    for node in nodes:
         if isinstance(node, ast.Import):
             modules |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             modules.add(node.module.split(".")[0])
     return modules
+
+
+def _type_checking(node: ast.AST) -> TypeGuard[ast.If]:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): only the type checker runs it."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imported(path: Path) -> tuple[set[str], set[str]]:
+    """What the file imports when it runs, and what only for the type checker (a
+    development tool: the ``dev`` extras serve it)."""
+    tree = ast.parse(path.read_bytes(), str(path))
+    for_types = [
+        inner
+        for node in ast.walk(tree)
+        if _type_checking(node)
+        for body in node.body
+        for inner in ast.walk(body)
+    ]
+    typing_only = _modules(for_types)
+    ids = {id(node) for node in for_types}
+    running = _modules([node for node in ast.walk(tree) if id(node) not in ids])
+    return running, typing_only - running
 
 
 def _declared() -> tuple[dict[str, str], dict[str, str]]:
@@ -71,11 +99,16 @@ def test_it_declares_every_third_party_package_the_code_imports() -> None:
     for path in _python_files():
         relative = path.relative_to(ROOT)
         is_test = relative.parts[0] in TEST_CODE or relative in DEV_TOOLS
-        for module in sorted(_imported(path) - first_party - set(sys.stdlib_module_names)):
+        running, for_types = _imported(path)
+        ours = first_party | set(sys.stdlib_module_names)
+        for module, development in sorted(
+            [(module, is_test) for module in running - ours]
+            + [(module, True) for module in for_types - ours]
+        ):
             names = {canonicalize_name(name) for name in distributions.get(module, [module])}
-            declared = runtime.keys() | (dev.keys() if is_test else set())
+            declared = runtime.keys() | (dev.keys() if development else set())
             if not names & declared:
-                where = "dev extras" if is_test else "dependencies"
+                where = "dev extras" if development else "dependencies"
                 missing.append(f"{path.relative_to(ROOT)}: {module} ({where})")
 
     assert missing == []
