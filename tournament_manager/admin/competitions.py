@@ -16,6 +16,7 @@ from core.admin.base import (
     ArenaAdmin,
     ReadOnlyAdmin,
     ReadOnlyInline,
+    acting_user,
     admin_changelist_link,
     admin_link,
     preformatted,
@@ -351,7 +352,7 @@ class TournamentAdmin(ArenaAdmin):
             matches_per_duel=form.cleaned_data.get("matches_per_duel"),
             format=form.cleaned_data["format"],
             rounds=form.cleaned_data.get("rounds"),
-            created_by=request.user,  # type: ignore[arg-type]
+            created_by=acting_user(request),
         )
         if form.cleaned_data.get("starts_at"):
             tournament_schedule(tournament=tournament, starts_at=form.cleaned_data["starts_at"])

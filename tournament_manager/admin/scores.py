@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from core.admin.base import (
     ArenaAdmin,
     ReadOnlyAdmin,
+    acting_user,
     admin_link,
     preformatted,
     public_link,
@@ -72,7 +73,7 @@ class ScoreCompetitionAdmin(ArenaAdmin):
         self, request: HttpRequest, obj: ScoreCompetition, form: forms.Form, change: bool
     ) -> None:
         if not change:
-            obj.created_by = request.user  # type: ignore[assignment]
+            obj.created_by = acting_user(request)
         super().save_model(request, obj, form, change)
 
     @admin.display(description="evaluations played / total")

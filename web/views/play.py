@@ -5,20 +5,20 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError
 from core.human import human_duel_seat, human_game_create
 from core.models import Duel, Revision
-from reads.access import get_competitor_for_user
+from reads.access import AuthenticatedHttpRequest, get_competitor_for_user
 from reads.live import LIVE_PREFIX, environment_stylesheets
 
 
 @login_required
 @require_POST
-def play_start(request: HttpRequest, environment_name: str, name: str) -> HttpResponse:
+def play_start(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
     """A new game of the user against the competitor's newest validated revision."""
     competitor = get_competitor_for_user(request.user, environment_name, name)
     opponent = Revision.objects.validated().filter(competitor=competitor).order_by("-version")
@@ -26,7 +26,7 @@ def play_start(request: HttpRequest, environment_name: str, name: str) -> HttpRe
         revision = opponent.first()
         if revision is None:
             raise ArenaError(f"{competitor.name} has no validated revision to play")
-        duel = human_game_create(user=request.user, opponent=revision)  # type: ignore[arg-type]
+        duel = human_game_create(user=request.user, opponent=revision)
     except ArenaError as error:
         messages.error(request, error.message)
         return redirect(competitor)
@@ -35,12 +35,12 @@ def play_start(request: HttpRequest, environment_name: str, name: str) -> HttpRe
 
 @login_required
 @require_GET
-def play(request: HttpRequest, pk: int) -> HttpResponse:
+def play(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     duel = get_object_or_404(
         Duel.objects.with_seats(),
         pk=pk,
     )
-    if human_duel_seat(user=request.user, duel=duel) is None:  # type: ignore[arg-type]
+    if human_duel_seat(user=request.user, duel=duel) is None:
         raise Http404("No such game of yours")
     return render(
         request,
