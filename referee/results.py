@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -78,6 +80,20 @@ _FAULT_TEXTS: dict[FaultKind, tuple[str, str]] = {
         "The agent failed twice and could not play on.",
     ),
 }
+
+
+#: A total of scores is kept to this many decimal places, so that equal points are equal
+#: however they were added up: a game's fractional scores (a third, a sixth) summed in
+#: another order differ in the last bit (25/6 is 4.166666666666667 one way and
+#: 4.166666666666666 the other), which would rank two equal players apart. Two totals
+#: closer than half of 1e-9 are the same total.
+SCORE_DECIMALS = 9
+
+
+def score_total(scores: Iterable[float]) -> float:
+    """The sum of ``scores`` as the game means it: exactly rounded (``math.fsum``, whatever
+    the order), then to ``SCORE_DECIMALS`` places."""
+    return round(math.fsum(scores), SCORE_DECIMALS)
 
 
 def ranks_from_scores(scores: list[float]) -> list[int]:
@@ -225,7 +241,7 @@ class DuelResult:
     def scores(self) -> list[float]:
         """Each player's total match score, player 1's first."""
         return [
-            sum(match.scores[player] for match in self.matches)
+            score_total(match.scores[player] for match in self.matches)
             for player in range(len(self.players))
         ]
 

@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from referee.results import Outcome
+from referee.results import SCORE_DECIMALS, Outcome
 
 WIN_POINTS = 2
 DRAW_POINTS = 1
@@ -69,8 +69,10 @@ def record_duel(
 def record_group(records: Sequence[Record], *, scores: Sequence[float]) -> None:
     """Add a scored duel of two or more players (``scores``: their total match scores,
     in player order): one duel between each two of them, decided by their scores."""
+    # Compared as totals are (``results.SCORE_DECIMALS``): equal points are a draw.
+    rounded = [round(score, SCORE_DECIMALS) for score in scores]
     for (first, first_score), (second, second_score) in itertools.combinations(
-        zip(records, scores, strict=True), 2
+        zip(records, rounded, strict=True), 2
     ):
         if first_score > second_score:
             result = Outcome.PLAYER_1_WIN
@@ -92,7 +94,8 @@ def standing_key(record: Record, *, buchholz: int | None = None) -> tuple[float,
     """Sorts best first: points, then (when given, Swiss) Buchholz, then duels won, then
     match score."""
     tie_break = () if buchholz is None else (-buchholz,)
-    return (-record.points, *tie_break, -record.wins, -record.score)
+    # The score summed over duels: equal totals tie, however they were added up.
+    return (-record.points, *tie_break, -record.wins, -round(record.score, SCORE_DECIMALS))
 
 
 T = TypeVar("T")
