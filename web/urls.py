@@ -11,6 +11,8 @@ REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_na
 
 urlpatterns = [
     path("", environments.home, name="home"),
+    # Where browsers and feed readers look without a page's <link rel="icon">.
+    path("favicon.ico", environments.favicon, name="favicon"),
     path("environments/<slug:name>/", environments.environment, name="environment"),
     path(
         "environments/<slug:name>/online-models/",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import html
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from django.contrib.staticfiles import finders
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import strip_tags
@@ -48,6 +50,26 @@ def test_it_lists_active_environments_and_recent_tournaments_on_the_home_page(
     assert "Connect Four" not in page
     assert "Autumn cup" in page
     assert reverse("environment", args=["tic_tac_toe"]) in page
+
+
+def test_it_counts_players_in_words_that_agree_with_the_number(client, tournament):
+    EnvironmentFactory(name="cartpole")
+
+    page = text(client.get(reverse("home")))
+
+    assert "1 player" in page and "1 players" not in page
+    assert "2 players" in page
+
+
+def test_every_page_names_the_sites_icon_and_favicon_ico_leads_to_it(client, tournament):
+    page = text(client.get(reverse("home")))
+    icon = client.get("/favicon.ico")
+
+    assert 'rel="icon"' in page and "favicon.svg" in page
+    assert icon.status_code == 301 and icon["Location"].endswith("web/favicon.svg")
+    # A static file, served as the others are (nginx in production).
+    found = finders.find("web/favicon.svg")
+    assert found is not None and Path(found).read_text().startswith("<svg")
 
 
 def test_it_shows_the_rules_the_leaderboard_and_the_tournaments_of_an_environment(

@@ -2,8 +2,15 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+)
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import ArenaError, sentence
@@ -112,3 +119,11 @@ def environment_static(request: HttpRequest, name: str, filename: str) -> FileRe
     response = FileResponse(path.open("rb"), content_type="text/css; charset=utf-8")
     response["Cache-Control"] = "public, max-age=3600"
     return response
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """The site's icon (``web/favicon.svg``; pages name it), where browsers and feed
+    readers look when nothing names it. Resolved per request: the static files' names are
+    known once they are collected."""
+    return HttpResponsePermanentRedirect(static("web/favicon.svg"))
