@@ -46,6 +46,7 @@ from core.models import (
     RatingChange,
     Tournament,
 )
+from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from tournament_manager.bradley_terry import ELO_PER_UNIT, Games, fit
 from tournament_manager.selectors import latest_validated_revisions
 
@@ -83,10 +84,13 @@ def leaderboard_key(environment: Environment, current: Iterable[int]) -> str:
 
 def _pairs_in_groups(
     matches: QuerySet[Match], among: set[int] | None
-) -> dict[tuple[int, int], tuple[int, float, int]]:
+) -> tuple[dict[tuple[int, int], tuple[int, float, int]], dict[int, _Record]]:
     """The matches of more than two players, as one game for each two of their players:
     by (revision in the earlier seat, the other) the games, the first one's points (1 a
-    win, 1/2 a draw, by the match's scores) and the draws."""
+    win, 1/2 a draw, by the match's scores) and the draws. And each revision's record of
+    those matches, a match once: won when it scored best (alone, or with some but not
+    all), drawn when every player scored alike, lost when anyone scored more; a match
+    counts for a revision that met at least one other of ``among`` in it."""
     rows = list(
         matches.filter(duel__num_players__gt=2).order_by().values_list("duel_id", "seats", "scores")
     )
@@ -96,13 +100,16 @@ def _pairs_in_groups(
     ).values_list("duel_id", "number", "revision_id"):
         seated[duel][number] = revision
     pairs: dict[tuple[int, int], tuple[int, float, int]] = {}
+    records: dict[int, _Record] = defaultdict(_Record)
     for duel, seats, scores in rows:
         revisions = seated[duel]
+        met: set[int] = set()
         for first_seat, second_seat in itertools.combinations(range(len(seats)), 2):
             first, second = seats[first_seat], seats[second_seat]
             key = (revisions[first], revisions[second])
             if among is not None and not set(key) <= among:
                 continue
+            met |= {first, second}
             mine, theirs = scores[first - 1], scores[second - 1]
             games, points, draws = pairs.get(key, (0, 0.0, 0))
             pairs[key] = (
@@ -110,7 +117,17 @@ def _pairs_in_groups(
                 points + (1.0 if mine > theirs else 0.5 if mine == theirs else 0.0),
                 draws + (mine == theirs),
             )
-    return pairs
+        best, everyone_alike = max(scores), len(set(scores)) == 1
+        for player in met:
+            record = records[revisions[player]]
+            record.matches += 1
+            if everyone_alike:
+                record.draws += 1
+            elif scores[player - 1] == best:
+                record.wins += 1
+            else:
+                record.losses += 1
+    return pairs, records
 
 
 def _games(
@@ -118,7 +135,8 @@ def _games(
 ) -> tuple[list[Games], dict[int, _Record]]:
     """``matches`` counted by pairing (of revisions) and seat order, and every
     revision's record; a match of more than two players counts as a game between each
-    two of them. ``among``: only games between these revisions."""
+    two of them in the fit, and once in each player's record. ``among``: only games
+    between these revisions."""
     two_player = matches.filter(duel__num_players=2).annotate(
         one=FilteredRelation("duel__seats", condition=Q(duel__seats__number=1)),
         two=FilteredRelation("duel__seats", condition=Q(duel__seats__number=2)),
@@ -153,19 +171,26 @@ def _games(
             record.wins += wins
             record.draws += draws
             record.losses += losses
-    for (first, second), (total, points, draws) in _pairs_in_groups(matches, among).items():
-        games.append(Games(first, second, total, points))
-        first_wins = points - draws / 2
-        for revision, wins, losses in (
-            (first, first_wins, total - first_wins - draws),
-            (second, total - first_wins - draws, first_wins),
-        ):
-            record = records[revision]
-            record.matches += total
-            record.wins += round(wins)
-            record.draws += draws
-            record.losses += round(losses)
+    pairs, in_groups = _pairs_in_groups(matches, among)
+    games += [
+        Games(first, second, total, points) for (first, second), (total, points, _) in pairs.items()
+    ]
+    for revision, counted in in_groups.items():
+        record = records[revision]
+        record.matches += counted.matches
+        record.wins += counted.wins
+        record.draws += counted.draws
+        record.losses += counted.losses
     return games, records
+
+
+def _in_turns(environment: Environment) -> bool:
+    """Whether the game is played in turns (someone moves first); an unknown one is taken
+    to be."""
+    try:
+        return not make_environment(environment.game, players=environment.players).simultaneous
+    except (UnknownEnvironment, InvalidEnvironmentInfo, ValueError):
+        return True
 
 
 def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
@@ -185,7 +210,8 @@ def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
     advantage = None
     if played:
         result = fit(played, games)
-        advantage = ELO_PER_UNIT * result.advantage
+        # Only where there is a first move: not in a game of simultaneous moves.
+        advantage = ELO_PER_UNIT * result.advantage if _in_turns(environment) else None
         threshold = settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES
         ranked = {revision for revision in played if records[revision].matches >= threshold}
         ranks = result.ranks(ranked)

@@ -192,3 +192,18 @@ def test_self_play_and_validation_duels_never_reach_it(environment):
     leaderboard_refit(environment=environment, force=True)
 
     assert entries(environment) == {}
+
+
+def test_it_tells_no_first_move_advantage_in_a_game_of_simultaneous_moves(client):
+    """Rock-paper-scissors has no first move: whatever the fit puts on the seat order is
+    not said (issue 26: "Moving first is worth -19 points")."""
+    game = EnvironmentFactory(name="rock_paper_scissors")
+    tournament = TournamentFactory(environment=game)
+    one, two = agent(game, "one"), agent(game, "two")
+    rated(tournament, one, two, wins=5, losses=3)
+
+    assert leaderboard_refit(environment=game, force=True)
+
+    game.refresh_from_db()
+    assert game.first_move_advantage is None
+    assert "Moving first" not in client.get(game.get_absolute_url()).content.decode()
