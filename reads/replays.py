@@ -8,6 +8,7 @@ output escapes everything that came from an agent.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -111,6 +112,8 @@ class Replay:
     error: str
     #: File names of the game's stylesheets (``environment_static``).
     stylesheets: list[str] = dataclasses.field(default_factory=list)
+    #: The environment seat that moves first (``first_mover``); None: all move at once.
+    first_seat: int | None = None
 
     @property
     def final_step(self) -> int:
@@ -151,6 +154,27 @@ def _environment_of(match: Match) -> tuple[Environment, EnvironmentInfo] | None:
 NOT_INSTALLED = "this game is no longer installed"
 
 
+@functools.lru_cache(maxsize=4096)
+def first_mover(game: str, players: int, seed: int) -> int | None:
+    """The environment seat that moves first in a match of ``game`` started from ``seed``,
+    as the game says (in chess White, OpenSpiel's second seat; in backgammon whoever the
+    opening roll favours; in poker the first to bet after the deal); None when everyone
+    moves at once, or the game is no longer installed."""
+    try:
+        environment = make_environment(game, players=players)
+    except (UnknownEnvironment, InvalidEnvironmentInfo, ValueError):
+        return None
+    environment.reset(seed)
+    movers = environment.to_move()
+    return movers[0] if len(movers) == 1 else None
+
+
+def first_mover_label(match: Match, labels: dict[int, str]) -> str:
+    """Who moved first in ``match``, as pages name the duel's players."""
+    seat = first_mover(match.duel.environment.game, len(match.seats), match.seed)
+    return "all at once" if seat is None else labels[match.seats[seat]]
+
+
 def match_replay(match: Match) -> Replay:
     duel = match.duel
     labels = player_labels(duel)
@@ -169,7 +193,8 @@ def match_replay(match: Match) -> Replay:
             frames.append(_frame(environment, match, step, seat_labels))
     except ReplayBroken as broken:
         error = str(broken)
-    return Replay(frames, seat_labels, faults, result_text, error, stylesheets)
+    first_seat = first_mover(duel.environment.game, len(match.seats), match.seed)
+    return Replay(frames, seat_labels, faults, result_text, error, stylesheets, first_seat)
 
 
 def _frame(

@@ -33,7 +33,14 @@ from core.online import online_present
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from reads.access import Visitor, can_see_competitor, is_owner, tournaments_visible
 from reads.charts import RatingPoint, rating_chart_svg
-from reads.replays import FaultNote, match_faults, match_result_text, player_labels, result_text
+from reads.replays import (
+    FaultNote,
+    first_mover_label,
+    match_faults,
+    match_result_text,
+    player_labels,
+    result_text,
+)
 from tournament_manager.selectors import tournament_progress
 
 RECENT_TOURNAMENTS = 10
@@ -432,7 +439,7 @@ def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
         matches=[
             MatchRow(
                 match=match,
-                first_label=labels[match.first_player],
+                first_label=first_mover_label(match, labels),
                 result_text=match_result_text(match, labels),
                 faults=match_faults(match, labels),
             )

@@ -34,6 +34,7 @@ from referee.results import (
     Fault,
     FaultKind,
     MatchRecord,
+    match_seed,
     outcome_of,
     seat_rotation,
 )
@@ -287,7 +288,7 @@ class Referee:
     # -- matches --------------------------------------------------------------
 
     def _match_seed(self, index: int) -> int:
-        return random.Random(self.seed * 1_000_003 + index).randrange(2**31)
+        return match_seed(self.seed, index)
 
     def _forfeit(self, record: MatchRecord, unavailable: list[Contestant]) -> None:
         for contestant in unavailable:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import random
 from collections.abc import Iterable
 from typing import Any
 
@@ -108,6 +109,12 @@ def outcome_of(scores: list[float]) -> Outcome:
     if len(scores) > 2:
         return Outcome.RANKED
     return Outcome.PLAYER_1_WIN if scores[0] > scores[1] else Outcome.PLAYER_2_WIN
+
+
+def match_seed(duel_seed: int, index: int) -> int:
+    """The seed of match ``index`` of a duel seeded ``duel_seed``: known before it is
+    played (a page can tell who will move first)."""
+    return random.Random(duel_seed * 1_000_003 + index).randrange(2**31)
 
 
 def seat_rotation(players: int, index: int) -> list[int]:

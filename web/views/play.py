@@ -14,6 +14,8 @@ from core.human import human_duel_seat, human_game_create
 from core.models import Duel, Revision
 from reads.access import AuthenticatedHttpRequest, get_competitor_for_user
 from reads.live import LIVE_PREFIX, environment_stylesheets
+from reads.replays import first_mover
+from referee.results import match_seed, seat_rotation
 
 
 @login_required
@@ -42,6 +44,10 @@ def play(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     )
     if human_duel_seat(user=request.user, duel=duel) is None:
         raise Http404("No such game of yours")
+    # The person is player 1, in the game's first seat of its one match; who moves first
+    # is the game's to say (in chess, White: the second seat).
+    seat = seat_rotation(2, 0).index(1)
+    first = first_mover(duel.environment.game, 2, match_seed(duel.seed, 0))
     return render(
         request,
         "web/play.html",
@@ -49,6 +55,7 @@ def play(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
             "duel": duel,
             "environment": duel.environment,
             "opponent": duel.revisions()[1],
+            "you_move_first": first == seat,
             "live_url": f"{LIVE_PREFIX}{duel.pk}",
             "live_stylesheets": environment_stylesheets(duel),
             "move_seconds": settings.ARENA_HUMAN_MOVE_SECONDS,

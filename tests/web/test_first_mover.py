@@ -1,0 +1,72 @@
+"""Who moves first is the game's to say, on every page (issue 26: in chess OpenSpiel's
+first seat is Black, so White, the second seat, opens; backgammon's opening roll decides;
+a game of simultaneous moves has no first mover)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from core.human import human_game_create
+from core.models import Duel, DuelResult, Environment, Match, User
+from core.services import environment_add_openspiel
+from reads.replays import first_mover
+from tests.factories import DuelFactory, RevisionFactory, TournamentFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_game_names_its_first_mover():
+    assert first_mover("openspiel:chess", 2, 1) == 1  # White
+    assert first_mover("tic_tac_toe", 2, 1) == 0
+    assert first_mover("rock_paper_scissors", 2, 1) is None  # at once
+    # Backgammon: whoever the opening roll favours, which the seed decides.
+    assert {first_mover("openspiel:backgammon", 2, seed) for seed in range(1, 9)} == {0, 1}
+    assert first_mover("no_such_game", 2, 1) is None
+
+
+def chess_duel() -> tuple[Duel, Match]:
+    chess = environment_add_openspiel(spec="openspiel:chess")
+    duel = DuelFactory(tournament=TournamentFactory(environment=chess), finished=True)
+    duel.seats.update(score=0.5, rank=1)
+    match = Match.objects.create(
+        duel=duel, index=0, first_player=1, seats=[1, 2], scores=[0.5, 0.5], seed=7,
+        result=DuelResult.DRAW,
+    )  # fmt: skip
+    return duel, match
+
+
+def test_a_chess_duel_and_its_replay_say_white_moves_first(client):
+    duel, match = chess_duel()
+    black, white = (str(revision) for revision in duel.revisions())
+
+    page = client.get(duel.get_absolute_url()).content.decode()
+    replay = client.get(match.get_absolute_url()).content.decode()
+
+    # The duel page's "First to move" column: the player in the second seat, White.
+    row = page[page.index("First to move") :]
+    row = row[row.index("<tbody") :]
+    assert row.index(white) < row.index("Draw") and black not in row[: row.index("Draw")]
+    # The replay's list of seats marks the second one.
+    seats = replay[replay.index("Seat 1") : replay.index("</ul>", replay.index("Seat 1"))]
+    assert seats.index("moves first") > seats.index("Seat 2")
+
+
+def play_page(user: User, environment: Environment) -> str:
+    opponent = RevisionFactory(validated=True, competitor__environment=environment)
+    duel = human_game_create(user=user, opponent=opponent)
+    client = Client()
+    client.force_login(user)
+    return client.get(reverse("play", args=[duel.pk])).content.decode()
+
+
+def test_a_person_playing_chess_is_told_the_agent_opens_and_tic_tac_toe_that_they_do():
+    chess = environment_add_openspiel(spec="openspiel:chess")
+    tic_tac_toe = RevisionFactory(validated=True).competitor.environment
+
+    against_chess = play_page(UserFactory(), chess)
+    against_tic_tac_toe = play_page(UserFactory(), tic_tac_toe)
+
+    assert "moves first" in against_chess and "you move first" not in against_chess
+    assert "you move first" in against_tic_tac_toe
