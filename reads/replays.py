@@ -8,7 +8,6 @@ output escapes everything that came from an agent.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -154,24 +153,31 @@ def _environment_of(match: Match) -> tuple[Environment, EnvironmentInfo] | None:
 NOT_INSTALLED = "this game is no longer installed"
 
 
-@functools.lru_cache(maxsize=4096)
-def first_mover(game: str, players: int, seed: int) -> int | None:
-    """The environment seat that moves first in a match of ``game`` started from ``seed``,
-    as the game says (in chess White, OpenSpiel's second seat; in backgammon whoever the
-    opening roll favours; in poker the first to bet after the deal); None when everyone
-    moves at once, or the game is no longer installed."""
+def game_of(duel: Duel) -> Environment | None:
+    """A fresh copy of the duel's game, for as many seats as it has; None once the game is
+    no longer installed. One copy serves a whole duel (``first_mover`` resets it)."""
     try:
-        environment = make_environment(game, players=players)
+        return make_environment(duel.environment.game, players=duel.num_players)
     except (UnknownEnvironment, InvalidEnvironmentInfo, ValueError):
+        return None
+
+
+def first_mover(environment: Environment | None, seed: int) -> int | None:
+    """The environment seat that moves first in a match started from ``seed``, as the game
+    says (in chess White, OpenSpiel's second seat; in backgammon whoever the opening roll
+    favours; in poker the first to bet after the deal); None when everyone moves at once,
+    or without the game. Resets ``environment``."""
+    if environment is None:
         return None
     environment.reset(seed)
     movers = environment.to_move()
     return movers[0] if len(movers) == 1 else None
 
 
-def first_mover_label(match: Match, labels: dict[int, str]) -> str:
-    """Who moved first in ``match``, as pages name the duel's players."""
-    seat = first_mover(match.duel.environment.game, len(match.seats), match.seed)
+def first_mover_label(match: Match, labels: dict[int, str], game: Environment | None) -> str:
+    """Who moved first in ``match`` (``game``: ``game_of`` its duel), as pages name the
+    duel's players."""
+    seat = first_mover(game, match.seed)
     return "all at once" if seat is None else labels[match.seats[seat]]
 
 
@@ -186,6 +192,7 @@ def match_replay(match: Match) -> Replay:
         return Replay([], seat_labels, faults, result_text, NOT_INSTALLED)
     environment, info = game
     stylesheets = sorted(path.name for path in info.static_dir.glob("*.css"))
+    first_seat = first_mover(environment, match.seed)
     frames: list[dict[str, Any]] = []
     error = ""
     try:
@@ -193,7 +200,6 @@ def match_replay(match: Match) -> Replay:
             frames.append(_frame(environment, match, step, seat_labels))
     except ReplayBroken as broken:
         error = str(broken)
-    first_seat = first_mover(duel.environment.game, len(match.seats), match.seed)
     return Replay(frames, seat_labels, faults, result_text, error, stylesheets, first_seat)
 
 

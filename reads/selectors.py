@@ -36,6 +36,7 @@ from reads.charts import RatingPoint, rating_chart_svg
 from reads.replays import (
     FaultNote,
     first_mover_label,
+    game_of,
     match_faults,
     match_result_text,
     player_labels,
@@ -433,13 +434,14 @@ def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
 
 def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
     labels = player_labels(duel)
+    game = game_of(duel)  # one copy of the game, reset for each match's first mover
     return DuelPage(
         duel=duel,
         players=duel_players(user=user, duel=duel),
         matches=[
             MatchRow(
                 match=match,
-                first_label=first_mover_label(match, labels),
+                first_label=first_mover_label(match, labels, game),
                 result_text=match_result_text(match, labels),
                 faults=match_faults(match, labels),
             )

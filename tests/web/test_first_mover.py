@@ -11,6 +11,7 @@ from django.urls import reverse
 from core.human import human_game_create
 from core.models import Duel, DuelResult, Environment, Match, User
 from core.services import environment_add_openspiel
+from environments.registry import make_environment
 from reads.replays import first_mover
 from tests.factories import DuelFactory, RevisionFactory, TournamentFactory, UserFactory
 
@@ -18,12 +19,15 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_game_names_its_first_mover():
-    assert first_mover("openspiel:chess", 2, 1) == 1  # White
-    assert first_mover("tic_tac_toe", 2, 1) == 0
-    assert first_mover("rock_paper_scissors", 2, 1) is None  # at once
+    def first(game: str, seed: int) -> int | None:
+        return first_mover(make_environment(game, players=2), seed)
+
+    assert first("openspiel:chess", 1) == 1  # White
+    assert first("tic_tac_toe", 1) == 0
+    assert first("rock_paper_scissors", 1) is None  # at once
     # Backgammon: whoever the opening roll favours, which the seed decides.
-    assert {first_mover("openspiel:backgammon", 2, seed) for seed in range(1, 9)} == {0, 1}
-    assert first_mover("no_such_game", 2, 1) is None
+    assert {first("openspiel:backgammon", seed) for seed in range(1, 9)} == {0, 1}
+    assert first_mover(None, 1) is None  # a game no longer installed
 
 
 def chess_duel() -> tuple[Duel, Match]:

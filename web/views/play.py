@@ -14,7 +14,7 @@ from core.human import human_duel_seat, human_game_create
 from core.models import Duel, Revision
 from reads.access import AuthenticatedHttpRequest, get_competitor_for_user
 from reads.live import LIVE_PREFIX, environment_stylesheets
-from reads.replays import first_mover
+from reads.replays import first_mover, game_of
 from referee.results import match_seed, seat_rotation
 
 
@@ -47,7 +47,7 @@ def play(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     # The person is player 1, in the game's first seat of its one match; who moves first
     # is the game's to say (in chess, White: the second seat).
     seat = seat_rotation(2, 0).index(1)
-    first = first_mover(duel.environment.game, 2, match_seed(duel.seed, 0))
+    first = first_mover(game_of(duel), match_seed(duel.seed, 0))
     return render(
         request,
         "web/play.html",
