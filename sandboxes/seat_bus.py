@@ -396,6 +396,13 @@ def _key(seat: str, part: str) -> str:
     return f"arena:seat:{seat}:{part}"
 
 
+def _seat_duel(found: dict[bytes, bytes]) -> SeatDuel | None:
+    """The duel of a seat's ``duel`` hash, if it has one."""
+    if not found:
+        return None
+    return SeatDuel(int(found[b"duel"]), found[b"first_seq"].decode())
+
+
 class RedisSeatBus:
     """The bus between processes and machines, in Redis.
 
@@ -505,9 +512,15 @@ class RedisSeatBus:
                 await pubsub.aclose()
 
     async def start_point(self, seat: str) -> str:
-        duel = await self.current_duel(seat)
+        # The duel in play and the newest event in one step: a duel opened between two
+        # reads would start the stream just after its announcement.
+        async with self._client().pipeline(transaction=True) as both:
+            both.hgetall(_key(seat, "duel"))
+            both.xrevrange(_key(seat, "events"), count=1)
+            found, newest = await both.execute()
+        duel = _seat_duel(found)
         if duel is None:
-            return await self.last_seq(seat) or "0-0"
+            return newest[0][0].decode() if newest else "0-0"
         milliseconds, _, number = duel.first_seq.partition("-")
         if int(number or 0) > 0:
             return f"{milliseconds}-{int(number) - 1}"
@@ -549,10 +562,7 @@ class RedisSeatBus:
                     self._waiters.pop(seat, None)
 
     async def current_duel(self, seat: str) -> SeatDuel | None:
-        found = await self._client().hgetall(_key(seat, "duel"))
-        if not found:
-            return None
-        return SeatDuel(int(found[b"duel"]), found[b"first_seq"].decode())
+        return _seat_duel(await self._client().hgetall(_key(seat, "duel")))
 
     async def last_seq(self, seat: str) -> str | None:
         found = await self._client().xrevrange(_key(seat, "events"), count=1)

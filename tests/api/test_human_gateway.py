@@ -169,3 +169,113 @@ def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
     assert not match.faults and match.steps >= 5
     assert seen[:3] == ["welcome", "duel", "hello"] and seen[-2:] == ["end", "bye"]
     assert not RatingChange.objects.exists()
+
+
+class Events:
+    """One stream of the seat's server-sent events, read a message at a time."""
+
+    def __init__(self, gateway: Gateway, duel: Duel, cookies: str, last_id: str = "") -> None:
+        self.connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=30)
+        headers = {"Cookie": cookies, **({"Last-Event-ID": last_id} if last_id else {})}
+        self.connection.request("GET", f"/api/v1/online/human/{duel.pk}/events", headers=headers)
+        self.response = self.connection.getresponse()
+        assert self.response.status == 200
+        self.buffer = b""
+        self.last_id = ""
+
+    def next(self) -> dict:
+        while True:
+            if b"\n\n" in self.buffer:
+                block, self.buffer = self.buffer.split(b"\n\n", 1)
+                lines = block.split(b"\n")
+                data = [line[6:] for line in lines if line.startswith(b"data: ")]
+                if data:
+                    ids = [line[4:] for line in lines if line.startswith(b"id: ")]
+                    self.last_id = ids[0].decode() if ids else self.last_id
+                    return json.loads(data[0])
+                continue
+            chunk = self.response.read1(65536)
+            assert chunk, "the stream ended"
+            self.buffer += chunk
+
+    def until(self, kind: str) -> list[dict]:
+        """Messages up to and including the first of type ``kind``."""
+        got = [self.next()]
+        while got[-1]["type"] != kind:
+            got.append(self.next())
+        return got
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def test_a_page_opened_after_the_first_moves_gets_the_game_so_far_and_plays_on(gateway):
+    """A page reloaded in the middle of a game (a stream joined late, on purpose after two
+    moves of each side) starts with the duel's whole story, its current request last; a
+    stream that resumes after an event it had gets exactly what followed."""
+    duel, cookies, token = game_against_rando(gateway)
+    playing = refereeing(duel.pk)
+
+    def reply(body: dict) -> int:
+        poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+        poster.request(
+            "POST",
+            f"/api/v1/online/human/{duel.pk}/reply",
+            body=json.dumps(body),
+            headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
+        )
+        answer = poster.getresponse()
+        answer.read()
+        return answer.status
+
+    def move(request: dict) -> None:
+        legal = request["legal_actions"]
+        assert reply({"type": "action", "id": request["id"], "action": legal[0]}) == 202
+
+    first = Events(gateway, duel, cookies)
+    try:
+        assert [m["type"] for m in first.until("hello")] == ["welcome", "duel", "hello"]
+        assert reply({"type": "ready"}) == 202
+        acts = []
+        for _ in range(2):
+            acts.append(first.until("act")[-1])
+            move(acts[-1])
+        pending = first.until("act")[-1]  # the opponent has answered twice: a third request
+        resume_after = first.last_id
+    finally:
+        first.close()
+
+    late = Events(gateway, duel, cookies)
+    try:
+        story = late.until("act")
+        while story[-1]["id"] != pending["id"]:
+            story += late.until("act")
+        kinds = [message["type"] for message in story]
+        assert kinds[:4] == ["welcome", "duel", "hello", "start"]
+        assert kinds.count("act") == 3
+        assert story[1]["duel"] == duel.pk and story[-1] == pending
+        assert [m["id"] for m in story if m["type"] == "act"] == [a["id"] for a in acts] + [
+            pending["id"]
+        ]
+    finally:
+        late.close()
+
+    resumed = Events(gateway, duel, cookies, last_id=resume_after)
+    try:
+        welcome = resumed.next()
+        assert welcome["type"] == "welcome" and welcome["after"] == resume_after
+        move(pending)
+        kinds = []
+        while "bye" not in kinds:
+            message = resumed.next()
+            kinds.append(message["type"])
+            if message["type"] == "act":
+                move(message)
+        assert kinds[-2:] == ["end", "bye"] and "duel" not in kinds and "hello" not in kinds
+    finally:
+        resumed.close()
+        playing.join(timeout=60)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
+    assert not duel.matches.get().faults

@@ -84,3 +84,49 @@ def test_it_refuses_a_seq_no_event_can_have(seq):
 
     assert (refused.value.status, refused.value.code) == (400, "bad_request")
     assert "is not an event's seq" in refused.value.message
+
+
+def test_a_stream_that_starts_as_its_duel_opens_gets_the_duel_from_its_announcement(
+    redis_url, monkeypatch
+):
+    """Found in CI under load: a person's page got ``hello`` without the ``duel`` before
+    it, because the duel was opened between the stream's two reads of where to start (the
+    duel in play, then the newest event). The duel is opened here right after the
+    stream's first answer from Redis, whatever that read is: the stream still starts with
+    the duel's announcement."""
+    import redis.asyncio.client as client_module
+
+    bus = RedisSeatBus(redis_url)
+    seat = f"test-{uuid.uuid4().hex[:12]}"
+    bus.publish(seat, b'{"type":"bye"}', awaits=None)  # an earlier duel's last event
+    opened: list[str] = []
+
+    def open_once() -> None:
+        if not opened:
+            opened.append(bus.seat_open(seat, duel=2, announcement=b'{"type":"duel","duel":2}'))
+            bus.publish(seat, b'{"type":"hello"}', awaits="ready")
+
+    command = client_module.Redis.execute_command
+    transaction = client_module.Pipeline.execute
+
+    async def command_then_open(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        answer = await command(self, *args, **kwargs)
+        open_once()
+        return answer
+
+    async def transaction_then_open(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        answer = await transaction(self, *args, **kwargs)
+        open_once()
+        return answer
+
+    async def stream_start() -> list[bytes]:
+        monkeypatch.setattr(client_module.Redis, "execute_command", command_then_open)
+        monkeypatch.setattr(client_module.Pipeline, "execute", transaction_then_open)
+        start = await bus.start_point(seat)
+        monkeypatch.undo()
+        return [line for _seq, line in await bus.events_after(seat, start, 0)]
+
+    lines = asyncio.run(stream_start())
+
+    assert opened, "the duel was opened during the stream's start"
+    assert lines == [b'{"type":"duel","duel":2}', b'{"type":"hello"}']
