@@ -259,8 +259,9 @@ def load_new_game(spec: GameSpec) -> pyspiel.Game:
         ) from None
     if trial.returncode < 0:
         raise InvalidSpec(
-            f"OpenSpiel crashed setting up {spec.canonical} (do its parameters agree, for "
-            "each player where the game wants one value a player?)"
+            f"OpenSpiel crashed setting up {spec.canonical}: do its parameters agree (a "
+            "parameter with a value for each player, such as universal_poker's stack, needs "
+            "one for every seat)?"
         )
     # Whatever the trial refused, the load here refuses with its reason.
     return load_game(spec)
@@ -298,7 +299,7 @@ def _observation_size_problem(game: pyspiel.Game) -> str:
     game_type = game.get_type()
     state = game.new_initial_state()
     # Drawn as a match draws them: always the first outcome may never end the deal
-    # (crazy_eights deals its first card again while it is an eight).
+    # (crazy_eights turns its starting card over again while it is an eight).
     draws = random.Random(0)
     for _ in range(MAX_OPENING_CHANCE_EVENTS):
         if not state.is_chance_node():

@@ -276,6 +276,6 @@ def test_a_spec_fixes_its_count_and_the_registry_names_the_spec_for_another() ->
 
 
 def test_a_game_whose_deal_repeats_still_reaches_its_first_position() -> None:
-    # crazy_eights deals its first card again while it is an eight: always taking the
-    # first outcome never ended the deal, and adding the game hung.
+    # crazy_eights turns its starting card over again while it is an eight: always taking
+    # the first outcome never ended the deal, and adding the game hung.
     assert make_environment("openspiel:crazy_eights(players=3)").to_move()
