@@ -301,13 +301,16 @@ def environment_openspiel_values(
     name: str = "",
     title: str = "",
     limits: Mapping[str, float | int | None] | None = None,
+    players: int | None = None,
 ) -> dict[str, object]:
     """The fields of a new OpenSpiel game's environment: its spec written one way, its
     texts, and its default limits (``environments/openspiel/games.yml``) where ``limits``
-    gives none.
+    gives none. ``players``: the seats the organizer chose (None: the spec's count), set in
+    the spec through the game's own parameter (``openspiel:kuhn_poker(players=3)``).
 
     ArenaError when the spec does not load (unknown game, bad parameter, a game Arena
-    cannot play), or the game or the name is already there.
+    cannot play, a count of players Arena or the game does not allow), or the game or the
+    name is already there.
     """
     from environments.openspiel import canonical_spec
     from environments.registry import (
@@ -318,7 +321,7 @@ def environment_openspiel_values(
     )
 
     try:
-        spec = canonical_spec(spec.strip())
+        spec = canonical_spec(spec.strip(), players=players)
         info = load_info(spec)
     except (UnknownEnvironment, InvalidEnvironmentInfo) as error:
         raise ArenaError(str(error)) from None
@@ -351,9 +354,12 @@ def environment_add_openspiel(
     name: str = "",
     title: str = "",
     limits: Mapping[str, float | int | None] | None = None,
+    players: int | None = None,
 ) -> Environment:
     """Create the environment of an OpenSpiel game (``environment_openspiel_values``)."""
-    values = environment_openspiel_values(spec=spec, name=name, title=title, limits=limits)
+    values = environment_openspiel_values(
+        spec=spec, name=name, title=title, limits=limits, players=players
+    )
     try:
         return Environment.objects.create(**values)
     except IntegrityError:

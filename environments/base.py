@@ -174,6 +174,23 @@ class Environment:
         )
 
 
+def shares_beaten(values: list[float]) -> list[float]:
+    """Each player's match score from a number where more is better (points, chips won):
+    the share of the other players it beat, a tie counting half. 1 for the sole best, 0 for
+    the sole worst, equal values equal scores; with two players the usual 1, 0 or 0.5
+    each. The scores rank the players as the values do (``referee.results``)."""
+    others = len(values) - 1
+    return [
+        sum(
+            1.0 if mine > theirs else 0.5 if mine == theirs else 0.0
+            for other, theirs in enumerate(values)
+            if other != player
+        )
+        / others
+        for player, mine in enumerate(values)
+    ]
+
+
 def readable_action(action: JSON) -> str:
     """An action as a person reads it: ``4``, ``rock``, ``{"square": 3, "piece": 5}``."""
     if isinstance(action, str):

@@ -117,11 +117,23 @@ def load_environment_class(name: str) -> type[Environment]:
 
 def make_environment(name: str, *, players: int | None = None) -> Environment:
     """A new game; ``players`` sets its seat count when the game has a ``players`` setting
-    (3 to 6 players, say), and must otherwise be the game's own count."""
+    (3 to 6 players, say), and must otherwise be the game's own count (an OpenSpiel game's
+    is its spec's: ``openspiel:kuhn_poker(players=3)``)."""
     cls = load_environment_class(name)
     environment = cls()
     if players is None or players == environment.num_players:
         return environment
+    if is_spec(name):
+        # An OpenSpiel game's count is in its spec, so that one spec is one game.
+        from environments.openspiel import InvalidSpec, canonical_spec
+
+        try:
+            hint = f"its spec for {players} is {canonical_spec(name, players=players)}"
+        except InvalidSpec as error:
+            hint = str(error)
+        raise ValueError(
+            f"{name} is a game for {environment.num_players} players, not {players} ({hint})"
+        )
     if "players" not in cls.default_configuration():
         raise ValueError(f"{name} is a game for {environment.num_players} players, not {players}")
     return cls({"players": players})

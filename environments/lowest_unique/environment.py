@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 
-from environments.base import JSON, Environment, IllegalAction, require_int
+from environments.base import JSON, Environment, IllegalAction, require_int, shares_beaten
 
 MIN_PLAYERS = 3
 MAX_PLAYERS = 6
@@ -100,16 +100,7 @@ class LowestUnique(Environment):
         0.5 each."""
         if not self.terminal:
             return [0.0] * self.num_players
-        others = self.num_players - 1
-        return [
-            sum(
-                1.0 if mine > theirs else 0.5 if mine == theirs else 0.0
-                for seat, theirs in enumerate(self.points)
-                if seat != player
-            )
-            / others
-            for player, mine in enumerate(self.points)
-        ]
+        return shares_beaten([float(points) for points in self.points])
 
     def state(self) -> dict[str, JSON]:
         return {

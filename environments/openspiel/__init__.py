@@ -22,7 +22,9 @@ from environments.openspiel.spec import (
     InvalidSpec,
     UnknownGame,
     load_game,
+    load_new_game,
     parse_spec,
+    with_players,
     written,
 )
 
@@ -48,7 +50,8 @@ PLAYING_HERE = (
     'action is an object {"id": <OpenSpiel action number>, "text": <its name>}; answer '
     "with one of them exactly as listed. Chance events (cards, dice) are drawn by the "
     "referee. The player with the higher return at the end wins the match; equal returns "
-    "are a draw."
+    "are a draw. With more than two players the returns rank the players, equal returns "
+    "sharing a rank."
 )
 
 
@@ -73,11 +76,14 @@ def _games_file() -> dict[str, Any]:
     return raw
 
 
-def canonical_spec(spec: str) -> str:
+def canonical_spec(spec: str, *, players: int | None = None) -> str:
     """The spec written one way (``GameSpec.canonical``), once checked that Arena can play
-    its game; UnknownGame or InvalidSpec otherwise."""
+    its game; UnknownGame or InvalidSpec otherwise. ``players``: the seats an organizer
+    chose, set through the game's own parameter for its count (``with_players``)."""
     parsed = parse_spec(spec)
-    load_game(parsed)
+    if players is not None:
+        parsed = with_players(parsed, players)
+    load_new_game(parsed)
     return parsed.canonical
 
 

@@ -12,7 +12,10 @@ Seats are OpenSpiel's players (seat 0 is player 0). What the referee needs maps 
 * A legal action is an object ``{"id": <OpenSpiel action>, "text": <its name>}``; an
   agent answers with one of the objects exactly as listed.
 * A match is scored by OpenSpiel's returns: the seat with the higher return wins (in
-  poker, the one who won chips), equal returns are a draw.
+  poker, the one who won chips), equal returns are a draw. With more than two seats
+  (``players=3`` in the spec of a game that takes it), each seat scores the share of the
+  others whose return its own beat, a tie counting half (``shares_beaten``): the returns
+  rank the seats, equal returns sharing a rank, and two seats score 1, 0 or ½ as ever.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any, ClassVar
 
 import pyspiel
 
-from environments.base import JSON, Environment, IllegalAction, cut, require_object
+from environments.base import JSON, Environment, IllegalAction, cut, require_object, shares_beaten
 
 ACTION_KEYS = ("id", "text")
 #: PBKDF2 rounds between a match seed and the seeds its agents are given: a few
@@ -177,13 +180,23 @@ class OpenSpielEnvironment(Environment):
         """OpenSpiel's returns of each seat (0 until the match is over)."""
         return [float(value) for value in self._state.returns()]
 
+    def _leaders(self) -> list[int]:
+        """The seats with the highest return."""
+        returns = self.returns()
+        best = max(returns)
+        return [player for player, value in enumerate(returns) if value == best]
+
     def winner(self) -> int | None:
         if not self._state.is_terminal():
             return None
-        returns = self.returns()
-        best = max(returns)
-        leaders = [player for player, value in enumerate(returns) if value == best]
+        leaders = self._leaders()
         return leaders[0] if len(leaders) == 1 else None
+
+    def scores(self) -> list[float]:
+        """Each seat's share of the others whose return it beat (a tie counts half)."""
+        if not self._state.is_terminal():
+            return [0.0] * self.num_players
+        return shares_beaten(self.returns())
 
     # -- what a seat sees ----------------------------------------------------------
 
@@ -239,12 +252,17 @@ class OpenSpielEnvironment(Environment):
     def _status(self) -> str:
         if self._state.is_terminal():
             returns = ", ".join(f"{value:g}" for value in self.returns())
-            winner = self.winner()
-            verdict = "draw" if winner is None else f"player {winner + 1} won"
+            leaders = self._leaders()
+            if len(leaders) == 1:
+                verdict = f"player {leaders[0] + 1} won"
+            elif len(leaders) == self.num_players:
+                verdict = "draw"
+            else:
+                verdict = f"players {_numbers(leaders)} share first place"
             return f"Over: {verdict} (returns {returns})"
         movers = self.to_move()
         if len(movers) > 1:
-            return "Players " + " and ".join(str(player + 1) for player in movers) + " move"
+            return f"Players {_numbers(movers)} move"
         colour = CHESS_COLOURS.get(movers[0], "") if self.short_name == "chess" else ""
         return f"Player {movers[0] + 1}{colour} to move"
 
@@ -303,6 +321,12 @@ class OpenSpielEnvironment(Environment):
             f"<tbody>{''.join(rows)}<tr><th></th>{files}</tr></tbody></table>"
             f'<p class="openspiel-fen">{html.escape(str(self._state))}</p>'
         )
+
+
+def _numbers(seats: list[int]) -> str:
+    """Seats as people number them: ``1 and 2``, ``1, 3 and 4``."""
+    numbers = [str(seat + 1) for seat in seats]
+    return ", ".join(numbers[:-1]) + " and " + numbers[-1] if len(numbers) > 1 else numbers[0]
 
 
 def _piece_name(symbol: str) -> str:

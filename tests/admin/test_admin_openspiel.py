@@ -103,7 +103,19 @@ def test_the_organizer_adds_chess_and_leduc_poker_with_their_limits(
     [
         ("openspiel:chesss", {}, "OpenSpiel has no game named 'chesss'; did you mean chess"),
         ("openspiel:go(board_size=nine)", {}, "'board_size' must be int, got 'nine'"),
-        ("openspiel:leduc_poker(players=3)", {}, "it has 3 player(s)"),
+        ("openspiel:leduc_poker(players=7)", {}, "it has 7 player(s)"),
+        ("openspiel:kuhn_poker", {"players": "7"}, "Arena seats 2 to 6 players in a duel, not 7"),
+        (
+            "openspiel:liars_dice",
+            {"players": "3"},
+            "OpenSpiel's liars_dice is played by exactly 2 players, not 3",
+        ),
+        (
+            "openspiel:kuhn_poker(players=4)",
+            {"players": "3"},
+            "the spec sets players=4 and the seats are 3: give the number of players once",
+        ),
+        ("openspiel:universal_poker", {"players": "3"}, "OpenSpiel crashed setting up"),
         ("tic_tac_toe", {}, "an OpenSpiel spec starts with 'openspiel:'"),
         ("openspiel:tic_tac_toe", {}, "'tic_tac_toe' is the name of a built-in game"),
         ("openspiel:chess", {"move_time": "0"}, "Ensure this value is greater than or equal"),
@@ -120,6 +132,27 @@ def test_it_shows_why_a_spec_is_refused_and_adds_nothing(
     assert response.status_code == 200
     assert message in html.unescape(response.content.decode())
     assert Environment.objects.count() == before
+
+
+def test_the_organizer_chooses_the_seats_of_a_game_that_takes_more_players(
+    organizer_client: Client,
+) -> None:
+    form = organizer_client.get(ADD).content.decode()
+    assert 'name="players"' in form and "Seats" in form
+
+    four = add_game(organizer_client, "openspiel:leduc_poker", players=4)
+    two = add_game(organizer_client, "openspiel:leduc_poker")
+
+    assert four.status_code == two.status_code == 302
+    row = Environment.objects.get(spec="openspiel:leduc_poker(players=4)")
+    assert (row.name, row.players, row.title) == (
+        "leduc_poker_players_4",
+        4,
+        "Leduc poker (players=4)",
+    )
+    assert Environment.objects.get(spec="openspiel:leduc_poker").players == 2
+    home = organizer_client.get("/").content.decode()
+    assert "· 4 players" in home and "· 2 players" in home
 
 
 def test_it_refuses_a_game_that_is_already_there(organizer_client: Client) -> None:

@@ -173,7 +173,7 @@ def test_it_plays_simultaneous_games_with_every_seat_at_once() -> None:
         ("openspiel:go(board_size=9,board_size=7)", InvalidSpec, "given twice"),
         ("openspiel:go(board_size)", InvalidSpec, "not of the form <name>=<value>"),
         ("openspiel:go(board_size=9", InvalidSpec, "is not of the form openspiel:<game>"),
-        ("openspiel:leduc_poker(players=3)", InvalidSpec, "3 player(s); Arena plays"),
+        ("openspiel:leduc_poker(players=7)", InvalidSpec, "7 player(s); Arena plays"),
         ("openspiel:blackjack", InvalidSpec, "1 player(s)"),
         ("openspiel:tiny_bridge_2p", InvalidSpec, "cooperative"),
         ("openspiel:hanabi", InvalidSpec, "gives rewards during play"),

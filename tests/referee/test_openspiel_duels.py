@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from environments.base import replay
+from environments.base import replay, shares_beaten
 from environments.registry import make_environment
 from referee.duel import run_duel, validate
-from referee.results import Outcome
+from referee.results import Outcome, ranks_from_scores, score_total, seat_rotation
 from sandboxes.base import AgentSource
 from tests.support.sandboxes import player
 
@@ -102,3 +102,47 @@ def test_no_agent_is_given_the_seed_the_cards_are_dealt_from(backend, tmp_path) 
     # Still derived from the match seed: a duel played again with its seed is the same.
     assert [match.actions for match in first.matches] == [match.actions for match in again.matches]
     assert first.logs[0] == again.logs[0]
+
+
+@pytest.mark.parametrize(
+    "spec", ["openspiel:kuhn_poker(players=3)", "openspiel:leduc_poker(players=4)"]
+)
+def test_random_players_play_a_duel_of_more_seats_ranked_by_their_returns(
+    backend, spec: str
+) -> None:
+    seats = make_environment(spec).num_players
+    matches = 2 * seats
+
+    result = run_duel(spec, [player(RANDOM)] * seats, backend=backend, matches=matches, seed=7)
+    document = result.as_json()
+
+    assert result.infrastructure_error == "", result.error_msg
+    assert document["num_players"] == seats
+    assert document["errors"] == [0] * seats
+    assert [match.seats for match in result.matches] == [
+        seat_rotation(seats, index) for index in range(matches)
+    ]
+    for match in result.matches:
+        assert match.faults == [], match.error_msg
+        # The stored seed and moves give back the deal and the returns; each duel player
+        # scores its seat's share of the others it beat, so equal returns rank equal.
+        environment = make_environment(spec)
+        replay(environment, match.seed, match.actions)
+        returns = dict(zip(match.seats, environment.returns(), strict=True))
+        by_player = [returns[number] for number in range(1, seats + 1)]
+        assert match.scores == shares_beaten(by_player)
+        assert match.ranks == [1 + sum(other > mine for other in by_player) for mine in by_player]
+        assert match.result in (Outcome.RANKED, Outcome.DRAW)
+    assert document["scores"] == [
+        score_total(match.scores[number] for match in result.matches) for number in range(seats)
+    ]
+    assert document["ranks"] == ranks_from_scores(document["scores"])
+    assert document["result"] in (Outcome.RANKED.value, Outcome.DRAW.value)
+
+
+def test_an_agent_validates_in_every_seat_of_a_game_of_three(backend) -> None:
+    validation = validate("openspiel:kuhn_poker(players=3)", player(RANDOM), backend=backend)
+
+    assert validation.passed, validation.message
+    assert len(validation.duel.players) == 3
+    assert all(len(match.seats) == 3 for match in validation.duel.matches)

@@ -22,7 +22,10 @@ from core.models import (
     TournamentFormat,
     TournamentStatus,
 )
-from referee.results import seat_rotation
+from core.services import environment_add_openspiel
+from environments.base import replay, shares_beaten
+from environments.registry import make_environment
+from referee.results import ranks_from_scores, seat_rotation
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tournament_manager.daemon import run_once
 from tournament_manager.leaderboard import leaderboard_refit
@@ -197,3 +200,52 @@ def test_a_ladder_matches_groups_of_four_rates_them_and_ranks_every_entry(settin
         assert Rating.objects.get(competitor=revision.competitor).games == 4 * played[revision.pk]
     ranks = list(ladder.participants.values_list("rank", flat=True))
     assert None not in ranks and min(ranks) == 1
+
+
+def test_an_openspiel_game_of_three_plays_a_duel_stored_with_each_seats_rank(client):
+    # The organizer chose three seats for Kuhn poker: the spec carries the count.
+    environment = environment_add_openspiel(spec="openspiel:kuhn_poker", players=3)
+    assert (environment.spec, environment.players) == ("openspiel:kuhn_poker(players=3)", 3)
+    owner = make_user()
+    random_player = PLAYERS / "openspiel" / "random_player.py"
+    revisions = [
+        upload(owner, environment.name, f"random-{number}", random_player) for number in (1, 2, 3)
+    ]
+    assert all(revision.is_valid for revision in revisions), [
+        revision.job("validation").log for revision in revisions
+    ]
+    with transaction.atomic():
+        tournament = tournament_create(
+            environment=environment, name="Kuhn of three", revisions=revisions, matches_per_duel=6
+        )
+        tournament_launch(tournament=tournament)
+    tournament.refresh_from_db()
+
+    assert tournament.status == TournamentStatus.COMPLETED, tournament.error
+    duel = tournament.duels.get()
+    assert duel.status == DuelStatus.SUCCEEDED, duel.error
+    assert duel.num_players == 3
+    seats = duel.players()
+    scores = [seat.score for seat in seats]
+    # Each seat is stored with its rank by total score, equal totals sharing one.
+    assert [seat.rank for seat in seats] == ranks_from_scores(scores)
+    expected = DuelResult.DRAW if len(set(scores)) == 1 else DuelResult.RANKED
+    assert duel.result == expected
+    matches = list(duel.matches.order_by("index"))
+    assert [match.seats for match in matches] == [seat_rotation(3, i) for i in range(6)]
+    for match in matches:
+        # The match replays from its seed and moves to OpenSpiel's returns, which its
+        # scores rank: each player's share of the others whose return it beat.
+        game = make_environment(environment.game)
+        replay(game, match.seed, match.actions)
+        returns = dict(zip(match.seats, game.returns(), strict=True))
+        assert match.scores == shares_beaten([returns[number] for number in (1, 2, 3)])
+    assert scores == pytest.approx(
+        [sum(match.scores[number] for match in matches) for number in range(3)]
+    )
+
+    replay_page = client.get(matches[0].get_absolute_url()).content.decode()
+    assert replay_page.count('class="seat-number"') == 3
+    assert "Player 3 to move" in replay_page and "Over:" in replay_page
+    document = client.get(f"/api/v1/duels/{duel.pk}").json()
+    assert [player["rank"] for player in document["players"]] == [seat.rank for seat in seats]

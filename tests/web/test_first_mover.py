@@ -28,6 +28,10 @@ def test_the_game_names_its_first_mover():
     # Backgammon: whoever the opening roll favours, which the seed decides.
     assert {first("openspiel:backgammon", seed) for seed in range(1, 9)} == {0, 1}
     assert first_mover(None, 1) is None  # a game no longer installed
+    # Games of more seats: leduc poker of four opens with its first seat after the deal.
+    poker = make_environment("openspiel:leduc_poker(players=4)", players=4)
+    assert {first_mover(poker, seed) for seed in range(1, 9)} == {0}
+    assert first_mover(make_environment("openspiel:chinese_checkers(players=3)"), 1) == 0
 
 
 def chess_duel() -> tuple[Duel, Match]:

@@ -65,10 +65,13 @@ def test_it_offers_a_logged_in_visitor_to_play_a_validated_agent(client, bob, bo
     assert "Play against bobs-bot" in client.get(page).content.decode()
 
 
-def test_it_shows_a_running_poker_match_only_once_it_is_over():
+@pytest.mark.parametrize(
+    ("spec", "players"), [("openspiel:leduc_poker", 2), ("openspiel:leduc_poker(players=4)", 4)]
+)
+def test_it_shows_a_running_poker_match_only_once_it_is_over(spec, players):
     from environments.registry import make_environment
 
-    environment = make_environment("openspiel:leduc_poker")
+    environment = make_environment(spec, players=players)
     assert environment.hidden_information
     assert not make_environment("openspiel:tic_tac_toe").hidden_information
     environment.reset(3)
@@ -77,9 +80,9 @@ def test_it_shows_a_running_poker_match_only_once_it_is_over():
     spectator = Spectator(
         LiveDuel(
             pk=1,
-            environment="openspiel:leduc_poker",
-            players=2,
-            labels={1: "a", 2: "b"},
+            environment=spec,
+            players=players,
+            labels={number: f"p{number}" for number in range(1, players + 1)},
             url="/",
         )
     )
@@ -90,7 +93,7 @@ def test_it_shows_a_running_poker_match_only_once_it_is_over():
                 "type": "step",
                 "match": 0,
                 "step": 0,
-                "actions": [action if index == seat else None for index in range(2)],
+                "actions": [action if index == seat else None for index in range(players)],
             },
         ]
     )

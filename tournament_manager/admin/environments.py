@@ -37,6 +37,13 @@ class OpenSpielEnvironmentForm(forms.ModelForm):
         help_text="The game and its parameters, e.g. openspiel:chess, "
         "openspiel:go(board_size=9), openspiel:leduc_poker, openspiel:backgammon.",
     )
+    players = forms.IntegerField(
+        required=False,
+        label="Seats",
+        help_text="How many play: empty for the game's own count (the spec's). 3 to 6 for a "
+        "game OpenSpiel plays with more, e.g. kuhn_poker, leduc_poker, goofspiel, oh_hell: "
+        "set through the game's own parameter (openspiel:kuhn_poker(players=3)).",
+    )
     name = forms.SlugField(
         max_length=64,
         required=False,
@@ -56,7 +63,7 @@ class OpenSpielEnvironmentForm(forms.ModelForm):
 
     class Meta:
         model = Environment
-        fields = ("spec", "name", "title", *OPENSPIEL_LIMITS)
+        fields = ("spec", "players", "name", "title", *OPENSPIEL_LIMITS)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -68,6 +75,7 @@ class OpenSpielEnvironmentForm(forms.ModelForm):
                 name=cleaned.get("name") or "",
                 title=cleaned.get("title") or "",
                 limits={key: cleaned.get(key) for key in OPENSPIEL_LIMITS},
+                players=cleaned.get("players"),
             )
         except ArenaError as error:
             raise forms.ValidationError(error.message) from None
@@ -99,7 +107,7 @@ class EnvironmentAdmin(ArenaAdmin):
     # Built-in games come from environments/<name>/info.yml; OpenSpiel games are added here.
     add_form = OpenSpielEnvironmentForm
     add_fieldsets = (
-        (None, {"fields": ("spec", "name", "title")}),
+        (None, {"fields": ("spec", "players", "name", "title")}),
         ("Limits (empty: the game's default)", {"fields": OPENSPIEL_LIMITS}),
     )
     list_display = (
