@@ -125,10 +125,11 @@ def make_environment(name: str, *, players: int | None = None) -> Environment:
         return environment
     if is_spec(name):
         # An OpenSpiel game's count is in its spec, so that one spec is one game.
-        from environments.openspiel import InvalidSpec, canonical_spec
+        # Written without loading it (a new spec's first load is a process of its own).
+        from environments.openspiel import InvalidSpec, parse_spec, with_players
 
         try:
-            hint = f"its spec for {players} is {canonical_spec(name, players=players)}"
+            hint = f"its spec for {players} is {with_players(parse_spec(name), players).canonical}"
         except InvalidSpec as error:
             hint = str(error)
         raise ValueError(
