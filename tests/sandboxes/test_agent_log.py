@@ -3,6 +3,7 @@ stream, so what a move gets never depends on when the reading thread reads."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -29,10 +30,8 @@ def stream(request) -> Iterator[tuple[int, int]]:
     read_end, write_end = request.param()
     yield read_end, write_end
     for fd in (read_end, write_end):
-        try:
+        with contextlib.suppress(OSError):  # closed by the test
             os.close(fd)
-        except OSError:
-            pass
 
 
 def read_to_the_end(log: AgentLog, write_end: int) -> None:
