@@ -180,7 +180,7 @@ class MoveLogOut(Schema):
     player: int
     #: The step (from 0) of the move: the ``step`` of its ``act`` request.
     step: int
-    #: Capped: the first 4 KiB of the move, 64 KiB over the duel (the cut is said).
+    #: Capped (by default the first 4 KiB of the move, 64 KiB over the duel); a cut is said.
     log: str
 
 

@@ -199,8 +199,9 @@ class SandboxedAgent(Protocol):
 
     def mark_move(self, move: MoveKey | None) -> None:
         """Everything the agent has written on stderr until now that no earlier mark took
-        belongs to ``move`` (None: to no move). Called by the referee as it receives the
-        agent's answer; takes no time to speak of, whatever the agent writes."""
+        belongs to ``move`` (None: to no move). Called by the referee once it has the
+        agent's answer, before it asks it anything else; takes no time to speak of,
+        whatever the agent writes."""
 
     def move_logs(self) -> dict[MoveKey, str]:
         """What it wrote during each marked move, capped (``AgentLog``); complete once
