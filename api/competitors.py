@@ -10,6 +10,7 @@ from typing import Annotated
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, FilterLookup, FilterSchema, Query, Schema
+from pydantic import StrictBool
 
 from api import auth
 from api.errors import documented
@@ -29,7 +30,13 @@ from core.models import (
     Revision,
     StepStatus,
 )
-from reads.access import get_competitor_for_user, get_revision_for_user
+from core.services import competitor_share_move_logs
+from reads.access import (
+    AuthenticatedHttpRequest,
+    get_competitor_for_user,
+    get_own_competitor,
+    get_revision_for_user,
+)
 from reads.selectors import PipelineStep, pipeline_steps, revision_validation_duel
 
 router = auth.ArenaRouter(tags=["competitors"], auth=auth.read)
@@ -54,6 +61,9 @@ class CompetitorOut(Schema):
     owner: str = Field(alias="owner.display_name")
     owner_id: int
     is_public: bool
+    #: Its owner lets everyone read its agent's move logs in finished duels' replays
+    #: (while it is public); otherwise they are its owner's and the organizers'.
+    share_move_logs: bool
     is_disabled: bool
     created_at: datetime
     rating: RatingOut | None
@@ -62,6 +72,16 @@ class CompetitorOut(Schema):
     def resolve_rating(competitor: Competitor) -> Rating | None:
         # The reverse one-to-one raises an AttributeError when there is no rating yet.
         return getattr(competitor, "rating", None)
+
+
+class CompetitorPatch(Schema):
+    """Its owner's settings; only what is sent changes."""
+
+    share_move_logs: StrictBool | None = Field(
+        None,
+        description="Let everyone read what its agent logged at each move of a finished "
+        "duel's replay, while the competitor is public.",
+    )
 
 
 class LeaderboardPlaceOut(Schema):
@@ -213,6 +233,24 @@ def competitors_list(
 )
 def competitor_detail(request: HttpRequest, environment: Slug, name: Slug) -> Competitor:
     competitor = get_competitor_for_user(request.user, environment, name)
+    return competitor_with_summary(competitor)
+
+
+@router.patch(
+    COMPETITOR,
+    auth=auth.submit,
+    response=documented({200: CompetitorDetailOut}, 400, 404),
+    summary="Change one of your competitors' settings",
+    description="`share_move_logs`: whether everyone may read its agent's move logs in "
+    "the replays of its finished duels (while it is public).",
+)
+def competitor_change(
+    request: AuthenticatedHttpRequest, environment: Slug, name: Slug, payload: CompetitorPatch
+) -> Competitor:
+    competitor = get_own_competitor(request.user, environment, name)
+    share = payload.dict(exclude_unset=True).get("share_move_logs")
+    if share is not None:
+        competitor_share_move_logs(competitor=competitor, share=share)
     return competitor_with_summary(competitor)
 
 

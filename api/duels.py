@@ -19,7 +19,14 @@ from api.selectors import duels_for, matches_of
 from core.models import Duel, DuelResult, DuelSeat, DuelStatus, Match
 from core.models.competitions import MAX_PLAYERS
 from reads.access import get_duel_for_user, get_match_for_user
-from reads.replays import FaultNote, ReplayStates, match_faults, match_states, player_labels
+from reads.replays import (
+    FaultNote,
+    ReplayStates,
+    match_faults,
+    match_states,
+    move_logs_visible,
+    player_labels,
+)
 from reads.selectors import SeatView, duel_players
 
 router = auth.ArenaRouter(tags=["duels"], auth=auth.read)
@@ -166,6 +173,17 @@ class MatchOut(_MatchFields):
         return _score(match, 2)
 
 
+class MoveLogOut(Schema):
+    """What a player's agent wrote on stderr while choosing one move."""
+
+    #: The duel player, 1 to the duel's ``num_players``.
+    player: int
+    #: The step (from 0) of the move: the ``step`` of its ``act`` request.
+    step: int
+    #: Capped (by default the first 4 KiB of the move, 64 KiB over the duel); a cut is said.
+    log: str
+
+
 class ReplayOut(Schema):
     """Everything a match stores, and every state recomputed from it by the game."""
 
@@ -185,10 +203,23 @@ class ReplayOut(Schema):
     states: list[dict[str, Any]]
     #: Why the states stop short: the game's rules changed, or it is no longer installed.
     replay_error: str = Field(alias="error")
+    #: What the agents logged during their moves, player by player and step by step: a
+    #: player's only to its owner and the organizers, and to everyone once the duel is
+    #: over if its competitor is public and shares them (``share_move_logs``).
+    move_logs: list[MoveLogOut]
 
     @staticmethod
     def resolve_faults(replayed: ReplayStates) -> list[FaultNote]:
         return _faults(replayed.match)
+
+    @staticmethod
+    def resolve_move_logs(replayed: ReplayStates, context: dict[str, Any]) -> list[MoveLogOut]:
+        request: HttpRequest = context["request"]
+        return [
+            MoveLogOut(player=log.player, step=move["step"], log=move["log"])
+            for log in move_logs_visible(request.user, replayed.match)
+            for move in log.moves
+        ]
 
 
 # --- filters ------------------------------------------------------------------------

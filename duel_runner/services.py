@@ -35,6 +35,7 @@ from core.models import (
     LiveEvent,
     Match,
     MatchConversation,
+    MatchLog,
     Revision,
 )
 from core.models import DuelResult as StoredResult
@@ -187,11 +188,24 @@ def _conversation_rows(
     return rows
 
 
+def _log_rows(match: Match, record: MatchRecord) -> list[MatchLog]:
+    """What each player's agent wrote during its moves (``MatchRecord.move_logs``)."""
+    return [
+        MatchLog(
+            match=match,
+            player=player,
+            moves=[{"step": step, "log": text} for step, text in sorted(steps.items())],
+        )
+        for player, steps in sorted(record.move_logs.items())
+        if steps
+    ]
+
+
 def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
     """Store a played duel and its matches, in the caller's transaction, which holds the
     work it is part of (the duel's job, or its revision's validation); an infrastructure
-    error is stored, never scored. The conversations of LLM seats are stored with their
-    matches."""
+    error is stored, never scored. The conversations of LLM seats, and what each agent
+    logged during its moves, are stored with their matches."""
     document = result.as_json()
     failed = bool(result.infrastructure_error) or document["result"] == StoredResult.ERROR
     Match.objects.filter(duel=duel).delete()
@@ -202,6 +216,11 @@ def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
             row
             for match, record in zip(matches, result.matches, strict=True)
             for row in _conversation_rows(duel, revisions, match, record)
+        )
+        MatchLog.objects.bulk_create(
+            row
+            for match, record in zip(matches, result.matches, strict=True)
+            for row in _log_rows(match, record)
         )
     seats = duel.players()
     for seat in seats:

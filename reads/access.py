@@ -6,7 +6,10 @@ The rules:
   its owner and the organizers (its name still shows on leaderboards and standings);
 - a tournament, and its duels and replays, are open to everyone when the tournament is
   public, to the organizers otherwise; the agents' logs in them follow the rule above;
-- a validation duel (self-play) follows its revision.
+- a validation duel (self-play) follows its revision;
+- what an agent logged at each move of a duel (the replay's move logs) is its owner's and the
+  organizers'; everyone's once the duel is over, if the competitor is public and its owner
+  shares them (``Competitor.share_move_logs``, off by default).
 """
 
 from __future__ import annotations
@@ -52,6 +55,14 @@ def can_see_competitor(user: Visitor, competitor: Competitor) -> bool:
     if competitor.is_public or is_organizer(user):
         return True
     return is_owner(user, competitor)
+
+
+def can_see_move_logs(user: Visitor, competitor: Competitor, duel: Duel) -> bool:
+    """What its agent wrote during each of its moves in ``duel`` (whose replay the visitor
+    may already see)."""
+    if is_owner(user, competitor) or is_organizer(user):
+        return True
+    return duel.is_finished and competitor.is_public and competitor.share_move_logs
 
 
 def is_owner(user: Visitor, competitor: Competitor) -> bool:

@@ -36,6 +36,7 @@ from core.models import (
 )
 from core.models.llm import SUMMARY_COUNTERS
 from reads.access import Visitor, can_see_competitor, competitors_visible
+from reads.replays import frame_of_step
 
 MILLION = Decimal(1_000_000)
 _ENVIRONMENT = "match__duel__environment__name"
@@ -256,7 +257,7 @@ def turns_by_frame(
             step = turn.get("step")
             if not isinstance(step, int) or step < 0:
                 continue
-            frames[min(step + 1, final_step)].append(
+            frames[frame_of_step(step, final_step)].append(
                 {
                     "player": conversation.player,
                     "label": labels.get(conversation.player, f"player {conversation.player}"),

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from core.models import Duel, DuelResult, Match
+from core.models import Duel, DuelResult, Match, MatchLog
 from environments.base import Environment, IllegalAction, readable_action
 from environments.registry import (
     EnvironmentInfo,
@@ -20,6 +20,7 @@ from environments.registry import (
     load_info,
     make_environment,
 )
+from reads.access import Visitor, can_see_move_logs
 from referee.results import FaultKind, ranks_from_scores
 
 
@@ -253,3 +254,44 @@ def match_states(match: Match) -> ReplayStates:
     except ReplayBroken as broken:
         return ReplayStates(match, states, str(broken))
     return ReplayStates(match, states, "")
+
+
+def frame_of_step(step: int, final_step: int) -> int:
+    """The replay frame showing the move made at ``step``: the state after it (frame
+    ``step + 1``); a move refused (the match ended on it), the final state, where its
+    fault is told."""
+    return min(step + 1, final_step)
+
+
+def move_logs_visible(user: Visitor, match: Match) -> list[MatchLog]:
+    """What the match's players' agents logged during their moves, for the players whose
+    logs the visitor may read (``can_see_move_logs``), player 1's first."""
+    duel = match.duel
+    players = [
+        player
+        for player, revision in enumerate(duel.revisions(), start=1)
+        if can_see_move_logs(user, revision.competitor, duel)
+    ]
+    return list(MatchLog.objects.filter(match=match, player__in=players).order_by("player"))
+
+
+def move_logs_by_frame(
+    logs: list[MatchLog], *, labels: dict[int, str], final_step: int
+) -> dict[int, list[dict[str, Any]]]:
+    """The replay viewer's move-log panels: for each frame, what each agent wrote while
+    choosing the move that led to it, player 1's first."""
+    frames: dict[int, list[dict[str, Any]]] = {}
+    for log in logs:
+        for move in log.moves:
+            step = move.get("step")
+            if not isinstance(step, int) or step < 0:
+                continue
+            frames.setdefault(frame_of_step(step, final_step), []).append(
+                {
+                    "player": log.player,
+                    "label": labels.get(log.player, f"player {log.player}"),
+                    "step": step,
+                    "log": str(move.get("log", "")),
+                }
+            )
+    return frames

@@ -40,6 +40,7 @@ from referee.results import (
 )
 from sandboxes.base import (
     AgentSource,
+    MoveKey,
     SandboxBackend,
     SandboxedAgent,
     SandboxError,
@@ -139,10 +140,25 @@ class Contestant:
         keeper = getattr(agent, "transcript", None)
         return keeper(match) if keeper is not None else None
 
+    def _agents(self) -> list[SandboxedAgent]:
+        return [*self.stopped, *([self.agent] if self.agent is not None else [])]
+
     def log(self) -> str:
-        agents = [*self.stopped, *([self.agent] if self.agent is not None else [])]
-        parts = [agent.log() for agent in agents]
+        parts = [agent.log() for agent in self._agents()]
         return "\n[--- agent restarted ---]\n".join(part for part in parts if part)
+
+    def mark_move(self, move: MoveKey | None) -> None:
+        """What its agent wrote until now belongs to ``move`` (None: to no move)."""
+        if self.agent is not None:
+            self.agent.mark_move(move)
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        """What it wrote during each move, over its starts (once they are stopped)."""
+        logs: dict[MoveKey, str] = {}
+        for agent in self._agents():
+            for move, text in agent.move_logs().items():
+                logs[move] = logs.get(move, "") + text
+        return logs
 
 
 class Referee:
@@ -247,6 +263,8 @@ class Referee:
                 continue
             waits[contestant] = Wait(channel, deadline, channel.poll)
         for contestant, arrival in gather(waits).items():
+            # What it wrote while starting is in its whole log, on no move.
+            contestant.mark_move(None)
             reply = arrival.message
             if arrival.failure is not None:
                 failures[contestant] = arrival.failure
@@ -381,6 +399,10 @@ class Referee:
                 }
             )
 
+        # Each mover's log up to its answer is this move's: a mark is a position in its
+        # stream (``AgentLog``), taken once all have answered, when none is being asked.
+        for seat in movers:
+            seats[seat].mark_move((self._match_index, step))
         actions: dict[int, Any] = {}
         timings: dict[int, float] = {}
         for seat, arrival in sorted(arrivals.items()):
@@ -584,6 +606,11 @@ class Referee:
                     stopped.result()
         result.restarts = [contestant.restarts for contestant in self.contestants]
         result.logs = [contestant.log() for contestant in self.contestants]
+        for contestant in self.contestants:
+            for (index, step), text in contestant.move_logs().items():
+                if index < len(result.matches):
+                    moves = result.matches[index].move_logs.setdefault(contestant.number, {})
+                    moves[step] = text
         result.duration = time.monotonic() - started
         return result
 

@@ -46,7 +46,8 @@ class EpisodeRecord(MatchRecord):
     def episode_return(self) -> float:
         return self.scores[0]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, *, include_logs: bool = True) -> dict[str, Any]:
+        # An episode's log is the evaluation's whole log: it keeps no move logs.
         return {
             "index": self.index,
             "seed": self.seed,

@@ -167,6 +167,10 @@ class MatchRecord:
     #: Duel player -> its conversation in this match, for seats that keep one
     #: (an LLM player's: every prompt and answer, ``llm.records``).
     transcripts: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: Duel player -> step -> what its agent wrote on stderr while choosing that move
+    #: (``sandboxes.base.AgentLog``: since its previous answer), capped; moves with no
+    #: log are left out.
+    move_logs: dict[int, dict[int, str]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.scores:
@@ -181,8 +185,8 @@ class MatchRecord:
     def ranks(self) -> list[int]:
         return ranks_from_scores(self.scores)
 
-    def as_json(self) -> dict[str, Any]:
-        document = {
+    def as_json(self, *, include_logs: bool = True) -> dict[str, Any]:
+        document: dict[str, Any] = {
             "index": self.index,
             "seed": self.seed,
             "first_player": self.first_player,
@@ -200,6 +204,11 @@ class MatchRecord:
         if self.transcripts:
             document["transcripts"] = {
                 str(player): conversation for player, conversation in self.transcripts.items()
+            }
+        if include_logs and self.move_logs:
+            document["move_logs"] = {
+                str(player): [{"step": step, "log": text} for step, text in sorted(steps.items())]
+                for player, steps in sorted(self.move_logs.items())
             }
         return document
 
@@ -285,7 +294,7 @@ class DuelResult:
             "errors": [self.errors_of(player) for player in range(1, len(self.players) + 1)],
             "restarts": self.restarts,
             "duration": round(self.duration, 6),
-            "matches": [match.as_json() for match in self.matches],
+            "matches": [match.as_json(include_logs=include_logs) for match in self.matches],
         }
         if include_logs:
             document["logs"] = self.logs

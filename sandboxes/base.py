@@ -9,12 +9,16 @@ started and removes its files; it is always called, and calling it twice is fine
 
 from __future__ import annotations
 
+import array
+import collections
 import dataclasses
 import enum
+import fcntl
 import os
 import select
 import shutil
 import signal
+import termios
 import threading
 from pathlib import Path
 from typing import Protocol
@@ -129,8 +133,11 @@ class SandboxLimits:
     max_processes: int = 64
     max_file_mb: int = 64
     max_open_files: int = 256
-    #: How much of the agent's stderr is kept: the first and last halves.
+    #: How much of the agent's stderr is kept: the first and last halves. Also what is
+    #: kept of its moves' logs, all moves together (``AgentLog``).
     log_bytes: int = 64 * 1024
+    #: How much of what it writes during one move is kept for that move (the first bytes).
+    move_log_bytes: int = 4 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +197,16 @@ class SandboxedAgent(Protocol):
     def log(self) -> str:
         """The agent's stderr so far, capped to ``SandboxLimits.log_bytes``."""
 
+    def mark_move(self, move: MoveKey | None) -> None:
+        """Everything the agent has written on stderr until now that no earlier mark took
+        belongs to ``move`` (None: to no move). Called by the referee once it has the
+        agent's answer, before it asks it anything else; takes no time to speak of,
+        whatever the agent writes."""
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        """What it wrote during each marked move, capped (``AgentLog``); complete once
+        ``close()`` has returned."""
+
     def close(self) -> None:
         """Kill everything the agent started and remove its files."""
 
@@ -238,24 +255,140 @@ class CappedLog:
             )
 
 
-def drain_log(fd: int, log: CappedLog, stop: threading.Event) -> None:
-    """Read an agent's log stream into ``log`` until it closes or ``stop`` is set.
+#: A move of a duel: (match index, step), as in the ``act`` request.
+MoveKey = tuple[int, int]
 
-    Run in a thread that reads all the time, so a chatty agent never blocks on a full
-    pipe or socket buffer (which would look like a timeout that is not its fault).
+
+def bytes_waiting(fd: int) -> int:
+    """Bytes written into ``fd``'s pipe or socket and not read yet (FIONREAD): an instant
+    answer, whatever the amount."""
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count, True)
+    except OSError:
+        return 0
+    return count[0]
+
+
+class AgentLog:
+    """An agent's stderr, read all the time by a thread (``run``): the whole of it, capped
+    (``CappedLog``), and what it wrote during each move, cut at the referee's marks.
+
+    A mark (``mark_move``) is a position in the stream, not a time: the bytes the thread
+    has read plus those waiting in the pipe or socket (FIONREAD), taken under the lock the
+    thread reads with. A write the agent made before its answer has reached the pipe before
+    the answer reached the referee, so it lies before the mark however late the thread
+    reads it: a move's log is exactly what the agent wrote between its previous answer and
+    this one, and the mark costs the referee an ``ioctl``, never a read of a flood.
+
+    Kept: the first ``move_log_bytes`` of each move, and ``log_bytes`` over all moves;
+    what is cut is counted and said in the move's text.
     """
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    while not stop.is_set():
-        if not poller.poll(100):
-            continue
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:
+
+    def __init__(self, fd: int, limits: SandboxLimits) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.whole = CappedLog(limits.log_bytes)
+        self.move_limit = limits.move_log_bytes
+        self.budget = limits.log_bytes
+        self.lock = threading.Lock()
+        #: Bytes read from the stream so far: the position of the next byte.
+        self.position = 0
+        #: Marks not reached by the reading yet: (position, move), in order.
+        self.marks: collections.deque[tuple[int, MoveKey | None]] = collections.deque()
+        #: What the current move wrote so far (its first ``move_limit`` bytes), and the rest's size.
+        self.piece = bytearray()
+        self.piece_cut = 0
+        self.moves: dict[MoveKey, str] = {}
+        #: Bytes kept in ``moves`` so far, for the duel's limit.
+        self.kept = 0
+
+    # -- the reading thread -----------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Read the stream until it closes or ``stop`` is set.
+
+        Run in a thread that reads all the time, so a chatty agent never blocks on a full
+        pipe or socket buffer (which would look like a timeout that is not its fault).
+        """
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        while not stop.is_set():
+            if poller.poll(100) and not self.read_some():
+                break
+        self.finish()
+
+    def read_some(self) -> bool:
+        """Read what is waiting; False once the stream has ended."""
+        with self.lock:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.whole.write(chunk)
+            start = self.position
+            self.position += len(chunk)
+            taken = 0
+            while self.marks and self.marks[0][0] <= self.position:
+                at, move = self.marks.popleft()
+                self._keep(chunk[taken : at - start])
+                taken = at - start
+                self._close_piece(move)
+            self._keep(chunk[taken:])
+            return True
+
+    def _keep(self, data: bytes) -> None:
+        room = max(0, self.move_limit - len(self.piece))
+        self.piece += data[:room]
+        self.piece_cut += max(0, len(data) - room)
+
+    def _close_piece(self, move: MoveKey | None) -> None:
+        piece, cut = bytes(self.piece), self.piece_cut
+        self.piece.clear()
+        self.piece_cut = 0
+        if move is None or not (piece or cut):
             return
-        if not chunk:
-            return
-        log.write(chunk)
+        room = max(0, self.budget - self.kept)
+        if len(piece) > room:
+            cut += len(piece) - room
+            piece = piece[:room]
+            note = (
+                f"[... {cut} bytes of this move's log cut: its log limit for the duel is reached]"
+            )
+        else:
+            note = f"[... {cut} more bytes of this move's log cut]" if cut else ""
+        self.kept += len(piece)
+        text = piece.decode("utf-8", "replace")
+        if note:
+            text += ("" if not text or text.endswith("\n") else "\n") + note
+        self.moves[move] = self.moves.get(move, "") + text
+
+    # -- the referee's side -----------------------------------------------------------
+
+    def mark_move(self, move: MoveKey | None) -> None:
+        with self.lock:
+            at = self.position + bytes_waiting(self.fd)
+            if at <= self.position and not self.marks:
+                self._close_piece(move)
+            else:
+                self.marks.append((at, move))
+
+    def finish(self) -> None:
+        """The stream is over: marks it never reached take what there is."""
+        with self.lock:
+            while self.marks:
+                self._close_piece(self.marks.popleft()[1])
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        with self.lock:
+            return dict(self.moves)
+
+    def text(self) -> str:
+        return self.whole.text()
 
 
 FILE_SIZE_MARKERS = ("File too large", "EFBIG")

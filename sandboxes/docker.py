@@ -37,14 +37,14 @@ from typing import Any
 
 from sandboxes import docker_engine
 from sandboxes.base import (
+    AgentLog,
     AgentSource,
-    CappedLog,
     EntryKind,
+    MoveKey,
     SandboxError,
     SandboxLimits,
     Termination,
     agent_environment,
-    drain_log,
     termination_from,
 )
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
@@ -143,7 +143,7 @@ class DockerAgent:
         streams: list[socket.socket],
         folder: Path,
         token: str,
-        log_bytes: int,
+        limits: SandboxLimits,
         reaper: Reaper | None = None,
     ) -> None:
         self.container = container
@@ -161,12 +161,10 @@ class DockerAgent:
         self.exit_fd: int | None = None
         os.set_blocking(self.request_fd, False)
         os.set_blocking(self.reply_fd, False)
-        self._log = CappedLog(log_bytes)
+        self._log = AgentLog(self.log_stream.fileno(), limits)
         self._termination: Termination | None = None
         self._closing = threading.Event()
-        self._drain = threading.Thread(
-            target=drain_log, args=(self.log_stream.fileno(), self._log, self._closing), daemon=True
-        )
+        self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
         self._drain.start()
         self._closed = False
         #: Set once the container is gone and its log read to the end.
@@ -177,6 +175,15 @@ class DockerAgent:
         if self._closed:
             self._removed.wait(timeout=REMOVAL_WAIT)
         return self._log.text()
+
+    def mark_move(self, move: MoveKey | None) -> None:
+        self._log.mark_move(move)
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        """Each move's log; after ``close()``, complete (it waits for the removal)."""
+        if self._closed:
+            self._removed.wait(timeout=REMOVAL_WAIT)
+        return self._log.move_logs()
 
     def termination(self, wait: float = 0.0) -> Termination | None:
         if self._termination is not None:
@@ -229,7 +236,9 @@ class DockerAgent:
                 docker_engine.container_discard(self.container)
             except EngineError as error:
                 # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
-                self._log.write(f"\n[sandbox: could not remove the container: {error}]\n".encode())
+                self._log.whole.write(
+                    f"\n[sandbox: could not remove the container: {error}]\n".encode()
+                )
             # With every writer dead the drain thread reads the last of the log and hits EOF.
             self._drain.join(timeout=1)
             self._closing.set()
@@ -591,6 +600,6 @@ class DockerSandbox:
             streams=streams,
             folder=folder,
             token=token,
-            log_bytes=limits.log_bytes,
+            limits=limits,
             reaper=self._reaper,
         )

@@ -35,14 +35,14 @@ from pathlib import Path
 from sandboxes import jail
 from sandboxes.base import (
     SAFE_PATH,
+    AgentLog,
     AgentSource,
-    CappedLog,
     EntryKind,
+    MoveKey,
     SandboxError,
     SandboxLimits,
     Termination,
     agent_environment,
-    drain_log,
     termination_from,
 )
 
@@ -187,7 +187,7 @@ class ProcessAgent:
         uid: int | None,
         uid_lock: int | None,
         token: str,
-        log_bytes: int,
+        limits: SandboxLimits,
     ) -> None:
         assert process.stdin and process.stdout and process.stderr
         self.process = process
@@ -202,16 +202,20 @@ class ProcessAgent:
         # An agent that daemonizes a child holding its stdout, then exits, is seen
         # ending at once rather than at its deadline.
         self.exit_fd: int | None = _pidfd(process.pid)
-        self._log = CappedLog(log_bytes)
+        self._log = AgentLog(process.stderr.fileno(), limits)
         self._closing = threading.Event()
-        self._drain = threading.Thread(
-            target=drain_log, args=(process.stderr.fileno(), self._log, self._closing), daemon=True
-        )
+        self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
         self._drain.start()
         self._closed = False
 
     def log(self) -> str:
         return self._log.text()
+
+    def mark_move(self, move: MoveKey | None) -> None:
+        self._log.mark_move(move)
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        return self._log.move_logs()
 
     def termination(self, wait: float = 0.0) -> Termination | None:
         try:
@@ -408,5 +412,5 @@ class ProcessSandbox:
             uid=uid,
             uid_lock=uid_lock,
             token=token,
-            log_bytes=limits.log_bytes,
+            limits=limits,
         )

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from sandboxes.base import CappedLog, SandboxError, Termination
+from sandboxes.base import CappedLog, MoveKey, SandboxError, Termination
 
 #: How often a seat's threads look up from a wait to see whether the seat was stopped.
 POLL_SECONDS = 0.2
@@ -101,6 +101,13 @@ class SocketSeat:
 
     def log(self) -> str:
         return self._log.text()
+
+    def mark_move(self, move: MoveKey | None) -> None:
+        """No stderr here: a remote agent's log stays on its machine; an LLM seat keeps
+        its conversation instead (``transcript``)."""
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        return {}
 
     def _close_fds(self) -> None:
         for closing in (self._referee_end.close, self._relay_end.close):

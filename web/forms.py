@@ -74,6 +74,20 @@ class SubmissionForm(UploadForm):
         return self.cleaned_data["name"].strip()
 
 
+class MoveLogsForm(forms.Form):
+    """Its owner's choice: whether everyone may read its agent's logs in the replays."""
+
+    prefix = "logs"  # beside the upload form on the competitor page
+
+    share_move_logs = forms.BooleanField(
+        label="Share its move logs",
+        required=False,
+        help_text="Once a duel is over, anyone may read what its agent wrote on stderr at "
+        "each move of the replays, while the competitor is public. Off: only you and the "
+        "organizers.",
+    )
+
+
 class OnlineModelForm(forms.Form):
     """An online model: an agent that plays from its owner's machine over the network."""
 

@@ -31,6 +31,7 @@ urlpatterns = [
     ),
     path(COMPETITOR, submissions.competitor, name="competitor"),
     path(COMPETITOR + "llm/", llm.llm_player_edit, name="llm_player_edit"),
+    path(COMPETITOR + "move-logs/", submissions.competitor_move_logs, name="competitor_move_logs"),
     path(COMPETITOR + "play/", play.play_start, name="play_start"),
     path("duels/<int:pk>/play/", play.play, name="play"),
     path(REVISION, submissions.revision, name="revision"),

@@ -68,6 +68,7 @@ class CompetitorAdmin(ArenaAdmin):
         "owner_link",
         "kind",
         "is_public",
+        "share_move_logs",
         "is_disabled",
         "revision_count",
         "latest",
@@ -75,7 +76,7 @@ class CompetitorAdmin(ArenaAdmin):
         "created_at",
         "public",
     )
-    list_filter = ("environment", "kind", "is_public", "is_disabled")
+    list_filter = ("environment", "kind", "is_public", "share_move_logs", "is_disabled")
     search_fields = ("name", "owner__email", "owner__display_name", "owner__team")
     list_select_related = ("environment", "owner", "rating")
     readonly_fields = (
@@ -86,6 +87,8 @@ class CompetitorAdmin(ArenaAdmin):
         "llm_link",
         "rating_link",
         "created_at",
+        # Its owner's choice (the competitor page, the API), shown here.
+        "share_move_logs",
     )
     fields = (
         "name",
@@ -94,6 +97,7 @@ class CompetitorAdmin(ArenaAdmin):
         "kind",
         "llm_link",
         "is_public",
+        "share_move_logs",
         "is_disabled",
         "rating_link",
         "created_at",

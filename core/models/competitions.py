@@ -410,6 +410,32 @@ class Match(models.Model):
         return reverse("match", args=[self.duel_id, self.index])
 
 
+class MatchLog(models.Model):
+    """What one player's agent wrote on stderr during each of its moves in one match
+    (``referee.results.MatchRecord.move_logs``): shown at those moves in the replay to
+    whoever may read them (``reads.access.can_see_move_logs``)."""
+
+    match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="logs")
+    #: The duel player (1 to the duel's number of players).
+    player = models.PositiveSmallIntegerField()
+    #: [{"step": n (from 0, the protocol's), "log": "..."}, ...] in step order; each capped
+    #: by the sandbox (``SandboxLimits.move_log_bytes``, ``log_bytes`` over the duel).
+    moves = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["match", "player"]
+        constraints = [
+            models.UniqueConstraint(fields=["match", "player"], name="match_log_unique"),
+            models.CheckConstraint(
+                condition=Q(player__gte=1) & Q(player__lte=MAX_PLAYERS),
+                name="match_log_player_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"player {self.player}'s log in {self.match}"
+
+
 class LiveEvent(models.Model):
     """A batch of a running duel's public events, for its spectators (``referee.live``).
 

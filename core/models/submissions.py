@@ -97,6 +97,12 @@ class Competitor(models.Model):
     is_public = models.BooleanField(
         default=False, help_text="Anyone may see and download the code of a public competitor."
     )
+    #: Off by default: an agent's log may say more about how it plays than its owner wants.
+    share_move_logs = models.BooleanField(
+        default=False,
+        help_text="Once a duel is over, anyone may read what its agent logged at each move "
+        "in the replays (while the competitor is public).",
+    )
     is_disabled = models.BooleanField(default=False)
     kind = models.CharField(
         max_length=8, choices=CompetitorKind.choices, default=CompetitorKind.HOSTED

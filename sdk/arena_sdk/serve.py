@@ -32,6 +32,14 @@ def _error_message(error: BaseException) -> str:
     return "".join(traceback.format_exception_only(type(error), error)).strip()
 
 
+def _flush_log() -> None:
+    """Send what the agent printed during its move before the answer: the referee gives a
+    move the log written before its answer (a line still in a buffer would go to the next)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
 def _call_hook(hook: Any, argument: Any) -> None:
     """Run a start or end hook; a failure there is logged, not fatal: no action depends on it."""
     try:
@@ -91,6 +99,7 @@ def serve(agent: Agent, incoming: BinaryIO, outgoing: BinaryIO) -> None:
                 line_out = protocol.encode(
                     {"type": protocol.ERROR, "id": message["id"], "message": _error_message(error)}
                 )
+            _flush_log()
             outgoing.write(line_out)
         elif kind == protocol.START:
             match = Match(

@@ -7,6 +7,8 @@ the API answers it."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from core.models import Duel, DuelStatus, User
+from core.models import Duel, DuelStatus, MatchLog, User
 from core.services import environment_add_openspiel
 from tests.factories import (
     CompetitorFactory,
@@ -171,3 +173,33 @@ def test_a_poker_duel_being_played_shows_no_moves_on_either(client, world):
     # Its matches are stored when it ends: until then neither shows a move or a card.
     assert document["items"] == []
     assert "/matches/" not in page
+
+
+def test_the_site_and_the_api_show_the_same_move_logs(
+    client, bearer, match, alice, bob, carol, organizer, bobs_bot
+):
+    """Alice's private bot and Bob's public one logged a move each: whoever reads one on the
+    replay page reads it in the API's replay, before and after Bob shares his."""
+    MatchLog.objects.create(match=match, player=1, moves=[{"step": 0, "log": "alice <thinks>"}])
+    MatchLog.objects.create(match=match, player=2, moves=[{"step": 1, "log": "bob & his plan"}])
+    users = {"alice (owner)": alice, "bob": bob, "carol": carol, "the organizer": organizer}
+    api_path = f"/api/v1/duels/{match.duel_id}/matches/{match.index}/replay"
+    seen = {}
+    for shared in (False, True):
+        bobs_bot.share_move_logs = shared
+        bobs_bot.save()
+        for name, site, api in visitors(client, bearer, users):
+            page = site(match.get_absolute_url()).content.decode()
+            on_page = {
+                html.unescape(text)
+                for text in re.findall(r'class="move-log-text">(.*?)</pre>', page)
+            }
+            in_api = {entry["log"] for entry in api(api_path).json()["move_logs"]}
+            assert on_page == in_api, (name, shared)
+            seen[name, shared] = in_api
+    assert seen["anonymous", False] == seen["carol", False] == set()
+    assert seen["alice (owner)", False] == {"alice <thinks>"}
+    assert seen["bob", False] == {"bob & his plan"}
+    assert seen["the organizer", False] == {"alice <thinks>", "bob & his plan"}
+    assert seen["anonymous", True] == seen["carol", True] == {"bob & his plan"}
+    assert seen["alice (owner)", True] == {"alice <thinks>", "bob & his plan"}

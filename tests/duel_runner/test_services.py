@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from core.jobs import job_claim, job_heartbeat
 from core.leases import worker_name
-from core.models import Duel, DuelStatus, Job, JobKind
+from core.models import Duel, DuelStatus, Job, JobKind, MatchLog
 from duel_runner.services import (
     duel_play,
     duel_record_result,
@@ -18,6 +18,7 @@ from duel_runner.services import (
 from referee.duel import run_duel
 from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.support.sandboxes import AGENTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
@@ -120,3 +121,29 @@ def test_it_keeps_renewing_the_lease_while_a_duel_runs(settings):
         claimed.refresh_from_db()
 
     assert claimed.lease_expires_at > first_expiry
+
+
+def test_it_stores_what_each_agent_logged_at_each_move_with_its_match(client):
+    owner = make_user()
+    logger = upload(owner, "sum_to_10", "logger", AGENTS / "logs_each_move.py", is_public=False)
+    rando = upload(owner, "sum_to_10", "rando", AGENTS / "random_agent.py")
+    duel = queued_duel([logger, rando], num_matches=2, seed=5)
+
+    duel_play(duel_id=duel.pk)
+
+    first = duel.matches.get(index=0)
+    [log] = MatchLog.objects.filter(match=first)
+    own_steps = [step for step, actions in enumerate(first.actions) if actions[0] is not None]
+    assert log.player == 1
+    assert [move["step"] for move in log.moves] == own_steps
+    assert log.moves[0]["log"] == ("match 0 starts\nmatch 0 step 0: thinking <b>&amp;</b>\nchose 1")
+    # The second match's first move carries the end of the first (written after its last
+    # answer), then its own start.
+    second = MatchLog.objects.get(match__duel=duel, match__index=1, player=1)
+    assert second.moves[0]["log"].startswith("match 0 ends: ")
+    # Its owner reads them beside the replay, escaped.
+    url = first.get_absolute_url() + "?step=1"
+    client.force_login(owner)
+    assert (
+        "match 0 step 0: thinking &lt;b&gt;&amp;amp;&lt;/b&gt;" in client.get(url).content.decode()
+    )

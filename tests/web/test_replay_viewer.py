@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from core.models import MatchLog
 from tests.factories import (
     DuelFactory,
     LLMPlayerFactory,
@@ -95,3 +96,31 @@ def test_it_shows_the_llm_conversation_of_the_step_it_moves_to(live_server, page
     page.keyboard.press("ArrowRight")
     assert shown.get_attribute("data-conversation-step") == "3"
     assert "ANSWER:" in shown.locator(".conversation-answer").first.inner_text()
+
+
+def test_it_shows_the_agents_log_of_the_step_it_moves_to(live_server, page, screenshot, match):
+    # Bob's public bot shares its move logs: anyone reads them at its moves (steps 1, 3...).
+    bobs_bot = match.duel.revisions()[1].competitor
+    bobs_bot.share_move_logs = True
+    bobs_bot.save()
+    MatchLog.objects.create(
+        match=match,
+        player=2,
+        moves=[{"step": 1, "log": "bob <b>weighs</b> the centre"}, {"step": 3, "log": "a fork"}],
+    )
+    page.goto(live_server.url + match.get_absolute_url() + "?step=1")
+    shown = page.locator("[data-move-log-step]:visible")
+    none = page.locator("[data-move-log-none]")
+
+    assert shown.count() == 0 and none.is_visible()
+
+    page.keyboard.press("ArrowRight")
+    assert shown.count() == 1 and shown.get_attribute("data-move-log-step") == "2"
+    assert shown.locator(".move-log-text").inner_text() == "bob <b>weighs</b> the centre"
+    assert not none.is_visible()
+    screenshot("replay-move-logs")
+
+    page.keyboard.press("ArrowRight")
+    assert shown.count() == 0 and none.is_visible()
+    page.keyboard.press("ArrowRight")
+    assert shown.locator(".move-log-text").inner_text() == "a fork"

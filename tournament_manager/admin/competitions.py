@@ -707,6 +707,7 @@ class MatchAdmin(ReadOnlyAdmin):
         "faults_json",
         "actions_json",
         "timings_json",
+        "move_logs_json",
     )
     readonly_fields = fields
 
@@ -729,3 +730,8 @@ class MatchAdmin(ReadOnlyAdmin):
     @admin.display(description="timings")
     def timings_json(self, match: Match) -> str:
         return pretty_json(match.timings)
+
+    @admin.display(description="move logs")
+    def move_logs_json(self, match: Match) -> str:
+        """What each player's agent logged at its moves: {player: [{step, log}]}."""
+        return pretty_json({log.player: log.moves for log in match.logs.all()})

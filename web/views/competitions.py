@@ -10,7 +10,7 @@ from core.models import User
 from reads.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
 from reads.live import LIVE_PREFIX, duel_watchable, environment_stylesheets
 from reads.llm import conversations_visible, turns_by_frame
-from reads.replays import match_replay, player_labels
+from reads.replays import match_replay, move_logs_by_frame, move_logs_visible, player_labels
 from reads.selectors import duel_page, tournament_page
 
 
@@ -61,8 +61,12 @@ def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
     conversations = list(conversations_visible(request.user, match))
     # Every frame's conversation panel is rendered (hidden but the current one): the
     # viewer's script shows the one of the step it moves to, without a request.
-    panels = turns_by_frame(
-        conversations, labels=player_labels(match.duel), final_step=max(replay.final_step, 0)
+    labels = player_labels(match.duel)
+    final_step = max(replay.final_step, 0)
+    panels = turns_by_frame(conversations, labels=labels, final_step=final_step)
+    # The same for what the agents logged during their moves, to whoever may read it.
+    log_panels = move_logs_by_frame(
+        move_logs_visible(request.user, match), labels=labels, final_step=final_step
     )
     return render(
         request,
@@ -78,5 +82,7 @@ def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
             "has_conversations": bool(conversations),
             "conversation_panels": sorted(panels.items()),
             "conversation_steps": set(panels),
+            "move_log_panels": sorted(log_panels.items()),
+            "move_log_steps": set(log_panels),
         },
     )

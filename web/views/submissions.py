@@ -4,18 +4,29 @@ import io
 import mimetypes
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import ArenaError, sentence
 from core.models import Competitor, Environment, Revision, User
-from core.services import UploadUnavailable, revision_upload, revision_upload_read
-from reads.access import get_competitor_for_user, get_own_competitor, get_revision_for_user
+from core.services import (
+    UploadUnavailable,
+    competitor_share_move_logs,
+    revision_upload,
+    revision_upload_read,
+)
+from reads.access import (
+    AuthenticatedHttpRequest,
+    get_competitor_for_user,
+    get_own_competitor,
+    get_revision_for_user,
+)
 from reads.llm import player_stats
 from reads.scores import revision_validation_evaluation
 from reads.selectors import competitor_page, revision_page
-from web.forms import LLMSettingsForm, UploadForm
+from web.forms import LLMSettingsForm, MoveLogsForm, UploadForm
 
 
 def upload_from_form(
@@ -68,12 +79,34 @@ def competitor(request: HttpRequest, environment_name: str, name: str) -> HttpRe
     return render_competitor(request, competitor, form=form)
 
 
+@login_required
+@require_POST
+def competitor_move_logs(
+    request: AuthenticatedHttpRequest, environment_name: str, name: str
+) -> HttpResponse:
+    """Its owner shares its agent's move logs with everyone, or stops sharing them."""
+    competitor = get_own_competitor(request.user, environment_name, name)
+    form = MoveLogsForm(request.POST)
+    if not form.is_valid():
+        return render_competitor(request, competitor, logs_form=form)
+    share = form.cleaned_data["share_move_logs"]
+    competitor_share_move_logs(competitor=competitor, share=share)
+    if not share:
+        messages.success(request, "Saved: its move logs are yours and the organizers' only.")
+    elif competitor.is_public:
+        messages.success(request, "Saved: anyone may read its move logs in finished duels.")
+    else:
+        messages.success(request, "Saved: its move logs will be shared once it is public.")
+    return redirect(competitor)
+
+
 def render_competitor(
     request: HttpRequest,
     competitor: Competitor,
     *,
     form: UploadForm | None = None,
     llm_form: LLMSettingsForm | None = None,
+    logs_form: MoveLogsForm | None = None,
 ) -> HttpResponse:
     """The competitor's page; an LLM player's shows its settings, statistics and (to its
     owner) the form that changes them."""
@@ -89,11 +122,15 @@ def render_competitor(
             "competitor": competitor,
             "form": form,
             "llm_form": llm_form,
+            "logs_form": logs_form
+            or MoveLogsForm(initial={"share_move_logs": competitor.share_move_logs}),
             "llm_stats": player_stats(user=request.user, competitor=competitor)
             if competitor.is_llm
             else [],
         },
-        status=400 if form.errors or (llm_form is not None and llm_form.errors) else 200,
+        status=400
+        if form.errors or any(other is not None and other.errors for other in (llm_form, logs_form))
+        else 200,
     )
 
 

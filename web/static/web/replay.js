@@ -32,6 +32,10 @@
     document.querySelectorAll("[data-conversation-step]")
   );
   var noConversation = document.querySelector("[data-conversation-none]");
+  // What the agents logged while choosing each step's move, rendered (and escaped) by
+  // the server, for whoever may read it: the same switch as the conversations.
+  var moveLogs = Array.prototype.slice.call(document.querySelectorAll("[data-move-log-step]"));
+  var noMoveLog = document.querySelector("[data-move-log-none]");
   var current = clamp(parseInt(root.getAttribute("data-step"), 10));
   var timer = null;
 
@@ -86,17 +90,24 @@
     faultBoxes.forEach(function (box) {
       box.classList.toggle("is-now", current === last);
     });
-    var conversationShown = false;
-    conversations.forEach(function (panel) {
-      var here = Number(panel.getAttribute("data-conversation-step")) === current;
-      panel.hidden = !here;
-      conversationShown = conversationShown || here;
-    });
-    if (noConversation) {
-      noConversation.hidden = conversationShown;
-    }
+    showPanels(conversations, "data-conversation-step", noConversation);
+    showPanels(moveLogs, "data-move-log-step", noMoveLog);
     if (window.history && window.history.replaceState) {
       window.history.replaceState(null, "", "?step=" + current);
+    }
+  }
+
+  // Shows the panel of the current step among ``panels`` (``attribute`` names its step),
+  // or ``none`` when there is no such panel.
+  function showPanels(panels, attribute, none) {
+    var shown = false;
+    panels.forEach(function (panel) {
+      var here = Number(panel.getAttribute(attribute)) === current;
+      panel.hidden = !here;
+      shown = shown || here;
+    });
+    if (none) {
+      none.hidden = shown;
     }
   }
 
