@@ -30,7 +30,7 @@ from core.models import (
     Revision,
     StepStatus,
 )
-from core.services import competitor_share_move_logs
+from core.services import competitor_share_logs
 from reads.access import (
     AuthenticatedHttpRequest,
     get_competitor_for_user,
@@ -63,7 +63,7 @@ class CompetitorOut(Schema):
     is_public: bool
     #: Its owner lets everyone read its agent's move logs in finished duels' replays
     #: (while it is public); otherwise they are its owner's and the organizers'.
-    share_move_logs: bool
+    share_logs: bool
     is_disabled: bool
     created_at: datetime
     rating: RatingOut | None
@@ -77,7 +77,7 @@ class CompetitorOut(Schema):
 class CompetitorPatch(Schema):
     """Its owner's settings; only what is sent changes."""
 
-    share_move_logs: StrictBool | None = Field(
+    share_logs: StrictBool | None = Field(
         None,
         description="Let everyone read what its agent logged at each move of a finished "
         "duel's replay, while the competitor is public.",
@@ -241,16 +241,16 @@ def competitor_detail(request: HttpRequest, environment: Slug, name: Slug) -> Co
     auth=auth.submit,
     response=documented({200: CompetitorDetailOut}, 400, 404),
     summary="Change one of your competitors' settings",
-    description="`share_move_logs`: whether everyone may read its agent's move logs in "
-    "the replays of its finished duels (while it is public).",
+    description="`share_logs`: whether everyone may read its agent's logs (each "
+    "finished duel's, and at each move in its replays) while it is public.",
 )
 def competitor_change(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug, payload: CompetitorPatch
 ) -> Competitor:
     competitor = get_own_competitor(request.user, environment, name)
-    share = payload.dict(exclude_unset=True).get("share_move_logs")
+    share = payload.dict(exclude_unset=True).get("share_logs")
     if share is not None:
-        competitor_share_move_logs(competitor=competitor, share=share)
+        competitor_share_logs(competitor=competitor, share=share)
     return competitor_with_summary(competitor)
 
 

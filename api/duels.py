@@ -1,5 +1,5 @@
 """Duels, their matches and the matches' replays. A duel is visible with its tournament;
-a validation duel (self-play) with its competitor; an agent's log only to whoever may see
+a validation duel (self-play) with its competitor; an agent's log only to whoever may read
 its competitor (``reads.access``)."""
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ class ReplayOut(Schema):
     replay_error: str = Field(alias="error")
     #: What the agents logged during their moves, player by player and step by step: a
     #: player's only to its owner and the organizers, and to everyone once the duel is
-    #: over if its competitor is public and shares them (``share_move_logs``).
+    #: over if its competitor is public and shares them (``share_logs``).
     move_logs: list[MoveLogOut]
 
     @staticmethod

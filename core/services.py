@@ -200,11 +200,11 @@ def competitor_create_unbuilt(
     )
 
 
-def competitor_share_move_logs(*, competitor: Competitor, share: bool) -> None:
+def competitor_share_logs(*, competitor: Competitor, share: bool) -> None:
     """Its owner's choice: whether anyone may read what its agent logged at each move of
-    its finished duels, while it is public (``reads.access.can_see_move_logs``)."""
-    Competitor.objects.filter(pk=competitor.pk).update(share_move_logs=share)
-    competitor.share_move_logs = share
+    its finished duels, while it is public (``reads.access.can_see_logs``)."""
+    Competitor.objects.filter(pk=competitor.pk).update(share_logs=share)
+    competitor.share_logs = share
 
 
 def revision_requeue(*, revision: Revision, steps: tuple[str, ...]) -> None:

@@ -9,7 +9,7 @@ The rules:
 - a validation duel (self-play) follows its revision;
 - what an agent logged at each move of a duel (the replay's move logs) is its owner's and the
   organizers'; everyone's once the duel is over, if the competitor is public and its owner
-  shares them (``Competitor.share_move_logs``, off by default).
+  shares them (``Competitor.share_logs``, off by default).
 """
 
 from __future__ import annotations
@@ -57,12 +57,14 @@ def can_see_competitor(user: Visitor, competitor: Competitor) -> bool:
     return is_owner(user, competitor)
 
 
-def can_see_move_logs(user: Visitor, competitor: Competitor, duel: Duel) -> bool:
-    """What its agent wrote during each of its moves in ``duel`` (whose replay the visitor
-    may already see)."""
+def can_see_logs(user: Visitor, competitor: Competitor, duel: Duel) -> bool:
+    """What its agent wrote to its log in ``duel`` (whose page or replay the visitor may
+    already see): at each move, and the duel's whole log. Its owner's and the organizers';
+    everyone's once the duel is over, if the competitor is public and its owner shares
+    its logs (a public competitor's code is anyone's; its logs only by that choice)."""
     if is_owner(user, competitor) or is_organizer(user):
         return True
-    return duel.is_finished and competitor.is_public and competitor.share_move_logs
+    return duel.is_finished and competitor.is_public and competitor.share_logs
 
 
 def is_owner(user: Visitor, competitor: Competitor) -> bool:

@@ -20,7 +20,7 @@ from environments.registry import (
     load_info,
     make_environment,
 )
-from reads.access import Visitor, can_see_move_logs
+from reads.access import Visitor, can_see_logs
 from referee.results import FaultKind, ranks_from_scores
 
 
@@ -265,12 +265,12 @@ def frame_of_step(step: int, final_step: int) -> int:
 
 def move_logs_visible(user: Visitor, match: Match) -> list[MatchLog]:
     """What the match's players' agents logged during their moves, for the players whose
-    logs the visitor may read (``can_see_move_logs``), player 1's first."""
+    logs the visitor may read (``can_see_logs``), player 1's first."""
     duel = match.duel
     players = [
         player
         for player, revision in enumerate(duel.revisions(), start=1)
-        if can_see_move_logs(user, revision.competitor, duel)
+        if can_see_logs(user, revision.competitor, duel)
     ]
     return list(MatchLog.objects.filter(match=match, player__in=players).order_by("player"))
 

@@ -31,7 +31,13 @@ from core.models import (
 from core.models.submissions import STEPS
 from core.online import online_present
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
-from reads.access import Visitor, can_see_competitor, is_owner, tournaments_visible
+from reads.access import (
+    Visitor,
+    can_see_competitor,
+    can_see_logs,
+    is_owner,
+    tournaments_visible,
+)
 from reads.charts import RatingPoint, rating_chart_svg
 from reads.replays import (
     FaultNote,
@@ -409,12 +415,13 @@ def _duel_result_text(
 
 
 def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
-    """Every player, player 1 first; an agent's log only for whoever may see its
-    competitor."""
+    """Every player, player 1 first; an agent's log only for whoever may read its logs
+    (``can_see_logs``)."""
     labels = player_labels(duel)
     players = []
     for player in duel.players():
-        visible = can_see_competitor(user, player.revision.competitor)
+        competitor = player.revision.competitor
+        visible = can_see_competitor(user, competitor)
         players.append(
             SeatView(
                 number=player.number,
@@ -425,7 +432,7 @@ def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
                 score=player.score,
                 errors=player.errors,
                 restarts=player.restarts,
-                log=player.log if visible else None,
+                log=player.log if can_see_logs(user, competitor, duel) else None,
                 rank=player.rank,
             )
         )

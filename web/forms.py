@@ -79,12 +79,12 @@ class MoveLogsForm(forms.Form):
 
     prefix = "logs"  # beside the upload form on the competitor page
 
-    share_move_logs = forms.BooleanField(
-        label="Share its move logs",
+    share_logs = forms.BooleanField(
+        label="Share its logs",
         required=False,
-        help_text="Once a duel is over, anyone may read what its agent wrote on stderr at "
-        "each move of the replays, while the competitor is public. Off: only you and the "
-        "organizers.",
+        help_text="Once a duel is over, anyone may read what its agent wrote on stderr: "
+        "the duel's log, and at each move of the replays, while the competitor is public. "
+        "Off: only you and the organizers.",
     )
 
 

@@ -68,7 +68,7 @@ class CompetitorAdmin(ArenaAdmin):
         "owner_link",
         "kind",
         "is_public",
-        "share_move_logs",
+        "share_logs",
         "is_disabled",
         "revision_count",
         "latest",
@@ -76,7 +76,7 @@ class CompetitorAdmin(ArenaAdmin):
         "created_at",
         "public",
     )
-    list_filter = ("environment", "kind", "is_public", "share_move_logs", "is_disabled")
+    list_filter = ("environment", "kind", "is_public", "share_logs", "is_disabled")
     search_fields = ("name", "owner__email", "owner__display_name", "owner__team")
     list_select_related = ("environment", "owner", "rating")
     readonly_fields = (
@@ -88,7 +88,7 @@ class CompetitorAdmin(ArenaAdmin):
         "rating_link",
         "created_at",
         # Its owner's choice (the competitor page, the API), shown here.
-        "share_move_logs",
+        "share_logs",
     )
     fields = (
         "name",
@@ -97,7 +97,7 @@ class CompetitorAdmin(ArenaAdmin):
         "kind",
         "llm_link",
         "is_public",
-        "share_move_logs",
+        "share_logs",
         "is_disabled",
         "rating_link",
         "created_at",

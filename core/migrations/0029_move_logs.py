@@ -12,10 +12,10 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name="competitor",
-            name="share_move_logs",
+            name="share_logs",
             field=models.BooleanField(
                 default=False,
-                help_text="Once a duel is over, anyone may read what its agent logged at each move in the replays (while the competitor is public).",
+                help_text="Once a duel is over, anyone may read its agent's logs: the duel's, and at each move in the replays (while the competitor is public).",
             ),
         ),
         migrations.CreateModel(

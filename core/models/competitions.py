@@ -413,7 +413,7 @@ class Match(models.Model):
 class MatchLog(models.Model):
     """What one player's agent wrote on stderr during each of its moves in one match
     (``referee.results.MatchRecord.move_logs``): shown at those moves in the replay to
-    whoever may read them (``reads.access.can_see_move_logs``)."""
+    whoever may read them (``reads.access.can_see_logs``)."""
 
     match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="logs")
     #: The duel player (1 to the duel's number of players).

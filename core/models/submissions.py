@@ -98,10 +98,10 @@ class Competitor(models.Model):
         default=False, help_text="Anyone may see and download the code of a public competitor."
     )
     #: Off by default: an agent's log may say more about how it plays than its owner wants.
-    share_move_logs = models.BooleanField(
+    share_logs = models.BooleanField(
         default=False,
-        help_text="Once a duel is over, anyone may read what its agent logged at each move "
-        "in the replays (while the competitor is public).",
+        help_text="Once a duel is over, anyone may read its agent's logs: the duel's, and "
+        "at each move in the replays (while the competitor is public).",
     )
     is_disabled = models.BooleanField(default=False)
     kind = models.CharField(

@@ -126,7 +126,7 @@ def test_it_sends_visitors_to_the_login_page(client: Client) -> None:
 def test_it_shows_the_move_logs_setting_and_a_matchs_move_logs(
     organizer_client: Client, bobs_bot: Competitor, match: Match
 ) -> None:
-    bobs_bot.share_move_logs = True
+    bobs_bot.share_logs = True
     bobs_bot.save()
     MatchLog.objects.create(match=match, player=2, moves=[{"step": 1, "log": "<b>bob</b>"}])
 
@@ -134,12 +134,12 @@ def test_it_shows_the_move_logs_setting_and_a_matchs_move_logs(
         reverse("admin:core_competitor_change", args=[bobs_bot.pk])
     ).content.decode()
     listing = organizer_client.get(
-        reverse("admin:core_competitor_changelist") + "?share_move_logs__exact=1"
+        reverse("admin:core_competitor_changelist") + "?share_logs__exact=1"
     ).content.decode()
     replay = organizer_client.get(
         reverse("admin:core_match_change", args=[match.pk])
     ).content.decode()
 
-    assert "Share move logs" in competitor
+    assert "Share logs" in competitor
     assert "bobs-bot" in listing
     assert "&lt;b&gt;bob&lt;/b&gt;" in replay and "<b>bob</b>" not in replay

@@ -47,7 +47,7 @@ def test_it_describes_a_competitor_in_a_list(client, bob):
         "owner": "Bob",
         "owner_id": bob.pk,
         "is_public": True,
-        "share_move_logs": False,
+        "share_logs": False,
         "is_disabled": False,
         "created_at": bot["created_at"],
         "rating": None,
@@ -223,17 +223,17 @@ def test_a_page_of_competitors_takes_as_many_queries_for_one_as_for_many(
 
 def test_the_owner_shares_a_competitors_move_logs_with_a_submit_token(client, alice, bearer):
     url = "/api/v1/competitors/tic_tac_toe/alices-bot"
-    assert body(client.get(url, **bearer(alice)))["share_move_logs"] is False
+    assert body(client.get(url, **bearer(alice)))["share_logs"] is False
 
     response = client.patch(
-        url, {"share_move_logs": True}, content_type="application/json", **bearer(alice, "submit")
+        url, {"share_logs": True}, content_type="application/json", **bearer(alice, "submit")
     )
 
     assert response.status_code == 200, response.content
-    assert body(response)["share_move_logs"] is True
-    assert body(client.get(url, **bearer(alice)))["share_move_logs"] is True
+    assert body(response)["share_logs"] is True
+    assert body(client.get(url, **bearer(alice)))["share_logs"] is True
     unchanged = client.patch(url, {}, content_type="application/json", **bearer(alice, "submit"))
-    assert body(unchanged)["share_move_logs"] is True
+    assert body(unchanged)["share_logs"] is True
 
 
 def test_no_one_else_changes_whether_move_logs_are_shared(
@@ -242,12 +242,12 @@ def test_no_one_else_changes_whether_move_logs_are_shared(
     bobs = "/api/v1/competitors/tic_tac_toe/bobs-bot"
     patch = {"content_type": "application/json"}
 
-    assert client.patch(bobs, {"share_move_logs": True}, **patch).status_code == 401
-    read_only = client.patch(bobs, {"share_move_logs": True}, **patch, **bearer(bob))
+    assert client.patch(bobs, {"share_logs": True}, **patch).status_code == 401
+    read_only = client.patch(bobs, {"share_logs": True}, **patch, **bearer(bob))
     assert read_only.status_code == 403
-    others = client.patch(bobs, {"share_move_logs": True}, **patch, **bearer(alice, "submit"))
+    others = client.patch(bobs, {"share_logs": True}, **patch, **bearer(alice, "submit"))
     assert others.status_code == 404
-    not_a_bool = client.patch(bobs, {"share_move_logs": "yes"}, **patch, **bearer(bob, "submit"))
+    not_a_bool = client.patch(bobs, {"share_logs": "yes"}, **patch, **bearer(bob, "submit"))
     assert not_a_bool.status_code == 422
     bobs_bot.refresh_from_db()
-    assert not bobs_bot.share_move_logs
+    assert not bobs_bot.share_logs

@@ -42,7 +42,7 @@ def test_it_filters_duels_by_tournament_competitor_status_and_kind(
 
 
 def test_it_gives_a_duel_with_the_logs_of_the_agents_one_may_see(
-    client, alice, carol, bearer, duel
+    client, alice, carol, bearer, duel, bobs_bot
 ):
     anonymous = ok(client.get(f"/api/v1/duels/{duel.pk}"))
     owner = ok(client.get(f"/api/v1/duels/{duel.pk}", **bearer(alice)))
@@ -52,7 +52,11 @@ def test_it_gives_a_duel_with_the_logs_of_the_agents_one_may_see(
     first, second = anonymous["players"]
     assert (first["competitor"], first["revision"], first["wins"]) == ("alices-bot", 1, 1)
     assert first["log"] is None  # alice's bot is private
-    assert second["log"] == "bob's public musings"
+    assert second["log"] is None  # bob's is public, but its logs are not shared
+    bobs_bot.share_logs = True
+    bobs_bot.save()
+    shared = ok(client.get(f"/api/v1/duels/{duel.pk}"))["players"][1]
+    assert shared["log"] == "bob's public musings"
     assert owner["players"][0]["log"] == "alice's private thoughts"
     listed = ok(client.get("/api/v1/duels"))["items"][0]
     assert "log" not in listed["players"][0]

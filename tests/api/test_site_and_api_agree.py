@@ -186,7 +186,7 @@ def test_the_site_and_the_api_show_the_same_move_logs(
     api_path = f"/api/v1/duels/{match.duel_id}/matches/{match.index}/replay"
     seen = {}
     for shared in (False, True):
-        bobs_bot.share_move_logs = shared
+        bobs_bot.share_logs = shared
         bobs_bot.save()
         for name, site, api in visitors(client, bearer, users):
             page = site(match.get_absolute_url()).content.decode()

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from core.models import Competitor, DuelStatus, MatchLog
-from reads.access import can_see_move_logs
+from reads.access import can_see_logs
 from tests.factories import DuelFactory
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +41,7 @@ def panels(client: Client, match) -> dict[int, list[str]]:
 
 
 def share(competitor: Competitor, *, public: bool | None = None) -> None:
-    competitor.share_move_logs = True
+    competitor.share_logs = True
     if public is not None:
         competitor.is_public = public
     competitor.save()
@@ -96,9 +96,9 @@ def test_a_shared_log_is_its_owners_until_the_duel_is_over(alice, bob, carol, bo
     running = DuelFactory(status=DuelStatus.RUNNING)
     finished = DuelFactory(finished=True)
 
-    assert not can_see_move_logs(carol, bobs_bot, running)
-    assert can_see_move_logs(bob, bobs_bot, running)
-    assert can_see_move_logs(carol, bobs_bot, finished)
+    assert not can_see_logs(carol, bobs_bot, running)
+    assert can_see_logs(bob, bobs_bot, running)
+    assert can_see_logs(carol, bobs_bot, finished)
 
 
 def test_a_move_the_match_ended_on_shows_its_log_with_the_final_state(alice_client, match):
@@ -113,30 +113,27 @@ def test_a_move_the_match_ended_on_shows_its_log_with_the_final_state(alice_clie
 def test_the_owner_shares_the_logs_on_the_competitor_page(alice_client, alices_bot):
     url = f"{alices_bot.get_absolute_url()}move-logs/"
     page = alice_client.get(alices_bot.get_absolute_url()).content.decode()
-    assert f'action="{url}"' in page and 'name="logs-share_move_logs"' in page
+    assert f'action="{url}"' in page and 'name="logs-share_logs"' in page
 
-    response = alice_client.post(url, {"logs-share_move_logs": "on"})
+    response = alice_client.post(url, {"logs-share_logs": "on"})
 
     assert response.status_code == 302
     alices_bot.refresh_from_db()
-    assert alices_bot.share_move_logs
+    assert alices_bot.share_logs
     alice_client.post(url, {})
     alices_bot.refresh_from_db()
-    assert not alices_bot.share_move_logs
+    assert not alices_bot.share_logs
 
 
 def test_no_one_but_the_owner_changes_the_setting(client, bob, carol, alices_bot, bobs_bot):
     url = f"{bobs_bot.get_absolute_url()}move-logs/"
-    response = client.post(url, {"logs-share_move_logs": "on"})
+    response = client.post(url, {"logs-share_logs": "on"})
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     client.force_login(carol)
-    assert client.post(url, {"logs-share_move_logs": "on"}).status_code == 404
-    assert (
-        'name="logs-share_move_logs"'
-        not in client.get(bobs_bot.get_absolute_url()).content.decode()
-    )
+    assert client.post(url, {"logs-share_logs": "on"}).status_code == 404
+    assert 'name="logs-share_logs"' not in client.get(bobs_bot.get_absolute_url()).content.decode()
     client.force_login(bob)
     assert client.post(f"{alices_bot.get_absolute_url()}move-logs/", {}).status_code == 404
     assert client.get(url).status_code == 405
     bobs_bot.refresh_from_db()
-    assert not bobs_bot.share_move_logs
+    assert not bobs_bot.share_logs

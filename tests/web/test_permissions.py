@@ -89,7 +89,23 @@ def test_it_hides_a_private_agents_log_in_a_public_tournament_duel(client, duel,
     assert response.status_code == 200
     assert b"alice&#x27;s private thoughts" not in response.content
     assert b"The log of alices-bot v1 is private to its owner." in response.content
+    # Bob's bot is public, its code anyone's; its log is his until he shares it.
+    assert (b"bob&#x27;s public musings" in response.content) == (visitor == "bob")
+
+
+@pytest.mark.parametrize("visitor", [None, "carol"])
+def test_a_public_agents_log_is_everyones_once_its_owner_shares_it(
+    client, duel, bobs_bot, visitor, request
+):
+    if visitor:
+        client.force_login(request.getfixturevalue(visitor))
+    bobs_bot.share_logs = True
+    bobs_bot.save()
+
+    response = client.get(duel.get_absolute_url())
+
     assert b"bob&#x27;s public musings" in response.content
+    assert b"alice&#x27;s private thoughts" not in response.content
 
 
 @pytest.mark.parametrize("visitor", ["alice", "organizer"])
@@ -99,7 +115,8 @@ def test_it_shows_both_logs_of_a_duel_to_the_owner_and_organizers(client, duel, 
     response = client.get(duel.get_absolute_url())
 
     assert b"alice&#x27;s private thoughts" in response.content
-    assert b"bob&#x27;s public musings" in response.content
+    # Bob's public bot's log is his and the organizers' (he shares none).
+    assert (b"bob&#x27;s public musings" in response.content) == (visitor == "organizer")
 
 
 def test_it_lets_anyone_replay_a_public_tournament_match_with_a_private_agent(client, match):
@@ -136,7 +153,10 @@ def test_it_shows_a_public_revisions_validation_duel_to_everyone(client, bobs_re
     response = client.get(validation.get_absolute_url())
 
     assert response.status_code == 200
-    assert b"bob thinks aloud" in response.content
+    assert b"bob thinks aloud" not in response.content  # his code is public, not his logs
+    bobs_revision.competitor.share_logs = True
+    bobs_revision.competitor.save()
+    assert b"bob thinks aloud" in client.get(validation.get_absolute_url()).content
 
 
 def test_it_answers_404_for_missing_things(client, duel):

@@ -101,7 +101,7 @@ def test_it_shows_the_llm_conversation_of_the_step_it_moves_to(live_server, page
 def test_it_shows_the_agents_log_of_the_step_it_moves_to(live_server, page, screenshot, match):
     # Bob's public bot shares its move logs: anyone reads them at its moves (steps 1, 3...).
     bobs_bot = match.duel.revisions()[1].competitor
-    bobs_bot.share_move_logs = True
+    bobs_bot.share_logs = True
     bobs_bot.save()
     MatchLog.objects.create(
         match=match,

@@ -13,7 +13,7 @@ from core.errors import ArenaError, sentence
 from core.models import Competitor, Environment, Revision, User
 from core.services import (
     UploadUnavailable,
-    competitor_share_move_logs,
+    competitor_share_logs,
     revision_upload,
     revision_upload_read,
 )
@@ -84,19 +84,19 @@ def competitor(request: HttpRequest, environment_name: str, name: str) -> HttpRe
 def competitor_move_logs(
     request: AuthenticatedHttpRequest, environment_name: str, name: str
 ) -> HttpResponse:
-    """Its owner shares its agent's move logs with everyone, or stops sharing them."""
+    """Its owner shares its agent's logs with everyone, or stops sharing them."""
     competitor = get_own_competitor(request.user, environment_name, name)
     form = MoveLogsForm(request.POST)
     if not form.is_valid():
         return render_competitor(request, competitor, logs_form=form)
-    share = form.cleaned_data["share_move_logs"]
-    competitor_share_move_logs(competitor=competitor, share=share)
+    share = form.cleaned_data["share_logs"]
+    competitor_share_logs(competitor=competitor, share=share)
     if not share:
-        messages.success(request, "Saved: its move logs are yours and the organizers' only.")
+        messages.success(request, "Saved: its logs are yours and the organizers' only.")
     elif competitor.is_public:
-        messages.success(request, "Saved: anyone may read its move logs in finished duels.")
+        messages.success(request, "Saved: anyone may read its logs in finished duels.")
     else:
-        messages.success(request, "Saved: its move logs will be shared once it is public.")
+        messages.success(request, "Saved: its logs will be shared once it is public.")
     return redirect(competitor)
 
 
@@ -122,8 +122,7 @@ def render_competitor(
             "competitor": competitor,
             "form": form,
             "llm_form": llm_form,
-            "logs_form": logs_form
-            or MoveLogsForm(initial={"share_move_logs": competitor.share_move_logs}),
+            "logs_form": logs_form or MoveLogsForm(initial={"share_logs": competitor.share_logs}),
             "llm_stats": player_stats(user=request.user, competitor=competitor)
             if competitor.is_llm
             else [],
