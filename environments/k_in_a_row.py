@@ -124,6 +124,34 @@ class KInARow(Environment):
         mark = int(observation.get("mark", player + 1))
         return f"{scratch.board_text()}\nYou play {scratch.symbol_of(mark)}, mark {mark}."
 
+    def _status(self) -> str:
+        raise NotImplementedError
+
+    def _board_view(self, board: list[int]) -> dict[str, JSON]:
+        # One digit a cell (0 empty, 1 and 2 the players' marks): a replay carries one
+        # board a step.
+        return {
+            "kind": self.name,
+            "rows": self.rows,
+            "columns": self.columns,
+            "board": "".join(str(mark) for mark in board),
+        }
+
+    def view(self) -> dict[str, JSON]:
+        return {
+            **self._board_view(self.board),
+            "last": self.last_cell,
+            "win": list(self.winning_line),
+            "status": self._status(),
+        }
+
+    def observation_view(self, observation: dict[str, JSON], player: int) -> dict[str, JSON]:
+        mark = int(observation.get("mark", player + 1))
+        return {
+            **self._board_view([int(cell) for cell in observation["board"]]),
+            "you": self.symbol_of(mark),
+        }
+
     def observation(self, player: int) -> dict[str, JSON]:
         return {"board": self.board[:], "mark": player + 1}
 

@@ -48,6 +48,11 @@ class ConnectFour(KInARow):
         # The column played is the action; the cell the disc landed on is shown too.
         return {**super().state(), "last_cell": self.last_cell}
 
+    def choice_parts(
+        self, observation: dict[str, JSON], player: int, actions: list[JSON]
+    ) -> list[dict[str, JSON]]:
+        return [{"column": action} for action in actions]
+
     def _status(self) -> str:
         if self.winning_player is not None:
             return f"Player {self.winning_player + 1} ({COLOURS[self.winning_player]}) wins"
