@@ -150,20 +150,22 @@ class OpenSpielEnvironment(Environment):
             raise IllegalAction(
                 player, f"'id' must be an integer, got {type(chosen).__name__} {cut(chosen)}"
             )
-        legal = {candidate["id"]: candidate["text"] for candidate in self.legal_actions(player)}
-        if chosen not in legal:
-            named = ", ".join(list(legal.values())[:NAMED_IN_REFUSAL])
+        # Only the chosen action is named (a chess position has dozens, each name costly
+        # to write), unless it is refused.
+        if chosen not in self._state.legal_actions(player):
+            legal = [candidate["text"] for candidate in self.legal_actions(player)]
+            named = ", ".join(legal[:NAMED_IN_REFUSAL])
             more = (
                 f" and {len(legal) - NAMED_IN_REFUSAL} more"
                 if len(legal) > NAMED_IN_REFUSAL
                 else ""
             )
             raise IllegalAction(player, f"action {chosen} is not legal now (legal: {named}{more})")
-        if action["text"] != legal[chosen]:
+        name = self._state.action_to_string(player, chosen)
+        if action["text"] != name:
             raise IllegalAction(
                 player,
-                f"'text' {cut(action['text'])} does not match action {chosen}, "
-                f"which is {legal[chosen]!r}",
+                f"'text' {cut(action['text'])} does not match action {chosen}, which is {name!r}",
             )
 
     def _apply(self, actions: dict[int, JSON]) -> None:
