@@ -10,7 +10,9 @@ import pytest
 from django.urls import reverse
 
 from environments.registry import make_environment
+from reads.replays import Replay
 from tests.factories import DuelFactory, MatchFactory, RevisionFactory
+from web.templatetags.arena import replay_move_items
 
 pytestmark = pytest.mark.django_db
 
@@ -146,3 +148,19 @@ def test_it_says_so_when_stored_actions_no_longer_replay(client, duel):
     assert "step 2 no longer replays with the current rules" in html.unescape(
         response.content.decode()
     )
+
+
+def test_the_move_list_escapes_what_it_shows():
+    frames = [
+        {"step": 0, "moves": [], "time": None},
+        {
+            "step": 1,
+            "moves": [{"player": "<b>x</b>", "action": "<script>", "time": 0.5}],
+            "time": 0.5,
+        },
+    ]
+    items = replay_move_items(Replay(frames, [], [], "", ""), 1)
+
+    assert "<script>" not in items and "&lt;script&gt;" in items and "&lt;b&gt;x" in items
+    assert items.count("<li") == 2 and 'aria-current="step"' in items.split("<li")[2]
+    assert ">Start<" in items and '<span class="move-time">500 ms</span>' in items
