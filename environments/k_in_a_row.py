@@ -116,6 +116,10 @@ class KInARow(Environment):
     def symbol_of(self, mark: int) -> str:
         raise NotImplementedError
 
+    def side_of(self, mark: int) -> str:
+        """The side of a player's ``mark``, as a person is told "You play ..."."""
+        return self.symbol_of(mark)
+
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         # A board of its own to draw on (made once: its rays cost a little to compute).
         scratch = self.__dict__.get("_observer") or type(self)(self.configuration)
@@ -149,7 +153,7 @@ class KInARow(Environment):
         mark = int(observation.get("mark", player + 1))
         return {
             **self._board_view([int(cell) for cell in observation["board"]]),
-            "you": self.symbol_of(mark),
+            "you": self.side_of(mark),
         }
 
     def observation(self, player: int) -> dict[str, JSON]:

@@ -66,6 +66,9 @@ class ConnectFour(KInARow):
     def symbol_of(self, mark: int) -> str:
         return f"{SYMBOLS[mark - 1]} ({COLOURS[mark - 1]})"
 
+    def side_of(self, mark: int) -> str:
+        return f"{COLOURS[mark - 1]} ({SYMBOLS[mark - 1]})"
+
     def board_text(self) -> str:
         width = len(str(self.columns - 1))
         lines = [" ".join(str(column).rjust(width) for column in range(self.columns))]

@@ -73,13 +73,17 @@ def referee() -> Iterator[None]:
         thread.join(timeout=60)
 
 
-def start_game(gateway, page: Page, environment: str, agent: bytes) -> Locator:  # type: ignore[no-untyped-def]
-    """Upload ``agent`` as "bot", log a person in and start a game against it: the
-    page's play section."""
+def start_game(  # type: ignore[no-untyped-def]
+    gateway, page: Page, environment: str, agent: bytes, *, private: bool = False
+) -> Locator:
+    """Upload ``agent`` as "bot" (``private``: the person's own private agent), log the
+    person in and start a game against it: the page's play section."""
+    person = UserFactory(display_name="Ada")
     gateway.workers.start("uploads")
-    upload_validated(make_user("agents@example.org"), environment, "bot", agent)
+    owner = person if private else make_user("agents@example.org")
+    upload_validated(owner, environment, "bot", agent, is_public=not private)
     session = Client()
-    session.force_login(UserFactory(display_name="Ada"))
+    session.force_login(person)
     page.context.add_cookies(
         [{"name": "sessionid", "value": session.cookies["sessionid"].value, "url": gateway.url}]
     )
@@ -122,7 +126,9 @@ def expect_the_end(play: Locator, result: str | re.Pattern[str]) -> None:
 def the_game() -> Duel:
     """The person's game, once its worker has stored it (after the page's last event)."""
     games = Duel.objects.filter(
-        seats__number=1, seats__revision__competitor__owner__display_name="Ada"
+        is_validation=False,
+        seats__number=1,
+        seats__revision__competitor__owner__display_name="Ada",
     )
     wait_for(
         lambda: games.filter(status=DuelStatus.SUCCEEDED).exists(),
@@ -135,7 +141,7 @@ def the_game() -> Duel:
 @pytest.mark.usefixtures("referee")
 def test_it_plays_tic_tac_toe_by_clicking_cells(gateway, page: Page, screenshot):
     play = start_game(gateway, page, "tic_tac_toe", FIRST_LEGAL)
-    expect(play.locator("[data-play-side]")).to_have_text("You play X (seat 1).")
+    expect(play.locator("[data-play-side]")).to_have_text("You play X, seat 1.")
 
     def move(board: Locator, number: int) -> None:
         expect(play.locator("[data-play-turn]")).to_have_text("Your turn.")
@@ -157,7 +163,7 @@ def test_it_plays_tic_tac_toe_by_clicking_cells(gateway, page: Page, screenshot)
 @pytest.mark.usefixtures("referee")
 def test_it_plays_connect_four_by_clicking_a_cell_of_the_column(gateway, page: Page, screenshot):
     play = start_game(gateway, page, "connect_four", FIRST_LEGAL)
-    expect(play.locator("[data-play-side]")).to_have_text("You play X (red) (seat 1).")
+    expect(play.locator("[data-play-side]")).to_have_text("You play red (X), seat 1.")
 
     def move(board: Locator, number: int) -> None:
         # The agent fills column 0; the person drops in columns 0, 1, 2, 3 in turn by
@@ -174,8 +180,11 @@ def test_it_plays_connect_four_by_clicking_a_cell_of_the_column(gateway, page: P
 
 
 @pytest.mark.usefixtures("referee")
-def test_it_plays_quarto_by_clicking_a_square_then_a_piece(gateway, page: Page, screenshot):
-    play = start_game(gateway, page, "quarto", FIRST_LEGAL)
+def test_it_plays_quarto_by_clicking_a_square_then_a_piece_against_a_private_agent(
+    gateway, page: Page, screenshot
+):
+    # A private agent's duels are not watched live: the board is the person's own.
+    play = start_game(gateway, page, "quarto", FIRST_LEGAL, private=True)
 
     def move(board: Locator, number: int) -> None:
         squares = board.locator("[data-square]")
@@ -212,7 +221,7 @@ def test_it_plays_chess_by_clicking_a_piece_then_a_target_at_a_phones_width(
     route = [("e7", "e5"), ("d8", "h4")]
 
     def move(board: Locator, number: int) -> None:
-        expect(play.locator("[data-play-side]")).to_have_text("You play Black (seat 1).")
+        expect(play.locator("[data-play-side]")).to_have_text("You play Black, seat 1.")
         start, target = route[number]
         board.locator(f'[data-square="{start}"] button').click()
         targets = board.locator(".chess-target")

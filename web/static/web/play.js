@@ -79,7 +79,7 @@
 
   function saySide(view) {
     var you = view && typeof view.you === "string" && view.you ? view.you : "";
-    side.textContent = you ? "You play " + you + " (seat " + seat + ")." : "You are seat " + seat + ".";
+    side.textContent = you ? "You play " + you + ", seat " + seat + "." : "You are seat " + seat + ".";
   }
 
   function offer(message) {
