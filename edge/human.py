@@ -10,8 +10,9 @@ one of the legal actions it was offered (a person's misclick is refused, not cha
 - ``GET /api/v1/online/human/{duel}/events``: server-sent events, one per message of the
   seat (``docs/protocol.md``: ``duel``, ``hello``, ``start``, ``act``, ``end``, ``bye``)
   with its ``seq`` as the event's ``id`` (a browser resumes after it by itself). Each
-  ``act`` also carries ``choices`` (every legal action with its text) and ``view`` (the
-  person's own observation as the game tells it to a reader).
+  ``act`` also carries ``choices`` (every legal action with its text and its ``parts``,
+  what it means on the board) and ``view`` (the person's board, drawn from their own
+  observation: ``Environment.observation_view``); an ``end``, the final ``view``.
 - ``POST /api/v1/online/human/{duel}/reply``: the reply line, ``{"type": "ready"}`` or
   ``{"type": "action", "id": N, "action": A}``; 202 when handed to the referee.
 """
@@ -68,13 +69,19 @@ _LOG_IN = "Log in to play: this uses your session on the site."
 
 
 def _with_choices(message: dict[str, Any], game: Environment, player: int) -> dict[str, Any]:
-    message["choices"] = [
-        {"action": action, "text": game.describe_action(action)}
-        for action in message.get("legal_actions") or []
-    ]
+    """An ``act`` (or ``end``) with what the page draws: ``view``, the person's board from
+    their own observation alone, and ``choices``, each legal action with its text and what
+    it means on that board (``Environment.choice_parts``)."""
+    legal = list(message.get("legal_actions") or [])
     observation = message.get("observation")
-    if isinstance(observation, dict):
-        message["view"] = game.render_observation(observation, player)
+    seen = observation if isinstance(observation, dict) else {}
+    parts = game.choice_parts(seen, player, legal) if seen else [{} for _action in legal]
+    message["choices"] = [
+        {"action": action, "text": game.describe_action(action), "parts": part}
+        for action, part in zip(legal, parts, strict=True)
+    ]
+    if seen:
+        message["view"] = game.observation_view(seen, player)
     return message
 
 
@@ -98,7 +105,7 @@ async def _human_lines(
                 continue
             if kind == "start":
                 player = int(message.get("player", 0))
-            if kind == "act":
+            if kind in ("act", "end"):
                 message = _with_choices(message, game, player)
             head = f"id: {message['seq']}\n".encode() if "seq" in message else b""
             out.append(head + b"data: " + orjson.dumps(message) + b"\n\n")

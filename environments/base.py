@@ -118,6 +118,30 @@ class Environment:
         hidden; by default the observation's JSON."""
         return json.dumps(observation, sort_keys=True)
 
+    # -- drawing in the browser (``web/static/web/boards.js``) -----------------
+
+    def view(self) -> dict[str, JSON]:
+        """A compact JSON picture of the whole state, drawn in the browser by the drawer
+        its ``kind`` names (a replay carries one per step). By default the game's own
+        HTML, which the default drawer shows as it is; a game with a drawer of its own
+        (``static/<game>.js``) returns the data it needs instead (a board, a FEN)."""
+        return {"kind": "html", "html": self.render_html()}
+
+    def observation_view(self, observation: dict[str, JSON], player: int) -> dict[str, JSON]:
+        """The picture ``player`` is shown while playing by hand: drawn from its own
+        observation alone, never from the state, so that hidden information stays
+        hidden. By default the observation as text (``render_observation``)."""
+        return {"kind": "text", "text": self.render_observation(observation, player)}
+
+    def choice_parts(
+        self, observation: dict[str, JSON], player: int, actions: list[JSON]
+    ) -> list[dict[str, JSON]]:
+        """For each of ``actions`` (legal for ``player``, who sees ``observation``), what
+        it means on the board a drawer draws: a cell, a column, a from-square and a
+        to-square. An empty object is a move the board cannot show, offered as a
+        labelled button."""
+        return [{} for _action in actions]
+
     # -- shared behaviour -----------------------------------------------------
 
     def reset(self, seed: int = 0) -> None:

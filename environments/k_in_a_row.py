@@ -116,6 +116,10 @@ class KInARow(Environment):
     def symbol_of(self, mark: int) -> str:
         raise NotImplementedError
 
+    def side_of(self, mark: int) -> str:
+        """The side of a player's ``mark``, as a person is told "You play ..."."""
+        return self.symbol_of(mark)
+
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         # A board of its own to draw on (made once: its rays cost a little to compute).
         scratch = self.__dict__.get("_observer") or type(self)(self.configuration)
@@ -123,6 +127,34 @@ class KInARow(Environment):
         scratch.board = [int(mark) for mark in observation["board"]]
         mark = int(observation.get("mark", player + 1))
         return f"{scratch.board_text()}\nYou play {scratch.symbol_of(mark)}, mark {mark}."
+
+    def _status(self) -> str:
+        raise NotImplementedError
+
+    def _board_view(self, board: list[int]) -> dict[str, JSON]:
+        # One digit a cell (0 empty, 1 and 2 the players' marks): a replay carries one
+        # board a step.
+        return {
+            "kind": self.name,
+            "rows": self.rows,
+            "columns": self.columns,
+            "board": "".join(str(mark) for mark in board),
+        }
+
+    def view(self) -> dict[str, JSON]:
+        return {
+            **self._board_view(self.board),
+            "last": self.last_cell,
+            "win": list(self.winning_line),
+            "status": self._status(),
+        }
+
+    def observation_view(self, observation: dict[str, JSON], player: int) -> dict[str, JSON]:
+        mark = int(observation.get("mark", player + 1))
+        return {
+            **self._board_view([int(cell) for cell in observation["board"]]),
+            "you": self.side_of(mark),
+        }
 
     def observation(self, player: int) -> dict[str, JSON]:
         return {"board": self.board[:], "mark": player + 1}

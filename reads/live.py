@@ -3,9 +3,9 @@
 The worker stores the referee's public events in batches (``LiveEvent``: a match begins
 with its seed, the actions of each step, a match ends). A spectator's stream keeps its
 own copy of the game and applies them, exactly as a replay recomputes a match from its
-seed and actions, and shows the game's own ``render_html``: a spectator sees what the
-match's public replay will show, and nothing of the seats' requests (their observations,
-legal actions or clocks).
+seed and actions, and shows the game's own picture (``Environment.view``, drawn by the
+browser as a replay draws it): a spectator sees what the match's public replay will show,
+and nothing of the seats' requests (their observations, legal actions or clocks).
 
 A game with hidden information (``Environment.hidden_information``: cards in a hand) is
 shown a match at a time, once the match is over, when its replay would show it anyway:
@@ -24,12 +24,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from core.models import Duel, DuelStatus, LiveEvent
 from environments.base import Environment, IllegalAction
-from environments.registry import (
-    InvalidEnvironmentInfo,
-    UnknownEnvironment,
-    load_info,
-    make_environment,
-)
+from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from reads.access import can_see_duel
 from reads.replays import (
     match_replay,
@@ -46,15 +41,6 @@ LIVE_PREFIX = "/api/v1/online/live/"
 def duel_watchable(duel: Duel) -> bool:
     """Whether anyone may watch the duel live: its replays are public."""
     return can_see_duel(AnonymousUser(), duel)
-
-
-def environment_stylesheets(duel: Duel) -> list[str]:
-    """The game's stylesheets (``environment_static``), for its board on the page."""
-    try:
-        info = load_info(duel.environment.game)
-    except (UnknownEnvironment, InvalidEnvironmentInfo):
-        return []
-    return sorted(path.name for path in info.static_dir.glob("*.css"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +83,7 @@ def live_ending(duel_id: int) -> dict[str, Any] | None:
     if duel is None:
         return {
             "result": "The duel was deleted.",
-            "html": "",
+            "view": None,
             "duel": None,
             "results": [],
             "replays": [],
@@ -114,10 +100,10 @@ def live_ending(duel_id: int) -> dict[str, Any] | None:
     matches = list(duel.matches.order_by("index"))
     # The last moves may have been stored after the stream's last look: the final board
     # comes from the replay, public now that the duel is over.
-    final = match_replay(matches[-1]).frames if matches else []
+    final = match_replay(matches[-1]).views if matches else []
     return {
         "result": text,
-        "html": final[-1]["html"] if final else "",
+        "view": final[-1] if final else None,
         "duel": duel.get_absolute_url(),
         "results": [
             {"match": match.index, "result": match_result_text(match, labels)} for match in matches
@@ -202,9 +188,9 @@ class Spectator:
         """What the page shows now."""
         ended = self.match is not None and self.match in self.results
         concealed = self.hidden and not ended
-        board = ""
+        board = None
         if self.environment is not None and self.match is not None and not concealed:
-            board = self.environment.render_html()
+            board = self.environment.view()
         if self.match is None:
             status = "Waiting for the first match to begin."
         elif ended:
@@ -219,7 +205,7 @@ class Spectator:
         return {
             "match": self.match,
             "step": self.steps,
-            "html": board,
+            "view": board,
             "moves": [] if concealed else self.moves,
             "status": status,
             "error": self.broken,

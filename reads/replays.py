@@ -1,8 +1,10 @@
 """Replays: every state of a match recomputed from its seed and actions, and faults explained.
 
-Games are deterministic, so a match stores only its seed and its actions; the frames the
-replay viewer shows are rendered here by the environment itself (``render_html``), whose
-output escapes everything that came from an agent.
+Games are deterministic, so a match stores only its seed and its actions. The replay page
+carries one compact picture of each state (``Environment.view``: a board, a FEN), which
+the browser draws (``web/static/web/boards.js`` and the game's own drawer), and the HTML
+of one state only (``render_html``, which escapes everything that came from an agent),
+for a browser without JavaScript.
 """
 
 from __future__ import annotations
@@ -101,8 +103,33 @@ def show_action(action: Any) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class BoardAssets:
+    """The files of a game's ``static/`` folder a page with its board names
+    (``environment_static``): stylesheets, and the script of its drawer if it has one."""
+
+    stylesheets: list[str] = dataclasses.field(default_factory=list)
+    scripts: list[str] = dataclasses.field(default_factory=list)
+
+
+def board_assets(info: EnvironmentInfo) -> BoardAssets:
+    folder = info.static_dir
+    return BoardAssets(
+        stylesheets=sorted(path.name for path in folder.glob("*.css")),
+        scripts=sorted(path.name for path in folder.glob("*.js")),
+    )
+
+
+def game_board_assets(game: str) -> BoardAssets:
+    """``board_assets`` of the game named ``game``; none once it is no longer installed."""
+    try:
+        return board_assets(load_info(game))
+    except (UnknownEnvironment, InvalidEnvironmentInfo):
+        return BoardAssets()
+
+
+@dataclasses.dataclass(frozen=True)
 class Replay:
-    #: One per state, the start included: {"step", "html", "moves", "time"}.
+    #: One per state, the start included, for the move list: {"step", "moves", "time"}.
     frames: list[dict[str, Any]]
     #: Duel player label sitting in each environment seat.
     seat_labels: list[str]
@@ -110,10 +137,15 @@ class Replay:
     result_text: str
     #: Set when the stored actions no longer replay (the game's rules changed).
     error: str
-    #: File names of the game's stylesheets (``environment_static``).
-    stylesheets: list[str] = dataclasses.field(default_factory=list)
+    assets: BoardAssets = dataclasses.field(default_factory=BoardAssets)
     #: The environment seat that moves first (``first_mover``); None: all move at once.
     first_seat: int | None = None
+    #: The picture of each state (``Environment.view``), drawn by the browser.
+    views: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: The state shown first (``match_replay``'s ``step``), and its HTML, for a browser
+    #: without JavaScript.
+    step: int = 0
+    html: str = ""
 
     @property
     def final_step(self) -> int:
@@ -182,7 +214,9 @@ def first_mover_label(match: Match, labels: dict[int, str], game: Environment | 
     return "all at once" if seat is None else labels[match.seats[seat]]
 
 
-def match_replay(match: Match) -> Replay:
+def match_replay(match: Match, step: int | None = None) -> Replay:
+    """The replay of ``match``, shown first at ``step`` (the final state if None or past
+    it; the first if negative)."""
     duel = match.duel
     labels = player_labels(duel)
     seat_labels = [labels[player] for player in match.seats]
@@ -192,23 +226,45 @@ def match_replay(match: Match) -> Replay:
     if game is None:
         return Replay([], seat_labels, faults, result_text, NOT_INSTALLED)
     environment, info = game
-    stylesheets = sorted(path.name for path in info.static_dir.glob("*.css"))
     first_seat = first_mover(environment, match.seed)
+    wanted = len(match.actions) if step is None else max(step, 0)
     frames: list[dict[str, Any]] = []
+    views: list[dict[str, Any]] = []
+    shown = ""
     error = ""
+    number = 0
     try:
-        for step in _replayed(environment, match):
-            frames.append(_frame(environment, match, step, seat_labels))
+        for number in _replayed(environment, match):
+            frames.append(_frame(environment, match, number, seat_labels))
+            views.append(environment.view())
+            if number == wanted:
+                shown = environment.render_html()
     except ReplayBroken as broken:
         error = str(broken)
-    return Replay(frames, seat_labels, faults, result_text, error, stylesheets, first_seat)
+    final = len(frames) - 1
+    if number < wanted:
+        # Asked past the end, or the match stops early: the environment is at the last
+        # state it reached (a refused step changes nothing).
+        shown = environment.render_html()
+    return Replay(
+        frames,
+        seat_labels,
+        faults,
+        result_text,
+        error,
+        board_assets(info),
+        first_seat,
+        views,
+        min(wanted, final),
+        shown,
+    )
 
 
 def _frame(
     environment: Environment, match: Match, step: int, seat_labels: list[str]
 ) -> dict[str, Any]:
     if step == 0:
-        return {"step": 0, "html": environment.render_html(), "moves": [], "time": None}
+        return {"step": 0, "moves": [], "time": None}
     actions = match.actions[step - 1]
     timings = match.timings[step - 1] if step - 1 < len(match.timings) else []
     moves = []
@@ -226,7 +282,6 @@ def _frame(
         )
     return {
         "step": step,
-        "html": environment.render_html(),
         "moves": moves,
         "time": sum(move["time"] or 0 for move in moves) if moves else None,
     }

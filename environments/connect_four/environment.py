@@ -48,6 +48,11 @@ class ConnectFour(KInARow):
         # The column played is the action; the cell the disc landed on is shown too.
         return {**super().state(), "last_cell": self.last_cell}
 
+    def choice_parts(
+        self, observation: dict[str, JSON], player: int, actions: list[JSON]
+    ) -> list[dict[str, JSON]]:
+        return [{"column": action} for action in actions]
+
     def _status(self) -> str:
         if self.winning_player is not None:
             return f"Player {self.winning_player + 1} ({COLOURS[self.winning_player]}) wins"
@@ -60,6 +65,9 @@ class ConnectFour(KInARow):
 
     def symbol_of(self, mark: int) -> str:
         return f"{SYMBOLS[mark - 1]} ({COLOURS[mark - 1]})"
+
+    def side_of(self, mark: int) -> str:
+        return f"{COLOURS[mark - 1]} ({SYMBOLS[mark - 1]})"
 
     def board_text(self) -> str:
         width = len(str(self.columns - 1))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import html
 import random
+import re
 from typing import Any, ClassVar
 
 import pyspiel
@@ -40,6 +41,12 @@ NAMED_IN_REFUSAL = 8
 CHESS_COLOURS = {0: " (Black)", 1: " (White)"}
 #: White's pieces by FEN letter, then Black's.
 CHESS_PIECES = dict(zip("KQRBNPkqrbnp", "♔♕♖♗♘♙♚♛♜♝♞♟", strict=True))
+#: Leduc poker's six cards by OpenSpiel's number: rank (number // 2), then suit.
+LEDUC_CARDS = ("J♠", "J♥", "Q♠", "Q♥", "K♠", "K♥")
+#: Leduc's betting actions by OpenSpiel's number, as its information state lists them.
+LEDUC_ACTIONS = ("Fold", "Call", "Raise")
+#: One ``[Name: value]`` field of an OpenSpiel observation or information state string.
+BRACKET_FIELD = re.compile(r"\[([^\]:]+):? ?([^\]]*)\]")
 
 
 class OpenSpielEnvironment(Environment):
@@ -95,6 +102,8 @@ class OpenSpielEnvironment(Environment):
         self._legal: dict[int, list[dict[str, JSON]]] = {}
         #: What happened in the last step, as people read it: (who, what).
         self.last_events: list[tuple[str, str]] = []
+        #: Chess only: the last move in long algebraic notation (e2e4, e7e8q).
+        self.last_move: str | None = None
         self._play_chance()
 
     def _play_chance(self) -> None:
@@ -144,24 +153,31 @@ class OpenSpielEnvironment(Environment):
             raise IllegalAction(
                 player, f"'id' must be an integer, got {type(chosen).__name__} {cut(chosen)}"
             )
-        legal = {candidate["id"]: candidate["text"] for candidate in self.legal_actions(player)}
-        if chosen not in legal:
-            named = ", ".join(list(legal.values())[:NAMED_IN_REFUSAL])
+        # Only the chosen action is named (a chess position has dozens, each name costly
+        # to write), unless it is refused.
+        if chosen not in self._state.legal_actions(player):
+            legal = [candidate["text"] for candidate in self.legal_actions(player)]
+            named = ", ".join(legal[:NAMED_IN_REFUSAL])
             more = (
                 f" and {len(legal) - NAMED_IN_REFUSAL} more"
                 if len(legal) > NAMED_IN_REFUSAL
                 else ""
             )
             raise IllegalAction(player, f"action {chosen} is not legal now (legal: {named}{more})")
-        if action["text"] != legal[chosen]:
+        name = self._state.action_to_string(player, chosen)
+        if action["text"] != name:
             raise IllegalAction(
                 player,
-                f"'text' {cut(action['text'])} does not match action {chosen}, "
-                f"which is {legal[chosen]!r}",
+                f"'text' {cut(action['text'])} does not match action {chosen}, which is {name!r}",
             )
 
     def _apply(self, actions: dict[int, JSON]) -> None:
         state = self._state
+        if self.short_name == "chess":
+            # The board a drawer marks the last move on (from and to squares), read before
+            # the move changes it.
+            [(_mover, action)] = actions.items()
+            self.last_move = pyspiel.chess.action_to_move(action["id"], state.board()).to_lan()
         self.last_events = [
             (f"player {player + 1}", actions[player]["text"]) for player in sorted(actions)
         ]
@@ -234,7 +250,51 @@ class OpenSpielEnvironment(Environment):
             lines += ["", f"The match is over; returns by player: {observation['returns']}"]
         return "\n".join(lines)
 
+    def observation_view(self, observation: dict[str, JSON], player: int) -> dict[str, JSON]:
+        if self.short_name == "chess" and isinstance(observation.get("observation"), str):
+            return {
+                "kind": "chess",
+                "fen": observation["observation"],
+                "you": CHESS_COLOURS.get(player, "").strip(" ()"),
+            }
+        if self.short_name == "leduc_poker":
+            seen = _leduc_seen(observation, player)
+            if seen is not None:
+                return seen
+        return super().observation_view(observation, player)
+
+    def choice_parts(
+        self, observation: dict[str, JSON], player: int, actions: list[JSON]
+    ) -> list[dict[str, JSON]]:
+        fen = observation.get("observation")
+        if self.short_name != "chess" or not isinstance(fen, str):
+            return super().choice_parts(observation, player, actions)
+        try:
+            board = self.game.new_initial_state(fen).board()
+            moves = [pyspiel.chess.action_to_move(action["id"], board) for action in actions]
+        except (RuntimeError, KeyError, TypeError):  # pyspiel.SpielError is a RuntimeError
+            return super().choice_parts(observation, player, actions)
+        parts: list[dict[str, JSON]] = []
+        for move in moves:
+            lan = move.to_lan()
+            parts.append({"from": lan[:2], "to": lan[2:4], "promotion": lan[4:] or None})
+        return parts
+
     # -- the whole state, for replays ---------------------------------------------
+
+    def view(self) -> dict[str, JSON]:
+        if self.short_name == "chess":
+            return {
+                "kind": "chess",
+                "fen": str(self._state),
+                "last": self.last_move,
+                "status": self._status(),
+            }
+        if self.short_name == "leduc_poker":
+            table = _leduc_table(str(self._state))
+            if table is not None:
+                return {**table, "status": self._status()}
+        return super().view()
 
     def state(self) -> dict[str, JSON]:
         state = self._state
@@ -333,3 +393,52 @@ def _piece_name(symbol: str) -> str:
     colour = "white" if symbol.isupper() else "black"
     name = {"k": "king", "q": "queen", "r": "rook", "b": "bishop", "n": "knight", "p": "pawn"}
     return f"{colour} {name[symbol.lower()]}"
+
+
+def _leduc_card(number: str) -> str | None:
+    """A card's name (``Q♥``) from OpenSpiel's number; None for none (a negative number)."""
+    card = int(number)
+    return LEDUC_CARDS[card] if 0 <= card < len(LEDUC_CARDS) else None
+
+
+def _leduc_table(text: str) -> dict[str, JSON] | None:
+    """The whole table of a leduc poker state (every hand: for replays), from its text;
+    None if the text does not read as the two-player game's."""
+    lines = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+    try:
+        public, *hands = lines["Cards (public player_0 player_1)"].split()
+        return {
+            "kind": "leduc",
+            "hands": [_leduc_card(hand) for hand in hands],
+            "public": _leduc_card(public),
+            "pot": int(lines["Pot"]),
+            "money": [int(chips) for chips in lines["Money (player_0 player_1)"].split()],
+            "rounds": [lines.get(f"Round {number} sequence", "") for number in (1, 2)],
+        }
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def _leduc_seen(observation: dict[str, JSON], player: int) -> dict[str, JSON] | None:
+    """What ``player`` sees of a leduc poker table, from its information state alone: its
+    own card, the public card once dealt, the pot, the chips and the betting so far."""
+    fields = dict(BRACKET_FIELD.findall(str(observation.get("information_state", ""))))
+    try:
+        money = [int(chips) for chips in fields["Money"].split()]
+        hands: list[str | None] = [None] * len(money)
+        hands[player] = _leduc_card(fields["Private"])
+        rounds = [
+            ", ".join(LEDUC_ACTIONS[int(action)] for action in fields.get(name, "").split())
+            for name in ("Round1", "Round2")
+        ]
+        return {
+            "kind": "leduc",
+            "you": player,
+            "hands": hands,
+            "public": _leduc_card(fields["Public"]) if "Public" in fields else None,
+            "pot": int(fields["Pot"]),
+            "money": money,
+            "rounds": rounds,
+        }
+    except (KeyError, ValueError, IndexError):
+        return None

@@ -214,6 +214,31 @@ class Quarto(Environment):
             "winning_attributes": list(self.winning_attributes),
         }
 
+    def view(self) -> dict[str, JSON]:
+        return {
+            "kind": "quarto",
+            "board": list(self.board),
+            "piece": self.piece_in_hand,
+            "available": self._available(),
+            "last": self.last_action["square"] if self.last_action else None,
+            "win": list(self.winning_line),
+            "status": self._status(),
+        }
+
+    def observation_view(self, observation: dict[str, JSON], player: int) -> dict[str, JSON]:
+        return {
+            "kind": "quarto",
+            "board": list(observation["board"]),
+            "piece": observation["piece"],
+            "available": list(observation["available"]),
+        }
+
+    def choice_parts(
+        self, observation: dict[str, JSON], player: int, actions: list[JSON]
+    ) -> list[dict[str, JSON]]:
+        # An action names its square and its piece already, as a drawer needs them.
+        return [{"square": action["square"], "piece": action["piece"]} for action in actions]
+
     def _status(self) -> str:
         if self.winning_player is not None:
             shared = " and ".join(self.winning_attributes)

@@ -38,6 +38,11 @@ class TicTacToe(KInARow):
         assert isinstance(cell, int)  # checked by check_action
         self.place(cell, cell)
 
+    def choice_parts(
+        self, observation: dict[str, JSON], player: int, actions: list[JSON]
+    ) -> list[dict[str, JSON]]:
+        return [{"cell": action} for action in actions]
+
     def _status(self) -> str:
         if self.winning_player is not None:
             return f"Player {self.winning_player + 1} ({SYMBOLS[self.winning_player]}) wins"

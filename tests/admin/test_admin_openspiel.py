@@ -253,16 +253,22 @@ def test_random_players_validate_and_play_a_tournament_with_replays(
         assert 'class="openspiel openspiel-' in text
         assert "Over:" in text
         assert "no longer replay" not in text
-        frames = json.loads(
-            re.search(r'<script id="replay-frames"[^>]*>(.*?)</script>', text, re.S).group(1)
-        )
-        assert len(frames) == match.steps + 1
+        found = re.search(r'<script id="replay-views"[^>]*>(.*?)</script>', text, re.S)
+        assert found, "no views on the page"
+        views = json.loads(found.group(1))
+        assert len(views) == match.steps + 1
+        # Drawn in the browser by the game's drawer: a chess position, a leduc table.
+        assert {view["kind"] for view in views} == {
+            "openspiel:chess": {"chess"},
+            "openspiel:leduc_poker": {"leduc"},
+        }[spec]
         # The move list names each move as OpenSpiel does (e4, Raise), not by its object.
-        moves = [move["action"] for frame in frames for move in frame["moves"]]
+        moves = re.findall(r'<code class="move-action">(.*?)</code>', html.unescape(text))
         texts = [action["text"] for step in match.actions for action in step if action]
         assert moves == texts
-    stylesheet = client.get(reverse("environment_static", args=[environment.name, "openspiel.css"]))
-    assert stylesheet.status_code == 200
+    for asset in ("openspiel.css", "openspiel.js"):
+        served = client.get(reverse("environment_static", args=[environment.name, asset]))
+        assert served.status_code == 200
 
 
 def test_only_an_organizer_adds_a_game(client: Client, alice: User) -> None:

@@ -148,14 +148,22 @@ def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
                     continue
                 message = json.loads(data[0])
                 seen.append(message["type"])
+                if message["type"] == "end":
+                    assert message["view"]["kind"] == "tic_tac_toe"
                 if message["type"] == "hello":
                     assert reply({"type": "ready"}) == 202
                 elif message["type"] == "act":
+                    cell = message["legal_actions"][0]
+                    # What the page draws: the board from the person's own observation,
+                    # each move with the cell it marks.
                     assert message["choices"][0] == {
-                        "action": message["legal_actions"][0],
-                        "text": str(message["legal_actions"][0]),
+                        "action": cell,
+                        "text": str(cell),
+                        "parts": {"cell": cell},
                     }
-                    assert message["view"]
+                    assert message["view"]["kind"] == "tic_tac_toe"
+                    assert message["view"]["board"][cell] == "0"
+                    assert message["view"]["you"] == "X"
                     assert message["time_left"]["move"] == 60.0
                     first = message["choices"][0]["action"]
                     assert reply({"type": "action", "id": message["id"], "action": first}) == 202

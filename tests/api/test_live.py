@@ -99,7 +99,7 @@ def test_it_shows_each_move_then_the_end_with_the_replays(live_gateway):
     opening = stream.next()
     assert opening["event"] == "frame" and opening["id"] == str(first.pk)
     assert opening["data"]["status"] == "Match 0, move 1."
-    assert "<table" in opening["data"]["html"] and "X" in opening["data"]["html"]
+    assert opening["data"]["view"]["board"] == "000010000"
 
     second = store(duel, {"type": "step", "match": 0, "step": 1, "actions": [None, 0]})
     moved = stream.next()

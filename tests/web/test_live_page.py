@@ -47,13 +47,13 @@ def test_it_conceals_a_running_match_of_a_game_with_hidden_information(duel):
         ]
     )
     running = spectator.frame()
-    assert running["html"] == "" and running["moves"] == []
+    assert running["view"] is None and running["moves"] == []
     assert "hidden information" in running["status"]
 
     frames = spectator.take(
         [{"type": "match_end", "match": 0, "result": "PLAYER_1_WIN", "scores": [1, 0]}]
     )
-    assert frames[-1]["html"] != ""  # over: as public as its replay
+    assert frames[-1]["view"]["board"] == "000010000"  # over: as public as its replay
     assert frames[-1]["results"] == [{"match": 0, "result": f"{duel.revisions()[0]} won"}]
 
 
@@ -97,7 +97,7 @@ def test_it_shows_a_running_poker_match_only_once_it_is_over(spec, players):
             },
         ]
     )
-    assert running["html"] == "" and running["moves"] == []
+    assert running["view"] is None and running["moves"] == []
 
 
 def test_it_names_every_player_of_a_game_of_four_by_the_seat_they_sit_in():
@@ -123,4 +123,4 @@ def test_it_names_every_player_of_a_game_of_four_by_the_seat_they_sit_in():
 
     assert frame["moves"] == ["bob: 1", "cy: 2", "dee: 3", "ann: 4"]
     assert frame["results"] == [{"match": 1, "result": "bob first"}]
-    assert "lowest-unique" in frame["html"]
+    assert "lowest-unique" in frame["view"]["html"]

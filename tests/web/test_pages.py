@@ -292,7 +292,7 @@ def test_it_shows_a_replay_page_for_a_tournament_match(client, match):
 
     page = text(response)
     assert response.status_code == 200
-    assert 'id="replay-frames"' in page
+    assert 'id="replay-views"' in page
     assert "tic-tac-toe-board" in page
     assert reverse("environment_static", args=["tic_tac_toe", "tic_tac_toe.css"]) in page
     assert "web/replay.js" in page

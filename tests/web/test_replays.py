@@ -10,49 +10,75 @@ import pytest
 from django.urls import reverse
 
 from environments.registry import make_environment
+from reads.replays import Replay
 from tests.factories import DuelFactory, MatchFactory, RevisionFactory
+from web.templatetags.arena import replay_move_items
 
 pytestmark = pytest.mark.django_db
 
 
-def frames_of(response) -> list[dict]:
+def views_of(response) -> list[dict]:
+    """The compact document the page carries: the picture of each state."""
     found = re.search(
-        r'<script id="replay-frames" type="application/json">(.*?)</script>',
+        r'<script id="replay-views" type="application/json">(.*?)</script>',
         response.content.decode(),
         re.S,
     )
-    assert found, "no frames on the page"
+    assert found, "no views on the page"
     return json.loads(found.group(1))
 
 
-def test_it_renders_a_frame_per_state_with_the_moves_and_their_times(client, match):
+def moves_of(response) -> list[list[tuple[str, str]]]:
+    """The move list: for each step, who played what."""
+    page = html.unescape(response.content.decode())
+    items = re.findall(r'<li class="move(?: current)?"><a [^>]*>(.*?)</a></li>', page)
+    return [
+        re.findall(
+            r'<span class="move-player">(.*?)</span> <code class="move-action">(.*?)</code>', item
+        )
+        for item in items
+    ]
+
+
+def board_html(response) -> str:
+    return response.content.decode().split("data-replay-board")[1].split(">", 1)[1]
+
+
+def test_it_carries_a_view_per_state_and_lists_the_moves_and_their_times(client, match):
     response = client.get(match.get_absolute_url())
 
-    frames = frames_of(response)
+    views = views_of(response)
+    moves = moves_of(response)
     assert response.status_code == 200
-    assert len(frames) == match.steps + 1
-    assert [frame["step"] for frame in frames] == list(range(match.steps + 1))
-    assert frames[0]["moves"] == []
+    assert len(views) == len(moves) == match.steps + 1
+    assert moves[0] == []
     environment = make_environment("tic_tac_toe")
     environment.reset(match.seed)
-    for frame, actions in zip(frames[1:], match.actions, strict=True):
+    assert views[0] == environment.view()
+    for view, played, actions in zip(views[1:], moves[1:], match.actions, strict=True):
         environment.step({seat: move for seat, move in enumerate(actions) if move is not None})
-        assert frame["html"] == environment.render_html()
-        [move] = frame["moves"]
-        assert move["action"] == str(next(action for action in actions if action is not None))
-        assert move["time"] == 0.001
+        assert view == environment.view()
+        [(_player, action)] = played
+        assert action == str(next(action for action in actions if action is not None))
+    assert views[-1]["kind"] == "tic_tac_toe" and len(views[-1]["board"]) == 9
+    assert response.content.decode().count('<span class="move-time">1 ms</span>') == match.steps
     # The first seat is player 1 (alice) in match 0, then the seats alternate.
-    assert frames[1]["moves"][0]["player"] == "alices-bot v1"
-    assert frames[2]["moves"][0]["player"] == "bobs-bot v1"
+    assert moves[1][0][0] == "alices-bot v1"
+    assert moves[2][0][0] == "bobs-bot v1"
+    # The page names the board's drawer: the registry, then the game's own.
+    page = response.content.decode()
+    assert page.index("web/boards.") < page.index("tic_tac_toe.js") < page.index("web/replay.")
 
 
 def test_it_shows_the_final_state_and_the_move_list_without_javascript(client, match):
     response = client.get(match.get_absolute_url())
 
     page = response.content.decode()
-    final = frames_of(response)[-1]["html"]
-    board = page.split("data-replay-board")[1]
-    assert board.split(">", 1)[1].startswith(final)
+    environment = make_environment("tic_tac_toe")
+    environment.reset(match.seed)
+    for actions in match.actions:
+        environment.step({seat: move for seat, move in enumerate(actions) if move is not None})
+    assert board_html(response).startswith(environment.render_html())
     assert f"Step {match.steps} of {match.steps}" in page
     assert page.count('class="move') >= match.steps + 1
     assert f'href="?step={match.steps - 1}"' in page
@@ -64,22 +90,22 @@ def test_it_shows_the_step_asked_for_in_the_address(client, match):
     page = response.content.decode()
     assert "Step 1 of" in page
     assert 'data-step="1"' in page
-    assert (
-        page.split("data-replay-board")[1]
-        .split(">", 1)[1]
-        .startswith(frames_of(response)[1]["html"])
-    )
+    environment = make_environment("tic_tac_toe")
+    environment.reset(match.seed)
+    environment.step({0: match.actions[0][0]})
+    assert board_html(response).startswith(environment.render_html())
     assert "Step 0 of" in client.get(match.get_absolute_url() + "?step=-5").content.decode()
     assert "Step 0 of" not in client.get(match.get_absolute_url() + "?step=x").content.decode()
+    past = client.get(match.get_absolute_url() + "?step=99").content.decode()
+    assert f"Step {match.steps} of {match.steps}" in past
 
 
 def test_it_explains_the_fault_that_ended_a_match(alice_client, validation_duel):
     response = alice_client.get(reverse("match", args=[validation_duel.pk, 0]))
 
     page = html.unescape(response.content.decode())
-    frames = frames_of(response)
     assert response.status_code == 200
-    assert len(frames) == 2
+    assert len(views_of(response)) == 2
     assert "The match ended by a fault: illegal action" in page
     assert (
         "alices-bot v1 (player 2), on move 2, played an action that is not among the legal "
@@ -105,10 +131,10 @@ def test_it_replays_a_simultaneous_game_with_both_moves_per_step(client):
 
     response = client.get(match.get_absolute_url())
 
-    frames = frames_of(response)
-    assert len(frames) == match.steps + 1
-    assert {len(frame["moves"]) for frame in frames[1:]} == {2}
-    assert frames[1]["moves"][0]["action"] in {"rock", "paper", "scissors"}
+    moves = moves_of(response)
+    assert len(views_of(response)) == len(moves) == match.steps + 1
+    assert {len(played) for played in moves[1:]} == {2}
+    assert moves[1][0][1] in {"rock", "paper", "scissors"}
     assert "rock_paper_scissors.css" in response.content.decode()
 
 
@@ -118,7 +144,23 @@ def test_it_says_so_when_stored_actions_no_longer_replay(client, duel):
     response = client.get(match.get_absolute_url())
 
     assert response.status_code == 200
-    assert len(frames_of(response)) == 2
+    assert len(views_of(response)) == 2
     assert "step 2 no longer replays with the current rules" in html.unescape(
         response.content.decode()
     )
+
+
+def test_the_move_list_escapes_what_it_shows():
+    frames = [
+        {"step": 0, "moves": [], "time": None},
+        {
+            "step": 1,
+            "moves": [{"player": "<b>x</b>", "action": "<script>", "time": 0.5}],
+            "time": 0.5,
+        },
+    ]
+    items = replay_move_items(Replay(frames, [], [], "", ""), 1)
+
+    assert "<script>" not in items and "&lt;script&gt;" in items and "&lt;b&gt;x" in items
+    assert items.count("<li") == 2 and 'aria-current="step"' in items.split("<li")[2]
+    assert ">Start<" in items and '<span class="move-time">500 ms</span>' in items

@@ -6,9 +6,11 @@ from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
-from reads.replays import show_action
+from reads.replays import Replay, show_action
 
 register = template.Library()
 
@@ -93,3 +95,39 @@ def action(value: object) -> str:
     if value is None:
         return "—"
     return show_action(value)
+
+
+CURRENT = SafeString(' aria-current="step"')
+
+
+@register.simple_tag
+def replay_move_items(replay: Replay, step: int) -> SafeString:
+    """The replay's move list, one ``<li>`` a step, ``step`` marked current. Written here
+    rather than in a template loop: a long match has hundreds of steps, and this is
+    several times faster (the page of a 332-move chess match is drawn within 200 ms,
+    ``tests/browser/test_replay_boards.py``). Everything is escaped by ``format_html``."""
+    items = []
+    for frame in replay.frames:
+        here = frame["step"] == step
+        moves = format_html_join(
+            " · ",
+            '<span class="move-player">{}</span> <code class="move-action">{}</code>',
+            ((move["player"], move["action"]) for move in frame["moves"]),
+        )
+        took = frame["time"]
+        items.append(
+            format_html(
+                '<li class="move{}"><a href="?step={}" data-step="{}"{}>'
+                '<span class="move-number">{}</span><span class="move-text">{}</span>{}</a></li>',
+                " current" if here else "",
+                frame["step"],
+                frame["step"],
+                CURRENT if here else "",
+                frame["step"],
+                moves or "Start",
+                format_html('<span class="move-time">{}</span>', seconds(took))
+                if took is not None
+                else "",
+            )
+        )
+    return SafeString("\n".join(items))

@@ -8,9 +8,16 @@ from django.views.decorators.http import require_GET
 from core.human import human_duel_seat
 from core.models import User
 from reads.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
-from reads.live import LIVE_PREFIX, duel_watchable, environment_stylesheets
+from reads.live import LIVE_PREFIX, duel_watchable
 from reads.llm import conversations_visible, turns_by_frame
-from reads.replays import match_replay, move_logs_by_frame, move_logs_visible, player_labels
+from reads.replays import (
+    BoardAssets,
+    game_board_assets,
+    match_replay,
+    move_logs_by_frame,
+    move_logs_visible,
+    player_labels,
+)
 from reads.selectors import duel_page, tournament_page
 
 
@@ -33,7 +40,7 @@ def duel(request: HttpRequest, pk: int) -> HttpResponse:
             "page": page,
             "duel": duel,
             "live_url": f"{LIVE_PREFIX}{duel.pk}" if watchable else "",
-            "live_stylesheets": environment_stylesheets(duel) if watchable else [],
+            "live_assets": game_board_assets(duel.environment.game) if watchable else BoardAssets(),
             "play_url": reverse("play", args=[duel.pk])
             if page.is_pending
             and isinstance(request.user, User)
@@ -43,21 +50,20 @@ def duel(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _requested_step(request: HttpRequest, last: int) -> int:
-    """The step to show first: ``?step=N`` (how the page works without JavaScript), else the
-    final state."""
+def _requested_step(request: HttpRequest) -> int | None:
+    """The step to show first: ``?step=N`` (how the page works without JavaScript); None
+    for the final state."""
     try:
-        step = int(request.GET.get("step", last))
-    except ValueError:
-        return last
-    return min(max(step, 0), last)
+        return int(request.GET["step"])
+    except (KeyError, ValueError):
+        return None
 
 
 @require_GET
 def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
     match = get_match_for_user(request.user, duel_pk, index)
-    replay = match_replay(match)
-    step = _requested_step(request, replay.final_step)
+    replay = match_replay(match, _requested_step(request))
+    step = replay.step
     conversations = list(conversations_visible(request.user, match))
     # Every frame's conversation panel is rendered (hidden but the current one): the
     # viewer's script shows the one of the step it moves to, without a request.
@@ -77,7 +83,6 @@ def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
             "replay": replay,
             "step": step,
             "frame": replay.frames[step] if replay.frames else None,
-            "frames_json": replay.frames,
             "environment": match.duel.environment,
             "has_conversations": bool(conversations),
             "conversation_panels": sorted(panels.items()),

@@ -104,19 +104,28 @@ def online_model_create(request: AuthenticatedHttpRequest, name: str) -> HttpRes
     return render_environment(request, environment, online_form=form)
 
 
+#: What a game's ``static/`` folder may serve: its board's styles and drawer.
+STATIC_TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+}
+
+
 @require_GET
 def environment_static(request: HttpRequest, name: str, filename: str) -> FileResponse:
-    """A game's replay stylesheet, from its ``static/`` folder (CSS only): a built-in
-    game's by its folder name, an OpenSpiel game's by its environment's name."""
+    """A game's board stylesheet or drawer script, from its ``static/`` folder (CSS and
+    JavaScript only): a built-in game's by its folder name, an OpenSpiel game's by its
+    environment's name."""
     added = Environment.objects.filter(name=name).exclude(spec="").first()
     try:
         folder = load_info(added.spec if added else name).static_dir.resolve()
     except (UnknownEnvironment, InvalidEnvironmentInfo):
         raise Http404("No such environment") from None
     path = (folder / filename).resolve()
-    if path.suffix != ".css" or path.parent != folder or not path.is_file():
-        raise Http404("No such stylesheet")
-    response = FileResponse(path.open("rb"), content_type="text/css; charset=utf-8")
+    content_type = STATIC_TYPES.get(path.suffix)
+    if content_type is None or path.parent != folder or not path.is_file():
+        raise Http404("No such file")
+    response = FileResponse(path.open("rb"), content_type=content_type)
     response["Cache-Control"] = "public, max-age=3600"
     return response
 

@@ -7,14 +7,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError
 from core.human import human_duel_seat, human_game_create
 from core.models import Duel, Revision
 from reads.access import AuthenticatedHttpRequest, get_competitor_for_user
-from reads.live import LIVE_PREFIX, environment_stylesheets
-from reads.replays import first_mover, game_of
+from reads.replays import first_mover, game_board_assets, game_of
 from referee.results import match_seed, seat_rotation
 
 
@@ -56,8 +56,8 @@ def play(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
             "environment": duel.environment,
             "opponent": duel.revisions()[1],
             "you_move_first": first == seat,
-            "live_url": f"{LIVE_PREFIX}{duel.pk}",
-            "live_stylesheets": environment_stylesheets(duel),
+            "assets": game_board_assets(duel.environment.game),
+            "replay_url": reverse("match", args=[duel.pk, 0]),
             "move_seconds": settings.ARENA_HUMAN_MOVE_SECONDS,
             "bank_seconds": settings.ARENA_HUMAN_TIME_BANK_SECONDS,
         },

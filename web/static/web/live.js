@@ -1,14 +1,14 @@
 // The live view of a running duel: one script for every game.
 //
 // The gateway streams server-sent events (edge/live.py): each "frame" carries the board
-// as the game renders it (its own escaped HTML, as in replays), the last moves and the
-// results so far; "end" says the duel is over and where its replays are. The browser's
+// as the game pictures it (Environment.view, drawn by boards.js as in replays), the last
+// moves and the results so far; "end" says the duel is over and where its replays are. The browser's
 // EventSource reconnects by itself and resumes after the last frame it got.
 (function () {
   "use strict";
 
   var root = document.getElementById("live");
-  if (!root || !window.EventSource) {
+  if (!root || !window.EventSource || !window.ArenaBoards) {
     return;
   }
   var board = root.querySelector("[data-live-board]");
@@ -33,7 +33,11 @@
     frames += 1;
     root.setAttribute("data-live-frames", String(frames));
     root.setAttribute("data-live-step", frame.match === null ? "" : frame.match + ":" + frame.step);
-    board.innerHTML = frame.html;
+    if (frame.view) {
+      window.ArenaBoards.draw(board, frame.view);
+    } else {
+      board.textContent = "";
+    }
     status.textContent = frame.error ? frame.status + " " + frame.error : frame.status;
     moves.textContent = frame.moves.length ? "Last move: " + frame.moves.join("; ") : "";
     showResults(frame.results);
@@ -44,8 +48,8 @@
     source.close();
     status.textContent = "The duel is over: " + end.result;
     showResults(end.results);
-    if (end.html) {
-      board.innerHTML = end.html;
+    if (end.view) {
+      window.ArenaBoards.draw(board, end.view);
     }
     moves.textContent = "";
     ending.textContent = "";

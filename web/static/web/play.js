@@ -1,26 +1,30 @@
 // A person's seat in the browser: the seat's events (edge/human.py) as server-sent
 // events, and one POST per reply, with the session cookie and the page's CSRF token.
-// The board itself is the live view's (live.js); this script answers the referee:
-// "ready" to its handshake, and the move the person clicks to each request.
+// Each request to move carries the person's own board ("view", drawn from their
+// observation alone) and the legal moves with what they mean on it ("choices"); the
+// game's drawer (boards.js) makes those clickable. The end carries the final board.
 (function () {
   "use strict";
 
   var root = document.getElementById("play");
-  if (!root || !window.EventSource || !window.fetch) {
+  if (!root || !window.EventSource || !window.fetch || !window.ArenaBoards) {
     return;
   }
+  var side = root.querySelector("[data-play-side]");
   var turn = root.querySelector("[data-play-turn]");
   var clock = root.querySelector("[data-play-clock]");
-  var choices = root.querySelector("[data-play-choices]");
-  var view = root.querySelector("[data-play-view]");
+  var board = root.querySelector("[data-play-board]");
   var result = root.querySelector("[data-play-result]");
   var problem = root.querySelector("[data-play-error]");
+  var replay = root.querySelector("[data-play-replay]");
   var csrf = root.querySelector("input[name=csrfmiddlewaretoken]").value;
   var replyUrl = root.getAttribute("data-reply-url");
+  var opponent = root.getAttribute("data-opponent");
   var source = new EventSource(root.getAttribute("data-events-url"));
+  var seat = 1;
   var timer = null;
   var answered = {};
-  // The request the buttons answer now: the next one may arrive before the reply's
+  // The request the board answers now: the next one may arrive before the reply's
   // answer does (an agent answers at once).
   var current = null;
 
@@ -68,44 +72,54 @@
     timer = window.setInterval(tick, 250);
   }
 
-  function clearChoices() {
-    choices.textContent = "";
+  function sayTurn(state, text) {
+    root.setAttribute("data-play-state", state);
+    turn.textContent = text;
+  }
+
+  function saySide(view) {
+    var you = view && typeof view.you === "string" && view.you ? view.you : "";
+    side.textContent = you ? "You play " + you + ", seat " + seat + "." : "You are seat " + seat + ".";
   }
 
   function offer(message) {
     current = message.id;
     root.setAttribute("data-play-request", String(message.id));
-    clearChoices();
-    root.setAttribute("data-play-state", "your-turn");
-    turn.textContent = "Your turn: choose a move.";
-    if (message.view) {
-      view.textContent = message.view;
-      view.hidden = false;
-    }
-    message.choices.forEach(function (choice) {
-      var button = document.createElement("button");
-      button.type = "button";
-      button.className = "button button-small";
-      button.textContent = choice.text;
-      button.addEventListener("click", function () {
-        if (answered[message.id]) {
-          return;
+    saySide(message.view);
+    sayTurn("your-turn", "Your turn.");
+    function choose(choice) {
+      if (answered[message.id]) {
+        return;
+      }
+      answered[message.id] = true;
+      send({ type: "action", id: message.id, action: choice.action }).then(function (ok) {
+        if (ok && current === message.id) {
+          stopClock();
+          window.ArenaBoards.draw(board, message.view);
+          sayTurn("waiting", "You played " + choice.text + ". " + opponent + " is thinking…");
+        } else if (!ok) {
+          answered[message.id] = false;
         }
-        answered[message.id] = true;
-        send({ type: "action", id: message.id, action: choice.action }).then(function (ok) {
-          if (ok && current === message.id) {
-            stopClock();
-            clearChoices();
-            root.setAttribute("data-play-state", "waiting");
-            turn.textContent = "Played " + choice.text + ". The agent is thinking…";
-          } else if (!ok) {
-            answered[message.id] = false;
-          }
-        });
       });
-      choices.appendChild(button);
-    });
+    }
+    window.ArenaBoards.draw(board, message.view, { choices: message.choices, choose: choose });
     startClock(message.time_left.move, message.time_left.bank);
+  }
+
+  function finish(message) {
+    current = null;
+    stopClock();
+    if (message.view) {
+      window.ArenaBoards.draw(board, message.view);
+    }
+    var words = { win: "You won!", loss: "You lost.", draw: "A draw." };
+    // The result takes the clock's place: nothing runs any more.
+    clock.hidden = true;
+    result.textContent = (words[message.result] || message.result) +
+      (message.reason ? " " + message.reason : "");
+    result.hidden = false;
+    replay.hidden = false;
+    sayTurn("over", "The match is over.");
   }
 
   source.onmessage = function (event) {
@@ -115,22 +129,19 @@
       send({ type: "ready", name: "browser" }, true);
       turn.textContent = "The game begins.";
     } else if (message.type === "start") {
-      turn.textContent = "Match " + message.match + " begins: you are seat " + (message.player + 1) + ".";
-      root.setAttribute("data-play-state", "waiting");
+      seat = message.player + 1;
+      saySide(null);
+      if (root.getAttribute("data-first") === "opponent") {
+        sayTurn("waiting", opponent + " moves first and is thinking…");
+      } else {
+        sayTurn("waiting", "The match begins.");
+      }
     } else if (message.type === "act") {
       if (!answered[message.id]) {
         offer(message);
       }
     } else if (message.type === "end") {
-      current = null;
-      stopClock();
-      clearChoices();
-      var words = { win: "You won!", loss: "You lost.", draw: "A draw." };
-      result.textContent = (words[message.result] || message.result) +
-        (message.reason ? " " + message.reason : "");
-      result.hidden = false;
-      turn.textContent = "The match is over.";
-      root.setAttribute("data-play-state", "over");
+      finish(message);
     } else if (message.type === "bye") {
       source.close();
       root.setAttribute("data-play-state", "done");

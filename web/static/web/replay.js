@@ -1,23 +1,24 @@
 // The replay viewer: one script for every game.
 //
-// The server renders every state of the match (the environment's own HTML) into a JSON
-// list of frames; this script only switches between them. Without it, the page still
-// shows a state and the move list, whose links (?step=N) load any other state.
+// The page carries the match's compact document: one picture of each state
+// (Environment.view: a board, a FEN), which the game's drawer (boards.js) draws at each
+// step, and the move list. Without this script, the page still shows a state as the
+// server rendered it and the move list, whose links (?step=N) load any other state.
 (function () {
   "use strict";
 
   var root = document.getElementById("replay");
-  var data = document.getElementById("replay-frames");
-  if (!root || !data) {
+  var data = document.getElementById("replay-views");
+  if (!root || !data || !window.ArenaBoards) {
     return;
   }
-  var frames = JSON.parse(data.textContent);
-  if (!frames.length) {
+  var views = JSON.parse(data.textContent);
+  if (!views.length) {
     return;
   }
 
   var BASE_DELAY_MS = 800;
-  var last = frames.length - 1;
+  var last = views.length - 1;
   var board = root.querySelector("[data-replay-board]");
   var position = root.querySelector("[data-replay-position]");
   var moveText = root.querySelector("[data-replay-move]");
@@ -27,15 +28,16 @@
   var moveList = root.querySelector("[data-replay-moves]");
   var moveLinks = Array.prototype.slice.call(root.querySelectorAll("[data-step]"));
   var faultBoxes = Array.prototype.slice.call(document.querySelectorAll("[data-replay-fault]"));
-  // An LLM seat's conversation for each step, rendered (and escaped) by the server.
-  var conversations = Array.prototype.slice.call(
-    document.querySelectorAll("[data-conversation-step]")
-  );
-  var noConversation = document.querySelector("[data-conversation-none]");
-  // What the agents logged while choosing each step's move, rendered (and escaped) by
-  // the server, for whoever may read it: the same switch as the conversations.
-  var moveLogs = Array.prototype.slice.call(document.querySelectorAll("[data-move-log-step]"));
-  var noMoveLog = document.querySelector("[data-move-log-none]");
+  // Panels that belong to one step each (an LLM seat's conversation, what the agents
+  // logged while choosing the move), rendered and escaped by the server, in groups: each group shows the panel of the current step.
+  var panelGroups = Array.prototype.slice.call(document.querySelectorAll("[data-step-panels]"));
+  // The move list's items by step, to tell what was played (fault lines excluded).
+  var items = {};
+  moveLinks.forEach(function (link) {
+    if (!link.parentNode.classList.contains("move-fault")) {
+      items[link.getAttribute("data-step")] = link.parentNode;
+    }
+  });
   var current = clamp(parseInt(root.getAttribute("data-step"), 10));
   var timer = null;
 
@@ -46,20 +48,20 @@
     return Math.max(0, Math.min(last, step));
   }
 
-  function describe(frame) {
-    if (!frame.moves.length) {
-      return "Start of the match";
+  function describe(step) {
+    var item = items[step];
+    var players = item ? item.querySelectorAll(".move-player") : [];
+    var actions = item ? item.querySelectorAll(".move-action") : [];
+    var said = [];
+    for (var i = 0; i < players.length && i < actions.length; i += 1) {
+      said.push(players[i].textContent + " played " + actions[i].textContent);
     }
-    return frame.moves
-      .map(function (move) {
-        return move.player + " played " + move.action;
-      })
-      .join("; ");
+    return said.length ? said.join("; ") : "Start of the match";
   }
 
   function keepInView(item) {
-    // Scroll the move list only, never the page.
-    var top = item.offsetTop - moveList.offsetTop;
+    // Scroll the move list only, never the page: the list is the items' offset parent.
+    var top = item.offsetTop;
     if (top < moveList.scrollTop) {
       moveList.scrollTop = top;
     } else if (top + item.offsetHeight > moveList.scrollTop + moveList.clientHeight) {
@@ -67,31 +69,44 @@
     }
   }
 
-  function show(step) {
-    current = clamp(step);
-    var frame = frames[current];
-    // The environment's render_html output: it escapes whatever came from an agent.
-    board.innerHTML = frame.html;
-    position.textContent = "Step " + current + " of " + last;
-    moveText.textContent = describe(frame);
-    slider.value = String(current);
-    moveLinks.forEach(function (link) {
-      var item = link.parentNode;
-      var here = Number(link.getAttribute("data-step")) === current;
-      var isFault = item.classList.contains("move-fault");
-      item.classList.toggle("current", here && !isFault);
-      if (here && !isFault) {
-        link.setAttribute("aria-current", "step");
-        keepInView(item);
-      } else {
-        link.removeAttribute("aria-current");
+  function showPanels() {
+    panelGroups.forEach(function (group) {
+      var shown = false;
+      group.querySelectorAll("[data-step-panel]").forEach(function (panel) {
+        var here = Number(panel.getAttribute("data-step-panel")) === current;
+        panel.hidden = !here;
+        shown = shown || here;
+      });
+      var none = group.querySelector("[data-step-panel-none]");
+      if (none) {
+        none.hidden = shown;
       }
     });
+  }
+
+  var previous = moveList.querySelector(".move.current");
+
+  function show(step) {
+    current = clamp(step);
+    window.ArenaBoards.draw(board, views[current]);
+    position.textContent = "Step " + current + " of " + last;
+    moveText.textContent = describe(current);
+    slider.value = String(current);
+    if (previous) {
+      previous.classList.remove("current");
+      previous.querySelector("a").removeAttribute("aria-current");
+    }
+    var item = items[current];
+    if (item) {
+      item.classList.add("current");
+      item.querySelector("a").setAttribute("aria-current", "step");
+      keepInView(item);
+    }
+    previous = item || null;
     faultBoxes.forEach(function (box) {
       box.classList.toggle("is-now", current === last);
     });
-    showPanels(conversations, "data-conversation-step", noConversation);
-    showPanels(moveLogs, "data-move-log-step", noMoveLog);
+    showPanels();
     if (window.history && window.history.replaceState) {
       window.history.replaceState(null, "", "?step=" + current);
     }
@@ -99,18 +114,6 @@
 
   // Shows the panel of the current step among ``panels`` (``attribute`` names its step),
   // or ``none`` when there is no such panel.
-  function showPanels(panels, attribute, none) {
-    var shown = false;
-    panels.forEach(function (panel) {
-      var here = Number(panel.getAttribute(attribute)) === current;
-      panel.hidden = !here;
-      shown = shown || here;
-    });
-    if (none) {
-      none.hidden = shown;
-    }
-  }
-
   function delay() {
     return BASE_DELAY_MS / (parseFloat(speed.value) || 1);
   }

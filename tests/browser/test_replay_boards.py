@@ -1,0 +1,194 @@
+"""Replays drawn in the browser from the match's compact document, in a real browser: a
+332-move chess match weighs at most 300 KB and shows its first board within 200 ms; the
+move list follows the step; an LLM's conversation sits beside the board on a wide screen;
+and the chess drawer asks which piece a pawn promotes to."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from typing import Any
+
+import pyspiel
+import pytest
+from playwright.sync_api import Page, expect
+
+from core.models import Environment, Match
+from core.services import environment_add_openspiel
+from environments.registry import make_environment
+from tests.factories import (
+    DuelFactory,
+    LLMPlayerFactory,
+    MatchConversationFactory,
+    MatchFactory,
+    TournamentFactory,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+#: The issue's long replay: 332 moves. Random legal moves from this seed end in a draw on
+#: move 332 (found once by trying seeds in order).
+LONG_GAME_SEED = 491
+LONG_GAME_MOVES = 332
+MAX_PAGE_BYTES = 300_000
+MAX_FIRST_DRAW_MS = 200.0
+#: Loads measured. The fastest is compared with the limit, as timeit does: it is the
+#: page's own cost, where a slower load measures the other work sharing the two cores at
+#: that moment (other test runs); the median is shown too.
+LOADS = 7
+
+
+def random_chess_game(seed: int) -> dict[str, Any]:
+    """A whole chess match of random legal moves, played through the real environment."""
+    environment = make_environment("openspiel:chess")
+    environment.reset(0)
+    choices = random.Random(seed)
+    actions: list[list[Any]] = []
+    while not environment.is_terminal():
+        [mover] = environment.to_move()
+        action = choices.choice(environment.legal_actions(mover))
+        environment.step({mover: action})
+        actions.append([action if seat == mover else None for seat in range(2)])
+    return {"actions": actions, "scores": environment.scores()}
+
+
+def chess_match(chess: Environment, played: dict[str, Any]) -> Match:
+    duel = DuelFactory(tournament=TournamentFactory(environment=chess), finished=True)
+    return MatchFactory(duel=duel, seed=0, played=played)
+
+
+def first_draw(page: Page) -> dict[str, float]:
+    """When the first board was drawn (boards.js's performance mark), in ms from the
+    navigation's start and from the end of the page's response; and the server's time."""
+    return page.evaluate(
+        """() => {
+            const [drawn] = performance.getEntriesByName("arena-board-drawn");
+            const [navigation] = performance.getEntriesByType("navigation");
+            return {
+                total: drawn.startTime,
+                server: navigation.responseStart - navigation.requestStart,
+                browser: drawn.startTime - navigation.responseEnd,
+            };
+        }"""
+    )
+
+
+def test_a_332_move_chess_replay_is_light_and_drawn_at_once(live_server, page: Page, screenshot):
+    game = random_chess_game(LONG_GAME_SEED)
+    assert len(game["actions"]) == LONG_GAME_MOVES
+    match = chess_match(environment_add_openspiel(spec="openspiel:chess"), game)
+    url = live_server.url + match.get_absolute_url()
+
+    sizes, draws = [], []
+    for _load in range(LOADS):
+        response = page.goto(url)
+        assert response is not None and response.ok
+        sizes.append(len(response.body()))
+        expect(page.locator("[data-replay-position]")).to_have_text("Step 332 of 332")
+        draws.append(first_draw(page))
+    best = min(draws, key=lambda draw: draw["total"])
+    print(
+        f"\n332-move chess replay: {sizes[0]} bytes; first board drawn {best['total']:.0f} ms "
+        f"after navigation began (the server answered in {best['server']:.0f} ms, the board "
+        f"was drawn {best['browser']:.0f} ms after the response); median of {LOADS} loads "
+        f"{statistics.median(draw['total'] for draw in draws):.0f} ms"
+    )
+    assert sizes[0] <= MAX_PAGE_BYTES
+    # From the start of the navigation: the server's work (the game replayed, 332 views)
+    # counts too, not only the browser's.
+    assert best["total"] <= MAX_FIRST_DRAW_MS
+    # The final position is drawn, its last move marked, from the page's own document.
+    board = page.locator("[data-replay-board]")
+    expect(board.locator(".chess-board td.openspiel-square")).to_have_count(64)
+    expect(board.locator(".chess-last")).to_have_count(2)
+    screenshot("final")
+
+    # The move list follows the step: the current move is scrolled into the list's view.
+    moves = page.locator("[data-replay-moves]")
+
+    def current_is_in_view() -> bool:
+        return page.evaluate(
+            """() => {
+                const list = document.querySelector("[data-replay-moves]");
+                const item = list.querySelector(".move.current").getBoundingClientRect();
+                const box = list.getBoundingClientRect();
+                return item.top >= box.top - 1 && item.bottom <= box.bottom + 1;
+            }"""
+        )
+
+    assert current_is_in_view() and moves.evaluate("list => list.scrollTop") > 0
+    page.keyboard.press("Home")
+    expect(page.locator(".move.current [data-step]")).to_have_attribute("data-step", "0")
+    assert current_is_in_view() and moves.evaluate("list => list.scrollTop") < 10
+    page.locator("[data-replay-slider]").fill("166")
+    expect(page.locator(".move.current [data-step]")).to_have_attribute("data-step", "166")
+    assert current_is_in_view()
+    expect(page.locator("[data-replay-move]")).to_contain_text(" played ")
+
+
+def test_it_shows_the_llm_conversation_beside_the_board_when_the_screen_is_wide(
+    live_server, page: Page, screenshot
+):
+    llm = LLMPlayerFactory(competitor__name="llm-bot").competitor
+    duel = DuelFactory(
+        finished=True,
+        tournament__environment=llm.environment,
+        revisions=[llm.revisions.get(), None],
+    )
+    match = MatchFactory(duel=duel)
+    MatchConversationFactory(match=match, player=1)
+
+    for width in (1280, 1400):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + match.get_absolute_url() + "?step=1")
+        stage = page.locator(".replay-stage").bounding_box()
+        side = page.locator("[data-replay-side]").bounding_box()
+        assert stage is not None and side is not None
+        assert side["x"] >= stage["x"] + stage["width"], f"beside at {width} px"
+        assert side["y"] < stage["y"] + stage["height"]
+        expect(page.locator("[data-conversation-step='1']")).to_be_visible()
+    screenshot("wide")
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(live_server.url + match.get_absolute_url() + "?step=1")
+    stage = page.locator(".replay-stage").bounding_box()
+    side = page.locator("[data-replay-side]").bounding_box()
+    assert stage is not None and side is not None
+    assert side["y"] >= stage["y"] + stage["height"], "below the board on a phone"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_the_chess_drawer_asks_which_piece_a_pawn_promotes_to(live_server, page: Page):
+    chess = environment_add_openspiel(spec="openspiel:chess")
+    match = chess_match(chess, random_chess_game(20))  # a short game: its page has the drawer
+    page.goto(live_server.url + match.get_absolute_url())
+    # A white pawn on a7, and the moves as the play page gets them (edge.human).
+    fen = "8/P7/8/8/8/8/8/k6K w - - 0 1"
+    state = pyspiel.load_game("chess").new_initial_state(fen)
+    legal = [
+        {"id": action, "text": state.action_to_string(action)} for action in state.legal_actions()
+    ]
+    environment = make_environment("openspiel:chess")
+    parts = environment.choice_parts({"observation": fen}, 1, legal)
+    choices = [
+        {"action": action, "text": action["text"], "parts": part}
+        for action, part in zip(legal, parts, strict=True)
+    ]
+    page.evaluate(
+        """([view, choices]) => {
+            const box = document.createElement("div");
+            box.id = "promotion-test";
+            document.body.prepend(box);
+            ArenaBoards.draw(box, view, {choices, choose: (choice) => { window.chosen = choice; }});
+        }""",
+        [environment.observation_view({"observation": fen}, 1), choices],
+    )
+    box = page.locator("#promotion-test")
+    box.locator('[data-square="a7"] button').click()
+    expect(box.locator(".chess-target")).to_have_count(1)  # a8: the king is far away
+    box.locator('[data-square="a8"] button').click()
+    chooser = box.get_by_role("group", name="Promote to")
+    expect(chooser.get_by_role("button")).to_have_text(["Queen", "Rook", "Bishop", "Knight"])
+    assert page.evaluate("window.chosen === undefined")
+    chooser.get_by_role("button", name="Knight").click()
+    assert page.evaluate("window.chosen.text") == "a8=N"
