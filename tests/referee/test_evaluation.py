@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
-import statistics
-
-import pytest
-
 import asyncio
 import json
+import math
+import statistics
 import uuid
+
+import pytest
 
 from environments.base import replay
 from environments.registry import make_environment
@@ -161,9 +160,7 @@ def test_it_evaluates_an_llm_seat_and_keeps_each_episodes_conversation():
         assert episode.actions and {actions[0] for actions in episode.actions} == {0}
         conversation = episode.as_json()["conversation"]
         assert conversation["model"] == "scripted"
-        assert [turn["step"] for turn in conversation["turns"]] == list(
-            range(len(episode.actions))
-        )
+        assert [turn["step"] for turn in conversation["turns"]] == list(range(len(episode.actions)))
     assert key not in json.dumps(evaluation.as_json())
 
 
