@@ -18,9 +18,11 @@ from core.models import (
     Evaluation,
     Revision,
     ScoreCompetition,
+    User,
 )
+from core.models.scores import ENTERED_KINDS
 from environments.registry import make_environment
-from reads.access import Visitor, can_see_competitor, is_organizer
+from reads.access import Visitor, can_see_competitor, competitors_visible, is_organizer
 
 
 def score_competitions_visible(user: Visitor) -> QuerySet[ScoreCompetition]:
@@ -101,10 +103,64 @@ def score_leaderboard(*, user: Visitor, competition: ScoreCompetition) -> list[S
     return rows
 
 
+def get_own_entrant(user: Visitor, competitor_id: int) -> Competitor:
+    """One of the visitor's competitors, to enter in (or withdraw from) a score
+    competition (``core.scores`` says which may be); a 404 for anyone else's, as the
+    owner's other pages do."""
+    competitor = (
+        Competitor.objects.select_related("environment", "owner")
+        .filter(pk=competitor_id, owner=user if isinstance(user, User) else None)
+        .first()
+    )
+    if competitor is None:
+        raise Http404(f"You have no competitor with id {competitor_id}.")
+    return competitor
+
+
+def score_entrants_visible(*, user: Visitor, competition: ScoreCompetition) -> list[Competitor]:
+    """The online agents and LLM players entered, that the visitor may see, by name."""
+    return list(
+        competition.entered.filter(competitors_visible(user))
+        .select_related("owner", "environment")
+        .order_by("name")
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreEntries:
+    """What the visitor may do about entries: their online agents and LLM players of the
+    game, those entered and those that could be."""
+
+    entered: list[Competitor]
+    enterable: list[Competitor]
+
+
+def score_entries_of(*, user: Visitor, competition: ScoreCompetition) -> ScoreEntries:
+    if not isinstance(user, User):
+        return ScoreEntries([], [])
+    own = list(
+        Competitor.objects.filter(
+            owner=user,
+            environment=competition.environment,
+            kind__in=ENTERED_KINDS,
+            is_disabled=False,
+        ).order_by("name")
+    )
+    entered = set(competition.entered.filter(owner=user).values_list("pk", flat=True))
+    return ScoreEntries(
+        entered=[competitor for competitor in own if competitor.pk in entered],
+        enterable=[competitor for competitor in own if competitor.pk not in entered],
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class ScoreCompetitionPage:
     competition: ScoreCompetition
     rows: list[ScoreRow]
+    #: Online agents and LLM players entered (those the visitor may see).
+    entrants: list[Competitor]
+    #: The visitor's own, entered or not.
+    entries: ScoreEntries
 
     @property
     def is_running(self) -> bool:
@@ -114,7 +170,10 @@ class ScoreCompetitionPage:
 
 def score_competition_page(*, user: Visitor, competition: ScoreCompetition) -> ScoreCompetitionPage:
     return ScoreCompetitionPage(
-        competition=competition, rows=score_leaderboard(user=user, competition=competition)
+        competition=competition,
+        rows=score_leaderboard(user=user, competition=competition),
+        entrants=score_entrants_visible(user=user, competition=competition),
+        entries=score_entries_of(user=user, competition=competition),
     )
 
 
