@@ -155,8 +155,10 @@ def evaluation_detail(request: HttpRequest, evaluation_id: Id) -> Evaluation:
 
 
 class EntryIn(Schema):
-    #: One of your online agents or LLM players, in the competition's game.
-    competitor: Id
+    competitor: Slug = Field(
+        description="The name of one of your online agents or LLM players in the "
+        "competition's game."
+    )
 
 
 class EntryOut(Schema):
@@ -181,7 +183,9 @@ def score_entry_add(
     request: AuthenticatedHttpRequest, competition_id: Id, payload: EntryIn
 ) -> Status[dict[str, Any]]:
     competition = get_score_competition_for_user(request.user, competition_id)
-    competitor = get_own_entrant(request.user, payload.competitor)
+    competitor = get_own_entrant(
+        request.user, environment=competition.environment, name=payload.competitor
+    )
     evaluation = score_entry_create(competition=competition, competitor=competitor)
     return Status(
         201, {"competitor": competitor, "evaluation": evaluation.pk if evaluation else None}
@@ -189,7 +193,7 @@ def score_entry_add(
 
 
 @router.delete(
-    "/score-competitions/{competition_id}/entries/{competitor_id}",
+    "/score-competitions/{competition_id}/entries/{name}",
     auth=auth.submit,
     response=documented({204: None}, 400, 404),
     summary="Withdraw one of your entered online agents or LLM players",
@@ -198,9 +202,9 @@ def score_entry_add(
     "being evaluated.",
 )
 def score_entry_delete(
-    request: AuthenticatedHttpRequest, competition_id: Id, competitor_id: Id
+    request: AuthenticatedHttpRequest, competition_id: Id, name: Slug
 ) -> Status[None]:
     competition = get_score_competition_for_user(request.user, competition_id)
-    competitor = get_own_entrant(request.user, competitor_id)
+    competitor = get_own_entrant(request.user, environment=competition.environment, name=name)
     score_entry_withdraw(competition=competition, competitor=competitor)
     return Status(204, None)

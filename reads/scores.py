@@ -103,17 +103,17 @@ def score_leaderboard(*, user: Visitor, competition: ScoreCompetition) -> list[S
     return rows
 
 
-def get_own_entrant(user: Visitor, competitor_id: int) -> Competitor:
-    """One of the visitor's competitors, to enter in (or withdraw from) a score
-    competition (``core.scores`` says which may be); a 404 for anyone else's, as the
-    owner's other pages do."""
+def get_own_entrant(user: Visitor, **lookup: object) -> Competitor:
+    """One of the visitor's competitors (by ``pk``, or by ``environment`` and ``name``), to
+    enter in (or withdraw from) a score competition (``core.scores`` says which may be);
+    a 404 for anyone else's, as the owner's other pages do."""
     competitor = (
         Competitor.objects.select_related("environment", "owner")
-        .filter(pk=competitor_id, owner=user if isinstance(user, User) else None)
+        .filter(owner=user if isinstance(user, User) else None, **lookup)
         .first()
     )
     if competitor is None:
-        raise Http404(f"You have no competitor with id {competitor_id}.")
+        raise Http404("You have no such competitor.")
     return competitor
 
 

@@ -46,10 +46,10 @@ def online(alice: User, cup):  # type: ignore[no-untyped-def]
     return competitor
 
 
-def enter(client, cup, competitor_id, headers):  # type: ignore[no-untyped-def]
+def enter(client, cup, competitor, headers):  # type: ignore[no-untyped-def]
     return client.post(
         f"/api/v1/score-competitions/{cup.pk}/entries",
-        data=json.dumps({"competitor": competitor_id}),
+        data=json.dumps({"competitor": competitor.name}),
         content_type="application/json",
         **headers,
     )
@@ -58,7 +58,7 @@ def enter(client, cup, competitor_id, headers):  # type: ignore[no-untyped-def]
 def test_an_owner_enters_an_llm_player_in_a_draft_and_it_waits_for_the_start(
     client, alice, bearer, cup, llm
 ):
-    response = enter(client, cup, llm.pk, bearer(alice, "read", "submit"))
+    response = enter(client, cup, llm, bearer(alice, "read", "submit"))
 
     assert response.status_code == 201, response.content
     assert body(response) == {
@@ -78,7 +78,7 @@ def test_an_online_agent_entered_in_a_started_competition_is_queued_at_once(
     cup.save()
 
     with django_capture_on_commit_callbacks() as started:
-        response = enter(client, cup, online.pk, bearer(alice, "read", "submit"))
+        response = enter(client, cup, online, bearer(alice, "read", "submit"))
 
     assert response.status_code == 201, response.content
     evaluation = Evaluation.objects.get(pk=body(response)["evaluation"])
@@ -104,22 +104,23 @@ def test_the_api_refuses_what_it_must_and_changes_nothing(
     private = ScoreCompetitionFactory(is_public=False)
     submit = bearer(alice, "read", "submit")
 
-    assert enter(client, cup, llm.pk, {}).status_code == 401
-    assert enter(client, cup, llm.pk, bearer(alice, "read")).status_code == 403
-    assert enter(client, cup, llm.pk, bearer(carol, "read", "submit")).status_code == 404
-    assert enter(client, private, llm.pk, submit).status_code == 404
+    assert enter(client, cup, llm, {}).status_code == 401
+    assert enter(client, cup, llm, bearer(alice, "read")).status_code == 403
+    assert enter(client, cup, llm, bearer(carol, "read", "submit")).status_code == 404
+    assert enter(client, private, llm, submit).status_code == 404
+    # Of another game: not found in this one.
+    assert enter(client, cup, elsewhere.competitor, submit).status_code == 404
     for competitor, message in (
-        (elsewhere.competitor, "plays Tic-tac-toe"),
         (hosted, "hosted agent: it needs no entry"),
         (disabled, "disabled by the organizers"),
     ):
-        response = enter(client, cup, competitor.pk, submit)
+        response = enter(client, cup, competitor, submit)
         assert response.status_code == 400, response.content
         assert message in body(response)["error"]["message"]
     assert not cup.entered.exists()
 
-    assert enter(client, cup, llm.pk, submit).status_code == 201
-    again = enter(client, cup, llm.pk, submit)
+    assert enter(client, cup, llm, submit).status_code == 201
+    again = enter(client, cup, llm, submit)
     assert again.status_code == 400 and "already entered" in body(again)["error"]["message"]
     assert list(cup.entered.all()) == [llm]
 
@@ -129,7 +130,7 @@ def test_a_model_token_cannot_enter_its_model(client, cup, online):
 
     _, secret = model_token_create(competitor=online, name="another")
 
-    response = enter(client, cup, online.pk, {"HTTP_AUTHORIZATION": f"Bearer {secret}"})
+    response = enter(client, cup, online, {"HTTP_AUTHORIZATION": f"Bearer {secret}"})
 
     assert response.status_code == 403
     assert not cup.entered.exists()
@@ -142,7 +143,7 @@ def test_an_owner_withdraws_an_entry_whose_evaluation_is_queued_not_one_running(
     cup.entered.add(llm)
     evaluation = EvaluationFactory(competition=cup, revision=llm.revisions.get())
     Job.objects.filter(pk=evaluation.job.pk).update(status=JobStatus.RUNNING)
-    url = f"/api/v1/score-competitions/{cup.pk}/entries/{llm.pk}"
+    url = f"/api/v1/score-competitions/{cup.pk}/entries/{llm.name}"
 
     refused = client.delete(url, **submit)
     assert refused.status_code == 400

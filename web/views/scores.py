@@ -41,7 +41,7 @@ def _posted_competitor(request: AuthenticatedHttpRequest) -> int:
 def score_entry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Enter one of the user's online agents or LLM players."""
     competition = get_score_competition_for_user(request.user, pk)
-    competitor = get_own_entrant(request.user, _posted_competitor(request))
+    competitor = get_own_entrant(request.user, pk=_posted_competitor(request))
     try:
         evaluation = score_entry_create(competition=competition, competitor=competitor)
     except ArenaError as error:
@@ -71,7 +71,7 @@ def score_entry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def score_entry_remove(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Withdraw one of the user's entered online agents or LLM players."""
     competition = get_score_competition_for_user(request.user, pk)
-    competitor = get_own_entrant(request.user, _posted_competitor(request))
+    competitor = get_own_entrant(request.user, pk=_posted_competitor(request))
     try:
         score_entry_withdraw(competition=competition, competitor=competitor)
     except ArenaError as error:
