@@ -183,3 +183,41 @@ def test_a_misbehaving_online_agent_is_charged_each_episode_and_no_one_else(stac
         competition=stack.cup, revision__competitor__name="hosted-random"
     )
     assert hosted.status == DuelStatus.SUCCEEDED and hosted.faulty_episodes == 0
+
+
+def test_the_embedded_default_referees_an_online_evaluation_in_the_gateways_process(settings):
+    """No Redis: the seat bus is in this process's memory, so the entry's task hands the
+    evaluation to the gateway's own referee threads (``OnlineDuelRunner``), which play it
+    against the client on that bus."""
+    import asyncio
+
+    from core.online import online_model_register, seat_bus
+    from core.scores import score_entry_create
+    from duel_runner.online import OnlineDuelRunner
+    from tests.support.online import BusClient
+
+    settings.ARENA_ONLINE_BUS_URL = ""
+    bus = seat_bus()
+    asyncio.run(bus.gateway_heartbeat("test-gateway"))
+    cup = ScoreCompetition.objects.create(
+        environment=Environment.objects.get(name="cartpole"), name="Pole cup", episodes=2, seed=3
+    )
+    cup.started_at = cup.created_at
+    cup.save()
+    model, _ = online_model_register(owner=make_user(), environment=cup.environment, name="net")
+    runner = OnlineDuelRunner(concurrency=2, poll_seconds=60)
+    runner.start()
+    try:
+        with BusClient(bus, model.seat, RANDOM) as client:
+            evaluation = score_entry_create(competition=cup, competitor=model)
+            assert evaluation is not None
+            assert client.duels_over.wait(60), client.events[-5:]
+            played = _played(evaluation.pk)
+    finally:
+        runner.stop()
+
+    assert played.status == DuelStatus.SUCCEEDED, played.error
+    assert played.faulty_episodes == 0 and played.episodes_played == 2
+    [announcement] = [event for event in client.events if event["type"] == "duel"]
+    assert announcement["evaluation"] == evaluation.pk and announcement["duel"] is None
+    assert (announcement["episodes"], announcement["opponents"]) == (2, [])
