@@ -203,3 +203,22 @@ def test_the_page_refuses_a_hosted_or_human_competitor_with_a_reason(client, ali
     assert "Hosted is a hosted agent: it needs no entry" in hosted_answer.content.decode()
     assert "only online agents and LLM players are entered" in human_answer.content.decode()
     assert not cup.entered.exists()
+
+
+def test_an_online_agents_evaluation_waits_while_it_plays_a_duel(online, cup):
+    from duel_runner.evaluations import evaluation_play
+    from duel_runner.services import RETRY_SECONDS
+    from tests.factories import DuelFactory
+
+    other = EnvironmentFactory(name="connect_four")
+    revision = online.revisions.get()
+    evaluation = EvaluationFactory(competition=cup, revision=revision)
+    # A duel of its model in play (a one-player game's competitor, seated for the test).
+    duel = DuelFactory(tournament=None, environment=other, revisions=[revision, None])
+    duel.status = DuelStatus.RUNNING
+    duel.save()
+
+    assert evaluation_play(evaluation_id=evaluation.pk) == RETRY_SECONDS
+
+    evaluation.job.refresh_from_db()
+    assert evaluation.job.status == JobStatus.QUEUED and evaluation.job.attempts == 0
