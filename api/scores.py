@@ -192,10 +192,17 @@ def score_entry_add(
     )
 
 
+class WithdrawalOut(Schema):
+    competitor: EntrantOut
+    #: Its evaluation already played (or failed), which stays on the leaderboard until the
+    #: competition is re-run; None if it had none.
+    evaluation: int | None
+
+
 @router.delete(
     "/score-competitions/{competition_id}/entries/{name}",
     auth=auth.submit,
-    response=documented({204: None}, 400, 404),
+    response=documented({200: WithdrawalOut}, 400, 404),
     summary="Withdraw one of your entered online agents or LLM players",
     description="It is not evaluated again; its evaluation still queued is removed, one "
     "played stays on the leaderboard until the competition is re-run. Refused while it is "
@@ -203,8 +210,9 @@ def score_entry_add(
 )
 def score_entry_delete(
     request: AuthenticatedHttpRequest, competition_id: Id, name: Slug
-) -> Status[None]:
+) -> dict[str, Any]:
     competition = get_score_competition_for_user(request.user, competition_id)
     competitor = get_own_entrant(request.user, environment=competition.environment, name=name)
     score_entry_withdraw(competition=competition, competitor=competitor)
-    return Status(204, None)
+    kept = competition.evaluations.filter(revision__competitor=competitor).first()
+    return {"competitor": competitor, "evaluation": kept.pk if kept else None}
