@@ -97,8 +97,6 @@ def _announcement(evaluation: Evaluation) -> dict[str, object]:
     """What an online agent is told as its evaluation begins (its ``duel`` event, with no
     duel and no opponent: the episodes are played alone)."""
     return {
-        "duel": None,
-        "evaluation": evaluation.pk,
         "competition": evaluation.competition_id,
         "environment": evaluation.revision.competitor.environment.name,
         "player": 1,
@@ -146,7 +144,12 @@ def _evaluation_result(evaluation: Evaluation) -> EvaluationResult:
     environment = revision.competitor.environment
     try:
         source = revision_agent_source(revision)
-        backend = seat_backend(revision, game=evaluation.pk, announcement=_announcement(evaluation))
+        backend = seat_backend(
+            revision,
+            game=evaluation.pk,
+            announcement=_announcement(evaluation),
+            kind="evaluation",
+        )
     except (InvalidAgent, ArenaError) as error:
         # A built revision whose files are gone, or an LLM player's key that cannot be
         # read here: the platform's problem, never charged to the agent.

@@ -260,12 +260,12 @@ def _announcement(duel: Duel, player: int) -> dict[str, object]:
 
 
 def seat_backend(
-    revision: Revision, *, game: int, announcement: dict[str, object]
+    revision: Revision, *, game: int, announcement: dict[str, object], kind: str = "duel"
 ) -> SandboxBackend:
-    """The sandbox of one seat of a game (a duel, or an evaluation: ``game`` is its id
-    on the seat bus): the hosted agents', a remote seat for an online agent (told
-    ``announcement`` as the game begins), the harness for an LLM player (with its key in
-    clear: ArenaError when it cannot be had)."""
+    """The sandbox of one seat of a game (a duel, or with ``kind`` ``"evaluation"`` an
+    evaluation; ``game`` is its id): the hosted agents', a remote seat for an online agent
+    (told ``announcement`` as the game begins), the harness for an LLM player (with its
+    key in clear: ArenaError when it cannot be had)."""
     competitor = revision.competitor
     if competitor.is_llm:
         return LLMSandbox(competitor.llm.config())
@@ -280,6 +280,7 @@ def seat_backend(
             else settings.ARENA_ONLINE_GRACE_SECONDS,
             allowance=settings.ARENA_ONLINE_ALLOWANCE_SECONDS,
             announcement=announcement,
+            kind=kind,
         )
     return sandbox_backend()
 
