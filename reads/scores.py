@@ -5,8 +5,10 @@ and actions."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
+import orjson
 from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -205,3 +207,31 @@ def episode_trace(environment: str, episode: dict[str, Any]) -> list[EpisodeStep
         game.step({0: actions[0]})
         steps.append(EpisodeStep(game.step_count, game.render_text()))
     return steps
+
+
+def evaluation_has_conversations(evaluation: Evaluation) -> bool:
+    """Whether an LLM seat played it (each episode keeps its conversation)."""
+    return any("conversation" in episode for episode in evaluation.episodes)
+
+
+def evaluation_conversations_jsonl(evaluation: Evaluation) -> Iterator[bytes]:
+    """An LLM seat's conversations, one JSON object per line and turn, episode by episode,
+    as a duel's downloads give a match's (the caller checks the visitor may read them, as
+    the agent's log)."""
+    for episode in evaluation.episodes:
+        conversation = episode.get("conversation") or {}
+        for turn in conversation.get("turns") or []:
+            yield (
+                orjson.dumps(
+                    {
+                        "evaluation": evaluation.pk,
+                        "episode": episode.get("index"),
+                        "step": turn.get("step"),
+                        "model": conversation.get("model"),
+                        "harness_version": conversation.get("harness_version"),
+                        "harness_hash": conversation.get("harness_hash"),
+                        "turn": turn,
+                    }
+                )
+                + b"\n"
+            )

@@ -4,6 +4,7 @@ seeded episodes, and the leaderboard of mean returns shows on the site and in th
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -247,6 +248,15 @@ def test_it_evaluates_an_llm_player_its_owner_entered_like_a_hosted_agent(client
     ]
     page = client.get(f"/scores/{cup.pk}/").content.decode()
     assert "llm-pusher" in page and ">LLM</span>" in page
+    # Its conversations, for whoever may read its log (a public player: anyone).
+    download = f"/evaluations/{evaluation.pk}/conversations.jsonl"
+    assert download in client.get(evaluation.get_absolute_url()).content.decode()
+    lines = [json.loads(line) for line in client.get(download).content.splitlines()]
+    assert len(lines) == sum(e["steps"] for e in evaluation.episodes)
+    assert lines[0]["episode"] == 0 and lines[0]["turn"]["step"] == 0
+    assert key.encode() not in client.get(download).content
+    type(llm.competitor).objects.filter(pk=llm.competitor.pk).update(is_public=False)
+    assert client.get(download).status_code == 404
 
     # A re-run evaluates it again: it stays entered.
     with LocalLLMServer() as server:

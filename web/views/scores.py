@@ -15,6 +15,8 @@ from reads.access import AuthenticatedHttpRequest, can_see_competitor
 from reads.scores import (
     episode_document,
     episode_trace,
+    evaluation_conversations_jsonl,
+    evaluation_has_conversations,
     get_evaluation_for_user,
     get_own_entrant,
     get_score_competition_for_user,
@@ -48,12 +50,10 @@ def score_entry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         messages.error(request, sentence(error.message))
         return redirect(competition)
     if evaluation is not None:
-        what = (
-            "keep its client connected: its episodes are played now"
-            if (competitor.is_online)
-            else "its episodes are played now"
+        hint = " (keep its client connected)" if competitor.is_online else ""
+        messages.success(
+            request, f"{competitor.name} is entered: its episodes are played now{hint}."
         )
-        messages.success(request, f"{competitor.name} is entered; {what}.")
     elif competition.started_at is None:
         messages.success(
             request, f"{competitor.name} is entered: it is evaluated when the competition starts."
@@ -93,8 +93,22 @@ def evaluation(request: HttpRequest, pk: int) -> HttpResponse:
             "competitor": competitor,
             "environment": competitor.environment,
             "shows_log": can_see_competitor(request.user, competitor),
+            "has_conversations": evaluation_has_conversations(evaluation),
         },
     )
+
+
+@require_GET
+def evaluation_conversations(request: HttpRequest, pk: int) -> HttpResponse:
+    """An LLM player's conversations of an evaluation, for whoever may read its log."""
+    evaluation = get_evaluation_for_user(request.user, pk)
+    if not can_see_competitor(request.user, evaluation.revision.competitor):
+        raise Http404("No such evaluation")
+    response = HttpResponse(
+        b"".join(evaluation_conversations_jsonl(evaluation)), content_type="application/x-ndjson"
+    )
+    response["Content-Disposition"] = f'attachment; filename="evaluation-{pk}-conversations.jsonl"'
+    return response
 
 
 @require_GET
