@@ -119,6 +119,9 @@ class StatusOut(Schema):
     state: str = Field(description="`idle` (not in the queue), `queued` or `playing`.")
     message: str = Field(description="Where the model stands, and what it waits for, in words.")
     duel: DuelState | None
+    evaluation: DuelState | None = Field(
+        None, description="The score competition's evaluation it plays, if any (not a duel)."
+    )
     pending: list[str] = Field(
         description="What the referee waits for: `ready`, or `act:<id>` for request <id>."
     )
@@ -299,11 +302,18 @@ async def _status(holder: Holder) -> StatusOut:
     state, message = _state(
         playing=duel is not None, queued=model.queued, connected=model.connected, ladders=ladders
     )
+    if duel is not None and duel.evaluation is not None:
+        message = "Playing an evaluation: answer each request on the event stream."
     return StatusOut(
         model=model,
         state=state,
         message=message,
-        duel=DuelState(id=duel.duel, first_seq=duel.first_seq) if duel else None,
+        duel=DuelState(id=duel.duel, first_seq=duel.first_seq)
+        if duel and duel.duel is not None
+        else None,
+        evaluation=DuelState(id=duel.evaluation, first_seq=duel.first_seq)
+        if duel and duel.evaluation is not None
+        else None,
         pending=await bus.pending(holder.seat),
         ladders=ladders,
         last_seq=await bus.last_seq(holder.seat),

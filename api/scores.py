@@ -1,6 +1,7 @@
 """Score competitions of one-player games: their leaderboards of mean returns with 95 %
-intervals, as on the site, and each evaluation's episodes (seed and actions replay one).
-A private competition is a 404 to everyone but the organizers."""
+intervals, as on the site, and each evaluation's episodes (seed and actions replay one);
+an owner entering (or withdrawing) an online agent or an LLM player. A private
+competition is a 404 to everyone but the organizers."""
 
 from __future__ import annotations
 
@@ -10,17 +11,22 @@ from typing import Annotated, Any
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, FilterLookup, FilterSchema, Query, Schema
+from ninja.responses import Status
 
 from api import auth
 from api.errors import documented
 from api.pagination import paginated
 from api.params import Id, Slug
-from core.models import DuelStatus, Evaluation, ScoreCompetition
+from core.models import Competitor, DuelStatus, Evaluation, ScoreCompetition
+from core.scores import score_entry_create, score_entry_withdraw
+from reads.access import AuthenticatedHttpRequest
 from reads.scores import (
     ScoreRow,
     get_evaluation_for_user,
+    get_own_entrant,
     get_score_competition_for_user,
     score_competitions_visible,
+    score_entrants_visible,
     score_leaderboard,
 )
 
@@ -56,11 +62,25 @@ class ScoreEntryOut(Schema):
     faulty_episodes: int = Field(alias="evaluation.faulty_episodes")
 
 
+class EntrantOut(Schema):
+    id: int
+    name: str
+    kind: str
+    owner: str = Field(alias="owner.display_name")
+
+
 class ScoreCompetitionDetailOut(ScoreCompetitionOut):
     """With the leaderboard: played evaluations by mean return, best first, then the
-    others."""
+    others; and the online agents and LLM players their owners entered (hosted agents
+    need no entry)."""
 
     leaderboard: list[ScoreEntryOut]
+    entered: list[EntrantOut]
+
+    @staticmethod
+    def resolve_entered(competition: ScoreCompetition, context: dict[str, Any]) -> list[Competitor]:
+        request: HttpRequest = context["request"]
+        return score_entrants_visible(user=request.user, competition=competition)
 
     @staticmethod
     def resolve_leaderboard(
@@ -132,3 +152,67 @@ def score_competition_detail(request: HttpRequest, competition_id: Id) -> ScoreC
 )
 def evaluation_detail(request: HttpRequest, evaluation_id: Id) -> Evaluation:
     return get_evaluation_for_user(request.user, evaluation_id)
+
+
+class EntryIn(Schema):
+    competitor: Slug = Field(
+        description="The name of one of your online agents or LLM players in the "
+        "competition's game."
+    )
+
+
+class EntryOut(Schema):
+    competitor: EntrantOut
+    #: Its evaluation, queued at once in a started competition; None in a draft (it is
+    #: evaluated when the competition starts).
+    evaluation: int | None
+
+
+@router.post(
+    "/score-competitions/{competition_id}/entries",
+    auth=auth.submit,
+    response=documented({201: EntryOut}, 400, 404),
+    summary="Enter one of your online agents or LLM players",
+    description="It is evaluated on the competition's episodes like a hosted agent: at once "
+    "in a started competition (an online agent's client must be connected to play them, "
+    "`python -m arena_sdk connect --no-join`), else when the competition starts; and again "
+    "in each re-run until it is withdrawn. Hosted agents need no entry; a competitor of "
+    "another game, disabled, or already entered is refused.",
+)
+def score_entry_add(
+    request: AuthenticatedHttpRequest, competition_id: Id, payload: EntryIn
+) -> Status[dict[str, Any]]:
+    competition = get_score_competition_for_user(request.user, competition_id)
+    competitor = get_own_entrant(
+        request.user, environment=competition.environment, name=payload.competitor
+    )
+    evaluation = score_entry_create(competition=competition, competitor=competitor)
+    return Status(
+        201, {"competitor": competitor, "evaluation": evaluation.pk if evaluation else None}
+    )
+
+
+class WithdrawalOut(Schema):
+    competitor: EntrantOut
+    #: Its evaluation already played (or failed), which stays on the leaderboard until the
+    #: competition is re-run; None if it had none.
+    evaluation: int | None
+
+
+@router.delete(
+    "/score-competitions/{competition_id}/entries/{name}",
+    auth=auth.submit,
+    response=documented({200: WithdrawalOut}, 400, 404),
+    summary="Withdraw one of your entered online agents or LLM players",
+    description="It is not evaluated again; its evaluation still queued is removed, one "
+    "played stays on the leaderboard until the competition is re-run. Refused while it is "
+    "being evaluated.",
+)
+def score_entry_delete(
+    request: AuthenticatedHttpRequest, competition_id: Id, name: Slug
+) -> dict[str, Any]:
+    competition = get_score_competition_for_user(request.user, competition_id)
+    competitor = get_own_entrant(request.user, environment=competition.environment, name=name)
+    score_entry_withdraw(competition=competition, competitor=competitor)
+    kept = competition.evaluations.filter(revision__competitor=competitor).first()
+    return {"competitor": competitor, "evaluation": kept.pk if kept else None}

@@ -42,6 +42,8 @@ PLAY_DUEL = "duel_runner.tasks.play_duel"
 PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
 PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
 PLAY_EVALUATION = "duel_runner.tasks.play_evaluation"
+PLAY_ONLINE_EVALUATION = "duel_runner.tasks.play_online_evaluation"
+PLAY_LLM_EVALUATION = "duel_runner.tasks.play_llm_evaluation"
 BUILD_REVISION = "builder.tasks.build_revision"
 VALIDATE_REVISION = "duel_runner.tasks.validate_revision"
 PUBLISH_REVISION = "publisher.tasks.publish_revision"
@@ -57,6 +59,21 @@ def _duel_tasks(duel_ids: Sequence[int]) -> dict[int, str]:
     return {
         pk: PLAY_ONLINE_DUEL if pk in online else PLAY_LLM_DUEL if pk in llm else PLAY_DUEL
         for pk in duel_ids
+    }
+
+
+def _evaluation_tasks(evaluation_ids: Sequence[int]) -> dict[int, str]:
+    """As a duel's (``_duel_tasks``), by the seat of the evaluation's one player."""
+    evaluations = Evaluation.objects.filter(pk__in=evaluation_ids)
+    online = set(evaluations.with_online_seat().values_list("pk", flat=True))
+    llm = set(evaluations.with_llm_seat().values_list("pk", flat=True))
+    return {
+        pk: PLAY_ONLINE_EVALUATION
+        if pk in online
+        else PLAY_LLM_EVALUATION
+        if pk in llm
+        else PLAY_EVALUATION
+        for pk in evaluation_ids
     }
 
 
@@ -177,7 +194,7 @@ POLICIES: dict[str, Policy] = {
     JobKind.EVALUATION: Policy(
         subject=Evaluation,
         status_field="status",
-        tasks=_one_task(PLAY_EVALUATION),
+        tasks=_evaluation_tasks,
         argument="evaluation_id",
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",

@@ -162,11 +162,12 @@ def online_seen(*, competitor_ids: Iterable[int]) -> int:
 
 
 class _LocalReferee:
-    """Whether this process referees the online duels of a bus held in its own memory
-    (the embedded default: the gateway process does): ``submit(duel_id)`` hands one over."""
+    """Whether this process referees the online games of a bus held in its own memory
+    (the embedded default: the gateway process does): ``submit(kind, subject_id)`` hands
+    one over, a duel or an evaluation (its job's kind and subject)."""
 
     def __init__(self) -> None:
-        self.submit: Callable[[int], bool] | None = None
+        self.submit: Callable[[str, int], bool] | None = None
 
 
 LOCAL_REFEREE = _LocalReferee()

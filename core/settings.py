@@ -225,9 +225,11 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "duels"
 CELERY_TASK_ROUTES = {
     "builder.tasks.*": {"queue": "build"},
-    # Duels that mostly wait on the network: many at once in a threads pool.
+    # Duels and evaluations that mostly wait on the network: many at once in a threads pool.
     "duel_runner.tasks.play_online_duel": {"queue": "online"},
     "duel_runner.tasks.play_llm_duel": {"queue": "online"},
+    "duel_runner.tasks.play_online_evaluation": {"queue": "online"},
+    "duel_runner.tasks.play_llm_evaluation": {"queue": "online"},
     "duel_runner.tasks.*": {"queue": "duels"},
     "publisher.tasks.*": {"queue": "publish"},
 }

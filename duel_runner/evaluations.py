@@ -1,6 +1,10 @@
 """Playing evaluations stored in the database: a revision of a one-player game alone on
 seeded episodes, for a score competition or to validate an upload.
 
+Its one seat is any seat a duel has (``duel_runner.services.seat_backend``): a hosted
+agent's sandbox, an online agent's remote seat (told of the evaluation as a ``duel``
+event whose ``evaluation`` says which), an LLM player's harness on the LLM clock.
+
 An evaluation is a job like a duel (``core.jobs``): a worker that dies stops renewing its
 lease, the watchdog queues it again, and only the lease's owner records a result, so an
 evaluation is never counted twice.
@@ -22,8 +26,11 @@ from duel_runner.services import (
     LOG_CHARS,
     RETRY_SECONDS,
     _log_local_builds,
+    environment_limits,
     revision_agent_source,
     sandbox_backend,
+    seat_backend,
+    seat_clock,
 )
 from referee.evaluation import EvaluationResult, run_evaluation, validate_evaluation
 from sandboxes import AgentSource, InvalidAgent
@@ -86,21 +93,39 @@ def evaluation_record_result(
     return job_record(job=job, worker=worker, store=store)
 
 
+def _announcement(evaluation: Evaluation) -> dict[str, object]:
+    """What an online agent is told as its evaluation begins (its ``duel`` event, with no
+    duel and no opponent: the episodes are played alone)."""
+    return {
+        "competition": evaluation.competition_id,
+        "environment": evaluation.revision.competitor.environment.name,
+        "player": 1,
+        "players": 1,
+        "opponent": None,
+        "opponents": [],
+        "matches": len(evaluation.seeds),
+        "episodes": len(evaluation.seeds),
+    }
+
+
 def evaluation_play(*, evaluation_id: int) -> float | None:
-    """Play a queued evaluation in the sandbox and store it.
+    """Play a queued evaluation in its seat and store it.
 
     Returns None when it is done with, or the seconds after which to try again: another
-    worker holds it, or this host could not build its revision.
+    worker holds it, this host could not build its revision, or its online agent is
+    playing a duel (a seat plays one game at a time).
     """
     worker = worker_name()
+    busy = Evaluation.objects.filter(pk=evaluation_id).seat_busy().exists()
+    if busy:
+        return RETRY_SECONDS
     job = job_claim(kind=JobKind.EVALUATION, subject_id=evaluation_id, worker=worker)
     if job is None:
         return job_wait(kind=JobKind.EVALUATION, subject_id=evaluation_id)
-    evaluation = Evaluation.objects.select_related("revision__competitor__environment").get(
-        pk=evaluation_id
-    )
+    evaluation = Evaluation.objects.select_related(
+        "revision__competitor__environment", "revision__competitor__llm"
+    ).get(pk=evaluation_id)
     revision = evaluation.revision
-    environment = revision.competitor.environment.name
     with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here([revision]))
@@ -108,21 +133,44 @@ def evaluation_play(*, evaluation_id: int) -> float | None:
             again = job_give_back(job=job, worker=worker, problem=error.message)
             return RETRY_SECONDS if again else None
         _log_local_builds(built, f"evaluation {evaluation.pk}")
-        try:
-            source = revision_agent_source(revision)
-        except InvalidAgent as error:
-            result = EvaluationResult(
-                environment=environment,
-                agent=str(revision),
-                seeds=list(evaluation.seeds),
-                infrastructure_error=f"the revision's build is missing: {error}",
-            )
-        else:
-            result = run_evaluation(
-                environment, source, backend=sandbox_backend(), seeds=list(evaluation.seeds)
-            )
+        result = _evaluation_result(evaluation)
     evaluation_record_result(job=job, evaluation=evaluation, result=result, worker=worker)
     return None
+
+
+def _evaluation_result(evaluation: Evaluation) -> EvaluationResult:
+    """Play the claimed evaluation, whose agent's build this host holds."""
+    revision = evaluation.revision
+    environment = revision.competitor.environment
+    try:
+        source = revision_agent_source(revision)
+        backend = seat_backend(
+            revision,
+            game=evaluation.pk,
+            announcement=_announcement(evaluation),
+            kind="evaluation",
+        )
+    except (InvalidAgent, ArenaError) as error:
+        # A built revision whose files are gone, or an LLM player's key that cannot be
+        # read here: the platform's problem, never charged to the agent.
+        return EvaluationResult(
+            environment=environment.name,
+            agent=str(revision),
+            seeds=list(evaluation.seeds),
+            infrastructure_error=f"the revision's build is missing: {error}"
+            if isinstance(error, InvalidAgent)
+            else f"an LLM seat cannot be played: {error.message}",
+        )
+    return run_evaluation(
+        environment.game,
+        source,
+        backend=backend,
+        seeds=list(evaluation.seeds),
+        **{
+            **environment_limits(environment),
+            **seat_clock([revision.competitor], environment.game),
+        },
+    )
 
 
 def revision_validate_alone(

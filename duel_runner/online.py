@@ -1,12 +1,14 @@
-"""Refereeing online duels inside the gateway's process (the embedded default).
+"""Refereeing games with a seat on the network: online duels and evaluations inside the
+gateway's process (the embedded default), and where duels and evaluations that wait on
+the network (an online agent's, an LLM player's) are played.
 
 With the seat bus in memory, only the process that holds the clients' connections can
-referee their duels. ``OnlineDuelRunner`` takes them up there: duels handed to it by the
-tasks of this process, and any other online duel it finds queued (by another process,
-such as the tournament manager's, or the embedded broker's worker, which cannot reach
-this bus) or left with an expired lease, each played in a thread of its own. With tasks
-run eagerly (``ARENA_BROKER_URL=eager``), duels with an LLM seat dispatched in this
-process are handed to it too (``duel_runner.services.llm_duel_play``): they wait on a
+referee their games. ``OnlineDuelRunner`` takes them up there: duels and evaluations
+handed to it by the tasks of this process, and any other one with an online seat it
+finds queued (by another process, such as the tournament manager's, or the embedded
+broker's worker, which cannot reach this bus) or left with an expired lease, each played
+in a thread of its own. With tasks run eagerly (``ARENA_BROKER_URL=eager``), games with an
+LLM seat dispatched in this process are handed to it too (``llm_play``): they wait on a
 model's server for minutes.
 """
 
@@ -15,14 +17,47 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+from collections.abc import Callable
 
+from django.conf import settings
 from django.db import close_old_connections, connection
 
-from core.models import Duel, Job
+from core.models import Duel, Evaluation, Job, JobKind
 from core.online import LOCAL_REFEREE
+from duel_runner.evaluations import evaluation_play
 from duel_runner.services import duel_play
 
 logger = logging.getLogger(__name__)
+
+#: How each kind of job with a seat is played, by its subject's id.
+PLAYS: dict[str, Callable[[int], float | None]] = {
+    JobKind.DUEL: lambda duel_id: duel_play(duel_id=duel_id),
+    JobKind.EVALUATION: lambda evaluation_id: evaluation_play(evaluation_id=evaluation_id),
+}
+
+
+def online_play(*, kind: str, subject_id: int) -> float | None:
+    """Play a duel or an evaluation with an online seat where its seat bus can be reached:
+    in any worker with a Redis bus; with the embedded default, handed to the gateway's own
+    process (which also takes it up by itself, so nothing is lost if this process is
+    another)."""
+    if settings.ARENA_ONLINE_BUS_URL:
+        return PLAYS[kind](subject_id)
+    if LOCAL_REFEREE.submit is not None:
+        LOCAL_REFEREE.submit(kind, subject_id)
+    return None
+
+
+def llm_play(*, kind: str, subject_id: int) -> float | None:
+    """Play a duel or an evaluation with an LLM seat. In a worker, here. Eagerly
+    (``ARENA_BROKER_URL=eager``, no worker), where the gateway's process has its pool of
+    game threads, handed to it, so that the pass that dispatched it (the tournament
+    manager's, an owner's entry) is not held for the minutes an LLM game takes; elsewhere
+    (the demo command, a lone manager) here as well."""
+    if settings.CELERY_TASK_ALWAYS_EAGER and LOCAL_REFEREE.submit is not None:
+        LOCAL_REFEREE.submit(kind, subject_id)
+        return None
+    return PLAYS[kind](subject_id)
 
 
 class OnlineDuelRunner:
@@ -31,7 +66,7 @@ class OnlineDuelRunner:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             concurrency, thread_name_prefix="online-duel"
         )
-        self._playing: set[int] = set()
+        self._playing: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="online-duels", daemon=True)
@@ -46,39 +81,48 @@ class OnlineDuelRunner:
         self._poller.join(timeout=5)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, duel_id: int) -> bool:
-        """Play the duel in a thread of the pool, unless it is being played here."""
+    def submit(self, kind: str, subject_id: int) -> bool:
+        """Play the duel or evaluation in a thread of the pool, unless it is being played
+        here."""
         with self._lock:
-            if duel_id in self._playing or self._stop.is_set():
+            if (kind, subject_id) in self._playing or self._stop.is_set():
                 return False
-            self._playing.add(duel_id)
-        self._pool.submit(self._play, duel_id)
+            self._playing.add((kind, subject_id))
+        self._pool.submit(self._play, kind, subject_id)
         return True
 
-    def _play(self, duel_id: int) -> None:
+    def _play(self, kind: str, subject_id: int) -> None:
         try:
-            duel_play(duel_id=duel_id)
+            PLAYS[kind](subject_id)
         except Exception:
-            logger.exception("online duel %s failed to run", duel_id)
+            logger.exception("online %s %s failed to run", kind, subject_id)
         finally:
             connection.close()
             with self._lock:
-                self._playing.discard(duel_id)
+                self._playing.discard((kind, subject_id))
 
     def _poll(self) -> None:
         while not self._stop.wait(self.poll_seconds):
             try:
                 close_old_connections()
+                claimable = Job.objects.claimable()
                 # Queued ones, and any whose referee here stopped renewing its lease.
-                queued = list(
-                    Duel.objects.filter(job__in=Job.objects.claimable())
+                queued = [
+                    (JobKind.DUEL, pk)
+                    for pk in Duel.objects.filter(job__in=claimable)
                     .with_online_seat()
                     .order_by("pk")
                     .values_list("pk", flat=True)[:200]
-                )
+                ] + [
+                    (JobKind.EVALUATION, pk)
+                    for pk in Evaluation.objects.filter(job__in=claimable)
+                    .with_online_seat()
+                    .order_by("pk")
+                    .values_list("pk", flat=True)[:200]
+                ]
             except Exception:
-                logger.exception("could not look for queued online duels")
+                logger.exception("could not look for queued online duels and evaluations")
                 continue
-            for duel_id in queued:
-                self.submit(duel_id)
+            for kind, subject_id in queued:
+                self.submit(kind, subject_id)
         connection.close()

@@ -26,6 +26,7 @@ from core.jobs import (
 from core.leases import worker_name
 from core.local_builds import LocalBuild, revisions_built_here
 from core.models import (
+    Competitor,
     Duel,
     DuelSeat,
     DuelStatus,
@@ -40,7 +41,7 @@ from core.models import (
 )
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
-from core.online import LOCAL_REFEREE, seat_bus
+from core.online import seat_bus
 from core.signals import duel_finished
 from environments.registry import load_info
 from referee.duel import llm_clock, run_duel
@@ -259,28 +260,6 @@ def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str)
     return job_record(job=job, worker=worker, store=store)
 
 
-def online_duel_play(*, duel_id: int) -> float | None:
-    """Play a duel with an online seat where its seat bus can be reached: in any worker
-    with a Redis bus; with the embedded default, handed to the gateway's own process
-    (which also takes it up by itself, so nothing is lost if this process is another)."""
-    if settings.ARENA_ONLINE_BUS_URL:
-        return duel_play(duel_id=duel_id)
-    if LOCAL_REFEREE.submit is not None:
-        LOCAL_REFEREE.submit(duel_id)
-    return None
-
-
-def llm_duel_play(*, duel_id: int) -> float | None:
-    """Play a duel with an LLM seat. In a worker, here. Eagerly (``ARENA_BROKER_URL=eager``,
-    no worker), where the gateway's process has its pool of duel threads, handed to it, so
-    that the tournament manager's pass that dispatched it is not held for the minutes an
-    LLM duel takes; elsewhere (the demo command, a lone manager) here as well."""
-    if settings.CELERY_TASK_ALWAYS_EAGER and LOCAL_REFEREE.submit is not None:
-        LOCAL_REFEREE.submit(duel_id)
-        return None
-    return duel_play(duel_id=duel_id)
-
-
 def _announcement(duel: Duel, player: int) -> dict[str, object]:
     """What an online agent is told as one of its duels begins (its ``duel`` event)."""
     opponents = [
@@ -299,30 +278,50 @@ def _announcement(duel: Duel, player: int) -> dict[str, object]:
     }
 
 
+def seat_backend(
+    revision: Revision, *, game: int, announcement: dict[str, object], kind: str = "duel"
+) -> SandboxBackend:
+    """The sandbox of one seat of a game (a duel, or with ``kind`` ``"evaluation"`` an
+    evaluation; ``game`` is its id): the hosted agents', a remote seat for an online agent
+    (told ``announcement`` as the game begins), the harness for an LLM player (with its
+    key in clear: ArenaError when it cannot be had)."""
+    competitor = revision.competitor
+    if competitor.is_llm:
+        return LLMSandbox(competitor.llm.config())
+    if competitor.has_seat:
+        return RemoteSandbox(
+            seat_bus(),
+            duel=game,
+            # A person who closed the tab loses once their move's time is up, as
+            # the clock would have it, and may reload the page meanwhile.
+            grace=settings.ARENA_HUMAN_MOVE_SECONDS
+            if competitor.is_human
+            else settings.ARENA_ONLINE_GRACE_SECONDS,
+            allowance=settings.ARENA_ONLINE_ALLOWANCE_SECONDS,
+            announcement=announcement,
+            kind=kind,
+        )
+    return sandbox_backend()
+
+
 def duel_backends(duel: Duel) -> tuple[SandboxBackend, ...]:
-    """Each player's sandbox: the hosted ones', a remote seat for an online agent, the
-    harness for an LLM player (with its key in clear: ArenaError when it cannot be had)."""
-    backends: list[SandboxBackend] = []
-    for player, revision in enumerate(duel.revisions(), start=1):
-        if revision.competitor.is_llm:
-            backends.append(LLMSandbox(revision.competitor.llm.config()))
-        elif revision.competitor.has_seat:
-            backends.append(
-                RemoteSandbox(
-                    seat_bus(),
-                    duel=duel.pk,
-                    # A person who closed the tab loses once their move's time is up, as
-                    # the clock would have it, and may reload the page meanwhile.
-                    grace=settings.ARENA_HUMAN_MOVE_SECONDS
-                    if revision.competitor.is_human
-                    else settings.ARENA_ONLINE_GRACE_SECONDS,
-                    allowance=settings.ARENA_ONLINE_ALLOWANCE_SECONDS,
-                    announcement=_announcement(duel, player),
-                )
-            )
-        else:
-            backends.append(sandbox_backend())
-    return tuple(backends)
+    """Each player's sandbox (``seat_backend``)."""
+    return tuple(
+        seat_backend(revision, game=duel.pk, announcement=_announcement(duel, player))
+        for player, revision in enumerate(duel.revisions(), start=1)
+    )
+
+
+def seat_clock(competitors: list[Competitor], game: str) -> dict[str, float]:
+    """The clock of every seat of a game with these players (``run_duel`` overrides):
+    a person's if one plays, else the LLM clock if an LLM player does (fair, and a
+    model's answer takes seconds where a program's takes microseconds), else the game's
+    own (none)."""
+    if any(competitor.is_human for competitor in competitors):
+        return human_clock()
+    if any(competitor.is_llm for competitor in competitors):
+        return llm_clock(load_info(game))
+    return {}
 
 
 def duel_play(*, duel_id: int) -> float | None:
@@ -386,14 +385,7 @@ def _duel_result(duel: Duel) -> DuelResult:
             else f"an LLM seat cannot be played: {error.message}"
         )
         return _infrastructure_failure(duel, problem)
-    # Every seat of a duel with an LLM gets the LLM clock: fair, and a model's answer
-    # takes seconds where a program's takes microseconds. A person gets a person's clock.
-    competitors = [revision.competitor for revision in revisions]
-    clock: dict[str, float] = {}
-    if any(competitor.is_human for competitor in competitors):
-        clock = human_clock()
-    elif any(competitor.is_llm for competitor in competitors):
-        clock = llm_clock(load_info(game))
+    clock = seat_clock([revision.competitor for revision in revisions], game)
     with duel_live_feed(duel_id=duel.pk) as feed:
         return run_duel(
             game,

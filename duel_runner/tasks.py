@@ -8,7 +8,8 @@ from celery import Task, shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
-from duel_runner import evaluations, services, validation
+from core.models import JobKind
+from duel_runner import evaluations, online, services, validation
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def play_duel(self: Task[[int], None], duel_id: int) -> None:
 def play_online_duel(self: Task[[int], None], duel_id: int) -> None:
     """A duel with an online seat: mostly waiting on the network, so it runs on the
     ``online`` queue, whose workers run many at once in threads (``-P threads``)."""
-    wait = services.online_duel_play(duel_id=duel_id)
+    wait = online.online_play(kind=JobKind.DUEL, subject_id=duel_id)
     if wait is not None and not self.request.is_eager:
         raise self.retry(countdown=wait)
 
@@ -67,7 +68,7 @@ def play_online_duel(self: Task[[int], None], duel_id: int) -> None:
 def play_llm_duel(self: Task[[int], None], duel_id: int) -> None:
     """A duel with an LLM seat (and no online one): mostly waiting on the model's server,
     so it runs on the ``online`` queue's threads rather than holding a prefork worker."""
-    wait = services.llm_duel_play(duel_id=duel_id)
+    wait = online.llm_play(kind=JobKind.DUEL, subject_id=duel_id)
     if wait is not None and not self.request.is_eager:
         raise self.retry(countdown=wait)
 
@@ -82,6 +83,35 @@ def play_llm_duel(self: Task[[int], None], duel_id: int) -> None:
 def play_evaluation(self: Task[[int], None], evaluation_id: int) -> None:
     """One agent on a score competition's seeded episodes, on the ``duels`` queue."""
     wait = evaluations.evaluation_play(evaluation_id=evaluation_id)
+    if wait is not None and not self.request.is_eager:
+        raise self.retry(countdown=wait)
+
+
+@shared_task(
+    bind=True,
+    name="duel_runner.tasks.play_online_evaluation",
+    soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
+    time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+    max_retries=None,
+)
+def play_online_evaluation(self: Task[[int], None], evaluation_id: int) -> None:
+    """An online agent's evaluation: where its seat bus is reached, on the ``online``
+    queue's threads, as its duels are."""
+    wait = online.online_play(kind=JobKind.EVALUATION, subject_id=evaluation_id)
+    if wait is not None and not self.request.is_eager:
+        raise self.retry(countdown=wait)
+
+
+@shared_task(
+    bind=True,
+    name="duel_runner.tasks.play_llm_evaluation",
+    soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
+    time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
+    max_retries=None,
+)
+def play_llm_evaluation(self: Task[[int], None], evaluation_id: int) -> None:
+    """An LLM player's evaluation: on the ``online`` queue's threads, as its duels are."""
+    wait = online.llm_play(kind=JobKind.EVALUATION, subject_id=evaluation_id)
     if wait is not None and not self.request.is_eager:
         raise self.retry(countdown=wait)
 

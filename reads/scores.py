@@ -5,8 +5,10 @@ and actions."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
+import orjson
 from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -18,9 +20,11 @@ from core.models import (
     Evaluation,
     Revision,
     ScoreCompetition,
+    User,
 )
+from core.models.scores import ENTERED_KINDS
 from environments.registry import make_environment
-from reads.access import Visitor, can_see_competitor, is_organizer
+from reads.access import Visitor, can_see_competitor, competitors_visible, is_organizer
 
 
 def score_competitions_visible(user: Visitor) -> QuerySet[ScoreCompetition]:
@@ -101,10 +105,64 @@ def score_leaderboard(*, user: Visitor, competition: ScoreCompetition) -> list[S
     return rows
 
 
+def get_own_entrant(user: Visitor, **lookup: object) -> Competitor:
+    """One of the visitor's competitors (by ``pk``, or by ``environment`` and ``name``), to
+    enter in (or withdraw from) a score competition (``core.scores`` says which may be);
+    a 404 for anyone else's, as the owner's other pages do."""
+    competitor = (
+        Competitor.objects.select_related("environment", "owner")
+        .filter(owner=user if isinstance(user, User) else None, **lookup)
+        .first()
+    )
+    if competitor is None:
+        raise Http404("You have no such competitor.")
+    return competitor
+
+
+def score_entrants_visible(*, user: Visitor, competition: ScoreCompetition) -> list[Competitor]:
+    """The online agents and LLM players entered, that the visitor may see, by name."""
+    return list(
+        competition.entered.filter(competitors_visible(user))
+        .select_related("owner", "environment")
+        .order_by("name")
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreEntries:
+    """What the visitor may do about entries: their online agents and LLM players of the
+    game, those entered and those that could be."""
+
+    entered: list[Competitor]
+    enterable: list[Competitor]
+
+
+def score_entries_of(*, user: Visitor, competition: ScoreCompetition) -> ScoreEntries:
+    if not isinstance(user, User):
+        return ScoreEntries([], [])
+    own = list(
+        Competitor.objects.filter(
+            owner=user,
+            environment=competition.environment,
+            kind__in=ENTERED_KINDS,
+            is_disabled=False,
+        ).order_by("name")
+    )
+    entered = set(competition.entered.filter(owner=user).values_list("pk", flat=True))
+    return ScoreEntries(
+        entered=[competitor for competitor in own if competitor.pk in entered],
+        enterable=[competitor for competitor in own if competitor.pk not in entered],
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class ScoreCompetitionPage:
     competition: ScoreCompetition
     rows: list[ScoreRow]
+    #: Online agents and LLM players entered (those the visitor may see).
+    entrants: list[Competitor]
+    #: The visitor's own, entered or not.
+    entries: ScoreEntries
 
     @property
     def is_running(self) -> bool:
@@ -114,7 +172,10 @@ class ScoreCompetitionPage:
 
 def score_competition_page(*, user: Visitor, competition: ScoreCompetition) -> ScoreCompetitionPage:
     return ScoreCompetitionPage(
-        competition=competition, rows=score_leaderboard(user=user, competition=competition)
+        competition=competition,
+        rows=score_leaderboard(user=user, competition=competition),
+        entrants=score_entrants_visible(user=user, competition=competition),
+        entries=score_entries_of(user=user, competition=competition),
     )
 
 
@@ -146,3 +207,31 @@ def episode_trace(environment: str, episode: dict[str, Any]) -> list[EpisodeStep
         game.step({0: actions[0]})
         steps.append(EpisodeStep(game.step_count, game.render_text()))
     return steps
+
+
+def evaluation_has_conversations(evaluation: Evaluation) -> bool:
+    """Whether an LLM seat played it (each episode keeps its conversation)."""
+    return any("conversation" in episode for episode in evaluation.episodes)
+
+
+def evaluation_conversations_jsonl(evaluation: Evaluation) -> Iterator[bytes]:
+    """An LLM seat's conversations, one JSON object per line and turn, episode by episode,
+    as a duel's downloads give a match's (the caller checks the visitor may read them, as
+    the agent's log)."""
+    for episode in evaluation.episodes:
+        conversation = episode.get("conversation") or {}
+        for turn in conversation.get("turns") or []:
+            yield (
+                orjson.dumps(
+                    {
+                        "evaluation": evaluation.pk,
+                        "episode": episode.get("index"),
+                        "step": turn.get("step"),
+                        "model": conversation.get("model"),
+                        "harness_version": conversation.get("harness_version"),
+                        "harness_hash": conversation.get("harness_hash"),
+                        "turn": turn,
+                    }
+                )
+                + b"\n"
+            )

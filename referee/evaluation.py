@@ -7,6 +7,10 @@ fault ends scores the game's ``fault_return`` (``info.yml``: the worst return th
 environment gives, 0 for CartPole); after its restart is spent, an unusable agent
 forfeits its remaining episodes at that score. The seeds come from the competition, so
 every agent plays the same episodes, and an episode is replayed from its seed and actions.
+
+The seat is any seat a duel has (``sandboxes``): a hosted agent's sandbox, an online
+agent's remote seat or an LLM player's harness, with their clocks, faults and
+absences as in duels; an LLM seat's conversation of each episode is kept with it.
 """
 
 from __future__ import annotations
@@ -46,9 +50,14 @@ class EpisodeRecord(MatchRecord):
     def episode_return(self) -> float:
         return self.scores[0]
 
+    @property
+    def conversation(self) -> dict[str, Any] | None:
+        """An LLM seat's requests and answers in this episode (``llm.records``)."""
+        return self.transcripts.get(1)
+
     def as_json(self, *, include_logs: bool = True) -> dict[str, Any]:
         # An episode's log is the evaluation's whole log: it keeps no move logs.
-        return {
+        document: dict[str, Any] = {
             "index": self.index,
             "seed": self.seed,
             "return": self.episode_return,
@@ -61,6 +70,9 @@ class EpisodeRecord(MatchRecord):
             "timings": self.timings,
             "duration": round(self.duration, 6),
         }
+        if self.conversation is not None:
+            document["conversation"] = self.conversation
+        return document
 
 
 @dataclasses.dataclass
@@ -178,6 +190,9 @@ class Evaluator(Referee):
 
         self._score_episode(record)
         self._send_end(record, [contestant])
+        conversation = contestant.transcript(index)
+        if conversation is not None:
+            record.transcripts[1] = {"player": 1, **conversation}
         if contestant.broken is not None:
             contestant.stop()
         record.duration = time.monotonic() - started

@@ -48,18 +48,22 @@ class RemoteAgent(SocketSeat):
         grace: float,
         allowance: float,
         log_bytes: int,
+        kind: str = "duel",
     ) -> None:
         super().__init__(log_bytes=log_bytes)
         self.bus = bus
         self.seat = seat
         self.grace = grace
         self.latency_allowance = allowance
-        self._note(f"duel {duel}: waiting for the client of seat {seat}")
+        self._note(f"{kind} {duel}: waiting for the client of seat {seat}")
+        # The announcement of an evaluation says so (``duel`` null, its ``evaluation``).
+        game = {"duel": duel} if kind == "duel" else {"duel": None, kind: duel}
         try:
             bus.seat_open(
                 seat,
                 duel=duel,
-                announcement=orjson.dumps({"type": "duel", "duel": duel, **announcement}),
+                kind=kind,
+                announcement=orjson.dumps({"type": "duel", **game, **announcement}),
             )
         except Exception as error:
             self._close_fds()
@@ -152,7 +156,8 @@ class RemoteAgent(SocketSeat):
 
 
 class RemoteSandbox:
-    """Seats of one duel whose agents connect over the network (``AgentSource.seat``)."""
+    """Seats of one duel (or, with ``kind`` ``"evaluation"``, of one evaluation) whose
+    agents connect over the network (``AgentSource.seat``)."""
 
     name = "remote"
 
@@ -164,9 +169,11 @@ class RemoteSandbox:
         grace: float,
         allowance: float,
         announcement: dict[str, Any] | None = None,
+        kind: str = "duel",
     ) -> None:
         self.bus = bus
         self.duel = duel
+        self.kind = kind
         self.grace = grace
         self.allowance = allowance
         self.announcement = announcement or {}
@@ -182,4 +189,5 @@ class RemoteSandbox:
             grace=self.grace,
             allowance=self.allowance,
             log_bytes=limits.log_bytes,
+            kind=self.kind,
         )

@@ -5,7 +5,8 @@ duels are refereed in a duel worker, which may be another process on another mac
 The bus carries, per *seat* (one online model, which plays one duel at a time):
 
 - **events**, from the referee to the client: the protocol's messages (``hello``,
-  ``start``, ``act``, ``end``, ``bye``) and the server's own (``duel``: a duel begins).
+  ``start``, ``act``, ``end``, ``bye``) and the server's own (``duel``: a duel, or a score
+  competition's evaluation, begins).
   They are kept in order with a sequence number (``seq``, an opaque string) so that a
   client that reconnects resumes exactly where it was (``events_after``);
 - **pending requests**: what the referee waits for (``"ready"`` after ``hello``,
@@ -48,12 +49,24 @@ SEAT_KEYS_TTL = 7 * 24 * 3600
 GATEWAY_TTL = 15.0
 
 
+#: What a seat may be playing: a duel, or an evaluation (a one-player game's episodes).
+GAME_KINDS = ("duel", "evaluation")
+
+
 @dataclasses.dataclass(frozen=True)
 class SeatDuel:
-    """The duel a seat is playing: its id, and the ``seq`` of the event that began it."""
+    """What a seat is playing, and the ``seq`` of the event that began it: a duel (its
+    id), or an evaluation (``duel`` None, and its id)."""
 
-    duel: int
+    duel: int | None
     first_seq: str
+    evaluation: int | None = None
+
+    @classmethod
+    def of(cls, kind: str, game: int, first_seq: str) -> SeatDuel:
+        if kind == "evaluation":
+            return cls(None, first_seq, evaluation=game)
+        return cls(game, first_seq)
 
 
 def pending_key(message: dict[str, Any]) -> str | None:
@@ -86,9 +99,10 @@ def reply_key(reply: dict[str, Any]) -> str | None:
 class SeatBus(Protocol):
     # -- the referee's side (threads) ---------------------------------------------------
 
-    def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
-        """Begin ``duel`` on ``seat``: forget what is pending or unread from an earlier
-        duel, publish ``announcement`` (a JSON object) and return its ``seq``."""
+    def seat_open(self, seat: str, *, duel: int, announcement: bytes, kind: str = "duel") -> str:
+        """Begin ``duel`` on ``seat`` (a duel's id, or an evaluation's with ``kind``
+        ``"evaluation"``): forget what is pending or unread from an earlier game, publish
+        ``announcement`` (a JSON object) and return its ``seq``."""
 
     def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
         """Publish one message (a JSON object, no newline) to the client; returns its
@@ -203,13 +217,13 @@ class MemorySeatBus:
                 loop.call_soon_threadsafe(event.set)
         return seq
 
-    def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
+    def seat_open(self, seat: str, *, duel: int, announcement: bytes, kind: str = "duel") -> str:
         with self._lock:
             state = self._seats[seat]
             state.pending.clear()
             state.replies.clear()
             seq = self._append(state, announcement)
-            state.duel = SeatDuel(duel, seq)
+            state.duel = SeatDuel.of(kind, duel, seq)
             return seq
 
     def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
@@ -343,7 +357,7 @@ GATEWAYS_KEY = "arena:gateways"
 # begin a duel (the replies left from an earlier one go too, and the duel and its first
 # seq are recorded in the same step: a client that connects at any moment either finds
 # the duel and gets it from its start, or gets its announcement as a new event), the
-# keys' time to live, and the duel.
+# keys' time to live, the duel (or evaluation) and which of the two it is.
 _PUBLISH_SCRIPT = r"""
 redis.call('DEL', KEYS[2])
 if ARGV[5] == 'open' then redis.call('DEL', KEYS[3]) end
@@ -353,7 +367,7 @@ local previous = '0-0'
 if newest[1] then previous = newest[1][1] end
 local seq = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'line', ARGV[1])
 if ARGV[5] == 'open' then
-  redis.call('HSET', KEYS[5], 'duel', ARGV[7], 'first_seq', seq)
+  redis.call('HSET', KEYS[5], 'duel', ARGV[7], 'first_seq', seq, 'kind', ARGV[8])
   redis.call('EXPIRE', KEYS[5], ARGV[6])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[6])
@@ -400,7 +414,8 @@ def _seat_duel(found: dict[bytes, bytes]) -> SeatDuel | None:
     """The duel of a seat's ``duel`` hash, if it has one."""
     if not found:
         return None
-    return SeatDuel(int(found[b"duel"]), found[b"first_seq"].decode())
+    kind = found.get(b"kind", b"duel").decode()
+    return SeatDuel.of(kind, int(found[b"duel"]), found[b"first_seq"].decode())
 
 
 class RedisSeatBus:
@@ -430,7 +445,15 @@ class RedisSeatBus:
 
     # -- the referee's side ---------------------------------------------------------------
 
-    def _publish(self, seat: str, line: bytes, awaits: str | None, mode: str, duel: int = 0) -> str:
+    def _publish(
+        self,
+        seat: str,
+        line: bytes,
+        awaits: str | None,
+        mode: str,
+        duel: int = 0,
+        kind: str = "duel",
+    ) -> str:
         keys = [
             _key(seat, "events"),
             _key(seat, "pending"),
@@ -446,11 +469,12 @@ class RedisSeatBus:
             mode,
             SEAT_KEYS_TTL,
             duel,
+            kind,
         ]
         return str(self._publish_script(keys=keys, args=arguments).decode())
 
-    def seat_open(self, seat: str, *, duel: int, announcement: bytes) -> str:
-        return self._publish(seat, announcement, None, "open", duel)
+    def seat_open(self, seat: str, *, duel: int, announcement: bytes, kind: str = "duel") -> str:
+        return self._publish(seat, announcement, None, "open", duel, kind)
 
     def publish(self, seat: str, line: bytes, *, awaits: str | None) -> str:
         return self._publish(seat, line, awaits, "publish")

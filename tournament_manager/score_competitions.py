@@ -7,14 +7,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import job_retry, jobs_queue
+from core.jobs import job_retry
 from core.models import Evaluation, Job, JobKind, JobStatus, ScoreCompetition
-from core.models.submissions import CompetitorKind
+from core.scores import score_evaluations_queue
 from tournament_manager.selectors import latest_validated_revisions
 
 
 def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation]:
-    """Evaluate every competitor's newest validated revision on the competition's episodes.
+    """Evaluate every hosted competitor's newest validated revision on the competition's
+    episodes, and that of every online agent and LLM player its owner entered
+    (``core.scores``).
 
     A re-run starts afresh: the evaluations of an earlier run are deleted (a worker still
     playing one can no longer record it) and the entrants are chosen again, so a newer
@@ -26,26 +28,21 @@ def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation
             f"{environment.title} is a {environment.players}-player game; score competitions "
             "are for one-player games (run a tournament instead)"
         )
-    entrants = [
-        revision
-        for revision in latest_validated_revisions(environment)
-        if revision.competitor.kind == CompetitorKind.HOSTED
-    ]
-    if not entrants:
-        raise ArenaError(f"{environment.title} has no validated agent to evaluate yet")
-    seeds = competition.seeds
     with transaction.atomic():
+        # Locked first: an entry made meanwhile is either seen here or made after.
         ScoreCompetition.objects.select_for_update().get(pk=competition.pk)
+        entered = set(competition.entered.values_list("pk", flat=True))
+        entrants = [
+            revision
+            for revision in latest_validated_revisions(environment)
+            if revision.competitor.is_hosted or revision.competitor_id in entered
+        ]
+        if not entrants:
+            raise ArenaError(f"{environment.title} has no validated agent to evaluate yet")
         competition.evaluations.all().delete()
-        evaluations = Evaluation.objects.bulk_create(
-            Evaluation(competition=competition, revision=revision, seeds=seeds)
-            for revision in entrants
-        )
+        evaluations = score_evaluations_queue(competition=competition, revisions=entrants)
         competition.started_at = timezone.now()
         competition.save(update_fields=["started_at"])
-        jobs_queue(
-            kind=JobKind.EVALUATION, subject_ids=[evaluation.pk for evaluation in evaluations]
-        )
     return evaluations
 
 

@@ -52,6 +52,7 @@ from core.models import (
     DuelSeat,
     DuelStatus,
     Environment,
+    Evaluation,
     Job,
     JobKind,
     JobStatus,
@@ -536,12 +537,19 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
             busy.add(revision)
         if row["last"] is not None:
             last_duel[revision] = row["last"]
+    # An online agent being evaluated has its seat taken: one game at a time.
+    evaluated = set(
+        Evaluation.objects.active()
+        .with_online_seat()
+        .values_list("revision__competitor_id", flat=True)
+    )
     participants = [
         participant
         for participant in ladder.participants.filter(withdrawn=False).select_related(
             "revision__competitor"
         )
         if participant.revision_id not in busy
+        and participant.revision.competitor_id not in evaluated
     ]
     queued = dict(
         OnlineSeat.objects.queued()

@@ -39,7 +39,14 @@ urlpatterns = [
     path("tournaments/<int:pk>/", competitions.tournament, name="tournament"),
     path("duels/<int:pk>/", competitions.duel, name="duel"),
     path("scores/<int:pk>/", scores.score_competition, name="score_competition"),
+    path("scores/<int:pk>/entries/", scores.score_entry, name="score_entry"),
+    path("scores/<int:pk>/entries/withdraw/", scores.score_entry_remove, name="score_entry_remove"),
     path("evaluations/<int:pk>/", scores.evaluation, name="evaluation"),
+    path(
+        "evaluations/<int:pk>/conversations.jsonl",
+        scores.evaluation_conversations,
+        name="evaluation_conversations",
+    ),
     path("evaluations/<int:pk>/episodes/<int:index>/", scores.episode, name="evaluation_episode"),
     path("duels/<int:duel_pk>/matches/<int:index>/", competitions.match, name="match"),
     path(

@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from core.models.competitions import DuelStatus
-from core.models.submissions import Environment, Revision
+from core.models.competitions import DuelSeat, DuelStatus
+from core.models.submissions import Competitor, CompetitorKind, Environment, Revision
 from referee.scores import episode_seeds
 
 #: Episodes per agent at most: an evaluation is one task, within ARENA_DUEL_TIMEOUT_SECONDS.
@@ -41,6 +41,11 @@ class ScoreCompetition(models.Model):
         help_text="Draws the episodes' seeds, the same for every agent.",
     )
     is_public = models.BooleanField(default=True)
+    #: Online agents and LLM players entered by their owners (``core.scores``): hosted
+    #: agents need no entry, their newest validated revision plays.
+    entered = models.ManyToManyField(
+        Competitor, blank=True, related_name="score_competitions_entered"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -68,6 +73,33 @@ class ScoreCompetition(models.Model):
     @property
     def seeds(self) -> list[int]:
         return episode_seeds(self.seed, self.episodes)
+
+
+#: Competitors that play through a remote seat on the seat bus (``Competitor.has_seat``).
+SEAT_KINDS = (CompetitorKind.ONLINE, CompetitorKind.HUMAN)
+#: Competitors that enter a score competition only when their owners enter them.
+ENTERED_KINDS = (CompetitorKind.ONLINE, CompetitorKind.LLM)
+
+
+class EvaluationQuerySet(models.QuerySet["Evaluation"]):
+    def with_online_seat(self) -> EvaluationQuerySet:
+        """Played by an online agent (refereed where the seat bus reaches)."""
+        return self.filter(revision__competitor__kind__in=SEAT_KINDS)
+
+    def with_llm_seat(self) -> EvaluationQuerySet:
+        """Played by an LLM player (mostly waiting on its server)."""
+        return self.filter(revision__competitor__kind=CompetitorKind.LLM)
+
+    def active(self) -> EvaluationQuerySet:
+        return self.filter(status__in=(DuelStatus.QUEUED, DuelStatus.RUNNING))
+
+    def seat_busy(self) -> EvaluationQuerySet:
+        """Those of an online agent now playing a duel: a seat plays one game at a time."""
+        playing = DuelSeat.objects.filter(
+            duel__status=DuelStatus.RUNNING,
+            revision__competitor=models.OuterRef("revision__competitor"),
+        )
+        return self.with_online_seat().filter(models.Exists(playing))
 
 
 class Evaluation(models.Model):
@@ -102,9 +134,12 @@ class Evaluation(models.Model):
     faulty_episodes = models.PositiveIntegerField(default=0)
     restarts = models.PositiveIntegerField(default=0)
     #: One document per episode (``referee.evaluation.EpisodeRecord.as_json``): seed,
-    #: actions, return, steps, faults, timings; the seed and actions replay it.
+    #: actions, return, steps, faults, timings (and an LLM seat's conversation); the
+    #: seed and actions replay it.
     episodes = models.JSONField(default=list)
     log = models.TextField(blank=True)
+
+    objects = EvaluationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

@@ -232,10 +232,17 @@ class OnlineClient:
         if kind == "duel":
             if self._duel is not None:
                 self._duel.finish()
-            self.log(
-                f"arena: duel {event.get('duel')} against {event.get('opponent')} "
-                f"({event.get('matches')} matches)"
-            )
+            if event.get("evaluation") is not None:
+                # A score competition's evaluation: the episodes of a one-player game.
+                self.log(
+                    f"arena: evaluation {event.get('evaluation')} of competition "
+                    f"{event.get('competition')} ({event.get('episodes')} episodes)"
+                )
+            else:
+                self.log(
+                    f"arena: duel {event.get('duel')} against {event.get('opponent')} "
+                    f"({event.get('matches')} matches)"
+                )
             self._duel = _Duel(self.agent, self._reply)
             self._hook(self.agent.on_server_message, event)
         elif kind in PROTOCOL_TYPES:

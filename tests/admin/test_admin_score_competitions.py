@@ -133,3 +133,38 @@ def test_it_reruns_only_the_failed_evaluations(
     assert run_action(ScoreCompetition, "rerun_failed", [competition]) == [
         "Pole cup: has no failed evaluation"
     ]
+
+
+def test_its_start_evaluates_the_online_agents_and_llm_players_entered_and_no_others(
+    organizer_client: Client,
+    alice: User,
+    upload: Callable,
+    run_action: Callable[..., list[str]],
+    environments: dict[str, Environment],
+    django_capture_on_commit_callbacks: Callable,
+) -> None:
+    from core.online import online_model_register
+    from core.scores import score_entry_create
+    from tests.factories import LLMPlayerFactory
+
+    upload(alice, "cartpole/constant.py")
+    cartpole = environments["cartpole"]
+    entered, _ = online_model_register(owner=alice, environment=cartpole, name="net-entered")
+    online_model_register(owner=alice, environment=cartpole, name="net-not-entered")
+    LLMPlayerFactory(competitor__environment=cartpole, competitor__name="llm-not-entered")
+    competition = ScoreCompetition.objects.create(
+        environment=cartpole, name="Pole cup", episodes=2, seed=5
+    )
+    assert score_entry_create(competition=competition, competitor=entered) is None  # a draft
+
+    # Queued only: no client is connected, so the online one is not played here.
+    with django_capture_on_commit_callbacks(execute=False):
+        notes = run_action(ScoreCompetition, "start", [competition])
+
+    assert notes == ["Pole cup: 2 evaluation(s) queued", "Started: 1"]
+    assert set(competition.evaluations.values_list("revision__competitor__name", flat=True)) == {
+        "constant",
+        "net-entered",
+    }
+    change = reverse("admin:core_scorecompetition_change", args=[competition.pk])
+    assert "net-entered (online)" in organizer_client.get(change).content.decode()

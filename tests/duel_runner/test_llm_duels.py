@@ -112,13 +112,13 @@ def test_it_hands_an_llm_duel_to_the_gateways_duel_threads_without_a_broker(serv
     from core.online import LOCAL_REFEREE
     from duel_runner.tasks import play_llm_duel
 
-    handed: list[int] = []
-    monkeypatch.setattr(LOCAL_REFEREE, "submit", handed.append)
+    handed: list[tuple[str, int]] = []
+    monkeypatch.setattr(LOCAL_REFEREE, "submit", lambda *job: handed.append(job))
     duel = llm_vs_random(server, api_key=KEY)
 
     play_llm_duel.delay(duel_id=duel.pk)
 
-    assert handed == [duel.pk]
+    assert handed == [("duel", duel.pk)]
     duel.refresh_from_db()
     assert duel.status == DuelStatus.QUEUED  # to be played by the pool, not here
 

@@ -4,6 +4,7 @@ seeded episodes, and the leaderboard of mean returns shows on the site and in th
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -194,3 +195,75 @@ def test_it_refuses_to_start_a_competition_of_a_two_player_game():
     with pytest.raises(ArenaError, match="2-player game"):
         score_competition_start(competition=cup)
     assert not cup.evaluations.exists()
+
+
+def test_it_evaluates_an_llm_player_its_owner_entered_like_a_hosted_agent(client):
+    from django.core import serializers
+
+    from core.models.submissions import CompetitorKind
+    from core.scores import score_entry_create
+    from llm.local_server import LocalLLMServer
+    from tests.factories import LLMPlayerFactory
+
+    key = "sk-score-secret-9d8e7f"
+    agents = cartpole_agents()
+    cup = competition(episodes=3)
+    with LocalLLMServer() as server:
+        llm = LLMPlayerFactory(
+            competitor__environment=cup.environment,
+            competitor__name="llm-pusher",
+            base_url=server.url,
+            api_key=key,
+        )
+        # Not entered: the organizer's start evaluates the hosted agents only.
+        assert len(score_competition_start(competition=cup)) == 3
+
+        # Entered in the started competition: evaluated at once, on the same episodes.
+        evaluation = score_entry_create(competition=cup, competitor=llm.competitor)
+
+    assert evaluation is not None
+    evaluation.refresh_from_db()
+    assert evaluation.status == DuelStatus.SUCCEEDED, evaluation.error
+    constant = Evaluation.objects.get(competition=cup, revision=agents["constant"])
+    # The rule-based model plays the first legal action, as the constant agent does.
+    assert [e["seed"] for e in evaluation.episodes] == cup.seeds
+    assert [e["actions"] for e in evaluation.episodes] == [e["actions"] for e in constant.episodes]
+    assert evaluation.mean_return == constant.mean_return
+    assert (evaluation.ci_low, evaluation.ci_high) == (constant.ci_low, constant.ci_high)
+    for episode in evaluation.episodes:
+        turns = episode["conversation"]["turns"]
+        assert len(turns) == episode["steps"] and turns[0]["outcome"] == "legal"
+    assert key not in serializers.serialize("json", [evaluation]) + evaluation.log
+
+    board = client.get(f"/api/v1/score-competitions/{cup.pk}").json()
+    assert {entry["competitor"] for entry in board["leaderboard"]} == {
+        "balancer",
+        "rando",
+        "constant",
+        "llm-pusher",
+    }
+    owner = llm.competitor.owner.display_name
+    assert board["entered"] == [
+        {"id": llm.competitor.pk, "name": "llm-pusher", "kind": CompetitorKind.LLM, "owner": owner}
+    ]
+    page = client.get(f"/scores/{cup.pk}/").content.decode()
+    assert "llm-pusher" in page and ">LLM</span>" in page
+    # Its conversations, for whoever may read its log (a public player: anyone).
+    download = f"/evaluations/{evaluation.pk}/conversations.jsonl"
+    assert download in client.get(evaluation.get_absolute_url()).content.decode()
+    lines = [json.loads(line) for line in client.get(download).content.splitlines()]
+    assert len(lines) == sum(e["steps"] for e in evaluation.episodes)
+    assert lines[0]["episode"] == 0 and lines[0]["turn"]["step"] == 0
+    assert key.encode() not in client.get(download).content
+    type(llm.competitor).objects.filter(pk=llm.competitor.pk).update(is_public=False)
+    assert client.get(download).status_code == 404
+
+    # A re-run evaluates it again: it stays entered.
+    with LocalLLMServer() as server:
+        type(llm).objects.filter(pk=llm.pk).update(base_url=server.url)
+        rerun = score_competition_start(competition=cup)
+    assert {e.revision.competitor.name for e in rerun} >= {"llm-pusher"}
+    assert (
+        Evaluation.objects.get(competition=cup, revision__competitor=llm.competitor).status
+        == DuelStatus.SUCCEEDED
+    )

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 import statistics
+import uuid
 
 import pytest
 
 from environments.base import replay
 from environments.registry import make_environment
+from llm.config import LLMConfig
+from llm.local_server import LocalLLMServer
 from referee.evaluation import run_evaluation, validate_evaluation
 from referee.scores import episode_seeds, summarize, t_quantile_975
 from sandboxes.base import AgentSource
-from tests.support.sandboxes import AGENTS, hostile, player
+from sandboxes.llm import LLMSandbox
+from sandboxes.remote import RemoteSandbox
+from sandboxes.seat_bus import MemorySeatBus
+from tests.support.online import BusClient
+from tests.support.sandboxes import AGENTS, PLAYERS, hostile, player
 
 SEEDS = episode_seeds(5, 4)
 
@@ -89,6 +98,70 @@ def test_it_charges_a_crash_at_start_to_every_episode_it_spoils(backend):
     kinds = [episode.faults[0].kind.value for episode in evaluation.episodes]
     assert kinds == ["crash", "crash", "forfeit"]
     assert evaluation.returns == [0.0, 0.0, 0.0]
+
+
+def _remote_seat(grace: float = 1.0) -> tuple[MemorySeatBus, RemoteSandbox, AgentSource]:
+    bus = MemorySeatBus()
+    asyncio.run(bus.gateway_heartbeat(f"test-{uuid.uuid4().hex[:8]}"))
+    seat = f"test-{uuid.uuid4().hex[:12]}"
+    remote = RemoteSandbox(bus, duel=1, grace=grace, allowance=0.2)
+    return bus, remote, AgentSource.remote("online", seat=seat)
+
+
+def test_it_evaluates_an_online_agent_on_the_same_episodes_as_a_hosted_one(backend):
+    hosted = run_evaluation(
+        "cartpole", player("cartpole/random_player.py"), backend=backend, seeds=SEEDS
+    )
+    bus, remote, online = _remote_seat()
+    assert online.seat is not None
+    with BusClient(bus, online.seat, PLAYERS / "cartpole" / "random_player.py") as client:
+        evaluation = run_evaluation("cartpole", online, backend=remote, seeds=SEEDS)
+
+    assert evaluation.infrastructure_error == "" and evaluation.faults == []
+    # The same player on the same seeds: the same actions and returns, over the network.
+    assert [e.actions for e in evaluation.episodes] == [e.actions for e in hosted.episodes]
+    assert evaluation.returns == hosted.returns
+    assert client.refused == []
+
+
+def test_it_charges_an_online_agent_that_never_comes_to_every_episode():
+    _, remote, online = _remote_seat(grace=0.5)
+
+    evaluation = run_evaluation(
+        "cartpole", online, backend=remote, seeds=SEEDS[:3], startup_time=1.0
+    )
+
+    assert evaluation.infrastructure_error == ""
+    assert evaluation.returns == [0.0, 0.0, 0.0]  # CartPole's fault_return
+    reasons = [episode.error_msg for episode in evaluation.episodes]
+    assert reasons[0] == "player 1 timeout: while starting: it did not finish starting within 1.0 s"
+    # Gone past its grace period: no restart, the rest lost as a duel's would be.
+    gone = "not played: it disconnected and did not come back within the 0.5 s grace period"
+    assert reasons[1:] == [f"player 1 timeout: {gone}"] * 2
+    assert evaluation.restarts == 0
+
+
+def test_it_evaluates_an_llm_seat_and_keeps_each_episodes_conversation():
+    key = "sk-evaluation-secret-2b7c"
+    with LocalLLMServer() as server:
+        seat = LLMSandbox(LLMConfig(base_url=server.url, model="scripted", api_key=key))
+        evaluation = run_evaluation(
+            "cartpole",
+            AgentSource.llm("scripted"),
+            backend=seat,
+            seeds=SEEDS[:2],
+            move_time=5.0,
+            time_bank=5.0,
+        )
+
+    assert evaluation.infrastructure_error == "" and evaluation.faults == []
+    for episode in evaluation.episodes:
+        # The rule-based model always plays the first legal action: pushes left.
+        assert episode.actions and {actions[0] for actions in episode.actions} == {0}
+        conversation = episode.as_json()["conversation"]
+        assert conversation["model"] == "scripted"
+        assert [turn["step"] for turn in conversation["turns"]] == list(range(len(episode.actions)))
+    assert key not in json.dumps(evaluation.as_json())
 
 
 def test_it_validates_a_one_player_agent_by_a_short_evaluation(backend):

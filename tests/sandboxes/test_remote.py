@@ -10,6 +10,7 @@ tried where the bus matters.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 import uuid
@@ -384,3 +385,20 @@ def test_in_a_game_of_four_an_online_agent_plays_like_the_others(
     assert not result.infrastructure_error
     assert all(faults_of(result, player) == [[]] * 3 for player in (1, 2, 3, 4))
     assert result.as_json()["errors"] == [0, 0, 0, 0]
+
+
+def test_a_seat_playing_an_evaluation_says_so_and_names_no_duel(bus, seat):
+    sandbox = RemoteSandbox(bus, duel=7, grace=GRACE, allowance=0.0, kind="evaluation")
+    remote = sandbox.start(
+        AgentSource.remote("online", seat=seat), limits=SandboxLimits(), label="online"
+    )
+    try:
+        playing = asyncio.run(bus.current_duel(seat))
+        assert playing is not None
+        assert (playing.duel, playing.evaluation) == (None, 7)
+        events = asyncio.run(bus.events_after(seat, "0", 1.0))
+        announcement = json.loads(events[0][1])
+        assert announcement["type"] == "duel"
+        assert (announcement["duel"], announcement["evaluation"]) == (None, 7)
+    finally:
+        remote.close()

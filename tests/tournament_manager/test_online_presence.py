@@ -69,3 +69,30 @@ def test_a_queued_model_is_paired_only_while_its_stream_is_open(settings, starte
 
     connection(model.seat, open=True)  # back: its absence was the only reason
     assert ladder_matchmake(tournament=ladder) == 1
+
+
+def test_a_model_being_evaluated_in_a_score_competition_is_not_paired(settings, started):
+    from core.models import DuelStatus, Evaluation
+    from tests.factories import EvaluationFactory, ScoreCompetitionFactory
+
+    settings.ARENA_ONLINE_BUS_URL = ""
+    settings.ARENA_ONLINE_FILL_SECONDS = 0
+    environment = EnvironmentFactory()
+    RevisionFactory(competitor=CompetitorFactory(environment=environment), validated=True)
+    model, _ = online_model_register(owner=UserFactory(), environment=environment, name="net")
+    ladder = tournament_launch(
+        tournament=TournamentFactory(
+            environment=environment, format=TournamentFormat.LADDER, matches_per_duel=2
+        )
+    )
+    online_queue_join(competitor=model)
+    connection(model.seat, open=True)
+    # Its seat is taken by an evaluation (of another game's competition, for the test).
+    evaluation = EvaluationFactory(
+        competition=ScoreCompetitionFactory(), revision=model.revisions.get()
+    )
+
+    assert ladder_matchmake(tournament=ladder) == 0
+
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=DuelStatus.FAILED)
+    assert ladder_matchmake(tournament=ladder) == 1

@@ -61,7 +61,7 @@ class ScoreCompetitionAdmin(ArenaAdmin):
     search_fields = ("name", "environment__name")
     list_select_related = ("environment",)
     actions = ("start", "rerun_failed")
-    readonly_fields = ("started_at", "created_by", "created_at")
+    readonly_fields = ("entered_agents", "started_at", "created_by", "created_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Once started, its evaluations were played on these episodes: a change would
@@ -75,6 +75,13 @@ class ScoreCompetitionAdmin(ArenaAdmin):
         if not change:
             obj.created_by = acting_user(request)
         super().save_model(request, obj, form, change)
+
+    @admin.display(description="online agents and LLM players entered")
+    def entered_agents(self, competition: ScoreCompetition) -> str:
+        # Entered by their owners only (their client must be connected, their tokens are
+        # theirs to spend): every hosted agent's newest validated revision needs no entry.
+        entered = competition.entered.order_by("name") if competition.pk else []
+        return ", ".join(f"{competitor.name} ({competitor.kind})" for competitor in entered) or "-"
 
     @admin.display(description="evaluations played / total")
     def evaluations_done(self, competition: ScoreCompetition) -> str:

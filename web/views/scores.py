@@ -1,16 +1,24 @@
-"""Score competitions: the leaderboard of mean returns, an evaluation, an episode's trace."""
+"""Score competitions: the leaderboard of mean returns, an evaluation, an episode's trace;
+an owner entering (or withdrawing) an online agent or an LLM player."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
-from reads.access import can_see_competitor
+from core.errors import ArenaError, sentence
+from core.scores import score_entry_create, score_entry_withdraw
+from reads.access import AuthenticatedHttpRequest, can_see_competitor
 from reads.scores import (
     episode_document,
     episode_trace,
+    evaluation_conversations_jsonl,
+    evaluation_has_conversations,
     get_evaluation_for_user,
+    get_own_entrant,
     get_score_competition_for_user,
     score_competition_page,
 )
@@ -21,6 +29,56 @@ def score_competition(request: HttpRequest, pk: int) -> HttpResponse:
     competition = get_score_competition_for_user(request.user, pk)
     page = score_competition_page(user=request.user, competition=competition)
     return render(request, "web/score_competition.html", {"page": page, "competition": competition})
+
+
+def _posted_competitor(request: AuthenticatedHttpRequest) -> int:
+    try:
+        return int(request.POST.get("competitor", ""))
+    except ValueError:
+        raise Http404("No such competitor of yours") from None
+
+
+@login_required
+@require_POST
+def score_entry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """Enter one of the user's online agents or LLM players."""
+    competition = get_score_competition_for_user(request.user, pk)
+    competitor = get_own_entrant(request.user, pk=_posted_competitor(request))
+    try:
+        evaluation = score_entry_create(competition=competition, competitor=competitor)
+    except ArenaError as error:
+        messages.error(request, sentence(error.message))
+        return redirect(competition)
+    if evaluation is not None:
+        hint = " (keep its client connected)" if competitor.is_online else ""
+        messages.success(
+            request, f"{competitor.name} is entered: its episodes are played now{hint}."
+        )
+    elif competition.started_at is None:
+        messages.success(
+            request, f"{competitor.name} is entered: it is evaluated when the competition starts."
+        )
+    else:
+        messages.success(
+            request,
+            f"{competitor.name} is entered again; its evaluation stands until the next re-run.",
+        )
+    return redirect(competition)
+
+
+@login_required
+@require_POST
+def score_entry_remove(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """Withdraw one of the user's entered online agents or LLM players."""
+    competition = get_score_competition_for_user(request.user, pk)
+    competitor = get_own_entrant(request.user, pk=_posted_competitor(request))
+    try:
+        score_entry_withdraw(competition=competition, competitor=competitor)
+    except ArenaError as error:
+        messages.error(request, sentence(error.message))
+    else:
+        messages.success(request, f"{competitor.name} is withdrawn: it is not evaluated again.")
+    return redirect(competition)
 
 
 @require_GET
@@ -35,8 +93,22 @@ def evaluation(request: HttpRequest, pk: int) -> HttpResponse:
             "competitor": competitor,
             "environment": competitor.environment,
             "shows_log": can_see_competitor(request.user, competitor),
+            "has_conversations": evaluation_has_conversations(evaluation),
         },
     )
+
+
+@require_GET
+def evaluation_conversations(request: HttpRequest, pk: int) -> HttpResponse:
+    """An LLM player's conversations of an evaluation, for whoever may read its log."""
+    evaluation = get_evaluation_for_user(request.user, pk)
+    if not can_see_competitor(request.user, evaluation.revision.competitor):
+        raise Http404("No such evaluation")
+    response = HttpResponse(
+        b"".join(evaluation_conversations_jsonl(evaluation)), content_type="application/x-ndjson"
+    )
+    response["Content-Disposition"] = f'attachment; filename="evaluation-{pk}-conversations.jsonl"'
+    return response
 
 
 @require_GET
