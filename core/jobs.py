@@ -49,32 +49,23 @@ VALIDATE_REVISION = "duel_runner.tasks.validate_revision"
 PUBLISH_REVISION = "publisher.tasks.publish_revision"
 
 
-def _duel_tasks(duel_ids: Sequence[int]) -> dict[int, str]:
-    """An online agent's duel where its seat bus is reached, an LLM player's on the
-    ``online`` queue's threads (it mostly waits on its server), any other on ``duels``:
-    two queries, however many duels."""
-    duels = Duel.objects.filter(pk__in=duel_ids)
-    online = set(duels.with_online_seat().values_list("pk", flat=True))
-    llm = set(duels.with_llm_seat().values_list("pk", flat=True))
-    return {
-        pk: PLAY_ONLINE_DUEL if pk in online else PLAY_LLM_DUEL if pk in llm else PLAY_DUEL
-        for pk in duel_ids
-    }
+def _seat_tasks(
+    model: type[Duel] | type[Evaluation], hosted: str, online: str, llm: str
+) -> Callable[[Sequence[int]], dict[int, str]]:
+    """The task of each duel or evaluation, by its seats: with an online agent's, where its
+    seat bus is reached; with an LLM player's, on the ``online`` queue's threads (it mostly
+    waits on its server); any other on ``duels``. Two queries, however many subjects."""
 
+    def tasks(subject_ids: Sequence[int]) -> dict[int, str]:
+        subjects = model.objects.filter(pk__in=subject_ids)
+        with_online = set(subjects.with_online_seat().values_list("pk", flat=True))
+        with_llm = set(subjects.with_llm_seat().values_list("pk", flat=True))
+        return {
+            pk: online if pk in with_online else llm if pk in with_llm else hosted
+            for pk in subject_ids
+        }
 
-def _evaluation_tasks(evaluation_ids: Sequence[int]) -> dict[int, str]:
-    """As a duel's (``_duel_tasks``), by the seat of the evaluation's one player."""
-    evaluations = Evaluation.objects.filter(pk__in=evaluation_ids)
-    online = set(evaluations.with_online_seat().values_list("pk", flat=True))
-    llm = set(evaluations.with_llm_seat().values_list("pk", flat=True))
-    return {
-        pk: PLAY_ONLINE_EVALUATION
-        if pk in online
-        else PLAY_LLM_EVALUATION
-        if pk in llm
-        else PLAY_EVALUATION
-        for pk in evaluation_ids
-    }
+    return tasks
 
 
 def _one_task(task: str) -> Callable[[Sequence[int]], dict[int, str]]:
@@ -183,7 +174,7 @@ POLICIES: dict[str, Policy] = {
     JobKind.DUEL: Policy(
         subject=Duel,
         status_field="status",
-        tasks=_duel_tasks,
+        tasks=_seat_tasks(Duel, PLAY_DUEL, PLAY_ONLINE_DUEL, PLAY_LLM_DUEL),
         argument="duel_id",
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
@@ -194,7 +185,7 @@ POLICIES: dict[str, Policy] = {
     JobKind.EVALUATION: Policy(
         subject=Evaluation,
         status_field="status",
-        tasks=_evaluation_tasks,
+        tasks=_seat_tasks(Evaluation, PLAY_EVALUATION, PLAY_ONLINE_EVALUATION, PLAY_LLM_EVALUATION),
         argument="evaluation_id",
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
