@@ -15,6 +15,17 @@ posterior's mode, found by Newton's method; its uncertainty is the inverse of th
 posterior's curvature there (the Laplace approximation), which also gives, for any two
 agents, the probability that their order is the other way round.
 
+The fit grows with the matches, not with the cube of the agents: the posterior's curvature
+is a sparse matrix (one entry per pair of agents that met), Newton's steps are solved on it
+by conjugate gradients, and no dense matrix is formed. Its inverse, the covariance, is
+formed only for a field of at most ``DENSE_LIMIT`` agents, where it gives every pair's
+probability of being the other way round exactly. A larger field gets each agent's
+variance from ``PROBES`` random draws of the posterior (exact Gaussian draws, each one
+solve), with the variance of a simpler draw whose expectation is known as a control (its
+error is what the draws add to ``1/curvature`` of the agent alone), and treats two agents'
+errors as independent for the rank intervals; on the benchmark fields that moves an
+interval's ends by less than a rank on average (BENCHMARKS.md).
+
 Strengths are reported on the Elo scale (400 points for a factor 10 in the odds of
 winning), 1500 being the field's mean; so are their standard deviations, which leave out
 the uncertainty of that mean (it moves everyone together, and no one's rank).
@@ -28,6 +39,8 @@ import math
 from collections.abc import Collection, Hashable, Iterable, Sequence
 
 import numpy as np
+import scipy.sparse as sparse
+from scipy.special import ndtri
 
 #: The prior's sd of a strength, in natural units (log-odds): 2 is about 350 Elo points.
 PRIOR_SD = 2.0
@@ -38,6 +51,14 @@ ELO_MEAN = 1500.0
 #: One-sided level at which an agent counts as surely ahead of another (the rank
 #: interval is a 95 % one: 2.5 % on each side).
 SURELY_AHEAD = 0.975
+#: The largest field whose covariance is formed whole (a dense matrix of this side).
+DENSE_LIMIT = 2000
+#: Random draws of the posterior a larger field's variances are estimated from.
+PROBES = 96
+#: Relative residual at which a conjugate-gradient solve stops.
+SOLVE_TOLERANCE = 1e-10
+#: Rows of a larger field's rank intervals compared with the whole field at once.
+INTERVAL_ROWS = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,11 +77,14 @@ class Fit:
     players: tuple[Hashable, ...]
     #: Natural units, in the order of ``players``.
     strengths: np.ndarray
-    #: Covariance of the strengths (the Laplace approximation).
-    covariance: np.ndarray
+    #: Each strength's variance about the field's mean.
+    variances: np.ndarray
     #: The first mover's advantage, natural units, and its sd.
     advantage: float
     advantage_sd: float
+    #: Covariance of the strengths (the Laplace approximation), for a field of at most
+    #: ``DENSE_LIMIT``; None for a larger one, whose errors count as independent.
+    covariance: np.ndarray | None = None
 
     @functools.cached_property
     def _positions(self) -> dict[Hashable, int]:
@@ -73,17 +97,19 @@ class Fit:
         return ELO_MEAN + ELO_PER_UNIT * float(self.strengths[self.index(player)])
 
     def elo_sd(self, player: Hashable) -> float:
-        i = self.index(player)
-        return ELO_PER_UNIT * math.sqrt(float(self.covariance[i, i]))
+        return ELO_PER_UNIT * math.sqrt(float(self.variances[self.index(player)]))
 
-    def ahead_probabilities(self) -> np.ndarray:
-        """``[i, j]``: the probability that player ``i`` is stronger than player ``j``."""
-        variance = np.diag(self.covariance)
-        spread = np.sqrt(
-            np.maximum(variance[:, None] + variance[None, :] - 2 * self.covariance, 1e-18)
-        )
-        gap = self.strengths[:, None] - self.strengths[None, :]
-        return np.vectorize(_normal_cdf)(gap / spread)
+    def _gaps(self, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """``[a, b]``: how many standard deviations player ``rows[a]`` is stronger than
+        player ``columns[b]`` (0 for a player and itself); the probability that it is
+        stronger is the normal distribution's at that point."""
+        spread = self.variances[rows, None] + self.variances[None, columns]
+        if self.covariance is not None:
+            spread -= 2 * self.covariance[np.ix_(rows, columns)]
+        gap = self.strengths[rows, None] - self.strengths[None, columns]
+        gap /= np.sqrt(np.maximum(spread, 1e-18))
+        gap[rows[:, None] == columns[None, :]] = 0.0
+        return gap
 
     def ranks(self, among: Collection[Hashable] | None = None) -> dict[Hashable, int]:
         """Ranks by strength among ``among`` (every player by default), 1 for the
@@ -106,14 +132,21 @@ class Fit:
         players ``among`` (every player by default; a player outside them is placed
         among them as if it joined): at best it is behind only those surely ahead of
         it (probability at least 97.5 %), at worst behind all not surely behind it."""
-        ahead = self.ahead_probabilities()
-        field = self._indices(among)
-        inside = np.zeros(len(self.players), dtype=bool)
-        inside[field] = True
-        # ahead[i, i] is 1/2: never "surely", so a player never counts itself ahead,
-        # but it is "not surely behind" itself, once, when it is in the field.
-        surely_ahead = (ahead[field, :] >= SURELY_AHEAD).sum(axis=0)
-        not_surely_behind = (ahead[:, field] < SURELY_AHEAD).sum(axis=1) - inside
+        field = np.array(self._indices(among), dtype=np.intp)
+        everyone = np.arange(len(self.players))
+        surely_ahead = np.zeros(len(self.players), dtype=np.int64)
+        not_surely_behind = np.zeros(len(self.players), dtype=np.int64)
+        # A block of players at a time against the field: never an n x n matrix whole.
+        # "Surely ahead": ahead with probability at least SURELY_AHEAD, i.e. by at least
+        # this many standard deviations (the gap is symmetric: i's over j is minus j's
+        # over i).
+        sure = ndtri(SURELY_AHEAD)
+        for start in range(0, len(self.players), INTERVAL_ROWS):
+            block = everyone[start : start + INTERVAL_ROWS]
+            gaps = self._gaps(field, block)  # field players over the block's
+            surely_ahead[block] = (gaps >= sure).sum(axis=0)
+            # A player is "not surely behind" itself (a gap of 0), once, when in the field.
+            not_surely_behind[block] = (-gaps < sure).sum(axis=0) - np.isin(block, field)
         return {
             player: (1 + int(surely_ahead[i]), 1 + int(not_surely_behind[i]))
             for i, player in enumerate(self.players)
@@ -125,37 +158,40 @@ class Fit:
         return [i for i, player in enumerate(self.players) if player in among]
 
 
-def _normal_cdf(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2))
-
-
 def fit(
     players: Sequence[Hashable],
     games: Iterable[Games],
     *,
     prior_sd: float = PRIOR_SD,
     advantage_prior_sd: float = ADVANTAGE_PRIOR_SD,
+    dense_limit: int = DENSE_LIMIT,
+    probes: int = PROBES,
+    seed: int = 0,
 ) -> Fit:
     """The posterior mode of every player's strength given ``games`` (between ``players``
-    only), with its covariance."""
+    only), with its uncertainty: the whole covariance for at most ``dense_limit`` players,
+    each one's variance (from ``probes`` draws, ``seed`` their randomness) beyond."""
     players = tuple(players)
     index = {player: i for i, player in enumerate(players)}
     n = len(players)
     records = [record for record in games if record.games > 0]
-    # One entry per pairing and seat order (not per match): who moved first, who second.
+    # One row per pairing and seat order (not per match): +1 for who moved first, -1 for
+    # who moved second, +1 for the advantage (the last parameter).
     first = np.array([index[record.first] for record in records], dtype=np.intp)
     second = np.array([index[record.second] for record in records], dtype=np.intp)
     counts = np.array([record.games for record in records], dtype=float)
     points = np.array([record.first_points for record in records], dtype=float)
-    advantage = n  # the last parameter
+    advantage = n
+    rows = np.repeat(np.arange(len(records)), 3)
+    columns = np.column_stack([first, second, np.full(len(records), advantage)]).ravel()
+    signs = np.tile([1.0, -1.0, 1.0], len(records))
+    design = sparse.csr_matrix((signs, (rows, columns)), shape=(len(records), n + 1))
     precision = np.full(n + 1, 1 / prior_sd**2)
     precision[advantage] = 1 / advantage_prior_sd**2
-
-    def logits(beta: np.ndarray) -> np.ndarray:
-        return np.asarray(beta[first] - beta[second] + beta[advantage])
+    dense = n <= dense_limit
 
     def log_posterior(beta: np.ndarray) -> float:
-        x = logits(beta)
+        x = design @ beta
         # log p = -log(1 + e^-x), log(1 - p) = -log(1 + e^x), computed without overflow.
         return float(
             -(points * np.logaddexp(0, -x)).sum()
@@ -164,38 +200,44 @@ def fit(
         )
 
     def gradient(beta: np.ndarray) -> np.ndarray:
-        surprise = points - counts * _logistic(logits(beta))
-        result = -precision * beta
-        np.add.at(result, first, surprise)
-        np.subtract.at(result, second, surprise)
-        result[advantage] += surprise.sum()
-        return result
+        surprise = points - counts * _logistic(design @ beta)
+        return np.asarray(design.T @ surprise - precision * beta)
 
-    def curvature(beta: np.ndarray) -> np.ndarray:
-        """Minus the Hessian: the sum over pairings of w x x^T, x being +1 for the first,
-        -1 for the second and +1 for the advantage, plus the prior's precision."""
-        chances = _logistic(logits(beta))
+    # Minus the Hessian is the sum over pairings of w x x^T (x a row of the design) plus
+    # the prior's precision: its pattern is the same at every step, only w changes. Each
+    # term's place in the matrix's data is found once.
+    ones = abs(design)  # no cancellation: every pair that met is in the pattern
+    pattern = (ones.T @ ones + sparse.identity(n + 1, format="csr")).tocsr()
+    pattern.sort_indices()
+    terms = np.stack([first, second, np.full(len(records), advantage)], axis=1)
+    term_rows = np.repeat(terms, 3, axis=1).ravel()
+    term_columns = np.tile(terms, (1, 3)).ravel()
+    term_signs = np.tile(np.outer([1.0, -1.0, 1.0], [1.0, -1.0, 1.0]).ravel(), len(records))
+    places = _places(pattern, term_rows, term_columns)
+    prior_places = _places(pattern, np.arange(n + 1), np.arange(n + 1))
+
+    def curvature(beta: np.ndarray) -> tuple[sparse.csr_matrix, np.ndarray]:
+        """Minus the Hessian, and each pairing's weight w."""
+        chances = _logistic(design @ beta)
         weights = counts * chances * (1 - chances)
-        matrix = np.diag(precision)
-        h = np.full_like(first, advantage)
-        for rows, columns, sign in (
-            (first, first, 1.0),
-            (second, second, 1.0),
-            (first, second, -1.0),
-            (second, first, -1.0),
-            (first, h, 1.0),
-            (h, first, 1.0),
-            (second, h, -1.0),
-            (h, second, -1.0),
-        ):
-            np.add.at(matrix, (rows, columns), sign * weights)
-        matrix[advantage, advantage] += weights.sum()
-        return matrix
+        data = np.bincount(
+            places, weights=term_signs * np.repeat(weights, 9), minlength=pattern.nnz
+        )
+        data[prior_places] += precision
+        matrix = sparse.csr_matrix(
+            (data, pattern.indices, pattern.indptr), shape=pattern.shape, copy=False
+        )
+        return matrix, weights
+
+    def solve(matrix: sparse.csr_matrix, right: np.ndarray) -> np.ndarray:
+        if dense:
+            return np.asarray(np.linalg.solve(matrix.toarray(), right))
+        return _conjugate_gradients(matrix, right)
 
     beta = np.zeros(n + 1)
     current = log_posterior(beta)
     for _ in range(100):
-        step = np.linalg.solve(curvature(beta), gradient(beta))
+        step = solve(curvature(beta)[0], gradient(beta))
         # The posterior is log-concave, so a full Newton step is nearly always taken;
         # halving guards the first steps from far off.
         scale = 1.0
@@ -205,20 +247,120 @@ def fit(
             if value >= current - 1e-12:
                 break
             scale /= 2
+        else:
+            break  # no step improves it: the mode, to the arithmetic's precision
         beta, current = candidate, value
         if np.abs(scale * step).max() < 1e-10:
             break
-    covariance = np.linalg.inv(curvature(beta))
+    matrix, weights = curvature(beta)
     # Only differences of strength are measured: the scale is centred on the field's
     # mean, and so is the uncertainty (what all strengths share moves no one's rank).
-    centring = np.eye(n) - 1 / n
+    strengths = beta[:n] - beta[:n].mean()
+    if dense:
+        covariance = np.linalg.inv(matrix.toarray())
+        centring = np.eye(n) - 1 / n
+        centred = centring @ covariance[:n, :n] @ centring
+        return Fit(
+            players=players,
+            strengths=strengths,
+            variances=np.diag(centred).copy(),
+            advantage=float(beta[advantage]),
+            advantage_sd=math.sqrt(float(covariance[advantage, advantage])),
+            covariance=centred,
+        )
+    variances, advantage_variance = _sampled_variances(
+        matrix, design, weights, precision, probes, np.random.default_rng(seed)
+    )
     return Fit(
         players=players,
-        strengths=centring @ beta[:n],
-        covariance=centring @ covariance[:n, :n] @ centring,
+        strengths=strengths,
+        variances=variances,
         advantage=float(beta[advantage]),
-        advantage_sd=math.sqrt(float(covariance[advantage, advantage])),
+        advantage_sd=math.sqrt(advantage_variance),
     )
+
+
+def _sampled_variances(
+    matrix: sparse.csr_matrix,
+    design: sparse.csr_matrix,
+    weights: np.ndarray,
+    precision: np.ndarray,
+    probes: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, float]:
+    """Each strength's variance about the field's mean, and the advantage's, under the
+    posterior N(mode, H^-1) (``H``: ``matrix``), without inverting H.
+
+    ``r = X^T (sqrt(w) z1) + sqrt(p) z2`` (z standard normal; X the design, w the weights,
+    p the prior's precision) has covariance H, so ``x = H^-1 r`` is an exact draw of the
+    posterior's error; and ``y = r / diag(H)`` has the known covariance
+    ``D^-1 H D^-1`` (D the diagonal). The variance is that known one plus the mean of
+    ``x^2 - y^2`` over the draws, which stays small where y follows x closely."""
+    n = matrix.shape[0] - 1
+    diagonal = matrix.diagonal()
+    # Drawn in single precision (half the time), summed in double.
+    noise = rng.standard_normal((design.shape[0], probes), dtype=np.float32)
+    noise *= np.sqrt(weights).astype(np.float32)[:, None]
+    prior_noise = np.sqrt(precision)[:, None] * rng.standard_normal((n + 1, probes))
+    right = design.T @ noise.astype(np.float64) + prior_noise
+    exact = _conjugate_gradients(matrix, right)
+    simple = right / diagonal[:, None]
+    # The strengths' parts about their mean (the advantage's is its own).
+    exact_centred = exact[:n] - exact[:n].mean(axis=0)
+    simple_centred = simple[:n] - simple[:n].mean(axis=0)
+    # Known: the covariance of y is C = D^-1 H D^-1; of y's part about the mean, for
+    # player i, C_ii - 2 (C 1)_i / n + (1^T C 1) / n^2 (over the strengths only).
+    scaled = sparse.diags(1 / diagonal[:n]) @ matrix[:n, :n] @ sparse.diags(1 / diagonal[:n])
+    row_sums = np.asarray(scaled.sum(axis=1)).ravel()
+    known = scaled.diagonal() - 2 * row_sums / n + row_sums.sum() / n**2
+    variances = known + (exact_centred**2 - simple_centred**2).mean(axis=1)
+    advantage = 1 / diagonal[n] + float((exact[n] ** 2 - simple[n] ** 2).mean())
+    # A variance is positive: a draw's noise never takes one below the agent's own part.
+    floor = 0.5 / diagonal[:n]
+    return np.maximum(variances, floor), max(advantage, 0.5 / float(diagonal[n]))
+
+
+def _conjugate_gradients(matrix: sparse.csr_matrix, right: np.ndarray) -> np.ndarray:
+    """``matrix^-1 right`` for a symmetric positive definite sparse ``matrix``, by
+    conjugate gradients preconditioned with its diagonal, for one right-hand side or a
+    block of them (columns, each solved on its own, all at once)."""
+    single = right.ndim == 1
+    b = right[:, None] if single else right
+    inverse_diagonal = (1 / matrix.diagonal())[:, None]
+    x = np.zeros_like(b)
+    residual = b.copy()
+    preconditioned = inverse_diagonal * residual
+    direction = preconditioned.copy()
+    product = (residual * preconditioned).sum(axis=0)
+    target = SOLVE_TOLERANCE * np.linalg.norm(b, axis=0)
+    for _ in range(10 * matrix.shape[0] + 100):
+        if (np.linalg.norm(residual, axis=0) <= target).all():
+            break
+        moved = matrix @ direction
+        curvature = (direction * moved).sum(axis=0)
+        alpha = np.divide(product, curvature, out=np.zeros_like(product), where=curvature > 0)
+        x += alpha * direction
+        residual -= alpha * moved
+        preconditioned = inverse_diagonal * residual
+        next_product = (residual * preconditioned).sum(axis=0)
+        beta = np.divide(next_product, product, out=np.zeros_like(product), where=product > 0)
+        direction = preconditioned + beta * direction
+        product = next_product
+    return x[:, 0] if single else x
+
+
+def _places(matrix: sparse.csr_matrix, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Where entries (``rows``, ``columns``) are in ``matrix.data`` (sorted indices; every
+    entry in the pattern)."""
+    starts = matrix.indptr[rows]
+    lengths = matrix.indptr[rows + 1] - starts
+    # Within a row the column indices are sorted: search each row's own slice, all at once,
+    # by offsetting every row's columns past the previous rows'.
+    width = matrix.shape[1]
+    keys = matrix.indices + width * np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    found = np.searchsorted(keys, columns + width * rows)
+    assert (found >= starts).all() and (found < starts + lengths).all()
+    return np.asarray(found)
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from tournament_manager.bradley_terry import ELO_MEAN, ELO_PER_UNIT, Games, fit
@@ -103,3 +104,45 @@ def test_draws_count_half_for_each():
 
     assert result.elo("x") == pytest.approx(result.elo("y"))
     assert result.elo("x") == pytest.approx(ELO_MEAN)
+
+
+# --- a field too large for its covariance --------------------------------------------------
+
+
+def neighbours_history(size: int, *, seed: int) -> list[Games]:
+    """A ladder's history: each agent plays mostly its neighbours in strength."""
+    rng = random.Random(seed)
+    strengths = sorted((rng.gauss(0, 1.5) for _ in range(size)), reverse=True)
+    counts: dict[tuple[int, int], list[float]] = {}
+    for _ in range(size * 40):
+        one = rng.randrange(size)
+        two = one + rng.choice([-3, -2, -1, 1, 2, 3]) if rng.random() < 0.8 else rng.randrange(size)
+        if not 0 <= two < size or two == one:
+            continue
+        chance = 1 / (1 + math.exp(-(strengths[one] - strengths[two] + 0.1)))
+        record = counts.setdefault((one, two), [0, 0.0])
+        record[0] += 1
+        record[1] += rng.random() < chance
+    return [Games(one, two, int(games), points) for (one, two), (games, points) in counts.items()]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_large_fields_fit_agrees_with_the_whole_covariances(seed):
+    """The same field fitted both ways: with its covariance formed whole, and as a field
+    beyond ``DENSE_LIMIT`` is (sparse solves, sampled variances, independent errors). The
+    strengths are the same; the uncertainties and the rank intervals' ends within the
+    tolerance BENCHMARKS.md states."""
+    games = neighbours_history(400, seed=seed)
+
+    whole = fit(range(400), games)
+    large = fit(range(400), games, dense_limit=0)
+
+    assert whole.covariance is not None and large.covariance is None
+    assert np.abs(whole.strengths - large.strengths).max() < 1e-9
+    assert large.advantage == pytest.approx(whole.advantage, abs=1e-9)
+    ratio = np.sqrt(large.variances / whole.variances)
+    assert np.median(np.abs(ratio - 1)) < 0.05 and np.abs(ratio - 1).max() < 0.3
+    exact, estimated = whole.rank_intervals(), large.rank_intervals()
+    ends = np.array([[*exact[player], *estimated[player]] for player in range(400)])
+    assert np.abs(ends[:, :2] - ends[:, 2:]).mean() < 2.0
+    assert large.ranks() == whole.ranks()
