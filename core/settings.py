@@ -319,6 +319,10 @@ ARENA_LADDER_CONCURRENT_DUELS = env_int("ARENA_LADDER_CONCURRENT_DUELS", 2)
 #: agent's pairings, more than any pairing's predicted quality (a draw probability, under
 #: 0.5 for two players) is worth, so nobody waits forever for a close match.
 ARENA_LADDER_WAIT_SECONDS = env_float("ARENA_LADDER_WAIT_SECONDS", 600)
+#: A ladder's standings (a Bradley-Terry fit of all its matches) are computed again at
+#: most this often, by the tournament manager, when duels ended since: with thousands of
+#: agents a fit takes seconds, which no duel's end should wait for.
+ARENA_LADDER_STANDINGS_SECONDS = env_float("ARENA_LADDER_STANDINGS_SECONDS", 10)
 #: Ladder matchmaking: agents with fewer duels than this in the ladder get a bonus.
 ARENA_LADDER_NEWCOMER_DUELS = env_int("ARENA_LADDER_NEWCOMER_DUELS", 5)
 #: The published leaderboard ranks a revision once it has played this many rated matches;

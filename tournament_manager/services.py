@@ -35,13 +35,14 @@ import itertools
 import logging
 import math
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import Count, F, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from core.errors import ArenaError
@@ -514,29 +515,13 @@ def _seats_balanced(
 def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
     """The entries with no duel queued or running, with their ratings and waiting times;
     an online agent only while it is in the queue and connected."""
-    played: dict[int, int] = defaultdict(int)
-    busy: set[int] = set()
-    last_duel: dict[int, datetime] = {}
-    rows = (
-        DuelSeat.objects.filter(duel__tournament=ladder)
-        .order_by()
-        .values("revision_id")
-        .annotate(
-            played=Count("duel", distinct=True, filter=Q(duel__status=DuelStatus.SUCCEEDED)),
-            busy=Count("duel", filter=Q(duel__status__in=ACTIVE)),
-            last=Max(
-                "duel__ended_at",
-                filter=Q(duel__status__in=[DuelStatus.SUCCEEDED, DuelStatus.FAILED]),
-            ),
-        )
+    # The duels being played (a few: the ladder's slots); the rest of the history is in
+    # each entry's counters (``_ladder_entries_count``), read with the entries.
+    busy = set(
+        DuelSeat.objects.filter(
+            duel__in=Duel.objects.filter(tournament=ladder, status__in=ACTIVE)
+        ).values_list("revision_id", flat=True)
     )
-    for row in rows:
-        revision = row["revision_id"]
-        played[revision] = row["played"]
-        if row["busy"]:
-            busy.add(revision)
-        if row["last"] is not None:
-            last_duel[revision] = row["last"]
     # An online agent being evaluated has its seat taken: one game at a time.
     evaluated = set(
         Evaluation.objects.active()
@@ -580,7 +565,7 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
         since = max(
             moment
             for moment in (
-                last_duel.get(participant.revision_id),
+                participant.last_duel_at,
                 participant.joined_at,
                 ladder.started_at,
                 queued.get(competitor),
@@ -593,7 +578,7 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
                 competitor=competitor,
                 mu=rating.mu if rating else DEFAULT_MU,
                 sigma=rating.sigma if rating else DEFAULT_SIGMA,
-                duels=played[participant.revision_id],
+                duels=participant.duels_played,
                 waiting=(now - since).total_seconds(),
                 online=participant.revision.competitor.is_online,
                 waits_on_network=participant.revision.competitor.is_llm,
@@ -636,7 +621,9 @@ def duel_job_failed(*, job: Job) -> None:
 
 def tournament_duel_finished(*, duel: Duel) -> None:
     """Rate a finished duel of a tournament, then recount, re-rank and maybe close the
-    tournament."""
+    tournament. A ladder's entries count the duel (``Participant.duels_played``,
+    ``last_duel_at``, which its matchmaking reads); its standings wait for the tournament
+    manager (``ARENA_LADDER_STANDINGS_SECONDS``)."""
     assert duel.tournament_id is not None
     with transaction.atomic():
         # The tournament's row first, as every writer of it: duels finishing at once
@@ -644,7 +631,21 @@ def tournament_duel_finished(*, duel: Duel) -> None:
         tournament = Tournament.objects.select_for_update().get(pk=duel.tournament_id)
         if duel.status == DuelStatus.SUCCEEDED:
             ratings_update_from_duel(duel=duel)
-        tournament_settle(tournament=tournament, rerank=True)
+        if tournament.is_ladder:
+            _ladder_entries_count(ladder=tournament, duel=duel)
+        tournament_settle(tournament=tournament, rerank=not tournament.is_ladder, rank_ladder=False)
+
+
+def _ladder_entries_count(*, ladder: Tournament, duel: Duel) -> None:
+    """The duel in its players' entries: played to the end (a success), and when it
+    ended (either way). Once per duel: its end is reported once."""
+    ended = duel.ended_at or timezone.now()
+    Participant.objects.filter(
+        tournament=ladder, revision__in=[seat.revision_id for seat in duel.seats.all()]
+    ).update(
+        duels_played=F("duels_played") + (1 if duel.status == DuelStatus.SUCCEEDED else 0),
+        last_duel_at=Greatest(Coalesce("last_duel_at", Value(ended)), Value(ended)),
+    )
 
 
 def _create_duels(
@@ -762,13 +763,33 @@ def _out_of_date(tournament: Tournament, tally: _Tally) -> bool:
     return tournament.status == TournamentStatus.RUNNING and _is_over(tournament, tally)
 
 
-def tournament_settle(*, tournament: Tournament, rerank: bool = False) -> bool:
+def _ranking_due(tournament: Tournament, tally: _Tally, now: datetime) -> bool:
+    """Whether a ladder's standings are to be computed again: duels ended since they were,
+    and ``ARENA_LADDER_STANDINGS_SECONDS`` have passed (at once when it is no longer
+    running, for its final standings)."""
+    if not tournament.is_ladder or tournament.ranked_duels == tally.done:
+        return False
+    if tournament.status != TournamentStatus.RUNNING or tournament.ranked_at is None:
+        return True
+    return (now - tournament.ranked_at).total_seconds() >= settings.ARENA_LADDER_STANDINGS_SECONDS
+
+
+def tournament_settle(
+    *, tournament: Tournament, rerank: bool = False, rank_ladder: bool = True
+) -> bool:
     """Bring the progress counts, the error and (when they changed, or ``rerank``) the
     standings in line with the duels, and finish a running tournament when nothing is
-    left to play: completed, or failed if a duel failed. Returns whether it changed
-    anything besides the standings."""
-    if not rerank and not _out_of_date(
-        Tournament.objects.get(pk=tournament.pk), _tally(tournament)
+    left to play: completed, or failed if a duel failed. A ladder's standings are
+    computed when ``rerank`` asks or they are due (``_ranking_due``) and ``rank_ladder``
+    allows (not at a duel's end). Returns whether it changed anything besides the
+    standings."""
+    now = timezone.now()
+    seen = Tournament.objects.get(pk=tournament.pk)
+    seen_tally = _tally(tournament)
+    if (
+        not rerank
+        and not _out_of_date(seen, seen_tally)
+        and not (rank_ladder and _ranking_due(seen, seen_tally, now))
     ):
         return False  # the usual case, seen without taking the row lock
     with transaction.atomic():
@@ -776,11 +797,16 @@ def tournament_settle(*, tournament: Tournament, rerank: bool = False) -> bool:
         tally = _tally(locked)
         changed = _out_of_date(locked, tally)
         stored = _stored(locked, tally)
+        if (
+            (rerank or (rank_ladder and _ranking_due(locked, tally, now)))
+            if locked.is_ladder
+            else (changed or rerank)
+        ):
+            standings_update(tournament=locked)
+            stored |= {"ranked_at": now, "ranked_duels": tally.done}
         Tournament.objects.filter(pk=locked.pk).update(**stored)
         for name, value in stored.items():
             setattr(locked, name, value)
-        if changed or rerank:
-            standings_update(tournament=locked)
         if locked.status == TournamentStatus.RUNNING and _is_over(locked, tally):
             status = TournamentStatus.FAILED if tally.failed else TournamentStatus.COMPLETED
             now = timezone.now()

@@ -57,6 +57,11 @@ class Tournament(models.Model):
     duels_total = models.PositiveIntegerField(default=0)
     duels_done = models.PositiveIntegerField(default=0)
     duels_failed = models.PositiveIntegerField(default=0)
+    #: A ladder's standings (a fit of all its matches) are computed by the tournament
+    #: manager at most every ``ARENA_LADDER_STANDINGS_SECONDS``: when, and with how many
+    #: duels done.
+    ranked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    ranked_duels = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -123,6 +128,11 @@ class Participant(models.Model):
     buchholz = models.PositiveIntegerField(default=0)
     #: When it entered (a ladder's newcomers wait from then for their first duel).
     joined_at = models.DateTimeField(default=timezone.now)
+    #: A ladder's matchmaking reads these instead of the history: duels it played to the
+    #: end, and when its last duel ended (played or failed). Kept by the duel's end, in
+    #: the transaction that rates it.
+    duels_played = models.PositiveIntegerField(default=0)
+    last_duel_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["tournament", "rank", "-points"]

@@ -1,0 +1,428 @@
+"""How Arena's cost grows with the size of one competition: 100 to 10,000 agents.
+
+    python -m bench.bench_scale --postgres URL     # 100, 1,000 and 10,000 agents; ~15 min
+    python -m bench.bench_scale                    # the same on SQLite (the embedded default)
+    python -m bench.bench_scale --quick            # smoke run: 30 and 60 agents
+    python -m bench.bench_scale --sizes 100,1000   # chosen sizes
+
+For each size, one environment gets that many competitors, each with a validated revision
+entered in one running ladder, and a synthetic history of rated two-match duels in that
+ladder (``MATCHES_PER_AGENT`` matches per agent on average: 1,000,000 at 10,000 agents),
+shaped as a ladder's is: nine duels in ten against one of the 10 agents nearest in
+strength, the tenth against anyone; results drawn from hidden strengths. Then, each the
+best of three, with the SQL statements it sent:
+
+idle agents
+    ``_ladder_idle_agents``: what a matchmaking pass reads (every entry's duels played,
+    whether one is busy, when its last duel ended, its rating).
+pairing pass
+    ``Matchmaker.groupings`` on those agents, every one idle, filling
+    ``ARENA_LADDER_CONCURRENT_DUELS`` and ``ARENA_ONLINE_CONCURRENT_DUELS`` slots: the
+    tournament manager runs one a second.
+duel finished
+    ``tournament_settle(rerank=True)``: what the manager does for each ladder duel that
+    ends (its counts, then its standings).
+refit
+    ``leaderboard_refit(force=True)``: the published leaderboard's whole fit.
+leaderboard page, competitor page
+    The environment's page and a competitor's page, as an anonymous visitor gets them
+    (Django's test client: the view, its queries and its template; no web server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import math
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from bench.cli import run_bench
+
+SEED = 20261126
+MATCHES_PER_AGENT = 200
+#: Of every ten duels, this many against one of the nearest in strength.
+NEAR_SHARE = 0.9
+NEAREST = 10
+#: Duels written to the database at once.
+CHUNK = 20_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    fields: tuple[int, ...]
+    matches_per_agent: int
+
+
+FULL = Plan(fields=(100, 1_000, 10_000), matches_per_agent=MATCHES_PER_AGENT)
+QUICK = Plan(fields=(30, 60), matches_per_agent=20)
+
+
+def _setup(folder: Path, database_url: str) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["ARENA_MEDIA_ROOT"] = str(folder / "media")
+    os.environ["ARENA_BROKER_URL"] = "eager"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+@contextlib.contextmanager
+def _database(server: str | None, folder: Path) -> Iterator[str]:
+    """A fresh database for the run, dropped afterwards: on the server, or a file."""
+    if server is None:
+        yield f"sqlite:///{folder / 'scale.sqlite3'}"
+        return
+    import psycopg
+
+    name = f"bench_scale_{os.getpid()}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(server, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _duels(agents: int, matches_per_agent: int, rng: random.Random) -> Iterator[tuple[int, int]]:
+    """The history's duels as (player 1, player 2), agents numbered by strength."""
+    for _ in range(agents * matches_per_agent // 4):
+        one = rng.randrange(agents)
+        if rng.random() < NEAR_SHARE:
+            two = one + rng.choice([-1, 1]) * rng.randint(1, NEAREST)
+            if not 0 <= two < agents:
+                two = one - (two - one)
+        else:
+            two = rng.randrange(agents - 1)
+            two += two >= one
+        yield one, two
+
+
+def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any, Any, int]:
+    """The environment, its ladder and the rated history, written in chunks; returns
+    them and the number of matches."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from core.accounts import user_create
+    from core.models import (
+        Competitor,
+        Duel,
+        DuelResult,
+        DuelStatus,
+        Environment,
+        Match,
+        Participant,
+        Rating,
+        RatingChange,
+        Revision,
+        StepStatus,
+        Tournament,
+        TournamentFormat,
+        TournamentStatus,
+    )
+
+    name = f"scale_{agents}"
+    environment = Environment.objects.create(
+        name=name,
+        title=name,
+        description="",
+        rules="",
+        players=2,
+        matches_per_duel=2,
+        validation_matches=2,
+        move_time=1,
+        time_bank=1,
+        startup_time=1,
+        memory_mb=64,
+        cpu_seconds=1,
+    )
+    owner = user_create(
+        email=f"{name}@example.com", display_name=name, password="a long bench password 2026"
+    )
+    competitors = Competitor.objects.bulk_create(
+        Competitor(owner=owner, environment=environment, name=f"agent-{i}", is_public=True)
+        for i in range(agents)
+    )
+    revisions = Revision.objects.bulk_create(
+        Revision(
+            competitor=competitor,
+            version=1,
+            uploaded_by=owner,
+            filename="main.py",
+            entry_point="main.py",
+            source=f"bench/{competitor.name}.py",
+            sha256="0" * 64,
+            size=1,
+            build_status=StepStatus.SUCCEEDED,
+            validation_status=StepStatus.SUCCEEDED,
+        )
+        for competitor in competitors
+    )
+    ratings = Rating.objects.bulk_create(Rating(competitor=c) for c in competitors)
+    ladder = Tournament.objects.create(
+        environment=environment,
+        name=f"{name} ladder",
+        created_by=owner,
+        format=TournamentFormat.LADDER,
+        status=TournamentStatus.RUNNING,
+        matches_per_duel=2,
+        is_public=True,
+    )
+    Participant.objects.bulk_create(
+        Participant(tournament=ladder, revision=revision) for revision in revisions
+    )
+    strengths = sorted((rng.gauss(0, 1.5) for _ in range(agents)), reverse=True)
+    now = timezone.now()
+    matches_total = 0
+    pending = list(_duels(agents, matches_per_agent, rng))
+    for start in range(0, len(pending), CHUNK):
+        chunk = pending[start : start + CHUNK]
+        with transaction.atomic():
+            duels = Duel.objects.bulk_seated(
+                [
+                    Duel(
+                        tournament=ladder,
+                        environment=environment,
+                        num_matches=2,
+                        seed=start + i,
+                        status=DuelStatus.SUCCEEDED,
+                        result=DuelResult.DRAW,
+                        ended_at=now - datetime.timedelta(seconds=len(pending) - start - i),
+                    )
+                    for i in range(len(chunk))
+                ],
+                [(revisions[one], revisions[two]) for one, two in chunk],
+            )
+            matches = []
+            for duel, (one, two) in zip(duels, chunk, strict=True):
+                for index in range(2):
+                    first, second = (one, two) if index == 0 else (two, one)
+                    chance = 1 / (1 + math.exp(-(strengths[first] - strengths[second] + 0.1)))
+                    first_won = rng.random() < chance
+                    # Scores by seat (seat 1 is ``one``); the first mover alternates.
+                    one_won = first_won if index == 0 else not first_won
+                    matches.append(
+                        Match(
+                            duel=duel,
+                            index=index,
+                            first_player=1 + index,
+                            seats=[1, 2] if index == 0 else [2, 1],
+                            seed=index,
+                            result=DuelResult.PLAYER_1_WIN if one_won else DuelResult.PLAYER_2_WIN,
+                            scores=[1.0, 0.0] if one_won else [0.0, 1.0],
+                        )
+                    )
+            matches = Match.objects.bulk_create(matches, batch_size=5_000)
+            RatingChange.objects.bulk_create(
+                (
+                    RatingChange(
+                        rating=ratings[agent],
+                        duel_id=match.duel_id,
+                        match=match,
+                        mu_before=25,
+                        sigma_before=8,
+                        mu_after=25,
+                        sigma_after=8,
+                    )
+                    for match, (one, two) in zip(
+                        matches, [pair for pair in chunk for _ in range(2)], strict=True
+                    )
+                    for agent in (one, two)
+                ),
+                batch_size=10_000,
+            )
+        matches_total += len(matches)
+    # Ratings as the online updates would have left them: by hidden strength.
+    for rating, strength in zip(ratings, strengths, strict=True):
+        rating.mu, rating.sigma, rating.games = 25 + 3 * strength, 1.5, matches_per_agent
+    Rating.objects.bulk_update(ratings, ["mu", "sigma", "games"], batch_size=5_000)
+    return environment, ladder, matches_total
+
+
+def _timed(action: Callable[[], Any], repeats: int = 3) -> tuple[float, int, Any]:
+    """The best of ``repeats`` runs' seconds, the SQL statements one run sent, and its
+    result."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    best = math.inf
+    statements = 0
+    result = None
+    for _ in range(repeats):
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            result = action()
+            best = min(best, time.perf_counter() - started)
+        statements = len(captured.captured_queries)
+    return best, statements, result
+
+
+def measure(plan: Plan, *, report: Callable[[str], None], postgres: str | None = None) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    with _database(postgres, folder) as database_url:
+        _setup(folder, database_url)
+        return _measure(plan, report=report, database=_describe(postgres))
+
+
+def _describe(server: str | None) -> str:
+    if server is None:
+        import sqlite3
+
+        return f"SQLite {sqlite3.sqlite_version}"
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as connection:
+        [version] = connection.execute("SHOW server_version").fetchone() or ["?"]
+    return f"PostgreSQL {version.split()[0]}"
+
+
+def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
+    """One field's measurements (see the module's notes)."""
+    from django.conf import settings
+    from django.test import Client
+    from django.utils import timezone
+
+    from tournament_manager.leaderboard import leaderboard_refit
+    from tournament_manager.services import (
+        _ladder_idle_agents,
+        ladder_matchmaker,
+        tournament_settle,
+    )
+
+    agents = environment.competitors.count()
+    now = timezone.now()
+    idle_s, idle_q, idle = _timed(lambda: _ladder_idle_agents(ladder, now))
+    matchmaker = ladder_matchmaker()
+    pass_s, _, pairs = _timed(
+        lambda: matchmaker.groupings(
+            idle,
+            size=2,
+            slots=settings.ARENA_LADDER_CONCURRENT_DUELS,
+            online_slots=settings.ARENA_ONLINE_CONCURRENT_DUELS,
+        )
+    )
+    once = 1 if agents > 1_000 else 3
+    settle_s, settle_q, _ = _timed(
+        lambda: tournament_settle(tournament=ladder, rerank=True), repeats=once
+    )
+    refit_s, refit_q, _ = _timed(
+        lambda: leaderboard_refit(environment=environment, force=True), repeats=once
+    )
+    client = Client(HTTP_HOST="localhost")
+    competitor = environment.competitors.order_by("pk")[agents // 2]
+    board_s, board_q, board = _timed(lambda: client.get(environment.get_absolute_url()))
+    page_s, page_q, page = _timed(lambda: client.get(competitor.get_absolute_url()))
+    assert board.status_code == 200, board.status_code
+    assert page.status_code == 200, page.status_code
+    return {
+        "idle_agents_ms": round(idle_s * 1000, 1),
+        "idle_agents_queries": idle_q,
+        "pairing_pass_ms": round(pass_s * 1000, 1),
+        "pairs": len(pairs),
+        "duel_finished_s": round(settle_s, 3),
+        "duel_finished_queries": settle_q,
+        "refit_s": round(refit_s, 3),
+        "refit_queries": refit_q,
+        "leaderboard_page_ms": round(board_s * 1000, 1),
+        "leaderboard_page_queries": board_q,
+        "leaderboard_page_kb": round(len(board.content) / 1024, 1),
+        "competitor_page_ms": round(page_s * 1000, 1),
+        "competitor_page_queries": page_q,
+    }
+
+
+def _measure(plan: Plan, *, report: Callable[[str], None], database: str) -> dict:
+    rows = []
+    for agents in plan.fields:
+        started = time.perf_counter()
+        environment, ladder, matches = _fill(
+            agents, plan.matches_per_agent, random.Random(SEED + agents)
+        )
+        report(
+            f"{agents} agents: {matches} matches written in {time.perf_counter() - started:.0f} s"
+        )
+        row = {"agents": agents, "matches": matches, **_field_figures(environment, ladder)}
+        rows.append(row)
+        report(", ".join(f"{key} {value}" for key, value in row.items()))
+    load = os.getloadavg()
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": (
+            f"{os.cpu_count()} cores, Python {platform.python_version()}, {database}, "
+            f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
+        ),
+        "rows": rows,
+    }
+
+
+COLUMNS = (
+    ("agents", "agents"),
+    ("matches", "matches"),
+    ("idle agents ms (queries)", ("idle_agents_ms", "idle_agents_queries")),
+    ("pairing pass ms", "pairing_pass_ms"),
+    ("duel finished s (queries)", ("duel_finished_s", "duel_finished_queries")),
+    ("refit s (queries)", ("refit_s", "refit_queries")),
+    ("leaderboard page ms (queries)", ("leaderboard_page_ms", "leaderboard_page_queries")),
+    ("competitor page ms (queries)", ("competitor_page_ms", "competitor_page_queries")),
+)
+
+
+def table(figures: dict[str, Any]) -> str:
+    lines = [f"One environment, growing — {figures['date']}, {figures['machine']}", ""]
+    lines.append("| " + " | ".join(title for title, _ in COLUMNS) + " |")
+    lines.append("|" + "---:|" * len(COLUMNS))
+    for row in figures["rows"]:
+        cells = []
+        for _, key in COLUMNS:
+            if isinstance(key, tuple):
+                cells.append(f"{row[key[0]]} ({row[key[1]]})")
+            else:
+                cells.append(f"{row[key]:,}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    postgres = None
+    if "--postgres" in arguments:
+        at = arguments.index("--postgres")
+        postgres = arguments[at + 1]
+        del arguments[at : at + 2]
+    full = FULL
+    if "--sizes" in arguments:
+        at = arguments.index("--sizes")
+        full = Plan(tuple(int(size) for size in arguments[at + 1].split(",")), MATCHES_PER_AGENT)
+        del arguments[at : at + 2]
+    return run_bench(
+        arguments,
+        prog="python -m bench.bench_scale",
+        description=__doc__,
+        quick_help="smoke run: 30 and 60 agents, 20 matches each",
+        measure=lambda plan, report: measure(plan, report=report, postgres=postgres),
+        full=full,
+        quick=QUICK,
+        table=table,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
