@@ -19,9 +19,12 @@ pairing pass
     ``Matchmaker.groupings`` on those agents, every one idle, filling
     ``ARENA_LADDER_CONCURRENT_DUELS`` and ``ARENA_ONLINE_CONCURRENT_DUELS`` slots: the
     tournament manager runs one a second.
-duel finished
-    ``tournament_settle(rerank=True)``: what the manager does for each ladder duel that
-    ends (its counts, then its standings).
+duel's end
+    What a ladder's duel's end costs besides its ratings: the entries' counters and the
+    ladder's counts (``tournament_settle(rank_ladder=False)``).
+ladder standings
+    ``tournament_settle(rerank=True)``: the ladder's standings, a fit of all its matches,
+    which the tournament manager computes at most every ``ARENA_LADDER_STANDINGS_SECONDS``.
 refit
     ``leaderboard_refit(force=True)``: the published leaderboard's whole fit.
 leaderboard page, competitor page
@@ -320,6 +323,7 @@ def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
         )
     )
     once = 1 if agents > 1_000 else 3
+    end_s, end_q, _ = _timed(lambda: tournament_settle(tournament=ladder, rank_ladder=False))
     settle_s, settle_q, _ = _timed(
         lambda: tournament_settle(tournament=ladder, rerank=True), repeats=once
     )
@@ -337,8 +341,10 @@ def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
         "idle_agents_queries": idle_q,
         "pairing_pass_ms": round(pass_s * 1000, 1),
         "pairs": len(pairs),
-        "duel_finished_s": round(settle_s, 3),
-        "duel_finished_queries": settle_q,
+        "duel_end_ms": round(end_s * 1000, 1),
+        "duel_end_queries": end_q,
+        "ladder_standings_s": round(settle_s, 3),
+        "ladder_standings_queries": settle_q,
         "refit_s": round(refit_s, 3),
         "refit_queries": refit_q,
         "leaderboard_page_ms": round(board_s * 1000, 1),
@@ -378,7 +384,8 @@ COLUMNS = (
     ("matches", "matches"),
     ("idle agents ms (queries)", ("idle_agents_ms", "idle_agents_queries")),
     ("pairing pass ms", "pairing_pass_ms"),
-    ("duel finished s (queries)", ("duel_finished_s", "duel_finished_queries")),
+    ("duel's end ms (queries)", ("duel_end_ms", "duel_end_queries")),
+    ("ladder standings s (queries)", ("ladder_standings_s", "ladder_standings_queries")),
     ("refit s (queries)", ("refit_s", "refit_queries")),
     ("leaderboard page ms (queries)", ("leaderboard_page_ms", "leaderboard_page_queries")),
     ("competitor page ms (queries)", ("competitor_page_ms", "competitor_page_queries")),
