@@ -17,8 +17,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import time
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -193,15 +195,37 @@ def _in_turns(environment: Environment) -> bool:
         return True
 
 
+#: A fit (a leaderboard's, a ladder's standings) that took a second or more runs again
+#: only this many times its duration later: however large the field, fitting takes at most
+#: about a tenth of the tournament manager's time, and what changes meanwhile waits for
+#: the next fit. A quicker fit (a field of hundreds) is never held back.
+FIT_SHARE = 10
+FIT_HELD_FROM_SECONDS = 1.0
+
+
+def fit_due(last_at: datetime | None, last_seconds: float, minimum: float, now: datetime) -> bool:
+    """Whether a fit last run at ``last_at`` (taking ``last_seconds``) may run again at
+    ``now``: ``minimum`` seconds later at the earliest, and ``FIT_SHARE`` times its
+    duration if that was ``FIT_HELD_FROM_SECONDS`` or more."""
+    if last_at is None:
+        return True
+    held = FIT_SHARE * last_seconds if last_seconds >= FIT_HELD_FROM_SECONDS else 0.0
+    return (now - last_at).total_seconds() >= max(minimum, held)
+
+
 def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
     """Fit the environment's leaderboard again when what it would see has changed (or
-    ``force``), replacing every entry; returns whether this call changed any entry (an
-    empty leaderboard that stays empty only records what it saw)."""
-    stored = Environment.objects.values_list("leaderboard_key", flat=True).get(pk=environment.pk)
+    ``force``), replacing every entry, and when its last fit is not too recent
+    (``fit_due``); returns whether this call changed any entry (an empty leaderboard that
+    stays empty only records what it saw)."""
+    stored, fitted_at, fit_seconds = Environment.objects.values_list(
+        "leaderboard_key", "leaderboard_fitted_at", "leaderboard_fit_seconds"
+    ).get(pk=environment.pk)
     current = {revision.pk: revision for revision in latest_validated_revisions(environment)}
     key = leaderboard_key(environment, current)
-    if key == stored and not force:
+    if not force and (key == stored or not fit_due(fitted_at, fit_seconds, 0, timezone.now())):
         return False
+    started = time.perf_counter()
     rated = RatingChange.objects.filter(match=OuterRef("pk"), pk__gt=_last_reset(environment))
     games, records = _games(Match.objects.filter(Exists(rated)), among=set(current))
     played = [revision for revision in current if records[revision].matches]
@@ -238,7 +262,10 @@ def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
             )
     with transaction.atomic():
         claimed = Environment.objects.filter(pk=environment.pk, leaderboard_key=stored).update(
-            leaderboard_key=key, leaderboard_fitted_at=now, first_move_advantage=advantage
+            leaderboard_key=key,
+            leaderboard_fitted_at=now,
+            leaderboard_fit_seconds=time.perf_counter() - started,
+            first_move_advantage=advantage,
         )
         if not claimed:
             return False  # another manager refitted it meanwhile

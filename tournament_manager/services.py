@@ -35,6 +35,7 @@ import itertools
 import logging
 import math
 import random
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -77,7 +78,7 @@ from referee.standings import (
     standing_key,
 )
 from tournament_manager import pairing
-from tournament_manager.leaderboard import ladder_strengths
+from tournament_manager.leaderboard import fit_due, ladder_strengths
 from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
 from tournament_manager.selectors import latest_validated_revisions
@@ -765,13 +766,19 @@ def _out_of_date(tournament: Tournament, tally: _Tally) -> bool:
 
 def _ranking_due(tournament: Tournament, tally: _Tally, now: datetime) -> bool:
     """Whether a ladder's standings are to be computed again: duels ended since they were,
-    and ``ARENA_LADDER_STANDINGS_SECONDS`` have passed (at once when it is no longer
-    running, for its final standings)."""
+    and ``ARENA_LADDER_STANDINGS_SECONDS`` have passed, and ten times what computing them
+    took last time (``fit_due``); at once when it is no longer running, for its final
+    standings."""
     if not tournament.is_ladder or tournament.ranked_duels == tally.done:
         return False
-    if tournament.status != TournamentStatus.RUNNING or tournament.ranked_at is None:
+    if tournament.status != TournamentStatus.RUNNING:
         return True
-    return (now - tournament.ranked_at).total_seconds() >= settings.ARENA_LADDER_STANDINGS_SECONDS
+    return fit_due(
+        tournament.ranked_at,
+        tournament.ranking_seconds,
+        settings.ARENA_LADDER_STANDINGS_SECONDS,
+        now,
+    )
 
 
 def tournament_settle(
@@ -802,8 +809,13 @@ def tournament_settle(
             if locked.is_ladder
             else (changed or rerank)
         ):
+            started = time.perf_counter()
             standings_update(tournament=locked)
-            stored |= {"ranked_at": now, "ranked_duels": tally.done}
+            stored |= {
+                "ranked_at": now,
+                "ranked_duels": tally.done,
+                "ranking_seconds": time.perf_counter() - started,
+            }
         Tournament.objects.filter(pk=locked.pk).update(**stored)
         for name, value in stored.items():
             setattr(locked, name, value)

@@ -62,6 +62,8 @@ class Tournament(models.Model):
     #: duels done.
     ranked_at = models.DateTimeField(null=True, blank=True, editable=False)
     ranked_duels = models.PositiveIntegerField(default=0, editable=False)
+    #: How long computing them took last time (the next waits ten times as long at least).
+    ranking_seconds = models.FloatField(default=0, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -47,6 +47,8 @@ class Environment(models.Model):
     leaderboard_key = models.CharField(max_length=64, blank=True, editable=False)
     leaderboard_fitted_at = models.DateTimeField(null=True, blank=True, editable=False)
     first_move_advantage = models.FloatField(null=True, blank=True, editable=False)
+    #: How long the last refit took: the next one waits ten times as long at least.
+    leaderboard_fit_seconds = models.FloatField(default=0, editable=False)
     imported_at = models.DateTimeField(auto_now=True)
 
     class Meta:

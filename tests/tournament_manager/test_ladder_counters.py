@@ -103,9 +103,18 @@ def test_a_ladders_standings_wait_for_the_manager_and_its_cadence(ladder, entrie
     assert ladder.ranked_duels == 1
 
     settings.ARENA_LADDER_STANDINGS_SECONDS = 0
+    # A fit that took 100 s waits ten times as long before the next, whatever the setting.
+    type(ladder).objects.filter(pk=ladder.pk).update(ranking_seconds=100)
     tournament_settle(tournament=ladder)
     ladder.refresh_from_db()
-    assert ladder.ranked_duels == 2
+    assert ladder.ranked_duels == 1
+
+    type(ladder).objects.filter(pk=ladder.pk).update(
+        ranked_at=timezone.now() - datetime.timedelta(seconds=1001)
+    )
+    tournament_settle(tournament=ladder)
+    ladder.refresh_from_db()
+    assert ladder.ranked_duels == 2 and ladder.ranking_seconds < 100
 
 
 def test_a_stopped_ladder_gets_its_final_standings_at_once(ladder, entries, settings):

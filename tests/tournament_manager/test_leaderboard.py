@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from core.models import (
     Competitor,
@@ -169,6 +172,26 @@ def test_it_refits_only_when_what_it_sees_changed(environment, tournament):
     assert Environment.objects.get(pk=environment.pk).leaderboard_fitted_at == fitted_at
 
     rated(tournament, one, two, wins=4)
+    assert leaderboard_refit(environment=environment)
+    assert entries(environment)["one"].matches == 12
+
+
+def test_a_slow_fit_waits_ten_times_its_duration_before_the_next(environment, tournament):
+    """With a field of thousands a fit takes seconds: matches ending meanwhile wait for the
+    next fit, which comes no sooner than ten times the last one's duration after it."""
+    one, two = agent(environment, "one"), agent(environment, "two")
+    rated(tournament, one, two, wins=4, losses=4)
+    assert leaderboard_refit(environment=environment)
+    # As if that fit had taken 100 s: the next is due 1,000 s after it.
+    Environment.objects.filter(pk=environment.pk).update(leaderboard_fit_seconds=100)
+    rated(tournament, one, two, wins=4)
+
+    assert not leaderboard_refit(environment=environment)
+    assert entries(environment)["one"].matches == 8
+
+    Environment.objects.filter(pk=environment.pk).update(
+        leaderboard_fitted_at=timezone.now() - timedelta(seconds=1001)
+    )
     assert leaderboard_refit(environment=environment)
     assert entries(environment)["one"].matches == 12
 
