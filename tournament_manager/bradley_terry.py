@@ -167,10 +167,13 @@ def fit(
     dense_limit: int = DENSE_LIMIT,
     probes: int = PROBES,
     seed: int = 0,
+    uncertainty: bool = True,
 ) -> Fit:
     """The posterior mode of every player's strength given ``games`` (between ``players``
     only), with its uncertainty: the whole covariance for at most ``dense_limit`` players,
-    each one's variance (from ``probes`` draws, ``seed`` their randomness) beyond."""
+    each one's variance (from ``probes`` draws, ``seed`` their randomness) beyond. Without
+    ``uncertainty`` (strengths are all that is wanted: a ladder's order) the variances are
+    only each player's own part, ``1/curvature``, and cost nothing more."""
     players = tuple(players)
     index = {player: i for i, player in enumerate(players)}
     n = len(players)
@@ -256,6 +259,15 @@ def fit(
     # Only differences of strength are measured: the scale is centred on the field's
     # mean, and so is the uncertainty (what all strengths share moves no one's rank).
     strengths = beta[:n] - beta[:n].mean()
+    if not uncertainty:
+        diagonal = matrix.diagonal()
+        return Fit(
+            players=players,
+            strengths=strengths,
+            variances=1 / diagonal[:n],
+            advantage=float(beta[advantage]),
+            advantage_sd=math.sqrt(1 / float(diagonal[advantage])),
+        )
     if dense:
         covariance = np.linalg.inv(matrix.toarray())
         centring = np.eye(n) - 1 / n

@@ -286,5 +286,6 @@ def ladder_strengths(*, tournament: Tournament) -> dict[int, float]:
     played = [revision for revision, record in records.items() if record.matches]
     if not played:
         return {}
-    result = fit(played, games)
+    # The order only: no uncertainty to compute.
+    result = fit(played, games, uncertainty=False)
     return {revision: result.elo(revision) for revision in played}

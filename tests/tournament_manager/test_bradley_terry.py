@@ -146,3 +146,15 @@ def test_a_large_fields_fit_agrees_with_the_whole_covariances(seed):
     ends = np.array([[*exact[player], *estimated[player]] for player in range(400)])
     assert np.abs(ends[:, :2] - ends[:, 2:]).mean() < 2.0
     assert large.ranks() == whole.ranks()
+
+
+def test_strengths_alone_are_the_same_strengths():
+    """A ladder's order needs no uncertainty: the fit without it finds the same strengths."""
+    games = neighbours_history(300, seed=3)
+
+    whole = fit(range(300), games)
+    strengths_only = fit(range(300), games, uncertainty=False)
+
+    assert whole.covariance is not None and strengths_only.covariance is None
+    assert np.abs(whole.strengths - strengths_only.strengths).max() < 1e-9
+    assert strengths_only.ranks() == whole.ranks()
