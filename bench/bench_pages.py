@@ -2,7 +2,8 @@
 
     python -m bench.bench_pages                  # baseline and this checkout, 30 s each, ~4 min
     python -m bench.bench_pages --quick          # smoke run: a small history, 5 s each
-    python -m bench.bench_pages --baseline REV --seconds N --readers N --workers N --json PATH
+    python -m bench.bench_pages --baseline REV --agents N --duels N --seconds N --readers N
+                                 --workers N --json PATH
 
 The production path: a PostgreSQL server, a Redis server (the cache, where the deploy
 keeps it: ``ARENA_CACHE_URL``), and the site served by ``gunicorn core.wsgi:application``
@@ -315,10 +316,29 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _cpu_seconds(master: int) -> float:
+    """CPU seconds (user and system) of gunicorn's master and its workers so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    try:
+        children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    except OSError:
+        return 0.0
+    total = 0
+    for pid in [str(master), *children]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 @contextlib.contextmanager
-def _gunicorn(checkout: Path, environment: dict[str, str], workers: int) -> Iterator[int]:
+def _gunicorn(
+    checkout: Path, environment: dict[str, str], workers: int
+) -> Iterator[tuple[int, int]]:
     """``gunicorn core.wsgi:application`` run from ``checkout``, as the deploy runs it;
-    yields its port once it answers."""
+    yields its port and its master's pid once it answers."""
     port = _free_port()
     command = [sys.executable, "-P", "-m", "gunicorn", "core.wsgi:application"]
     command += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--timeout", "60"]
@@ -337,7 +357,7 @@ def _gunicorn(checkout: Path, environment: dict[str, str], workers: int) -> Iter
                 problem = server.stderr.read().decode(errors="replace") if server.stderr else ""
                 raise SystemExit(f"bench_pages: gunicorn did not start\n{problem[-3000:]}")
             time.sleep(0.2)
-        yield port
+        yield port, server.pid
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -413,7 +433,7 @@ def serve_and_read(
 ) -> dict[str, Any]:
     """One checkout's run: the server started afresh, a warm-up, then the readers."""
     load = _load()
-    with _gunicorn(checkout, environment, plan.workers) as port:
+    with _gunicorn(checkout, environment, plan.workers) as (port, master):
         missing = []
         for kind, paths in pages_by_kind.items():
             statuses = [asyncio.run(_read(port, path))[0] for path in paths]
@@ -424,9 +444,15 @@ def serve_and_read(
         weights = {kind: len(paths) for kind, paths in pages_by_kind.items()}
         pages = [page for page in pages for _ in range(SAMPLED // weights[page[0]] or 1)]
         rng.shuffle(pages)
-        started = time.perf_counter()
+        started, server_cpu, readers_cpu = (
+            time.perf_counter(),
+            _cpu_seconds(master),
+            time.process_time(),
+        )
         tallies = asyncio.run(_readers(port, pages, plan.readers, plan.seconds))
         wall = time.perf_counter() - started
+        server_cpu = _cpu_seconds(master) - server_cpu
+        readers_cpu = time.process_time() - readers_cpu
     rows = {}
     for kind, tally in tallies.items():
         rows[kind] = {
@@ -444,7 +470,15 @@ def serve_and_read(
         "p99_ms": 1000 * _percentile(everything, 0.99),
         "errors": sum(tally.errors for tally in tallies.values()),
     }
-    return {"load_before": load, "load_after": _load(), "missing": missing, "pages": rows}
+    served = max(len(everything), 1)
+    return {
+        "load_before": load,
+        "load_after": _load(),
+        "missing": missing,
+        "pages": rows,
+        "server_cpu_ms_per_request": 1000 * server_cpu / served,
+        "readers_cpu_ms_per_request": 1000 * readers_cpu / served,
+    }
 
 
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
@@ -495,6 +529,10 @@ def table(figures: dict[str, Any]) -> str:
             f"{run['load_after']}"
             + (f"; not in it: {', '.join(run['missing'])}" if run["missing"] else "")
         )
+        lines.append(
+            f"CPU per request: gunicorn {run['server_cpu_ms_per_request']:.2f} ms, the readers "
+            f"{run['readers_cpu_ms_per_request']:.2f} ms"
+        )
         lines.append(f"{'page':<12} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
         for kind, row in run["pages"].items():
             if not row["requests"]:
@@ -516,6 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="a small history, 5 s a checkout")
     parser.add_argument("--baseline", default=None, help=f"a git revision or folder ({BASELINE})")
+    parser.add_argument("--agents", type=int, default=None, help="competitors (200)")
+    parser.add_argument("--duels", type=int, default=None, help="the ladder's duels (4000)")
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--readers", type=int, default=None)
     parser.add_argument("--workers", type=int, default=None)
@@ -526,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
         plan,
         **{
             name: value
-            for name in ("baseline", "seconds", "readers", "workers")
+            for name in ("baseline", "agents", "duels", "seconds", "readers", "workers")
             if (value := getattr(arguments, name)) is not None
         },
     )
