@@ -67,7 +67,9 @@ def pages_version_bump() -> None:
 def has_uncommitted_writes(connection: BaseDatabaseWrapper) -> bool:
     """Whether this connection's open transaction wrote to the pages' tables."""
     return connection.in_atomic_block and any(
-        callback is pages_version_bump for _, callback, _ in connection.run_on_commit
+        # Each entry: the savepoints it belongs to, the callback, and (Django 5) robust.
+        entry[1] is pages_version_bump
+        for entry in connection.run_on_commit
     )
 
 

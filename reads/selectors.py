@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -110,7 +110,7 @@ def leaderboard_entries(environment: Environment) -> QuerySet[LeaderboardEntry]:
     )
 
 
-def leaderboard_rows(*, user: Visitor, entries: Sequence[LeaderboardEntry]) -> list[LeaderboardRow]:
+def leaderboard_rows(*, user: Visitor, entries: Iterable[LeaderboardEntry]) -> list[LeaderboardRow]:
     return [
         LeaderboardRow(
             entry=entry,
@@ -412,7 +412,7 @@ def _participants(tournament: Tournament) -> QuerySet[Participant]:
     )
 
 
-def _standing_rows(*, user: Visitor, participants: Sequence[Participant]) -> list[StandingRow]:
+def _standing_rows(*, user: Visitor, participants: Iterable[Participant]) -> list[StandingRow]:
     """Private competitors' names show, unlinked."""
     return [
         StandingRow(
