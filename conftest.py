@@ -20,4 +20,5 @@ if importlib.util.find_spec("django") is not None:
         "tests.support.workers",
         "tests.support.gateway",
         "tests.support.embedded",
+        "tests.support.page_cache",
     ]

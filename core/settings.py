@@ -181,6 +181,7 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -259,6 +260,42 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("ARENA_PRUNE_IMAGES_SECONDS", 3600),
     },
 }
+
+# --- Pages' cache -----------------------------------------------------------------
+
+
+def cache_from_url(url: str) -> dict[str, object]:
+    """Django's cache settings from ``redis://host:port/db``, ``file:///folder`` or
+    ``locmem://`` (one process's memory: tests of a single process only)."""
+    parsed = urlparse(url)
+    if parsed.scheme in {"redis", "rediss"}:
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    if parsed.scheme == "file":
+        return {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": unquote(parsed.path),
+            "OPTIONS": {"MAX_ENTRIES": 20_000},
+        }
+    if parsed.scheme == "locmem":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    raise ValueError(f"ARENA_CACHE_URL: unsupported scheme {parsed.scheme!r} (redis, file, locmem)")
+
+
+#: Where the site keeps the pages it shows anonymous visitors (docs/operators/caching.md),
+#: shared by every web process and every worker, whose writes make pages stale: a Redis
+#: URL (by default the broker's, when it is Redis), else a folder beside the database,
+#: which the processes of one machine share (``file:///path``).
+ARENA_CACHE_URL = env_str(
+    "ARENA_CACHE_URL",
+    ARENA_BROKER_URL
+    if ARENA_BROKER_URL.startswith(("redis://", "rediss://"))
+    else f"file://{VAR_DIR / 'cache' / 'pages'}",
+)
+CACHES = {"default": cache_from_url(ARENA_CACHE_URL)}
+#: How long a kept page may be shown at most. A write to what it shows makes it stale at
+#: once; this bounds only what changes with the clock alone ("fitted 5 minutes ago").
+ARENA_PAGE_CACHE_SECONDS = env_int("ARENA_PAGE_CACHE_SECONDS", 60)
+
 
 # --- Arena ---------------------------------------------------------------------
 

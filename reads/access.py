@@ -175,7 +175,7 @@ def get_tournament_for_user(user: Visitor, pk: int) -> Tournament:
 
 
 def _duels() -> QuerySet[Duel]:
-    return Duel.objects.with_seats().select_related("tournament__environment", "job")
+    return Duel.objects.with_seats().select_related("tournament__environment")
 
 
 def get_duel_for_user(user: Visitor, pk: int) -> Duel:

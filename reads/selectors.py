@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q, QuerySet
 from django.utils.safestring import SafeString
 
@@ -51,6 +53,21 @@ from reads.replays import (
 from tournament_manager.selectors import tournament_progress
 
 RECENT_TOURNAMENTS = 10
+#: Rows a page of the site's lists shows: the list's page number comes from the address
+#: (``?page=2``), so that no page reads more rows as the history grows.
+LEADERBOARD_ROWS = 50
+#: The environment page's top of its leaderboard (the rest on the leaderboard's page).
+LEADERBOARD_TOP = 20
+TOURNAMENT_ROWS = 20
+STANDING_ROWS = 50
+DUEL_ROWS = 50
+REVISION_ROWS = 20
+
+
+def rows_page(rows: QuerySet[Any], number: str | int | None, per_page: int) -> Page:
+    """Page ``number`` of ``rows`` (an ordered query): a count and one slice. Anything but
+    a page number gives the first page; a number past the end, the last."""
+    return Paginator(rows, per_page).get_page(number)
 
 
 def visible_tournaments(user: Visitor) -> QuerySet[Tournament]:
@@ -84,13 +101,16 @@ class LeaderboardRow:
     linked: bool
 
 
-def leaderboard(*, user: Visitor, environment: Environment) -> list[LeaderboardRow]:
-    """The published leaderboard: ranked entries best first, then the provisional ones."""
-    entries = (
+def leaderboard_entries(environment: Environment) -> QuerySet[LeaderboardEntry]:
+    """The published leaderboard's entries: ranked best first, then the provisional ones."""
+    return (
         LeaderboardEntry.objects.published()
         .filter(environment=environment, competitor__is_disabled=False)
         .select_related("competitor__owner", "competitor__environment", "revision")
     )
+
+
+def leaderboard_rows(*, user: Visitor, entries: Iterable[LeaderboardEntry]) -> list[LeaderboardRow]:
     return [
         LeaderboardRow(
             entry=entry,
@@ -101,11 +121,39 @@ def leaderboard(*, user: Visitor, environment: Environment) -> list[LeaderboardR
     ]
 
 
+def leaderboard(*, user: Visitor, environment: Environment) -> list[LeaderboardRow]:
+    """The whole published leaderboard."""
+    return leaderboard_rows(user=user, entries=leaderboard_entries(environment))
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderboardPage:
+    environment: Environment
+    #: A page of ``LeaderboardRow``.
+    rows: Page
+    provisional_matches: int = dataclasses.field(
+        default_factory=lambda: settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES
+    )
+
+
+def leaderboard_page(
+    *, user: Visitor, environment: Environment, number: str | None = None
+) -> LeaderboardPage:
+    """One page of the published leaderboard."""
+    rows = rows_page(leaderboard_entries(environment), number, LEADERBOARD_ROWS)
+    rows.object_list = leaderboard_rows(user=user, entries=rows.object_list)
+    return LeaderboardPage(environment=environment, rows=rows)
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvironmentPage:
     environment: Environment
+    #: The top of the leaderboard (``LEADERBOARD_TOP`` rows).
     leaderboard: list[LeaderboardRow]
-    tournaments: list[Tournament]
+    #: Its entries in all.
+    leaderboard_count: int
+    #: A page of its tournaments, newest first.
+    tournaments: Page
     #: The visitor's own competitors in this environment.
     own_competitors: list[Competitor]
     competitor_count: int
@@ -115,16 +163,23 @@ class EnvironmentPage:
     )
 
 
-def environment_page(*, user: Visitor, environment: Environment) -> EnvironmentPage:
+def environment_page(
+    *, user: Visitor, environment: Environment, tournaments_page: str | None = None
+) -> EnvironmentPage:
     own = (
         environment.competitors.filter(owner=user).order_by("name")
         if isinstance(user, User)
         else Competitor.objects.none()
     )
+    entries = leaderboard_entries(environment)
+    tournaments = visible_tournaments(user).filter(environment=environment)
     return EnvironmentPage(
         environment=environment,
-        leaderboard=leaderboard(user=user, environment=environment),
-        tournaments=list(visible_tournaments(user).filter(environment=environment)),
+        leaderboard=leaderboard_rows(user=user, entries=entries[:LEADERBOARD_TOP]),
+        leaderboard_count=entries.count(),
+        tournaments=rows_page(
+            tournaments.order_by("-created_at", "-pk"), tournaments_page, TOURNAMENT_ROWS
+        ),
         own_competitors=list(own),
         competitor_count=environment.competitors.filter(is_disabled=False).count(),
     )
@@ -136,8 +191,10 @@ class CompetitorPage:
     rating: Rating | None
     #: Its place on the published leaderboard; None until its current revision is rated.
     entry: LeaderboardEntry | None
-    revisions: list[Revision]
-    tournaments: list[Tournament]
+    #: A page of its revisions, newest first.
+    revisions: Page
+    #: A page of the tournaments it entered, newest first.
+    tournaments: Page
     is_owner: bool
     rating_chart: SafeString | None = None
     #: The visitor (logged in) may play it in the browser (``core.human``).
@@ -160,12 +217,18 @@ def rating_history(competitor: Competitor) -> list[RatingPoint]:
     ]
 
 
-def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
+def competitor_page(
+    *,
+    user: Visitor,
+    competitor: Competitor,
+    revisions_page: str | None = None,
+    tournaments_page: str | None = None,
+) -> CompetitorPage:
     tournaments = (
         visible_tournaments(user)
         .filter(participants__revision__competitor=competitor)
         .distinct()
-        .order_by("-created_at")
+        .order_by("-created_at", "-pk")
     )
     return CompetitorPage(
         competitor=competitor,
@@ -173,8 +236,10 @@ def competitor_page(*, user: Visitor, competitor: Competitor) -> CompetitorPage:
         entry=LeaderboardEntry.objects.filter(competitor=competitor)
         .select_related("revision")
         .first(),
-        revisions=list(competitor.revisions.order_by("-version")),
-        tournaments=list(tournaments),
+        revisions=rows_page(
+            competitor.revisions.order_by("-version"), revisions_page, REVISION_ROWS
+        ),
+        tournaments=rows_page(tournaments, tournaments_page, TOURNAMENT_ROWS),
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor),
@@ -309,8 +374,10 @@ def _duel_row(duel: Duel) -> DuelRow:
 @dataclasses.dataclass(frozen=True)
 class TournamentPage:
     tournament: Tournament
-    standings: list[StandingRow]
-    duels: list[DuelRow]
+    #: A page of ``StandingRow``, best first.
+    standings: Page
+    #: A page of ``DuelRow``, the latest first.
+    duels: Page
 
     @property
     def is_running(self) -> bool:
@@ -336,11 +403,17 @@ class TournamentPage:
         return tournament_progress(self.tournament).minutes_left
 
 
-def tournament_standings(*, user: Visitor, tournament: Tournament) -> list[StandingRow]:
-    """Best first; the withdrawn last. Private competitors' names show, unlinked."""
-    participants = tournament.participants.select_related(
+def _participants(tournament: Tournament) -> QuerySet[Participant]:
+    """Best first; the withdrawn last."""
+    return tournament.participants.select_related(
         "revision__competitor__owner", "revision__competitor__environment"
-    ).order_by("withdrawn", F("rank").asc(nulls_last=True), "-points", "revision__competitor__name")
+    ).order_by(
+        "withdrawn", F("rank").asc(nulls_last=True), "-points", "revision__competitor__name", "pk"
+    )
+
+
+def _standing_rows(*, user: Visitor, participants: Iterable[Participant]) -> list[StandingRow]:
+    """Private competitors' names show, unlinked."""
     return [
         StandingRow(
             participant=participant,
@@ -351,14 +424,25 @@ def tournament_standings(*, user: Visitor, tournament: Tournament) -> list[Stand
     ]
 
 
-def tournament_page(*, user: Visitor, tournament: Tournament) -> TournamentPage:
-    standings = tournament_standings(user=user, tournament=tournament)
-    duels = tournament.duels.with_seats().order_by("round", "pk")
-    return TournamentPage(
-        tournament=tournament,
-        standings=standings,
-        duels=[_duel_row(duel) for duel in duels],
-    )
+def tournament_standings(*, user: Visitor, tournament: Tournament) -> list[StandingRow]:
+    """Every participant, best first; the withdrawn last."""
+    return _standing_rows(user=user, participants=_participants(tournament))
+
+
+def tournament_page(
+    *,
+    user: Visitor,
+    tournament: Tournament,
+    standings_page: str | None = None,
+    duels_page: str | None = None,
+) -> TournamentPage:
+    standings = rows_page(_participants(tournament), standings_page, STANDING_ROWS)
+    standings.object_list = _standing_rows(user=user, participants=standings.object_list)
+    # A ladder's newest duels first (what its readers come for); rounds in order otherwise.
+    order = ("-pk",) if tournament.format == TournamentFormat.LADDER else ("round", "pk")
+    duels = rows_page(tournament.duels.with_seats().order_by(*order), duels_page, DUEL_ROWS)
+    duels.object_list = [_duel_row(duel) for duel in duels.object_list]
+    return TournamentPage(tournament=tournament, standings=standings, duels=duels)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,7 @@ urlpatterns = [
     # Where browsers and feed readers look without a page's <link rel="icon">.
     path("favicon.ico", environments.favicon, name="favicon"),
     path("environments/<slug:name>/", environments.environment, name="environment"),
+    path("environments/<slug:name>/leaderboard/", environments.leaderboard, name="leaderboard"),
     path(
         "environments/<slug:name>/online-models/",
         environments.online_model_create,

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
@@ -106,7 +106,19 @@ class CompetitorAdmin(ArenaAdmin):
     actions = ("disable", "enable", "make_public", "make_private")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Competitor]:
-        return super().get_queryset(request).annotate(revisions_count=Count("revisions"))
+        # Each competitor's newest revision, read with the page's rows (one query).
+        newer = Revision.objects.filter(
+            competitor=OuterRef("competitor"), version__gt=OuterRef("version")
+        )
+        latest = Prefetch(
+            "revisions", Revision.objects.filter(~Exists(newer)), to_attr="latest_revisions"
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(revisions_count=Count("revisions"))
+            .prefetch_related(latest)
+        )
 
     @admin.display(description="owner", ordering="owner__email")
     def owner_link(self, competitor: Competitor) -> str:
@@ -119,7 +131,8 @@ class CompetitorAdmin(ArenaAdmin):
 
     @admin.display(description="latest revision")
     def latest(self, competitor: Competitor) -> str:
-        revision = competitor.revisions.order_by("-version").first()
+        latest = getattr(competitor, "latest_revisions", None)
+        revision = latest[0] if latest else None
         if revision is None:
             return EMPTY
         return format_html(

@@ -132,7 +132,7 @@ class LeaderboardEntryAdmin(ReadOnlyAdmin):
     )
     list_filter = ("environment",)
     search_fields = ("competitor__name", "competitor__owner__email")
-    list_select_related = ("environment", "competitor", "revision")
+    list_select_related = ("environment", "competitor", "revision__competitor")
     fields = (
         "place",
         "competitor_link",

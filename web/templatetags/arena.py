@@ -131,3 +131,12 @@ def replay_move_items(replay: Replay, step: int) -> SafeString:
             )
         )
     return SafeString("\n".join(items))
+
+
+@register.simple_tag(takes_context=True)
+def page_url(context: template.Context, param: str, number: int) -> str:
+    """This page's address with list ``param`` at page ``number`` (the other lists' pages
+    and the rest of the query kept)."""
+    query = context["request"].GET.copy()
+    query[param] = str(number)
+    return "?" + query.urlencode()

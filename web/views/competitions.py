@@ -19,16 +19,24 @@ from reads.replays import (
     player_labels,
 )
 from reads.selectors import duel_page, tournament_page
+from web.page_cache import cached_for_visitors
 
 
 @require_GET
+@cached_for_visitors
 def tournament(request: HttpRequest, pk: int) -> HttpResponse:
     tournament = get_tournament_for_user(request.user, pk)
-    page = tournament_page(user=request.user, tournament=tournament)
+    page = tournament_page(
+        user=request.user,
+        tournament=tournament,
+        standings_page=request.GET.get("standings"),
+        duels_page=request.GET.get("duels"),
+    )
     return render(request, "web/tournament.html", {"page": page, "tournament": tournament})
 
 
 @require_GET
+@cached_for_visitors
 def duel(request: HttpRequest, pk: int) -> HttpResponse:
     duel = get_duel_for_user(request.user, pk)
     page = duel_page(user=request.user, duel=duel)
@@ -60,6 +68,7 @@ def _requested_step(request: HttpRequest) -> int | None:
 
 
 @require_GET
+@cached_for_visitors
 def match(request: HttpRequest, duel_pk: int, index: int) -> HttpResponse:
     match = get_match_for_user(request.user, duel_pk, index)
     replay = match_replay(match, _requested_step(request))

@@ -20,18 +20,21 @@ from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, lo
 from llm.prompts import HARNESS_VERSION
 from reads.access import AuthenticatedHttpRequest, get_environment
 from reads.scores import environment_score_competitions
-from reads.selectors import environment_page, home_page
+from reads.selectors import environment_page, home_page, leaderboard_page
 from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm
+from web.page_cache import cached_for_visitors
 from web.views.submissions import upload_from_form
 
 
 @require_GET
+@cached_for_visitors
 def home(request: HttpRequest) -> HttpResponse:
     page = home_page(user=request.user)
     return render(request, "web/home.html", {"page": page})
 
 
 @require_http_methods(["GET", "POST"])
+@cached_for_visitors
 def environment(request: HttpRequest, name: str) -> HttpResponse:
     environment = get_environment(name)
     form = SubmissionForm()
@@ -59,7 +62,11 @@ def render_environment(
         "online_form": online_form or OnlineModelForm(),
         "llm_form": llm_form or LLMPlayerForm(),
     }
-    page = environment_page(user=request.user, environment=environment)
+    page = environment_page(
+        user=request.user,
+        environment=environment,
+        tournaments_page=request.GET.get("tournaments"),
+    )
     return render(
         request,
         "web/environment.html",
@@ -74,6 +81,17 @@ def render_environment(
         },
         status=400 if any(form.errors for form in forms.values()) else 200,
     )
+
+
+@require_GET
+@cached_for_visitors
+def leaderboard(request: HttpRequest, name: str) -> HttpResponse:
+    """The whole published leaderboard, a page at a time (``?page=N``)."""
+    environment = get_environment(name)
+    page = leaderboard_page(
+        user=request.user, environment=environment, number=request.GET.get("page")
+    )
+    return render(request, "web/leaderboard.html", {"page": page, "environment": environment})
 
 
 @login_required

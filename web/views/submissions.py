@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import ArenaError, sentence
@@ -27,6 +28,7 @@ from reads.llm import player_stats
 from reads.scores import revision_validation_evaluation
 from reads.selectors import competitor_page, revision_page
 from web.forms import LLMSettingsForm, MoveLogsForm, UploadForm
+from web.page_cache import cached_for_visitors
 
 
 def upload_from_form(
@@ -62,6 +64,7 @@ def upload_from_form(
 
 
 @require_http_methods(["GET", "POST"])
+@cached_for_visitors
 def competitor(request: HttpRequest, environment_name: str, name: str) -> HttpResponse:
     competitor = get_competitor_for_user(request.user, environment_name, name)
     form = UploadForm()
@@ -113,8 +116,13 @@ def render_competitor(
     form = form or UploadForm()
     if competitor.is_llm and llm_form is None:
         llm_form = llm_settings_form(competitor)
-    page = competitor_page(user=request.user, competitor=competitor)
-    return render(
+    page = competitor_page(
+        user=request.user,
+        competitor=competitor,
+        revisions_page=request.GET.get("revisions"),
+        tournaments_page=request.GET.get("tournaments"),
+    )
+    response = render(
         request,
         "web/competitor.html",
         {
@@ -131,6 +139,11 @@ def render_competitor(
         if form.errors or any(other is not None and other.errors for other in (llm_form, logs_form))
         else 200,
     )
+    if competitor.is_online:
+        # Whether its client is connected is the seat bus's, not the database's: no write
+        # tells the pages' cache it changed.
+        patch_cache_control(response, no_cache=True)
+    return response
 
 
 def llm_settings_form(competitor: Competitor) -> LLMSettingsForm:
