@@ -16,11 +16,12 @@ for trusted agents (the Docker backend is the production sandbox).
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -53,6 +54,11 @@ UID_COUNT = 1000
 #: The user ids' locks: one folder for the whole host, whatever each referee's sandbox
 #: root, so that no two referees ever give one user id to two agents.
 UID_LOCKS = Path(tempfile.gettempdir()) / "arena-sandbox-uids"
+#: What a user id's lock file holds while no process of that user id can exist: written
+#: on release once every process of it is dead, cleared when it is taken again. A lock
+#: left in any other state (its referee died holding it) means its processes are killed
+#: before the user id is used again; otherwise that kill, a fork of the referee, is saved.
+NO_PROCESSES = b"no processes\n"
 #: Room in the address space on top of the memory limit: runtimes such as Node.js
 #: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
 ADDRESS_SPACE_EXTRA_MB = 4096
@@ -167,12 +173,17 @@ class UserPool:
                 os.close(fd)
                 continue
             # A referee that died may have left processes behind under this uid.
-            kill_user_processes(uid)
+            if os.pread(fd, len(NO_PROCESSES) + 1, 0) != NO_PROCESSES:
+                kill_user_processes(uid)
+            os.ftruncate(fd, 0)
             return uid, fd
         raise SandboxError(f"all {self.count} sandbox user ids are in use")
 
     @staticmethod
-    def release(fd: int) -> None:
+    def release(fd: int, *, no_processes: bool = False) -> None:
+        """Unlock; ``no_processes`` when every process of the user id has been killed."""
+        if no_processes:
+            os.pwrite(fd, NO_PROCESSES, 0)
         os.close(fd)
 
 
@@ -218,10 +229,16 @@ class ProcessAgent:
         return self._log.move_logs()
 
     def termination(self, wait: float = 0.0) -> Termination | None:
-        try:
-            returncode = self.process.wait(timeout=wait) if wait else self.process.poll()
-        except subprocess.TimeoutExpired:
-            returncode = None
+        if wait and self.exit_fd is not None:
+            # Readable the moment the process ends (Popen.wait would poll, sleeping up to
+            # twice as long as the agent took to exit).
+            select.select([self.exit_fd], [], [], wait)
+            returncode = self.process.poll()
+        else:
+            try:
+                returncode = self.process.wait(timeout=wait) if wait else self.process.poll()
+            except subprocess.TimeoutExpired:
+                returncode = None
         if returncode is None:
             return None
         if returncode == jail.SETUP_FAILED:
@@ -268,7 +285,8 @@ class ProcessAgent:
             self.exit_fd = None
         _remove_tree(self.workdir)
         if self.uid_lock is not None:
-            UserPool.release(self.uid_lock)
+            # _kill_everything returned: kill_user_processes saw every process of it dead.
+            UserPool.release(self.uid_lock, no_processes=True)
 
 
 class ProcessSandbox:
@@ -295,6 +313,8 @@ class ProcessSandbox:
         self.python = python or self._default_python()
         self.users = UserPool(base=uid_base, count=uid_count)
         self._sdk_path: Path | None = None
+        # Agents start side by side: one of them makes the copy, the other waits for it.
+        self._sdk_lock = threading.Lock()
 
     def _default_python(self) -> str:
         if not self.isolate_users or _executable_by_anyone(Path(sys.executable)):
@@ -316,25 +336,33 @@ class ProcessSandbox:
             os.chmod(self.root, 0o711)
 
     def _sdk(self) -> Path:
-        """A world-readable copy of the SDK, made once per content version."""
-        if self._sdk_path is None:
-            digest = hashlib.sha256()
-            for path in sorted(SDK_DIR.glob("*.py")):
-                digest.update(path.name.encode() + path.read_bytes())
-            target = self.root / f"sdk-{digest.hexdigest()[:16]}"
-            if not (target / "arena_sdk" / "__init__.py").exists():
-                staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".sdk-"))
-                shutil.copytree(
-                    SDK_DIR, staging / "arena_sdk", ignore=shutil.ignore_patterns("__pycache__")
-                )
-                for path in [staging, *staging.rglob("*")]:
-                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
-                try:
-                    staging.rename(target)
-                except OSError:  # another referee made it first
-                    _remove_tree(staging)
-            self._sdk_path = target
+        """A world-readable copy of the SDK, made once per content version, with its
+        bytecode, so that agents (which run with -B) do not compile it at every start."""
+        with self._sdk_lock:
+            if self._sdk_path is None:
+                self._sdk_path = self._copy_sdk()
         return self._sdk_path
+
+    def _copy_sdk(self) -> Path:
+        digest = hashlib.sha256()
+        for path in sorted(SDK_DIR.glob("*.py")):
+            digest.update(path.name.encode() + path.read_bytes())
+        target = self.root / f"sdk-{digest.hexdigest()[:16]}"
+        if not (target / "arena_sdk" / "__init__.py").exists():
+            staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".sdk-"))
+            shutil.copytree(
+                SDK_DIR, staging / "arena_sdk", ignore=shutil.ignore_patterns("__pycache__")
+            )
+            # Compiled by this interpreter: an agents' interpreter of another minor version
+            # looks for its own cache tag, finds none and compiles as before.
+            compileall.compile_dir(staging, quiet=2)
+            for path in [staging, *staging.rglob("*")]:
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+            try:
+                staging.rename(target)
+            except OSError:  # another referee made it first
+                _remove_tree(staging)
+        return target
 
     def _command(self, source: AgentSource, workdir: Path) -> list[str]:
         if source.kind is EntryKind.EXECUTABLE:
@@ -389,7 +417,7 @@ class ProcessSandbox:
                 "unshare_network": self.isolate_users,
             }
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", jail.__file__, json.dumps(config)],
+                [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
