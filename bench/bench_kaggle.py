@@ -22,6 +22,12 @@ Arena, N-match duel
 Arena, the environment's own duel length
     The same with duels as long as ``info.yml``'s ``matches_per_duel``, back to back, as a
     worker plays them: start-up weighs more.
+floors
+    The pipe ping-pong and the JSON ping-pong of ``bench_referee`` (one line each way per
+    move between this process and a child on the agents' interpreter; the second with the
+    protocol's JSON work on both sides), as matches per second: their round trips per
+    second over the moves of an average Arena match. What any sandboxed agent speaking
+    JSON lines over pipes could reach with no referee, no game, no start-up.
 
 The ratio of a round is Arena's rate over kaggle's rate in that round; the table gives its
 median and range. The issue's target is 30 times. ``--docker`` adds the same N-match duel
@@ -44,7 +50,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.bench_referee import ENVIRONMENT, SEED, bench_duel
+from bench.bench_referee import (
+    ENVIRONMENT,
+    SEED,
+    bench_duel,
+    bench_json_ping_pong,
+    bench_ping_pong,
+)
 from bench.cli import run_bench
 from environments.registry import load_info
 from sandboxes.base import AgentSource, SandboxBackend
@@ -84,10 +96,15 @@ class Plan:
     duel_matches: int
     #: Matches played in duels of ``info.yml``'s length each round.
     short_duel_matches: int
+    ping_pong_moves: int
 
 
-FULL = Plan(rounds=7, kaggle_matches=100, duel_matches=200, short_duel_matches=100)
-QUICK = Plan(rounds=1, kaggle_matches=5, duel_matches=20, short_duel_matches=20)
+FULL = Plan(
+    rounds=7, kaggle_matches=100, duel_matches=200, short_duel_matches=100, ping_pong_moves=5000
+)
+QUICK = Plan(
+    rounds=1, kaggle_matches=5, duel_matches=20, short_duel_matches=20, ping_pong_moves=200
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +207,7 @@ def measure(
     extra = _docker_backends() if options.docker else {}
     runs: dict[str, list[Run]] = {"kaggle": [], "arena": [], "arena_short": []}
     runs.update({name: [] for name in extra})
+    floors: dict[str, list[float]] = {"pipe": [], "json": []}
     try:
         # Not timed: the SDK copy for the sandbox, the image's pages, the first pool.
         for backend in (process, *extra.values()):
@@ -206,6 +224,8 @@ def measure(
                 if pool is not None:
                     pool.wait_until_ready(60)
                 runs[name].append(arena_duel(agent, backend, plan.duel_matches, seed))
+            floors["pipe"].append(bench_ping_pong(process.python, plan.ping_pong_moves))
+            floors["json"].append(bench_json_ping_pong(process.python, plan.ping_pong_moves))
             kaggle_rate = runs["kaggle"][-1].matches_per_second
             report(
                 f"round {round_index + 1}/{plan.rounds}: kaggle {kaggle_rate:.1f}, "
@@ -237,6 +257,16 @@ def measure(
         }
         for name, values in runs.items()
     }
+    moves_per_match = rows["arena"]["moves_per_match"]
+    for name, round_trips in floors.items():
+        rates = [rate / moves_per_match for rate in round_trips]
+        rows[f"{name}_floor"] = {
+            "matches_per_second": _spread(rates),
+            "over_kaggle": _spread(
+                [rate / kaggle_rate for rate, kaggle_rate in zip(rates, kaggle_rates, strict=True)]
+            ),
+            "moves_per_match": moves_per_match,
+        }
     ratio = rows["arena"]["over_kaggle"]["median"]
     return {
         "date": datetime.date.today().isoformat(),
@@ -257,6 +287,7 @@ def measure(
         "samples": {
             name: [dataclasses.asdict(run) for run in values] for name, values in runs.items()
         },
+        "ping_pong_round_trips_per_second": floors,
     }
 
 
@@ -268,6 +299,8 @@ def _row_names(figures: dict[str, Any]) -> dict[str, str]:
         "arena_short": f"Arena, process sandbox, {figures['matches_per_duel']}-match duels",
         "docker": f"Arena, docker cold, {matches}-match duel",
         "docker_warm": f"Arena, docker warm pool, {matches}-match duel",
+        "pipe_floor": "floor: pipe ping-pong, per match",
+        "json_floor": "floor: JSON ping-pong, per match",
     }
 
 
@@ -285,15 +318,13 @@ def table(figures: dict[str, Any]) -> str:
         f"kaggle-environments {figures['kaggle']['version']} on {figures['kaggle']['python']}; "
         f"Arena's agents on {figures['sandbox']['agent_python']}",
         "",
-        f"{'row':<44} {'matches/s':>24} {'x kaggle':>22} {'moves/match':>12}",
+        f"{'row':<40} {'matches/s (range)':>26} {'x kaggle (range)':>24} {'moves/match':>12}",
     ]
     for name, row in figures["rows"].items():
         rate, ratio = row["matches_per_second"], row["over_kaggle"]
-        lines.append(
-            f"{names[name]:<44} {rate['median']:>9,.1f} ({rate['low']:,.1f}-{rate['high']:,.1f})"
-            f" {ratio['median']:>7.1f} ({ratio['low']:.1f}-{ratio['high']:.1f})"
-            f" {row['moves_per_match']:>12.1f}"
-        )
+        rates = f"{rate['median']:,.1f} ({rate['low']:,.1f}-{rate['high']:,.1f})"
+        ratios = f"{ratio['median']:,.1f} ({ratio['low']:,.1f}-{ratio['high']:,.1f})"
+        lines.append(f"{names[name]:<40} {rates:>26} {ratios:>24} {row['moves_per_match']:>12.1f}")
     verdict = "met" if figures["target_met"] else "NOT met"
     lines += ["", f"target: Arena >= {figures['target_over_kaggle']:.0f}x kaggle: {verdict}"]
     return "\n".join(lines)

@@ -45,10 +45,17 @@ def _error_message(error: BaseException) -> str:
 
 def _flush_log() -> None:
     """Send what the agent printed during its move before the answer: the referee gives a
-    move the log written before its answer (a line still in a buffer would go to the next)."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+    move the log written before its answer (a line still in a buffer would go to the next).
+
+    Called at every move: ``print`` goes to stderr (``protocol_streams``), so one stream is
+    usually flushed, and a failed flush costs nothing until it happens."""
+    stdout, stderr = sys.stdout, sys.stderr
+    for stream in (stdout,) if stdout is stderr else (stdout, stderr):
+        # Not contextlib.suppress: it costs a move 0.8 µs.
+        try:  # noqa: SIM105
             stream.flush()
+        except Exception:
+            pass
 
 
 def _call_hook(hook: Any, argument: Any) -> None:

@@ -56,6 +56,7 @@ def test_it_measures_both_sides_and_writes_the_ratio(tmp_path):
     assert rows["arena"]["moves_per_match"] >= 7
     assert rows["arena_short"]["moves_per_match"] >= 7
     assert rows["arena"]["over_kaggle"]["median"] > 0
+    assert rows["json_floor"]["matches_per_second"]["median"] > 0
     assert figures["target_over_kaggle"] == 30
 
 
