@@ -250,7 +250,9 @@ class ProcessAgent:
         if wait and self.exit_fd is not None:
             # Readable the moment the process ends (Popen.wait would poll, sleeping up to
             # twice as long as the agent took to exit).
-            select.select([self.exit_fd], [], [], wait)
+            exited = select.poll()
+            exited.register(self.exit_fd, select.POLLIN)
+            exited.poll(wait * 1000)
             returncode = self.process.poll()
         else:
             try:
