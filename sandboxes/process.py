@@ -21,6 +21,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import resource
 import select
 import shutil
 import signal
@@ -127,6 +128,30 @@ def _processes_of_user(uid: int, *, count_threads: bool = False) -> list[int]:
     return found
 
 
+#: The exit status of ``kill_user_processes``'s child when no other process has its uid.
+_ALONE = 4
+
+
+def _alone_under_own_uid() -> bool:  # pragma: no cover - runs in a child
+    """True if no other process (zombies included) has this process's real user id.
+
+    The kernel refuses a fork past RLIMIT_NPROC, which counts the user's processes: with a
+    limit of 2, this process and its new child, a fork succeeds only when nothing else of
+    the user exists. (kill(-1) cannot tell: it reports success whenever the machine has any
+    other process, even one it may not signal.) Needs no privilege: a non-root user cannot
+    exceed the limit.
+    """
+    resource.setrlimit(resource.RLIMIT_NPROC, (2, 2))
+    try:
+        child = os.fork()
+    except BlockingIOError:
+        return False
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    return True
+
+
 def kill_user_processes(uid: int) -> None:
     """Kill every process of ``uid``: a child takes that uid and calls kill(-1, SIGKILL).
 
@@ -134,9 +159,11 @@ def kill_user_processes(uid: int) -> None:
     process with SIGKILL pending cannot fork, so once it has been called nothing of ``uid``
     can appear any more: a scan of /proc afterwards is reliable. A scan before it is not
     (it can miss a process forked while it reads, such as a daemon that double-forks as
-    its agent exits), so there is always at least one kill(-1). kill(-1) fails with ESRCH
-    only when the caller is alone on the machine (processes it may not signal count as
-    found), so in practice the scan always runs.
+    its agent exits), so there is always at least one kill(-1).
+
+    The scan reads every process's status, a cost that grows with the host; the child
+    first asks the kernel instead (``_ALONE``), which answers for the usual case of a user
+    id with nothing left to kill.
     """
     for _attempt in range(20):
         pid = os.fork()
@@ -146,15 +173,13 @@ def kill_user_processes(uid: int) -> None:
                 os.setgid(uid)
                 os.setuid(uid)
                 os.kill(-1, signal.SIGKILL)
-                code = 0
-            except ProcessLookupError:
-                code = 1
+                code = _ALONE if _alone_under_own_uid() else 0
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
-        # ESRCH: nothing at all to signal. Otherwise wait for the killed to die (zombies
-        # waiting for a parent to reap them do not count).
-        if os.waitstatus_to_exitcode(status) == 1 or not _processes_of_user(uid):
+        # Otherwise wait for the killed to die (zombies waiting for a parent to reap them
+        # do not count).
+        if os.waitstatus_to_exitcode(status) == _ALONE or not _processes_of_user(uid):
             return
         time.sleep(0.005)
     raise SandboxError(f"processes of sandbox user {uid} survive SIGKILL")

@@ -65,3 +65,23 @@ def test_it_marks_a_user_id_free_of_processes_only_when_its_agent_is_closed(back
     taken, lock = UserPool(base=running.uid, count=1).acquire()
     UserPool.release(lock)
     assert (taken, kills) == (running.uid, [])
+
+
+@pytest.mark.usefixtures("needs_root")
+def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there(monkeypatch):
+    scans: list[int] = []
+    scan = process_sandbox._processes_of_user
+    monkeypatch.setattr(
+        process_sandbox, "_processes_of_user", lambda uid: scans.append(uid) or scan(uid)
+    )
+    uid, lock = UserPool().acquire()
+    try:
+        process_sandbox.kill_user_processes(uid)
+        assert scans == []  # nothing of the user: the kernel's count answered
+
+        sleeper = _sleeper(uid)
+        process_sandbox.kill_user_processes(uid)
+        assert sleeper.wait(timeout=10) == -9
+        assert scans  # it was there (a zombie until reaped): /proc was read
+    finally:
+        UserPool.release(lock)
