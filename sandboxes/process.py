@@ -55,11 +55,6 @@ UID_COUNT = 1000
 #: The user ids' locks: one folder for the whole host, whatever each referee's sandbox
 #: root, so that no two referees ever give one user id to two agents.
 UID_LOCKS = Path(tempfile.gettempdir()) / "arena-sandbox-uids"
-#: What a user id's lock file holds while no process of that user id can exist: written
-#: on release once every process of it is dead, cleared when it is taken again. A lock
-#: left in any other state (its referee died holding it) means its processes are killed
-#: before the user id is used again; otherwise that kill, a fork of the referee, is saved.
-NO_PROCESSES = b"no processes\n"
 #: Room in the address space on top of the memory limit: runtimes such as Node.js
 #: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
 ADDRESS_SPACE_EXTRA_MB = 4096
@@ -216,17 +211,12 @@ class UserPool:
                 os.close(fd)
                 continue
             # A referee that died may have left processes behind under this uid.
-            if os.pread(fd, len(NO_PROCESSES) + 1, 0) != NO_PROCESSES:
-                kill_user_processes(uid)
-            os.ftruncate(fd, 0)
+            kill_user_processes(uid)
             return uid, fd
         raise SandboxError(f"all {self.count} sandbox user ids are in use")
 
     @staticmethod
-    def release(fd: int, *, no_processes: bool = False) -> None:
-        """Unlock; ``no_processes`` when every process of the user id has been killed."""
-        if no_processes:
-            os.pwrite(fd, NO_PROCESSES, 0)
+    def release(fd: int) -> None:
         os.close(fd)
 
 
@@ -330,8 +320,7 @@ class ProcessAgent:
             self.exit_fd = None
         _remove_tree(self.workdir)
         if self.uid_lock is not None:
-            # _kill_everything returned: kill_user_processes saw every process of it dead.
-            UserPool.release(self.uid_lock, no_processes=True)
+            UserPool.release(self.uid_lock)
 
 
 class ProcessSandbox:

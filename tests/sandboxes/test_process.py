@@ -7,9 +7,7 @@ import threading
 import pytest
 
 from sandboxes import process as process_sandbox
-from sandboxes.base import SandboxLimits
-from sandboxes.process import NO_PROCESSES, UID_LOCKS, UserPool, _processes_of_user
-from tests.support.sandboxes import player
+from sandboxes.process import UserPool, _processes_of_user
 
 
 def test_it_finds_each_process_of_a_user_and_counts_its_threads():
@@ -36,7 +34,7 @@ def _sleeper(uid: int) -> subprocess.Popen[bytes]:
 def test_it_kills_what_a_referee_that_died_left_under_a_user_id():
     uid, lock = UserPool().acquire()
     left_behind = _sleeper(uid)
-    # The referee dies holding the user id: the kernel drops its lock, nobody marks it.
+    # The referee dies holding the user id: the kernel drops its lock.
     os.close(lock)
 
     # The same user id (a pool of one, on the host's shared locks) is taken again.
@@ -44,27 +42,8 @@ def test_it_kills_what_a_referee_that_died_left_under_a_user_id():
     try:
         assert taken == uid
         assert left_behind.wait(timeout=10) == -9
-        assert (UID_LOCKS / f"{uid}.lock").read_bytes() == b""
     finally:
         UserPool.release(lock)
-
-
-@pytest.mark.usefixtures("needs_root")
-def test_it_marks_a_user_id_free_of_processes_only_when_its_agent_is_closed(backend, monkeypatch):
-    running = backend.start(
-        player("connect_four/random_player.py"), limits=SandboxLimits(), label="marked"
-    )
-    lock_file = UID_LOCKS / f"{running.uid}.lock"
-    assert lock_file.read_bytes() == b""  # in use: a referee dying now leaves it unmarked
-
-    running.close()
-
-    assert lock_file.read_bytes() == NO_PROCESSES
-    kills: list[int] = []
-    monkeypatch.setattr(process_sandbox, "kill_user_processes", kills.append)
-    taken, lock = UserPool(base=running.uid, count=1).acquire()
-    UserPool.release(lock)
-    assert (taken, kills) == (running.uid, [])
 
 
 @pytest.mark.usefixtures("needs_root")
