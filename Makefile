@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format docs bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages clean
+.PHONY: demo test setup base-image lint format docs bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages bench-kaggle clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -30,6 +30,14 @@ format:
 
 bench:           ## moves/s: in-process, pipe ping-pong and through the referee
 	.venv/bin/python -m bench.bench_referee
+
+bench-kaggle: .venv-kaggle/bin/python  ## matches/s: sandboxed duels against kaggle-environments' in-process ConnectX
+	.venv/bin/python -m bench.bench_kaggle
+
+# kaggle-environments in a virtualenv of its own: its dependencies are not Arena's.
+.venv-kaggle/bin/python: bench/kaggle-requirements.txt
+	.venv/bin/python -m venv --clear .venv-kaggle
+	.venv-kaggle/bin/pip install --quiet --no-deps -r bench/kaggle-requirements.txt
 
 bench-docker:    ## moves/s: agents in containers against host processes and attach streams
 	.venv/bin/python -m bench.bench_docker

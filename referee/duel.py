@@ -17,7 +17,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
-import functools
 import random
 import time
 import traceback
@@ -28,7 +27,7 @@ from arena_sdk import protocol
 
 from environments.base import Environment, IllegalAction
 from environments.registry import EnvironmentInfo, load_info, make_environment
-from referee.channel import AgentFailure, Arrival, Channel, Wait, gather
+from referee.channel import AgentFailure, Channel, Wait, gather
 from referee.results import (
     DuelResult,
     Fault,
@@ -261,7 +260,7 @@ class Referee:
             except AgentFailure as failure:
                 failures[contestant] = failure
                 continue
-            waits[contestant] = Wait(channel, deadline, channel.poll)
+            waits[contestant] = Wait(channel, deadline)
         for contestant, arrival in gather(waits).items():
             # What it wrote while starting is in its whole log, on no move.
             contestant.mark_move(None)
@@ -356,12 +355,13 @@ class Referee:
         once, so each agent's time is measured on its own.
         """
         environment = self.environment
-        settings = self.settings
+        move_time = self.settings.move_time
         sent: dict[int, float] = {}
-        asked: dict[int, tuple[Channel, int, float]] = {}
+        waits: dict[int, Wait] = {}
         faults: list[Fault] = []
         for seat in movers:
-            channel = seats[seat].channel
+            contestant = seats[seat]
+            channel = contestant.channel
             assert channel is not None
             self.request_id += 1
             request = {
@@ -371,33 +371,17 @@ class Referee:
                 "step": step,
                 "observation": environment.observation(seat),
                 "legal_actions": environment.legal_actions(seat),
-                "time_left": {"move": settings.move_time, "bank": round(banks[seat], 6)},
+                "time_left": {"move": move_time, "bank": round(banks[seat], 6)},
             }
-            sent[seat] = time.monotonic()
-            deadline = sent[seat] + settings.move_time + banks[seat] + seats[seat].allowance
+            sent[seat] = now = time.monotonic()
+            deadline = now + move_time + banks[seat] + contestant.allowance
             try:
                 channel.send(request, deadline)
             except AgentFailure as failure:
-                faults.append(self._charge(seats[seat], failure, step))
+                faults.append(self._charge(contestant, failure, step))
                 continue
-            asked[seat] = (channel, self.request_id, deadline)
-
-        arrivals: dict[int, Arrival]
-        if len(asked) == 1:
-            # One mover (turn-based games): a plain blocking read is the fastest wait.
-            [(seat, (channel, request_id, deadline))] = asked.items()
-            try:
-                reply = channel.receive_reply(request_id, deadline)
-                arrivals = {seat: Arrival(time.monotonic(), message=reply)}
-            except AgentFailure as failure:
-                arrivals = {seat: Arrival(time.monotonic(), failure=failure)}
-        else:
-            arrivals = gather(
-                {
-                    seat: Wait(channel, deadline, functools.partial(channel.poll_reply, request_id))
-                    for seat, (channel, request_id, deadline) in asked.items()
-                }
-            )
+            waits[seat] = Wait(channel, deadline, self.request_id)
+        arrivals = gather(waits)
 
         # Each mover's log up to its answer is this move's: a mark is a position in its
         # stream (``AgentLog``), taken once all have answered, when none is being asked.

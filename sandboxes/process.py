@@ -16,11 +16,13 @@ for trusted agents (the Docker backend is the production sandbox).
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
+import resource
+import select
 import shutil
 import signal
 import stat
@@ -82,27 +84,67 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, onerror=make_writable_and_retry)
 
 
+def _status_field(status: bytes, name: bytes) -> bytes:
+    """The value of field ``name`` in a /proc/PID/status text ("" if absent). The kernel
+    escapes newlines in a process's name, so no process can forge a line."""
+    start = status.find(b"\n" + name + b":\t")
+    if start < 0:
+        return b""
+    start += len(name) + 3
+    return status[start : status.find(b"\n", start)]
+
+
 def _processes_of_user(uid: int, *, count_threads: bool = False) -> list[int]:
     """Live (non-zombie) processes whose real user id is ``uid``.
 
     With ``count_threads`` each process appears once per thread, which is what
-    RLIMIT_NPROC counts.
+    RLIMIT_NPROC counts. Every close of an agent scans all of /proc (see
+    ``kill_user_processes``), so the files are read as bytes with plain system calls.
     """
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
         try:
-            status = Path(entry.path, "status").read_text()
+            fd = os.open(f"/proc/{name}/status", os.O_RDONLY)
         except OSError:
             continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("State", "").startswith("Z"):
+        try:
+            status = os.read(fd, 1 << 16)
+        except OSError:
             continue
-        if int(fields.get("Uid", "-1\t").split()[0]) == uid:
-            threads = int(fields.get("Threads", "1")) if count_threads else 1
-            found.extend([int(entry.name)] * threads)
+        finally:
+            os.close(fd)
+        real_uid = _status_field(status, b"Uid").split(b"\t", 1)[0]
+        if real_uid != str(uid).encode() or _status_field(status, b"State").startswith(b"Z"):
+            continue
+        threads = int(_status_field(status, b"Threads") or 1) if count_threads else 1
+        found.extend([int(name)] * threads)
     return found
+
+
+#: The exit status of ``kill_user_processes``'s child when no other process has its uid.
+_ALONE = 4
+
+
+def _alone_under_own_uid() -> bool:  # pragma: no cover - runs in a child
+    """True if no other process (zombies included) has this process's real user id.
+
+    The kernel refuses a fork past RLIMIT_NPROC, which counts the user's processes: with a
+    limit of 2, this process and its new child, a fork succeeds only when nothing else of
+    the user exists. (kill(-1) cannot tell: it reports success whenever the machine has any
+    other process, even one it may not signal.) Needs no privilege: a non-root user cannot
+    exceed the limit.
+    """
+    resource.setrlimit(resource.RLIMIT_NPROC, (2, 2))
+    try:
+        child = os.fork()
+    except BlockingIOError:
+        return False
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    return True
 
 
 def kill_user_processes(uid: int) -> None:
@@ -113,6 +155,10 @@ def kill_user_processes(uid: int) -> None:
     can appear any more: a scan of /proc afterwards is reliable. A scan before it is not
     (it can miss a process forked while it reads, such as a daemon that double-forks as
     its agent exits), so there is always at least one kill(-1).
+
+    The scan reads every process's status, a cost that grows with the host; the child
+    first asks the kernel instead (``_ALONE``), which answers for the usual case of a user
+    id with nothing left to kill.
     """
     for _attempt in range(20):
         pid = os.fork()
@@ -122,15 +168,13 @@ def kill_user_processes(uid: int) -> None:
                 os.setgid(uid)
                 os.setuid(uid)
                 os.kill(-1, signal.SIGKILL)
-                code = 0
-            except ProcessLookupError:
-                code = 1
+                code = _ALONE if _alone_under_own_uid() else 0
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
-        # ESRCH: nothing at all to signal. Otherwise wait for the killed to die (zombies
-        # waiting for a parent to reap them do not count).
-        if os.waitstatus_to_exitcode(status) == 1 or not _processes_of_user(uid):
+        # Otherwise wait for the killed to die (zombies waiting for a parent to reap them
+        # do not count).
+        if os.waitstatus_to_exitcode(status) == _ALONE or not _processes_of_user(uid):
             return
         time.sleep(0.005)
     raise SandboxError(f"processes of sandbox user {uid} survive SIGKILL")
@@ -218,10 +262,18 @@ class ProcessAgent:
         return self._log.move_logs()
 
     def termination(self, wait: float = 0.0) -> Termination | None:
-        try:
-            returncode = self.process.wait(timeout=wait) if wait else self.process.poll()
-        except subprocess.TimeoutExpired:
-            returncode = None
+        if wait and self.exit_fd is not None:
+            # Readable the moment the process ends (Popen.wait would poll, sleeping up to
+            # twice as long as the agent took to exit).
+            exited = select.poll()
+            exited.register(self.exit_fd, select.POLLIN)
+            exited.poll(wait * 1000)
+            returncode = self.process.poll()
+        else:
+            try:
+                returncode = self.process.wait(timeout=wait) if wait else self.process.poll()
+            except subprocess.TimeoutExpired:
+                returncode = None
         if returncode is None:
             return None
         if returncode == jail.SETUP_FAILED:
@@ -295,6 +347,8 @@ class ProcessSandbox:
         self.python = python or self._default_python()
         self.users = UserPool(base=uid_base, count=uid_count)
         self._sdk_path: Path | None = None
+        # Agents start side by side: one of them makes the copy, the other waits for it.
+        self._sdk_lock = threading.Lock()
 
     def _default_python(self) -> str:
         if not self.isolate_users or _executable_by_anyone(Path(sys.executable)):
@@ -316,25 +370,33 @@ class ProcessSandbox:
             os.chmod(self.root, 0o711)
 
     def _sdk(self) -> Path:
-        """A world-readable copy of the SDK, made once per content version."""
-        if self._sdk_path is None:
-            digest = hashlib.sha256()
-            for path in sorted(SDK_DIR.glob("*.py")):
-                digest.update(path.name.encode() + path.read_bytes())
-            target = self.root / f"sdk-{digest.hexdigest()[:16]}"
-            if not (target / "arena_sdk" / "__init__.py").exists():
-                staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".sdk-"))
-                shutil.copytree(
-                    SDK_DIR, staging / "arena_sdk", ignore=shutil.ignore_patterns("__pycache__")
-                )
-                for path in [staging, *staging.rglob("*")]:
-                    os.chmod(path, 0o755 if path.is_dir() else 0o644)
-                try:
-                    staging.rename(target)
-                except OSError:  # another referee made it first
-                    _remove_tree(staging)
-            self._sdk_path = target
+        """A world-readable copy of the SDK, made once per content version, with its
+        bytecode, so that agents (which run with -B) do not compile it at every start."""
+        with self._sdk_lock:
+            if self._sdk_path is None:
+                self._sdk_path = self._copy_sdk()
         return self._sdk_path
+
+    def _copy_sdk(self) -> Path:
+        digest = hashlib.sha256()
+        for path in sorted(SDK_DIR.glob("*.py")):
+            digest.update(path.name.encode() + path.read_bytes())
+        target = self.root / f"sdk-{digest.hexdigest()[:16]}"
+        if not (target / "arena_sdk" / "__init__.py").exists():
+            staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".sdk-"))
+            shutil.copytree(
+                SDK_DIR, staging / "arena_sdk", ignore=shutil.ignore_patterns("__pycache__")
+            )
+            # Compiled by this interpreter: an agents' interpreter of another minor version
+            # looks for its own cache tag, finds none and compiles as before.
+            compileall.compile_dir(staging, quiet=2)
+            for path in [staging, *staging.rglob("*")]:
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+            try:
+                staging.rename(target)
+            except OSError:  # another referee made it first
+                _remove_tree(staging)
+        return target
 
     def _command(self, source: AgentSource, workdir: Path) -> list[str]:
         if source.kind is EntryKind.EXECUTABLE:
@@ -389,7 +451,7 @@ class ProcessSandbox:
                 "unshare_network": self.isolate_users,
             }
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", jail.__file__, json.dumps(config)],
+                [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from arena_sdk import Turn, agent, run
 
 
 @agent
-def random_column(turn: Turn) -> Any:
+def random_column(turn: Turn) -> int:
     # turn.random is seeded from the match seed, so a duel replays identically.
     return turn.random.choice(turn.legal_actions)
 

@@ -7,16 +7,18 @@ online instead, from this machine, with a model token (see ``arena_sdk.online``)
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
 
 from arena_sdk.adapters import AgentNotFound, load_agent
 from arena_sdk.serve import protocol_streams, run
 
 
 def _connect(argv: list[str]) -> int:
+    # Imported here, not at the top: every sandboxed agent starts through this module.
+    import argparse
+    from pathlib import Path
+
     from arena_sdk.online import connect
 
     parser = argparse.ArgumentParser(
@@ -42,7 +44,7 @@ def _connect(argv: list[str]) -> int:
     if not token:
         parser.error("give --token-file FILE or set ARENA_TOKEN")
     try:
-        agent = load_agent(Path(options.agent))
+        agent = load_agent(options.agent)
     except AgentNotFound as error:
         print(f"arena: {options.agent}: {error}", file=sys.stderr)
         return 3
@@ -71,7 +73,7 @@ def main(argv: list[str]) -> int:
     # Take the protocol streams first: the agent's module may print while it loads.
     streams = protocol_streams()
     try:
-        agent = load_agent(Path(argv[0]))
+        agent = load_agent(argv[0])
     except AgentNotFound as error:
         print(f"arena: {argv[0]}: {error}", file=sys.stderr)
         return 3

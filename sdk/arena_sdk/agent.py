@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Optional
+
+# typing.TYPE_CHECKING, without importing typing: an agent's process starts for every
+# duel, and typing alone costs it about 2 ms. Annotations are never evaluated at run time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 
 class Match:

@@ -18,7 +18,10 @@ The full description lives in docs/protocol.md.
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without its import (see agent.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL_VERSION = 1
 
