@@ -189,7 +189,8 @@ def test_the_embedded_default_referees_an_online_evaluation_in_the_gateways_proc
     """No Redis: the seat bus is in this process's memory, so the entry's task hands the
     evaluation to the gateway's own referee threads (``OnlineDuelRunner``), which play it
     against the client on that bus."""
-    from asgiref.sync import async_to_sync
+    import asyncio
+    import concurrent.futures
 
     from core.online import online_model_register, seat_bus
     from core.scores import score_entry_create
@@ -198,8 +199,10 @@ def test_the_embedded_default_referees_an_online_evaluation_in_the_gateways_proc
 
     settings.ARENA_ONLINE_BUS_URL = ""
     bus = seat_bus()
-    # Not asyncio.run: a test before this one may leave an event loop running here.
-    async_to_sync(bus.gateway_heartbeat)("test-gateway")
+    # In a thread of its own: a test before this one may leave an event loop running in
+    # this one (asyncio.run and async_to_sync both refuse to run beside it).
+    with concurrent.futures.ThreadPoolExecutor(1) as apart:
+        apart.submit(asyncio.run, bus.gateway_heartbeat("test-gateway")).result()
     cup = ScoreCompetition.objects.create(
         environment=Environment.objects.get(name="cartpole"), name="Pole cup", episodes=2, seed=3
     )
