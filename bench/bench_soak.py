@@ -595,6 +595,11 @@ class EmbeddedSite:
         return [f"{p.pid} {p.command}" for p in self._agents(processes())]
 
 
+#: Commands of the containers' healthchecks (docker-compose.yml), which come and go (a
+#: worker's ``celery inspect ping`` is a whole Celery client): not the service's memory.
+HEALTHCHECKS = ("core.healthcheck", "inspect ping", "pg_isready", "redis-cli")
+
+
 class ComposeSite:
     """``docker-compose.yml`` of a fresh clone of HEAD (``tests.support.compose_stack``)."""
 
@@ -647,16 +652,18 @@ class ComposeSite:
                 figures[service] = 0.0
                 continue
             top = subprocess.run(
-                ["docker", "top", container["Id"], "-eo", "pid"],
+                ["docker", "top", container["Id"], "-eo", "pid,args"],
                 capture_output=True,
                 text=True,
                 timeout=60,
                 check=False,
-            ).stdout.split()[1:]
-            figures[service] = round(
-                sum(table[int(pid)].rss_mb for pid in top if pid.isdigit() and int(pid) in table),
-                1,
-            )
+            ).stdout.splitlines()[1:]
+            pids = [
+                int(pid)
+                for pid, _, command in (line.strip().partition(" ") for line in top)
+                if pid.isdigit() and not any(check in command for check in HEALTHCHECKS)
+            ]
+            figures[service] = round(sum(table[pid].rss_mb for pid in pids if pid in table), 1)
         workers = {containers[s]["Id"] for s in ("worker-duels",) if s in containers}
         figures["agents"] = len(agents_of(workers))
         return figures
