@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format docs bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages bench-kaggle clean
+.PHONY: demo test setup base-image lint format docs bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages bench-kaggle bench-soak clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -68,6 +68,8 @@ bench-jobs:      ## a round robin and upload to validated, before the jobs table
 
 bench-pages:     ## the public pages: 32 readers through gunicorn on PostgreSQL, before (c91c05a) and now
 	.venv/bin/python -m bench.bench_pages
+bench-soak:      ## a 50-agent ladder for 30 min, a worker killed and the broker restarted (embedded)
+	.venv/bin/python -m bench.bench_soak
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

@@ -247,7 +247,8 @@ def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
 
 
 def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str) -> bool:
-    """Store a played duel if ``worker`` still holds its job, and finish the job.
+    """Store a played duel if ``worker`` still holds its job, tell its tournament
+    (``duel_finished``: rated, counted), and finish the job, all in one transaction.
 
     A worker that lost the job (it stalled and another took the duel over) has its result
     dropped. Returns whether it was stored.
@@ -255,6 +256,11 @@ def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str)
 
     def store() -> Outcome:
         duel_store_result(duel=duel, result=result, worker=worker)
+        duel.refresh_from_db()
+        # In the same transaction: a worker killed after it leaves the duel stored and
+        # rated, one killed before neither (it is played again once its lease ends),
+        # never stored and not rated.
+        duel_finished.send(sender=Duel, duel=duel)
         return Outcome(duel.status == DuelStatus.SUCCEEDED, error=duel.error)
 
     return job_record(job=job, worker=worker, store=store)
@@ -325,7 +331,7 @@ def seat_clock(competitors: list[Competitor], game: str) -> dict[str, float]:
 
 
 def duel_play(*, duel_id: int) -> float | None:
-    """Play a queued duel with the referee and store it; tells its tournament.
+    """Play a queued duel with the referee and store it, telling its tournament.
 
     Returns None when the duel is done with (played here, or finished already), or the
     seconds to wait when it is to be tried again: another worker holds it, or its agents
@@ -347,8 +353,6 @@ def duel_play(*, duel_id: int) -> float | None:
         return None
     # The replay takes over from the live view.
     LiveEvent.objects.filter(duel_id=duel.pk).delete()
-    duel.refresh_from_db()
-    duel_finished.send(sender=Duel, duel=duel)
     return None
 
 

@@ -22,6 +22,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, close_old_connections, connection
 
+from core.celery import forget_statements
+
 Pass = Callable[[], bool]
 
 
@@ -46,8 +48,10 @@ def serve(
     fails is logged, and the others run); each round in which none failed touches
     ``heartbeat`` (a healthcheck reads its age)."""
     while not stopping.is_set():
-        # Drops a connection that broke or outlived CONN_MAX_AGE, as a request would.
+        # Drops a connection that broke or outlived CONN_MAX_AGE, and forgets the
+        # statements debug mode logged, as a request would.
         close_old_connections()
+        forget_statements()
         did_work, failed = False, False
         for one in passes:
             # Each pass on its own: one that fails does not hold up the others.

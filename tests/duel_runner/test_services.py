@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from core.jobs import job_claim, job_heartbeat
 from core.leases import worker_name
-from core.models import Duel, DuelStatus, Job, JobKind, MatchLog
+from core.models import Duel, DuelStatus, Job, JobKind, JobStatus, MatchLog, RatingChange
 from duel_runner.services import (
     duel_play,
     duel_record_result,
@@ -19,6 +19,7 @@ from referee.duel import run_duel
 from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.sandboxes import AGENTS
+from tournament_manager.services import tournament_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
@@ -147,3 +148,42 @@ def test_it_stores_what_each_agent_logged_at_each_move_with_its_match(client):
     assert (
         "match 0 step 0: thinking &lt;b&gt;&amp;amp;&lt;/b&gt;" in client.get(url).content.decode()
     )
+
+
+class WorkerKilled(BaseException):
+    """The worker's process dying at this point (SIGKILL): nothing after it runs."""
+
+
+def test_a_worker_killed_before_its_duel_is_rated_leaves_it_to_be_played_again(monkeypatch):
+    # Found by bench/bench_soak.py: the duel was stored in one transaction and rated in
+    # the next, so a worker killed between the two left it succeeded and never rated.
+    minimax, rando = two_revisions()
+    tournament = tournament_create(
+        environment=minimax.competitor.environment,
+        name="Killed while rating",
+        revisions=[minimax, rando],
+        matches_per_duel=2,
+    )
+    duel = queued_duel([minimax, rando], num_matches=2, seed=3, tournament=tournament)
+
+    def killed(**_: object) -> None:
+        raise WorkerKilled
+
+    with monkeypatch.context() as patched:
+        patched.setattr("tournament_manager.services.ratings_update_from_duel", killed)
+        with pytest.raises(WorkerKilled):
+            duel_play(duel_id=duel.pk)
+
+    # Neither stored nor rated: the job is still the dead worker's, until its lease ends.
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.RUNNING and duel.job.status == JobStatus.RUNNING
+    assert duel.matches.count() == 0
+    assert not RatingChange.objects.filter(duel=duel).exists()
+    Job.objects.filter(duel=duel).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED and duel.job.attempts == 2
+    assert duel.matches.count() == 2
+    assert RatingChange.objects.filter(duel=duel).count() == 2 * 2

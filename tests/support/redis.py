@@ -31,6 +31,7 @@ def redis_url() -> Iterator[str]:
         "redis-server is not installed (apt-get install redis-server), so "
         "pipeline tests with a real broker cannot run",
     )
+    assert server is not None  # for mypy: require() skipped the test otherwise
     folder = Path(tempfile.mkdtemp(prefix="arena-test-redis-"))
     port = free_port()
     process = subprocess.Popen(

@@ -13,6 +13,7 @@ command plays everything.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from typing import Any
 
@@ -56,6 +57,10 @@ class Command(BaseCommand):
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+        # SIGTERM (kill, systemd, docker stop) as a Ctrl-C: uvicorn shuts down in order,
+        # then raises the signal again, whose default action would end the process there,
+        # before the worker, the manager and the online duels are stopped below.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
             if not settings.ARENA_EMBEDDED_BROKER or options["no_worker"]:
                 self.serve(options, worker=None)
@@ -66,7 +71,8 @@ class Command(BaseCommand):
                 finally:
                     self.stdout.write("Stopping the Celery worker (its running tasks may finish).")
         except KeyboardInterrupt:
-            # uvicorn has shut down in order and raises Ctrl-C again: nothing to show.
+            # uvicorn has shut down in order and raises Ctrl-C (or SIGTERM) again: nothing
+            # to show.
             pass
         self.stdout.write("Stopped.")
 
