@@ -68,6 +68,7 @@ bench-jobs:      ## a round robin and upload to validated, before the jobs table
 
 bench-pages:     ## the public pages: 32 readers through gunicorn on PostgreSQL, before (c91c05a) and now
 	.venv/bin/python -m bench.bench_pages
+
 bench-soak:      ## a 50-agent ladder for 30 min, a worker killed and the broker restarted (embedded)
 	.venv/bin/python -m bench.bench_soak
 
