@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
+from bench.fields import bench_environment, validated_revisions
 
 SEED = 20261123
 
@@ -92,51 +93,21 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
         Duel,
         DuelResult,
         DuelStatus,
-        Environment,
         Match,
         Rating,
         RatingChange,
-        Revision,
-        StepStatus,
         Tournament,
     )
 
     name = f"bench_{agents}"
-    environment = Environment.objects.create(
-        name=name,
-        title=name,
-        description="",
-        rules="",
-        players=2,
-        matches_per_duel=2,
-        validation_matches=2,
-        move_time=1,
-        time_bank=1,
-        startup_time=1,
-        memory_mb=64,
-        cpu_seconds=1,
-    )
+    environment = bench_environment(name)
     owner = user_create(
         email=f"{name}@example.com", display_name=name, password="a long bench password 2026"
     )
     competitors = Competitor.objects.bulk_create(
         Competitor(owner=owner, environment=environment, name=f"agent-{i}") for i in range(agents)
     )
-    revisions = Revision.objects.bulk_create(
-        Revision(
-            competitor=competitor,
-            version=1,
-            uploaded_by=owner,
-            filename="main.py",
-            entry_point="main.py",
-            source=f"bench/{competitor.name}.py",
-            sha256="0" * 64,
-            size=1,
-            build_status=StepStatus.SUCCEEDED,
-            validation_status=StepStatus.SUCCEEDED,
-        )
-        for competitor in competitors
-    )
+    revisions = validated_revisions(competitors)
     ratings = Rating.objects.bulk_create(Rating(competitor=c) for c in competitors)
     tournament = Tournament.objects.create(
         environment=environment, name=name, created_by=owner, matches_per_duel=2

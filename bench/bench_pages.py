@@ -55,6 +55,7 @@ from typing import Any
 
 from bench.bench_hosts import _postgres, _redis
 from bench.bench_jobs import REPOSITORY, _checkout
+from bench.fields import validated_revisions
 
 SEED = 20261127
 #: The commit before this work: the pages as issue 27 measured them.
@@ -122,8 +123,6 @@ def fill(plan: Plan, rng: random.Random) -> dict[str, list[str]]:
         Participant,
         Rating,
         RatingChange,
-        Revision,
-        StepStatus,
         Tournament,
         TournamentFormat,
         TournamentStatus,
@@ -149,21 +148,7 @@ def fill(plan: Plan, rng: random.Random) -> dict[str, list[str]]:
         )
         for number in range(plan.agents)
     )
-    revisions = Revision.objects.bulk_create(
-        Revision(
-            competitor=competitor,
-            version=1,
-            uploaded_by=competitor.owner,
-            filename="main.py",
-            entry_point="main.py",
-            source=f"bench/{competitor.name}.py",
-            sha256="0" * 64,
-            size=1,
-            build_status=StepStatus.SUCCEEDED,
-            validation_status=StepStatus.SUCCEEDED,
-        )
-        for competitor in competitors
-    )
+    revisions = validated_revisions(competitors)
     ratings = Rating.objects.bulk_create(Rating(competitor=c) for c in competitors)
     organizer = owners[0]
     now = timezone.now()
