@@ -34,7 +34,6 @@ leaderboard page, competitor page
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import math
@@ -47,8 +46,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from bench.bench_jobs import _database
 from bench.cli import run_bench
 from bench.fields import bench_environment, validated_revisions
 
@@ -82,27 +81,6 @@ def _setup(folder: Path, database_url: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-
-
-@contextlib.contextmanager
-def _database(server: str | None, folder: Path) -> Iterator[str]:
-    """A fresh database for the run, dropped afterwards: on the server, or a file."""
-    if server is None:
-        yield f"sqlite:///{folder / 'scale.sqlite3'}"
-        return
-    import psycopg
-
-    name = f"bench_scale_{os.getpid()}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(server, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _duels(agents: int, matches_per_agent: int, rng: random.Random) -> Iterator[tuple[int, int]]:
@@ -252,7 +230,8 @@ def _timed(action: Callable[[], Any], repeats: int = 3) -> tuple[float, int, Any
 
 def measure(plan: Plan, *, report: Callable[[str], None], postgres: str | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    with _database(postgres, folder) as database_url:
+    # A database of its own, dropped afterwards (a SQLite file without a server).
+    with _database(postgres, folder, f"bench_scale_{os.getpid()}") as database_url:
         _setup(folder, database_url)
         return _measure(plan, report=report, database=_describe(postgres))
 

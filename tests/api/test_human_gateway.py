@@ -68,6 +68,20 @@ def read_until(response: http.client.HTTPResponse, kind: str) -> dict:
                     return json.loads(line[6:])
 
 
+def send_reply(gateway: Gateway, duel: Duel, cookies: str, token: str, body: dict) -> int:
+    """The page's POST of one reply, with its cookies and CSRF token; the status."""
+    poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    poster.request(
+        "POST",
+        f"/api/v1/online/human/{duel.pk}/reply",
+        body=json.dumps(body),
+        headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
+    )
+    answer = poster.getresponse()
+    answer.read()
+    return answer.status
+
+
 def game_against_rando(gateway: Gateway) -> tuple[Duel, str, str]:
     """A person's game against a random agent, and their browser's cookies and CSRF
     token."""
@@ -123,16 +137,7 @@ def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
     assert response.getheader("content-type") == "text/event-stream"
 
     def reply(body: dict) -> int:
-        poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
-        poster.request(
-            "POST",
-            f"/api/v1/online/human/{duel.pk}/reply",
-            body=json.dumps(body),
-            headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
-        )
-        answer = poster.getresponse()
-        answer.read()
-        return answer.status
+        return send_reply(gateway, duel, cookies, token, body)
 
     seen: list[str] = []
     buffer = b""
@@ -225,16 +230,7 @@ def test_a_page_opened_after_the_first_moves_gets_the_game_so_far_and_plays_on(g
     playing = refereeing(duel.pk)
 
     def reply(body: dict) -> int:
-        poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
-        poster.request(
-            "POST",
-            f"/api/v1/online/human/{duel.pk}/reply",
-            body=json.dumps(body),
-            headers={"Cookie": cookies, "X-CSRFToken": token, "Content-Type": "application/json"},
-        )
-        answer = poster.getresponse()
-        answer.read()
-        return answer.status
+        return send_reply(gateway, duel, cookies, token, body)
 
     def move(request: dict) -> None:
         legal = request["legal_actions"]
