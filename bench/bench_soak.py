@@ -266,6 +266,8 @@ def site_probe(ladder_id: int, *, final: bool = False) -> dict[str, Any]:
         "retried": duels.filter(job__attempts__gt=1).count(),
         "resent": duels.filter(job__resends__gt=0).count(),
         "ladder_status": ladder.status,
+        # Its standings count every duel that ended (the manager's pass after the last).
+        "ranked": ladder.ranked_duels == ladder.duels_done,
     }
     if final:
         figures["checks"] = _counted_once(ladder)
@@ -796,8 +798,12 @@ def _soak(site: Any, plan: Plan, ladder: int, report: Callable[[str], None]) -> 
             break
         time.sleep(plan.sample_seconds)
     drained = round(time.monotonic() - stopped, 1)
-    # The tournament manager settles the ladder once its last duel is stored.
-    time.sleep(5)
+    # The tournament manager ranks the ladder again once its last duel is stored.
+    while (
+        not site.command("probe", ladder_id=ladder)["ranked"]
+        and time.monotonic() - stopped < plan.drain_seconds
+    ):
+        time.sleep(0.5)
     final = site.command("probe", ladder_id=ladder, final=True)
     happened = {event["event"]: event["seconds"] for event in events}
     judged_from = happened.get("broker restarted", 0.0) + plan.warm_up_seconds

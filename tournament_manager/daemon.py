@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.errors import ArenaError
@@ -104,9 +104,13 @@ def withdraw_disabled_participants() -> bool:
 
 
 def settle_tournaments() -> bool:
-    """Keep running tournaments' counts exact and finish those with nothing left to play."""
+    """Keep running tournaments' counts exact and finish those with nothing left to play;
+    rank a stopped ladder again once the duels still running when it stopped are over."""
     did_work = False
-    for tournament in Tournament.objects.filter(status=TournamentStatus.RUNNING):
+    for tournament in Tournament.objects.filter(
+        Q(status=TournamentStatus.RUNNING)
+        | (Q(format=TournamentFormat.LADDER) & ~Q(ranked_duels=F("duels_done")))
+    ):
         did_work |= tournament_settle(tournament=tournament)
     return did_work
 

@@ -123,6 +123,18 @@ def test_arenas_services_run_unprivileged_on_a_read_only_root(control):
         assert "no-new-privileges:true" in service.get("security_opt", []), name
 
 
+def test_every_site_process_has_a_pages_cache_it_can_open(control):
+    # Without the broker's Redis URL the pages' cache defaults to a folder in
+    # ARENA_VAR_DIR, which a read-only root cannot create: Django's checks then stop the
+    # process (nginx restarted forever when its configuration command ran them).
+    for name, service in control.items():
+        if name in {"postgres", "redis", "prepare", "engine"}:
+            continue  # not Django
+        secrets = {secret["source"] for secret in service.get("secrets", [])}
+        environment = service.get("environment", {})
+        assert "broker_url" in secrets or "ARENA_CACHE_URL" in environment, name
+
+
 def test_nginx_renders_its_configuration_and_serves_the_image_s_static_files_alone(control):
     nginx = control["nginx"]
     assert nginx["command"] == [

@@ -10,12 +10,14 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from core.models import DuelStatus, Participant, TournamentFormat, TournamentStatus
+from core.models import Duel, DuelStatus, Participant, TournamentFormat, TournamentStatus
 from tests.factories import DuelFactory, MatchFactory, ParticipantFactory, TournamentFactory
+from tournament_manager.daemon import settle_tournaments
 from tournament_manager.services import (
     _ladder_idle_agents,
     tournament_duel_finished,
     tournament_settle,
+    tournament_stop,
 )
 
 pytestmark = pytest.mark.django_db
@@ -130,3 +132,35 @@ def test_a_stopped_ladder_gets_its_final_standings_at_once(ladder, entries, sett
 
     ladder.refresh_from_db()
     assert ladder.ranked_duels == 2
+
+
+def test_a_duel_still_running_when_the_ladder_stopped_counts_in_its_final_standings(
+    ladder, entries, settings
+):
+    # The soak found a ladder's record two seats short: a duel that ended after the stop
+    # was rated, but no pass of the manager looked at a ladder no longer running.
+    settings.ARENA_LADDER_STANDINGS_SECONDS = 3600
+    a, b, _c = entries
+    finish(ladder, a, b)
+    running = DuelFactory(tournament=ladder, revisions=[b.revision, a.revision])
+    Duel.objects.filter(pk=running.pk).update(status=DuelStatus.RUNNING)
+    tournament_stop(tournament=ladder)
+    ladder.refresh_from_db()
+    assert ladder.ranked_duels == 1
+
+    Duel.objects.filter(pk=running.pk).update(
+        status=DuelStatus.SUCCEEDED, result="PLAYER_1_WIN", ended_at=timezone.now()
+    )
+    running.refresh_from_db()
+    MatchFactory(duel=running, index=0)
+    tournament_duel_finished(duel=running)
+    settle_tournaments()  # the manager's pass
+
+    ladder.refresh_from_db()
+    assert (ladder.status, ladder.duels_done, ladder.ranked_duels) == (
+        TournamentStatus.COMPLETED,
+        2,
+        2,
+    )
+    record = {p.revision_id: (p.wins, p.losses) for p in ladder.participants.all()}
+    assert record[a.revision_id] == (1, 1) and record[b.revision_id] == (1, 1)
