@@ -317,10 +317,16 @@ ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
 ARENA_AGENT_PYTHON = env_str("ARENA_AGENT_PYTHON", "")
 ARENA_SANDBOX_UID_BASE = env_int("ARENA_SANDBOX_UID_BASE", 1_900_000)
 ARENA_SANDBOX_UID_COUNT = env_int("ARENA_SANDBOX_UID_COUNT", 1000)
-#: Docker sandbox: containers each worker process keeps started ahead (for the next duels
-#: of the revisions it just played; 0 turns the pool off), and how long one may wait.
+#: The former names of the two settings below (when only the docker sandbox had a warm
+#: pool), still read when the new ones are not set.
 ARENA_DOCKER_POOL_SIZE = env_int("ARENA_DOCKER_POOL_SIZE", 8)
 ARENA_DOCKER_POOL_IDLE_SECONDS = env_float("ARENA_DOCKER_POOL_IDLE_SECONDS", 60.0)
+#: Agents each worker process keeps started ahead, in either sandbox, for the next duels
+#: of the revisions it plays (0 turns the pool off), and how long one may wait.
+ARENA_SANDBOX_POOL_SIZE = env_int("ARENA_SANDBOX_POOL_SIZE", ARENA_DOCKER_POOL_SIZE)
+ARENA_SANDBOX_POOL_IDLE_SECONDS = env_float(
+    "ARENA_SANDBOX_POOL_IDLE_SECONDS", ARENA_DOCKER_POOL_IDLE_SECONDS
+)
 #: How long a duel stays claimed without a heartbeat from its worker (renewed every third
 #: of it while the duel runs); a killed worker's duel is taken over after this.
 ARENA_DUEL_LEASE_SECONDS = env_int("ARENA_DUEL_LEASE_SECONDS", 60)

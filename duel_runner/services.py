@@ -47,9 +47,10 @@ from environments.registry import load_info
 from referee.duel import llm_clock, run_duel
 from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
-from sandboxes import AgentSource, InvalidAgent, SandboxBackend, get_backend
+from sandboxes import AgentSource, InvalidAgent, SandboxBackend
 from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind, SandboxLimits
 from sandboxes.llm import LLMSandbox
+from sandboxes.process import ProcessSandbox
 from sandboxes.remote import RemoteSandbox
 
 if TYPE_CHECKING:
@@ -65,49 +66,64 @@ RETRY_SECONDS = 10.0
 
 
 def sandbox_backend(*, warm: bool = True) -> SandboxBackend:
-    """The backend duels run in, with its settings. The docker sandbox is kept for the
-    worker process, so its warm pool (``ARENA_DOCKER_POOL_SIZE``) serves the next duels of
-    the same revisions; ``warm=False`` (a validation, a revision's only duel for a while)
-    gets one without a pool, so nothing is started ahead for nothing."""
-    if settings.ARENA_SANDBOX != "docker":
-        return get_backend(
-            settings.ARENA_SANDBOX,
-            root=settings.ARENA_SANDBOX_ROOT,
-            python=settings.ARENA_AGENT_PYTHON or None,
-            uid_base=settings.ARENA_SANDBOX_UID_BASE,
-            uid_count=settings.ARENA_SANDBOX_UID_COUNT,
-        )
-    pool_size = settings.ARENA_DOCKER_POOL_SIZE if warm else 0
+    """The backend duels run in, with its settings. It is kept for the worker process, so
+    its warm pool (``ARENA_SANDBOX_POOL_SIZE``) serves the next duels of the same
+    revisions; ``warm=False`` (a validation, a revision's only duel for a while) gets one
+    without a pool, so nothing is started ahead for nothing."""
+    pool_size = settings.ARENA_SANDBOX_POOL_SIZE if warm else 0
+    if settings.ARENA_SANDBOX != "docker" and not pool_size:
+        return _process_sandbox(pool_size)
     # Keyed by process id: a forked worker must not use its parent's pool or threads.
     key = (
         os.getpid(),
+        settings.ARENA_SANDBOX,
         settings.ARENA_SANDBOX_ROOT,
         pool_size,
-        settings.ARENA_DOCKER_POOL_IDLE_SECONDS,
+        settings.ARENA_SANDBOX_POOL_IDLE_SECONDS,
     )
-    from sandboxes.base_image import base_image_tag
-    from sandboxes.docker import DockerSandbox  # the Docker SDK only where it is used
-
     with _SANDBOXES_LOCK:
         if key not in _SANDBOXES:
-            _SANDBOXES[key] = DockerSandbox(
-                settings.ARENA_SANDBOX_ROOT,
-                image=settings.ARENA_DOCKER_IMAGE
-                or base_image_tag(settings.ARENA_BASE_IMAGE_SOURCE),
-                connect_timeout=settings.ARENA_DOCKER_CONNECT_TIMEOUT,
-                pool_size=pool_size,
-                pool_idle_seconds=settings.ARENA_DOCKER_POOL_IDLE_SECONDS,
+            _SANDBOXES[key] = (
+                _docker_sandbox(pool_size)
+                if settings.ARENA_SANDBOX == "docker"
+                else _process_sandbox(pool_size)
             )
         return _SANDBOXES[key]
 
 
-_SANDBOXES: dict[tuple[object, ...], DockerSandbox] = {}  # one per process and settings
+def _process_sandbox(pool_size: int) -> ProcessSandbox:
+    return ProcessSandbox(
+        settings.ARENA_SANDBOX_ROOT,
+        python=settings.ARENA_AGENT_PYTHON or None,
+        uid_base=settings.ARENA_SANDBOX_UID_BASE,
+        uid_count=settings.ARENA_SANDBOX_UID_COUNT,
+        pool_size=pool_size,
+        pool_idle_seconds=settings.ARENA_SANDBOX_POOL_IDLE_SECONDS,
+    )
+
+
+def _docker_sandbox(pool_size: int) -> DockerSandbox:
+    from sandboxes.base_image import base_image_tag
+    from sandboxes.docker import DockerSandbox  # the Docker SDK only where it is used
+
+    return DockerSandbox(
+        settings.ARENA_SANDBOX_ROOT,
+        image=settings.ARENA_DOCKER_IMAGE or base_image_tag(settings.ARENA_BASE_IMAGE_SOURCE),
+        connect_timeout=settings.ARENA_DOCKER_CONNECT_TIMEOUT,
+        pool_size=pool_size,
+        pool_idle_seconds=settings.ARENA_SANDBOX_POOL_IDLE_SECONDS,
+    )
+
+
+#: One per process and settings.
+_SANDBOXES: dict[tuple[object, ...], ProcessSandbox | DockerSandbox] = {}
 _SANDBOXES_LOCK = threading.Lock()
 
 
 def sandbox_backend_close() -> None:
-    """Discard the docker sandbox's pooled containers and wait for its removals (they run
-    in the background); the next duel starts afresh. Also done at the process's exit."""
+    """Discard the agents the kept sandboxes started ahead and wait for the docker
+    sandbox's removals (they run in the background); the next duel starts afresh. Also
+    done at the process's exit."""
     with _SANDBOXES_LOCK:
         sandboxes = list(_SANDBOXES.values())
         _SANDBOXES.clear()

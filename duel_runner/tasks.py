@@ -90,8 +90,9 @@ def sweep_orphaned_agents(**_: object) -> None:
 
 @worker_process_shutdown.connect
 def close_sandboxes(**_: object) -> None:
-    """A pool process that stops removes its warm containers and waits for its removals:
-    prefork processes exit without running ``atexit``, which would leave them to the
-    next worker's sweep (or, on a machine whose workers are gone, for ever)."""
-    if settings.ARENA_SANDBOX == "docker":
-        services.sandbox_backend_close()
+    """A pool process that stops kills the agents it started ahead and waits for its
+    removals: prefork processes exit without running ``atexit``, which would leave
+    containers to the next worker's sweep (or, on a machine whose workers are gone, for
+    ever); the process sandbox's agents would end only once they read the end of their
+    input."""
+    services.sandbox_backend_close()

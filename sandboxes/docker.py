@@ -19,8 +19,6 @@ is only asked to start, inspect and remove the container.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import os
 import re
 import shutil
@@ -48,7 +46,12 @@ from sandboxes.base import (
     termination_from,
 )
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
-from sandboxes.docker_pool import Reaper, WarmPool
+from sandboxes.warm_pool import (
+    Reaper,
+    WarmKey,
+    WarmPool,
+    wait_until_reading,
+)
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
 AGENT_USER = "10001:10001"
@@ -251,64 +254,23 @@ class DockerAgent:
             self._removed.set()
 
 
-@dataclasses.dataclass(frozen=True)
-class _WarmKey:
-    """What makes two containers interchangeable before their handshake."""
-
-    source: AgentSource
-    limits: SandboxLimits
-    image: str
-    #: The agent's files when they are mounted (None when in the image): an edited
-    #: file must never be served by a container started before the edit.
-    files: str | None
-    #: Names the container only.
-    label: str = dataclasses.field(compare=False, hash=False)
-
-
-def _files_fingerprint(path: Path) -> str:
-    """A digest of the names, sizes and modification times of an agent's files."""
-    digest = hashlib.sha256()
-    paths = [path] if path.is_file() else sorted(path.rglob("*"))
-    for entry in paths:
-        if "__pycache__" in entry.parts or entry.suffix == ".pyc" or ".git" in entry.parts:
-            continue
-        info = entry.lstat()
-        digest.update(f"{entry}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_mode}\n".encode())
-    return digest.hexdigest()
-
-
-#: x86-64 system calls an agent waiting for input sleeps in; for ``read`` and ``recvfrom``
-#: only on its stdin (fd 0), since reading its own files is still loading.
-_WAITING_ON_STDIN = {0, 45}  # read, recvfrom
-_WAITING_ON_ANYTHING = {7, 23, 232, 270, 271, 281}  # poll, select, epoll_wait, pselect6...
-
-
 def _wait_until_reading(container: docker_engine.Container, *, timeout: float) -> bool:
-    """Wait until the agent in ``container`` sleeps waiting for input; best effort.
-
-    Reads ``/proc/PID/syscall`` of init's child (root, an engine on this host, x86-64);
-    returns False at once where it cannot, or after ``timeout``.
-    """
+    """Wait until the agent in ``container`` (init's child) sleeps waiting for input;
+    best effort (root, an engine on this host, x86-64: ``warm_pool.wait_until_reading``)."""
     try:
         container.reload()
         init = int(container.attrs["State"]["Pid"])
     except Exception:  # the engine's or a sparse object's problem: not worth failing over
         return False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def agent() -> int | None:
         try:
             children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
-            if children:
-                fields = Path(f"/proc/{children[0]}/syscall").read_text().split()
-                number = int(fields[0]) if fields and fields[0].lstrip("-").isdigit() else -1
-                if number in _WAITING_ON_ANYTHING or (
-                    number in _WAITING_ON_STDIN and int(fields[1], 16) == 0
-                ):
-                    return True
-        except (OSError, ValueError, IndexError):
-            return False
-        time.sleep(0.005)
-    return False
+        except OSError:
+            return -1  # no such process: waiting_for_input says it cannot tell
+        return int(children[0]) if children else None
+
+    return wait_until_reading(agent, timeout=timeout)
 
 
 def _shut_down(pool: WarmPool[DockerAgent] | None, reaper: Reaper, timeout: float) -> None:
@@ -361,14 +323,9 @@ class DockerSandbox:
         self.connect_timeout = connect_timeout
         self._images_checked: set[str] = set()
         self._reaper = Reaper()
-        self.pool: WarmPool[DockerAgent] | None = None
-        if pool_size > 0:
-            self.pool = WarmPool(
-                size=pool_size,
-                idle_seconds=pool_idle_seconds,
-                start=self._start_warm,
-                discard=DockerAgent.close,
-            )
+        self.pool: WarmPool[DockerAgent] | None = WarmPool.of_size(
+            pool_size, pool_idle_seconds, start=self._start_warm, discard=DockerAgent.close
+        )
         # At exit (or when the sandbox is collected): no pooled container outlives us.
         self._finalizer = weakref.finalize(
             self, _shut_down, self.pool, self._reaper, connect_timeout
@@ -518,16 +475,13 @@ class DockerSandbox:
     def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
         if self.pool is None:
             return self._launch(source, limits=limits, label=label)
-        try:
-            key = _WarmKey(
-                source=source,
-                limits=limits,
-                image=source.image or self.image,
-                files=None if self._files_in_image(source) else _files_fingerprint(source.path),
-                label=label,
-            )
-        except OSError as error:
-            raise SandboxError(f"cannot read the agent's files: {error}") from error
+        key = WarmKey.of(
+            source,
+            limits,
+            label,
+            image=source.image or self.image,
+            files_copied=not self._files_in_image(source),
+        )
         pool = self.pool
         agent = pool.take(key)
         if agent is None:
@@ -539,7 +493,7 @@ class DockerSandbox:
         return agent
 
     def _start_warm(self, key: Hashable) -> DockerAgent:
-        assert isinstance(key, _WarmKey)
+        assert isinstance(key, WarmKey)
         agent = self._launch(key.source, limits=key.limits, label=key.label)
         # Connected is not loaded: the agent still starts its interpreter and imports
         # its module. Ready once it waits for the handshake, when the engine's host

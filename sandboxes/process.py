@@ -31,7 +31,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 from sandboxes import jail
@@ -47,6 +48,7 @@ from sandboxes.base import (
     agent_environment,
     termination_from,
 )
+from sandboxes.warm_pool import WarmKey, WarmPool, wait_until_reading
 
 SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
@@ -239,6 +241,8 @@ class ProcessAgent:
         self.uid = uid
         self.uid_lock = uid_lock
         self.token = token
+        #: Taken from the warm pool (started before its duel asked for it).
+        self.warm = False
         self.request_fd = process.stdin.fileno()
         self.reply_fd = process.stdout.fileno()
         os.set_blocking(self.request_fd, False)
@@ -323,8 +327,25 @@ class ProcessAgent:
             UserPool.release(self.uid_lock)
 
 
+def _close_pool(pool: WarmPool[ProcessAgent] | None) -> None:
+    if pool is not None:
+        pool.close()
+        # An agent being started when the pool closed is discarded once it is ready.
+        pool.wait_until_ready(10)
+
+
 class ProcessSandbox:
-    """The ``process`` backend."""
+    """The ``process`` backend.
+
+    With ``pool_size`` > 0 it keeps up to that many agents started ahead
+    (``warm_pool.WarmPool``): each ``start`` takes a ready one for the same files, limits
+    and environment if there is one, and has another started at once, beside the duel
+    that begins, for the agent's next duel. A ready agent has started its interpreter and
+    loaded its module and sleeps until the referee's handshake (its clocks start there,
+    as a fresh agent's do); it waits at most ``pool_idle_seconds``, is confined exactly
+    as the others and serves one duel only. ``close`` (also run at exit) kills them.
+    Keep one long-lived sandbox per worker process for the pool to pay off.
+    """
 
     name = "process"
 
@@ -336,10 +357,13 @@ class ProcessSandbox:
         isolate_users: bool | None = None,
         uid_base: int = UID_BASE,
         uid_count: int = UID_COUNT,
+        pool_size: int = 0,
+        pool_idle_seconds: float = 60.0,
     ) -> None:
         """``root`` holds the agents' folders; ``python`` runs Python agents (by default
         the referee's own, or a system one that the sandbox users may execute); as root,
-        agents run under user ids ``uid_base`` to ``uid_base + uid_count - 1``."""
+        agents run under user ids ``uid_base`` to ``uid_base + uid_count - 1``; the warm
+        pool is above."""
         self.root = Path(root or DEFAULT_ROOT)
         self.isolate_users = os.geteuid() == 0 if isolate_users is None else isolate_users
         if self.isolate_users and os.geteuid() != 0:
@@ -349,6 +373,15 @@ class ProcessSandbox:
         self._sdk_path: Path | None = None
         # Agents start side by side: one of them makes the copy, the other waits for it.
         self._sdk_lock = threading.Lock()
+        self.pool: WarmPool[ProcessAgent] | None = WarmPool.of_size(
+            pool_size, pool_idle_seconds, start=self._start_warm, discard=ProcessAgent.close
+        )
+        # At exit (or when the sandbox is collected): no agent started ahead outlives us.
+        self._finalizer = weakref.finalize(self, _close_pool, self.pool)
+
+    def close(self) -> None:
+        """Kill the agents started ahead; idempotent."""
+        self._finalizer()
 
     def _default_python(self) -> str:
         if not self.isolate_users or _executable_by_anyone(Path(sys.executable)):
@@ -423,6 +456,28 @@ class ProcessSandbox:
         }
 
     def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> ProcessAgent:
+        if self.pool is None:
+            return self._launch(source, limits=limits, label=label)
+        key = WarmKey.of(source, limits, label)
+        agent = self.pool.take(key)
+        if agent is None:
+            agent = self._launch(source, limits=limits, label=label)
+        else:
+            agent.warm = True
+        # The agent's next duel finds one ready: started now, on the core this duel
+        # leaves free (a turn-based duel keeps about one busy).
+        self.pool.want(key)
+        return agent
+
+    def _start_warm(self, key: Hashable) -> ProcessAgent:
+        assert isinstance(key, WarmKey)
+        agent = self._launch(key.source, limits=key.limits, label=key.label)
+        # Started is not loaded: ready once it sleeps waiting for the handshake, where
+        # that can be told; at worst the handshake waits for the rest, as when fresh.
+        wait_until_reading(lambda: agent.process.pid, timeout=5.0)
+        return agent
+
+    def _launch(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> ProcessAgent:
         self._prepare_root()
         uid, uid_lock = self.users.acquire() if self.isolate_users else (None, None)
         token = os.urandom(8).hex()

@@ -21,7 +21,7 @@ from referee.duel import run_duel
 from sandboxes import docker_engine
 from sandboxes.base import SandboxLimits
 from sandboxes.docker import DockerAgent, DockerSandbox
-from sandboxes.docker_pool import WarmPool
+from sandboxes.warm_pool import WarmPool
 from tests.support.docker import leftover_containers
 from tests.support.sandboxes import (
     RecordingDockerSandbox,

@@ -21,7 +21,10 @@ def test_shared_holders_share_and_an_exclusive_one_waits_for_them(tmp_path):
         started = time.monotonic()
         with file_lock(path, timeout=0.2) as exclusive:
             assert not exclusive
-        assert 0.2 <= time.monotonic() - started < 2
+        # It waited its timeout, and returned: the holders keep their locks until this
+        # block ends, so it cannot have waited for them (no upper bound: a loaded machine
+        # may take long to wake it).
+        assert time.monotonic() - started >= 0.2
     with file_lock(path, timeout=0) as exclusive:
         assert exclusive
         with file_lock(path, shared=True, timeout=0) as shared:

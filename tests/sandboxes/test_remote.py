@@ -32,7 +32,6 @@ ALLOWANCE = 0.2
 MOVE_TIME = 0.5
 TIME_BANK = 0.5
 STARTUP_TIME = 2.0
-SLACK = 6.0
 
 
 def _alive(bus: SeatBus) -> SeatBus:
@@ -159,7 +158,6 @@ def test_it_never_charges_an_online_agent_for_its_hosted_opponents_fault(
 def test_it_charges_an_online_agent_that_leaves_every_remaining_match_by_timeout(
     bus, seat, any_backend, online_player
 ):
-    started = time.monotonic()
     with BusClient(bus, seat, RANDOM, drop_after=2):
         result = duel(bus, seat, agent("random_agent.py"), any_backend, online_player=online_player)
 
@@ -169,8 +167,9 @@ def test_it_charges_an_online_agent_that_leaves_every_remaining_match_by_timeout
     assert won_by(result, 3 - online_player)
     messages = [match.faults[0].message for match in result.matches]
     assert any(f"did not come back within the {GRACE:g} s grace period" in m for m in messages)
+    # Once its grace period is over, nothing more waits for it (said by the messages, not
+    # by a clock, which a loaded machine would fool).
     assert messages[2].startswith("not played: ")
-    assert time.monotonic() - started < GRACE + SLACK
     log = result.logs[0] if online_player == 1 else result.logs[1]
     assert "the client is not connected" in log
 
@@ -193,13 +192,15 @@ def test_it_lets_an_online_agent_come_back_within_its_grace_period(bus, seat, ba
 
 @pytest.mark.parametrize("online_player", [1, 2], ids=["online-first", "online-second"])
 def test_it_charges_an_online_agent_that_never_connects(memory_bus, seat, backend, online_player):
-    started = time.monotonic()
-
     result = duel(memory_bus, seat, agent("random_agent.py"), backend, online_player=online_player)
 
     assert faults_of(result, online_player) == [["timeout"]] * 3
     assert won_by(result, 3 - online_player)
-    assert time.monotonic() - started < STARTUP_TIME + SLACK
+    messages = [match.faults[0].message for match in result.matches]
+    # Only the first match waited for it (its start-up time); the others were not played.
+    # (Said by the messages, not by a clock, which a loaded machine would fool.)
+    assert messages[0].startswith("while starting: ")
+    assert all(message.startswith("not played: ") for message in messages[1:])
 
 
 @pytest.mark.parametrize("online_player", [1, 2], ids=["online-first", "online-second"])

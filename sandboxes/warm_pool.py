@@ -1,46 +1,140 @@
-"""Work the docker sandbox does off a duel's critical path: warm containers and removals.
+"""Work a sandbox does off a duel's critical path: agents started ahead, and removals.
 
-Starting a container costs the engine about 0.2 s and the agent's Python start-up
-another tenth; removing one about 0.05 s more. A duel should wait for none of it:
+Starting an agent costs its interpreter's start-up and its imports (about 0.05 s for a
+Python agent; a container costs the engine about 0.2 s more), and removing one a few
+milliseconds to tens of them. A duel should wait for as little of it as it can:
 
-- ``WarmPool`` keeps containers started ahead, per key (an image, the agent, its limits
-  and environment), each already connected to the referee's sockets and waiting for its
+- ``WarmPool`` keeps agents started ahead, per key (the agent's files, its limits, its
+  environment; in the docker sandbox the image too), each waiting for the referee's
   handshake, so no clock of the agent runs yet. ``take`` hands one out at most once;
-  ``want`` starts one in the background. The sandbox calls it when an agent's duel is
-  over, not when it begins: on 2 cores, starting containers during a duel slows the duel
-  by about what the start costs (measured), while the next duel of the same agent still
-  finds its container ready.
-  The pool is bounded (``size`` containers, idle or starting, for all keys together),
-  a container idle for ``idle_seconds`` is discarded, and ``close`` discards the rest.
+  ``want`` starts one in the background. The docker sandbox asks for one when an agent's
+  duel is over (on 2 cores, starting containers during a duel slows the duel by about
+  what the start costs, measured); the process sandbox when its duel begins (a Python
+  start takes one core for a few tens of milliseconds, and a turn-based duel keeps about
+  one busy), so that back-to-back duels of one agent find theirs ready.
+  The pool is bounded (``size`` agents, idle or starting, for all keys together), an
+  agent idle for ``idle_seconds`` is discarded, and ``close`` discards the rest.
 - ``Reaper`` runs discards in a background thread, in order, so a duel ends as soon as
   its agents are cut off; ``flush`` waits for them.
+- ``waiting_for_input`` tells whether a process sleeps waiting for its input, which is
+  when a started agent is ready.
 
-Nothing here knows about Docker: the sandbox passes the functions that start and
-discard an agent. Threads are daemons, so a stuck engine never blocks the interpreter's
-exit; the sandbox closes the pool and flushes the reaper at exit (``atexit``), and the
-orphan sweep removes what a killed worker left.
+Nothing here knows about a sandbox: each passes the functions that start and discard an
+agent. Threads are daemons, so a stuck engine never blocks the interpreter's exit; the
+sandboxes close their pools at exit (``atexit``), and the docker sandbox's orphan sweep
+removes what a killed worker left.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import hashlib
 import logging
+import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Generic, TypeVar
+
+from sandboxes.base import AgentSource, SandboxError, SandboxLimits
 
 logger = logging.getLogger(__name__)
 
 Agent = TypeVar("Agent")
 
 
+@dataclasses.dataclass(frozen=True)
+class WarmKey:
+    """What makes two agents started ahead interchangeable before their handshake."""
+
+    source: AgentSource
+    limits: SandboxLimits
+    #: The docker sandbox's image (None elsewhere).
+    image: str | None
+    #: The agent's files when they are copied or mounted (None when in the image): an
+    #: edited file must never be served by an agent started before the edit.
+    files: str | None
+    #: Names the agent's folder or container only.
+    label: str = dataclasses.field(compare=False, hash=False)
+
+    @classmethod
+    def of(
+        cls,
+        source: AgentSource,
+        limits: SandboxLimits,
+        label: str,
+        *,
+        image: str | None = None,
+        files_copied: bool = True,
+    ) -> WarmKey:
+        """The key of an agent to start; SandboxError if its files cannot be read."""
+        try:
+            files = files_fingerprint(source.path) if files_copied else None
+        except OSError as error:
+            raise SandboxError(f"cannot read the agent's files: {error}") from error
+        return cls(source=source, limits=limits, image=image, files=files, label=label)
+
+
+def files_fingerprint(path: Path) -> str:
+    """A digest of the names, sizes and modification times of an agent's files."""
+    digest = hashlib.sha256()
+    paths = [path] if path.is_file() else sorted(path.rglob("*"))
+    for entry in paths:
+        if "__pycache__" in entry.parts or entry.suffix == ".pyc" or ".git" in entry.parts:
+            continue
+        info = entry.lstat()
+        digest.update(f"{entry}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_mode}\n".encode())
+    return digest.hexdigest()
+
+
+#: x86-64 system calls an agent waiting for input sleeps in; for ``read`` and ``recvfrom``
+#: only on a pipe or a socket (the SDK reads a copy of its stdin), since reading its own
+#: files is still loading.
+_READING = {0, 45}  # read, recvfrom
+_WAITING_ON_ANYTHING = {7, 23, 232, 270, 271, 281}  # poll, select, epoll_wait, pselect6...
+
+
+def waiting_for_input(pid: int) -> bool | None:
+    """Whether process ``pid`` sleeps waiting for input (reading a pipe or a socket, or
+    polling); None where that cannot be told (``/proc/PID/syscall`` needs the rights to
+    trace the process, and its numbers are x86-64's)."""
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+        number = int(fields[0]) if fields and fields[0].lstrip("-").isdigit() else -1
+        if number in _WAITING_ON_ANYTHING:
+            return True
+        if number not in _READING:
+            return False
+        read = os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}")
+    except (OSError, ValueError, IndexError):
+        return None
+    return read.startswith(("pipe:", "socket:"))
+
+
+def wait_until_reading(pid: Callable[[], int | None], *, timeout: float) -> bool:
+    """Wait until the process ``pid()`` names sleeps waiting for input; best effort:
+    False at once where that cannot be told, or after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        current = pid()
+        if current is not None:
+            waiting = waiting_for_input(current)
+            if waiting is None:
+                return False
+            if waiting:
+                return True
+        time.sleep(0.002)
+    return False
+
+
 class Reaper:
     """Runs jobs (discarding a container, removing a folder) one after another in a
     background thread."""
 
-    def __init__(self, name: str = "arena-docker-reaper") -> None:
+    def __init__(self, name: str = "arena-sandbox-reaper") -> None:
         self._name = name
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._pending = 0
@@ -68,7 +162,7 @@ class Reaper:
             try:
                 job()
             except Exception:  # a failed removal is left to the orphan sweep
-                logger.exception("arena docker sandbox: a background clean-up failed")
+                logger.exception("arena sandbox: a background clean-up failed")
             finally:
                 with self._idle:
                     self._pending -= 1
@@ -104,6 +198,20 @@ class WarmPool(Generic[Agent]):
         self._threads: list[threading.Thread] = []
         #: Counters for benchmarks and tests: handed out, missed, started, expired.
         self.stats = collections.Counter[str]()
+
+    @classmethod
+    def of_size(
+        cls,
+        size: int,
+        idle_seconds: float,
+        *,
+        start: Callable[[Hashable], Agent],
+        discard: Callable[[Agent], None],
+    ) -> WarmPool[Agent] | None:
+        """A pool of ``size`` agents, or None for none (a size of 0)."""
+        if size <= 0:
+            return None
+        return cls(size=size, idle_seconds=idle_seconds, start=start, discard=discard)
 
     def __len__(self) -> int:
         with self._lock:
@@ -161,7 +269,7 @@ class WarmPool(Generic[Agent]):
         self._wanted.append(key)
         self._threads = [thread for thread in self._threads if thread.is_alive()]
         if len(self._threads) < min(self.starters, self._starting):
-            thread = threading.Thread(target=self._run, name="arena-docker-pool", daemon=True)
+            thread = threading.Thread(target=self._run, name="arena-sandbox-pool", daemon=True)
             thread.start()
             self._threads.append(thread)
         self._wake.notify_all()
@@ -203,7 +311,7 @@ class WarmPool(Generic[Agent]):
             try:
                 warm = self._start(key)
             except Exception as error:  # the next start() for the key tries again, in the open
-                logger.info("arena docker sandbox: a warm start failed: %s", error)
+                logger.info("arena sandbox: a warm start failed: %s", error)
                 warm = None
             with self._lock:
                 if warm is not None and not self._closed:
