@@ -22,6 +22,11 @@ Arena, N-match duel
 Arena, the environment's own duel length
     The same with duels as long as ``info.yml``'s ``matches_per_duel``, back to back, as a
     worker plays them: start-up weighs more.
+Arena, warm pool
+    Both of the above in a process sandbox with a warm pool, as workers keep it
+    (``ARENA_SANDBOX_POOL_SIZE``): each duel starts the agents' next copies in the
+    background, and takes the copies the previous duel started. The target is judged on
+    this row, the 200-match duel's.
 floors
     The pipe ping-pong and the JSON ping-pong of ``bench_referee`` (one line each way per
     move between this process and a child on the agents' interpreter; the second with the
@@ -203,21 +208,33 @@ def measure(
     kaggle = Kaggle(options.kaggle_python)
     agent = AgentSource.from_path(RANDOM_PLAYER)
     process = ProcessSandbox()
+    # As a worker runs duels: the agents' next copies start with each duel (warm pool).
+    warm = ProcessSandbox(pool_size=POOL_SIZE)
     per_duel = load_info(ENVIRONMENT).matches_per_duel
     extra = _docker_backends() if options.docker else {}
-    runs: dict[str, list[Run]] = {"kaggle": [], "arena": [], "arena_short": []}
+    runs: dict[str, list[Run]] = {
+        "kaggle": [],
+        "arena": [],
+        "arena_warm": [],
+        "arena_short": [],
+        "arena_short_warm": [],
+    }
     runs.update({name: [] for name in extra})
     floors: dict[str, list[float]] = {"pipe": [], "json": []}
     try:
         # Not timed: the SDK copy for the sandbox, the image's pages, the first pool.
-        for backend in (process, *extra.values()):
+        for backend in (process, warm, *extra.values()):
             arena_duel(agent, backend, 2, SEED)
         for round_index in range(plan.rounds):
             seed = SEED + 1000 * round_index
             runs["kaggle"].append(kaggle.play(plan.kaggle_matches))
             runs["arena"].append(arena_duel(agent, process, plan.duel_matches, seed))
+            runs["arena_warm"].append(arena_duel(agent, warm, plan.duel_matches, seed))
             runs["arena_short"].append(
                 arena_short_duels(agent, process, plan.short_duel_matches, per_duel, seed)
+            )
+            runs["arena_short_warm"].append(
+                arena_short_duels(agent, warm, plan.short_duel_matches, per_duel, seed)
             )
             for name, backend in extra.items():
                 pool = getattr(backend, "pool", None)
@@ -239,6 +256,7 @@ def measure(
             )
     finally:
         kaggle.close()
+        warm.close()
         for backend in extra.values():
             backend.close()  # type: ignore[attr-defined]
 
@@ -267,7 +285,8 @@ def measure(
             ),
             "moves_per_match": moves_per_match,
         }
-    ratio = rows["arena"]["over_kaggle"]["median"]
+    # Judged as a worker plays them: with the warm pool.
+    ratio = rows["arena_warm"]["over_kaggle"]["median"]
     return {
         "date": datetime.date.today().isoformat(),
         "machine": {
@@ -296,7 +315,9 @@ def _row_names(figures: dict[str, Any]) -> dict[str, str]:
     return {
         "kaggle": "kaggle-environments, in-process",
         "arena": f"Arena, process sandbox, {matches}-match duel",
+        "arena_warm": f"Arena, process, warm pool, {matches}-match duel",
         "arena_short": f"Arena, process sandbox, {figures['matches_per_duel']}-match duels",
+        "arena_short_warm": f"Arena, process, warm pool, {figures['matches_per_duel']}-match duels",
         "docker": f"Arena, docker cold, {matches}-match duel",
         "docker_warm": f"Arena, docker warm pool, {matches}-match duel",
         "pipe_floor": "floor: pipe ping-pong, per match",

@@ -317,6 +317,12 @@ ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
 ARENA_AGENT_PYTHON = env_str("ARENA_AGENT_PYTHON", "")
 ARENA_SANDBOX_UID_BASE = env_int("ARENA_SANDBOX_UID_BASE", 1_900_000)
 ARENA_SANDBOX_UID_COUNT = env_int("ARENA_SANDBOX_UID_COUNT", 1000)
+#: A duel of a game played in turns runs its referee and its agents on one CPU of their
+#: own while one is free, where the sandbox can pin them (the process sandbox's): on a
+#: virtual machine it halves a quick move's time. An agent that computes while its
+#: opponent is on move then takes from the opponent's CPU: turn it off where agents may
+#: think on their opponent's time (docs/sandboxes.md).
+ARENA_DUEL_SHARE_CPU = env_bool("ARENA_DUEL_SHARE_CPU", True)
 #: The former names of the two settings below (when only the docker sandbox had a warm
 #: pool), still read when the new ones are not set.
 ARENA_DOCKER_POOL_SIZE = env_int("ARENA_DOCKER_POOL_SIZE", 8)

@@ -414,6 +414,7 @@ def _duel_result(duel: Duel) -> DuelResult:
             seed=duel.seed,
             matches=duel.num_matches,
             progress=feed.publish,
+            share_cpu=settings.ARENA_DUEL_SHARE_CPU,
             **{**environment_limits(environment), **clock},
         )
 

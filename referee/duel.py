@@ -17,10 +17,11 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import os
 import random
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from arena_sdk import protocol
@@ -45,6 +46,7 @@ from sandboxes.base import (
     SandboxError,
     SandboxLimits,
 )
+from sandboxes.cpus import duel_cpu
 
 #: Told each event of a running duel as it happens (``Referee.progress``).
 Progress = Callable[[dict[str, Any]], None]
@@ -62,6 +64,9 @@ class DuelSettings:
     startup_time: float
     limits: SandboxLimits
     max_message_bytes: int = protocol.DEFAULT_MAX_MESSAGE_BYTES
+    #: In a game played in turns, the referee and the agents share one CPU of their own
+    #: while the matches are played, when one is free (``sandboxes.cpus``).
+    share_cpu: bool = True
 
     @classmethod
     def from_info(cls, info: EnvironmentInfo, **overrides: Any) -> DuelSettings:
@@ -196,6 +201,8 @@ class Referee:
         self.progress = progress
         self.request_id = 0
         self.startup_faults: dict[int, Fault] = {}
+        #: The CPU the matches are played on, while they are (``_shared_cpu``).
+        self.cpus: set[int] | None = None
         self._match_index = 0
 
     # -- agents --------------------------------------------------------------
@@ -235,6 +242,8 @@ class Referee:
                 raise errors[0]
             started = [future.result() for future in futures]
         for contestant, agent in zip(contestants, started, strict=True):
+            if self.cpus is not None:
+                agent.pin_to(self.cpus)  # a restart, while the matches are played
             contestant.agent = agent
             contestant.channel = Channel(agent, max_message_bytes=self.settings.max_message_bytes)
             contestant.broken = None
@@ -564,6 +573,33 @@ class Referee:
 
     # -- the duel -------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _shared_cpu(self) -> Iterator[None]:
+        """While the block runs, this thread and the agents on one CPU of their own, in a
+        game played in turns (``sandboxes.cpus``), when every agent's sandbox can pin
+        it (the process sandbox's; not a container, a remote seat or an LLM player); the
+        agents started meanwhile too."""
+        running = [c.agent for c in self.contestants if c.agent is not None]
+        # Asking an agent to stay where it may run already says whether it can be pinned.
+        everywhere = os.sched_getaffinity(0)
+        if (
+            not self.settings.share_cpu
+            or self.environment.simultaneous
+            or len(running) < len(self.contestants)
+            or not all(agent.pin_to(everywhere) for agent in running)
+        ):
+            yield
+            return
+        with duel_cpu() as cpu:
+            if cpu is not None:
+                self.cpus = {cpu}
+                for agent in running:
+                    agent.pin_to(self.cpus)
+            try:
+                yield
+            finally:
+                self.cpus = None
+
     def play(self) -> DuelResult:
         result = DuelResult(
             environment=self.environment_name,
@@ -572,9 +608,11 @@ class Referee:
         )
         started = time.monotonic()
         try:
+            # Started side by side on every CPU; then, in turns, played on one.
             self._launch(list(self.contestants))
-            for index in range(self.settings.matches):
-                result.matches.append(self._play_match(index))
+            with self._shared_cpu():
+                for index in range(self.settings.matches):
+                    result.matches.append(self._play_match(index))
         except Exception as error:
             result.infrastructure_error = infrastructure_failure(error)
         finally:

@@ -207,6 +207,10 @@ class SandboxedAgent(Protocol):
         """What it wrote during each marked move, capped (``AgentLog``); complete once
         ``close()`` has returned."""
 
+    def pin_to(self, cpus: set[int]) -> bool:
+        """Run the agent's processes on ``cpus`` from now on (``sandboxes.cpus``), where
+        the backend can; returns whether it did."""
+
     def close(self) -> None:
         """Kill everything the agent started and remove its files."""
 

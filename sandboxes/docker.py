@@ -179,6 +179,12 @@ class DockerAgent:
             self._removed.wait(timeout=REMOVAL_WAIT)
         return self._log.text()
 
+    def pin_to(self, cpus: set[int]) -> bool:
+        """Not done: the engine places a container's processes (they are in another
+        process namespace, often on an engine behind a proxy), and moving them would
+        cost an engine round trip for each agent of each duel."""
+        return False
+
     def mark_move(self, move: MoveKey | None) -> None:
         self._log.mark_move(move)
 

@@ -48,6 +48,7 @@ from sandboxes.base import (
     agent_environment,
     termination_from,
 )
+from sandboxes.cpus import pin_process
 from sandboxes.warm_pool import WarmKey, WarmPool, wait_until_reading
 
 SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
@@ -264,6 +265,9 @@ class ProcessAgent:
 
     def move_logs(self) -> dict[MoveKey, str]:
         return self._log.move_logs()
+
+    def pin_to(self, cpus: set[int]) -> bool:
+        return pin_process(self.process.pid, cpus)
 
     def termination(self, wait: float = 0.0) -> Termination | None:
         if wait and self.exit_fd is not None:

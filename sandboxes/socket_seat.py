@@ -102,6 +102,11 @@ class SocketSeat:
     def log(self) -> str:
         return self._log.text()
 
+    def pin_to(self, cpus: set[int]) -> bool:
+        """Nothing runs here to pin: a remote agent runs on its own machine, an LLM
+        player's model behind its provider's API."""
+        return False
+
     def mark_move(self, move: MoveKey | None) -> None:
         """No stderr here: a remote agent's log stays on its machine; an LLM seat keeps
         its conversation instead (``transcript``)."""

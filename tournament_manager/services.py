@@ -49,6 +49,8 @@ from django.utils import timezone
 from core.errors import ArenaError
 from core.jobs import job_of, job_retry, jobs_cancel, jobs_queue
 from core.models import (
+    Competitor,
+    CompetitorKind,
     Duel,
     DuelResult,
     DuelSeat,
@@ -58,7 +60,6 @@ from core.models import (
     Job,
     JobKind,
     JobStatus,
-    OnlineSeat,
     Participant,
     Rating,
     Revision,
@@ -533,60 +534,51 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
         .with_online_seat()
         .values_list("revision__competitor_id", flat=True)
     )
-    participants = [
-        participant
-        for participant in ladder.participants.filter(withdrawn=False).select_related(
-            "revision__competitor"
+    # One row per entry, with only what pairing needs: a ladder of thousands is read
+    # every second (loading its revisions whole took a second at 10,000 entries).
+    entries = [
+        entry
+        for entry in ladder.participants.filter(withdrawn=False)
+        .order_by("pk")
+        .values_list(
+            "revision_id",
+            "revision__competitor_id",
+            "revision__competitor__kind",
+            "joined_at",
+            "last_duel_at",
+            "duels_played",
+            "revision__competitor__rating__mu",
+            "revision__competitor__rating__sigma",
+            "revision__competitor__online_seat__queued_at",
         )
-        if participant.revision_id not in busy
-        and participant.revision.competitor_id not in evaluated
+        if entry[0] not in busy and entry[1] not in evaluated
     ]
-    queued = dict(
-        OnlineSeat.objects.queued()
-        .filter(competitor__in=[p.revision.competitor_id for p in participants])
-        .values_list("competitor_id", "queued_at")
-    )
     # Presence is the stream: a queued model whose client holds none is not paired.
-    present = online_present(
-        p.revision.competitor for p in participants if p.revision.competitor_id in queued
-    )
-    queued = {competitor: at for competitor, at in queued.items() if competitor in present}
-    participants = [
-        participant
-        for participant in participants
-        if not participant.revision.competitor.is_online
-        or participant.revision.competitor_id in queued
-    ]
-    ratings = {
-        rating.competitor_id: rating
-        for rating in Rating.objects.filter(
-            competitor__in=[p.revision.competitor_id for p in participants]
-        )
+    queued = {
+        competitor: queued_at
+        for _, competitor, kind, *_, queued_at in entries
+        if kind == CompetitorKind.ONLINE and queued_at is not None
     }
+    present = online_present(Competitor(pk=competitor) for competitor in queued)
     agents = []
-    for participant in participants:
-        competitor = participant.revision.competitor_id
-        rating = ratings.get(competitor)
+    for revision, competitor, kind, joined_at, last_duel_at, duels, mu, sigma, _ in entries:
+        if kind == CompetitorKind.ONLINE and competitor not in present:
+            continue
         since = max(
             moment
-            for moment in (
-                participant.last_duel_at,
-                participant.joined_at,
-                ladder.started_at,
-                queued.get(competitor),
-            )
+            for moment in (last_duel_at, joined_at, ladder.started_at, queued.get(competitor))
             if moment is not None
         )
         agents.append(
             LadderAgent(
-                key=participant.revision_id,
+                key=revision,
                 competitor=competitor,
-                mu=rating.mu if rating else DEFAULT_MU,
-                sigma=rating.sigma if rating else DEFAULT_SIGMA,
-                duels=participant.duels_played,
+                mu=DEFAULT_MU if mu is None else mu,
+                sigma=DEFAULT_SIGMA if sigma is None else sigma,
+                duels=duels,
                 waiting=(now - since).total_seconds(),
-                online=participant.revision.competitor.is_online,
-                waits_on_network=participant.revision.competitor.is_llm,
+                online=kind == CompetitorKind.ONLINE,
+                waits_on_network=kind == CompetitorKind.LLM,
             )
         )
     return agents

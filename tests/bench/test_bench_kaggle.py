@@ -55,6 +55,8 @@ def test_it_measures_both_sides_and_writes_the_ratio(tmp_path):
     # Arena's duels are real: random Connect Four matches last at least 7 moves.
     assert rows["arena"]["moves_per_match"] >= 7
     assert rows["arena_short"]["moves_per_match"] >= 7
+    assert rows["arena_warm"]["moves_per_match"] >= 7
+    assert rows["arena_short_warm"]["moves_per_match"] >= 7
     assert rows["arena"]["over_kaggle"]["median"] > 0
     assert rows["json_floor"]["matches_per_second"]["median"] > 0
     assert figures["target_over_kaggle"] == 30

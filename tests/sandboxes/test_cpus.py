@@ -1,0 +1,100 @@
+"""A turn-based duel's referee and agents share one CPU of their own (``sandboxes.cpus``)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from referee.duel import run_duel
+from sandboxes.cpus import duel_cpu
+from sandboxes.process import ProcessSandbox
+from tests.support.require import require
+from tests.support.sandboxes import agent
+
+CPUS = os.sched_getaffinity(0)
+
+
+@pytest.fixture
+def two_cpus() -> None:
+    require(len(CPUS) >= 2, f"this machine lets tests run on {len(CPUS)} CPU: nothing to share")
+
+
+def cpus_seen(log: str) -> set[str]:
+    return set(re.findall(r"^cpus (\S+)$", log, re.M))
+
+
+def claims_at_once(locks: Path, count: int) -> list[tuple[int | None, set[int]]]:
+    """``count`` duels claiming a CPU at once, each in a thread of its own (as a worker's
+    duels are): what each got, and the CPUs its thread could run on meanwhile."""
+    everyone_claimed = threading.Barrier(count)
+
+    def claim() -> tuple[int | None, set[int]]:
+        with duel_cpu(locks) as cpu:
+            everyone_claimed.wait(timeout=60)
+            return cpu, os.sched_getaffinity(0)
+
+    threads = [concurrent.futures.ThreadPoolExecutor(1) for _ in range(count)]
+    try:
+        return [future.result() for future in [pool.submit(claim) for pool in threads]]
+    finally:
+        for pool in threads:
+            pool.shutdown()
+
+
+def test_each_duel_takes_a_cpu_of_its_own_and_gives_it_back(tmp_path: Path, two_cpus):
+    got = claims_at_once(tmp_path / "cpus", len(CPUS))
+
+    assert sorted(cpu for cpu, _ in got) == sorted(CPUS)  # type: ignore[type-var]
+    assert all(pinned == {cpu} for cpu, pinned in got)
+    # Given back: the next duel gets one again.
+    assert claims_at_once(tmp_path / "cpus", 1)[0][0] in CPUS
+
+
+def test_with_every_cpu_taken_a_duel_is_not_pinned(tmp_path: Path, two_cpus):
+    got = claims_at_once(tmp_path / "cpus", len(CPUS) + 1)
+
+    assert sorted(cpu for cpu, _ in got if cpu is not None) == sorted(CPUS)
+    [unpinned] = [pinned for cpu, pinned in got if cpu is None]
+    assert unpinned == CPUS
+
+
+def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, two_cpus):
+    reporter = agent("reports_cpus.py")
+    result = run_duel("connect_four", (reporter, reporter), backend=backend, seed=3, matches=2)
+
+    assert not result.infrastructure_error
+    seen = [cpus_seen(log) for log in result.logs]
+    # Both agents, every move, on the same single CPU.
+    assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0]))
+    assert os.sched_getaffinity(0) == CPUS  # the referee's thread given back its CPUs
+
+
+def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two_cpus):
+    reporter = agent("reports_cpus.py")
+    result = run_duel(
+        "rock_paper_scissors", (reporter, reporter), backend=backend, seed=3, matches=2
+    )
+
+    assert not result.infrastructure_error
+    everything = ",".join(str(cpu) for cpu in sorted(CPUS))
+    assert [cpus_seen(log) for log in result.logs] == [{everything}, {everything}]
+
+
+def test_two_duels_at_once_play_on_different_cpus(backend: ProcessSandbox, two_cpus):
+    reporter = agent("reports_cpus.py")
+
+    def play(seed: int) -> set[str]:
+        result = run_duel(
+            "connect_four", (reporter, reporter), backend=backend, seed=seed, matches=20
+        )
+        return cpus_seen(result.logs[0]) | cpus_seen(result.logs[1])
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(play, (1, 2))
+    # Each on one CPU (which CPUs two overlapping duels get: the claims' test above).
+    assert len(first) == 1 and len(second) == 1
