@@ -126,7 +126,7 @@ def wait_until_reading(pid: Callable[[], int | None], *, timeout: float) -> bool
                 return False
             if waiting:
                 return True
-        time.sleep(0.002)
+        time.sleep(0.01)
     return False
 
 
