@@ -26,6 +26,29 @@ from pathlib import Path
 
 CPU_LOCKS = Path(tempfile.gettempdir()) / "arena-sandbox-cpus"
 
+#: The CPUs this process may run on, as it started (a thread started by a pinned one
+#: inherits its pin: this is what to give back).
+PROCESS_CPUS = frozenset(os.sched_getaffinity(0))
+#: The CPUs this process's duels hold now.
+_held: set[int] = set()
+
+
+@contextlib.contextmanager
+def away_from_duels() -> Iterator[None]:
+    """Run the calling thread (and what it starts) off the CPUs this process's duels
+    hold while the block runs: work in the background, such as starting an agent ahead,
+    then takes nothing from a duel being played."""
+    before = os.sched_getaffinity(0)
+    elsewhere = PROCESS_CPUS - _held
+    if not elsewhere or elsewhere == before:
+        yield
+        return
+    os.sched_setaffinity(0, elsewhere)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
 
 @contextlib.contextmanager
 def duel_cpu(directory: Path = CPU_LOCKS) -> Iterator[int | None]:
@@ -53,10 +76,12 @@ def duel_cpu(directory: Path = CPU_LOCKS) -> Iterator[int | None]:
         yield None
         return
     cpu, descriptor = claimed
+    _held.add(cpu)
     try:
         os.sched_setaffinity(0, {cpu})
         yield cpu
     finally:
+        _held.discard(cpu)
         os.sched_setaffinity(0, allowed)
         os.close(descriptor)
 

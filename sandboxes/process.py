@@ -48,7 +48,7 @@ from sandboxes.base import (
     agent_environment,
     termination_from,
 )
-from sandboxes.cpus import pin_process
+from sandboxes.cpus import PROCESS_CPUS, away_from_duels, pin_process
 from sandboxes.warm_pool import WarmKey, WarmPool, wait_until_reading
 
 SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
@@ -475,10 +475,13 @@ class ProcessSandbox:
 
     def _start_warm(self, key: Hashable) -> ProcessAgent:
         assert isinstance(key, WarmKey)
-        agent = self._launch(key.source, limits=key.limits, label=key.label)
-        # Started is not loaded: ready once it sleeps waiting for the handshake, where
-        # that can be told; at worst the handshake waits for the rest, as when fresh.
+        # Started and loaded on CPUs that no duel of this process plays on; ready once
+        # it sleeps waiting for the handshake, where that can be told (at worst the
+        # handshake waits for the rest, as when fresh), then free to run anywhere again.
+        with away_from_duels():
+            agent = self._launch(key.source, limits=key.limits, label=key.label)
         wait_until_reading(lambda: agent.process.pid, timeout=5.0)
+        agent.pin_to(set(PROCESS_CPUS))
         return agent
 
     def _launch(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> ProcessAgent:

@@ -193,6 +193,8 @@ class WarmPool(Generic[Agent]):
         #: being started, so the bound holds before a container exists.
         self._wanted: collections.deque[Hashable] = collections.deque()
         self._starting = 0
+        #: Expired agents the background thread is discarding.
+        self._discarding = 0
         self._closed = False
         self._wake = threading.Condition(self._lock)
         self._threads: list[threading.Thread] = []
@@ -255,9 +257,12 @@ class WarmPool(Generic[Agent]):
             self._discard(agent)
 
     def wait_until_ready(self, timeout: float) -> bool:
-        """Wait until nothing is being started (for tests and benchmarks)."""
+        """Wait until nothing is being started or discarded (for tests, benchmarks and
+        ``close``'s callers)."""
         with self._lock:
-            return self._wake.wait_for(lambda: self._starting == 0, timeout)
+            return self._wake.wait_for(
+                lambda: self._starting == 0 and self._discarding == 0, timeout
+            )
 
     # -- the background thread ------------------------------------------------------
 
@@ -300,11 +305,18 @@ class WarmPool(Generic[Agent]):
                     self._wake.wait(self._next_wake(time.monotonic()))
                 else:
                     expired = []
-                if self._closed and not self._wanted:
-                    return
+                self._discarding += len(expired)
+                stop = self._closed and not self._wanted
                 key = self._wanted.popleft() if self._wanted else None
             for stale in expired:
-                self._discard(stale)
+                try:
+                    self._discard(stale)
+                finally:
+                    with self._lock:
+                        self._discarding -= 1
+                        self._wake.notify_all()
+            if stop:
+                return
             if key is None:
                 continue
             warm: Agent | None

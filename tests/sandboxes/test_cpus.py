@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from referee.duel import run_duel
-from sandboxes.cpus import duel_cpu
+from sandboxes.base import SandboxLimits
+from sandboxes.cpus import away_from_duels, duel_cpu
 from sandboxes.process import ProcessSandbox
 from tests.support.require import require
 from tests.support.sandboxes import agent
@@ -98,3 +99,36 @@ def test_two_duels_at_once_play_on_different_cpus(backend: ProcessSandbox, two_c
         first, second = pool.map(play, (1, 2))
     # Each on one CPU (which CPUs two overlapping duels get: the claims' test above).
     assert len(first) == 1 and len(second) == 1
+
+
+def test_background_work_runs_off_the_cpus_this_process_s_duels_hold(tmp_path: Path, two_cpus):
+    with concurrent.futures.ThreadPoolExecutor(1) as background:
+        background.submit(lambda: None).result()  # its thread, started before any pin
+        assert background.submit(_away).result() == CPUS  # no duel: anywhere
+        with duel_cpu(tmp_path / "cpus") as cpu:
+            assert cpu is not None
+            assert background.submit(_away).result() == CPUS - {cpu}
+        assert background.submit(_away).result() == CPUS
+
+
+def _away() -> set[int]:
+    with away_from_duels():
+        return os.sched_getaffinity(0)
+
+
+def test_an_agent_started_ahead_during_a_duel_loads_elsewhere_then_may_run_anywhere(
+    sandbox_root: Path, two_cpus
+):
+    sandbox = ProcessSandbox(sandbox_root, pool_size=2)
+    try:
+        with duel_cpu(sandbox_root / "cpus"):
+            sandbox.start(agent("reports_cpus.py"), limits=SandboxLimits(), label="p1").close()
+            assert sandbox.pool is not None and sandbox.pool.wait_until_ready(60)
+        warm = sandbox.start(agent("reports_cpus.py"), limits=SandboxLimits(), label="p1")
+        try:
+            assert warm.warm
+            assert os.sched_getaffinity(warm.process.pid) == CPUS
+        finally:
+            warm.close()
+    finally:
+        sandbox.close()
