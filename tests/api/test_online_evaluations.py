@@ -189,20 +189,18 @@ def test_the_embedded_default_referees_an_online_evaluation_in_the_gateways_proc
     """No Redis: the seat bus is in this process's memory, so the entry's task hands the
     evaluation to the gateway's own referee threads (``OnlineDuelRunner``), which play it
     against the client on that bus."""
-    import asyncio
-    import concurrent.futures
 
     from core.online import online_model_register, seat_bus
     from core.scores import score_entry_create
     from duel_runner.online import OnlineDuelRunner
+    from tests.support.loops import run_apart
     from tests.support.online import BusClient
 
     settings.ARENA_ONLINE_BUS_URL = ""
     bus = seat_bus()
-    # In a thread of its own: a test before this one may leave an event loop running in
-    # this one (asyncio.run and async_to_sync both refuse to run beside it).
-    with concurrent.futures.ThreadPoolExecutor(1) as apart:
-        apart.submit(asyncio.run, bus.gateway_heartbeat("test-gateway")).result()
+    # Apart: a browser test before this one leaves Playwright's loop running in this
+    # thread (tests/support/loops.py).
+    run_apart(lambda: bus.gateway_heartbeat("test-gateway"))
     cup = ScoreCompetition.objects.create(
         environment=Environment.objects.get(name="cartpole"), name="Pole cup", episodes=2, seed=3
     )
