@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.fields import bench_environment, validated_revisions
+from bench.fields import bench_environment, rated, validated_revisions
 
 SEED = 20261123
 
@@ -95,7 +95,6 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
         DuelStatus,
         Match,
         Rating,
-        RatingChange,
         Tournament,
     )
 
@@ -153,20 +152,9 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
             )
         )
     matches = Match.objects.bulk_create(matches, batch_size=2000)
-    RatingChange.objects.bulk_create(
-        (
-            RatingChange(
-                rating=ratings[agent],
-                duel_id=match.duel_id,
-                match=match,
-                mu_before=25,
-                sigma_before=8,
-                mu_after=25,
-                sigma_after=8,
-            )
-            for match, (first, second, _) in zip(matches, history, strict=True)
-            for agent in (first, second)
-        ),
+    rated(
+        matches,
+        [(ratings[first], ratings[second]) for first, second, _ in history],
         batch_size=4000,
     )
     return environment

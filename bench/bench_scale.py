@@ -49,7 +49,7 @@ from typing import Any
 
 from bench.bench_jobs import _database
 from bench.cli import run_bench
-from bench.fields import bench_environment, validated_revisions
+from bench.fields import bench_environment, rated, validated_revisions
 
 SEED = 20261126
 MATCHES_PER_AGENT = 200
@@ -112,7 +112,6 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
         Match,
         Participant,
         Rating,
-        RatingChange,
         Tournament,
         TournamentFormat,
         TournamentStatus,
@@ -183,22 +182,9 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
                         )
                     )
             matches = Match.objects.bulk_create(matches, batch_size=5_000)
-            RatingChange.objects.bulk_create(
-                (
-                    RatingChange(
-                        rating=ratings[agent],
-                        duel_id=match.duel_id,
-                        match=match,
-                        mu_before=25,
-                        sigma_before=8,
-                        mu_after=25,
-                        sigma_after=8,
-                    )
-                    for match, (one, two) in zip(
-                        matches, [pair for pair in chunk for _ in range(2)], strict=True
-                    )
-                    for agent in (one, two)
-                ),
+            rated(
+                matches,
+                [(ratings[one], ratings[two]) for one, two in chunk for _ in range(2)],
                 batch_size=10_000,
             )
         matches_total += len(matches)

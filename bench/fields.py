@@ -46,3 +46,27 @@ def validated_revisions(competitors: Iterable[Any]) -> list[Any]:
         )
         for competitor in competitors
     )
+
+
+def rated(matches: Iterable[Any], players: Iterable[tuple[Any, Any]], batch_size: int) -> None:
+    """A rating change for each player of each match (``players``: the two players' ratings
+    of each match, in order), leaving every rating where it was: what makes a match count
+    in a fit (the fit reads the matches, not the ratings)."""
+    from core.models import RatingChange
+
+    RatingChange.objects.bulk_create(
+        (
+            RatingChange(
+                rating=rating,
+                duel_id=match.duel_id,
+                match=match,
+                mu_before=25,
+                sigma_before=8,
+                mu_after=25,
+                sigma_after=8,
+            )
+            for match, pair in zip(matches, players, strict=True)
+            for rating in pair
+        ),
+        batch_size=batch_size,
+    )
