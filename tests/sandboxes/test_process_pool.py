@@ -155,7 +155,7 @@ def test_it_never_gives_an_agent_to_a_second_duel_and_plays_the_same_duels(poole
     assert all(not running.workdir.exists() for running in pooled.handed_out)
 
 
-def test_it_does_not_serve_an_agent_started_before_its_files_changed(pooled, tmp_path):
+def test_it_does_not_serve_an_agent_started_before_its_files_changed(pooled):
     source_file = pooled.root / "edited_agent.py"
     source_file.write_text(agent("random_agent.py").path.read_text())
     pooled.start(AgentSource.from_path(source_file), limits=SandboxLimits(), label="p1").close()
