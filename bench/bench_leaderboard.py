@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.fields import bench_environment, rated, validated_revisions
+from bench.fields import bench_environment, rated, tallied, tally_store, validated_revisions
 
 SEED = 20261123
 
@@ -157,6 +157,8 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
         [(ratings[first], ratings[second]) for first, second, _ in history],
         batch_size=4000,
     )
+    seated = [(revisions[history[i][0]], revisions[history[i][1]]) for i in pairs]
+    tally_store(tallied(matches, [seated[i // 2] for i in range(len(matches))], {}), 4000)
     return environment
 
 

@@ -55,7 +55,7 @@ from typing import Any
 
 from bench.bench_hosts import _postgres, _redis
 from bench.bench_jobs import REPOSITORY, _checkout
-from bench.fields import validated_revisions
+from bench.fields import tallied, tally_store, validated_revisions
 
 SEED = 20261127
 #: The commit before this work: the pages as issue 27 measured them.
@@ -256,6 +256,8 @@ def fill(plan: Plan, rng: random.Random) -> dict[str, list[str]]:
                 )
             )
     RatingChange.objects.bulk_create(changes, batch_size=4000)
+    seated = [(revisions[one], revisions[two]) for one, two in pairs]
+    tally_store(tallied(matches, [seated[i // 2] for i in range(len(matches))], {}), 4000)
     for rating in ratings:
         rating.mu = mu[rating.pk]
         rating.sigma = 7

@@ -49,7 +49,7 @@ from typing import Any
 
 from bench.bench_jobs import _database
 from bench.cli import run_bench
-from bench.fields import bench_environment, rated, validated_revisions
+from bench.fields import Tally, bench_environment, rated, tallied, tally_store, validated_revisions
 
 SEED = 20261126
 MATCHES_PER_AGENT = 200
@@ -144,6 +144,7 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
     now = timezone.now()
     matches_total = 0
     pending = list(_duels(agents, matches_per_agent, rng))
+    tally: Tally = {}
     for start in range(0, len(pending), CHUNK):
         chunk = pending[start : start + CHUNK]
         with transaction.atomic():
@@ -187,7 +188,13 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
                 [(ratings[one], ratings[two]) for one, two in chunk for _ in range(2)],
                 batch_size=10_000,
             )
+            tallied(
+                matches,
+                [(revisions[one], revisions[two]) for one, two in chunk for _ in range(2)],
+                tally,
+            )
         matches_total += len(matches)
+    tally_store(tally, batch_size=10_000)
     # Ratings as the online updates would have left them: by hidden strength.
     for rating, strength in zip(ratings, strengths, strict=True):
         rating.mu, rating.sigma, rating.games = 25 + 3 * strength, 1.5, matches_per_agent
@@ -284,6 +291,7 @@ def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
         "ladder_standings_queries": settle_q,
         "refit_s": round(refit_s, 3),
         "refit_queries": refit_q,
+        "leaderboard_entries": environment.leaderboard_entries.count(),
         "leaderboard_page_ms": round(board_s * 1000, 1),
         "leaderboard_page_queries": board_q,
         "leaderboard_page_kb": round(len(board.content) / 1024, 1),

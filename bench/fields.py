@@ -1,5 +1,6 @@
-"""What several benchmarks write first: a bare two-player environment and validated
-revisions for its competitors, in bulk (no build, no upload)."""
+"""What several benchmarks write first: a bare two-player environment, validated
+revisions for its competitors and a rated history, in bulk (no build, no upload, no
+referee)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ def validated_revisions(competitors: Iterable[Any]) -> list[Any]:
 
 def rated(matches: Iterable[Any], players: Iterable[tuple[Any, Any]], batch_size: int) -> None:
     """A rating change for each player of each match (``players``: the two players' ratings
-    of each match, in order), leaving every rating where it was: what makes a match count
-    in a fit (the fit reads the matches, not the ratings)."""
+    of each match, in order), leaving every rating where it was: what a rated match leaves
+    beside its pairing's count (``tallied``), which is what the fit reads."""
     from core.models import RatingChange
 
     RatingChange.objects.bulk_create(
@@ -67,6 +68,46 @@ def rated(matches: Iterable[Any], players: Iterable[tuple[Any, Any]], batch_size
             )
             for match, pair in zip(matches, players, strict=True)
             for rating in pair
+        ),
+        batch_size=batch_size,
+    )
+
+
+#: Rated pairings as ``tournament_manager.ratings`` counts them when it rates a duel: by
+#: (tournament id, seat 1's revision id, seat 2's, first mover), [games, seat 1's wins,
+#: draws].
+Tally = dict[tuple[int, int, int, int], list[int]]
+
+
+def tallied(matches: Iterable[Any], seats: Iterable[tuple[Any, Any]], tally: Tally) -> Tally:
+    """``tally`` with ``matches`` counted in (``seats``: the revisions in seats 1 and 2 of
+    each match's duel, in order); a benchmark writes it once its history is written."""
+    for match, (one, two) in zip(matches, seats, strict=True):
+        key = (match.duel.tournament_id, one.pk, two.pk, match.first_player)
+        counts = tally.setdefault(key, [0, 0, 0])
+        counts[0] += 1
+        counts[1] += match.scores[0] > match.scores[1]
+        counts[2] += match.scores[0] == match.scores[1]
+    return tally
+
+
+def tally_store(tally: Tally, batch_size: int) -> None:
+    """The tallied pairings as rows, in the environments' first ratings epoch."""
+    from core.models import RatedPairing
+
+    RatedPairing.objects.bulk_create(
+        (
+            RatedPairing(
+                tournament_id=tournament,
+                one_id=one,
+                two_id=two,
+                first_player=first_player,
+                epoch=0,
+                games=games,
+                one_wins=one_wins,
+                draws=draws,
+            )
+            for (tournament, one, two, first_player), (games, one_wins, draws) in tally.items()
         ),
         batch_size=batch_size,
     )

@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Collection, Hashable, Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sparse
@@ -57,19 +58,54 @@ DENSE_LIMIT = 2000
 PROBES = 96
 #: Relative residual at which a conjugate-gradient solve stops.
 SOLVE_TOLERANCE = 1e-10
+#: The same for the draws of a larger field's variances (single precision).
+PROBE_TOLERANCE = 1e-4
 #: Rows of a larger field's rank intervals compared with the whole field at once.
 INTERVAL_ROWS = 256
 
 
-@dataclasses.dataclass(frozen=True)
-class Games:
+class Games(NamedTuple):
     """Matches between two agents, ``first`` moving first: how many, and ``first``'s
-    points (a win 1, a draw 1/2)."""
+    points (a win 1, a draw 1/2). The same two agents may come in several (they add up)."""
 
     first: Hashable
     second: Hashable
     games: int
     first_points: float
+
+
+@dataclasses.dataclass(frozen=True)
+class GameTable:
+    """Many ``Games`` as columns, for a history of hundreds of thousands of pairings read
+    straight from the database (a ``Games`` each would take longer than the fit)."""
+
+    first: np.ndarray
+    second: np.ndarray
+    games: np.ndarray
+    first_points: np.ndarray
+
+    @classmethod
+    def of(cls, games: Iterable[Games]) -> GameTable:
+        records = list(games)
+        return cls(
+            first=np.array([record.first for record in records]),
+            second=np.array([record.second for record in records]),
+            games=np.array([record.games for record in records], dtype=np.int64),
+            first_points=np.array([record.first_points for record in records], dtype=float),
+        )
+
+    def __len__(self) -> int:
+        return len(self.games)
+
+    def __add__(self, other: GameTable) -> GameTable:
+        if not len(other) or not len(self):
+            return other if not len(self) else self  # (an empty one's columns have no type)
+        return GameTable(
+            *(
+                np.concatenate([getattr(self, field.name), getattr(other, field.name)])
+                for field in dataclasses.fields(self)
+            )
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,24 +169,97 @@ class Fit:
         among them as if it joined): at best it is behind only those surely ahead of
         it (probability at least 97.5 %), at worst behind all not surely behind it."""
         field = np.array(self._indices(among), dtype=np.intp)
-        everyone = np.arange(len(self.players))
-        surely_ahead = np.zeros(len(self.players), dtype=np.int64)
-        not_surely_behind = np.zeros(len(self.players), dtype=np.int64)
-        # A block of players at a time against the field: never an n x n matrix whole.
         # "Surely ahead": ahead with probability at least SURELY_AHEAD, i.e. by at least
         # this many standard deviations (the gap is symmetric: i's over j is minus j's
         # over i).
         sure = ndtri(SURELY_AHEAD)
+        if self.covariance is None:
+            surely_ahead, not_surely_behind = self._independent_counts(field, sure)
+        else:
+            surely_ahead, not_surely_behind = self._block_counts(field, sure)
+        return {
+            player: (1 + int(surely_ahead[i]), 1 + int(not_surely_behind[i]))
+            for i, player in enumerate(self.players)
+        }
+
+    def _block_counts(self, field: np.ndarray, sure: float) -> tuple[np.ndarray, np.ndarray]:
+        """For every player, how many of ``field`` are surely ahead of it and how many
+        are not surely behind it (itself not counted): a block of players at a time
+        against the whole field, never an n x n matrix whole."""
+        everyone = np.arange(len(self.players))
+        surely_ahead = np.zeros(len(self.players), dtype=np.int64)
+        not_surely_behind = np.zeros(len(self.players), dtype=np.int64)
         for start in range(0, len(self.players), INTERVAL_ROWS):
             block = everyone[start : start + INTERVAL_ROWS]
             gaps = self._gaps(field, block)  # field players over the block's
             surely_ahead[block] = (gaps >= sure).sum(axis=0)
             # A player is "not surely behind" itself (a gap of 0), once, when in the field.
             not_surely_behind[block] = (-gaps < sure).sum(axis=0) - np.isin(block, field)
-        return {
-            player: (1 + int(surely_ahead[i]), 1 + int(not_surely_behind[i]))
-            for i, player in enumerate(self.players)
-        }
+        return surely_ahead, not_surely_behind
+
+    def _independent_counts(self, field: np.ndarray, sure: float) -> tuple[np.ndarray, np.ndarray]:
+        """``_block_counts`` when two players' errors count as independent (a larger
+        field), without comparing every pair: the field is cut into groups of like
+        variance, each sorted by strength; against a group, a player's gap to a member
+        grows with the member's strength, so a search finds who is surely ahead (or not)
+        whatever their variance within the group, and only those in between are compared
+        one by one."""
+        strengths, variances = self.strengths, self.variances
+        everyone = np.arange(len(self.players))
+        surely_ahead = np.zeros(len(self.players), dtype=np.int64)
+        not_surely_behind = np.zeros(len(self.players), dtype=np.int64)
+        by_variance = field[np.argsort(variances[field], kind="stable")]
+        for group in np.array_split(by_variance, max(1, len(field) // INTERVAL_ROWS)):
+            if not len(group):
+                continue
+            group = group[np.argsort(strengths[group], kind="stable")]
+            members = strengths[group]
+            # Margins at the group's least and greatest variance, widened a little: a
+            # member on a boundary is compared exactly.
+            least = sure * np.sqrt(variances + variances[group].min()) * (1 - 1e-9)
+            most = sure * np.sqrt(variances + variances[group].max()) * (1 + 1e-9)
+            # Surely ahead: s_j - s_i >= sure x sd. Every member from ``beyond`` on is;
+            # none before ``maybe``.
+            maybe = np.searchsorted(members, strengths + least)
+            beyond = np.searchsorted(members, strengths + most)
+            surely_ahead += len(group) - beyond
+            surely_ahead += self._exact_counts(everyone, group, maybe, beyond, sure, ahead=True)
+            # Not surely behind: s_i - s_j < sure x sd. Every member after ``within`` is;
+            # none up to ``below``.
+            below = np.searchsorted(members, strengths - most, side="right")
+            within = np.searchsorted(members, strengths - least, side="right")
+            not_surely_behind += len(group) - within
+            not_surely_behind += self._exact_counts(
+                everyone, group, below, within, sure, ahead=False
+            )
+        # A player is "not surely behind" itself (a gap of 0), once, when in the field.
+        not_surely_behind -= np.isin(everyone, field)
+        return surely_ahead, not_surely_behind
+
+    def _exact_counts(
+        self,
+        players: np.ndarray,
+        group: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        sure: float,
+        *,
+        ahead: bool,
+    ) -> np.ndarray:
+        """For each player, how many of ``group[starts:ends]`` are surely ahead of it
+        (``ahead``) or not surely behind it, compared one by one."""
+        lengths = ends - starts
+        if not lengths.sum():
+            return np.zeros(len(players), dtype=np.int64)
+        owners = np.repeat(players, lengths)
+        # Each owner's run of positions in the group: start, start + 1, ...
+        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        others = group[np.repeat(starts, lengths) + offsets]
+        spread = np.maximum(self.variances[owners] + self.variances[others], 1e-18)
+        gaps = (self.strengths[others] - self.strengths[owners]) / np.sqrt(spread)
+        gaps[owners == others] = 0.0
+        counted = gaps >= sure if ahead else -gaps < sure
+        return np.bincount(owners, weights=counted, minlength=len(players)).astype(np.int64)
 
     def _indices(self, among: Collection[Hashable] | None) -> list[int]:
         if among is None:
@@ -160,7 +269,7 @@ class Fit:
 
 def fit(
     players: Sequence[Hashable],
-    games: Iterable[Games],
+    games: Iterable[Games] | GameTable,
     *,
     prior_sd: float = PRIOR_SD,
     advantage_prior_sd: float = ADVANTAGE_PRIOR_SD,
@@ -175,20 +284,21 @@ def fit(
     ``uncertainty`` (strengths are all that is wanted: a ladder's order) the variances are
     only each player's own part, ``1/curvature``, and cost nothing more."""
     players = tuple(players)
-    index = {player: i for i, player in enumerate(players)}
     n = len(players)
-    records = [record for record in games if record.games > 0]
+    table = games if isinstance(games, GameTable) else GameTable.of(games)
+    played = table.games > 0
     # One row per pairing and seat order (not per match): +1 for who moved first, -1 for
     # who moved second, +1 for the advantage (the last parameter).
-    first = np.array([index[record.first] for record in records], dtype=np.intp)
-    second = np.array([index[record.second] for record in records], dtype=np.intp)
-    counts = np.array([record.games for record in records], dtype=float)
-    points = np.array([record.first_points for record in records], dtype=float)
+    first = _player_positions(players, table.first[played])
+    second = _player_positions(players, table.second[played])
+    counts = table.games[played].astype(float)
+    points = table.first_points[played].astype(float)
+    pairings = len(counts)
     advantage = n
-    rows = np.repeat(np.arange(len(records)), 3)
-    columns = np.column_stack([first, second, np.full(len(records), advantage)]).ravel()
-    signs = np.tile([1.0, -1.0, 1.0], len(records))
-    design = sparse.csr_matrix((signs, (rows, columns)), shape=(len(records), n + 1))
+    rows = np.repeat(np.arange(pairings), 3)
+    columns = np.column_stack([first, second, np.full(pairings, advantage)]).ravel()
+    signs = np.tile([1.0, -1.0, 1.0], pairings)
+    design = sparse.csr_matrix((signs, (rows, columns)), shape=(pairings, n + 1))
     precision = np.full(n + 1, 1 / prior_sd**2)
     precision[advantage] = 1 / advantage_prior_sd**2
     dense = n <= dense_limit
@@ -212,10 +322,10 @@ def fit(
     ones = abs(design)  # no cancellation: every pair that met is in the pattern
     pattern = (ones.T @ ones + sparse.identity(n + 1, format="csr")).tocsr()
     pattern.sort_indices()
-    terms = np.stack([first, second, np.full(len(records), advantage)], axis=1)
+    terms = np.stack([first, second, np.full(pairings, advantage)], axis=1)
     term_rows = np.repeat(terms, 3, axis=1).ravel()
     term_columns = np.tile(terms, (1, 3)).ravel()
-    term_signs = np.tile(np.outer([1.0, -1.0, 1.0], [1.0, -1.0, 1.0]).ravel(), len(records))
+    term_signs = np.tile(np.outer([1.0, -1.0, 1.0], [1.0, -1.0, 1.0]).ravel(), pairings)
     places = _places(pattern, term_rows, term_columns)
     prior_places = _places(pattern, np.arange(n + 1), np.arange(n + 1))
 
@@ -241,13 +351,18 @@ def fit(
     current = log_posterior(beta)
     for _ in range(100):
         step = solve(curvature(beta)[0], gradient(beta))
+        if np.abs(step).max() < 1e-10:
+            beta = beta + step
+            break  # the mode, to well below any difference shown
         # The posterior is log-concave, so a full Newton step is nearly always taken;
-        # halving guards the first steps from far off.
+        # halving guards the first steps from far off. Near the mode the sum over many
+        # pairings is only that precise: a step that loses less does not count as worse.
+        slack = 1e-12 * max(1.0, abs(current))
         scale = 1.0
         while scale > 1e-6:
             candidate = beta + scale * step
             value = log_posterior(candidate)
-            if value >= current - 1e-12:
+            if value >= current - slack:
                 break
             scale /= 2
         else:
@@ -310,13 +425,18 @@ def _sampled_variances(
     ``x^2 - y^2`` over the draws, which stays small where y follows x closely."""
     n = matrix.shape[0] - 1
     diagonal = matrix.diagonal()
-    # Drawn in single precision (half the time), summed in double.
+    # Drawn and solved in single precision (half the memory traffic), to a relative
+    # residual of PROBE_TOLERANCE: far below the draws' own noise in a mean of squares.
     noise = rng.standard_normal((design.shape[0], probes), dtype=np.float32)
     noise *= np.sqrt(weights).astype(np.float32)[:, None]
-    prior_noise = np.sqrt(precision)[:, None] * rng.standard_normal((n + 1, probes))
-    right = design.T @ noise.astype(np.float64) + prior_noise
-    exact = _conjugate_gradients(matrix, right)
-    simple = right / diagonal[:, None]
+    prior_noise = (np.sqrt(precision)[:, None] * rng.standard_normal((n + 1, probes))).astype(
+        np.float32
+    )
+    right = design.T.astype(np.float32) @ noise + prior_noise
+    exact = _conjugate_gradients(
+        matrix.astype(np.float32), right, tolerance=PROBE_TOLERANCE
+    ).astype(np.float64)
+    simple = right.astype(np.float64) / diagonal[:, None]
     # The strengths' parts about their mean (the advantage's is its own).
     exact_centred = exact[:n] - exact[:n].mean(axis=0)
     simple_centred = simple[:n] - simple[:n].mean(axis=0)
@@ -332,10 +452,13 @@ def _sampled_variances(
     return np.maximum(variances, floor), max(advantage, 0.5 / float(diagonal[n]))
 
 
-def _conjugate_gradients(matrix: sparse.csr_matrix, right: np.ndarray) -> np.ndarray:
+def _conjugate_gradients(
+    matrix: sparse.csr_matrix, right: np.ndarray, *, tolerance: float = SOLVE_TOLERANCE
+) -> np.ndarray:
     """``matrix^-1 right`` for a symmetric positive definite sparse ``matrix``, by
     conjugate gradients preconditioned with its diagonal, for one right-hand side or a
-    block of them (columns, each solved on its own, all at once)."""
+    block of them (columns, each solved on its own, all at once), to a relative residual
+    of ``tolerance``."""
     single = right.ndim == 1
     b = right[:, None] if single else right
     inverse_diagonal = (1 / matrix.diagonal())[:, None]
@@ -344,7 +467,7 @@ def _conjugate_gradients(matrix: sparse.csr_matrix, right: np.ndarray) -> np.nda
     preconditioned = inverse_diagonal * residual
     direction = preconditioned.copy()
     product = (residual * preconditioned).sum(axis=0)
-    target = SOLVE_TOLERANCE * np.linalg.norm(b, axis=0)
+    target = tolerance * np.linalg.norm(b, axis=0)
     for _ in range(10 * matrix.shape[0] + 100):
         if (np.linalg.norm(residual, axis=0) <= target).all():
             break
@@ -359,6 +482,24 @@ def _conjugate_gradients(matrix: sparse.csr_matrix, right: np.ndarray) -> np.nda
         direction = preconditioned + beta * direction
         product = next_product
     return x[:, 0] if single else x
+
+
+def _player_positions(players: tuple[Hashable, ...], keys: np.ndarray) -> np.ndarray:
+    """Where each of ``keys`` is in ``players`` (a KeyError for one that is not): by a
+    sorted search when both are integers (database ids), else by a dictionary."""
+    integers = keys.dtype.kind in "iu" and all(
+        isinstance(player, int | np.integer) for player in players
+    )
+    if not integers or not players:
+        index = {player: i for i, player in enumerate(players)}
+        return np.array([index[key] for key in keys.tolist()], dtype=np.intp)
+    ids = np.array(players, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    found = order[np.minimum(np.searchsorted(ids, keys, sorter=order), len(ids) - 1)]
+    missing = ids[found] != keys
+    if missing.any():
+        raise KeyError(keys[missing][0].item())
+    return found.astype(np.intp)
 
 
 def _places(matrix: sparse.csr_matrix, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:

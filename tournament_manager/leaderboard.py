@@ -5,6 +5,9 @@ steer the ladder's matchmaking. What the leaderboard publishes is a batch fit in
 (``tournament_manager.bradley_terry``) of every rated match between the competitors'
 current revisions, their newest validated ones, since the environment's ratings were
 last reset: a revision does not change, so its first matches count as much as its latest.
+The matches of two players are read as their pairings' counts (``RatedPairing``, kept as
+each duel is rated), not one by one: at ten thousand agents and a million matches that is
+what keeps a refit within seconds.
 
 The tournament manager refits an environment when what the fit would see has changed (a
 rated match, a newly validated or a disabled revision), and the demo and
@@ -22,21 +25,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import (
-    Count,
     Exists,
-    F,
-    FilteredRelation,
-    FloatField,
     Max,
     OuterRef,
-    Q,
     QuerySet,
 )
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
 from django.utils import timezone
 
 from core.models import (
@@ -45,12 +42,13 @@ from core.models import (
     Environment,
     LeaderboardEntry,
     Match,
+    RatedPairing,
     RatingChange,
     Tournament,
 )
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
-from tournament_manager.bradley_terry import ELO_PER_UNIT, Games, fit
-from tournament_manager.selectors import latest_validated_revisions
+from tournament_manager.bradley_terry import ELO_PER_UNIT, Games, GameTable, fit
+from tournament_manager.selectors import latest_validated_revision_ids
 
 
 @dataclasses.dataclass
@@ -133,50 +131,44 @@ def _pairs_in_groups(
 
 
 def _games(
-    matches: QuerySet[Match], *, among: set[int] | None = None
-) -> tuple[list[Games], dict[int, _Record]]:
-    """``matches`` counted by pairing (of revisions) and seat order, and every
-    revision's record; a match of more than two players counts as a game between each
-    two of them in the fit, and once in each player's record. ``among``: only games
+    pairings: QuerySet[RatedPairing], matches: QuerySet[Match], *, among: set[int] | None = None
+) -> tuple[GameTable, dict[int, _Record]]:
+    """The games the fit reads, and every revision's record: the rated ``pairings`` (duels
+    of two players) and, among ``matches``, those of more than two players (a game between
+    each two of them in the fit, once in each player's record). ``among``: only games
     between these revisions."""
-    two_player = matches.filter(duel__num_players=2).annotate(
-        one=FilteredRelation("duel__seats", condition=Q(duel__seats__number=1)),
-        two=FilteredRelation("duel__seats", condition=Q(duel__seats__number=2)),
-        score_one=Cast(KT("scores__0"), FloatField()),
-        score_two=Cast(KT("scores__1"), FloatField()),
-    )
     if among is not None:
-        two_player = two_player.filter(one__revision__in=among, two__revision__in=among)
-    counts = (
-        two_player.order_by()
-        .values("one__revision_id", "two__revision_id", "first_player")
-        .annotate(
-            games=Count("pk"),
-            one_wins=Count("pk", filter=Q(score_one__gt=F("score_two"))),
-            draws=Count("pk", filter=Q(score_one=F("score_two"))),
-        )
+        pairings = pairings.filter(one__in=among, two__in=among)
+    rows = np.fromiter(
+        itertools.chain.from_iterable(
+            pairings.order_by().values_list(
+                "one_id", "two_id", "first_player", "games", "one_wins", "draws"
+            )
+        ),
+        dtype=np.int64,
+    ).reshape(-1, 6)
+    one, two, first_player, total, one_wins, draws = rows.T
+    two_wins = total - one_wins - draws
+    one_first = first_player == 1
+    games = GameTable(
+        first=np.where(one_first, one, two),
+        second=np.where(one_first, two, one),
+        games=total,
+        first_points=np.where(one_first, one_wins, two_wins) + draws / 2,
     )
-    games: list[Games] = []
-    records: dict[int, _Record] = defaultdict(_Record)
-    for row in counts:
-        one, two = row["one__revision_id"], row["two__revision_id"]
-        total, draws = row["games"], row["draws"]
-        one_wins = row["one_wins"]
-        two_wins = total - one_wins - draws
-        if row["first_player"] == 1:
-            games.append(Games(one, two, total, one_wins + draws / 2))
-        else:
-            games.append(Games(two, one, total, two_wins + draws / 2))
-        for revision, wins, losses in ((one, one_wins, two_wins), (two, two_wins, one_wins)):
-            record = records[revision]
-            record.matches += total
-            record.wins += wins
-            record.draws += draws
-            record.losses += losses
-    pairs, in_groups = _pairs_in_groups(matches, among)
-    games += [
-        Games(first, second, total, points) for (first, second), (total, points, _) in pairs.items()
+    # Each pairing in both players' records, summed by revision at once.
+    revisions, where = np.unique(np.concatenate([one, two]), return_inverse=True)
+    sums = [
+        np.bincount(where, weights=np.concatenate(columns), minlength=len(revisions))
+        for columns in ((total, total), (one_wins, two_wins), (draws, draws), (two_wins, one_wins))
     ]
+    records: dict[int, _Record] = defaultdict(_Record)
+    for revision, counted, wins, drawn, losses in zip(revisions.tolist(), *sums, strict=True):
+        records[revision] = _Record(int(counted), int(wins), int(drawn), int(losses))
+    pairs, in_groups = _pairs_in_groups(matches, among)
+    games += GameTable.of(
+        Games(first, second, total, points) for (first, second), (total, points, _) in pairs.items()
+    )
     for revision, counted in in_groups.items():
         record = records[revision]
         record.matches += counted.matches
@@ -218,16 +210,20 @@ def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
     ``force``), replacing every entry, and when its last fit is not too recent
     (``fit_due``); returns whether this call changed any entry (an empty leaderboard that
     stays empty only records what it saw)."""
-    stored, fitted_at, fit_seconds = Environment.objects.values_list(
-        "leaderboard_key", "leaderboard_fitted_at", "leaderboard_fit_seconds"
+    stored, fitted_at, fit_seconds, epoch = Environment.objects.values_list(
+        "leaderboard_key", "leaderboard_fitted_at", "leaderboard_fit_seconds", "ratings_epoch"
     ).get(pk=environment.pk)
-    current = {revision.pk: revision for revision in latest_validated_revisions(environment)}
+    current = latest_validated_revision_ids(environment)
     key = leaderboard_key(environment, current)
     if not force and (key == stored or not fit_due(fitted_at, fit_seconds, 0, timezone.now())):
         return False
     started = time.perf_counter()
     rated = RatingChange.objects.filter(match=OuterRef("pk"), pk__gt=_last_reset(environment))
-    games, records = _games(Match.objects.filter(Exists(rated)), among=set(current))
+    games, records = _games(
+        RatedPairing.objects.filter(tournament__environment=environment, epoch=epoch),
+        Match.objects.filter(Exists(rated)),
+        among=set(current),
+    )
     played = [revision for revision in current if records[revision].matches]
     now = timezone.now()
     entries: list[LeaderboardEntry] = []
@@ -246,7 +242,7 @@ def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
             entries.append(
                 LeaderboardEntry(
                     environment=environment,
-                    competitor_id=current[revision].competitor_id,
+                    competitor_id=current[revision],
                     revision_id=revision,
                     rank=ranks.get(revision),
                     rank_best=best,
@@ -281,7 +277,8 @@ def ladder_strengths(*, tournament: Tournament) -> dict[int, float]:
     """A ladder's standings: the same fit, of its own played matches, by revision (a
     revision without a match yet is missing)."""
     games, records = _games(
-        Match.objects.filter(duel__tournament=tournament, duel__status=DuelStatus.SUCCEEDED)
+        RatedPairing.objects.filter(tournament=tournament),
+        Match.objects.filter(duel__tournament=tournament, duel__status=DuelStatus.SUCCEEDED),
     )
     played = [revision for revision, record in records.items() if record.matches]
     if not played:

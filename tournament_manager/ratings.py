@@ -3,10 +3,22 @@ or more players."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.db import transaction
+from django.db.models import F
 from openskill.models import PlackettLuce
 
-from core.models import Competitor, Duel, Rating, RatingChange
+from core.models import (
+    Competitor,
+    Duel,
+    Environment,
+    Match,
+    RatedPairing,
+    Rating,
+    RatingChange,
+    Revision,
+)
 from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
 from referee.results import ranks_from_scores
 
@@ -21,11 +33,13 @@ def rating_for(competitor: Competitor) -> Rating:
 def ratings_update_from_duel(*, duel: Duel) -> None:
     """Rate every match of a finished duel in order, logging each change: one team of one
     per player, ranked by the match's scores (equal scores tie), so a duel of more than two
-    players updates every one of them at once.
+    players updates every one of them at once; a duel of two counts its matches in its
+    rated pairings (``RatedPairing``), in the same transaction.
 
     Self-play, and duels in which one competitor holds two seats, change nothing.
     """
-    competitors = [revision.competitor for revision in duel.revisions()]
+    revisions = duel.revisions()
+    competitors = [revision.competitor for revision in revisions]
     if len({competitor.pk for competitor in competitors}) < len(competitors):
         return
     with transaction.atomic():
@@ -37,7 +51,8 @@ def ratings_update_from_duel(*, duel: Duel) -> None:
         }
         ratings = [locked[competitor.pk] for competitor in competitors]
         changes = []
-        for match in duel.matches.order_by("index"):
+        matches = list(duel.matches.order_by("index"))
+        for match in matches:
             before = [(rating.mu, rating.sigma) for rating in ratings]
             teams = _MODEL.rate(
                 [[_MODEL.rating(mu=rating.mu, sigma=rating.sigma)] for rating in ratings],
@@ -61,16 +76,54 @@ def ratings_update_from_duel(*, duel: Duel) -> None:
         for rating in ratings:
             rating.save()
         RatingChange.objects.bulk_create(changes)
+        if len(revisions) == 2 and duel.tournament_id is not None:
+            _pairings_count(duel, revisions, matches)
+
+
+def _pairings_count(duel: Duel, revisions: list[Revision], matches: list[Match]) -> None:
+    """Add a rated duel's matches to its pairings, by first mover. Its caller holds the
+    ratings' rows, and a reset of the epoch takes them first: the epoch read here is the
+    one these ratings were changed in."""
+    assert duel.tournament_id is not None
+    epoch = Environment.objects.values_list("ratings_epoch", flat=True).get(pk=duel.environment_id)
+    counted: Counter[tuple[int, str]] = Counter()
+    for match in matches:
+        one, two = match.scores[0], match.scores[1]
+        counted[match.first_player, "games"] += 1
+        counted[match.first_player, "one_wins"] += one > two
+        counted[match.first_player, "draws"] += one == two
+    for first_player in sorted({first for first, _ in counted}):
+        pairing, _ = RatedPairing.objects.get_or_create(
+            tournament_id=duel.tournament_id,
+            one=revisions[0],
+            two=revisions[1],
+            first_player=first_player,
+            epoch=epoch,
+        )
+        RatedPairing.objects.filter(pk=pairing.pk).update(
+            **{
+                field: F(field) + counted[first_player, field]
+                for field in ("games", "one_wins", "draws")
+            }
+        )
 
 
 def ratings_reset(*, environment_id: int | None = None) -> int:
-    """Back to mu 25, sigma 25/3, logged as a reset; returns how many ratings changed."""
+    """Back to mu 25, sigma 25/3, logged as a reset; returns how many ratings changed. The
+    environment's ratings epoch moves on: its leaderboard then reads only the matches rated
+    after the reset."""
     ratings = Rating.objects.all()
+    environments = Environment.objects.all()
     if environment_id is not None:
         ratings = ratings.filter(competitor__environment_id=environment_id)
+        environments = environments.filter(pk=environment_id)
     count = 0
     with transaction.atomic():
-        for rating in ratings.select_for_update():
+        # The ratings first, as a duel's rating takes them: a duel rated meanwhile is
+        # counted in the old epoch, and its changes come before the reset's.
+        locked = list(ratings.select_for_update())
+        environments.update(ratings_epoch=F("ratings_epoch") + 1)
+        for rating in locked:
             RatingChange.objects.create(
                 rating=rating,
                 reason="reset",

@@ -23,6 +23,21 @@ def latest_validated_revisions(environment: Environment) -> list[Revision]:
     return list(latest.values())
 
 
+def latest_validated_revision_ids(environment: Environment) -> dict[int, int]:
+    """``latest_validated_revisions`` as ids (revision: its competitor), without loading
+    a row each: what a refit of ten thousand competitors needs of them."""
+    latest: dict[int, int] = {}
+    rows = (
+        Revision.objects.validated()
+        .filter(competitor__environment=environment)
+        .order_by("competitor_id", "-version")
+        .values_list("competitor_id", "pk")
+    )
+    for competitor, revision in rows:
+        latest.setdefault(competitor, revision)
+    return {revision: competitor for competitor, revision in latest.items()}
+
+
 @dataclasses.dataclass(frozen=True)
 class TournamentProgress:
     """Where a tournament's duels are, and an estimate of the time its remaining ones take."""

@@ -17,7 +17,7 @@ from core.models.competitions import (
 from core.models.jobs import Job, JobKind, JobStatus
 from core.models.llm import LLMPlayer, MatchConversation
 from core.models.online import OnlineSeat
-from core.models.ratings import LeaderboardEntry, Rating, RatingChange
+from core.models.ratings import LeaderboardEntry, RatedPairing, Rating, RatingChange
 from core.models.scores import Evaluation, ScoreCompetition
 from core.models.submissions import (
     Competitor,
@@ -50,6 +50,7 @@ __all__ = [
     "MatchLog",
     "OnlineSeat",
     "Participant",
+    "RatedPairing",
     "Rating",
     "RatingChange",
     "Revision",

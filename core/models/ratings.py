@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from core.models.competitions import Duel, Match
+from core.models.competitions import Duel, Match, Tournament
 from core.models.submissions import Competitor, Environment, Revision
 
 DEFAULT_MU = 25.0
@@ -60,6 +60,44 @@ class RatingChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rating.competitor}: {self.mu_before:.2f} → {self.mu_after:.2f}"
+
+
+class RatedPairing(models.Model):
+    """The rated matches of two revisions in one tournament, in the same seats and with
+    the same first mover: what the leaderboard's fit and a ladder's standings read, a row
+    per pairing rather than per match (a refit of a million matches reads a few hundred
+    thousand rows, without joins).
+
+    Counted in the transaction that rates the duel (``tournament_manager.ratings``), which
+    runs once per duel. A rated duel is deleted only with its tournament (``delete_games``,
+    the admin; duels and matches are read-only there), which takes these rows with it.
+    ``epoch`` is the environment's ``ratings_epoch`` when the duel was rated: a reset of the
+    ratings starts a new one, which alone the leaderboard reads. Duels of two players only;
+    a match of more than two is read match by match.
+    """
+
+    tournament = models.ForeignKey(Tournament, on_delete=models.CASCADE, related_name="+")
+    #: The revision in seat 1 and in seat 2.
+    one = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="+")
+    two = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="+")
+    #: The seat (1 or 2) that moved first in these matches.
+    first_player = models.PositiveSmallIntegerField()
+    epoch = models.PositiveIntegerField()
+    games = models.PositiveIntegerField(default=0)
+    #: Matches seat 1 won, and drawn ones; seat 2 won the rest.
+    one_wins = models.PositiveIntegerField(default=0)
+    draws = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tournament", "one", "two", "first_player", "epoch"],
+                name="rated_pairing_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"revisions {self.one_id} and {self.two_id}: {self.games} rated matches"
 
 
 class LeaderboardQuerySet(models.QuerySet["LeaderboardEntry"]):

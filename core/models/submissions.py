@@ -49,6 +49,9 @@ class Environment(models.Model):
     first_move_advantage = models.FloatField(null=True, blank=True, editable=False)
     #: How long the last refit took: the next one waits ten times as long at least.
     leaderboard_fit_seconds = models.FloatField(default=0, editable=False)
+    #: Counts the resets of its ratings: the leaderboard reads only the rated pairings
+    #: (``RatedPairing``) of the current one.
+    ratings_epoch = models.PositiveIntegerField(default=0, editable=False)
     imported_at = models.DateTimeField(auto_now=True)
 
     class Meta:

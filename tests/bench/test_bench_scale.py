@@ -26,3 +26,5 @@ def test_it_grows_one_environment_and_measures_each_size(tmp_path):
         # Every agent idle: the pass fills the ladder's hosted slots (2 by default).
         assert row["pairs"] == 2
         assert row["refit_queries"] > 0 and row["leaderboard_page_queries"] > 0
+        # Every agent played: the refit read the whole history.
+        assert row["leaderboard_entries"] == row["agents"]

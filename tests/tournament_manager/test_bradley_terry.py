@@ -7,8 +7,17 @@ import random
 
 import numpy as np
 import pytest
+from scipy.special import ndtri
 
-from tournament_manager.bradley_terry import ELO_MEAN, ELO_PER_UNIT, Games, fit
+from tournament_manager.bradley_terry import (
+    ELO_MEAN,
+    ELO_PER_UNIT,
+    SURELY_AHEAD,
+    Fit,
+    Games,
+    GameTable,
+    fit,
+)
 
 
 def simulate(
@@ -158,3 +167,49 @@ def test_strengths_alone_are_the_same_strengths():
     assert whole.covariance is not None and strengths_only.covariance is None
     assert np.abs(whole.strengths - strengths_only.strengths).max() < 1e-9
     assert strengths_only.ranks() == whole.ranks()
+
+
+def test_a_table_of_games_is_fitted_as_the_same_games_one_by_one():
+    """A large field's history comes as columns straight from the database (revision ids,
+    found by a sorted search); a few games come one by one: the same fit either way."""
+    games = neighbours_history(300, seed=4)
+    ids = [1000 + 7 * player for player in range(300)]
+    renamed = [
+        Games(ids[game.first], ids[game.second], game.games, game.first_points) for game in games
+    ]
+    half = len(renamed) // 2
+
+    one_by_one = fit(ids, renamed, dense_limit=0)
+    table = fit(ids, GameTable.of(renamed[:half]) + GameTable.of(renamed[half:]), dense_limit=0)
+
+    assert np.array_equal(one_by_one.strengths, table.strengths)
+    assert np.array_equal(one_by_one.variances, table.variances)
+    with pytest.raises(KeyError):
+        fit(ids[1:], GameTable.of(renamed))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_large_fields_intervals_count_as_comparing_every_pair(seed):
+    """A large field's rank intervals search groups of like variance instead of comparing
+    every pair: the same counts as every pair compared, on fields of mixed certainty
+    (ties, players outside the field, one far more uncertain than the rest)."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 2500))
+    strengths = np.round(rng.normal(size=size) * rng.choice([0.01, 1.0, 3.0]), 2)
+    variances = np.exp(rng.normal(size=size) * rng.choice([0.1, 2.0]))
+    variances[rng.integers(size)] = 50.0
+    result = Fit(
+        players=tuple(range(size)),
+        strengths=strengths,
+        variances=variances,
+        advantage=0.0,
+        advantage_sd=1.0,
+    )
+    field = np.sort(rng.choice(size, size=int(rng.integers(0, size + 1)), replace=False))
+    sure = ndtri(SURELY_AHEAD)
+
+    searched = result._independent_counts(field, sure)
+    compared = result._block_counts(field, sure)
+
+    assert np.array_equal(searched[0], compared[0])
+    assert np.array_equal(searched[1], compared[1])

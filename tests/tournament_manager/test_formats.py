@@ -31,6 +31,7 @@ from tests.factories import (
 )
 from tests.tournament_manager.conftest import Finish
 from tournament_manager.daemon import withdraw_disabled_participants
+from tournament_manager.ratings import ratings_update_from_duel
 from tournament_manager.selectors import tournament_progress
 from tournament_manager.services import (
     duel_rerun,
@@ -366,12 +367,14 @@ def test_a_ladder_gives_each_of_a_pair_the_first_seat_in_turn(
 
 
 def won_matches(tournament: Tournament, winner: Revision, loser: Revision, count: int) -> None:
-    """A finished ladder duel of ``count`` matches, all won by ``winner``, seats alternating."""
+    """A finished ladder duel of ``count`` matches, all won by ``winner``, seats alternating,
+    rated as the tournament manager rates it (its standings read the rated pairings)."""
     duel = DuelFactory(
         tournament=tournament, revisions=[winner, loser], finished=True, num_matches=count
     )
     for _ in range(count):
         MatchFactory(duel=duel, scores=[1, 0])
+    ratings_update_from_duel(duel=duel)
 
 
 def test_ladder_standings_are_a_fit_of_its_own_matches(make_tournament, dispatched):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -13,6 +15,8 @@ from core.models import (
     DuelResult,
     Environment,
     LeaderboardEntry,
+    Match,
+    RatedPairing,
     Revision,
     Tournament,
 )
@@ -26,8 +30,8 @@ from tests.factories import (
     TournamentFactory,
 )
 from tournament_manager.daemon import run_once
-from tournament_manager.leaderboard import leaderboard_refit
-from tournament_manager.ratings import ratings_update_from_duel
+from tournament_manager.leaderboard import ladder_strengths, leaderboard_refit
+from tournament_manager.ratings import ratings_reset, ratings_update_from_duel
 
 pytestmark = pytest.mark.django_db
 
@@ -230,3 +234,78 @@ def test_it_tells_no_first_move_advantage_in_a_game_of_simultaneous_moves(client
     game.refresh_from_db()
     assert game.first_move_advantage is None
     assert "Moving first" not in client.get(game.get_absolute_url()).content.decode()
+
+
+def recount(matches: list[Match]) -> Counter[tuple[int, int, int, int, str]]:
+    """The rated pairings counted again from the matches themselves: by tournament, the
+    revisions in seats 1 and 2, the first mover; games, seat 1's wins, draws."""
+    counted: Counter[tuple[int, int, int, int, str]] = Counter()
+    for match in matches:
+        one, two = match.duel.revisions()
+        key = (match.duel.tournament_id, one.pk, two.pk, match.first_player)
+        counted[(*key, "games")] += 1
+        counted[(*key, "one_wins")] += match.scores[0] > match.scores[1]
+        counted[(*key, "draws")] += match.scores[0] == match.scores[1]
+    return +counted  # without the zeros
+
+
+def test_its_pairings_count_every_rated_match_once_as_the_matches_say(environment):
+    """The refit reads pairings counted as each duel is rated, not the matches: over a
+    random history in two tournaments they say what the matches say, and so do the
+    entries' records."""
+    rng = random.Random(27)
+    field = [agent(environment, f"agent-{number}") for number in range(5)]
+    tournaments = [TournamentFactory(environment=environment) for _ in range(2)]
+    for _ in range(15):
+        one, two = rng.sample(field, 2)
+        wins, draws, losses = (rng.randint(0, 2) for _ in range(3))
+        rated(rng.choice(tournaments), one, two, wins=wins + 1, draws=draws, losses=losses)
+
+    stored: Counter[tuple[int, int, int, int, str]] = Counter()
+    for pairing in RatedPairing.objects.all():
+        key = (pairing.tournament_id, pairing.one_id, pairing.two_id, pairing.first_player)
+        for field_name in ("games", "one_wins", "draws"):
+            stored[(*key, field_name)] += getattr(pairing, field_name)
+    matches = list(Match.objects.select_related("duel"))
+    assert +stored == recount(matches)
+
+    leaderboard_refit(environment=environment)
+    for revision in field:
+        mine = [match for match in matches if revision in match.duel.revisions()]
+        seat = {match.pk: match.duel.revisions().index(revision) for match in mine}
+        entry = entries(environment)[revision.competitor.name]
+        assert entry.matches == len(mine)
+        assert entry.wins == sum(
+            match.scores[seat[match.pk]] > match.scores[1 - seat[match.pk]] for match in mine
+        )
+        assert entry.draws == sum(match.scores[0] == match.scores[1] for match in mine)
+
+
+def test_a_reset_starts_the_leaderboard_again_and_a_ladder_keeps_its_standings(environment):
+    ladder = TournamentFactory(environment=environment, format="ladder")
+    one, two = agent(environment, "one"), agent(environment, "two")
+    rated(ladder, one, two, wins=6, losses=2)
+    before = ladder_strengths(tournament=ladder)
+    assert before[one.pk] > before[two.pk]
+
+    ratings_reset(environment_id=environment.pk)
+
+    leaderboard_refit(environment=environment, force=True)
+    assert entries(environment) == {}
+    assert ladder_strengths(tournament=ladder) == before
+    rated(ladder, two, one, wins=1)
+    leaderboard_refit(environment=environment)
+    assert entries(environment)["one"].matches == 1
+    assert sum(pairing.games for pairing in RatedPairing.objects.filter(tournament=ladder)) == 9
+
+
+def test_deleting_the_games_takes_their_pairings_with_them(environment, tournament):
+    one, two = agent(environment, "one"), agent(environment, "two")
+    rated(tournament, one, two, wins=6, losses=2)
+    assert RatedPairing.objects.exists()
+
+    call_command("delete_games", "--environment", environment.name, "--yes")
+
+    assert not RatedPairing.objects.exists()
+    leaderboard_refit(environment=environment, force=True)
+    assert entries(environment) == {}
