@@ -286,7 +286,8 @@ def fit(
     players = tuple(players)
     n = len(players)
     table = games if isinstance(games, GameTable) else GameTable.of(games)
-    played = table.games > 0
+    # A player's games against itself (never rated) would say nothing of its strength.
+    played = (table.games > 0) & (table.first != table.second)
     # One row per pairing and seat order (not per match): +1 for who moved first, -1 for
     # who moved second, +1 for the advantage (the last parameter).
     first = _player_positions(players, table.first[played])
@@ -317,26 +318,33 @@ def fit(
         return np.asarray(design.T @ surprise - precision * beta)
 
     # Minus the Hessian is the sum over pairings of w x x^T (x a row of the design) plus
-    # the prior's precision: its pattern is the same at every step, only w changes. Each
-    # term's place in the matrix's data is found once.
+    # the prior's precision: its pattern is the same at every step, only w changes. The
+    # terms between two players (-w, both ways) have their places in the matrix's data
+    # found once; the diagonal and the advantage's row and column are sums by player.
     ones = abs(design)  # no cancellation: every pair that met is in the pattern
     pattern = (ones.T @ ones + sparse.identity(n + 1, format="csr")).tocsr()
     pattern.sort_indices()
-    terms = np.stack([first, second, np.full(pairings, advantage)], axis=1)
-    term_rows = np.repeat(terms, 3, axis=1).ravel()
-    term_columns = np.tile(terms, (1, 3)).ravel()
-    term_signs = np.tile(np.outer([1.0, -1.0, 1.0], [1.0, -1.0, 1.0]).ravel(), pairings)
-    places = _places(pattern, term_rows, term_columns)
-    prior_places = _places(pattern, np.arange(n + 1), np.arange(n + 1))
+    pair_places = _places(pattern, np.concatenate([first, second]), np.concatenate([second, first]))
+    diagonal_places = _places(pattern, np.arange(n + 1), np.arange(n + 1))
+    met = np.flatnonzero(np.bincount(np.concatenate([first, second]), minlength=n))
+    advantage_places = np.concatenate(
+        [
+            _places(pattern, np.full(len(met), advantage), met),
+            _places(pattern, met, np.full(len(met), advantage)),
+        ]
+    )
 
     def curvature(beta: np.ndarray) -> tuple[sparse.csr_matrix, np.ndarray]:
         """Minus the Hessian, and each pairing's weight w."""
         chances = _logistic(design @ beta)
         weights = counts * chances * (1 - chances)
         data = np.bincount(
-            places, weights=term_signs * np.repeat(weights, 9), minlength=pattern.nnz
+            pair_places, weights=-np.concatenate([weights, weights]), minlength=pattern.nnz
         )
-        data[prior_places] += precision
+        as_first = np.bincount(first, weights=weights, minlength=n)
+        as_second = np.bincount(second, weights=weights, minlength=n)
+        data[diagonal_places] += np.append(as_first + as_second, weights.sum()) + precision
+        data[advantage_places] += np.tile((as_first - as_second)[met], 2)
         matrix = sparse.csr_matrix(
             (data, pattern.indices, pattern.indptr), shape=pattern.shape, copy=False
         )

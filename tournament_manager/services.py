@@ -923,12 +923,26 @@ def _set_buchholz(
         participant.buchholz = buchholz[revision]
 
 
+#: What a participant's standing is made of: written by ``standings_update``.
+STANDING_FIELDS = ("points", "wins", "losses", "draws", "score", "buchholz", "rank")
+
+
 def standings_update(*, tournament: Tournament) -> list[Participant]:
-    """Recompute every participant's points, record and rank from its finished duels."""
+    """Recompute every participant's points, record and rank from its finished duels,
+    and write those that changed (a ladder of thousands: a new duel moves a few)."""
+    stored = {
+        pk: tuple(standing)
+        for pk, *standing in tournament.participants.values_list("pk", *STANDING_FIELDS)
+    }
     ordered = _standings(tournament)
     Participant.objects.bulk_update(
-        ordered,
-        ["points", "wins", "losses", "draws", "score", "buchholz", "rank"],
+        [
+            participant
+            for participant in ordered
+            if stored.get(participant.pk)
+            != tuple(getattr(participant, field) for field in STANDING_FIELDS)
+        ],
+        list(STANDING_FIELDS),
         batch_size=BULK_UPDATE_ROWS,
     )
     return ordered

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from core.errors import ArenaError
 from core.models import (
@@ -392,6 +394,25 @@ def test_ladder_standings_are_a_fit_of_its_own_matches(make_tournament, dispatch
 
     table = standing(tournament)
     assert [table[r.pk].rank for r in (top, middle, bottom, idle, gone)] == [1, 2, 3, 4, 5]
+
+
+def test_standings_are_written_only_where_they_changed(make_tournament, dispatched):
+    """A ladder of thousands recomputes its standings often; a new duel moves a few."""
+    top, middle, bottom = competitors(3)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+    won_matches(tournament, top, middle, 4)
+    standings_update(tournament=tournament)
+
+    with CaptureQueriesContext(connection) as unchanged:
+        standings_update(tournament=tournament)
+    won_matches(tournament, middle, bottom, 4)
+    with CaptureQueriesContext(connection) as changed:
+        standings_update(tournament=tournament)
+
+    assert not [q for q in unchanged.captured_queries if q["sql"].startswith("UPDATE")]
+    assert [q for q in changed.captured_queries if q["sql"].startswith("UPDATE")]
+    table = standing(tournament)
+    assert [table[r.pk].rank for r in (top, middle, bottom)] == [1, 2, 3]
 
 
 def test_it_stops_a_ladder(make_tournament, dispatched):
