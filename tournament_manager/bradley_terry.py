@@ -24,7 +24,11 @@ variance from ``PROBES`` random draws of the posterior (exact Gaussian draws, ea
 solve), with the variance of a simpler draw whose expectation is known as a control (its
 error is what the draws add to ``1/curvature`` of the agent alone), and treats two agents'
 errors as independent for the rank intervals; on the benchmark fields that moves an
-interval's ends by less than a rank on average (BENCHMARKS.md).
+interval's ends by less than a rank on average (BENCHMARKS.md). Those intervals are counted
+without comparing every pair: against a group of agents of like variance sorted by
+strength, a search finds who is surely ahead or behind, and only the few in between are
+compared one by one. A history of hundreds of thousands of pairings comes as columns
+(``GameTable``).
 
 Strengths are reported on the Elo scale (400 points for a factor 10 in the odds of
 winning), 1500 being the field's mean; so are their standard deviations, which leave out
