@@ -14,7 +14,6 @@ import concurrent.futures
 import http.client
 import json
 import socket
-import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -198,7 +197,6 @@ def test_it_cuts_off_a_slow_sender(gateway, bus, model):
     _, token = model
     other, other_token = register("fast-bot")
     ask(bus, other, 3)
-    started = time.monotonic()
     with socket.create_connection((gateway.host, gateway.port), timeout=20) as client:
         client.sendall(
             b"POST /api/v1/online/reply HTTP/1.1\r\nHost: x\r\n"
@@ -209,9 +207,10 @@ def test_it_cuts_off_a_slow_sender(gateway, bus, model):
         assert reply(gateway, other_token, b'{"type":"action","id":3,"action":1}')[0] == 202
         answer = whole_answer(client)
 
+    # The gateway's own cut-off answered (the client would wait 20 s), however loaded the
+    # machine: no wall-clock bound to meet.
     assert answer.startswith(b"HTTP/1.1 408")
     assert b'"too_slow"' in answer
-    assert time.monotonic() - started < 10
 
 
 def test_it_answers_a_flood_with_429_and_a_retry_after(gateway, bus, model):
