@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 
-from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, QuerySet
 
 from core.models import DuelStatus, Environment, Revision, Tournament, TournamentStatus
+
+
+def _validated_in(environment: Environment) -> QuerySet[Revision]:
+    return Revision.objects.validated().filter(competitor__environment=environment)
 
 
 def latest_validated_revisions(environment: Environment) -> list[Revision]:
     """Each competitor's newest validated revision in ``environment``: who may enter."""
     latest: dict[int, Revision] = {}
     revisions = (
-        Revision.objects.validated()
-        .filter(competitor__environment=environment)
+        _validated_in(environment)
         .select_related("competitor__owner")
         .order_by("competitor__name", "-version")
     )
@@ -28,8 +31,7 @@ def latest_validated_revision_ids(environment: Environment) -> dict[int, int]:
     a row each: what a refit of ten thousand competitors needs of them."""
     latest: dict[int, int] = {}
     rows = (
-        Revision.objects.validated()
-        .filter(competitor__environment=environment)
+        _validated_in(environment)
         .order_by("competitor_id", "-version")
         .values_list("competitor_id", "pk")
     )
