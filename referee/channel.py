@@ -161,7 +161,11 @@ class Channel:
 
     def _on_events(self, events: list[tuple[int, int]]) -> None:
         """Take in what ``poll`` reported: new output, or the end of the agent's process."""
-        if not any(fd == self.exit_fd for fd, _ in events):
+        exit_fd = self.exit_fd
+        for fd, _ in events:
+            if fd == exit_fd:
+                break
+        else:
             self._fill()
             return
         # Its last words may still be in the pipe: read them before calling it lost.
@@ -176,7 +180,8 @@ class Channel:
 
     def _read_line(self, deadline: float) -> bytes:
         while True:
-            line = self._take_line()
+            # Between two messages the buffer is usually empty: no line to look for.
+            line = self._take_line() if self.buffer else None
             if line is not None:
                 return line
             remaining = deadline - time.monotonic()
@@ -216,8 +221,10 @@ class Channel:
 
     def receive_reply(self, request_id: int, deadline: float) -> dict[str, Any]:
         """The answer to request ``request_id``, skipping late answers to earlier ones."""
+        if self.closed:
+            raise AgentFailure(FaultKind.CRASH, "it is no longer running")
         while True:
-            message = self.receive(deadline)
+            message = self._parse(self._read_line(deadline))
             if self._is_reply_to(message, request_id):
                 return message
 
@@ -283,9 +290,12 @@ def gather(waits: Mapping[Key, Wait]) -> dict[Key, Arrival]:
     """
     if len(waits) == 1:
         # One agent (a turn-based game's mover): a plain blocking read is the fastest wait.
-        [(key, wait)] = waits.items()
+        [(key, (channel, deadline, request_id))] = waits.items()
         try:
-            reply = wait.receive()
+            if request_id is None:
+                reply = channel.receive(deadline)
+            else:
+                reply = channel.receive_reply(request_id, deadline)
         except AgentFailure as failure:
             return {key: Arrival(time.monotonic(), failure=failure)}
         return {key: Arrival(time.monotonic(), message=reply)}

@@ -102,6 +102,9 @@ class Contestant:
         self.backend = backend
         self.agent: SandboxedAgent | None = None
         self.channel: Channel | None = None
+        #: Seconds added to each of its deadlines for the network (remote seats only): its
+        #: agent's, read once when the agent is set (``use``), not at every move.
+        self.allowance = 0.0
         self.restarts = 0
         #: Why the current process can no longer be used; None while healthy.
         self.broken: str | None = None
@@ -114,11 +117,6 @@ class Contestant:
     @property
     def label(self) -> str:
         return f"player {self.number} ({self.source.name})"
-
-    @property
-    def allowance(self) -> float:
-        """Seconds added to each of its deadlines for the network (remote seats only)."""
-        return float(getattr(self.agent, "latency_allowance", 0.0))
 
     def say_bye(self) -> None:
         """Tell a healthy agent the duel is over, so it can exit on its own."""
@@ -137,6 +135,14 @@ class Contestant:
             self.stopped.append(self.agent)
         self.agent = None
         self.channel = None
+        self.allowance = 0.0
+
+    def use(self, agent: SandboxedAgent, *, max_message_bytes: int) -> None:
+        """Play with ``agent`` (just started) from now on."""
+        self.agent = agent
+        self.channel = Channel(agent, max_message_bytes=max_message_bytes)
+        self.allowance = float(getattr(agent, "latency_allowance", 0.0))
+        self.broken = None
 
     def transcript(self, match: int) -> dict[str, Any] | None:
         """Its conversation in ``match``, if its seat keeps one (an LLM seat does)."""
@@ -244,9 +250,7 @@ class Referee:
         for contestant, agent in zip(contestants, started, strict=True):
             if self.cpus is not None:
                 agent.pin_to(self.cpus)  # a restart, while the matches are played
-            contestant.agent = agent
-            contestant.channel = Channel(agent, max_message_bytes=self.settings.max_message_bytes)
-            contestant.broken = None
+            contestant.use(agent, max_message_bytes=self.settings.max_message_bytes)
             self.startup_faults.pop(contestant.number, None)
 
     def _launch(self, contestants: list[Contestant]) -> None:
@@ -394,11 +398,12 @@ class Referee:
 
         # Each mover's log up to its answer is this move's: a mark is a position in its
         # stream (``AgentLog``), taken once all have answered, when none is being asked.
+        move = (self._match_index, step)
         for seat in movers:
-            seats[seat].mark_move((self._match_index, step))
+            seats[seat].mark_move(move)
         actions: dict[int, Any] = {}
         timings: dict[int, float] = {}
-        for seat, arrival in sorted(arrivals.items()):
+        for seat, arrival in sorted(arrivals.items()) if len(arrivals) > 1 else arrivals.items():
             try:
                 if arrival.failure is not None:
                     if arrival.failure.kind is FaultKind.TIMEOUT and not arrival.failure.final:
@@ -490,6 +495,7 @@ class Referee:
                 record.faults.append(self._charge(contestant, failure, None))
 
         banks = [self.settings.time_bank] * environment.num_players
+        seat_numbers = range(len(seats))
         step = 0
         while not record.faults and not environment.is_terminal():
             movers = environment.to_move()
@@ -510,13 +516,13 @@ class Referee:
             if record.faults:
                 break
             environment.apply(actions)
-            record.actions.append([actions.get(seat) for seat in range(len(seats))])
+            record.actions.append(list(map(actions.get, seat_numbers)))
             if self.progress is not None:
                 self.progress(
                     {"type": "step", "match": index, "step": step, "actions": record.actions[-1]}
                 )
             record.timings.append(
-                [round(timings[seat], 6) if seat in timings else None for seat in range(len(seats))]
+                [round(timings[seat], 6) if seat in timings else None for seat in seat_numbers]
             )
             step += 1
 

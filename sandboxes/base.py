@@ -263,10 +263,11 @@ class CappedLog:
 MoveKey = tuple[int, int]
 
 
-def bytes_waiting(fd: int) -> int:
+def bytes_waiting(fd: int, count: array.array[int] | None = None) -> int:
     """Bytes written into ``fd``'s pipe or socket and not read yet (FIONREAD): an instant
-    answer, whatever the amount."""
-    count = array.array("i", [0])
+    answer, whatever the amount. ``count``, a one-integer array, is the ioctl's buffer."""
+    if count is None:
+        count = array.array("i", [0])
     try:
         fcntl.ioctl(fd, termios.FIONREAD, count, True)
     except OSError:
@@ -296,6 +297,8 @@ class AgentLog:
         self.move_limit = limits.move_log_bytes
         self.budget = limits.log_bytes
         self.lock = threading.Lock()
+        #: The buffer FIONREAD answers in (used under the lock).
+        self._waiting = array.array("i", [0])
         #: Bytes read from the stream so far: the position of the next byte.
         self.position = 0
         #: Marks not reached by the reading yet: (position, move), in order.
@@ -375,11 +378,12 @@ class AgentLog:
 
     def mark_move(self, move: MoveKey | None) -> None:
         with self.lock:
-            at = self.position + bytes_waiting(self.fd)
-            if at <= self.position and not self.marks:
-                self._close_piece(move)
-            else:
+            at = self.position + bytes_waiting(self.fd, self._waiting)
+            if at > self.position or self.marks:
                 self.marks.append((at, move))
+            elif self.piece or self.piece_cut:
+                # The usual move, in which the agent wrote nothing, has nothing to close.
+                self._close_piece(move)
 
     def finish(self) -> None:
         """The stream is over: marks it never reached take what there is."""
