@@ -187,6 +187,25 @@ def _drive(tournament_id: int, *, until_matches: int | None, checkpoints: list[i
             time.sleep(0.01)
 
 
+def _duels_per_pair(tournament_id: int, name_of: dict[int, str]) -> dict[str, int]:
+    """How many of the ladder's duels each pair played ("a / b", in the agents' order)."""
+    from core.models import DuelSeat
+
+    seats = DuelSeat.objects.filter(duel__tournament_id=tournament_id).values_list(
+        "duel_id", "revision__competitor_id"
+    )
+    by_duel: dict[int, list[int]] = {}
+    for duel, competitor in seats:
+        by_duel.setdefault(duel, []).append(competitor)
+    order = list(name_of)
+    counted: dict[str, int] = {}
+    for players in by_duel.values():
+        one, two = sorted(players, key=order.index)
+        key = f"{name_of[one]} / {name_of[two]}"
+        counted[key] = counted.get(key, 0) + 1
+    return dict(sorted(counted.items(), key=lambda item: -item[1]))
+
+
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="bench-ladder-"))
     _setup(folder)
@@ -215,6 +234,20 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         position = {competitor: -rank for rank, competitor in enumerate(order)}
         return kendall_tau(truth, [position[r.competitor_id] for r in revisions])
 
+    name_of = {
+        revision.competitor_id: name for (name, _), revision in zip(agents, revisions, strict=True)
+    }
+
+    def misordered(order: list[int]) -> list[list[str]]:
+        """The pairs the order puts the wrong way round, stronger first."""
+        rank = {competitor: place for place, competitor in enumerate(order)}
+        return [
+            [name_of[one.competitor_id], name_of[two.competitor_id]]
+            for i, one in enumerate(revisions)
+            for two in revisions[i + 1 :]
+            if rank[one.competitor_id] > rank[two.competitor_id]
+        ]
+
     def tau_of_standings(table: list[Any]) -> float:
         # Tied participants share a rank, and count as tied.
         rank = {participant.revision.competitor_id: -participant.rank for participant in table}
@@ -240,6 +273,8 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         row: dict[str, Any] = {
             "repetition": repetition,
             "ladder": {str(b): round(tau_of(run["orders"][b]), 4) for b in budgets},
+            "misordered": {str(b): misordered(run["orders"][b]) for b in budgets},
+            "duels_per_pair": _duels_per_pair(ladder.pk, name_of),
         }
         round_robins = {}
         # For each budget, the largest round robin that fits in it and, when that leaves
@@ -320,11 +355,21 @@ def table(figures: dict[str, Any]) -> str:
     quarter = figures["budgets"][0]
     ladder_quarter = statistics.median(row["ladder"][str(quarter)] for row in rows)
     reached = sum(1 for tau in ladder_at_half if tau >= TARGET_TAU)
+    reached_quarter = sum(1 for row in rows if row["ladder"][str(quarter)] >= TARGET_TAU)
     lines += [
         "",
         f"ladder tau >= {TARGET_TAU} at 50 %: {reached} of {len(rows)} repetitions "
         f"(goal: at least 9 of 10): {'met' if reached >= 0.9 * len(rows) else 'NOT met'}",
+        f"ladder tau >= {TARGET_TAU} at 25 %: {reached_quarter} of {len(rows)} repetitions "
+        f"(goal: at least 9 of 10): {'met' if reached_quarter >= 0.9 * len(rows) else 'NOT met'}",
     ]
+    for row in rows:
+        wrong = row.get("misordered", {}).get(str(quarter))
+        if wrong:
+            lines.append(
+                f"  repetition {row['repetition'] + 1} at 25 %: "
+                + "; ".join(f"{one} below {two}" for one, two in wrong)
+            )
     for key, what in ((str(quarter), "within"), (f"{quarter}+", "over")):
         if key not in rows[0]["round_robin"]:
             continue
