@@ -67,7 +67,14 @@ def decode(line: bytes | str) -> dict[str, Any]:
     """Parse one protocol line; raises ValueError unless it is a JSON object with a type."""
     # json.loads(bytes) first sniffs the encoding; the protocol is UTF-8, so decode here.
     text = line.decode() if isinstance(line, (bytes, bytearray)) else line
-    message = _decoder.decode(text)
+    try:
+        # The usual line: the object at once, then its newline (``decode`` would look for
+        # whitespace on both sides with two regular expressions).
+        message, end = _decoder.raw_decode(text)
+    except json.JSONDecodeError:
+        message, end = _decoder.decode(text), len(text)  # leading whitespace, or the error
+    if end < len(text) and not text[end:].isspace():
+        raise json.JSONDecodeError("Extra data", text, end)
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ValueError("a message must be a JSON object with a string 'type'")
     return message

@@ -370,3 +370,19 @@ def test_it_answers_an_act_before_start_with_an_error() -> None:
     replies = run_serve(first, [HELLO, act(5), BYE])
 
     assert replies[-1] == {"type": "error", "id": 5, "message": "protocol error: act before start"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b'{"type":"act","id":1}\n', b'{"type":"act","id":1}', b'  {"type":"act","id":1} \r\n'],
+)
+def test_a_protocol_line_is_one_object_with_whitespace_around_it(line: bytes) -> None:
+    assert protocol.decode(line) == {"type": "act", "id": 1}
+
+
+@pytest.mark.parametrize(
+    "line", [b'{"type":"act"} {"type":"act"}\n', b'{"type":"act"}x', b"", b"[1]\n", b'{"id":1}']
+)
+def test_anything_else_is_refused(line: bytes) -> None:
+    with pytest.raises(ValueError):
+        protocol.decode(line)
