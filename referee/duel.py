@@ -605,6 +605,10 @@ class Referee:
                 yield
             finally:
                 self.cpus = None
+                # The agents leave the CPU too: at the duel's end they exit side by side.
+                for contestant in self.contestants:
+                    if contestant.agent is not None:
+                        contestant.agent.pin_to(everywhere)
 
     def play(self) -> DuelResult:
         result = DuelResult(

@@ -73,6 +73,9 @@ def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, t
     # Both agents, every move, on the same single CPU.
     assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0]))
     assert os.sched_getaffinity(0) == CPUS  # the referee's thread given back its CPUs
+    # The agents too, once the matches are over: they end side by side.
+    everything = ",".join(str(cpu) for cpu in sorted(CPUS))
+    assert all(f"exiting on cpus {everything}" in log for log in result.logs), result.logs
 
 
 def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two_cpus):
