@@ -364,7 +364,7 @@ def table(figures: dict[str, Any]) -> str:
         f"(goal: at least 9 of 10): {'met' if reached_quarter >= 0.9 * len(rows) else 'NOT met'}",
     ]
     for row in rows:
-        wrong = row.get("misordered", {}).get(str(quarter))
+        wrong = row["misordered"][str(quarter)]
         if wrong:
             lines.append(
                 f"  repetition {row['repetition'] + 1} at 25 %: "

@@ -221,10 +221,8 @@ class Channel:
 
     def receive_reply(self, request_id: int, deadline: float) -> dict[str, Any]:
         """The answer to request ``request_id``, skipping late answers to earlier ones."""
-        if self.closed:
-            raise AgentFailure(FaultKind.CRASH, "it is no longer running")
         while True:
-            message = self._parse(self._read_line(deadline))
+            message = self.receive(deadline)
             if self._is_reply_to(message, request_id):
                 return message
 
@@ -290,12 +288,9 @@ def gather(waits: Mapping[Key, Wait]) -> dict[Key, Arrival]:
     """
     if len(waits) == 1:
         # One agent (a turn-based game's mover): a plain blocking read is the fastest wait.
-        [(key, (channel, deadline, request_id))] = waits.items()
+        [(key, wait)] = waits.items()
         try:
-            if request_id is None:
-                reply = channel.receive(deadline)
-            else:
-                reply = channel.receive_reply(request_id, deadline)
+            reply = wait.receive()
         except AgentFailure as failure:
             return {key: Arrival(time.monotonic(), failure=failure)}
         return {key: Arrival(time.monotonic(), message=reply)}

@@ -403,7 +403,7 @@ class Referee:
             seats[seat].mark_move(move)
         actions: dict[int, Any] = {}
         timings: dict[int, float] = {}
-        for seat, arrival in sorted(arrivals.items()) if len(arrivals) > 1 else arrivals.items():
+        for seat, arrival in sorted(arrivals.items()):
             try:
                 if arrival.failure is not None:
                     if arrival.failure.kind is FaultKind.TIMEOUT and not arrival.failure.final:
