@@ -22,10 +22,13 @@ class KInARow(Environment):
         self.columns = self.positive_int_setting("columns")
         self.inarow = self.positive_int_setting("inarow")
         self.rays = self._rays()
+        self.win_shifts = self._win_shifts()
         self.reset()
 
     def _reset(self) -> None:
         self.board = [0] * (self.rows * self.columns)
+        #: Each player's marks as the bits of an integer (``_win_shifts``).
+        self.bitboards = [0, 0]
         self.current = 0
         self.moves_played = 0
         self.terminal = False
@@ -44,19 +47,54 @@ class KInARow(Environment):
         """The current player's mark goes on ``cell``; then a win, a draw or the next turn."""
         player = self.current
         self.board[cell] = player + 1
+        marks = self.bitboards[player] | 1 << (cell + cell // self.columns)
+        self.bitboards[player] = marks
         self.moves_played += 1
         self.last_action = action
         self.last_cell = cell
         # Fewer moves than this cannot hold a line of ``inarow`` marks of one player.
-        line = self._lines_through(cell) if self.moves_played >= 2 * self.inarow - 1 else []
-        if line:
+        if self.moves_played >= 2 * self.inarow - 1 and self._has_line(marks):
             self.winning_player = player
-            self.winning_line = line
+            self.winning_line = self._lines_through(cell)
             self.terminal = True
         elif self.moves_played == len(self.board):
             self.terminal = True
         else:
             self.current = 1 - player
+
+    def _win_shifts(self) -> list[list[int]]:
+        """For each direction, the right shifts whose ANDs leave a bit set exactly where a
+        line of ``inarow`` marks starts.
+
+        Cell (row, column) is bit ``row * (columns + 1) + column``: a spare bit at the end
+        of each row keeps a line from running on into the next one. One direction's step is
+        1 bit (along a row), ``columns + 1`` (down a column) or one more or less (the
+        diagonals). ANDing the marks with themselves shifted by a step leaves the starts of
+        runs of two; with that shifted by two steps, runs of four: doubling, a few integer
+        operations a direction whatever the board, where following each line through the
+        last cell took a loop a cell.
+        """
+        width = self.columns + 1
+        shifts = []
+        for step in (1, width, width + 1, width - 1):
+            sequence = []
+            length = 1
+            while length < self.inarow:
+                more = min(length, self.inarow - length)
+                sequence.append(more * step)
+                length += more
+            shifts.append(sequence)
+        return shifts
+
+    def _has_line(self, marks: int) -> bool:
+        """Whether the marks hold a line of ``inarow`` (``_win_shifts``)."""
+        for sequence in self.win_shifts:
+            starts = marks
+            for shift in sequence:
+                starts &= starts >> shift
+            if starts:
+                return True
+        return False
 
     def _rays(self) -> list[list[tuple[list[int], list[int]]]]:
         """For each cell and direction, the cells outward on either side, nearest first.
@@ -84,11 +122,9 @@ class KInARow(Environment):
         return rays
 
     def _lines_through(self, cell: int) -> list[int]:
-        """Cells of every run of ``inarow`` or more marks through ``cell``, sorted.
-
-        Only lines through the last move can have been completed by it, so this
-        replaces a scan of the whole board and keeps a move O(inarow).
-        """
+        """Cells of every run of ``inarow`` or more marks through ``cell``, sorted (the
+        winning line, once ``_has_line`` has seen one: only lines through the last move can
+        have been completed by it)."""
         board = self.board
         mark = board[cell]
         winning: list[int] = []

@@ -28,12 +28,18 @@ from sandboxes.base import SandboxedAgent
 #: The referee's JSON: orjson, several times faster than the standard library's on both
 #: ends of a move (the SDK, which must stay dependency-free, keeps ``json``). It refuses
 #: what is not JSON (NaN, invalid UTF-8, nesting past 1,024 levels) as a malformed message.
-_ENCODE_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
+_ENCODE_OPTIONS = orjson.OPT_APPEND_NEWLINE
+#: A game whose messages hold objects with integer keys: orjson's slower path, about a
+#: quarter slower on a Connect Four request, so only taken when the fast one refuses.
+_ENCODE_ANY_KEYS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
 
 
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a protocol line (compact JSON and a newline)."""
-    return orjson.dumps(message, option=_ENCODE_OPTIONS)
+    try:
+        return orjson.dumps(message, option=_ENCODE_OPTIONS)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(message, option=_ENCODE_ANY_KEYS)
 
 
 def decode(line: bytes) -> dict[str, Any]:

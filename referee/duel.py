@@ -362,7 +362,8 @@ class Referee:
     def _request_actions(
         self, seats: list[Contestant], movers: list[int], banks: list[float], step: int
     ) -> tuple[dict[int, Any], dict[int, float], list[Fault]]:
-        """Ask every mover for an action; returns actions and timings by seat, and faults.
+        """Ask every mover for an action; returns actions and timings (seconds, to the
+        microsecond) by seat, and faults.
 
         Every mover's clock starts when its own request is sent, and all are awaited at
         once, so each agent's time is measured on its own.
@@ -410,8 +411,9 @@ class Referee:
                         raise self._move_timeout(banks, seat)
                     raise arrival.failure
                 assert arrival.message is not None
-                timings[seat] = arrival.at - sent[seat]
-                charged = max(0.0, timings[seat] - seats[seat].allowance)
+                # Kept to the microsecond, as the match record stores it.
+                timings[seat] = elapsed = round(arrival.at - sent[seat], 6)
+                charged = max(0.0, elapsed - seats[seat].allowance)
                 actions[seat] = self._action_from(arrival.message, seat, charged, banks)
             except AgentFailure as failure:
                 faults.append(self._charge(seats[seat], failure, step))
@@ -521,9 +523,7 @@ class Referee:
                 self.progress(
                     {"type": "step", "match": index, "step": step, "actions": record.actions[-1]}
                 )
-            record.timings.append(
-                [round(timings[seat], 6) if seat in timings else None for seat in seat_numbers]
-            )
+            record.timings.append(list(map(timings.get, seat_numbers)))
             step += 1
 
         if record.faults:

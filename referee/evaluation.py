@@ -185,7 +185,7 @@ class Evaluator(Referee):
                 break
             environment.apply(actions)
             record.actions.append([actions[0]])
-            record.timings.append([round(timings[0], 6)])
+            record.timings.append([timings[0]])
             step += 1
 
         self._score_episode(record)

@@ -263,18 +263,6 @@ class CappedLog:
 MoveKey = tuple[int, int]
 
 
-def bytes_waiting(fd: int, count: array.array[int] | None = None) -> int:
-    """Bytes written into ``fd``'s pipe or socket and not read yet (FIONREAD): an instant
-    answer, whatever the amount. ``count``, a one-integer array, is the ioctl's buffer."""
-    if count is None:
-        count = array.array("i", [0])
-    try:
-        fcntl.ioctl(fd, termios.FIONREAD, count, True)
-    except OSError:
-        return 0
-    return count[0]
-
-
 class AgentLog:
     """An agent's stderr, read all the time by a thread (``run``): the whole of it, capped
     (``CappedLog``), and what it wrote during each move, cut at the referee's marks.
@@ -297,7 +285,7 @@ class AgentLog:
         self.move_limit = limits.move_log_bytes
         self.budget = limits.log_bytes
         self.lock = threading.Lock()
-        #: The buffer FIONREAD answers in (used under the lock).
+        #: The buffer FIONREAD answers in (``mark_move``, under the lock).
         self._waiting = array.array("i", [0])
         #: Bytes read from the stream so far: the position of the next byte.
         self.position = 0
@@ -378,7 +366,13 @@ class AgentLog:
 
     def mark_move(self, move: MoveKey | None) -> None:
         with self.lock:
-            at = self.position + bytes_waiting(self.fd, self._waiting)
+            # Bytes in the pipe or socket not read yet (FIONREAD): an instant answer,
+            # whatever the amount.
+            try:
+                fcntl.ioctl(self.fd, termios.FIONREAD, self._waiting, True)
+                at = self.position + self._waiting[0]
+            except OSError:
+                at = self.position
             if at > self.position or self.marks:
                 self.marks.append((at, move))
             elif self.piece or self.piece_cut:

@@ -49,7 +49,7 @@ from sandboxes.base import (
     termination_from,
 )
 from sandboxes.cpus import PROCESS_CPUS, away_from_duels, pin_process
-from sandboxes.warm_pool import WarmKey, WarmPool, wait_until_reading
+from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, wait_until_reading
 
 SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
@@ -61,6 +61,9 @@ UID_LOCKS = Path(tempfile.gettempdir()) / "arena-sandbox-uids"
 #: Room in the address space on top of the memory limit: runtimes such as Node.js
 #: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
 ADDRESS_SPACE_EXTRA_MB = 4096
+#: How long ``ProcessAgent.close`` waits for the agent's log to end once its group is
+#: killed (at once, unless something that escaped the group still holds the pipe).
+LOG_END_WAIT = 0.05
 
 
 def _executable_by_anyone(path: Path) -> bool:
@@ -235,7 +238,11 @@ class ProcessAgent:
         uid_lock: int | None,
         token: str,
         limits: SandboxLimits,
+        reaper: Reaper | None = None,
     ) -> None:
+        """``reaper``, if given, takes the sweep of the agent's user id and the removal of
+        its folder off ``close``'s path, when nothing of the agent is left on its log
+        (``close``)."""
         assert process.stdin and process.stdout and process.stderr
         self.process = process
         self.workdir = workdir
@@ -255,6 +262,7 @@ class ProcessAgent:
         self._closing = threading.Event()
         self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
         self._drain.start()
+        self._reaper = reaper
         self._closed = False
 
     def log(self) -> str:
@@ -293,9 +301,12 @@ class ProcessAgent:
         log = self.log()
         return termination_from(returncode, log)
 
-    def _kill_everything(self) -> None:
+    def _kill_group(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
+
+    def _kill_everything(self) -> None:
+        self._kill_group()
         if self.uid is not None:
             kill_user_processes(self.uid)
         else:
@@ -311,9 +322,27 @@ class ProcessAgent:
             self.process.wait(timeout=5)
 
     def close(self) -> None:
+        """Kills the agent's process group at once. Once its log has ended (no process
+        holds its stderr any more), the log is complete, and the rest (the sweep of its
+        user id for anything that escaped the group, closing the streams, removing the
+        folder, freeing the user id) goes to the reaper, when there is one: a process
+        sandbox sweeps with a fork, several milliseconds that a duel's end no longer waits
+        for. The user id stays taken until its sweep is done, so no other agent gets it
+        while something of this one may still run."""
         if self._closed:
             return
         self._closed = True
+        if self._reaper is not None:
+            self._kill_group()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+            self._drain.join(timeout=LOG_END_WAIT)
+            if not self._drain.is_alive():
+                self._reaper.submit(self._sweep)
+                return
+        self._sweep()
+
+    def _sweep(self) -> None:
         self._kill_everything()
         # With every writer dead the drain thread reads the last of the log and hits
         # EOF; the flag only matters if something escaped with the pipe still open.
@@ -331,11 +360,12 @@ class ProcessAgent:
             UserPool.release(self.uid_lock)
 
 
-def _close_pool(pool: WarmPool[ProcessAgent] | None) -> None:
+def _shut_down(pool: WarmPool[ProcessAgent] | None, reaper: Reaper) -> None:
     if pool is not None:
         pool.close()
         # An agent being started when the pool closed is discarded once it is ready.
         pool.wait_until_ready(10)
+    reaper.flush(10)
 
 
 class ProcessSandbox:
@@ -380,12 +410,18 @@ class ProcessSandbox:
         self.pool: WarmPool[ProcessAgent] | None = WarmPool.of_size(
             pool_size, pool_idle_seconds, start=self._start_warm, discard=ProcessAgent.close
         )
+        #: Sweeps closed agents' user ids and removes their folders (``ProcessAgent.close``).
+        self.reaper = Reaper("arena-process-reaper")
         # At exit (or when the sandbox is collected): no agent started ahead outlives us.
-        self._finalizer = weakref.finalize(self, _close_pool, self.pool)
+        self._finalizer = weakref.finalize(self, _shut_down, self.pool, self.reaper)
 
     def close(self) -> None:
-        """Kill the agents started ahead; idempotent."""
+        """Kill the agents started ahead and finish every sweep; idempotent."""
         self._finalizer()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every closed agent's sweep is done; False if ``timeout`` passed."""
+        return self.reaper.flush(timeout)
 
     def _default_python(self) -> str:
         if not self.isolate_users or _executable_by_anyone(Path(sys.executable)):
@@ -537,4 +573,5 @@ class ProcessSandbox:
             uid_lock=uid_lock,
             token=token,
             limits=limits,
+            reaper=self.reaper,
         )

@@ -24,12 +24,13 @@ class ConnectFour(KInARow):
         super()._reset()
         # Discs per column: the next disc lands in row ``rows - 1 - height``.
         self.heights = [0] * self.columns
+        #: The columns not full yet, in order (asked for at every move).
+        self.open_columns: list[JSON] = list(range(self.columns))
 
     def legal_actions(self, player: int) -> list[JSON]:
         if self.terminal or player != self.current:
             return []
-        rows = self.rows
-        return [column for column, height in enumerate(self.heights) if height < rows]
+        return self.open_columns[:]
 
     def check_action(self, player: int, action: JSON) -> None:
         self.check_turn(player)
@@ -42,6 +43,8 @@ class ConnectFour(KInARow):
         assert isinstance(column, int)  # checked by check_action
         height = self.heights[column]
         self.heights[column] = height + 1
+        if height + 1 == self.rows:
+            self.open_columns.remove(column)
         self.place((self.rows - 1 - height) * self.columns + column, column)
 
     def state(self) -> dict[str, JSON]:

@@ -7,6 +7,8 @@ online instead, from this machine, with a model token (see ``arena_sdk.online``)
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
 
@@ -78,7 +80,29 @@ def main(argv: list[str]) -> int:
         print(f"arena: {argv[0]}: {error}", file=sys.stderr)
         return 3
     run(agent, streams)
+    _leave()
     return 0
+
+
+def _leave() -> None:
+    """End the process once the duel is over, doing what an agent can notice of a normal
+    exit (its ``atexit`` functions run, its threads are waited for, its output is flushed)
+    but not the interpreter's teardown, object by object: that took 5 to 8 ms of a
+    sandboxed agent's exit, 1 ms is left. Where this Python lacks the hooks, it exits as
+    usual."""
+    threading = sys.modules.get("threading")  # never imported: no thread to wait for
+    shutdown = getattr(threading, "_shutdown", None) if threading is not None else None
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_functions is None or (threading is not None and shutdown is None):
+        return
+    if shutdown is not None:
+        shutdown()
+    run_exit_functions()
+    for stream in (sys.stdout, sys.stderr):
+        # Closed by the agent, or its reader is gone: nothing more can be said.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from environments.base import JSON, IllegalAction
@@ -209,3 +211,47 @@ def test_it_renders_html_with_the_last_move_and_winning_line() -> None:
     assert fragment.count("connect-four-win") == 4
     assert fragment.count("connect-four-last") == 1
     assert "Player 1 (red) wins" in fragment
+
+
+def brute_force_winner(board: list[int], rows: int, columns: int, inarow: int) -> int | None:
+    """The player with ``inarow`` marks in a line anywhere, by looking at every cell."""
+    for row in range(rows):
+        for column in range(columns):
+            mark = board[row * columns + column]
+            if not mark:
+                continue
+            for row_step, column_step in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                cells = [(row + i * row_step, column + i * column_step) for i in range(inarow)]
+                if all(
+                    0 <= r < rows and 0 <= c < columns and board[r * columns + c] == mark
+                    for r, c in cells
+                ):
+                    return mark - 1
+    return None
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "inarow"),
+    [(6, 7, 4), (4, 4, 3), (5, 9, 5), (7, 3, 4), (1, 8, 3), (8, 1, 4), (3, 3, 5), (2, 2, 1)],
+)
+def test_it_ends_a_match_exactly_when_a_line_appears_on_any_board(
+    rows: int, columns: int, inarow: int
+) -> None:
+    # The win check works on bits; a scan of every cell after each move must agree with it,
+    # and every open column must stay listed until it is full.
+    rng = random.Random(rows * 100 + columns * 10 + inarow)
+    for _ in range(300):
+        environment = ConnectFour({"rows": rows, "columns": columns, "inarow": inarow})
+        while not environment.is_terminal():
+            (player,) = environment.to_move()
+            open_columns = [c for c in range(columns) if environment.board[c] == 0]
+            assert environment.legal_actions(player) == open_columns
+            environment.step({player: rng.choice(open_columns)})
+            winner = brute_force_winner(environment.board, rows, columns, inarow)
+            assert environment.winner() == winner
+            full = all(environment.board)
+            assert environment.is_terminal() == (winner is not None or full)
+        if environment.winner() is not None:
+            line = environment.state()["winning_line"]
+            assert len(line) >= inarow
+            assert all(environment.board[c] == environment.winner() + 1 for c in line)

@@ -1,13 +1,20 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 
 import pytest
 
+from referee.channel import Channel
 from sandboxes import process as process_sandbox
-from sandboxes.process import UserPool, _processes_of_user
+from sandboxes.base import AgentSource, SandboxError, SandboxLimits
+from sandboxes.process import ProcessSandbox, UserPool, _processes_of_user
+from sandboxes.warm_pool import Reaper
+from tests.support.sandboxes import hostile, sandbox_processes
 
 
 def test_it_finds_each_process_of_a_user_and_counts_its_threads():
@@ -64,3 +71,101 @@ def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there
         assert scans  # it was there (a zombie until reaped): /proc was read
     finally:
         UserPool.release(lock)
+
+
+ESCAPES_WITHOUT_ITS_LOG = """
+import os, sys, time
+from arena_sdk import agent
+
+if os.fork() == 0:
+    # A session of its own (out of the agent's process group) and none of its streams.
+    os.setsid()
+    os.closerange(0, 1024)
+    time.sleep(3600)
+    os._exit(0)
+print("the agent's last words", file=sys.stderr, flush=True)
+
+
+@agent
+def first(turn):
+    return turn.legal_actions[0]
+"""
+
+
+class HeldReaper(Reaper):
+    """Keeps the jobs it is given until ``release``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[Callable[[], None]] = []
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self.held.append(job)
+
+    def release(self) -> None:
+        for job in self.held:
+            super().submit(job)
+        self.held.clear()
+
+
+@pytest.mark.usefixtures("needs_root")
+def test_an_escaped_process_keeps_its_user_id_taken_until_the_background_sweep_kills_it(
+    sandbox_root,
+):
+    # The agent's group is killed and its log complete when close() returns; what escaped
+    # the group without its streams is killed by the sweep, which close() leaves to the
+    # reaper. Until then no other agent can get the user id it runs under.
+    folder = sandbox_root / "escapes"
+    folder.mkdir()
+    (folder / "main.py").write_text(ESCAPES_WITHOUT_ITS_LOG)
+    sandbox = ProcessSandbox(sandbox_root)
+    sandbox.reaper = reaper = HeldReaper()
+    running = sandbox.start(AgentSource.from_path(folder), limits=SandboxLimits(), label="p1")
+    assert running.uid is not None
+    deadline = time.monotonic() + 60
+    while len(sandbox_processes({running.uid})) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(sandbox_processes({running.uid})) == 2  # the agent and what escaped
+
+    running.close()
+
+    assert "the agent's last words" in running.log()
+    assert running.process.poll() is not None
+    assert len(reaper.held) == 1
+    assert len(sandbox_processes({running.uid})) == 1  # the escaped one, not swept yet
+    with pytest.raises(SandboxError, match="in use"):
+        UserPool(base=running.uid, count=1).acquire()
+
+    reaper.release()
+    assert reaper.flush(60)
+    sandbox.close()
+
+    assert sandbox_processes({running.uid}) == []
+    assert not running.workdir.exists()
+    _, lock = UserPool(base=running.uid, count=1).acquire()
+    UserPool.release(lock)
+    shutil.rmtree(folder)
+
+
+@pytest.mark.usefixtures("needs_root")
+def test_a_process_that_escaped_with_the_agents_log_is_killed_before_close_returns(
+    sandbox_root,
+):
+    # Its log cannot end while the escaped process holds it: close() sweeps at once.
+    sandbox = ProcessSandbox(sandbox_root)
+    sandbox.reaper = reaper = HeldReaper()
+    running = sandbox.start(hostile("daemon", at=0), limits=SandboxLimits(), label="p1")
+    assert running.uid is not None
+    channel = Channel(running, max_message_bytes=1 << 20)
+    channel.send({"type": "hello"}, time.monotonic() + 30)
+    deadline = time.monotonic() + 60
+    while running.process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sandbox_processes({running.uid})  # the daemon outlived the agent
+
+    running.close()
+
+    assert reaper.held == []
+    assert sandbox_processes({running.uid}) == []
+    assert not running.workdir.exists()
+    sandbox.close()

@@ -101,3 +101,42 @@ def test_a_file_without_an_agent_exits_with_a_clear_message(tmp_path: Path) -> N
     assert completed.returncode == 3
     assert completed.stdout == b""
     assert "no agent found" in completed.stderr.decode()
+
+
+FAREWELL_AGENT = """
+import atexit, threading, time
+from arena_sdk import agent
+
+def finish_work():
+    time.sleep(0.2)
+    print("the worker thread finished")
+
+threading.Thread(target=finish_work).start()
+atexit.register(lambda: print("saved at exit"))
+
+@agent
+def farewell(turn):
+    print("kept in a buffer until the exit")
+    return turn.legal_actions[0]
+"""
+
+
+def test_after_bye_the_agent_exits_as_a_python_program_would(tmp_path: Path) -> None:
+    # The SDK skips the interpreter's teardown after bye; what an agent can see of a
+    # normal exit still happens: its threads are waited for, its atexit functions run,
+    # its buffered output is flushed, and the status is 0.
+    path = tmp_path / "main.py"
+    path.write_text(textwrap.dedent(FAREWELL_AGENT))
+
+    completed = run_agent_file(path, MESSAGES)
+
+    assert completed.returncode == 0, completed.stderr.decode()
+    log = completed.stderr.decode()
+    assert "kept in a buffer until the exit" in log
+    assert "the worker thread finished" in log
+    assert "saved at exit" in log
+    assert log.index("the worker thread finished") < log.index("saved at exit")
+    assert [json.loads(line)["type"] for line in completed.stdout.splitlines()] == [
+        "ready",
+        "action",
+    ]

@@ -70,6 +70,7 @@ class RecordingSandbox(ProcessSandbox):
 def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
     sandbox = RecordingSandbox(sandbox_root)
     yield sandbox
+    sandbox.close()  # sweeps run in the background: wait for them
     # The machine is left clean: no agent folder and no agent process survive.
     leftovers = [path.name for path in sandbox_root.iterdir() if not path.name.startswith("sdk-")]
     assert leftovers == []
