@@ -212,7 +212,9 @@ class SandboxedAgent(Protocol):
         the backend can; returns whether it did."""
 
     def close(self) -> None:
-        """Kill everything the agent started and remove its files."""
+        """Kill everything the agent started and remove its files. Its own processes are
+        stopped and its logs complete when this returns; a sandbox may finish the rest
+        (what escaped, the files) in the background, which its ``flush`` waits for."""
 
 
 class SandboxBackend(Protocol):

@@ -50,6 +50,7 @@ from sandboxes.warm_pool import (
     Reaper,
     WarmKey,
     WarmPool,
+    shut_down,
     wait_until_reading,
 )
 
@@ -279,14 +280,6 @@ def _wait_until_reading(container: docker_engine.Container, *, timeout: float) -
     return wait_until_reading(agent, timeout=timeout)
 
 
-def _shut_down(pool: WarmPool[DockerAgent] | None, reaper: Reaper, timeout: float) -> None:
-    if pool is not None:
-        pool.close()
-        # A container being started when the pool closed is discarded once it is ready.
-        pool.wait_until_ready(timeout)
-    reaper.flush(timeout)
-
-
 class DockerSandbox:
     """The ``docker`` backend.
 
@@ -334,7 +327,7 @@ class DockerSandbox:
         )
         # At exit (or when the sandbox is collected): no pooled container outlives us.
         self._finalizer = weakref.finalize(
-            self, _shut_down, self.pool, self._reaper, connect_timeout
+            self, shut_down, self.pool, self._reaper, connect_timeout
         )
 
     def close(self) -> None:

@@ -49,7 +49,7 @@ from sandboxes.base import (
     termination_from,
 )
 from sandboxes.cpus import PROCESS_CPUS, away_from_duels, pin_process
-from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, wait_until_reading
+from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
 
 SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
@@ -64,6 +64,8 @@ ADDRESS_SPACE_EXTRA_MB = 4096
 #: How long ``ProcessAgent.close`` waits for the agent's log to end once its group is
 #: killed (at once, unless something that escaped the group still holds the pipe).
 LOG_END_WAIT = 0.05
+#: How long closing the sandbox waits for its agents started ahead and its sweeps.
+SHUT_DOWN_SECONDS = 10.0
 
 
 def _executable_by_anyone(path: Path) -> bool:
@@ -305,8 +307,9 @@ class ProcessAgent:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
 
-    def _kill_everything(self) -> None:
-        self._kill_group()
+    def _kill_escaped(self) -> None:
+        """Kill what left the agent's process group: every process of its user id, or
+        without one, every process that carries its token."""
         if self.uid is not None:
             kill_user_processes(self.uid)
         else:
@@ -318,17 +321,15 @@ class ProcessAgent:
                     with contextlib.suppress(OSError):
                         if marker in Path(entry.path, "environ").read_bytes().split(b"\0"):
                             os.kill(int(entry.name), signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
 
     def close(self) -> None:
-        """Kills the agent's process group at once. Once its log has ended (no process
-        holds its stderr any more), the log is complete, and the rest (the sweep of its
-        user id for anything that escaped the group, closing the streams, removing the
-        folder, freeing the user id) goes to the reaper, when there is one: a process
-        sandbox sweeps with a fork, several milliseconds that a duel's end no longer waits
-        for. The user id stays taken until its sweep is done, so no other agent gets it
-        while something of this one may still run."""
+        """Kills the agent's process group at once. Once the group is gone and its log has
+        ended (no process holds its stderr any more: the log is complete), the rest (the
+        sweep of its user id for anything that left the group, closing the streams,
+        removing the folder, freeing the user id) goes to the reaper, when there is one: a
+        process sandbox sweeps with a fork, several milliseconds that a duel's end no
+        longer waits for. The user id stays taken until its sweep is done, so no other
+        agent gets it while something of this one may still run."""
         if self._closed:
             return
         self._closed = True
@@ -337,13 +338,35 @@ class ProcessAgent:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
             self._drain.join(timeout=LOG_END_WAIT)
-            if not self._drain.is_alive():
-                self._reaper.submit(self._sweep)
+            if not self._drain.is_alive() and not self._group_left():
+                self._reaper.submit(self._sweep_in_background)
                 return
         self._sweep()
 
-    def _sweep(self) -> None:
-        self._kill_everything()
+    def _group_left(self) -> bool:
+        """Whether any process of the agent's group still exists, dying or a zombie (one
+        signal 0, which only asks)."""
+        try:
+            os.killpg(self.process.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+    def _sweep_in_background(self) -> None:
+        # Off the CPUs duels hold (the reaper's thread may have been started by a duel's
+        # pinned thread), as the warm pool's starts are. The group is gone already, and its
+        # number may have been given to another agent's since: only what escaped is killed.
+        with away_from_duels():
+            self._sweep(group_gone=True)
+
+    def _sweep(self, *, group_gone: bool = False) -> None:
+        if not group_gone:
+            self._kill_group()
+        self._kill_escaped()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
         # With every writer dead the drain thread reads the last of the log and hits
         # EOF; the flag only matters if something escaped with the pipe still open.
         self._drain.join(timeout=1)
@@ -358,14 +381,6 @@ class ProcessAgent:
         _remove_tree(self.workdir)
         if self.uid_lock is not None:
             UserPool.release(self.uid_lock)
-
-
-def _shut_down(pool: WarmPool[ProcessAgent] | None, reaper: Reaper) -> None:
-    if pool is not None:
-        pool.close()
-        # An agent being started when the pool closed is discarded once it is ready.
-        pool.wait_until_ready(10)
-    reaper.flush(10)
 
 
 class ProcessSandbox:
@@ -412,8 +427,11 @@ class ProcessSandbox:
         )
         #: Sweeps closed agents' user ids and removes their folders (``ProcessAgent.close``).
         self.reaper = Reaper("arena-process-reaper")
-        # At exit (or when the sandbox is collected): no agent started ahead outlives us.
-        self._finalizer = weakref.finalize(self, _shut_down, self.pool, self.reaper)
+        # At exit (or when the sandbox is collected): no agent started ahead outlives us,
+        # and every sweep is done.
+        self._finalizer = weakref.finalize(
+            self, shut_down, self.pool, self.reaper, SHUT_DOWN_SECONDS
+        )
 
     def close(self) -> None:
         """Kill the agents started ahead and finish every sweep; idempotent."""

@@ -15,7 +15,7 @@ milliseconds to tens of them. A duel should wait for as little of it as it can:
   The pool is bounded (``size`` agents, idle or starting, for all keys together), an
   agent idle for ``idle_seconds`` is discarded, and ``close`` discards the rest.
 - ``Reaper`` runs discards in a background thread, in order, so a duel ends as soon as
-  its agents are cut off; ``flush`` waits for them.
+  its agents are cut off; ``flush`` waits for them, and ``shut_down`` for everything.
 - ``waiting_for_input`` tells whether a process sleeps waiting for its input, which is
   when a started agent is ready.
 
@@ -161,12 +161,25 @@ class Reaper:
             job = self._jobs.get()
             try:
                 job()
-            except Exception:  # a failed removal is left to the orphan sweep
+            except Exception:
+                # What it left is found by the sandbox's next sweep: the docker sandbox's
+                # orphan sweep, or in the process sandbox the sweep of the user id (kept
+                # taken meanwhile) when it is next taken.
                 logger.exception("arena sandbox: a background clean-up failed")
             finally:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
+
+
+def shut_down(pool: WarmPool[Agent] | None, reaper: Reaper, timeout: float) -> None:
+    """What a sandbox does when it closes: discard the agents started ahead, then wait up to
+    ``timeout`` seconds for every removal."""
+    if pool is not None:
+        pool.close()
+        # An agent being started when the pool closed is discarded once it is ready.
+        pool.wait_until_ready(timeout)
+    reaper.flush(timeout)
 
 
 class WarmPool(Generic[Agent]):

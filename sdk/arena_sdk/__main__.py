@@ -86,23 +86,43 @@ def main(argv: list[str]) -> int:
 
 def _leave() -> None:
     """End the process once the duel is over, doing what an agent can notice of a normal
-    exit (its ``atexit`` functions run, its threads are waited for, its output is flushed)
-    but not the interpreter's teardown, object by object: that took 5 to 8 ms of a
-    sandboxed agent's exit, 1 ms is left. Where this Python lacks the hooks, it exits as
-    usual."""
+    exit (its threads are waited for, its ``atexit`` functions run, its output is
+    flushed) but not the interpreter's teardown, object by object: that took 5 to 8 ms of
+    a sandboxed agent's exit, 1 ms is left. It exits as usual where this Python lacks the
+    hooks, and where compiled code other than the standard library's is loaded: a C or
+    C++ extension may hold output in the C library's buffers, which only the usual exit
+    writes out."""
     threading = sys.modules.get("threading")  # never imported: no thread to wait for
     shutdown = getattr(threading, "_shutdown", None) if threading is not None else None
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_functions is None or (threading is not None and shutdown is None):
         return
+    if not _only_python_loaded():
+        return
     if shutdown is not None:
         shutdown()
-    run_exit_functions()
-    for stream in (sys.stdout, sys.stderr):
-        # Closed by the agent, or its reader is gone: nothing more can be said.
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    # As at a usual exit, a failing function is reported (by the call) and changes nothing
+    # else (Python 3.9 raises the last failure again).
+    with contextlib.suppress(Exception):
+        run_exit_functions()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        # Closed or replaced by the agent, or its reader is gone: nothing more to say.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()  # type: ignore[union-attr]
     os._exit(0)
+
+
+def _only_python_loaded() -> bool:
+    """Whether every module loaded is Python code or the standard library's own compiled
+    code (in ``lib-dynload``), which does not write through the C library's buffers;
+    ``ctypes`` aside, through which an agent may call anything."""
+    if "ctypes" in sys.modules:
+        return False
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and path.endswith((".so", ".pyd")) and "lib-dynload" not in path:
+            return False
+    return True
 
 
 if __name__ == "__main__":

@@ -127,18 +127,19 @@ def test_an_escaped_process_keeps_its_user_id_taken_until_the_background_sweep_k
         time.sleep(0.02)
     assert len(sandbox_processes({running.uid})) == 2  # the agent and what escaped
 
-    running.close()
+    try:
+        running.close()
 
-    assert "the agent's last words" in running.log()
-    assert running.process.poll() is not None
-    assert len(reaper.held) == 1
-    assert len(sandbox_processes({running.uid})) == 1  # the escaped one, not swept yet
-    with pytest.raises(SandboxError, match="in use"):
-        UserPool(base=running.uid, count=1).acquire()
-
-    reaper.release()
-    assert reaper.flush(60)
-    sandbox.close()
+        assert "the agent's last words" in running.log()
+        assert running.process.poll() is not None
+        assert len(reaper.held) == 1
+        assert len(sandbox_processes({running.uid})) == 1  # the escaped one, not swept yet
+        with pytest.raises(SandboxError, match="in use"):
+            UserPool(base=running.uid, count=1).acquire()
+    finally:
+        reaper.release()
+        assert reaper.flush(60)
+        sandbox.close()
 
     assert sandbox_processes({running.uid}) == []
     assert not running.workdir.exists()

@@ -150,9 +150,12 @@ def test_it_never_gives_an_agent_to_a_second_duel_and_plays_the_same_duels(poole
     assert len(pooled.handed_out) == 6
     assert len({running.process.pid for running in pooled.handed_out}) == 6
     assert sum(running.warm for running in pooled.handed_out) == 4  # all but the first duel's
-    # Each is killed and its folder removed once its duel is over, warm or not.
+    # Each is killed once its duel is over, warm or not, and its folder removed (in the
+    # background: flush waits for that).
     assert all(running.process.poll() is not None for running in pooled.handed_out)
+    assert pooled.flush(60)
     assert all(not running.workdir.exists() for running in pooled.handed_out)
+    cold.close()
 
 
 def test_it_does_not_serve_an_agent_started_before_its_files_changed(pooled):

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from arena_sdk import protocol
 
 SDK_DIR = Path(__file__).resolve().parents[2] / "sdk"
@@ -136,6 +137,50 @@ def test_after_bye_the_agent_exits_as_a_python_program_would(tmp_path: Path) -> 
     assert "the worker thread finished" in log
     assert "saved at exit" in log
     assert log.index("the worker thread finished") < log.index("saved at exit")
+    assert [json.loads(line)["type"] for line in completed.stdout.splitlines()] == [
+        "ready",
+        "action",
+    ]
+
+
+TEARDOWN_AGENT = """
+import os, sys, types
+from arena_sdk import agent
+
+if {compiled}:
+    # As a C or C++ extension would be, whose output may wait in the C library's buffers.
+    extension = types.ModuleType("engine")
+    extension.__file__ = "/opt/engines/engine.cpython-311-x86_64-linux-gnu.so"
+    sys.modules["engine"] = extension
+
+
+class Model:
+    def __del__(self, write=os.write):
+        write(2, b"torn down object by object\\n")
+
+
+model = Model()
+
+
+@agent
+def first(turn):
+    return turn.legal_actions[0]
+"""
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_interpreter_is_torn_down_only_when_compiled_code_is_loaded(
+    tmp_path: Path, compiled: bool
+) -> None:
+    # The usual exit, slower, is what writes out the C library's buffers: kept for agents
+    # that load compiled code other than the standard library's.
+    path = tmp_path / "main.py"
+    path.write_text(textwrap.dedent(TEARDOWN_AGENT.format(compiled=compiled)))
+
+    completed = run_agent_file(path, MESSAGES)
+
+    assert completed.returncode == 0, completed.stderr.decode()
+    assert ("torn down object by object" in completed.stderr.decode()) is compiled
     assert [json.loads(line)["type"] for line in completed.stdout.splitlines()] == [
         "ready",
         "action",
