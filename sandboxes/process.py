@@ -538,9 +538,19 @@ class ProcessSandbox:
         agent.pin_to(set(PROCESS_CPUS))
         return agent
 
+    def _take_user(self) -> tuple[int, int]:
+        """A user id for a new agent; when none is free, once the sweeps pending here are
+        done (each keeps its agent's user id taken until then)."""
+        try:
+            return self.users.acquire()
+        except SandboxError:
+            if not self.reaper.flush(SHUT_DOWN_SECONDS):
+                raise
+        return self.users.acquire()
+
     def _launch(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> ProcessAgent:
         self._prepare_root()
-        uid, uid_lock = self.users.acquire() if self.isolate_users else (None, None)
+        uid, uid_lock = self._take_user() if self.isolate_users else (None, None)
         token = os.urandom(8).hex()
         workdir: Path | None = None
         try:

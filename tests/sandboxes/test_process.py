@@ -14,7 +14,7 @@ from sandboxes import process as process_sandbox
 from sandboxes.base import AgentSource, SandboxError, SandboxLimits
 from sandboxes.process import ProcessSandbox, UserPool, _processes_of_user
 from sandboxes.warm_pool import Reaper
-from tests.support.sandboxes import hostile, sandbox_processes
+from tests.support.sandboxes import agent, hostile, sandbox_processes
 
 
 def test_it_finds_each_process_of_a_user_and_counts_its_threads():
@@ -170,3 +170,34 @@ def test_a_process_that_escaped_with_the_agents_log_is_killed_before_close_retur
     assert sandbox_processes({running.uid}) == []
     assert not running.workdir.exists()
     sandbox.close()
+
+
+class ReaperHeldUntilFlushed(HeldReaper):
+    """Runs its jobs only when asked to wait for them."""
+
+    def flush(self, timeout: float | None = None) -> bool:
+        self.release()
+        return super().flush(timeout)
+
+
+@pytest.mark.usefixtures("needs_root")
+def test_a_start_waits_for_the_sweep_that_holds_the_last_free_user_id(sandbox_root):
+    # One user id for this sandbox: the second agent gets it once the first one's sweep,
+    # still pending, has run.
+    base, lock = UserPool().acquire()  # one that nothing else on the host holds now
+    UserPool.release(lock)
+    sandbox = ProcessSandbox(sandbox_root, uid_base=base, uid_count=1)
+    sandbox.reaper = reaper = ReaperHeldUntilFlushed()
+    try:
+        first = sandbox.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1")
+        first.close()
+        assert len(reaper.held) == 1 and first.workdir.exists()
+
+        second = sandbox.start(agent("random_agent.py"), limits=SandboxLimits(), label="p2")
+
+        assert second.uid == first.uid == base
+        assert not first.workdir.exists()
+        second.close()
+    finally:
+        reaper.flush(60)
+        sandbox.close()
