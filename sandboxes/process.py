@@ -333,8 +333,8 @@ class ProcessAgent:
         if self._closed:
             return
         self._closed = True
+        self._kill_group()
         if self._reaper is not None:
-            self._kill_group()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
             self._drain.join(timeout=LOG_END_WAIT)
@@ -356,14 +356,14 @@ class ProcessAgent:
 
     def _sweep_in_background(self) -> None:
         # Off the CPUs duels hold (the reaper's thread may have been started by a duel's
-        # pinned thread), as the warm pool's starts are. The group is gone already, and its
-        # number may have been given to another agent's since: only what escaped is killed.
+        # pinned thread), as the warm pool's starts are.
         with away_from_duels():
-            self._sweep(group_gone=True)
+            self._sweep()
 
-    def _sweep(self, *, group_gone: bool = False) -> None:
-        if not group_gone:
-            self._kill_group()
+    def _sweep(self) -> None:
+        """What follows the group's kill: what escaped it is killed (never the group again,
+        whose number may have been given to another agent's since), then the streams, the
+        folder and the user id are let go."""
         self._kill_escaped()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)

@@ -93,10 +93,10 @@ def _leave() -> None:
     C++ extension may hold output in the C library's buffers, which only the usual exit
     writes out."""
     threading = sys.modules.get("threading")  # never imported: no thread to wait for
-    shutdown = getattr(threading, "_shutdown", None) if threading is not None else None
+    shutdown = getattr(threading, "_shutdown", None)
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_functions is None or (threading is not None and shutdown is None):
-        return
+        return  # this Python lacks the hooks
     if not _only_python_loaded():
         return
     if shutdown is not None:
