@@ -19,7 +19,9 @@ round robin
     tau, once by the conservative rating mu - 3 sigma, once by points.
 ladder
     Pairs are chosen by ``tournament_manager.matchmaking.Matchmaker`` (the ladder's own
-    pure function, with the project's settings: waiting time, newcomer bonus, duel slots);
+    pure function, with the project's settings: waiting time, newcomer bonus, duel slots),
+    given the openskill ratings, as the ladder was until 2026-11-27 (it is now given the
+    published leaderboard's fit: ``bench_ladder`` and ``bench_matchmaking`` measure that);
     every round fills the slots, plays the short duels (two at a time), rates them, and
     advances a simulated clock by ``round_seconds``. It runs up to half the round robin's
     matches; tau is recorded after every duel, and the point where the ranking first

@@ -14,7 +14,8 @@ best of three, with the SQL statements it sent:
 
 idle agents
     ``_ladder_idle_agents``: what a matchmaking pass reads (every entry's duels played,
-    whether one is busy, when its last duel ended, its rating).
+    whether one is busy, when its last duel ended, its place on the leaderboard), after
+    the refit below, as the tournament manager reads it.
 pairing pass
     ``Matchmaker.groupings`` on those agents, every one idle, filling
     ``ARENA_LADDER_CONCURRENT_DUELS`` and ``ARENA_ONLINE_CONCURRENT_DUELS`` slots: the
@@ -255,6 +256,16 @@ def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
     )
 
     agents = environment.competitors.count()
+    once = 1 if agents > 1_000 else 3
+    end_s, end_q, _ = _timed(lambda: tournament_settle(tournament=ladder, rank_ladder=False))
+    settle_s, settle_q, _ = _timed(
+        lambda: tournament_settle(tournament=ladder, rerank=True), repeats=once
+    )
+    refit_s, refit_q, _ = _timed(
+        lambda: leaderboard_refit(environment=environment, force=True), repeats=once
+    )
+    # As in the tournament manager, whose refit step runs before its ladders' passes: the
+    # pass reads each entry's place on the leaderboard just fitted.
     now = timezone.now()
     idle_s, idle_q, idle = _timed(lambda: _ladder_idle_agents(ladder, now))
     matchmaker = ladder_matchmaker()
@@ -265,14 +276,6 @@ def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
             slots=settings.ARENA_LADDER_CONCURRENT_DUELS,
             online_slots=settings.ARENA_ONLINE_CONCURRENT_DUELS,
         )
-    )
-    once = 1 if agents > 1_000 else 3
-    end_s, end_q, _ = _timed(lambda: tournament_settle(tournament=ladder, rank_ladder=False))
-    settle_s, settle_q, _ = _timed(
-        lambda: tournament_settle(tournament=ladder, rerank=True), repeats=once
-    )
-    refit_s, refit_q, _ = _timed(
-        lambda: leaderboard_refit(environment=environment, force=True), repeats=once
     )
     client = Client(HTTP_HOST="localhost")
     competitor = environment.competitors.order_by("pk")[agents // 2]

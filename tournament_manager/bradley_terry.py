@@ -2,8 +2,8 @@
 
 An agent's revision does not change, so every match it played says as much about its
 strength as its latest one: the leaderboard is fitted to all of them at once, rather than
-updated match by match (the online openskill ratings, which remember the latest games more,
-only steer matchmaking).
+updated match by match (as the online openskill ratings are, which remember the latest
+games more). The ladder's matchmaking is steered by this fit too.
 
 The model: player 1 beats player 2 with probability ``1 / (1 + exp(-(s1 - s2 + h)))``,
 where ``s`` is each agent's strength and ``h`` the advantage of moving first (common to
@@ -53,6 +53,9 @@ PRIOR_SD = 2.0
 ADVANTAGE_PRIOR_SD = 1.0
 ELO_PER_UNIT = 400 / math.log(10)
 ELO_MEAN = 1500.0
+#: Where the prior places a player with no match, on the Elo scale: its score and sd.
+UNFITTED_SCORE = ELO_MEAN
+UNFITTED_SCORE_SD = ELO_PER_UNIT * PRIOR_SD
 #: One-sided level at which an agent counts as surely ahead of another (the rank
 #: interval is a 95 % one: 2.5 % on each side).
 SURELY_AHEAD = 0.975

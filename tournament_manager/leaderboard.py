@@ -1,10 +1,11 @@
 """The published leaderboard of every environment, refitted from the whole match history.
 
-The online openskill ratings (``tournament_manager.ratings``) change with every match and
-steer the ladder's matchmaking. What the leaderboard publishes is a batch fit instead
+The online openskill ratings (``tournament_manager.ratings``) change with every match.
+What the leaderboard publishes is a batch fit instead
 (``tournament_manager.bradley_terry``) of every rated match between the competitors'
 current revisions, their newest validated ones, since the environment's ratings were
 last reset: a revision does not change, so its first matches count as much as its latest.
+Its entries (score ± sd) also steer the ladder's matchmaking.
 The matches of two players are read as their pairings' counts (``RatedPairing``, kept as
 each duel is rated), not one by one: at ten thousand agents and a million matches that is
 what keeps a refit within seconds.

@@ -1,12 +1,13 @@
 """Ladder matchmaking, as pure functions of the idle agents.
 
 Every pair of idle agents gets a score: how uncertain their order on the leaderboard is
-(the probability, under the two ratings, that the one rated lower is in fact the
-stronger: 1/2 for equal ratings or for agents barely measured, near 0 for a well
-separated pair whose ratings are sure, which is therefore not replayed), plus for each
-of the two a bonus that grows without limit with the time it has waited since its last
-duel, plus a bonus for agents with few duels in the ladder. Pairs are taken greedily from
-the best score down, each agent at most once, until the free duel slots are filled.
+(the probability, under their two places on it, ``mu`` ± ``sigma``, that the one
+placed lower is in fact the stronger: 1/2 for equal places or for agents barely measured,
+near 0 for a well separated pair whose places are sure, which is therefore not
+replayed), plus for each of the two a bonus that grows without limit with the time it
+has waited since its last duel, plus a bonus for agents with few duels in the ladder.
+Pairs are taken greedily from the best score down, each agent at most once, until the
+free duel slots are filled.
 A duel spends its matches where they can still change the leaderboard's order.
 
 Online agents (clients connected over the network, in the queue) are paired like any
@@ -61,6 +62,8 @@ class LadderAgent:
     #: The revision playing.
     key: int
     competitor: int
+    #: Its strength and that strength's sd, in any one unit for the whole field: where
+    #: the published leaderboard places it (Elo scale).
     mu: float
     sigma: float
     #: Duels it has played in this ladder.

@@ -68,7 +68,6 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from core.models.ratings import DEFAULT_MU, DEFAULT_SIGMA
 from core.online import online_present
 from referee.standings import (
     buchholz_scores,
@@ -79,6 +78,7 @@ from referee.standings import (
     standing_key,
 )
 from tournament_manager import pairing
+from tournament_manager.bradley_terry import UNFITTED_SCORE, UNFITTED_SCORE_SD
 from tournament_manager.leaderboard import fit_due, ladder_strengths
 from tournament_manager.matchmaking import LadderAgent, Matchmaker
 from tournament_manager.ratings import ratings_update_from_duel
@@ -519,8 +519,9 @@ def _seats_balanced(
 
 
 def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
-    """The entries with no duel queued or running, with their ratings and waiting times;
-    an online agent only while it is in the queue and connected."""
+    """The entries with no duel queued or running, with their places on the published
+    leaderboard and their waiting times; an online agent only while it is in the queue and
+    connected."""
     # The duels being played (a few: the ladder's slots); the rest of the history is in
     # each entry's counters (``_ladder_entries_count``), read with the entries.
     busy = set(
@@ -547,8 +548,9 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
             "joined_at",
             "last_duel_at",
             "duels_played",
-            "revision__competitor__rating__mu",
-            "revision__competitor__rating__sigma",
+            "revision__competitor__leaderboard_entry__revision_id",
+            "revision__competitor__leaderboard_entry__score",
+            "revision__competitor__leaderboard_entry__score_sd",
             "revision__competitor__online_seat__queued_at",
         )
         if entry[0] not in busy and entry[1] not in evaluated
@@ -561,7 +563,7 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
     }
     present = online_present(Competitor(pk=competitor) for competitor in queued)
     agents = []
-    for revision, competitor, kind, joined_at, last_duel_at, duels, mu, sigma, _ in entries:
+    for revision, competitor, kind, joined_at, last_duel_at, duels, fitted, score, sd, _ in entries:
         if kind == CompetitorKind.ONLINE and competitor not in present:
             continue
         since = max(
@@ -573,8 +575,10 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
             LadderAgent(
                 key=revision,
                 competitor=competitor,
-                mu=DEFAULT_MU if mu is None else mu,
-                sigma=DEFAULT_SIGMA if sigma is None else sigma,
+                # Where the published leaderboard places it; a revision not on it yet
+                # (no rated match, or newer than the last fit) is as the fit's prior.
+                mu=score if fitted == revision else UNFITTED_SCORE,
+                sigma=sd if fitted == revision else UNFITTED_SCORE_SD,
                 duels=duels,
                 waiting=(now - since).total_seconds(),
                 online=kind == CompetitorKind.ONLINE,

@@ -27,6 +27,7 @@ from tests.factories import (
     CompetitorFactory,
     DuelFactory,
     EnvironmentFactory,
+    LeaderboardEntryFactory,
     MatchFactory,
     RatingFactory,
     RevisionFactory,
@@ -366,6 +367,48 @@ def test_a_ladder_gives_each_of_a_pair_the_first_seat_in_turn(
         finish(duel)
 
     assert orders[0] == orders[2] == orders[1][::-1] == orders[3][::-1]
+
+
+def test_a_ladder_pairs_by_the_published_leaderboard_not_the_online_ratings(
+    make_tournament, settings, dispatched
+):
+    """The leaderboard places two pairs of near equals far apart; the online ratings say
+    otherwise, and an entry of a competitor's older revision says nothing of its new one."""
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 2
+    settings.ARENA_LADDER_NEWCOMER_DUELS = 0
+    top, near_top, bottom, near_bottom = competitors(4)
+    places = ((top, 1900), (near_top, 1890), (bottom, 1100), (near_bottom, 1095))
+    for rank, (revision, score) in enumerate(places, start=1):
+        LeaderboardEntryFactory(revision=revision, rank=rank, score=score, score_sd=40)
+    for revision, mu in ((top, 40), (near_top, 10), (bottom, 39), (near_bottom, 11)):
+        RatingFactory(competitor=revision.competitor, mu=mu, sigma=1)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+
+    assert ladder_matchmake(tournament=tournament) == 2
+    assert pairs_of(tournament.duels.all()) == {
+        frozenset((top.pk, near_top.pk)),
+        frozenset((bottom.pk, near_bottom.pk)),
+    }
+
+
+def test_a_revision_newer_than_its_leaderboard_entry_is_paired_as_unmeasured(
+    make_tournament, settings, dispatched
+):
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 1
+    settings.ARENA_LADDER_NEWCOMER_DUELS = 0
+    leader, follower, newcomer = competitors(3)
+    LeaderboardEntryFactory(revision=leader, rank=1, score=1900, score_sd=30)
+    LeaderboardEntryFactory(revision=follower, rank=2, score=1300, score_sd=30)
+    # The newcomer's entry was fitted on a revision it has since replaced: next to the
+    # leader's on the leaderboard, yet unmeasured as it plays now.
+    LeaderboardEntryFactory(revision=newcomer, rank=1, score=1905, score_sd=30)
+    replacement = RevisionFactory(competitor=newcomer.competitor, validated=True)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+
+    assert ladder_matchmake(tournament=tournament) == 1
+    # Unmeasured, it is as unsure against either; the leader and the follower are sure,
+    # so it is paired (with the follower, the nearer in the prior's mean of 1500).
+    assert pairs_of(tournament.duels.all()) == {frozenset((replacement.pk, follower.pk))}
 
 
 def won_matches(tournament: Tournament, winner: Revision, loser: Revision, count: int) -> None:
