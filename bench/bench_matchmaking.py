@@ -211,8 +211,11 @@ def run_ladder(truth: np.ndarray, policy: Policy, seed: int, budgets: Sequence[i
     while pending:
         busy = {agent for pair in running for agent in pair}
         idle = [agent for agent in range(ladder.size) if agent not in busy]
-        if len(running) < SLOTS:
-            running.extend(policy(ladder, idle, SLOTS - len(running)))
+        # As ``ladder_matchmake``: fewer duels than half the agents, so a freed slot has
+        # a choice.
+        slots = min(SLOTS, max(1, (ladder.size - 1) // 2))
+        if len(running) < slots:
+            running.extend(policy(ladder, idle, slots - len(running)))
         one, two = running.pop(0)  # the duel started first ends first
         ladder.play(one, two)
         while pending and ladder.played >= pending[0]:

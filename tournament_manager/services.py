@@ -454,9 +454,9 @@ def ladder_matchmaker() -> Matchmaker:
 
 def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> int:
     """Fill the ladder's free duel slots (``ARENA_LADDER_CONCURRENT_DUELS`` queued or
-    running at once between hosted agents, ``ARENA_ONLINE_CONCURRENT_DUELS`` with an
-    online agent or an LLM player) with the best pairings of its idle agents; returns
-    duels created."""
+    running at once between hosted agents, and fewer than one per ``players`` hosted
+    entries; ``ARENA_ONLINE_CONCURRENT_DUELS`` with an online agent or an LLM player) with
+    the best pairings of its idle agents; returns duels created."""
     now = now or timezone.now()
     ladder = Tournament.objects.get(pk=tournament.pk)
     if not ladder.is_ladder or ladder.status != TournamentStatus.RUNNING:
@@ -465,16 +465,20 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
     seen_total = ladder.duels_total
     active = Duel.objects.filter(tournament=ladder, status__in=ACTIVE)
     active_networked = (active.with_online_seat() | active.with_llm_seat()).distinct().count()
-    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - (active.count() - active_networked)
+    active_hosted = active.count() - active_networked
+    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - active_hosted
     online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_networked
     if slots <= 0 and online_slots <= 0:
         return 0
-    pairs = ladder_matchmaker().groupings(
-        _ladder_idle_agents(ladder, now),
-        size=ladder.environment.players,
-        slots=slots,
-        online_slots=online_slots,
-    )
+    size = ladder.environment.players
+    idle = _ladder_idle_agents(ladder, now)
+    # Never so many hosted duels that every hosted agent plays: with four agents and two
+    # slots, the two who just finished would be paired again and again, never meeting the
+    # other two. One agent left over is enough for a freed slot to choose (a ladder of
+    # two, or of one group, still plays).
+    hosted = sum(not agent.networked for agent in idle) + size * active_hosted
+    slots = min(slots, max(1, (hosted - 1) // size) - active_hosted)
+    pairs = ladder_matchmaker().groupings(idle, size=size, slots=slots, online_slots=online_slots)
     if not pairs:
         return 0
     with transaction.atomic():

@@ -17,6 +17,7 @@ from core.models import (
     Duel,
     DuelResult,
     DuelStatus,
+    LeaderboardEntry,
     Participant,
     Revision,
     Tournament,
@@ -342,6 +343,40 @@ def test_a_ladder_keeps_at_most_its_concurrent_duels(make_tournament, finish, se
     assert sorted(dispatched) == sorted(tournament.duels.values_list("pk", flat=True))
 
 
+def test_a_ladder_of_four_plays_one_duel_at_a_time_so_a_freed_slot_has_a_choice(
+    make_tournament, finish, settings, dispatched
+):
+    """With two slots, the two agents just finished would only have each other: the second
+    slot is left free rather than replay them."""
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 2
+    settings.ARENA_LADDER_NEWCOMER_DUELS = 0
+    top, bottom, near_top, near_bottom = competitors(4)
+    places = ((top, 1900), (near_top, 1898), (bottom, 1100), (near_bottom, 1090))
+    for rank, (revision, score) in enumerate(places, start=1):
+        LeaderboardEntryFactory(revision=revision, rank=rank, score=score, score_sd=40)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+
+    assert ladder_matchmake(tournament=tournament) == 1
+    assert ladder_matchmake(tournament=tournament) == 0
+    first = tournament.duels.get()
+    assert pairs_of([first]) == {frozenset((top.pk, near_top.pk))}
+    finish(first)
+    # As the refit after it would: the duel settled their order.
+    LeaderboardEntry.objects.filter(competitor=top.competitor).update(score=2100, score_sd=20)
+
+    assert ladder_matchmake(tournament=tournament) == 1
+    second = tournament.duels.get(status=DuelStatus.QUEUED)
+    assert pairs_of([second]) == {frozenset((bottom.pk, near_bottom.pk))}
+
+
+def test_a_ladder_of_two_plays(make_tournament, settings, dispatched):
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 2
+    competitors(2)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+
+    assert ladder_matchmake(tournament=tournament) == 1
+
+
 def test_a_ladder_plays_short_duels_by_default(dispatched):
     environment = EnvironmentFactory(matches_per_duel=10, ladder_matches_per_duel=2)
 
@@ -376,11 +411,11 @@ def test_a_ladder_pairs_by_the_published_leaderboard_not_the_online_ratings(
     otherwise, and an entry of a competitor's older revision says nothing of its new one."""
     settings.ARENA_LADDER_CONCURRENT_DUELS = 2
     settings.ARENA_LADDER_NEWCOMER_DUELS = 0
-    top, near_top, bottom, near_bottom = competitors(4)
-    places = ((top, 1900), (near_top, 1890), (bottom, 1100), (near_bottom, 1095))
+    top, near_top, bottom, near_bottom, middle = competitors(5)
+    places = ((top, 1900), (near_top, 1890), (middle, 1500), (bottom, 1100), (near_bottom, 1095))
     for rank, (revision, score) in enumerate(places, start=1):
         LeaderboardEntryFactory(revision=revision, rank=rank, score=score, score_sd=40)
-    for revision, mu in ((top, 40), (near_top, 10), (bottom, 39), (near_bottom, 11)):
+    for revision, mu in ((top, 40), (near_top, 10), (bottom, 39), (near_bottom, 11), (middle, 25)):
         RatingFactory(competitor=revision.competitor, mu=mu, sigma=1)
     tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
 
