@@ -34,6 +34,8 @@ from arena_sdk.serve import serve
 STREAM_TIMEOUT = 45.0
 #: Waits between reconnections: 0.2 s, doubling, at most this.
 MAX_BACKOFF = 10.0
+#: The longest wait between two attempts to send a reply the server could not take.
+REPLY_RETRY_MAX = 1.0
 PROTOCOL_TYPES = {
     protocol.HELLO,
     protocol.START,
@@ -187,10 +189,20 @@ class OnlineClient:
 
     def _reply(self, line: bytes) -> None:
         """Send one reply; a refusal goes to the agent's ``on_error`` (a reply to a
-        request replayed after a reconnection is refused, and that is expected)."""
-        for _ in range(20):
+        request replayed after a reconnection is refused, and that is expected).
+
+        While the server cannot be reached (a gateway restarting takes seconds on a busy
+        machine) the reply is sent again, every ``REPLY_RETRY_MAX`` seconds at most,
+        until the server takes it or refuses it as too late: the referee's clock, not
+        this client, decides when it is too late. A reply given up here would leave the
+        referee waiting for it until the move's time ran out."""
+        wait = 0.2
+        said = False
+        while not self._stop.is_set():
             try:
                 self.gateway.request("POST", "/reply", line)
+                if said:
+                    self.log("arena: the reply was sent")
                 return
             except OnlineError as error:
                 if error.status == 429:
@@ -199,9 +211,11 @@ class OnlineClient:
                 self._hook(self.agent.on_error, error)
                 return
             except (OSError, http.client.HTTPException) as error:
-                self.log(f"arena: could not send a reply ({error}); trying again")
-                time.sleep(0.2)
-        self.log("arena: gave up sending a reply")
+                if not said:
+                    self.log(f"arena: could not send a reply ({error}); trying again")
+                    said = True
+                self._stop.wait(wait)
+                wait = min(REPLY_RETRY_MAX, wait * 2)
 
     def _hook(self, hook: Callable[[Any], None], argument: Any) -> None:
         try:
