@@ -16,11 +16,12 @@ field
     measured records are only 30 matches each, and the end-to-end round robins rank
     worse than the first field predicts.
 ladder
-    As the tournament manager runs it: two duel slots, 2 matches per duel (each agent
-    first once), the real ``Matchmaker`` with the project's settings (wait 600 s, newcomer
-    bonus for 5 duels), a pass whenever a slot is free (the other duel still running),
-    30 simulated seconds per duel; the leaderboard read as published (the
-    ``bradley_terry`` fit of every match, provisional entries, under 6 matches, last).
+    As the tournament manager runs it, with the project's settings and rating model
+    (``ladder_matchmaker``, ``hosted_duel_limit``, ``ratings._MODEL``; by default two duel
+    slots, wait 600 s, a newcomer bonus for 5 duels): 2 matches per duel (each agent first
+    once), a pass whenever a slot is free (the other duel still running), 30 simulated
+    seconds per duel; the leaderboard read as published (the ``bradley_terry`` fit of
+    every match, provisional entries, under 6 matches by default, last).
 policies
     ``leaderboard``: the matchmaker given each agent's place on that leaderboard, score ±
     sd, the prior's for one with no match (what ``_ladder_idle_agents`` reads);
@@ -39,19 +40,30 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-from openskill.models import PlackettLuce
+# The project's settings and rating model, as the tournament manager has them (no
+# database is used).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
 
-from bench.cli import run_bench
-from bench.ranking import kendall_tau
-from tournament_manager import bradley_terry
-from tournament_manager.matchmaking import LadderAgent, Matchmaker
+import django
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+from bench.cli import run_bench  # noqa: E402
+from bench.ranking import kendall_tau  # noqa: E402
+from tournament_manager import bradley_terry  # noqa: E402
+from tournament_manager.matchmaking import LadderAgent, hosted_duel_limit  # noqa: E402
+from tournament_manager.ratings import _MODEL as OPENSKILL  # noqa: E402
+from tournament_manager.services import ladder_matchmaker  # noqa: E402
 
 SEED = 20261127
 TARGET_TAU = 0.9
@@ -60,13 +72,9 @@ TARGET_TAU = 0.9
 NEIGHBOUR_RECORDS = (23.5, 22, 23, 23, 19, 22.5, 27)
 ADVANTAGE = 0.4
 DRAWS = 0.03
-SLOTS = 2
 MATCHES_PER_DUEL = 2
 FULL_MATCHES_PER_PAIR = 10
-PROVISIONAL_MATCHES = 6
 SECONDS_PER_DUEL = 30.0
-#: openskill's model as ``tournament_manager.ratings`` builds it.
-OPENSKILL = PlackettLuce(mu=25.0, sigma=25 / 3)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +152,7 @@ class Ladder:
             range(self.size),
             key=lambda agent: (
                 agent not in places,
-                self.matches[agent] < PROVISIONAL_MATCHES,
+                self.matches[agent] < settings.ARENA_LEADERBOARD_PROVISIONAL_MATCHES,
                 -places.get(agent, (0.0, 0.0))[0],
             ),
         )
@@ -158,7 +166,7 @@ class Ladder:
 
 
 Policy = Callable[[Ladder, list[int], int], list[tuple[int, int]]]
-MATCHMAKER = Matchmaker(wait_seconds=600, newcomer_duels=5)
+MATCHMAKER = ladder_matchmaker()
 
 
 def _matchmaker_pairs(
@@ -211,9 +219,7 @@ def run_ladder(truth: np.ndarray, policy: Policy, seed: int, budgets: Sequence[i
     while pending:
         busy = {agent for pair in running for agent in pair}
         idle = [agent for agent in range(ladder.size) if agent not in busy]
-        # As ``ladder_matchmake``: fewer duels than half the agents, so a freed slot has
-        # a choice.
-        slots = min(SLOTS, max(1, (ladder.size - 1) // 2))
+        slots = hosted_duel_limit(ladder.size, size=2, slots=settings.ARENA_LADDER_CONCURRENT_DUELS)
         if len(running) < slots:
             running.extend(policy(ladder, idle, slots - len(running)))
         one, two = running.pop(0)  # the duel started first ends first

@@ -195,6 +195,15 @@ class Matchmaker:
         return chosen
 
 
+def hosted_duel_limit(hosted_agents: int, *, size: int, slots: int) -> int:
+    """How many duels between hosted agents a ladder of ``hosted_agents`` may have at once,
+    with ``slots`` allowed: never so many that every one of them plays. With four agents
+    and two slots the two who just finished would be paired again and again, never
+    meeting the other two; one agent left over is enough for a freed slot to choose. A
+    ladder of two, or of one group of ``size``, still plays."""
+    return min(slots, max(1, (hosted_agents - 1) // size))
+
+
 def _uncertainty(gap: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """``Matchmaker.uncertainty`` of pairs whose ratings are ``gap`` apart with the
     combined sigma ``spread``: 0 when both are sure (no spread)."""

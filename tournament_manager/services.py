@@ -80,7 +80,7 @@ from referee.standings import (
 from tournament_manager import pairing
 from tournament_manager.bradley_terry import UNFITTED_SCORE, UNFITTED_SCORE_SD
 from tournament_manager.leaderboard import fit_due, ladder_strengths
-from tournament_manager.matchmaking import LadderAgent, Matchmaker
+from tournament_manager.matchmaking import LadderAgent, Matchmaker, hosted_duel_limit
 from tournament_manager.ratings import ratings_update_from_duel
 from tournament_manager.selectors import latest_validated_revisions
 
@@ -472,12 +472,9 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
         return 0
     size = ladder.environment.players
     idle = _ladder_idle_agents(ladder, now)
-    # Never so many hosted duels that every hosted agent plays: with four agents and two
-    # slots, the two who just finished would be paired again and again, never meeting the
-    # other two. One agent left over is enough for a freed slot to choose (a ladder of
-    # two, or of one group, still plays).
     hosted = sum(not agent.networked for agent in idle) + size * active_hosted
-    slots = min(slots, max(1, (hosted - 1) // size) - active_hosted)
+    limit = hosted_duel_limit(hosted, size=size, slots=settings.ARENA_LADDER_CONCURRENT_DUELS)
+    slots = min(slots, limit - active_hosted)
     pairs = ladder_matchmaker().groupings(idle, size=size, slots=slots, online_slots=online_slots)
     if not pairs:
         return 0

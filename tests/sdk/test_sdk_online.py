@@ -216,3 +216,41 @@ def test_it_says_why_the_server_closed_its_stream_and_stops():
     assert code == 1
     assert "arena: the server closed the stream: The token was revoked." in lines
     assert lines[-1] == "arena: Revoked."
+
+
+def test_a_reply_the_server_cannot_take_is_sent_again_until_it_is_taken(monkeypatch):
+    """A gateway restarting on a busy machine is away for seconds: the reply waits for it
+    (given up, it would leave the referee waiting until the move's time ran out)."""
+    monkeypatch.setattr("arena_sdk.online.REPLY_RETRY_MAX", 0.001)
+    client = OnlineClient(Recorder(), server="http://127.0.0.1:9", token=TOKEN, log=lambda _: None)
+    sent: list[bytes] = []
+
+    def request(method: str, path: str, body: bytes = b"") -> dict:
+        if len(sent) < 50:
+            sent.append(b"")
+            raise ConnectionRefusedError(111, "Connection refused")
+        sent.append(body)
+        return {}
+
+    monkeypatch.setattr(client.gateway, "request", request)
+
+    client._reply(b'{"type": "action", "id": 1, "action": 3}')
+
+    assert sent[-1] == b'{"type": "action", "id": 1, "action": 3}'
+    assert len(sent) == 51
+
+
+def test_a_stopped_client_stops_sending_a_reply(monkeypatch):
+    client = OnlineClient(Recorder(), server="http://127.0.0.1:9", token=TOKEN, log=lambda _: None)
+    attempts: list[str] = []
+
+    def request(method: str, path: str, body: bytes = b"") -> dict:
+        attempts.append(path)
+        client.stop()
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(client.gateway, "request", request)
+
+    client._reply(b'{"type": "ready"}')
+
+    assert attempts == ["/reply"]
