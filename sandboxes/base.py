@@ -404,6 +404,10 @@ MEMORY_ERROR_MARKERS = (
     "out of memory",
 )
 
+#: The size of an agent's private ``/tmp`` in either sandbox: a tmpfs, which counts as
+#: memory, so it is bounded.
+TMPFS_MB = 64
+
 #: The only programs an agent finds by name, in either sandbox.
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -429,6 +433,14 @@ def agent_environment(
         "ARENA_SANDBOX_TOKEN": token,
         **dict(source.environment),
     }
+
+
+def decode_exit_status(code: int | None) -> int | None:
+    """An exit status reported by a process that waited for the agent (docker's init,
+    bubblewrap's) as a return code: such a parent reports death by signal N as 128 + N."""
+    if code is not None and 128 < code <= 128 + signal.NSIG:
+        return -(code - 128)
+    return code
 
 
 def termination_from(returncode: int | None, log: str, *, oom_killed: bool = False) -> Termination:

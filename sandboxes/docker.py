@@ -40,9 +40,11 @@ from sandboxes.base import (
     EntryKind,
     MoveKey,
     SandboxError,
+    TMPFS_MB,
     SandboxLimits,
     Termination,
     agent_environment,
+    decode_exit_status,
     termination_from,
 )
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
@@ -62,7 +64,6 @@ SOCKET_NAME = "agent.sock"
 SDK_PATH = "/opt/arena/sdk"
 #: Where a revision's image has its Python dependencies (installed by the builder).
 DEPS_PATH = "/opt/arena/deps"
-TMPFS_MB = 64
 #: How long the container may take to start and connect: the platform's time, not
 #: the agent's (its own start-up limit begins with the handshake).
 CONNECT_TIMEOUT = 30.0
@@ -128,13 +129,6 @@ def _short_name(label: str, length: int = 16) -> str:
 
 def _container_name(label: str, token: str) -> str:
     return f"arena-{_short_name(label, 40)}-{token}"
-
-
-def _decode_exit_code(code: int | None) -> int | None:
-    """A container's exit code as a return code: init reports death by signal N as 128 + N."""
-    if code is not None and 128 < code <= 128 + signal.NSIG:
-        return -(code - 128)
-    return code
 
 
 class DockerAgent:
@@ -217,7 +211,7 @@ class DockerAgent:
         # Everything in the container is dead, so the log is at its end: read it all.
         self._drain.join(timeout=0.5)
         log = self.log()
-        returncode = _decode_exit_code(state.exit_code)
+        returncode = decode_exit_status(state.exit_code)
         self._termination = termination_from(returncode, log, oom_killed=state.oom_killed)
         return self._termination
 

@@ -1,17 +1,23 @@
 """The ``process`` sandbox: an agent as a confined child process of the referee.
 
-Every agent gets its own session and process group, a private working directory
-(mode 0700) holding a copy of its files, a scrubbed environment and rlimits on
-CPU time, memory, processes, open files and file size.
+Every agent gets its own session and process group, a scrubbed environment and rlimits
+on CPU time, memory, processes, open files and file size; its files are a private copy.
 
-When the referee runs as root (CI, a dedicated host) each agent also runs under
-its own unprivileged user id taken from a pool, in its own network namespace
-with no interface up. The user id is what makes the limits hold: the process
-limit counts per user, another agent's directory is unreadable, and on close
-every process of that user is killed in one ``kill(-1)`` that a fork bomb cannot
-outrun. Without root the agents run as the calling user: the limits still
-apply, but two agents are not isolated from each other, so use this mode only
-for trusted agents (the Docker backend is the production sandbox).
+Where the machine allows it (``confinement.probe``), the agent runs under bubblewrap:
+its file system is its own files and its runtime, read-only, and a private ``/tmp``,
+in its own PID, network, IPC and UTS namespaces (``sandboxes.confinement``). When the
+referee runs as root each agent also runs under its own unprivileged user id taken from
+a pool. The user id is what makes the process limit hold (it counts per user) and lets a
+close kill every process of the agent in one ``kill(-1)`` that a fork bomb cannot outrun.
+The sandbox's init (bubblewrap's, PID 1 of the namespace) stays in the agent's process
+group whatever the agent does, so killing the group kills it, and with it the kernel kills
+everything in the namespace: nothing the agent started can leave it.
+
+Where it cannot (no ``bwrap``, or no root and no user namespaces), the sandbox runs
+agents unconfined and says why (``unconfined_reason``): the limits still apply, and as
+root the user id and an empty network namespace, but the agent can read every
+world-readable file of the machine. That is for trusted agents only: the platform
+refuses untrusted uploads then, unless its operator accepts it knowingly.
 """
 
 from __future__ import annotations
@@ -25,17 +31,19 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 
-from sandboxes import jail
+from sandboxes import confinement, jail
 from sandboxes.base import (
     SAFE_PATH,
     AgentLog,
@@ -46,12 +54,18 @@ from sandboxes.base import (
     SandboxLimits,
     Termination,
     agent_environment,
+    decode_exit_status,
     termination_from,
 )
+from sandboxes.confinement import Confinement
 from sandboxes.cpus import PROCESS_CPUS, away_from_duels, pin_process
 from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
 
-SDK_DIR = Path(__file__).resolve().parents[1] / "sdk" / "arena_sdk"
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+SDK_DIR = PROJECT_DIR / "sdk" / "arena_sdk"
+#: Agents run by this Python by default when confined: Debian's, as in the docker
+#: sandbox's image (with NumPy where the package is installed).
+SYSTEM_PYTHON = "/usr/bin/python3"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
 UID_BASE = 1_900_000
 UID_COUNT = 1000
@@ -196,6 +210,22 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
+def _reported_pid(report: socket.socket) -> int | None:
+    """The sender's process id of the byte on ``report`` (the kernel adds it as the
+    receiver sees it: ``SO_PASSCRED``), or None while nothing came."""
+    try:
+        data, ancillary, _flags, _address = report.recvmsg(1, socket.CMSG_SPACE(12))
+    except OSError:  # nothing yet (or the socket is closed)
+        return None
+    if data != b".":
+        return None
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            pid, _uid, _gid = struct.unpack("iII", payload[:12])
+            return pid
+    return None
+
+
 class UserPool:
     """Unprivileged user ids, one per running agent, shared by every referee on the host."""
 
@@ -240,17 +270,22 @@ class ProcessAgent:
         uid_lock: int | None,
         token: str,
         limits: SandboxLimits,
+        report: socket.socket,
+        confined: bool,
         reaper: Reaper | None = None,
     ) -> None:
-        """``reaper``, if given, takes the sweep of the agent's user id and the removal of
-        its folder off ``close``'s path, when nothing of the agent is left on its log
-        (``close``)."""
+        """``report`` receives the byte sent just before the agent's own code runs
+        (``jail``, ``confinement``); ``confined``: run under bubblewrap, in a PID namespace
+        of its own. ``reaper``, if given, takes the sweep of the agent's user id and the
+        removal of its folder off ``close``'s path, when nothing of the agent is left on
+        its log (``close``)."""
         assert process.stdin and process.stdout and process.stderr
         self.process = process
         self.workdir = workdir
         self.uid = uid
         self.uid_lock = uid_lock
         self.token = token
+        self.confined = confined
         #: Taken from the warm pool (started before its duel asked for it).
         self.warm = False
         self.request_fd = process.stdin.fileno()
@@ -260,12 +295,23 @@ class ProcessAgent:
         # An agent that daemonizes a child holding its stdout, then exits, is seen
         # ending at once rather than at its deadline.
         self.exit_fd: int | None = _pidfd(process.pid)
+        self._report = report
+        self._report.setblocking(False)
+        #: The agent's own process as this host sees it, once it has reported.
+        self._agent_pid: int | None = None
         self._log = AgentLog(process.stderr.fileno(), limits)
         self._closing = threading.Event()
         self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
         self._drain.start()
         self._reaper = reaper
         self._closed = False
+
+    def agent_pid(self) -> int | None:
+        """The process that runs the agent's code (under bubblewrap, a grandchild of
+        ``process``), once the sandbox around it is set up; None until then."""
+        if self._agent_pid is None:
+            self._agent_pid = _reported_pid(self._report)
+        return self._agent_pid
 
     def log(self) -> str:
         return self._log.text()
@@ -277,7 +323,8 @@ class ProcessAgent:
         return self._log.move_logs()
 
     def pin_to(self, cpus: set[int]) -> bool:
-        return pin_process(self.process.pid, cpus)
+        pid = self.agent_pid()
+        return pid is not None and pin_process(pid, cpus)
 
     def termination(self, wait: float = 0.0) -> Termination | None:
         if wait and self.exit_fd is not None:
@@ -294,10 +341,15 @@ class ProcessAgent:
                 returncode = None
         if returncode is None:
             return None
-        if returncode == jail.SETUP_FAILED:
+        # The report precedes the agent's code: without it, nothing of the agent ran.
+        if self.agent_pid() is None:
+            self._drain.join(timeout=0.5)
             raise SandboxError(f"the process sandbox could not start the agent: {self.log()}")
         if returncode == 0:
             return Termination(returncode)
+        if self.confined and returncode > 0:
+            # Reported by bubblewrap, which waited for the agent.
+            returncode = decode_exit_status(returncode)
         # The drain thread may still hold the last words of the agent.
         self._drain.join(timeout=0.5)
         log = self.log()
@@ -312,7 +364,8 @@ class ProcessAgent:
         without one, every process that carries its token."""
         if self.uid is not None:
             kill_user_processes(self.uid)
-        else:
+        elif not self.confined:
+            # (Confined, nothing is left: its PID namespace ended with its init.)
             # Without a uid of its own, find the agent's escaped descendants by the
             # token in their environment.
             marker = f"ARENA_SANDBOX_TOKEN={self.token}".encode()
@@ -338,7 +391,9 @@ class ProcessAgent:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
             self._drain.join(timeout=LOG_END_WAIT)
-            if not self._drain.is_alive() and not self._group_left():
+            # Confined, the kill took the sandbox's init, and with it the kernel kills all of
+            # the agent's PID namespace: nothing of it can be left outside.
+            if not self._drain.is_alive() and (self.confined or not self._group_left()):
                 self._reaper.submit(self._sweep_in_background)
                 return
         self._sweep()
@@ -378,6 +433,7 @@ class ProcessAgent:
         if self.exit_fd is not None:
             os.close(self.exit_fd)
             self.exit_fd = None
+        self._report.close()
         _remove_tree(self.workdir)
         if self.uid_lock is not None:
             UserPool.release(self.uid_lock)
@@ -403,6 +459,8 @@ class ProcessSandbox:
         root: Path | None = None,
         *,
         python: str | None = None,
+        confine: bool | None = None,
+        hidden: Iterable[Path] = (),
         isolate_users: bool | None = None,
         uid_base: int = UID_BASE,
         uid_count: int = UID_COUNT,
@@ -410,14 +468,36 @@ class ProcessSandbox:
         pool_idle_seconds: float = 60.0,
     ) -> None:
         """``root`` holds the agents' folders; ``python`` runs Python agents (by default
-        the referee's own, or a system one that the sandbox users may execute); as root,
-        agents run under user ids ``uid_base`` to ``uid_base + uid_count - 1``; the warm
-        pool is above."""
+        Debian's when confined, else the referee's own or a system one that the sandbox
+        users may execute).
+
+        ``confine``: run agents under bubblewrap (``sandboxes.confinement``); None (the
+        default) where this machine can, saying why not in ``unconfined_reason``; True
+        raises ``SandboxError`` with that reason instead; False never (trusted agents,
+        or a benchmark's baseline). ``hidden`` folders (Arena's data) are covered in the
+        agent's view when its runtime holds them; the checkout and ``root`` always are.
+
+        As root, agents run under user ids ``uid_base`` to ``uid_base + uid_count - 1``;
+        the warm pool is above."""
         self.root = Path(root or DEFAULT_ROOT)
         self.isolate_users = os.geteuid() == 0 if isolate_users is None else isolate_users
         if self.isolate_users and os.geteuid() != 0:
             raise SandboxError("isolating agents under their own user ids needs root")
+        self.confinement: Confinement = (
+            confinement.probe()
+            if confine is not False
+            else Confinement(None, self.isolate_users, "confinement turned off")
+        )
+        if confine and not self.confinement.confined:
+            raise SandboxError(self.confinement.reason)
+        if self.confinement.confined and self.confinement.as_root != self.isolate_users:
+            raise SandboxError("a confined agent runs under its own user id exactly when root runs it")
         self.python = python or self._default_python()
+        self._view: confinement.View | None = (
+            confinement.view(self.python, hidden=[PROJECT_DIR, self.root, *hidden])
+            if self.confinement.confined
+            else None
+        )
         self.users = UserPool(base=uid_base, count=uid_count)
         self._sdk_path: Path | None = None
         # Agents start side by side: one of them makes the copy, the other waits for it.
@@ -433,6 +513,16 @@ class ProcessSandbox:
             self, shut_down, self.pool, self.reaper, SHUT_DOWN_SECONDS
         )
 
+    @property
+    def confined(self) -> bool:
+        """Agents see their own files and runtime only (``sandboxes.confinement``)."""
+        return self.confinement.confined
+
+    @property
+    def unconfined_reason(self) -> str:
+        """Why agents can read the machine's world-readable files ("" when they cannot)."""
+        return self.confinement.reason
+
     def close(self) -> None:
         """Kill the agents started ahead and finish every sweep; idempotent."""
         self._finalizer()
@@ -442,11 +532,16 @@ class ProcessSandbox:
         return self.reaper.flush(timeout)
 
     def _default_python(self) -> str:
+        if self.confinement.confined:
+            # Bound into the agent's view whatever its folder's rights.
+            if os.access(SYSTEM_PYTHON, os.X_OK):
+                return SYSTEM_PYTHON
+            return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
         if not self.isolate_users or _executable_by_anyone(Path(sys.executable)):
             return sys.executable
         # The referee's own interpreter may sit in a private home (a pyenv under
         # /root): agents running as another user need one they can execute.
-        for candidate in ("/usr/local/bin/python3", "/usr/bin/python3"):
+        for candidate in ("/usr/local/bin/python3", SYSTEM_PYTHON):
             if Path(candidate).exists() and _executable_by_anyone(Path(candidate)):
                 return candidate
         raise SandboxError(
@@ -455,10 +550,13 @@ class ProcessSandbox:
         )
 
     def _prepare_root(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        if self.isolate_users:
-            # Agents may traverse the root to reach their own folder, never list it.
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.isolate_users and not self.confined:
+            # Unconfined agents reach their own folder through the root: they may
+            # traverse it, never list it. Confined ones see their folder only.
             os.chmod(self.root, 0o711)
+        else:
+            os.chmod(self.root, 0o700)
 
     def _sdk(self) -> Path:
         """A world-readable copy of the SDK, made once per content version, with its
@@ -490,13 +588,22 @@ class ProcessSandbox:
         return target
 
     def _command(self, source: AgentSource, workdir: Path) -> list[str]:
+        """The agent's command line, with its paths as the agent sees them."""
+        if self._view is not None:
+            if source.kind is EntryKind.EXECUTABLE:
+                return [f"{confinement.AGENT_DIR}/{source.entry}"]
+            return [self._view.python, "-s", "-B", "-m", "arena_sdk", source.entry]
         if source.kind is EntryKind.EXECUTABLE:
             return [str(workdir / source.entry)]
         return [self.python, "-s", "-B", "-m", "arena_sdk", source.entry]
 
     def _environment(self, source: AgentSource, workdir: Path, token: str) -> dict[str, str]:
+        if self._view is not None:
+            home, pythonpath = confinement.SCRATCH_DIR, confinement.SDK_DIR
+        else:
+            home, pythonpath = str(workdir), str(self._sdk())
         return agent_environment(
-            source, sandbox=self.name, token=token, home=str(workdir), pythonpath=str(self._sdk())
+            source, sandbox=self.name, token=token, home=home, pythonpath=pythonpath
         )
 
     @staticmethod
@@ -534,7 +641,7 @@ class ProcessSandbox:
         # handshake waits for the rest, as when fresh), then free to run anywhere again.
         with away_from_duels():
             agent = self._launch(key.source, limits=key.limits, label=key.label)
-        wait_until_reading(lambda: agent.process.pid, timeout=5.0)
+        wait_until_reading(agent.agent_pid, timeout=5.0)
         agent.pin_to(set(PROCESS_CPUS))
         return agent
 
@@ -553,6 +660,9 @@ class ProcessSandbox:
         uid, uid_lock = self._take_user() if self.isolate_users else (None, None)
         token = os.urandom(8).hex()
         workdir: Path | None = None
+        # The byte that says the sandbox is set up, with the agent's process id (``jail``).
+        report, report_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         try:
             workdir = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{label}-"))
             source.copy_into(workdir)
@@ -567,14 +677,27 @@ class ProcessSandbox:
                 running = len(_processes_of_user(os.getuid(), count_threads=True))
                 allowed = running + limits.max_processes
                 rlimits["RLIMIT_NPROC"] = (allowed, allowed)
+            command = self._command(source, workdir)
+            if self._view is not None:
+                command = confinement.bwrap_command(
+                    self.confinement,
+                    self._view,
+                    agent_dir=workdir,
+                    sdk_dir=self._sdk(),
+                    uid=uid,
+                    command=command,
+                )
             config = {
-                "uid": uid,
-                "gid": uid,
-                "workdir": str(workdir),
-                "command": self._command(source, workdir),
+                # Confined, bubblewrap switches to the agent's user id (``confinement``).
+                "uid": None if self.confined else uid,
+                "gid": None if self.confined else uid,
+                "confined": self.confined,
+                "workdir": "/" if self.confined else str(workdir),
+                "command": command,
                 "env": self._environment(source, workdir, token),
                 "rlimits": rlimits,
-                "unshare_network": self.isolate_users,
+                "unshare_network": self.isolate_users and not self.confined,
+                "ready_fd": report_end.fileno(),
             }
             process = subprocess.Popen(
                 [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)],
@@ -583,10 +706,12 @@ class ProcessSandbox:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=(report_end.fileno(),),
                 cwd="/",
                 env={"PATH": SAFE_PATH},
             )
         except (OSError, SandboxError) as error:
+            report.close()
             if workdir is not None:
                 _remove_tree(workdir)
             if uid_lock is not None:
@@ -594,6 +719,8 @@ class ProcessSandbox:
             if isinstance(error, SandboxError):
                 raise
             raise SandboxError(f"cannot start the agent in the process sandbox: {error}") from error
+        finally:
+            report_end.close()
         return ProcessAgent(
             process=process,
             workdir=workdir,
@@ -601,5 +728,7 @@ class ProcessSandbox:
             uid_lock=uid_lock,
             token=token,
             limits=limits,
+            report=report,
+            confined=self.confined,
             reaper=self.reaper,
         )

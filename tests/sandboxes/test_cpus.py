@@ -130,7 +130,7 @@ def test_an_agent_started_ahead_during_a_duel_loads_elsewhere_then_may_run_anywh
         warm = sandbox.start(agent("reports_cpus.py"), limits=SandboxLimits(), label="p1")
         try:
             assert warm.warm
-            assert os.sched_getaffinity(warm.process.pid) == CPUS
+            assert os.sched_getaffinity(warm.agent_pid()) == CPUS
         finally:
             warm.close()
     finally:

@@ -112,13 +112,14 @@ class HeldReaper(Reaper):
 def test_an_escaped_process_keeps_its_user_id_taken_until_the_background_sweep_kills_it(
     sandbox_root,
 ):
-    # The agent's group is killed and its log complete when close() returns; what escaped
-    # the group without its streams is killed by the sweep, which close() leaves to the
-    # reaper. Until then no other agent can get the user id it runs under.
+    # Unconfined (no PID namespace): the agent's group is killed and its log complete when
+    # close() returns; what escaped the group without its streams is killed by the sweep,
+    # which close() leaves to the reaper. Until then no other agent can get the user id it
+    # runs under.
     folder = sandbox_root / "escapes"
     folder.mkdir()
     (folder / "main.py").write_text(ESCAPES_WITHOUT_ITS_LOG)
-    sandbox = ProcessSandbox(sandbox_root)
+    sandbox = ProcessSandbox(sandbox_root, confine=False)
     sandbox.reaper = reaper = HeldReaper()
     running = sandbox.start(AgentSource.from_path(folder), limits=SandboxLimits(), label="p1")
     assert running.uid is not None
@@ -148,12 +149,48 @@ def test_an_escaped_process_keeps_its_user_id_taken_until_the_background_sweep_k
     shutil.rmtree(folder)
 
 
+@pytest.mark.usefixtures("needs_root", "confined")
+def test_a_confined_agents_escaped_process_dies_with_its_pid_namespace(sandbox_root):
+    # Confined, leaving the group does not leave the PID namespace: the kernel kills all of
+    # it when the agent's first process dies. The user id stays taken until the sweep.
+    folder = sandbox_root / "escapes"
+    folder.mkdir()
+    (folder / "main.py").write_text(ESCAPES_WITHOUT_ITS_LOG)
+    sandbox = ProcessSandbox(sandbox_root, confine=True)
+    sandbox.reaper = reaper = HeldReaper()
+    running = sandbox.start(AgentSource.from_path(folder), limits=SandboxLimits(), label="p1")
+    assert running.uid is not None
+    deadline = time.monotonic() + 60
+    while len(sandbox_processes({running.uid})) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(sandbox_processes({running.uid})) == 2  # the agent and what escaped
+
+    try:
+        running.close()
+
+        assert "the agent's last words" in running.log()
+        assert len(reaper.held) == 1
+        deadline = time.monotonic() + 60
+        while sandbox_processes({running.uid}) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sandbox_processes({running.uid}) == []  # with no sweep yet
+        with pytest.raises(SandboxError, match="in use"):
+            UserPool(base=running.uid, count=1).acquire()
+    finally:
+        reaper.release()
+        assert reaper.flush(60)
+        sandbox.close()
+    assert not running.workdir.exists()
+    shutil.rmtree(folder)
+
+
 @pytest.mark.usefixtures("needs_root")
 def test_a_process_that_escaped_with_the_agents_log_is_killed_before_close_returns(
     sandbox_root,
 ):
-    # Its log cannot end while the escaped process holds it: close() sweeps at once.
-    sandbox = ProcessSandbox(sandbox_root)
+    # Unconfined, its log cannot end while the escaped process holds it: close() sweeps at
+    # once.
+    sandbox = ProcessSandbox(sandbox_root, confine=False)
     sandbox.reaper = reaper = HeldReaper()
     running = sandbox.start(hostile("daemon", at=0), limits=SandboxLimits(), label="p1")
     assert running.uid is not None
@@ -170,6 +207,36 @@ def test_a_process_that_escaped_with_the_agents_log_is_killed_before_close_retur
     assert sandbox_processes({running.uid}) == []
     assert not running.workdir.exists()
     sandbox.close()
+
+
+@pytest.mark.usefixtures("needs_root", "confined")
+def test_a_confined_agents_daemon_is_killed_with_its_pid_namespace_by_close(sandbox_root):
+    # The daemon keeps the sandbox's init alive, which stays in the agent's group: killing
+    # the group kills the init, and the kernel the rest of the namespace, with no sweep.
+    sandbox = ProcessSandbox(sandbox_root, confine=True)
+    sandbox.reaper = reaper = HeldReaper()
+    running = sandbox.start(hostile("daemon", at=0), limits=SandboxLimits(), label="p1")
+    assert running.uid is not None
+    channel = Channel(running, max_message_bytes=1 << 20)
+    channel.send({"type": "hello"}, time.monotonic() + 30)
+    deadline = time.monotonic() + 60
+    while running.process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sandbox_processes({running.uid})  # the daemon outlived the agent
+
+    try:
+        running.close()
+
+        deadline = time.monotonic() + 60
+        while sandbox_processes({running.uid}) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sandbox_processes({running.uid}) == []
+        assert len(reaper.held) == 1  # the sweep has not run
+    finally:
+        reaper.release()
+        assert reaper.flush(60)
+        sandbox.close()
+    assert not running.workdir.exists()
 
 
 class ReaperHeldUntilFlushed(HeldReaper):

@@ -70,7 +70,7 @@ def start_warm(sandbox: ProcessSandbox, source: AgentSource, limits: SandboxLimi
 
 def confinement(running: ProcessAgent) -> dict[str, object]:
     """What confines an agent's process, as the kernel sees it."""
-    pid = running.process.pid
+    pid = running.agent_pid()
     limits = Path(f"/proc/{pid}/limits").read_text()
     status = Path(f"/proc/{pid}/status").read_text()
     fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
@@ -80,7 +80,11 @@ def confinement(running: ProcessAgent) -> dict[str, object]:
         "uid_is_own": fields["Uid"].split()[0] == str(running.uid),
         "capabilities": fields["CapEff"].strip(),
         "no_new_privileges": fields.get("NoNewPrivs", "").strip(),
-        "network": os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net"),
+        **{
+            namespace: os.readlink(f"/proc/{pid}/ns/{namespace}")
+            != os.readlink(f"/proc/self/ns/{namespace}")
+            for namespace in ("net", "mnt", "pid")
+        },
         "workdir": (oct(workdir.st_mode & 0o777), workdir.st_uid == running.uid),
         "environment": sorted(
             entry.split(b"=", 1)[0]
@@ -116,10 +120,11 @@ def test_a_pooled_agent_is_confined_exactly_like_a_fresh_one(pooled, needs_root)
     fresh = pooled._launch(source, limits=limits, label="p1-fresh")
     try:
         # Both past the jail's set-up, waiting for their handshake.
-        assert wait_until_reading(lambda: fresh.process.pid, timeout=60)
+        assert wait_until_reading(fresh.agent_pid, timeout=60)
         assert confinement(warm) == confinement(fresh)
         assert warm.uid != fresh.uid and warm.token != fresh.token
-        assert confinement(warm)["network"] is True
+        assert confinement(warm)["net"] is True
+        assert confinement(warm)["mnt"] is confinement(warm)["pid"] is pooled.confined
         assert confinement(warm)["uid_is_own"] is True
         assert confinement(warm)["workdir"] == ("0o700", True)
     finally:

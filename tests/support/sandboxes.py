@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from sandboxes.base import AgentSource
+from sandboxes.confinement import probe
 from sandboxes.docker import DockerSandbox
 from sandboxes.process import UID_BASE, UID_COUNT, ProcessSandbox
 from tests.support.docker import docker_base_image, leftover_containers
@@ -97,6 +98,14 @@ def needs_root() -> None:
         "not root: agents get their own user ids and network namespace only when the "
         "referee runs as root, so this isolation cannot be tested",
     )
+
+
+@pytest.fixture
+def confined() -> None:
+    """Skips (or fails, with ``ARENA_REQUIRE_ALL``) where the process sandbox cannot
+    confine agents (``sandboxes.confinement.probe`` says why)."""
+    found = probe()
+    require(found.confined, f"agents cannot be confined here: {found.reason}")
 
 
 def processes_in_containers(container_ids: set[str]) -> list[tuple[int, str]]:

@@ -1,0 +1,150 @@
+"""An agent that searches the host finds nothing of the platform or of other agents, in each
+sandbox, and its duel goes on normally.
+
+The host is laid out as an attacker would hope to find it: an Arena instance's data (its
+SQLite database, a private upload holding a canary) where instances live (``/srv``,
+``/home``, ``/tmp``, ``/root``, the checkout's ``var/``), another agent of the same sandbox
+running beside it, a secret in the referee's environment, a service on a loopback port and
+on an abstract Unix socket. The agent (``tests/referee/agents/searches_the_host.py``) is
+told where to look; everything it gets that it must not is ``FOUND`` on its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from referee.duel import run_duel
+from sandboxes.base import AgentSource, SandboxLimits
+from sandboxes.process import PROJECT_DIR, ProcessSandbox
+from tests.support.sandboxes import AGENTS, agent
+
+FAST = {"matches": 2, "move_time": 5.0, "time_bank": 5.0, "startup_time": 120.0}
+PLANTED = "planted-by-an-agent"
+
+
+def _instance(root: Path, secret: str) -> list[Path]:
+    """An Arena instance's data under ``root``: its database and a private upload."""
+    var = root / "var"
+    upload = var / "media" / "revisions" / "tic_tac_toe" / "bob" / "v1"
+    upload.mkdir(parents=True)
+    (upload / "main.py").write_text(f"# canary {secret}\n")
+    with contextlib.closing(sqlite3.connect(var / "arena.sqlite3")) as database:
+        database.execute("create table auth_user (password text)")
+        database.execute("insert into auth_user values (?)", (f"pbkdf2_sha256$canary{secret}",))
+        database.commit()
+    # As an instance made before its data was private: readable by anyone.
+    for path in [root, *root.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return [var, upload, var / "arena.sqlite3"]
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, object]]:
+    secret = secrets.token_hex(12)
+    made: list[Path] = []
+    guesses: list[Path] = []
+    for parent in ("/srv", "/home", tempfile.gettempdir(), "/root", str(PROJECT_DIR / "var")):
+        with contextlib.suppress(OSError):
+            Path(parent).mkdir(parents=True, exist_ok=True)
+            root = Path(tempfile.mkdtemp(prefix="arena-instance-", dir=parent))
+            made.append(root)
+            guesses += _instance(root, secret)
+    guesses += [PROJECT_DIR, PROJECT_DIR / "core" / "settings.py", PROJECT_DIR / "var"]
+    monkeypatch.setenv("ARENA_TEST_REFEREE_SECRET", secret)
+    with (
+        socket.create_server(("127.0.0.1", 0)) as server,
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as abstract,
+    ):
+        abstract_name = f"arena-test-{secrets.token_hex(6)}"
+        abstract.bind(f"\0{abstract_name}")
+        abstract.listen()
+        yield {
+            "secret": secret,
+            "guesses": guesses,
+            "port": server.getsockname()[1],
+            "abstract": abstract_name,
+        }
+    for root in made:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def searcher(host: dict[str, object], victim: Path) -> AgentSource:
+    guesses = [str(path) for path in host["guesses"]] + [str(victim)]  # type: ignore[attr-defined]
+    return AgentSource.from_path(
+        AGENTS / "searches_the_host.py",
+        {
+            "HUNT_SECRET": str(host["secret"]),
+            "HUNT_PATHS": ":".join(guesses),
+            "HUNT_PORTS": str(host["port"]),
+            "HUNT_ABSTRACT": str(host["abstract"]),
+        },
+    )
+
+
+def victim_folder(backend: object, running: object) -> Path:
+    """Where the other agent's files are on the host."""
+    if isinstance(backend, ProcessSandbox):
+        return running.workdir  # type: ignore[attr-defined,no-any-return]
+    return running.folder / "agent"  # type: ignore[attr-defined,no-any-return]
+
+
+@pytest.mark.usefixtures("confined")
+@pytest.mark.parametrize("seat", [1, 2])
+def test_an_agent_that_searches_the_host_finds_nothing_and_plays_on(any_backend, host, seat):
+    victim = any_backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="victim")
+    try:
+        victim_files = victim_folder(any_backend, victim)
+        (victim_files / "canary.txt").write_text(f"canary {host['secret']}\n")
+        sources = [agent("random_agent.py")]
+        sources.insert(seat - 1, searcher(host, victim_files))
+
+        result = run_duel("tic_tac_toe", tuple(sources), backend=any_backend, seed=3, **FAST)
+    finally:
+        victim.close()
+
+    log = result.logs[seat - 1]
+    assert not result.infrastructure_error
+    document = result.as_json()
+    assert document["errors"] == [0, 0] and document["other_errors"] == 0
+    assert document["num_matches"] == 2
+    assert "search done" in log
+    assert "FOUND" not in log, log
+    # It did try each way out.
+    for attempt in ("searched port", "searched socket", "searched writing", "/srv/arena-"):
+        assert attempt in log
+    for guess in host["guesses"]:
+        if Path(guess).is_dir():
+            assert not (Path(guess) / PLANTED).exists()
+
+
+def test_the_search_finds_what_an_unconfined_agent_can_read(host, sandbox_root):
+    # The check can fail: the same search in the sandbox with its confinement turned off
+    # (run as it was before bubblewrap) finds the instance's database and the canary.
+    backend = ProcessSandbox(sandbox_root, confine=False)
+    try:
+        victim = backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="victim")
+        try:
+            result = run_duel(
+                "tic_tac_toe",
+                (searcher(host, victim.workdir), agent("random_agent.py")),
+                backend=backend,
+                seed=3,
+                **FAST,
+            )
+        finally:
+            victim.close()
+    finally:
+        backend.close()
+
+    assert "FOUND read /srv/arena-instance-" in result.logs[0]
+    assert "SQLite format 3" in result.logs[0]
