@@ -43,12 +43,14 @@ RUN apt-get update -qq \
 COPY --from=dependencies /opt/arena/venv /opt/arena/venv
 
 # The user every service runs as; its group also owns the engine proxy's socket folder.
+# Its data is its own (core.private_data): the named volumes start from these folders' modes.
 RUN groupadd --gid 10100 arena \
     && useradd --uid 10100 --gid 10100 --home-dir /srv/arena --no-create-home \
         --shell /usr/sbin/nologin arena \
     && mkdir -p /srv/arena/static /srv/arena/media /srv/arena/var /srv/arena/publisher \
         /run/arena-engine \
-    && chown -R arena:arena /srv/arena /run/arena-engine
+    && chown -R arena:arena /srv/arena /run/arena-engine \
+    && chmod 0700 /srv/arena/media /srv/arena/var /srv/arena/publisher
 
 COPY --chown=root:root --from=source /src /opt/arena/app
 WORKDIR /opt/arena/app

@@ -7,9 +7,25 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.conf import settings
         from django.db.backends.signals import connection_created
 
         from core.page_cache import watch_connection
+        from core.private_data import keep_private
+
+        # Before anything is written: the database, uploads, logs, the broker and caches
+        # are this user's alone, and an older instance's are put right (core.private_data).
+        keep_private(
+            [
+                settings.VAR_DIR,
+                settings.MEDIA_ROOT,
+                settings.ARENA_BUILD_ROOT,
+                settings.ARENA_PUBLISH_WORKDIR,
+                settings.ARENA_WHEEL_CACHE,
+                settings.ARENA_BASE_IMAGE_CACHE,
+            ],
+            create=settings.VAR_DIR,
+        )
 
         # Every write to the pages' tables makes the cached pages stale (core.page_cache).
         connection_created.connect(watch_connection, dispatch_uid="arena-page-cache")

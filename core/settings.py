@@ -76,7 +76,8 @@ def database_from_url(url: str) -> dict[str, object]:
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path)
         if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            # Owner-only, as all of Arena's data (core.private_data).
+            Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # The embedded default writes from several threads (the gateway's referees) and
         # processes (the gateway, its worker and the worker's pool): a transaction takes
         # the write lock when it begins (a read turned write later fails at once when

@@ -189,4 +189,5 @@ def _extract_zip(content: bytes, destination: Path, limits: UploadLimits) -> Non
                         )
                     sink.write(chunk)
             executable = (info.external_attr >> 16) & 0o111
-            target.chmod(0o755 if executable else 0o644)
+            # Private: a sandbox gives its agent a copy it may read (core.private_data).
+            target.chmod(0o700 if executable else 0o600)

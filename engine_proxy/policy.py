@@ -392,7 +392,7 @@ _TOP_LEVEL = {
 }  # fmt: skip
 _HOST_CONFIG = {
     "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "ReadonlyRootfs", "NetworkMode",
-    "CapDrop", "SecurityOpt", "Binds", "Ulimits", "LogConfig", "Tmpfs", "Init",
+    "CapDrop", "SecurityOpt", "Binds", "Ulimits", "LogConfig", "Tmpfs", "Init", "IpcMode",
 }  # fmt: skip
 _BOOLEANS = {
     "Tty",
@@ -410,7 +410,8 @@ def check_container_config(policy: Policy, config: Any) -> None:
 
     Every field must be one the sandbox sends, spelled as it spells it (the engine reads
     JSON field names case-insensitively, so an unknown spelling is refused, never
-    ignored); ``Privileged``, ``CapAdd``, ``Devices``, namespace modes, ``Mounts``,
+    ignored); ``Privileged``, ``CapAdd``, ``Devices``, namespace modes (but ``IpcMode``,
+    which must be ``none``), ``Mounts``,
     ``VolumesFrom``, ``Runtime``... are not among them.
     """
     if not isinstance(config, dict):
@@ -457,6 +458,8 @@ def _check_host_config(policy: Policy, host: Any) -> None:
         raise Refused("HostConfig.NetworkMode must be none")
     if host.get("ReadonlyRootfs") is not True:
         raise Refused("HostConfig.ReadonlyRootfs must be true")
+    if host.get("IpcMode") != "none":
+        raise Refused("HostConfig.IpcMode must be none (no /dev/shm: /tmp is the only place to write)")
     if _strings(host.get("CapDrop"), "HostConfig.CapDrop") != ["ALL"]:
         raise Refused("HostConfig.CapDrop must be [ALL]")
     options = _strings(host.get("SecurityOpt"), "HostConfig.SecurityOpt")

@@ -88,7 +88,8 @@ def _copy_source(source: Path, target: Path, *, max_bytes: int) -> list[SkippedF
         destination = target / name
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, destination)
-        destination.chmod(0o755 if path.stat().st_mode & 0o111 else 0o644)
+        # Git records only whether a file is executable; the clone is Arena's alone.
+        destination.chmod(0o700 if path.stat().st_mode & 0o111 else 0o600)
     return skipped
 
 

@@ -102,8 +102,8 @@ def container_command(entry: str, kind: EntryKind) -> list[str]:
 def confinement(*, memory_mb: int, max_processes: int) -> dict[str, Any]:
     """The ``docker_engine.container_start`` options that confine every container Arena
     starts from an agent's image (agents, and the builder's probes of an image): no
-    network, no swap, one CPU, a process limit, a read-only root with a small tmpfs, an
-    unprivileged user, no capabilities, no new privileges, a capped engine log. The
+    network, no swap, one CPU, a process limit, a read-only root with a small tmpfs and no
+    ``/dev/shm``, an unprivileged user, no capabilities, no new privileges, a capped engine log. The
     engine proxy refuses to create a container without them (docs/sandboxes.md)."""
     mib = 1024 * 1024
     return {
@@ -116,6 +116,8 @@ def confinement(*, memory_mb: int, max_processes: int) -> dict[str, Any]:
         "pids_limit": max_processes,
         "read_only": True,
         "tmpfs": {"/tmp": f"size={TMPFS_MB}m,mode=1777"},
+        # An IPC namespace of its own with no /dev/shm: /tmp is its only writable place.
+        "ipc_mode": "none",
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "log_max_bytes": ENGINE_LOG_BYTES,
@@ -510,7 +512,7 @@ class DockerSandbox:
                 # Named after the token on the container, so a sweep can pair them; short,
                 # because a Unix socket's path inside it may not pass 107 bytes.
                 folder = self.root / f"{_short_name(label)}-{token}"
-                folder.mkdir(mode=0o755)
+                folder.mkdir(mode=0o700)
                 cleanup.callback(shutil.rmtree, folder, ignore_errors=True)
                 agent_dir = folder / "agent"
                 agent_dir.mkdir()
@@ -518,7 +520,10 @@ class DockerSandbox:
                     source.copy_into(agent_dir)
                     _make_readable(agent_dir)
                 socket_dir = folder / "run"
-                socket_dir.mkdir(mode=0o755)
+                socket_dir.mkdir()
+                # Mounted: the container's user reaches the socket through this folder only
+                # (whatever the umask of the process that runs the sandbox).
+                os.chmod(socket_dir, 0o755)
                 listener = cleanup.enter_context(self._listen(socket_dir))
                 container = docker_engine.container_start(
                     image=image,

@@ -27,6 +27,8 @@ done
 port=${ARENA_PORT:-8000}
 
 scripts/setup.sh
+# Arena's data in var/ is owner-only, the logs this script writes there too.
+umask 077
 .venv/bin/python manage.py migrate --verbosity 0
 
 llm_port=${ARENA_DEMO_LLM_PORT:-8011}

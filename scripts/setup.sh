@@ -68,7 +68,8 @@ docker_answers() {
 }
 if [ "$want_system" = 1 ] && [ -z "${DOCKER_HOST:-}" ] && ! docker_answers; then
   if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/dockerd ]; then
-    mkdir -p var/log
+    # var/ is Arena's private data (core/private_data.py): owner-only from the start.
+    (umask 077 && mkdir -p var/log && touch var/log/dockerd.log)
     say "starting dockerd in the background (log: var/log/dockerd.log)"
     setsid nohup /usr/sbin/dockerd >>var/log/dockerd.log 2>&1 </dev/null &
     for _ in $(seq 1 120); do
