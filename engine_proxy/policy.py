@@ -459,7 +459,7 @@ def _check_host_config(policy: Policy, host: Any) -> None:
     if host.get("ReadonlyRootfs") is not True:
         raise Refused("HostConfig.ReadonlyRootfs must be true")
     if host.get("IpcMode") != "none":
-        raise Refused("HostConfig.IpcMode must be none (no /dev/shm: /tmp is the only place to write)")
+        raise Refused("HostConfig.IpcMode must be none (no /dev/shm: /tmp is the place to write)")
     if _strings(host.get("CapDrop"), "HostConfig.CapDrop") != ["ALL"]:
         raise Refused("HostConfig.CapDrop must be [ALL]")
     options = _strings(host.get("SecurityOpt"), "HostConfig.SecurityOpt")

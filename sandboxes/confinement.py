@@ -164,7 +164,7 @@ def bwrap_command(
         if top.is_symlink():
             arguments += ["--symlink", os.readlink(top), str(top)]
     for folder in view.runtime:
-        arguments += _dirs(folder, made) + ["--ro-bind", folder, folder]
+        arguments += [*_dirs(folder, made), "--ro-bind", folder, folder]
         made.add(folder)
     arguments += ["--perms", "0755", "--dir", "/etc"]
     made.add("/etc")
@@ -172,7 +172,7 @@ def bwrap_command(
         arguments += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for folder in view.hidden:
         arguments += ["--tmpfs", folder]
-    arguments += _dirs(SDK_DIR, made) + ["--ro-bind", str(sdk_dir), SDK_DIR]
+    arguments += [*_dirs(SDK_DIR, made), "--ro-bind", str(sdk_dir), SDK_DIR]
     arguments += ["--ro-bind", str(agent_dir), AGENT_DIR]
     arguments += ["--size", str(TMPFS_MB * 1024 * 1024), "--perms", "01777"]
     arguments += ["--tmpfs", SCRATCH_DIR, "--proc", "/proc", "--dev", "/dev"]

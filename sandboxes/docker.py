@@ -35,12 +35,12 @@ from typing import Any
 
 from sandboxes import docker_engine
 from sandboxes.base import (
+    TMPFS_MB,
     AgentLog,
     AgentSource,
     EntryKind,
     MoveKey,
     SandboxError,
-    TMPFS_MB,
     SandboxLimits,
     Termination,
     agent_environment,

@@ -66,7 +66,8 @@ def _set_streams_aside():
 
 def trial(command):
     """Run ``command`` (a ``bwrap`` command line, which reports itself) through the jail
-    as an agent would be, with no limits and nothing on its streams; returns (reported on READY_FD, exit status or None, its stderr)."""
+    as an agent would be, with no limits and nothing on its streams; returns (reported on
+    READY_FD, exit status or None, its stderr)."""
     import subprocess
 
     read_end, write_end = os.pipe()

@@ -491,7 +491,7 @@ class ProcessSandbox:
         if confine and not self.confinement.confined:
             raise SandboxError(self.confinement.reason)
         if self.confinement.confined and self.confinement.as_root != self.isolate_users:
-            raise SandboxError("a confined agent runs under its own user id exactly when root runs it")
+            raise SandboxError("confined, agents run under their own user ids exactly as root")
         self.python = python or self._default_python()
         self._view: confinement.View | None = (
             confinement.view(self.python, hidden=[PROJECT_DIR, self.root, *hidden])

@@ -59,9 +59,7 @@ def read_and_judge(path):
 
 def walk(top):
     for folder, folders, files in os.walk(top, onerror=lambda error: None):
-        folders[:] = [
-            name for name in folders if os.path.join(folder, name) not in SKIPPED
-        ]
+        folders[:] = [name for name in folders if os.path.join(folder, name) not in SKIPPED]
         for name in files + folders:
             path = os.path.join(folder, name)
             if any(fnmatch.fnmatch(name, pattern) for pattern in INTERESTING):
@@ -74,7 +72,7 @@ def walk(top):
 
 def search_files():
     walk("/")
-    for guess in GUESSES + ["/home", "/root", "/srv"]:
+    for guess in [*GUESSES, "/home", "/root", "/srv"]:
         say("searched " + guess)
         if os.path.isfile(guess):
             read_and_judge(guess)
@@ -108,8 +106,18 @@ def search_processes():
 
 
 def try_writing():
-    for folder in ["/", "/agent", "/opt/arena/sdk", "/usr", "/etc", "/var/tmp", "/dev/shm",
-                   "/run", os.getcwd(), *GUESSES]:
+    for folder in [
+        "/",
+        "/agent",
+        "/opt/arena/sdk",
+        "/usr",
+        "/etc",
+        "/var/tmp",
+        "/dev/shm",
+        "/run",
+        os.getcwd(),
+        *GUESSES,
+    ]:
         if not os.path.isdir(folder):
             continue
         path = os.path.join(folder, "planted-by-an-agent")
