@@ -8,8 +8,10 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.core import checks
         from django.db.backends.signals import connection_created
 
+        from core.confinement import check_confinement
         from core.page_cache import watch_connection
         from core.private_data import keep_private
 
@@ -27,5 +29,7 @@ class CoreConfig(AppConfig):
             create=settings.VAR_DIR,
         )
 
+        # Says at start when agents cannot be confined here (core.confinement).
+        checks.register(check_confinement)
         # Every write to the pages' tables makes the cached pages stale (core.page_cache).
         connection_created.connect(watch_connection, dispatch_uid="arena-page-cache")

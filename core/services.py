@@ -12,6 +12,7 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.db.models import Max, ProtectedError, Q
 
+from core.confinement import upload_refusal
 from core.errors import ArenaError
 from core.jobs import idle, job_done, job_reset, jobs_queue
 from core.models import (
@@ -76,6 +77,9 @@ def revision_create(
             f"{competitor.name} is an LLM player (Arena's harness prompts its model); upload "
             "code under another name"
         )
+    refusal = upload_refusal(uploaded_by)
+    if refusal:
+        raise UploadRejected(refusal)
     summary = inspect_upload(filename, content, limits or upload_limits())
     sha256 = hashlib.sha256(content).hexdigest()
     with transaction.atomic():

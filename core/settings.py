@@ -313,11 +313,18 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = ARENA_UPLOAD_MAX_BYTES + 1024 * 1024
 ARENA_BUILD_ROOT = Path(env_str("ARENA_BUILD_ROOT", str(VAR_DIR / "builds")))
 #: Where the process sandbox makes each agent's private working directory.
 ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
-# The process sandbox: the Python that runs agents (empty: the referee's own, or a
-# system one the sandbox users may run), and, as root, the pool of agents' user ids.
+# The process sandbox: the Python that runs agents (empty: Debian's /usr/bin/python3
+# where agents are confined, else the referee's own, or a system one the sandbox users may
+# run), and, as root, the pool of agents' user ids.
 ARENA_AGENT_PYTHON = env_str("ARENA_AGENT_PYTHON", "")
 ARENA_SANDBOX_UID_BASE = env_int("ARENA_SANDBOX_UID_BASE", 1_900_000)
 ARENA_SANDBOX_UID_COUNT = env_int("ARENA_SANDBOX_UID_COUNT", 1000)
+#: Accept uploads from people other than organizers although the process sandbox cannot
+#: confine agents here (no bubblewrap, or neither root nor user namespaces): their code
+#: could then read every file of this machine that its user may read, Arena's data
+#: included where it is not private. Off, such uploads are refused with the reason
+#: (docs/sandboxes.md); the docker sandbox always confines.
+ARENA_ALLOW_UNCONFINED_AGENTS = env_bool("ARENA_ALLOW_UNCONFINED_AGENTS", False)
 #: A duel of a game played in turns runs its referee and its agents on one CPU of their
 #: own while one is free, where the sandbox can pin them (the process sandbox's): on a
 #: virtual machine it halves a quick move's time. An agent that computes while its

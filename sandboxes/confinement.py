@@ -103,11 +103,12 @@ def view(python: str, *, hidden: Iterable[Path] = ()) -> View:
     if not _inside(executable, runtime):
         # <prefix>/bin/python3.x: the prefix holds its standard library and shared libraries.
         runtime.append(str(executable.parent.parent))
+    # Only folders that exist: bwrap cannot make a mount point in a read-only folder.
     covered = sorted(
         {
-            str(Path(os.path.realpath(path)))
+            os.path.realpath(path)
             for path in hidden
-            if _inside(Path(os.path.realpath(path)), runtime)
+            if os.path.isdir(path) and _inside(Path(os.path.realpath(path)), runtime)
         }
     )
     return View(python=str(executable), runtime=tuple(runtime), hidden=tuple(covered))

@@ -21,6 +21,10 @@ say() { printf 'arena setup: %s\n' "$*"; }
 # mirror because no container registry is reachable), and Debian's docker-compose (the
 # deployment's compose files are checked with it).
 missing=()
+# bubblewrap confines the process sandbox's agents (the embedded default's): wanted by the
+# demo too, so installed whenever root can (without it Arena says so and accepts uploads
+# from organizers only).
+command -v bwrap >/dev/null || missing+=(bubblewrap)
 if [ "$want_system" = 1 ]; then
   command -v node >/dev/null || missing+=(nodejs)
   /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing+=(python3-numpy)

@@ -340,3 +340,20 @@ def test_deleting_a_revision_that_played_outside_a_tournament_withdraws_it(
 
     assert body(response)["outcome"] == "withdrawn"
     assert "it played duels" in body(response)["message"]
+
+
+def test_it_refuses_an_attendees_upload_where_agents_cannot_be_confined(
+    client, alice, bearer, settings, monkeypatch
+):
+    from core import confinement
+    from sandboxes.confinement import Confinement
+
+    reason = "bubblewrap is not installed"
+    monkeypatch.setattr(confinement, "probe", lambda: Confinement(None, False, reason))
+
+    refused = upload(client, bearer(alice, "submit"))
+
+    assert refused.status_code == 422
+    assert body(refused)["error"]["code"] == "upload_rejected"
+    assert reason in body(refused)["error"]["message"]
+    assert nothing_stored(settings)

@@ -148,3 +148,37 @@ def test_the_search_finds_what_an_unconfined_agent_can_read(host, sandbox_root):
 
     assert "FOUND read /srv/arena-instance-" in result.logs[0]
     assert "SQLite format 3" in result.logs[0]
+
+
+@pytest.mark.usefixtures("confined", "needs_root")
+def test_arenas_data_inside_the_agents_runtime_is_covered(host, sandbox_root):
+    # An instance installed under /usr/local: its data lies inside the runtime bound into
+    # every agent's view, and is covered there with an empty folder.
+    secret = str(host["secret"])
+    installed = Path(tempfile.mkdtemp(prefix="arena-instance-", dir="/usr/local"))
+    try:
+        database, upload = _instance(installed, secret)[2], _instance_upload(installed)
+        hunted = {**host, "guesses": [database, upload]}
+        logs = {}
+        for hidden in ([], [installed / "var"]):
+            backend = ProcessSandbox(sandbox_root, hidden=hidden)
+            try:
+                result = run_duel(
+                    "tic_tac_toe",
+                    (searcher(hunted, sandbox_root), agent("random_agent.py")),
+                    backend=backend,
+                    seed=3,
+                    **FAST,
+                )
+            finally:
+                backend.close()
+            logs[bool(hidden)] = result.logs[0]
+    finally:
+        shutil.rmtree(installed)
+
+    assert f"FOUND read {database}" in logs[False]  # the check can fail
+    assert "FOUND" not in logs[True] and "search done" in logs[True]
+
+
+def _instance_upload(root: Path) -> Path:
+    return root / "var" / "media" / "revisions" / "tic_tac_toe" / "bob" / "v1" / "main.py"

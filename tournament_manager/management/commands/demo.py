@@ -16,6 +16,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from core.accounts import random_password, user_create
+from core.confinement import agents_confinement, upload_refusal
 from core.embedded_worker import EmbeddedWorker, site_worker
 from core.errors import ArenaError
 from core.llm import llm_player_register, llm_player_update
@@ -126,6 +127,7 @@ class Command(BaseCommand):
     )
     #: The embedded broker's worker, while this command runs it.
     worker: EmbeddedWorker | None = None
+    organizer: User
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -184,9 +186,13 @@ class Command(BaseCommand):
                 f"unknown game(s): {', '.join(unknown)} (games: {', '.join(sorted(environments))})"
             )
         self.stdout.write(f"Imported {len(environments)} games: {', '.join(sorted(environments))}")
+        warning = agents_confinement().warning()
+        if warning:
+            self.stdout.write(self.style.WARNING(warning))
         organizer, organizer_password = self.demo_user(
             ORGANIZER_EMAIL, "Demo organizer", Role.ORGANIZER
         )
+        self.organizer = organizer
         attendee, attendee_password = self.demo_user(ATTENDEE_EMAIL, "Demo attendee", Role.ATTENDEE)
         invite = self.invite(organizer)
 
@@ -436,7 +442,9 @@ class Command(BaseCommand):
         if revision is None:
             revision = revision_create(
                 competitor=competitor,
-                uploaded_by=owner,
+                # The project's own reference players: where agents cannot be confined,
+                # the organizer puts in the attendee's too (core.confinement).
+                uploaded_by=self.organizer if upload_refusal(owner) else owner,
                 filename=player.filename,
                 content=player.content,
             )
