@@ -27,6 +27,10 @@ Arena, warm pool
     (``ARENA_SANDBOX_POOL_SIZE``): each duel starts the agents' next copies in the
     background, and takes the copies the previous duel started. The target is judged on
     this row, the 200-match duel's.
+Arena, unconfined
+    The N-match duel and the short duels in a process sandbox with its confinement
+    turned off (no bubblewrap: as before issue 37), in the same rounds: what confinement
+    costs a duel (its agents' start-up), side by side.
 floors
     The pipe ping-pong and the JSON ping-pong of ``bench_referee`` (one line each way per
     move between this process and a child on the agents' interpreter; the second with the
@@ -208,6 +212,8 @@ def measure(
     kaggle = Kaggle(options.kaggle_python)
     agent = AgentSource.from_path(RANDOM_PLAYER)
     process = ProcessSandbox()
+    # As before issue 37, for the cost of confinement.
+    unconfined = ProcessSandbox(confine=False)
     # As a worker runs duels: the agents' next copies start with each duel (warm pool).
     warm = ProcessSandbox(pool_size=POOL_SIZE)
     per_duel = load_info(ENVIRONMENT).matches_per_duel
@@ -218,12 +224,14 @@ def measure(
         "arena_warm": [],
         "arena_short": [],
         "arena_short_warm": [],
+        "arena_unconfined": [],
+        "arena_short_unconfined": [],
     }
     runs.update({name: [] for name in extra})
     floors: dict[str, list[float]] = {"pipe": [], "json": []}
     try:
         # Not timed: the SDK copy for the sandbox, the image's pages, the first pool.
-        for backend in (process, warm, *extra.values()):
+        for backend in (process, unconfined, warm, *extra.values()):
             arena_duel(agent, backend, 2, SEED)
         for round_index in range(plan.rounds):
             seed = SEED + 1000 * round_index
@@ -235,6 +243,10 @@ def measure(
             )
             runs["arena_short_warm"].append(
                 arena_short_duels(agent, warm, plan.short_duel_matches, per_duel, seed)
+            )
+            runs["arena_unconfined"].append(arena_duel(agent, unconfined, plan.duel_matches, seed))
+            runs["arena_short_unconfined"].append(
+                arena_short_duels(agent, unconfined, plan.short_duel_matches, per_duel, seed)
             )
             for name, backend in extra.items():
                 pool = getattr(backend, "pool", None)
@@ -257,6 +269,8 @@ def measure(
     finally:
         kaggle.close()
         warm.close()
+        process.close()
+        unconfined.close()
         for backend in extra.values():
             backend.close()  # type: ignore[attr-defined]
 
@@ -297,7 +311,11 @@ def measure(
             "load_average_after": os.getloadavg(),
         },
         "kaggle": {"version": kaggle.version, "python": str(options.kaggle_python)},
-        "sandbox": {"isolate_users": process.isolate_users, "agent_python": process.python},
+        "sandbox": {
+            "confined": process.confined,
+            "isolate_users": process.isolate_users,
+            "agent_python": process.python,
+        },
         "plan": dataclasses.asdict(plan),
         "matches_per_duel": per_duel,
         "rows": rows,
@@ -318,6 +336,10 @@ def _row_names(figures: dict[str, Any]) -> dict[str, str]:
         "arena_warm": f"Arena, process, warm pool, {matches}-match duel",
         "arena_short": f"Arena, process sandbox, {figures['matches_per_duel']}-match duels",
         "arena_short_warm": f"Arena, process, warm pool, {figures['matches_per_duel']}-match duels",
+        "arena_unconfined": f"Arena, process, unconfined, {matches}-match duel",
+        "arena_short_unconfined": (
+            f"Arena, process, unconfined, {figures['matches_per_duel']}-match duels"
+        ),
         "docker": f"Arena, docker cold, {matches}-match duel",
         "docker_warm": f"Arena, docker warm pool, {matches}-match duel",
         "pipe_floor": "floor: pipe ping-pong, per match",
@@ -337,15 +359,16 @@ def table(figures: dict[str, Any]) -> str:
         + ", after "
         + ", ".join(f"{value:.2f}" for value in machine["load_average_after"]),
         f"kaggle-environments {figures['kaggle']['version']} on {figures['kaggle']['python']}; "
-        f"Arena's agents on {figures['sandbox']['agent_python']}",
+        f"Arena's agents on {figures['sandbox']['agent_python']}, confined (bubblewrap): "
+        f"{figures['sandbox'].get('confined')}",
         "",
-        f"{'row':<40} {'matches/s (range)':>26} {'x kaggle (range)':>24} {'moves/match':>12}",
+        f"{'row':<46} {'matches/s (range)':>26} {'x kaggle (range)':>24} {'moves/match':>12}",
     ]
     for name, row in figures["rows"].items():
         rate, ratio = row["matches_per_second"], row["over_kaggle"]
         rates = f"{rate['median']:,.1f} ({rate['low']:,.1f}-{rate['high']:,.1f})"
         ratios = f"{ratio['median']:,.1f} ({ratio['low']:,.1f}-{ratio['high']:,.1f})"
-        lines.append(f"{names[name]:<40} {rates:>26} {ratios:>24} {row['moves_per_match']:>12.1f}")
+        lines.append(f"{names[name]:<46} {rates:>26} {ratios:>24} {row['moves_per_match']:>12.1f}")
     verdict = "met" if figures["target_met"] else "NOT met"
     lines += ["", f"target: Arena >= {figures['target_over_kaggle']:.0f}x kaggle: {verdict}"]
     return "\n".join(lines)

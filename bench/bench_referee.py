@@ -24,6 +24,14 @@ referee
     SDK. Moves are counted from the match records and timed by the sum of the
     match durations, so agent start-up is left out; the wall time of the whole duel,
     start-up included, is reported on its own.
+referee, unconfined
+    The same in the process sandbox with its confinement turned off (no bubblewrap: the
+    agents see the host's files, as before issue 37), in the same rounds: what the
+    confinement costs a move (nothing is expected: it acts at start-up only).
+
+And the start-up of one agent (from ``start`` until its answer to the handshake) in the
+process sandbox confined, unconfined, and confined with the warm pool (the copy started
+ahead for the next duel), each the median of several starts.
 
 Repetitions are interleaved (one of each per round) so that a slow patch of the
 machine hits every measurement alike. No CPU is pinned: the referee and its agents
@@ -56,9 +64,10 @@ if str(SDK_PATH) not in sys.path:  # running from a checkout without installing 
 from arena_sdk import protocol  # noqa: E402
 
 from environments.registry import make_environment  # noqa: E402
+from referee.channel import Channel  # noqa: E402
 from referee.duel import run_duel  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
-from sandboxes.base import AgentSource  # noqa: E402
+from sandboxes.base import AgentSource, SandboxLimits  # noqa: E402
 from sandboxes.process import ProcessSandbox  # noqa: E402
 
 ENVIRONMENT = "connect_four"
@@ -113,10 +122,12 @@ class Plan:
     in_process_moves: int
     ping_pong_moves: int
     duel_matches: int
+    #: Agent starts timed per round, in each way of starting one.
+    starts: int
 
 
-FULL = Plan(rounds=7, in_process_moves=200_000, ping_pong_moves=20_000, duel_matches=100)
-QUICK = Plan(rounds=1, in_process_moves=5_000, ping_pong_moves=500, duel_matches=10)
+FULL = Plan(rounds=7, in_process_moves=200_000, ping_pong_moves=20_000, duel_matches=100, starts=5)
+QUICK = Plan(rounds=1, in_process_moves=5_000, ping_pong_moves=500, duel_matches=10, starts=2)
 
 
 @dataclasses.dataclass
@@ -240,6 +251,27 @@ def bench_duel(agent: AgentSource, backend: ProcessSandbox, matches: int, seed: 
     )
 
 
+def bench_startups(agent: AgentSource, backend: ProcessSandbox, starts: int) -> list[float]:
+    """Seconds from ``start`` until the agent has answered the handshake, for each of
+    ``starts`` agents (with a warm pool: each the copy started ahead, once ready)."""
+    seconds = []
+    for _ in range(starts):
+        if backend.pool is not None:
+            backend.pool.wait_until_ready(60)
+        started = time.perf_counter()
+        running = backend.start(agent, limits=SandboxLimits(), label="bench-start")
+        try:
+            channel = Channel(running, max_message_bytes=1 << 16)
+            deadline = time.monotonic() + 60
+            channel.send({"type": "hello", "protocol": protocol.PROTOCOL_VERSION}, deadline)
+            if channel.receive(deadline).get("type") != "ready":
+                raise SystemExit("bench_referee: the agent did not answer the handshake")
+            seconds.append(time.perf_counter() - started)
+        finally:
+            running.close()
+    return seconds
+
+
 def _check_clean(result: DuelResult) -> None:
     """A benchmark of a failing duel measures the failure: stop instead."""
     faults = [fault.describe() for match in result.matches for fault in match.faults]
@@ -250,31 +282,54 @@ def _check_clean(result: DuelResult) -> None:
 
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     backend = ProcessSandbox()
+    # The same sandbox as before issue 37, in the same rounds: what confinement costs.
+    unconfined = ProcessSandbox(confine=False)
+    warm = ProcessSandbox(pool_size=1)
     in_process: list[float] = []
     ping_pong: list[float] = []
     json_ping_pong: list[float] = []
     duels: list[DuelRun] = []
+    unconfined_duels: list[DuelRun] = []
+    startups: dict[str, list[float]] = {"confined": [], "unconfined": [], "confined_warm": []}
     with tempfile.TemporaryDirectory(prefix="bench-referee-") as folder:
         agent_path = Path(folder) / "random_agent.py"
         agent_path.write_text(RANDOM_AGENT)
         agent = AgentSource.from_path(agent_path)
-        # The first duel ever run also copies the SDK for the sandbox: not measured.
-        bench_duel(agent, backend, matches=2, seed=SEED)
-        for round_index in range(plan.rounds):
-            seed = SEED + round_index
-            in_process.append(bench_in_process(plan.in_process_moves, seed))
-            # The children run the agents' interpreter, so both sides compare alike.
-            ping_pong.append(bench_ping_pong(backend.python, plan.ping_pong_moves))
-            json_ping_pong.append(bench_json_ping_pong(backend.python, plan.ping_pong_moves))
-            duels.append(bench_duel(agent, backend, plan.duel_matches, seed))
-            report(
-                f"round {round_index + 1}/{plan.rounds}: in-process {in_process[-1]:,.0f}, "
-                f"ping-pong {ping_pong[-1]:,.0f}, JSON ping-pong {json_ping_pong[-1]:,.0f}, "
-                f"referee {duels[-1].moves_per_second:,.0f} moves/s; "
-                f"duel {duels[-1].wall_seconds:.3f} s"
-            )
+        try:
+            # The first duel ever run also copies the SDK for the sandbox: not measured.
+            for sandbox in (backend, unconfined, warm):
+                bench_duel(agent, sandbox, matches=2, seed=SEED)
+            for round_index in range(plan.rounds):
+                seed = SEED + round_index
+                in_process.append(bench_in_process(plan.in_process_moves, seed))
+                # The children run the agents' interpreter, so both sides compare alike.
+                ping_pong.append(bench_ping_pong(backend.python, plan.ping_pong_moves))
+                json_ping_pong.append(bench_json_ping_pong(backend.python, plan.ping_pong_moves))
+                duels.append(bench_duel(agent, backend, plan.duel_matches, seed))
+                unconfined_duels.append(bench_duel(agent, unconfined, plan.duel_matches, seed))
+                for name, sandbox in (
+                    ("confined", backend),
+                    ("unconfined", unconfined),
+                    ("confined_warm", warm),
+                ):
+                    startups[name] += bench_startups(agent, sandbox, plan.starts)
+                report(
+                    f"round {round_index + 1}/{plan.rounds}: in-process {in_process[-1]:,.0f}, "
+                    f"ping-pong {ping_pong[-1]:,.0f}, JSON ping-pong {json_ping_pong[-1]:,.0f}, "
+                    f"referee {duels[-1].moves_per_second:,.0f} "
+                    f"(unconfined {unconfined_duels[-1].moves_per_second:,.0f}) moves/s; "
+                    f"duel {duels[-1].wall_seconds:.3f} s; start-up "
+                    + ", ".join(
+                        f"{name} {statistics.median(values[-plan.starts :]) * 1000:.1f} ms"
+                        for name, values in startups.items()
+                    )
+                )
+        finally:
+            for sandbox in (backend, unconfined, warm):
+                sandbox.close()
 
     referee = [duel.moves_per_second for duel in duels]
+    referee_unconfined = [duel.moves_per_second for duel in unconfined_duels]
     in_process_rate = statistics.median(in_process)
     ping_pong_rate = statistics.median(ping_pong)
     json_ping_pong_rate = statistics.median(json_ping_pong)
@@ -290,6 +345,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         },
         "sandbox": {
             "backend": backend.name,
+            "confined": backend.confined,
             "isolate_users": backend.isolate_users,
             "agent_python": backend.python,
         },
@@ -303,6 +359,14 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         "referee_over_ping_pong": referee_rate / ping_pong_rate,
         "referee_over_json_ping_pong": referee_rate / json_ping_pong_rate,
         "referee_over_in_process": referee_rate / in_process_rate,
+        "referee_unconfined_moves_per_second": statistics.median(referee_unconfined),
+        "confined_over_unconfined": statistics.median(
+            [a / b for a, b in zip(referee, referee_unconfined, strict=True)]
+        ),
+        "startup_seconds": {
+            name: {"median": statistics.median(values), "low": min(values), "high": max(values)}
+            for name, values in startups.items()
+        },
         "duel_matches": plan.duel_matches,
         "duel_moves": statistics.median(duel.moves for duel in duels),
         "duel_wall_seconds": duel_wall,
@@ -324,7 +388,9 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
             "ping_pong": ping_pong,
             "json_ping_pong": json_ping_pong,
             "referee": referee,
+            "referee_unconfined": referee_unconfined,
             "duel_wall_seconds": [duel.wall_seconds for duel in duels],
+            "startup_seconds": startups,
         },
     }
 
@@ -343,12 +409,14 @@ def table(figures: dict[str, Any]) -> str:
         ("pipe ping-pong (2 Python processes)", figures["ping_pong_moves_per_second"]),
         ("JSON ping-pong (protocol floor)", figures["json_ping_pong_moves_per_second"]),
         ("referee, process sandbox", figures["referee_moves_per_second"]),
+        ("referee, process, unconfined", figures["referee_unconfined_moves_per_second"]),
     ]
     lines = [
         f"Connect Four, random vs random — {figures['date']}, median of {rounds} round(s)",
         f"machine: {machine['cores']} cores ({machine['usable_cores']} usable), "
         f"Python {machine['python']}, {machine['platform']}",
-        f"sandbox: {sandbox['backend']}, agents under their own uid: {sandbox['isolate_users']}, "
+        f"sandbox: {sandbox['backend']}, confined (bubblewrap): {sandbox['confined']}, "
+        f"agents under their own uid: {sandbox['isolate_users']}, "
         f"agent Python {sandbox['agent_python']}; act request {figures['request_bytes']} B, "
         f"reply {figures['reply_bytes']} B",
         "",
@@ -368,7 +436,20 @@ def table(figures: dict[str, Any]) -> str:
         f"{figures['duel_moves']:.0f} moves)",
         f"  target {TARGET_DUEL_MATCHES} matches < {targets['duel_100_seconds']:g} s: "
         f"{_verdict(targets['duel_100_seconds_met'])}",
+        f"referee confined / unconfined {figures['confined_over_unconfined']:7.1%}",
+        "",
+        f"{'agent start-up, until its handshake':<38} {'ms':>10} {'range':>17}",
     ]
+    names = {
+        "confined": "confined (bubblewrap)",
+        "unconfined": "unconfined (as before)",
+        "confined_warm": "confined, warm pool",
+    }
+    for name, spread in figures["startup_seconds"].items():
+        lines.append(
+            f"{names[name]:<38} {spread['median'] * 1000:>10.1f} "
+            f"{spread['low'] * 1000:>8.1f}-{spread['high'] * 1000:.1f}"
+        )
     return "\n".join(lines)
 
 
