@@ -177,7 +177,10 @@ def bwrap_command(
     arguments += ["--ro-bind", str(agent_dir), AGENT_DIR]
     arguments += ["--size", str(TMPFS_MB * 1024 * 1024), "--perms", "01777"]
     arguments += ["--tmpfs", SCRATCH_DIR, "--proc", "/proc", "--dev", "/dev"]
-    arguments += ["--chdir", AGENT_DIR, "--"]
+    # The folders made above (/, /etc, /opt..., and /dev with its /dev/shm) are tmpfs of
+    # bubblewrap's, which a user namespace's agent would own: read-only, once everything
+    # is in place (devices stay usable: a read-only mount does not stop writes to them).
+    arguments += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", AGENT_DIR, "--"]
     if confinement.as_root:
         assert uid is not None
         arguments += [

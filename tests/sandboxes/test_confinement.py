@@ -12,11 +12,14 @@ told where to look; everything it gets that it must not is ``FOUND`` on its log.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
 import socket
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +29,7 @@ import pytest
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.process import PROJECT_DIR, ProcessSandbox
+from tests.support.require import require
 from tests.support.sandboxes import AGENTS, agent
 
 FAST = {"matches": 2, "move_time": 5.0, "time_bank": 5.0, "startup_time": 120.0}
@@ -182,3 +186,57 @@ def test_arenas_data_inside_the_agents_runtime_is_covered(host, sandbox_root):
 
 def _instance_upload(root: Path) -> Path:
     return root / "var" / "media" / "revisions" / "tic_tac_toe" / "bob" / "v1" / "main.py"
+
+
+WITHOUT_ROOT = """
+import json, sys
+from pathlib import Path
+from referee.duel import run_duel
+from sandboxes.base import AgentSource
+from sandboxes.process import ProcessSandbox
+
+searcher, root = AgentSource.from_path(sys.argv[1], json.loads(sys.argv[2])), Path(sys.argv[3])
+backend = ProcessSandbox(root)
+try:
+    opponent = AgentSource.from_path(sys.argv[4])
+    result = run_duel("tic_tac_toe", (searcher, opponent), backend=backend, seed=3,
+                      matches=2, move_time=5.0, time_bank=5.0, startup_time=120.0)
+finally:
+    backend.close()
+print(json.dumps({"confined": backend.confined, "reason": backend.unconfined_reason,
+                  "isolate_users": backend.isolate_users, "errors": result.as_json()["errors"],
+                  "log": result.logs[0]}))
+"""
+
+
+@pytest.mark.usefixtures("needs_root")
+def test_without_root_agents_are_confined_in_a_user_namespace(host):
+    # A referee run by an ordinary user (nobody, here): bubblewrap makes a user namespace,
+    # and the same search finds nothing of what that user could read itself.
+    nobody = 65534
+    folder = Path(tempfile.mkdtemp(prefix="arena-test-nobody-"))
+    try:
+        os.chown(folder, nobody, nobody)
+        source = searcher(host, folder)
+        site_packages = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", WITHOUT_ROOT, str(source.path),
+             json.dumps(dict(source.environment)), str(folder),
+             str(AGENTS / "random_agent.py")],
+            user=nobody, group=nobody, extra_groups=[],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(folder), "TMPDIR": str(folder),
+                 "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'sdk'}:{site_packages}"},
+            cwd=folder, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+    require(
+        outcome["confined"], f"an ordinary user cannot confine agents here: {outcome['reason']}"
+    )
+    assert outcome["isolate_users"] is False
+    assert outcome["errors"] == [0, 0]
+    assert "search done" in outcome["log"]
+    assert "FOUND" not in outcome["log"], outcome["log"]
