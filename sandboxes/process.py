@@ -299,6 +299,7 @@ class ProcessAgent:
         self._report.setblocking(False)
         #: The agent's own process as this host sees it, once it has reported.
         self._agent_pid: int | None = None
+        self._report_lock = threading.Lock()
         self._log = AgentLog(process.stderr.fileno(), limits)
         self._closing = threading.Event()
         self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
@@ -309,9 +310,11 @@ class ProcessAgent:
     def agent_pid(self) -> int | None:
         """The process that runs the agent's code (under bubblewrap, a grandchild of
         ``process``), once the sandbox around it is set up; None until then."""
-        if self._agent_pid is None:
-            self._agent_pid = _reported_pid(self._report)
-        return self._agent_pid
+        # Asked from several threads (the referee's, the warm pool's): one reads the byte.
+        with self._report_lock:
+            if self._agent_pid is None:
+                self._agent_pid = _reported_pid(self._report)
+            return self._agent_pid
 
     def log(self) -> str:
         return self._log.text()
