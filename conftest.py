@@ -2,8 +2,8 @@
 environments, SDK, example players) need only ``tests.support.sandboxes``, so that they
 also run where Django is not installed (``scripts/test.sh`` runs them so); everything
 else loads with Django: the story fixtures (``tests.support.stories``: alice, bob, carol,
-an organizer, an invite), the database, the browser, the Celery workers and the
-embedded default run for real.
+an organizer, an invite), API tokens (``tests.support.tokens``: ``bearer``), the database,
+the browser, the Celery workers and the embedded default run for real.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ pytest_plugins = ["tests.support.sandboxes", "tests.support.redis"]
 if importlib.util.find_spec("django") is not None:
     pytest_plugins += [
         "tests.support.stories",
+        "tests.support.tokens",
         "tests.support.dispatch",
         "tests.support.database",
         "tests.support.browser",

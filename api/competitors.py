@@ -5,7 +5,7 @@ organizers, as on the site (``reads.access``)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -61,8 +61,9 @@ class CompetitorOut(Schema):
     owner: str = Field(alias="owner.display_name")
     owner_id: int
     is_public: bool
-    #: Its owner lets everyone read its agent's move logs in finished duels' replays
-    #: (while it is public); otherwise they are its owner's and the organizers'.
+    #: Its owner lets everyone read its agent's logs (each finished duel's and evaluation's,
+    #: its move logs in the replays, its validation's, an LLM player's conversations) while
+    #: it is public; otherwise they are its owner's and the organizers'.
     share_logs: bool
     is_disabled: bool
     created_at: datetime
@@ -115,11 +116,16 @@ class StepOut(Schema):
     duration: float | None
     #: Times a worker took the step up.
     attempts: int
-    error: str
+    #: None for the validation's when you may not read the agent's logs: its report ends
+    #: with what the agent wrote.
+    error: str | None
 
 
 class StepWithLogOut(StepOut):
-    log: str
+    #: None for the validation's when you may not read the agent's logs (it holds them):
+    #: its owner's and the organizers', and everyone's once it is over if the competitor
+    #: is public and shares them (``share_logs``).
+    log: str | None
 
 
 class RevisionOut(Schema):
@@ -142,16 +148,16 @@ class RevisionOut(Schema):
     publication: StepOut
 
     @staticmethod
-    def resolve_build(revision: Revision) -> PipelineStep:
-        return _step(revision, "build")
+    def resolve_build(revision: Revision, context: dict[str, Any]) -> PipelineStep:
+        return _step(revision, "build", context)
 
     @staticmethod
-    def resolve_validation(revision: Revision) -> PipelineStep:
-        return _step(revision, "validation")
+    def resolve_validation(revision: Revision, context: dict[str, Any]) -> PipelineStep:
+        return _step(revision, "validation", context)
 
     @staticmethod
-    def resolve_publication(revision: Revision) -> PipelineStep:
-        return _step(revision, "publication")
+    def resolve_publication(revision: Revision, context: dict[str, Any]) -> PipelineStep:
+        return _step(revision, "publication", context)
 
 
 class RevisionDetailOut(RevisionOut):
@@ -168,8 +174,10 @@ class RevisionDetailOut(RevisionOut):
         return duel.pk if duel else None
 
 
-def _step(revision: Revision, name: str) -> PipelineStep:
-    return next(step for step in pipeline_steps(revision) if step.name == name)
+def _step(revision: Revision, name: str, context: dict[str, Any]) -> PipelineStep:
+    request: HttpRequest = context["request"]
+    steps = pipeline_steps(user=request.user, revision=revision)
+    return next(step for step in steps if step.name == name)
 
 
 class RatingChangeOut(Schema):
@@ -242,7 +250,8 @@ def competitor_detail(request: HttpRequest, environment: Slug, name: Slug) -> Co
     response=documented({200: CompetitorDetailOut}, 400, 404),
     summary="Change one of your competitors' settings",
     description="`share_logs`: whether everyone may read its agent's logs (each "
-    "finished duel's, and at each move in its replays) while it is public.",
+    "finished duel's and evaluation's, at each move in its replays, its validation's, an LLM "
+    "player's conversations) while it is public.",
 )
 def competitor_change(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug, payload: CompetitorPatch

@@ -1,6 +1,6 @@
 """Duels, their matches and the matches' replays. A duel is visible with its tournament;
 a validation duel (self-play) with its competitor; an agent's log only to whoever may read
-its competitor (``reads.access``)."""
+its logs (``reads.access.can_see_logs``)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ class DuelPlayerOut(Schema):
 
 
 class DuelPlayerWithLogOut(DuelPlayerOut):
-    #: What its agent wrote on stderr; None when you may not see its competitor.
+    #: What its agent wrote on stderr; None when you may not read its logs: its owner's and
+    #: the organizers', and everyone's once the duel is over if its competitor is public and
+    #: shares them (``share_logs``).
     log: str | None
 
 

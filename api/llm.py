@@ -133,7 +133,11 @@ class LLMPlayerIn(_Settings):
     seed: Seed | None = None
     request_timeout: Timeout = Field(60.0, description="Seconds one request may take.")
     harness_version: HarnessVersion | None = Field(None, description="The newest by default.")
-    public: bool = Field(True, description="Whether anyone may see it and its conversations.")
+    public: bool = Field(
+        True,
+        description="Whether anyone may see it; its conversations too once its owner shares "
+        "its logs (`share_logs`).",
+    )
 
 
 class LLMPlayerPatch(_Settings):
@@ -420,8 +424,8 @@ MATCH = "/duels/{duel_id}/matches/{index}"
     auth=auth.read,
     response=documented({200: list[ConversationOut]}, 404),
     summary="A match's LLM conversations, by player",
-    description="For each LLM seat you may see (as for an agent's log), every request "
-    "and answer of every move.",
+    description="For each LLM seat whose logs you may read (its conversations are its "
+    "agent's log), every request and answer of every move.",
 )
 @paginated
 def match_conversations(

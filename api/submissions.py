@@ -42,7 +42,8 @@ class SubmissionIn(Schema):
     #: Your competitor's name: a new one is created, an existing one of yours gets a new
     #: revision. Letters, digits, hyphens and underscores.
     competitor: Slug
-    #: Applies when the competitor is created: anyone may then see its code and logs.
+    #: Applies when the competitor is created: anyone may then see its code (its logs only
+    #: once you share them, ``share_logs``).
     is_public: bool = False
 
 

@@ -205,8 +205,8 @@ def competitor_create_unbuilt(
 
 
 def competitor_share_logs(*, competitor: Competitor, share: bool) -> None:
-    """Its owner's choice: whether anyone may read what its agent logged at each move of
-    its finished duels, while it is public (``reads.access.can_see_logs``)."""
+    """Its owner's choice: whether anyone may read what its agent logged in its finished
+    duels and evaluations, while it is public (``reads.access.can_see_logs``)."""
     Competitor.objects.filter(pk=competitor.pk).update(share_logs=share)
     competitor.share_logs = share
 

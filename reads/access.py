@@ -2,14 +2,16 @@
 
 The rules:
 
-- a public competitor's pages, code and logs are open to everyone; a private one's only to
-  its owner and the organizers (its name still shows on leaderboards and standings);
+- a public competitor's pages and code are open to everyone; a private one's only to its
+  owner and the organizers (its name still shows on leaderboards and standings);
 - a tournament, and its duels and replays, are open to everyone when the tournament is
-  public, to the organizers otherwise; the agents' logs in them follow the rule above;
+  public, to the organizers otherwise; a score competition and its evaluations likewise;
 - a validation duel (self-play) follows its revision;
-- what an agent logged at each move of a duel (the replay's move logs) is its owner's and the
-  organizers'; everyone's once the duel is over, if the competitor is public and its owner
-  shares them (``Competitor.share_logs``, off by default).
+- an agent's log, wherever it shows (``can_see_logs``: a duel's whole log, what it logged
+  at each move of the replays, an evaluation's log, its validation's log and report, an LLM
+  player's conversations), is its owner's and the organizers'; everyone's once the duel or
+  evaluation is over, if the competitor is public and its owner shares its logs
+  (``Competitor.share_logs``, off by default).
 """
 
 from __future__ import annotations
@@ -51,20 +53,21 @@ def is_organizer(user: Visitor) -> bool:
 
 
 def can_see_competitor(user: Visitor, competitor: Competitor) -> bool:
-    """Its pages, its revisions' code and every log its agents wrote."""
+    """Its pages and its revisions' code; its agents' logs are ``can_see_logs``'s."""
     if competitor.is_public or is_organizer(user):
         return True
     return is_owner(user, competitor)
 
 
-def can_see_logs(user: Visitor, competitor: Competitor, duel: Duel) -> bool:
-    """What its agent wrote to its log in ``duel`` (whose page or replay the visitor may
-    already see): at each move, and the duel's whole log. Its owner's and the organizers';
-    everyone's once the duel is over, if the competitor is public and its owner shares
-    its logs (a public competitor's code is anyone's; its logs only by that choice)."""
+def can_see_logs(user: Visitor, competitor: Competitor, *, finished: bool) -> bool:
+    """What its agent wrote in a duel or an evaluation (whose page the visitor may already
+    see), ``finished`` once that is over: the whole log, what it logged at each move, an
+    LLM player's conversations, its validation's log and report. Its owner's and the
+    organizers'; everyone's once it is over, if the competitor is public and its owner
+    shares its logs (a public competitor's code is anyone's; its logs only by that choice)."""
     if is_owner(user, competitor) or is_organizer(user):
         return True
-    return duel.is_finished and competitor.is_public and competitor.share_logs
+    return finished and competitor.is_public and competitor.share_logs
 
 
 def is_owner(user: Visitor, competitor: Competitor) -> bool:

@@ -35,7 +35,7 @@ from core.models import (
     MatchConversation,
 )
 from core.models.llm import SUMMARY_COUNTERS
-from reads.access import Visitor, can_see_competitor, competitors_visible
+from reads.access import Visitor, can_see_competitor, can_see_logs, competitors_visible
 from reads.replays import frame_of_step
 
 MILLION = Decimal(1_000_000)
@@ -230,13 +230,13 @@ def model_page(*, user: Visitor, model: str) -> ModelPage:
 
 
 def conversations_visible(user: Visitor, match: Match) -> QuerySet[MatchConversation]:
-    """The match's conversations the visitor may read: those of players whose competitor
-    it may see (as for an agent's log), by player."""
+    """The match's conversations the visitor may read, by player: an LLM player's are its
+    agent's log (``can_see_logs``)."""
     duel = match.duel
     players = [
         player
         for player, revision in enumerate(duel.revisions(), start=1)
-        if can_see_competitor(user, revision.competitor)
+        if can_see_logs(user, revision.competitor, finished=duel.is_finished)
     ]
     return (
         MatchConversation.objects.filter(match=match, player__in=players)

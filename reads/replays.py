@@ -325,7 +325,7 @@ def move_logs_visible(user: Visitor, match: Match) -> list[MatchLog]:
     players = [
         player
         for player, revision in enumerate(duel.revisions(), start=1)
-        if can_see_logs(user, revision.competitor, duel)
+        if can_see_logs(user, revision.competitor, finished=duel.is_finished)
     ]
     return list(MatchLog.objects.filter(match=match, player__in=players).order_by("player"))
 

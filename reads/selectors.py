@@ -260,6 +260,13 @@ def competitor_playable(competitor: Competitor) -> bool:
     return Revision.objects.validated().filter(competitor=competitor).exists()
 
 
+#: The steps that run the agent: the validation plays it, so its log and its report (which
+#: ends with the agent's last lines) are the agent's log. The build's and the
+#: publication's are our own tools' accounts (no agent code runs in a build: binary wheels
+#: only), open with the revision.
+AGENT_LOG_STEPS = frozenset({"validation"})
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineStep:
     name: str
@@ -268,8 +275,9 @@ class PipelineStep:
     started_at: datetime | None
     ended_at: datetime | None
     duration: float | None
-    error: str
-    log: str
+    #: None when it holds the agent's log and the visitor may not read it (``can_see_logs``).
+    error: str | None
+    log: str | None
     #: Times a worker took the step up (a worker that died makes it start again).
     attempts: int = 0
 
@@ -291,26 +299,33 @@ class RevisionPage:
 
     @property
     def has_logs(self) -> bool:
-        return any(step.log for step in self.steps)
+        """Whether a step has a log, shown or hidden from the visitor."""
+        return any(step.log is None or step.log for step in self.steps)
 
 
-def pipeline_steps(revision: Revision) -> list[PipelineStep]:
+def pipeline_steps(*, user: Visitor, revision: Revision) -> list[PipelineStep]:
     """The revision's build, validation and publication, in that order, from their jobs
-    (one query, none when they were prefetched)."""
+    (one query, none when they were prefetched); the validation's log and report only for
+    whoever may read the agent's logs."""
     jobs = {job.kind: job for job in revision.jobs.all()}
     steps = []
     for name in STEPS:
         job = jobs.get(name)
+        status = getattr(revision, f"{name}_status")
+        over = status not in {StepStatus.QUEUED, StepStatus.RUNNING}
+        hidden = name in AGENT_LOG_STEPS and not can_see_logs(
+            user, revision.competitor, finished=over
+        )
         steps.append(
             PipelineStep(
                 name=name,
-                status=getattr(revision, f"{name}_status"),
+                status=status,
                 status_label=getattr(revision, f"get_{name}_status_display")(),
                 started_at=job.started_at if job else None,
                 ended_at=job.ended_at if job else None,
                 duration=job.duration if job else None,
-                error=job.error if job else "",
-                log=job.log if job else "",
+                error=None if hidden else (job.error if job else ""),
+                log=None if hidden else (job.log if job else ""),
                 attempts=job.attempts if job else 0,
             )
         )
@@ -328,7 +343,7 @@ def revision_validation_duel(revision: Revision) -> Duel | None:
 
 
 def revision_page(*, user: Visitor, revision: Revision) -> RevisionPage:
-    steps = pipeline_steps(revision)
+    steps = pipeline_steps(user=user, revision=revision)
     validation_duel = revision_validation_duel(revision)
     tournaments = (
         visible_tournaments(user).filter(participants__revision=revision).order_by("-created_at")
@@ -506,6 +521,7 @@ def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
     for player in duel.players():
         competitor = player.revision.competitor
         visible = can_see_competitor(user, competitor)
+        readable = can_see_logs(user, competitor, finished=duel.is_finished)
         players.append(
             SeatView(
                 number=player.number,
@@ -516,7 +532,7 @@ def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
                 score=player.score,
                 errors=player.errors,
                 restarts=player.restarts,
-                log=player.log if can_see_logs(user, competitor, duel) else None,
+                log=player.log if readable else None,
                 rank=player.rank,
             )
         )

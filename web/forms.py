@@ -65,7 +65,8 @@ class SubmissionForm(UploadForm):
     is_public = forms.BooleanField(
         label="Public",
         required=False,
-        help_text="Anyone may then see its code and logs. Applies when the competitor is created.",
+        help_text="Anyone may then see its code (its logs only if you share them). Applies "
+        "when the competitor is created.",
     )
 
     field_order = ["name", "is_public", "file"]
@@ -75,16 +76,17 @@ class SubmissionForm(UploadForm):
 
 
 class MoveLogsForm(forms.Form):
-    """Its owner's choice: whether everyone may read its agent's logs in the replays."""
+    """Its owner's choice: whether everyone may read its agent's logs (``can_see_logs``)."""
 
     prefix = "logs"  # beside the upload form on the competitor page
 
     share_logs = forms.BooleanField(
         label="Share its logs",
         required=False,
-        help_text="Once a duel is over, anyone may read what its agent wrote on stderr: "
-        "the duel's log, and at each move of the replays, while the competitor is public. "
-        "Off: only you and the organizers.",
+        help_text="Once a duel or an evaluation is over, anyone may read what its agent "
+        "wrote on stderr (the whole log, at each move of the replays, its validation's) or an "
+        "LLM player's conversations, while the competitor is public. Off: only you and the "
+        "organizers.",
     )
 
 
@@ -260,7 +262,8 @@ class LLMSettingsForm(forms.Form):
         label="Public",
         required=False,
         initial=True,
-        help_text="Anyone may then see it, its settings (never its key) and its conversations.",
+        help_text="Anyone may then see it and its settings (never its key); its conversations "
+        "too once you share its logs on its page.",
     )
 
     def __init__(self, *args: Any, has_key: bool = False, **kwargs: Any) -> None:

@@ -1,33 +1,14 @@
-"""API tests: a client that speaks JSON, and tokens with chosen scopes."""
+"""API tests: request rates counted afresh for each test. Tokens with chosen scopes are
+the ``bearer`` fixture (``tests.support.tokens``)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import pytest
 
 from api.rates import rates_reset
-from core.models import ApiToken, User
-from tests.factories import ApiTokenFactory
-
-Bearer = Callable[..., dict[str, str]]
 
 
 @pytest.fixture(autouse=True)
 def fresh_rate_counts() -> None:
     """Request rates are counted per process (or in Redis): each test starts from zero."""
     rates_reset()
-
-
-@pytest.fixture
-def bearer() -> Bearer:
-    """``bearer(user, "read", "submit")``: the headers of a new token of ``user`` with
-    those scopes (read only by default)."""
-
-    def bearer(user: User, *scopes: str) -> dict[str, str]:
-        # One secret per token, however many a test makes for a user.
-        secret = "arena_" + "x" * 20 + str(ApiToken.objects.count()) + user.email
-        ApiTokenFactory(user=user, secret=secret, scopes=" ".join(scopes or ("read",)))
-        return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
-
-    return bearer

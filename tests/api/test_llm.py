@@ -132,7 +132,7 @@ def test_it_lets_the_owner_change_a_player_which_makes_a_new_version(client, ali
 
 
 def test_it_answers_a_matchs_conversations_as_json_and_json_lines(client):
-    llm = LLMPlayerFactory().competitor
+    llm = LLMPlayerFactory(competitor__share_logs=True).competitor
     duel = DuelFactory(
         finished=True,
         tournament__environment=llm.environment,

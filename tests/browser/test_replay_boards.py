@@ -129,7 +129,7 @@ def test_a_332_move_chess_replay_is_light_and_drawn_at_once(live_server, page: P
 def test_it_shows_the_llm_conversation_beside_the_board_when_the_screen_is_wide(
     live_server, page: Page, screenshot
 ):
-    llm = LLMPlayerFactory(competitor__name="llm-bot").competitor
+    llm = LLMPlayerFactory(competitor__name="llm-bot", competitor__share_logs=True).competitor
     duel = DuelFactory(
         finished=True,
         tournament__environment=llm.environment,

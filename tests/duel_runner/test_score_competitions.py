@@ -212,6 +212,7 @@ def test_it_evaluates_an_llm_player_its_owner_entered_like_a_hosted_agent(client
         llm = LLMPlayerFactory(
             competitor__environment=cup.environment,
             competitor__name="llm-pusher",
+            competitor__share_logs=True,
             base_url=server.url,
             api_key=key,
         )
@@ -248,7 +249,7 @@ def test_it_evaluates_an_llm_player_its_owner_entered_like_a_hosted_agent(client
     ]
     page = client.get(f"/scores/{cup.pk}/").content.decode()
     assert "llm-pusher" in page and ">LLM</span>" in page
-    # Its conversations, for whoever may read its log (a public player: anyone).
+    # Its conversations, for whoever may read its log (a public player sharing it: anyone).
     download = f"/evaluations/{evaluation.pk}/conversations.jsonl"
     assert download in client.get(evaluation.get_absolute_url()).content.decode()
     lines = [json.loads(line) for line in client.get(download).content.splitlines()]

@@ -210,8 +210,9 @@ def test_it_shows_a_model_name_with_slashes(client):
 
 @pytest.fixture
 def hostile_conversation():
-    """A public LLM player's match, whose first answer is hostile HTML."""
-    llm = LLMPlayerFactory(competitor__name="llm-bot").competitor
+    """The match of a public LLM player that shares its logs (its conversations), whose
+    first answer is hostile HTML."""
+    llm = LLMPlayerFactory(competitor__name="llm-bot", competitor__share_logs=True).competitor
     duel = DuelFactory(
         finished=True,
         tournament__environment=llm.environment,

@@ -96,9 +96,9 @@ def test_a_shared_log_is_its_owners_until_the_duel_is_over(alice, bob, carol, bo
     running = DuelFactory(status=DuelStatus.RUNNING)
     finished = DuelFactory(finished=True)
 
-    assert not can_see_logs(carol, bobs_bot, running)
-    assert can_see_logs(bob, bobs_bot, running)
-    assert can_see_logs(carol, bobs_bot, finished)
+    assert not can_see_logs(carol, bobs_bot, finished=running.is_finished)
+    assert can_see_logs(bob, bobs_bot, finished=running.is_finished)
+    assert can_see_logs(carol, bobs_bot, finished=finished.is_finished)
 
 
 def test_a_move_the_match_ended_on_shows_its_log_with_the_final_state(alice_client, match):

@@ -69,7 +69,7 @@ def test_it_steps_through_a_replay_with_keys_clicks_the_slider_and_play(
 
 
 def test_it_shows_the_llm_conversation_of_the_step_it_moves_to(live_server, page):
-    llm = LLMPlayerFactory(competitor__name="llm-bot").competitor
+    llm = LLMPlayerFactory(competitor__name="llm-bot", competitor__share_logs=True).competitor
     duel = DuelFactory(
         finished=True,
         tournament__environment=llm.environment,

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError, sentence
 from core.scores import score_entry_create, score_entry_withdraw
-from reads.access import AuthenticatedHttpRequest, can_see_competitor
+from reads.access import AuthenticatedHttpRequest, can_see_logs
 from reads.scores import (
     episode_document,
     episode_trace,
@@ -92,7 +92,7 @@ def evaluation(request: HttpRequest, pk: int) -> HttpResponse:
             "evaluation": evaluation,
             "competitor": competitor,
             "environment": competitor.environment,
-            "shows_log": can_see_competitor(request.user, competitor),
+            "shows_log": can_see_logs(request.user, competitor, finished=evaluation.is_finished),
             "has_conversations": evaluation_has_conversations(evaluation),
         },
     )
@@ -102,7 +102,8 @@ def evaluation(request: HttpRequest, pk: int) -> HttpResponse:
 def evaluation_conversations(request: HttpRequest, pk: int) -> HttpResponse:
     """An LLM player's conversations of an evaluation, for whoever may read its log."""
     evaluation = get_evaluation_for_user(request.user, pk)
-    if not can_see_competitor(request.user, evaluation.revision.competitor):
+    competitor = evaluation.revision.competitor
+    if not can_see_logs(request.user, competitor, finished=evaluation.is_finished):
         raise Http404("No such evaluation")
     response = HttpResponse(
         b"".join(evaluation_conversations_jsonl(evaluation)), content_type="application/x-ndjson"

@@ -97,7 +97,9 @@ def competitor_move_logs(
     if not share:
         messages.success(request, "Saved: its logs are yours and the organizers' only.")
     elif competitor.is_public:
-        messages.success(request, "Saved: anyone may read its logs in finished duels.")
+        messages.success(
+            request, "Saved: anyone may read its logs in finished duels and evaluations."
+        )
     else:
         messages.success(request, "Saved: its logs will be shared once it is public.")
     return redirect(competitor)

@@ -40,6 +40,7 @@ from core.models import (
 from core.online import model_token_create, online_model_register, running_ladders
 from core.services import (
     competitor_get_or_create,
+    competitor_share_logs,
     environments_import,
     revision_create,
     revision_requeue,
@@ -267,7 +268,7 @@ class Command(BaseCommand):
         for name, temperature in LLM_PLAYERS:
             competitor = Competitor.objects.filter(environment=environment, name=name).first()
             if competitor is None:
-                llm_player_register(
+                competitor = llm_player_register(
                     owner=owner,
                     environment=environment,
                     name=name,
@@ -277,6 +278,9 @@ class Command(BaseCommand):
                     max_tokens=256,
                     request_timeout=10.0,
                 )
+                # Their conversations are their logs: shared, so that every visitor reads
+                # them beside the board.
+                competitor_share_logs(competitor=competitor, share=True)
                 self.stdout.write(
                     f"Registered the LLM player {name!r}: {LLM_MODEL} at {url}, "
                     f"temperature {temperature:g}"
