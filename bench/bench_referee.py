@@ -297,8 +297,10 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         agent = AgentSource.from_path(agent_path)
         try:
             # The first duel ever run also copies the SDK for the sandbox: not measured.
-            for sandbox in (backend, unconfined, warm):
+            for sandbox in (backend, unconfined):
                 bench_duel(agent, sandbox, matches=2, seed=SEED)
+            # The warm pool holds one agent: the one the next timed start takes.
+            bench_startups(agent, warm, 1)
             for round_index in range(plan.rounds):
                 seed = SEED + round_index
                 in_process.append(bench_in_process(plan.in_process_moves, seed))

@@ -554,12 +554,10 @@ class ProcessSandbox:
 
     def _prepare_root(self) -> None:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if self.isolate_users and not self.confined:
-            # Unconfined agents reach their own folder through the root: they may
-            # traverse it, never list it. Confined ones see their folder only.
-            os.chmod(self.root, 0o711)
-        else:
-            os.chmod(self.root, 0o700)
+        # Unconfined agents under their own user ids reach their folder through the root:
+        # they may traverse it, never list it (each folder is its agent's alone). Confined
+        # ones never see it, but a sandbox of each kind may share the root.
+        os.chmod(self.root, 0o711 if self.isolate_users else 0o700)
 
     def _sdk(self) -> Path:
         """A world-readable copy of the SDK, made once per content version, with its

@@ -33,7 +33,7 @@ def on_files(files: Files, config: Any) -> Files:
 def on_page_markdown(markdown: str, page: Page, config: Any, files: Files) -> str:
     source = page.file.src_uri
     if source.startswith(PREFIX + "/"):
-        return markdown
+        return _relink_published(markdown, source)
     folder = posixpath.dirname(source)
 
     def relink(match: re.Match[str]) -> str:
@@ -45,5 +45,23 @@ def on_page_markdown(markdown: str, page: Page, config: Any, files: Files) -> st
             return match.group(0)
         published = posixpath.join(PREFIX, in_repository)
         return f"]({posixpath.relpath(published, folder or '.')}{anchor})"
+
+    return LINK.sub(relink, markdown)
+
+
+def _relink_published(markdown: str, source: str) -> str:
+    """A published repository file's links to pages under docs/ (``docs/sandboxes.md``
+    from BENCHMARKS.md), pointed at those pages on the site."""
+    folder = posixpath.dirname(source)
+    in_repository = posixpath.dirname(source[len(PREFIX) + 1 :])
+
+    def relink(match: re.Match[str]) -> str:
+        target, anchor = match.group(1), match.group(2) or ""
+        if "://" in target or target.startswith("/"):
+            return match.group(0)
+        path = posixpath.normpath(posixpath.join(in_repository, target))
+        if not path.startswith("docs/"):
+            return match.group(0)
+        return f"]({posixpath.relpath(path[len('docs/') :], folder)}{anchor})"
 
     return LINK.sub(relink, markdown)
