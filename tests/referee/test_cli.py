@@ -276,3 +276,13 @@ def test_it_says_how_many_agents_a_game_seats(capsys):
 
     assert main(["run", "connect_four", *three]) != 0
     assert "connect_four seats 2 players; got 3 agents" in capsys.readouterr().err
+
+
+def test_it_says_when_the_agents_run_unconfined(capsys, monkeypatch):
+    from sandboxes import confinement
+
+    unconfined = confinement.Confinement(None, False, "bubblewrap is not installed")
+    monkeypatch.setattr(confinement, "probe", lambda: unconfined)
+
+    assert main(["validate", "sum_to_10", str(AGENTS / "random_agent.py")]) == 0
+    assert "the agents run unconfined here: bubblewrap is not installed" in capsys.readouterr().err
