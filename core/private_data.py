@@ -24,6 +24,29 @@ logger = logging.getLogger(__name__)
 PRIVATE_UMASK = 0o077
 
 
+def data_folders() -> list[Path]:
+    """Every folder of Arena's own data the settings name: ``ARENA_VAR_DIR``, uploads,
+    builds, the publisher's clone, caches, a SQLite database's folder and the pages'
+    cache when they are files. What ``keep_private`` guards and what the process sandbox
+    covers in an agent's view."""
+    from django.conf import settings
+
+    folders = [
+        settings.VAR_DIR,
+        settings.MEDIA_ROOT,
+        settings.ARENA_BUILD_ROOT,
+        settings.ARENA_PUBLISH_WORKDIR,
+        settings.ARENA_WHEEL_CACHE,
+        settings.ARENA_BASE_IMAGE_CACHE,
+    ]
+    database = settings.DATABASES["default"]
+    if str(database["ENGINE"]).endswith("sqlite3") and database["NAME"] != ":memory:":
+        folders.append(Path(str(database["NAME"])).parent)
+    if settings.ARENA_CACHE_URL.startswith("file://"):
+        folders.append(Path(settings.ARENA_CACHE_URL.removeprefix("file://")))
+    return [Path(folder) for folder in dict.fromkeys(str(folder) for folder in folders)]
+
+
 def keep_private(folders: Iterable[Path], *, create: Path | None = None) -> int:
     """Sets this process's umask to owner-only, creates ``create`` owner-only if it is
     missing, and puts right each of ``folders`` that exists and others may enter. Returns
@@ -52,20 +75,35 @@ def keep_private(folders: Iterable[Path], *, create: Path | None = None) -> int:
 
 
 def make_owner_only(folder: Path) -> int:
-    """Takes every right of group and others off ``folder`` and everything in it (symbolic
-    links are not followed); returns how many were changed. What cannot be changed (another
-    user's file) is logged and left."""
-    changed = 0
-    paths = [folder]
-    for parent, folders, files in os.walk(folder):
-        paths += [Path(parent, name) for name in folders + files]
-    for path in paths:
-        try:
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode) or not stat.S_IMODE(mode) & 0o077:
-                continue
-            os.chmod(path, stat.S_IMODE(mode) & 0o700)
-            changed += 1
-        except OSError as error:
-            logger.warning("cannot make %s owner-only: %s", path, error.strerror)
+    """Takes every right of group and others off ``folder`` and everything in it; returns
+    how many were changed. Symbolic links are neither followed nor changed: the walk holds
+    each folder open and changes each entry through a descriptor opened without following
+    links, so a link put in place meanwhile never makes it change a file elsewhere. What
+    cannot be changed (another user's file, a read-only file system) is counted and said
+    once."""
+    changed = failed = 0
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        walk = os.fwalk(folder, follow_symlinks=False)
+        for _parent, folders, files, parent_fd in walk:
+            names = files + folders if _parent != str(folder) else [".", *files, *folders]
+            for name in names:
+                try:
+                    mode = os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode
+                    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                        continue  # links, sockets, pipes: nothing to read through them
+                    if not stat.S_IMODE(mode) & 0o077:
+                        continue
+                    entry = os.open(name, flags, dir_fd=parent_fd)
+                    try:
+                        os.fchmod(entry, stat.S_IMODE(os.fstat(entry).st_mode) & 0o700)
+                    finally:
+                        os.close(entry)
+                    changed += 1
+                except OSError:
+                    failed += 1
+    except OSError:
+        failed += 1
+    if failed:
+        logger.warning("%s: %d files or folders could not be made owner-only", folder, failed)
     return changed

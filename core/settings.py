@@ -194,6 +194,17 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("ARENA_STATIC_ROOT", str(VAR_DIR / "static")))
 #: Uploaded files.
 MEDIA_ROOT = Path(env_str("ARENA_MEDIA_ROOT", str(VAR_DIR / "media")))
+# Uploads are Arena's alone (core.private_data); static files are public, for an nginx that
+# reads them as another user, whatever the umask of the process that collects them.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage",
+        "OPTIONS": {"file_permissions_mode": 0o644, "directory_permissions_mode": 0o755},
+    },
+}
 
 #: Django's e-mail backend (password resets), and the sender of the e-mails.
 EMAIL_BACKEND = env_str("ARENA_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
@@ -319,11 +330,11 @@ ARENA_SANDBOX_ROOT = Path(env_str("ARENA_SANDBOX_ROOT", "/tmp/arena-sandboxes"))
 ARENA_AGENT_PYTHON = env_str("ARENA_AGENT_PYTHON", "")
 ARENA_SANDBOX_UID_BASE = env_int("ARENA_SANDBOX_UID_BASE", 1_900_000)
 ARENA_SANDBOX_UID_COUNT = env_int("ARENA_SANDBOX_UID_COUNT", 1000)
-#: Accept uploads from people other than organizers although the process sandbox cannot
-#: confine agents here (no bubblewrap, or neither root nor user namespaces): their code
-#: could then read every file of this machine that its user may read, Arena's data
-#: included where it is not private. Off, such uploads are refused with the reason
-#: (docs/sandboxes.md); the docker sandbox always confines.
+#: Accept and run code from people other than organizers although the process sandbox
+#: cannot confine agents here (no bubblewrap, or neither root nor user namespaces): their
+#: code could then read every file of this machine that its user may read. Off, such
+#: uploads are refused, and a worker that cannot confine agents plays only organizers'
+#: code (docs/sandboxes.md); the docker sandbox always confines.
 ARENA_ALLOW_UNCONFINED_AGENTS = env_bool("ARENA_ALLOW_UNCONFINED_AGENTS", False)
 #: A duel of a game played in turns runs its referee and its agents on one CPU of their
 #: own while one is free, where the sandbox can pin them (the process sandbox's): on a

@@ -28,12 +28,12 @@ from duel_runner.services import (
     _log_local_builds,
     environment_limits,
     revision_agent_source,
-    sandbox_backend,
     seat_backend,
     seat_clock,
+    unplayable,
 )
 from referee.evaluation import EvaluationResult, run_evaluation, validate_evaluation
-from sandboxes import AgentSource, InvalidAgent
+from sandboxes import AgentSource, InvalidAgent, SandboxBackend
 
 logger = logging.getLogger(__name__)
 
@@ -151,15 +151,11 @@ def _evaluation_result(evaluation: Evaluation) -> EvaluationResult:
             kind="evaluation",
         )
     except (InvalidAgent, ArenaError) as error:
-        # A built revision whose files are gone, or an LLM player's key that cannot be
-        # read here: the platform's problem, never charged to the agent.
         return EvaluationResult(
             environment=environment.name,
             agent=str(revision),
             seeds=list(evaluation.seeds),
-            infrastructure_error=f"the revision's build is missing: {error}"
-            if isinstance(error, InvalidAgent)
-            else f"an LLM seat cannot be played: {error.message}",
+            infrastructure_error=unplayable(error),
         )
     return run_evaluation(
         environment.game,
@@ -174,12 +170,13 @@ def _evaluation_result(evaluation: Evaluation) -> EvaluationResult:
 
 
 def revision_validate_alone(
-    *, job: Job, revision: Revision, source: AgentSource, worker: str
+    *, job: Job, revision: Revision, source: AgentSource, backend: SandboxBackend, worker: str
 ) -> bool:
-    """Validate a revision of a one-player game by a short evaluation; store it and the
-    outcome if ``worker`` still holds the validation ``job``. Returns whether it did."""
+    """Validate a revision of a one-player game by a short evaluation in ``backend``; store
+    it and the outcome if ``worker`` still holds the validation ``job``. Returns whether
+    it did."""
     environment = revision.competitor.environment.name
-    validation = validate_evaluation(environment, source, backend=sandbox_backend(warm=False))
+    validation = validate_evaluation(environment, source, backend=backend)
     evaluation = validation.evaluation
     log = validation.message
     if evaluation.log:

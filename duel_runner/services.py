@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from core.confinement import AgentsUnconfined, unconfined_refusal
 from core.errors import ArenaError
 from core.jobs import (
     Outcome,
@@ -42,6 +43,7 @@ from core.models import (
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
 from core.online import seat_bus
+from core.private_data import data_folders
 from core.signals import duel_finished
 from environments.registry import load_info
 from referee.duel import llm_clock, run_duel
@@ -49,6 +51,7 @@ from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend
 from sandboxes.base import EXECUTABLE_ENTRY_POINT, EntryKind, SandboxLimits
+from sandboxes.confinement import probe
 from sandboxes.llm import LLMSandbox
 from sandboxes.process import ProcessSandbox
 from sandboxes.remote import RemoteSandbox
@@ -82,6 +85,12 @@ def sandbox_backend(*, warm: bool = True) -> SandboxBackend:
         settings.ARENA_SANDBOX_POOL_IDLE_SECONDS,
     )
     with _SANDBOXES_LOCK:
+        kept = _SANDBOXES.get(key)
+        if kept is not None and not kept.confined and probe().confined:
+            # The machine was put right (bubblewrap installed): its agents confined from
+            # now on, without a restart.
+            kept.close()
+            del _SANDBOXES[key]
         if key not in _SANDBOXES:
             _SANDBOXES[key] = (
                 _docker_sandbox(pool_size)
@@ -92,25 +101,42 @@ def sandbox_backend(*, warm: bool = True) -> SandboxBackend:
 
 
 def _process_sandbox(pool_size: int) -> ProcessSandbox:
+    folders = data_folders()
+    for folder in folders:
+        # Made now, so that the agents' view covers those inside their runtime (only a
+        # folder that exists can be covered).
+        with contextlib.suppress(OSError):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     sandbox = ProcessSandbox(
         settings.ARENA_SANDBOX_ROOT,
         python=settings.ARENA_AGENT_PYTHON or None,
         # Covered in the agents' view if their runtime holds them (under /usr/local, say).
-        hidden=[
-            settings.VAR_DIR,
-            settings.MEDIA_ROOT,
-            settings.ARENA_BUILD_ROOT,
-            settings.ARENA_PUBLISH_WORKDIR,
-        ],
+        hidden=folders,
         uid_base=settings.ARENA_SANDBOX_UID_BASE,
         uid_count=settings.ARENA_SANDBOX_UID_COUNT,
         pool_size=pool_size,
         pool_idle_seconds=settings.ARENA_SANDBOX_POOL_IDLE_SECONDS,
     )
-    if not sandbox.confined:
-        # Uploads are refused meanwhile unless accepted knowingly (core.confinement).
-        logger.warning("agents run unconfined here: %s", sandbox.unconfined_reason)
+    if not sandbox.confined and not _warned_unconfined.is_set():
+        # Only organizers' code runs meanwhile, unless accepted knowingly (hosted_backend).
+        _warned_unconfined.set()
+        logger.warning("agents cannot be confined here: %s", sandbox.unconfined_reason)
     return sandbox
+
+
+#: Said once per process (a validation makes a sandbox of its own each time).
+_warned_unconfined = threading.Event()
+
+
+def hosted_backend(revisions: list[Revision], *, warm: bool = True) -> SandboxBackend:
+    """The sandbox that runs these revisions' code (``sandbox_backend``). Raises
+    AgentsUnconfined when it cannot confine agents here and one of them may not run
+    unconfined (``core.confinement.unconfined_refusal``): the duel or validation is then
+    the platform's failure, never scored."""
+    backend = sandbox_backend(warm=warm)
+    if not backend.confined:
+        unconfined_refusal(revisions, reason=backend.unconfined_reason)
+    return backend
 
 
 def _docker_sandbox(pool_size: int) -> DockerSandbox:
@@ -334,7 +360,7 @@ def seat_backend(
             announcement=announcement,
             kind=kind,
         )
-    return sandbox_backend()
+    return hosted_backend([revision])
 
 
 def duel_backends(duel: Duel) -> tuple[SandboxBackend, ...]:
@@ -408,14 +434,7 @@ def _duel_result(duel: Duel) -> DuelResult:
         sources = [revision_agent_source(revision) for revision in revisions]
         backends = duel_backends(duel)
     except (InvalidAgent, ArenaError) as error:
-        # A built revision whose files are gone, or an LLM player's key that cannot be
-        # read here: the platform's problem, never charged to the agent.
-        problem = (
-            f"a revision's build is missing: {error}"
-            if isinstance(error, InvalidAgent)
-            else f"an LLM seat cannot be played: {error.message}"
-        )
-        return _infrastructure_failure(duel, problem)
+        return _infrastructure_failure(duel, unplayable(error))
     clock = seat_clock([revision.competitor for revision in revisions], game)
     with duel_live_feed(duel_id=duel.pk) as feed:
         return run_duel(
@@ -458,6 +477,17 @@ def duel_live_feed(*, duel_id: int) -> LiveFeed:
         # Resolved on the feed's thread: its own connection, not the caller's.
         thread_done=lambda: connection.close(),
     )
+
+
+def unplayable(error: InvalidAgent | ArenaError) -> str:
+    """Why a game's seats cannot be set up, as its infrastructure error: a built revision
+    whose files are gone, agents this worker cannot confine, or an LLM player's key that
+    cannot be read here. The platform's problem, never charged to the agent."""
+    if isinstance(error, InvalidAgent):
+        return f"a revision's build is missing: {error}"
+    if isinstance(error, AgentsUnconfined):
+        return error.message
+    return f"an LLM seat cannot be played: {error.message}"
 
 
 def _infrastructure_failure(duel: Duel, problem: str) -> DuelResult:

@@ -19,8 +19,8 @@ from duel_runner.services import (
     _log_local_builds,
     duel_store_result,
     environment_limits,
+    hosted_backend,
     revision_agent_source,
-    sandbox_backend,
 )
 from referee.duel import validate
 
@@ -44,6 +44,8 @@ def revision_validate(*, revision_id: int) -> float | None:
     with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
         try:
             built = builds.enter_context(revisions_built_here([revision]))
+            # Agents this worker cannot confine: given back too, never the revision's fault.
+            backend = hosted_backend([revision], warm=False)
         except ArenaError as error:
             again = job_give_back(job=job, worker=worker, problem=error.message)
             return RETRY_SECONDS if again else None
@@ -52,7 +54,7 @@ def revision_validate(*, revision_id: int) -> float | None:
         if environment.players == 1:
             # One-player games are validated by a short evaluation instead of self-play.
             alone = revision_validate_alone(
-                job=job, revision=revision, source=source, worker=worker
+                job=job, revision=revision, source=source, backend=backend, worker=worker
             )
             if not alone:
                 return None
@@ -63,7 +65,7 @@ def revision_validate(*, revision_id: int) -> float | None:
         validation = validate(
             environment.game,
             source,
-            backend=sandbox_backend(warm=False),
+            backend=backend,
             matches=environment.validation_matches if environment.spec else None,
             **environment_limits(environment),
         )

@@ -393,6 +393,7 @@ _TOP_LEVEL = {
 _HOST_CONFIG = {
     "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "ReadonlyRootfs", "NetworkMode",
     "CapDrop", "SecurityOpt", "Binds", "Ulimits", "LogConfig", "Tmpfs", "Init", "IpcMode",
+    "ShmSize",
 }  # fmt: skip
 _BOOLEANS = {
     "Tty",
@@ -411,7 +412,7 @@ def check_container_config(policy: Policy, config: Any) -> None:
     Every field must be one the sandbox sends, spelled as it spells it (the engine reads
     JSON field names case-insensitively, so an unknown spelling is refused, never
     ignored); ``Privileged``, ``CapAdd``, ``Devices``, namespace modes (but ``IpcMode``,
-    which must be ``none``), ``Mounts``,
+    which must be ``private``), ``Mounts``,
     ``VolumesFrom``, ``Runtime``... are not among them.
     """
     if not isinstance(config, dict):
@@ -458,14 +459,16 @@ def _check_host_config(policy: Policy, host: Any) -> None:
         raise Refused("HostConfig.NetworkMode must be none")
     if host.get("ReadonlyRootfs") is not True:
         raise Refused("HostConfig.ReadonlyRootfs must be true")
-    if host.get("IpcMode") != "none":
-        raise Refused("HostConfig.IpcMode must be none (no /dev/shm: /tmp is the place to write)")
+    if host.get("IpcMode") != "private":
+        raise Refused("HostConfig.IpcMode must be private (its own IPC and /dev/shm)")
     if _strings(host.get("CapDrop"), "HostConfig.CapDrop") != ["ALL"]:
         raise Refused("HostConfig.CapDrop must be [ALL]")
     options = _strings(host.get("SecurityOpt"), "HostConfig.SecurityOpt")
     if not options or not set(options) <= NO_NEW_PRIVILEGES:
         raise Refused("HostConfig.SecurityOpt must be no-new-privileges, and nothing else")
     memory = _integer_field(host, "Memory", most=policy.max_memory_bytes)
+    # Its own /dev/shm, counted in the container's memory as its /tmp is.
+    _integer_field(host, "ShmSize", most=memory)
     if host.get("MemorySwap") != memory:
         raise Refused("HostConfig.MemorySwap must equal HostConfig.Memory (no swap)")
     _integer_field(host, "NanoCpus", most=policy.max_nano_cpus)

@@ -465,10 +465,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{arguments.environment} is a {players}-player game: use run"
             )
         backend = get_backend(arguments.sandbox, root=arguments.sandbox_root)
-        unconfined = getattr(backend, "unconfined_reason", "")
-        if unconfined:
+        if not backend.confined:
             # Your own agents, so it runs; but never without saying so.
-            print(f"note: the agents run unconfined here: {unconfined}", file=sys.stderr)
+            print(
+                f"note: the agents run unconfined here: {backend.unconfined_reason}",
+                file=sys.stderr,
+            )
         if arguments.command == "round-robin":
             return round_robin(
                 arguments.environment,

@@ -220,6 +220,16 @@ class SandboxedAgent(Protocol):
 class SandboxBackend(Protocol):
     name: str
 
+    @property
+    def confined(self) -> bool:
+        """Its agents see nothing of the machine but their own files and runtime (the
+        process sandbox's bubblewrap, the docker sandbox's container; a remote or LLM seat
+        runs nothing of ours)."""
+
+    @property
+    def unconfined_reason(self) -> str:
+        """Why they do not ("" when they do), with what to do about it."""
+
     def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> SandboxedAgent:
         """Start the agent; raises SandboxError if the sandbox (not the agent) failed."""
 
@@ -407,6 +417,8 @@ MEMORY_ERROR_MARKERS = (
 #: The size of an agent's private ``/tmp`` in either sandbox: a tmpfs, which counts as
 #: memory, so it is bounded.
 TMPFS_MB = 64
+#: The size of its private ``/dev/shm`` (``multiprocessing``'s locks and queues need one).
+SHM_MB = 64
 
 #: The only programs an agent finds by name, in either sandbox.
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"

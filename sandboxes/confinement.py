@@ -5,43 +5,53 @@ in new mount, PID, network, IPC and UTS namespaces. Its file system is built fro
 nothing: its own folder at ``/agent`` and the SDK at ``/opt/arena/sdk``, both
 read-only, the runtime read-only (``/usr`` and its links, the few files of ``/etc``
 that the dynamic loader and Debian's alternatives need, and the Python that runs it
-when it lives outside ``/usr``), a private ``/tmp`` (a tmpfs of ``TMPFS_MB``), a fresh
-``/proc`` that shows its own processes only and a minimal ``/dev``. Arena's data, the
-checkout, ``/home``, ``/root``, ``/srv`` and other agents' folders are not there at all;
-any of them that lies inside a runtime folder is covered by an empty tmpfs.
+when it is installed outside ``/usr``), a private ``/tmp`` (a tmpfs of ``TMPFS_MB``) and
+``/dev/shm`` (``SHM_MB``), a fresh ``/proc`` that shows its own processes only and a
+minimal ``/dev``; the rest of the
+tree bubblewrap made is read-only. Arena's data, the checkout, ``/home``, ``/root``,
+``/srv`` and other agents' folders are not there at all; any of them that lies inside a
+runtime folder is covered by an empty, read-only tmpfs.
 
-Two ways to get there, one command line:
+Two modes (``Confinement.mode``), one command line:
 
-- **as root** (CI, a dedicated worker): ``bwrap`` makes the namespaces and mounts with
-  root's rights, then ``setpriv`` (util-linux) switches to the agent's own user id with
-  no capability left, no supplementary group and ``no_new_privs``, and runs the agent;
-- **without root**, where the kernel lets users make user namespaces: ``bwrap`` makes a
-  user namespace first (the agent keeps the caller's user id, with no capability), and
-  forbids the agent to make further ones.
+- ``userns``: bubblewrap makes a user namespace first; the agent keeps the user id it
+  was started with, has no capability and may make no user namespace of its own. Root
+  takes the agent's own user id before it starts bubblewrap (the jail does), so this is
+  the mode of root too wherever the kernel lets users make user namespaces;
+- ``setpriv``: root, where users may not make user namespaces (so neither may the
+  agent): bubblewrap makes the namespaces and mounts with root's rights, then ``setpriv``
+  (util-linux) switches to the agent's own user id with no capability, no supplementary
+  group and ``no_new_privs``.
 
 Where neither works (no ``bwrap``, or no root and no user namespaces), ``probe`` says
-why; the sandbox then runs agents unconfined and the platform refuses untrusted uploads
-unless its operator accepts that knowingly (``docs/sandboxes.md``).
+why; the sandbox then runs agents unconfined and the platform refuses to run untrusted
+agents unless its operator accepts that knowingly (``docs/sandboxes.md``).
 
-The last step before the agent is ``/bin/sh``, which puts the agent's streams back (the
-jail keeps them away from bubblewrap's own processes), sends one byte on the jail's
+The last steps before the agent are ``env -i`` (the agent's environment, and nothing of
+bubblewrap's or root's) and ``/bin/sh``, which puts the agent's streams back (the jail
+keeps them away from bubblewrap's own processes), sends one byte on the jail's
 ``READY_FD`` and closes it: the referee learns from it (``SCM_CREDENTIALS``) that the
 sandbox is set up and the agent's process id as the host sees it, and nothing the agent
-does can forge either (it runs after that byte, without the descriptor).
+does can forge either (it runs after that byte, without the descriptor). bubblewrap
+reads its options from a file (``--args``), so the host paths they name do not show in
+the command line of the sandbox's init.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from sandboxes import jail
-from sandboxes.base import TMPFS_MB
+from sandboxes.base import SAFE_PATH, SHM_MB, TMPFS_MB
 
 #: Inside the sandbox: the agent's files, the SDK, the writable scratch folder.
 AGENT_DIR = "/agent"
@@ -49,10 +59,12 @@ SDK_DIR = "/opt/arena/sdk"
 SCRATCH_DIR = "/tmp"
 #: The last step before the agent: puts its streams back where the jail set them aside,
 #: sends the byte, drops the descriptor and becomes the agent (its arguments follow ``$0``).
+#: A failed redirection ends the shell before the byte: the sandbox's failure, not the
+#: agent's (the referee decides by the byte alone).
 READY_SCRIPT = (
     f"exec 0<&{jail.AGENT_STDIN_FD} 1>&{jail.AGENT_STDOUT_FD} "
     f"{jail.AGENT_STDIN_FD}<&- {jail.AGENT_STDOUT_FD}>&- "
-    f"&& printf . >&{jail.READY_FD} || exit 125; exec {jail.READY_FD}>&-; "
+    f"&& printf . >&{jail.READY_FD} && exec {jail.READY_FD}>&- && "
     'exec "$@"'
 )
 #: What the dynamic loader and Debian's alternatives (NumPy's BLAS) read in ``/etc``.
@@ -60,9 +72,18 @@ RUNTIME_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "loc
 #: The top-level folders of a runtime: bound read-only, or recreated as the same links.
 RUNTIME_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SETPRIV = "/usr/bin/setpriv"
+ENV = "/usr/bin/env"
 SHELL = "/bin/sh"
 #: The hostname the agent sees (not the host's).
 HOSTNAME = "arena-agent"
+#: Where the runtime must never come from: binding one of these would show the agent
+#: someone's files, Arena's among them.
+NEVER_RUNTIME = ("/", "/home", "/root", "/srv", "/tmp", "/var", "/opt", "/etc", "/mnt", "/media")
+#: The user id a probe as root drops to (nobody's): any unprivileged one would do.
+PROBE_UID = 65534
+#: How long a failed probe stands before the next ``probe`` tries again (a machine put
+#: right, bubblewrap installed, is seen without a restart).
+FAILED_PROBE_SECONDS = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +92,8 @@ class Confinement:
 
     #: The ``bwrap`` program, or None when agents cannot be confined here.
     bwrap: str | None
-    #: Root switches to the agent's user id inside; otherwise a user namespace is made.
-    as_root: bool
+    #: "userns" or "setpriv" (the module's docstring); "" when not confined.
+    mode: str = ""
     #: Why agents are not confined ("" when they are), with what to do about it.
     reason: str = ""
 
@@ -82,7 +103,7 @@ class Confinement:
 
 
 @dataclasses.dataclass(frozen=True)
-class View:
+class AgentView:
     """The parts of an agent's view that do not change from one agent to the next."""
 
     #: The interpreter of Python agents, as the agent sees it (resolved: no venv links).
@@ -93,25 +114,46 @@ class View:
     hidden: tuple[str, ...]
 
 
-def view(python: str, *, hidden: Iterable[Path] = ()) -> View:
+class ViewError(ValueError):
+    """The runtime asked for cannot be given to an agent without showing it too much."""
+
+
+def agent_view(python: str, *, hidden: Iterable[Path] = ()) -> AgentView:
     """The runtime for agents run by ``python``: ``/usr`` and its links, plus the
-    interpreter's own installation if it lies outside them (a pyenv under ``/root``: that
-    installation only, never its parents); ``hidden`` folders are covered where a bound
-    folder holds them (Arena's data or checkout under ``/usr/local``, say)."""
+    interpreter's own installation (its ``sys.base_prefix``, asked once) if it lies
+    outside them (a pyenv under ``/root``: that installation only, never its parents);
+    ``hidden`` folders are covered where a bound folder holds them (Arena's data or
+    checkout under ``/usr/local``, say). Raises ViewError for an installation that would
+    show the agent a whole home, ``/`` or Arena's own folders."""
     executable = Path(os.path.realpath(python))
     runtime = [f"/{name}" for name in RUNTIME_TOP if _is_real_dir(Path("/", name))]
+    folders = [Path(os.path.realpath(path)) for path in hidden]
     if not _inside(executable, runtime):
-        # <prefix>/bin/python3.x: the prefix holds its standard library and shared libraries.
-        runtime.append(str(executable.parent.parent))
+        prefix = Path(os.path.realpath(_base_prefix(str(executable))))
+        if str(prefix) in NEVER_RUNTIME or prefix == Path.home() or prefix.parent == Path("/home"):
+            raise ViewError(f"{python} is installed in {prefix}, which agents may not see")
+        if any(prefix == folder or prefix in folder.parents for folder in folders):
+            raise ViewError(f"{python} is installed in {prefix}, which holds Arena's files")
+        runtime.append(str(prefix))
     # Only folders that exist: bwrap cannot make a mount point in a read-only folder.
     covered = sorted(
-        {
-            os.path.realpath(path)
-            for path in hidden
-            if os.path.isdir(path) and _inside(Path(os.path.realpath(path)), runtime)
-        }
+        {str(folder) for folder in folders if folder.is_dir() and _inside(folder, runtime)}
     )
-    return View(python=str(executable), runtime=tuple(runtime), hidden=tuple(covered))
+    return AgentView(python=str(executable), runtime=tuple(runtime), hidden=tuple(covered))
+
+
+def _base_prefix(python: str) -> str:
+    try:
+        done = subprocess.run(
+            [python, "-I", "-S", "-c", "import sys; print(sys.base_prefix)"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        raise ViewError(f"cannot run {python}: {error}") from error
+    return done.stdout.strip()
 
 
 def _is_real_dir(path: Path) -> bool:
@@ -134,22 +176,13 @@ def _dirs(path: str, made: set[str]) -> list[str]:
     return arguments
 
 
-def bwrap_command(
-    confinement: Confinement,
-    view: View,
-    *,
-    agent_dir: Path,
-    sdk_dir: Path,
-    uid: int | None,
-    command: Sequence[str],
+def bwrap_options(
+    confinement: Confinement, view: AgentView, *, agent_dir: Path, sdk_dir: Path
 ) -> list[str]:
-    """The command line that runs ``command`` (paths as the agent sees them) confined,
-    from the agent's files in ``agent_dir`` and the SDK in ``sdk_dir``; ``uid`` is the
-    agent's own user id when root runs it."""
-    assert confinement.bwrap is not None
+    """bubblewrap's options for an agent whose files are in ``agent_dir``, with the SDK
+    in ``sdk_dir`` (given to it in a file: ``--args``)."""
     made: set[str] = set()
-    arguments = [
-        confinement.bwrap,
+    options = [
         "--unshare-pid",
         "--unshare-net",
         "--unshare-ipc",
@@ -157,33 +190,51 @@ def bwrap_command(
         "--unshare-cgroup-try",
         "--hostname",
         HOSTNAME,
+        "--clearenv",
     ]
-    if not confinement.as_root:
-        arguments += ["--unshare-user", "--disable-userns"]
+    if confinement.mode == "userns":
+        options += ["--unshare-user", "--disable-userns"]
     for name in RUNTIME_TOP:
         top = Path("/", name)
         if top.is_symlink():
-            arguments += ["--symlink", os.readlink(top), str(top)]
+            options += ["--symlink", os.readlink(top), str(top)]
     for folder in view.runtime:
-        arguments += [*_dirs(folder, made), "--ro-bind", folder, folder]
+        options += [*_dirs(folder, made), "--ro-bind", folder, folder]
         made.add(folder)
-    arguments += ["--perms", "0755", "--dir", "/etc"]
+    options += ["--perms", "0755", "--dir", "/etc"]
     made.add("/etc")
     for name in RUNTIME_ETC:
-        arguments += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        options += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for folder in view.hidden:
-        arguments += ["--tmpfs", folder]
-    arguments += [*_dirs(SDK_DIR, made), "--ro-bind", str(sdk_dir), SDK_DIR]
-    arguments += ["--ro-bind", str(agent_dir), AGENT_DIR]
-    arguments += ["--size", str(TMPFS_MB * 1024 * 1024), "--perms", "01777"]
-    arguments += ["--tmpfs", SCRATCH_DIR, "--proc", "/proc", "--dev", "/dev"]
-    # The folders made above (/, /etc, /opt..., and /dev with its /dev/shm) are tmpfs of
-    # bubblewrap's, which a user namespace's agent would own: read-only, once everything
-    # is in place (devices stay usable: a read-only mount does not stop writes to them).
-    arguments += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", AGENT_DIR, "--"]
-    if confinement.as_root:
+        # Empty, tiny and read-only: a user namespace's agent would own a writable one.
+        options += ["--size", "4096", "--tmpfs", folder, "--remount-ro", folder]
+    options += [*_dirs(SDK_DIR, made), "--ro-bind", str(sdk_dir), SDK_DIR]
+    options += ["--ro-bind", str(agent_dir), AGENT_DIR]
+    options += ["--size", str(TMPFS_MB * 1024 * 1024), "--perms", "01777"]
+    options += ["--tmpfs", SCRATCH_DIR, "--proc", "/proc", "--dev", "/dev"]
+    # Its own /dev/shm (multiprocessing's locks and queues), bounded as /tmp is.
+    options += ["--size", str(SHM_MB * 1024 * 1024), "--perms", "01777", "--tmpfs", "/dev/shm"]
+    # The folders made above (/, /etc, /opt..., /dev) are tmpfs of bubblewrap's, which a
+    # user namespace's agent would own: read-only, once everything is in place (devices
+    # stay usable: a read-only mount does not stop writes to them; /dev/shm is a mount of
+    # its own and stays writable).
+    return [*options, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", AGENT_DIR]
+
+
+def inner_command(
+    confinement: Confinement,
+    *,
+    uid: int | None,
+    environment: Mapping[str, str],
+    command: Sequence[str],
+) -> list[str]:
+    """What bubblewrap runs: in ``setpriv`` mode the switch to the agent's user id
+    ``uid`` first; then the agent's exact environment and the last step (``READY_SCRIPT``)
+    before ``command`` (paths as the agent sees them)."""
+    steps: list[str] = []
+    if confinement.mode == "setpriv":
         assert uid is not None
-        arguments += [
+        steps += [
             SETPRIV,
             f"--reuid={uid}",
             f"--regid={uid}",
@@ -193,45 +244,143 @@ def bwrap_command(
             "--no-new-privs",
             "--",
         ]
-    return [*arguments, SHELL, "-c", READY_SCRIPT, "arena-agent", *command]
+    # After the switch: nothing of the agent's environment (LD_PRELOAD...) reaches a
+    # program that runs with more rights than the agent.
+    variables = [f"{name}={value}" for name, value in environment.items()]
+    return [*steps, ENV, "-i", *variables, SHELL, "-c", READY_SCRIPT, "arena-agent", *command]
 
 
-@functools.cache
+_probed: tuple[float, Confinement] | None = None
+_probe_lock = threading.Lock()
+
+
 def probe() -> Confinement:
     """Whether agents can be confined here: a trial agent (``/bin/true``) is run exactly
-    as a real one would be, once per process."""
+    as a real one would be. Once per process when it can; a failure is asked again after
+    ``FAILED_PROBE_SECONDS``."""
+    global _probed
+    with _probe_lock:
+        if _probed is not None and (
+            _probed[1].confined or time.monotonic() - _probed[0] < FAILED_PROBE_SECONDS
+        ):
+            return _probed[1]
+        _probed = (time.monotonic(), _probe())
+        return _probed[1]
+
+
+def _probe() -> Confinement:
     as_root = os.geteuid() == 0
     bwrap = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin:/usr/sbin")
     if bwrap is None:
         return Confinement(
             None,
-            as_root,
-            "bubblewrap is not installed, so agents could read every world-readable file "
-            "of this machine: install it (Debian: apt-get install bubblewrap)",
+            reason="bubblewrap is not installed, so agents could read every world-readable "
+            "file of this machine: install it (Debian: apt-get install bubblewrap)",
         )
-    if as_root and not os.access(SETPRIV, os.X_OK):
-        return Confinement(
-            None, as_root, f"{SETPRIV} (util-linux) is missing: agents cannot drop root"
-        )
-    candidate = Confinement(bwrap, as_root)
+    failures = []
+    for mode in ("userns", "setpriv") if as_root else ("userns",):
+        candidate = Confinement(bwrap, mode)
+        if mode == "setpriv" and not os.access(SETPRIV, os.X_OK):
+            failures.append(f"setpriv: {SETPRIV} (util-linux) is missing")
+            continue
+        failure = trial(candidate, agent_view(SHELL), ["/bin/true"])
+        if not failure:
+            return candidate
+        failures.append(f"{mode}: {failure}")
+    advice = (
+        "check that this kernel allows mount, PID and network namespaces"
+        if as_root
+        else "run the workers as root, or allow unprivileged user namespaces "
+        "(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 on older "
+        "Debian kernels, or an AppArmor profile for bwrap on Ubuntu)"
+    )
+    return Confinement(
+        None, reason=f"bwrap cannot confine agents here ({'; '.join(failures)}): {advice}"
+    )
+
+
+_views_checked: set[tuple[Confinement, AgentView]] = set()
+
+
+def checked_view(confinement: Confinement, view: AgentView) -> str:
+    """ "" when the agents' interpreter starts in ``view`` (``trial``), else what went
+    wrong. A success is remembered for the process; a failure is asked again next time."""
+    with _probe_lock:
+        if (confinement, view) in _views_checked:
+            return ""
+    failure = trial(confinement, view, [view.python, "-I", "-S", "-c", "pass"])
+    if not failure:
+        with _probe_lock:
+            _views_checked.add((confinement, view))
+    return failure
+
+
+def launch_config(
+    confinement: Confinement,
+    view: AgentView,
+    *,
+    agent_dir: Path,
+    sdk_dir: Path,
+    uid: int | None,
+    environment: Mapping[str, str],
+    command: Sequence[str],
+    rlimits: Mapping[str, tuple[int, int]],
+) -> dict[str, object]:
+    """The jail's settings (``jail.main``) for an agent run confined, as the user ``uid``
+    (root's choice; None for the caller's); its report descriptor is the launcher's."""
+    return {
+        "confined": True,
+        "bwrap": confinement.bwrap,
+        "bwrap_options": bwrap_options(confinement, view, agent_dir=agent_dir, sdk_dir=sdk_dir),
+        "command": inner_command(confinement, uid=uid, environment=environment, command=command),
+        # userns: root takes the agent's own user id before bubblewrap starts (setpriv:
+        # bubblewrap needs root's rights, and setpriv switches inside).
+        "uid": uid if confinement.mode == "userns" else None,
+        "gid": uid if confinement.mode == "userns" else None,
+        "workdir": "/",
+        # bubblewrap's own: the agent's comes after the switch (``inner_command``).
+        "env": {"PATH": SAFE_PATH},
+        "rlimits": dict(rlimits),
+    }
+
+
+def trial(confinement: Confinement, view: AgentView, command: Sequence[str]) -> str:
+    """Run ``command`` in ``view`` exactly as an agent would be run, in an empty agent
+    folder and with no limits; "" when it ran and exited 0, else what went wrong."""
+    as_root = os.geteuid() == 0
     with tempfile.TemporaryDirectory(prefix="arena-confinement-probe-") as folder:
         os.chmod(folder, 0o755)
-        trial = bwrap_command(
-            candidate,
-            view(SHELL),
+        config = launch_config(
+            confinement,
+            view,
             agent_dir=Path(folder),
             sdk_dir=Path(folder),
-            uid=65534 if as_root else None,
-            command=["/bin/true"],
+            uid=PROBE_UID if as_root else None,
+            environment={"PATH": SAFE_PATH},
+            command=command,
+            rlimits={},
         )
-        reported, completed, failure = jail.trial(trial)
-    if reported and completed == 0:
-        return candidate
-    advice = (
-        "run the workers as root, or allow unprivileged user namespaces "
-        "(sysctl kernel.unprivileged_userns_clone=1 on Debian, or an AppArmor profile for "
-        "bwrap on Ubuntu)"
-        if not as_root
-        else "check that this kernel allows mount, PID and network namespaces"
-    )
-    return Confinement(None, as_root, f"bwrap cannot confine agents here ({failure}): {advice}")
+        read_end, write_end = os.pipe()
+        config["ready_fd"] = write_end
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
+                pass_fds=(write_end,),
+                start_new_session=True,
+                cwd="/",
+                env={"PATH": SAFE_PATH},
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            return str(error)
+        finally:
+            os.close(write_end)
+        try:
+            reported = os.read(read_end, 1) == b"."
+        finally:
+            os.close(read_end)
+    if reported and done.returncode == 0:
+        return ""
+    return done.stderr.decode(errors="replace").strip() or f"exit status {done.returncode}"

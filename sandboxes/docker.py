@@ -35,6 +35,7 @@ from typing import Any
 
 from sandboxes import docker_engine
 from sandboxes.base import (
+    SHM_MB,
     TMPFS_MB,
     AgentLog,
     AgentSource,
@@ -102,9 +103,10 @@ def container_command(entry: str, kind: EntryKind) -> list[str]:
 def confinement(*, memory_mb: int, max_processes: int) -> dict[str, Any]:
     """The ``docker_engine.container_start`` options that confine every container Arena
     starts from an agent's image (agents, and the builder's probes of an image): no
-    network, no swap, one CPU, a process limit, a read-only root with a small tmpfs and no
-    ``/dev/shm``, an unprivileged user, no capabilities, no new privileges, a capped engine log. The
-    engine proxy refuses to create a container without them (docs/sandboxes.md)."""
+    network, no swap, one CPU, a process limit, a read-only root with a small tmpfs and a
+    small ``/dev/shm`` of its own, an unprivileged user, no capabilities, no new
+    privileges, a capped engine log. The engine proxy refuses to create a container
+    without them (docs/sandboxes.md)."""
     mib = 1024 * 1024
     return {
         "user": AGENT_USER,
@@ -116,8 +118,10 @@ def confinement(*, memory_mb: int, max_processes: int) -> dict[str, Any]:
         "pids_limit": max_processes,
         "read_only": True,
         "tmpfs": {"/tmp": f"size={TMPFS_MB}m,mode=1777"},
-        # An IPC namespace of its own with no /dev/shm: /tmp is its only writable place.
-        "ipc_mode": "none",
+        # An IPC namespace and a /dev/shm of its own (multiprocessing needs one), bounded
+        # and counted in its memory, as its /tmp.
+        "ipc_mode": "private",
+        "shm_size": SHM_MB * mib,
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "log_max_bytes": ENGINE_LOG_BYTES,
@@ -297,6 +301,8 @@ class DockerSandbox:
     """
 
     name = "docker"
+    confined = True
+    unconfined_reason = ""
 
     def __init__(
         self,

@@ -6,21 +6,22 @@ Only built-in modules are imported at start (``json`` would cost every agent's s
 about 8 ms; ``ctypes`` is imported only to leave the network), so it starts in a few
 milliseconds.
 
-It sets the resource limits, puts the referee's report descriptor on ``READY_FD``, then:
+It sets the resource limits, puts the referee's report descriptor on ``READY_FD``,
+takes the agent's user id when asked (``uid``), then:
 
-- **confined** (``confinement.bwrap_command`` is the command): moves the agent's stdin
-  and stdout to ``AGENT_STDIN_FD`` and ``AGENT_STDOUT_FD`` and execs ``bwrap`` with
-  ``/dev/null`` and the log instead. bubblewrap's own two processes, which live as long
-  as the agent, close every descriptor but their standard ones, so the agent alone holds
-  its streams (one that closes its output is seen to, at once); ``bwrap`` builds the
-  agent's view of the machine, and the last step before the agent puts the streams back,
-  reports on ``READY_FD`` and becomes the agent;
-- **unconfined** (no ``bwrap``, accepted knowingly): as root, leaves the network and
-  takes the agent's user id itself; reports and becomes the agent.
+- **confined** (``confinement.launch_config``): moves the agent's stdin and stdout to
+  ``AGENT_STDIN_FD`` and ``AGENT_STDOUT_FD``, and execs ``bwrap`` with ``/dev/null`` and
+  the log instead, its options in a file (``--args``). bubblewrap's own two processes,
+  which live as long as the agent, close every descriptor but their standard ones, so
+  the agent alone holds its streams (one that closes its output is seen to, at once);
+  ``bwrap`` builds the agent's view of the machine, and the last step before the agent
+  puts the streams back, reports on ``READY_FD`` and becomes the agent;
+- **unconfined** (no ``bwrap``, accepted knowingly): as root, also leaves the network;
+  reports and becomes the agent.
 
-Exit status 125 with no report means the sandbox could not be set up (the platform's
-fault); anything after the report is the agent's. The status alone would not do: an
-agent can exit with any status, but it never holds the descriptor.
+An exit with no report means the sandbox could not be set up (the platform's fault);
+anything after the report is the agent's. The exit status alone would not do: an agent
+can exit with any status, but it never holds the descriptor.
 """
 
 import marshal
@@ -30,23 +31,25 @@ import sys
 
 SETUP_FAILED = 125
 READY_FD = 3
-#: Confined, where the agent's stdin and stdout wait while bubblewrap runs (``confined``).
+#: Confined, where the agent's stdin and stdout wait while bubblewrap runs.
 AGENT_STDIN_FD = 4
 AGENT_STDOUT_FD = 5
+#: Confined, the file bubblewrap reads its options from (it closes it).
+OPTIONS_FD = 6
 CLONE_NEWNET = 0x40000000
 
 
-def _fail(status, message):
+def _fail(status: int, message: str) -> None:
     os.write(2, ("arena-sandbox: " + message + "\n").encode())
     os._exit(status)
 
 
-def encode(config):
+def encode(config: dict[str, object]) -> str:
     """``config`` (dicts, lists, strings, numbers, None) as the jail's argument."""
     return marshal.dumps(config).hex()
 
 
-def _unshare_network():
+def _unshare_network() -> None:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -55,7 +58,7 @@ def _unshare_network():
         raise OSError(errno, "unshare(CLONE_NEWNET): " + os.strerror(errno))
 
 
-def _set_streams_aside():
+def _set_streams_aside() -> None:
     os.dup2(0, AGENT_STDIN_FD)
     os.dup2(1, AGENT_STDOUT_FD)
     nothing = os.open("/dev/null", os.O_RDONLY)
@@ -64,44 +67,19 @@ def _set_streams_aside():
     os.dup2(2, 1)
 
 
-def trial(command):
-    """Run ``command`` (a ``bwrap`` command line, which reports itself) through the jail
-    as an agent would be, with no limits and nothing on its streams; returns (reported on
-    READY_FD, exit status or None, its stderr)."""
-    import subprocess
-
-    read_end, write_end = os.pipe()
-    config = {
-        "rlimits": {},
-        "command": list(command),
-        "env": {"PATH": "/usr/bin:/bin"},
-        "workdir": "/",
-        "ready_fd": write_end,
-        "confined": True,
-    }
-    try:
-        completed = subprocess.run(
-            [sys.executable, "-I", "-S", __file__, encode(config)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            pass_fds=(write_end,),
-            start_new_session=True,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return False, None, str(error)
-    finally:
-        os.close(write_end)
-    try:
-        reported = os.read(read_end, 1) == b"."
-    finally:
-        os.close(read_end)
-    stderr = completed.stderr.decode(errors="replace").strip()
-    return reported, completed.returncode, stderr or f"exit status {completed.returncode}"
+def _options_file(options: list[str]) -> None:
+    """bubblewrap's options, NUL-separated, in a file on ``OPTIONS_FD``."""
+    options_file = os.memfd_create("bwrap-options", 0)
+    os.write(options_file, ("\0".join(options) + "\0").encode())
+    os.lseek(options_file, 0, os.SEEK_SET)
+    if options_file != OPTIONS_FD:
+        os.dup2(options_file, OPTIONS_FD)
+        os.close(options_file)
 
 
-def main():
+def main() -> None:
     config = marshal.loads(bytes.fromhex(sys.argv[1]))
+    confined = config.get("confined", False)
     try:
         ready = config["ready_fd"]
         if ready != READY_FD:
@@ -118,12 +96,15 @@ def main():
             os.setuid(uid)
         os.chdir(config["workdir"])
         os.umask(0o077)
-        if config.get("confined"):
+        if confined:
             _set_streams_aside()
+            _options_file(config["bwrap_options"])
     except OSError as error:
         _fail(SETUP_FAILED, f"cannot confine the agent: {error}")
-    command = config["command"]
-    if not config.get("confined"):
+    if confined:
+        command = [config["bwrap"], "--args", str(OPTIONS_FD), "--", *config["command"]]
+    else:
+        command = config["command"]
         # Nothing more of ours runs before the agent: report and let go of the descriptor.
         try:
             os.write(READY_FD, b".")
@@ -133,9 +114,7 @@ def main():
     try:
         os.execve(command[0], command, config["env"])
     except OSError as error:
-        if config.get("confined"):
-            _fail(SETUP_FAILED, f"cannot start {command[0]}: {error.strerror}")
-        _fail(127, f"cannot start {command[0]}: {error.strerror}")
+        _fail(SETUP_FAILED if confined else 127, f"cannot start {command[0]}: {error.strerror}")
 
 
 if __name__ == "__main__":

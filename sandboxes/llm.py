@@ -103,6 +103,8 @@ class LLMSandbox:
     """The LLM seat of one duel. Its conversations outlive a restart of the seat."""
 
     name = "llm"
+    confined = True
+    unconfined_reason = ""
 
     def __init__(self, config: LLMConfig) -> None:
         self.config = config

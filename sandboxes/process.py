@@ -5,13 +5,14 @@ on CPU time, memory, processes, open files and file size; its files are a privat
 
 Where the machine allows it (``confinement.probe``), the agent runs under bubblewrap:
 its file system is its own files and its runtime, read-only, and a private ``/tmp``,
-in its own PID, network, IPC and UTS namespaces (``sandboxes.confinement``). When the
-referee runs as root each agent also runs under its own unprivileged user id taken from
-a pool. The user id is what makes the process limit hold (it counts per user) and lets a
-close kill every process of the agent in one ``kill(-1)`` that a fork bomb cannot outrun.
-The sandbox's init (bubblewrap's, PID 1 of the namespace) stays in the agent's process
-group whatever the agent does, so killing the group kills it, and with it the kernel kills
-everything in the namespace: nothing the agent started can leave it.
+in its own PID, network, IPC and UTS namespaces, and a user namespace where the kernel
+allows it (``sandboxes.confinement``). When the referee runs as root each agent also runs
+under its own unprivileged user id taken from a pool. The user id is what makes the
+process limit hold (it counts per user) and lets a close kill every process of the agent
+in one ``kill(-1)`` that a fork bomb cannot outrun. A close also kills the sandbox's init
+(bubblewrap's, PID 1 of the namespace) by a descriptor taken when the agent reported,
+wherever the agent may have moved it, and with it the kernel kills everything in the
+namespace: nothing the agent started outlives it.
 
 Where it cannot (no ``bwrap``, or no root and no user namespaces), the sandbox runs
 agents unconfined and says why (``unconfined_reason``): the limits still apply, and as
@@ -226,6 +227,15 @@ def _reported_pid(report: socket.socket) -> int | None:
     return None
 
 
+def _parent_pidfd(pid: int) -> int | None:
+    """A descriptor of ``pid``'s parent (``pidfd_open``), if both still exist."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_bytes()
+        return os.pidfd_open(int(_status_field(status, b"PPid")))
+    except (OSError, ValueError):
+        return None
+
+
 class UserPool:
     """Unprivileged user ids, one per running agent, shared by every referee on the host."""
 
@@ -300,6 +310,9 @@ class ProcessAgent:
         #: The agent's own process as this host sees it, once it has reported.
         self._agent_pid: int | None = None
         self._report_lock = threading.Lock()
+        #: Confined, the sandbox's init (the agent's parent, PID 1 of its namespace), held
+        #: from the report on: killed by ``close`` whatever process group it is in then.
+        self._init_fd: int | None = None
         self._log = AgentLog(process.stderr.fileno(), limits)
         self._closing = threading.Event()
         self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
@@ -314,6 +327,8 @@ class ProcessAgent:
         with self._report_lock:
             if self._agent_pid is None:
                 self._agent_pid = _reported_pid(self._report)
+                if self._agent_pid is not None and self.confined:
+                    self._init_fd = _parent_pidfd(self._agent_pid)
             return self._agent_pid
 
     def log(self) -> str:
@@ -361,6 +376,12 @@ class ProcessAgent:
     def _kill_group(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        # The init is in the group unless the agent moved it (in a user namespace it may
+        # trace it); killed by its descriptor, it takes the whole PID namespace with it.
+        self.agent_pid()
+        if self._init_fd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._init_fd, signal.SIGKILL)
 
     def _kill_escaped(self) -> None:
         """Kill what left the agent's process group: every process of its user id, or
@@ -437,6 +458,9 @@ class ProcessAgent:
             os.close(self.exit_fd)
             self.exit_fd = None
         self._report.close()
+        if self._init_fd is not None:
+            os.close(self._init_fd)
+            self._init_fd = None
         _remove_tree(self.workdir)
         if self.uid_lock is not None:
             UserPool.release(self.uid_lock)
@@ -486,21 +510,31 @@ class ProcessSandbox:
         self.isolate_users = os.geteuid() == 0 if isolate_users is None else isolate_users
         if self.isolate_users and os.geteuid() != 0:
             raise SandboxError("isolating agents under their own user ids needs root")
-        self.confinement: Confinement = (
+        found = (
             confinement.probe()
             if confine is not False
-            else Confinement(None, self.isolate_users, "confinement turned off")
+            else Confinement(None, reason="confinement turned off")
         )
+        self.confinement = found
+        self.python = python or self._default_python()
+        self._view: confinement.AgentView | None = None
+        if found.confined:
+            # Checked with the agents' own Python: one that cannot run in the view would
+            # fail every agent after its report, as if each one had crashed.
+            try:
+                self._view = confinement.agent_view(
+                    self.python, hidden=[PROJECT_DIR, self.root, *hidden]
+                )
+                failure = confinement.checked_view(found, self._view)
+            except confinement.ViewError as error:
+                failure = str(error)
+            if failure:
+                self._view = None
+                self.confinement = Confinement(
+                    None, reason=f"the agents' Python cannot run confined: {failure}"
+                )
         if confine and not self.confinement.confined:
             raise SandboxError(self.confinement.reason)
-        if self.confinement.confined and self.confinement.as_root != self.isolate_users:
-            raise SandboxError("confined, agents run under their own user ids exactly as root")
-        self.python = python or self._default_python()
-        self._view: confinement.View | None = (
-            confinement.view(self.python, hidden=[PROJECT_DIR, self.root, *hidden])
-            if self.confinement.confined
-            else None
-        )
         self.users = UserPool(base=uid_base, count=uid_count)
         self._sdk_path: Path | None = None
         # Agents start side by side: one of them makes the copy, the other waits for it.
@@ -679,27 +713,29 @@ class ProcessSandbox:
                 allowed = running + limits.max_processes
                 rlimits["RLIMIT_NPROC"] = (allowed, allowed)
             command = self._command(source, workdir)
+            environment = self._environment(source, workdir, token)
             if self._view is not None:
-                command = confinement.bwrap_command(
+                config = confinement.launch_config(
                     self.confinement,
                     self._view,
                     agent_dir=workdir,
                     sdk_dir=self._sdk(),
                     uid=uid,
+                    environment=environment,
                     command=command,
+                    rlimits=rlimits,
                 )
-            config = {
-                # Confined, bubblewrap switches to the agent's user id (``confinement``).
-                "uid": None if self.confined else uid,
-                "gid": None if self.confined else uid,
-                "confined": self.confined,
-                "workdir": "/" if self.confined else str(workdir),
-                "command": command,
-                "env": self._environment(source, workdir, token),
-                "rlimits": rlimits,
-                "unshare_network": self.isolate_users and not self.confined,
-                "ready_fd": report_end.fileno(),
-            }
+            else:
+                config = {
+                    "uid": uid,
+                    "gid": uid,
+                    "workdir": str(workdir),
+                    "command": command,
+                    "env": environment,
+                    "rlimits": rlimits,
+                    "unshare_network": self.isolate_users,
+                }
+            config["ready_fd"] = report_end.fileno()
             process = subprocess.Popen(
                 [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)],
                 stdin=subprocess.PIPE,

@@ -160,6 +160,8 @@ class RemoteSandbox:
     agents connect over the network (``AgentSource.seat``)."""
 
     name = "remote"
+    confined = True
+    unconfined_reason = ""
 
     def __init__(
         self,

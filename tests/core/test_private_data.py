@@ -69,6 +69,23 @@ def test_it_makes_an_older_instances_data_owner_only_once(tmp_path, caplog):
 
 
 @pytest.mark.usefixtures("umask")
+def test_it_never_follows_a_link_out_of_the_data(tmp_path):
+    # A link in var/ (one planted by someone who may write there) must not make a start
+    # change the file it points to.
+    var = tmp_path / "var"
+    old_instance(var)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("someone else's")
+    outside.chmod(0o644)
+    (var / "log" / "link").symlink_to(outside)
+
+    keep_private([var], create=var)
+
+    assert oct(stat.S_IMODE(outside.stat().st_mode)) == "0o644"
+    assert open_to_others(var) == []
+
+
+@pytest.mark.usefixtures("umask")
 def test_what_is_created_afterwards_is_owner_only(tmp_path):
     var = tmp_path / "fresh" / "var"
 

@@ -8,12 +8,24 @@ from django.utils import timezone
 
 from core.jobs import job_claim, job_heartbeat
 from core.leases import worker_name
-from core.models import Duel, DuelStatus, Job, JobKind, JobStatus, MatchLog, RatingChange
+from core.models import (
+    Duel,
+    DuelStatus,
+    Job,
+    JobKind,
+    JobStatus,
+    MatchLog,
+    RatingChange,
+    Revision,
+    StepStatus,
+)
+from core.services import revision_requeue
 from duel_runner.services import (
     duel_play,
     duel_record_result,
     revision_agent_source,
     sandbox_backend,
+    sandbox_backend_close,
 )
 from referee.duel import run_duel
 from tests.factories import queued_duel
@@ -187,3 +199,77 @@ def test_a_worker_killed_before_its_duel_is_rated_leaves_it_to_be_played_again(m
     assert duel.status == DuelStatus.SUCCEEDED and duel.job.attempts == 2
     assert duel.matches.count() == 2
     assert RatingChange.objects.filter(duel=duel).count() == 2 * 2
+
+
+@pytest.fixture
+def lose_confinement(monkeypatch):
+    """``lose_confinement()``: this worker cannot confine agents from now on (bubblewrap
+    removed, say); its sandboxes are made again without it."""
+    from sandboxes import confinement
+    from sandboxes.confinement import Confinement
+
+    def lose() -> None:
+        sandbox_backend_close()
+        lost = Confinement(None, reason="bubblewrap is not installed")
+        monkeypatch.setattr(confinement, "probe", lambda: lost)
+        monkeypatch.setattr("duel_runner.services.probe", lambda: lost)
+
+    yield lose
+    sandbox_backend_close()
+
+
+def test_a_worker_that_cannot_confine_agents_plays_no_attendees_code(lose_confinement):
+    # Uploaded and validated while the machine confined agents; then the worker cannot:
+    # the duel is the platform's failure, unscored, and says why.
+    minimax, rando = two_revisions()
+    duel = queued_duel([minimax, rando], num_matches=2, seed=3)
+    lose_confinement()
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.FAILED
+    assert "cannot confine agents (bubblewrap is not installed)" in duel.error
+    assert duel.matches.count() == 0
+    assert not RatingChange.objects.filter(duel=duel).exists()
+
+
+def test_a_worker_that_cannot_confine_agents_still_plays_organizers_code(
+    lose_confinement, organizer
+):
+    minimax, rando = two_revisions()
+    Revision.objects.filter(pk__in=[minimax.pk, rando.pk]).update(uploaded_by=organizer)
+    duel = queued_duel([minimax, rando], num_matches=2, seed=3)
+    lose_confinement()
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED and duel.matches.count() == 2
+
+
+def test_the_operator_may_let_an_unconfined_worker_play_everyones_code(lose_confinement, settings):
+    minimax, rando = two_revisions()
+    duel = queued_duel([minimax, rando], num_matches=2, seed=3)
+    lose_confinement()
+    settings.ARENA_ALLOW_UNCONFINED_AGENTS = True
+
+    duel_play(duel_id=duel.pk)
+
+    duel.refresh_from_db()
+    assert duel.status == DuelStatus.SUCCEEDED
+
+
+def test_a_worker_that_cannot_confine_agents_gives_back_an_attendees_validation(
+    lose_confinement,
+):
+    minimax, _ = two_revisions()
+    lose_confinement()
+
+    revision_requeue(revision=minimax, steps=("validation",))  # the worker runs it at once
+
+    minimax.refresh_from_db()
+    # Given back, to be tried again later by this or another worker: not failed.
+    assert minimax.validation_status == StepStatus.QUEUED
+    job = Job.objects.of(JobKind.VALIDATION, minimax.pk).get()
+    assert "cannot confine agents" in job.error

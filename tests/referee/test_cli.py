@@ -281,7 +281,7 @@ def test_it_says_how_many_agents_a_game_seats(capsys):
 def test_it_says_when_the_agents_run_unconfined(capsys, monkeypatch):
     from sandboxes import confinement
 
-    unconfined = confinement.Confinement(None, False, "bubblewrap is not installed")
+    unconfined = confinement.Confinement(None, reason="bubblewrap is not installed")
     monkeypatch.setattr(confinement, "probe", lambda: unconfined)
 
     assert main(["validate", "sum_to_10", str(AGENTS / "random_agent.py")]) == 0

@@ -30,7 +30,7 @@ from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.process import PROJECT_DIR, ProcessSandbox
 from tests.support.require import require
-from tests.support.sandboxes import AGENTS, agent
+from tests.support.sandboxes import AGENTS, agent, hostile
 
 FAST = {"matches": 2, "move_time": 5.0, "time_bank": 5.0, "startup_time": 120.0}
 PLANTED = "planted-by-an-agent"
@@ -195,7 +195,7 @@ from referee.duel import run_duel
 from sandboxes.base import AgentSource
 from sandboxes.process import ProcessSandbox
 
-searcher, root = AgentSource.from_path(sys.argv[1], json.loads(sys.argv[2])), Path(sys.argv[3])
+searcher, root = AgentSource.from_path(sys.argv[1], json.loads(sys.argv[3])), Path(sys.argv[2])
 backend = ProcessSandbox(root)
 try:
     opponent = AgentSource.from_path(sys.argv[4])
@@ -213,30 +213,128 @@ print(json.dumps({"confined": backend.confined, "reason": backend.unconfined_rea
 def test_without_root_agents_are_confined_in_a_user_namespace(host):
     # A referee run by an ordinary user (nobody, here): bubblewrap makes a user namespace,
     # and the same search finds nothing of what that user could read itself.
-    nobody = 65534
-    folder = Path(tempfile.mkdtemp(prefix="arena-test-nobody-"))
-    try:
-        os.chown(folder, nobody, nobody)
-        source = searcher(host, folder)
-        site_packages = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
-        done = subprocess.run(
-            ["/usr/bin/python3", "-c", WITHOUT_ROOT, str(source.path),
-             json.dumps(dict(source.environment)), str(folder),
-             str(AGENTS / "random_agent.py")],
-            user=nobody, group=nobody, extra_groups=[],
-            env={"PATH": "/usr/bin:/bin", "HOME": str(folder), "TMPDIR": str(folder),
-                 "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'sdk'}:{site_packages}"},
-            cwd=folder, capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
-        outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-    require(
-        outcome["confined"], f"an ordinary user cannot confine agents here: {outcome['reason']}"
+    source = searcher(host, Path("/nonexistent"))
+    outcome = _as_nobody(
+        WITHOUT_ROOT,
+        str(source.path),
+        json.dumps(dict(source.environment)),
+        str(AGENTS / "random_agent.py"),
     )
+
+    require(outcome["confined"], f"an ordinary user cannot confine agents: {outcome['reason']}")
     assert outcome["isolate_users"] is False
     assert outcome["errors"] == [0, 0]
     assert "search done" in outcome["log"]
     assert "FOUND" not in outcome["log"], outcome["log"]
+
+
+NOBODY = 65534
+
+
+def _as_nobody(script: str, *arguments: str) -> dict[str, object]:
+    """Run ``script`` (the Django-free layer on Debian's Python) as the user nobody, with a
+    sandbox root of its own as its last argument; what it printed last, as JSON."""
+    folder = Path(tempfile.mkdtemp(prefix="arena-test-nobody-"))
+    try:
+        os.chown(folder, NOBODY, NOBODY)
+        site_packages = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", script, arguments[0], str(folder), *arguments[1:]],
+            user=NOBODY, group=NOBODY, extra_groups=[],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(folder), "TMPDIR": str(folder),
+                 "PYTHONPATH": f"{PROJECT_DIR}:{PROJECT_DIR / 'sdk'}:{site_packages}"},
+            cwd=folder, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcome
+
+
+INIT_OUT_OF_ITS_GROUP = """
+import json, os, sys, time
+from pathlib import Path
+from referee.channel import Channel
+from sandboxes import process
+from sandboxes.base import AgentSource, SandboxLimits
+
+def parent(pid):
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+
+def running(pid):
+    try:
+        return "State:\\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+backend = process.ProcessSandbox(Path(sys.argv[2]))
+source = AgentSource.from_path(sys.argv[1], json.loads(sys.argv[3]))
+agent = backend.start(source, limits=SandboxLimits(), label="p1")
+channel = Channel(agent, max_message_bytes=1 << 16)
+deadline = time.monotonic() + 60
+channel.send({"type": "hello", "protocol": 1}, deadline)
+while agent.agent_pid() is None and time.monotonic() < deadline:
+    time.sleep(0.02)
+pid = agent.agent_pid()
+init = parent(pid)
+# As if the agent had traced the init and moved both out of their process group: the
+# group's kill reaches only bubblewrap's outer process.
+process.os.killpg = lambda group, number: os.kill(group, number)
+agent.close()
+while (running(pid) or running(init)) and time.monotonic() < deadline:
+    time.sleep(0.02)
+print(json.dumps({"confined": backend.confined, "reason": backend.unconfined_reason,
+                  "outer": agent.process.pid, "init": init,
+                  "left": [p for p in (pid, init) if running(p)]}))
+"""
+
+
+@pytest.mark.usefixtures("needs_root")
+def test_without_root_close_kills_the_sandboxs_init_even_out_of_its_process_group():
+    # Without root the agent shares its user id with the sandbox's init, may trace it, and
+    # move it out of the process group that close() kills; nothing sweeps a user id then.
+    # close() kills the init by its descriptor, and the kernel the whole PID namespace.
+    # An agent that never exits by itself (it sleeps on the handshake, deaf to its input
+    # closing): only a kill ends it.
+    source = hostile("sleep", at=0)
+    outcome = _as_nobody(
+        INIT_OUT_OF_ITS_GROUP, str(source.path), json.dumps(dict(source.environment))
+    )
+
+    require(outcome["confined"], f"an ordinary user cannot confine agents: {outcome['reason']}")
+    assert outcome["init"] != outcome["outer"]
+    assert outcome["left"] == []
+
+
+USES_SHARED_MEMORY = """
+import multiprocessing, sys
+lock = multiprocessing.Lock()  # a POSIX semaphore, in /dev/shm
+with lock:
+    print("a lock in its own /dev/shm", file=sys.stderr, flush=True)
+from arena_sdk import Agent
+
+class First(Agent):
+    def act(self, turn):
+        return turn.legal_actions[0]
+"""
+
+
+@pytest.mark.usefixtures("confined")
+def test_an_agent_has_a_dev_shm_of_its_own_for_multiprocessing(any_backend, sandbox_root):
+    folder = sandbox_root / "uses-shared-memory"
+    folder.mkdir()
+    (folder / "main.py").write_text(USES_SHARED_MEMORY)
+
+    result = run_duel(
+        "tic_tac_toe",
+        (AgentSource.from_path(folder), agent("random_agent.py")),
+        backend=any_backend,
+        seed=3,
+        **FAST,
+    )
+
+    assert result.as_json()["errors"] == [0, 0]
+    assert "a lock in its own /dev/shm" in result.logs[0]
+    shutil.rmtree(folder)

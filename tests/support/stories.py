@@ -17,6 +17,7 @@ Every user's password is ``tests.factories.PASSWORD``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from datetime import timedelta
@@ -58,6 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from django.conf import settings
 
     global _media_root
+    # Django's start made this process's umask owner-only, as in every Arena process
+    # (core.private_data; tests/core/test_private_data.py runs the real thing in a process
+    # of its own). The test process also plays the operator and the other users (nginx's
+    # configuration and certificates, files for agents of other user ids), as their own
+    # tools would with the usual umask.
+    os.umask(0o022)
     # Hashing with the production hasher costs a quarter of a second per user.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # Uploads made by tests go to a folder of this run, never to var/media.

@@ -80,6 +80,8 @@ def test_two_llm_players_play_a_rated_ladder_whose_conversations_are_shown(
         LLMPlayerFactory(
             competitor__environment=environment,
             competitor__name=name,
+            # Their conversations are their logs: shown to a visitor once shared.
+            competitor__share_logs=True,
             base_url=server.url,
             temperature=temperature,
         ).competitor

@@ -41,6 +41,9 @@ class Command(BaseCommand):
         if options["output"] == "-":
             self.stdout.write(config, ending="")
             return
-        Path(options["output"]).write_text(config)
+        output = Path(options["output"])
+        output.write_text(config)
+        # For nginx, which may run as another user: nothing secret is in it.
+        output.chmod(0o644)
         tls = f"HTTPS on {deployment.https_port}" if deployment.has_tls else "HTTP only"
         self.stderr.write(f"Wrote {options['output']} ({tls}).")

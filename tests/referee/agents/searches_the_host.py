@@ -9,7 +9,7 @@ not, and ``searched <what>`` for each attempt, so a test can tell that it did tr
 - the folders ``HUNT_PATHS`` names (``:``-separated: where an attacker would guess the
   platform's database, uploads and checkout), and ``/home``, ``/root``, ``/srv``;
 - every process it can see other than its own, with its command line and environment;
-- a file written anywhere but its ``/tmp``;
+- a file written anywhere but its ``/tmp`` and ``/dev/shm`` (its own, bounded);
 - the loopback ports in ``HUNT_PORTS``, an abstract socket ``HUNT_ABSTRACT``, and the
   usual Unix sockets of Docker, PostgreSQL and Redis.
 
@@ -113,7 +113,7 @@ def try_writing():
         "/usr",
         "/etc",
         "/var/tmp",
-        "/dev/shm",
+        "/dev",
         "/run",
         os.getcwd(),
         *GUESSES,
