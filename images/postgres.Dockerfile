@@ -13,6 +13,8 @@ RUN apt-get update -qq \
     && mkdir -p "$PGDATA" /run/postgresql \
     && chown -R postgres:postgres "$PGDATA" /run/postgresql
 COPY postgres-entrypoint.sh /usr/local/bin/arena-postgres
+# Whatever the umask of the checkout it came from (Arena's own processes use 077).
+RUN chmod 0755 /usr/local/bin/arena-postgres
 USER postgres
 HEALTHCHECK --interval=5s --timeout=5s --start-period=30s --retries=5 \
     CMD ["pg_isready", "-h", "127.0.0.1", "-q"]

@@ -9,6 +9,8 @@ RUN apt-get update -qq \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /usr/share/doc /usr/share/man \
     && mkdir -p /data && chown redis:redis /data
 COPY redis-entrypoint.sh /usr/local/bin/arena-redis
+# Whatever the umask of the checkout it came from (Arena's own processes use 077).
+RUN chmod 0755 /usr/local/bin/arena-redis
 USER redis
 WORKDIR /data
 HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=5 \
