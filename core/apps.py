@@ -13,11 +13,11 @@ class CoreConfig(AppConfig):
 
         from core.confinement import check_confinement
         from core.page_cache import watch_connection
-        from core.private_data import data_folders, keep_private
+        from core.private_data import data_files, data_folders, keep_private
 
         # Before anything is written: the database, uploads, logs, the broker and caches
         # are this user's alone, and an older instance's are put right (core.private_data).
-        keep_private(data_folders(), create=settings.VAR_DIR)
+        keep_private(data_folders(), files=data_files(), create=settings.VAR_DIR)
 
         # Says at start when agents cannot be confined here (core.confinement).
         checks.register(check_confinement)

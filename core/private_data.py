@@ -26,9 +26,10 @@ PRIVATE_UMASK = 0o077
 
 def data_folders() -> list[Path]:
     """Every folder of Arena's own data the settings name: ``ARENA_VAR_DIR``, uploads,
-    builds, the publisher's clone, caches, a SQLite database's folder and the pages'
-    cache when they are files. What ``keep_private`` guards and what the process sandbox
-    covers in an agent's view."""
+    builds, the publisher's clone, caches, the pages' cache when it is files. What
+    ``keep_private`` guards and what the process sandbox covers in an agent's view. A
+    SQLite database named outside them is a file in a folder that may hold anything (the
+    folder is not Arena's to change): ``data_files``."""
     from django.conf import settings
 
     folders = [
@@ -39,18 +40,28 @@ def data_folders() -> list[Path]:
         settings.ARENA_WHEEL_CACHE,
         settings.ARENA_BASE_IMAGE_CACHE,
     ]
-    database = settings.DATABASES["default"]
-    if str(database["ENGINE"]).endswith("sqlite3") and database["NAME"] != ":memory:":
-        folders.append(Path(str(database["NAME"])).parent)
     if settings.ARENA_CACHE_URL.startswith("file://"):
         folders.append(Path(settings.ARENA_CACHE_URL.removeprefix("file://")))
     return [Path(folder) for folder in dict.fromkeys(str(folder) for folder in folders)]
 
 
-def keep_private(folders: Iterable[Path], *, create: Path | None = None) -> int:
+def data_files() -> list[Path]:
+    """A SQLite database's files (with its journal's), wherever the settings put it."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if not str(database["ENGINE"]).endswith("sqlite3") or database["NAME"] == ":memory:":
+        return []
+    name = str(database["NAME"])
+    return [Path(name + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+
+
+def keep_private(
+    folders: Iterable[Path], *, files: Iterable[Path] = (), create: Path | None = None
+) -> int:
     """Sets this process's umask to owner-only, creates ``create`` owner-only if it is
-    missing, and puts right each of ``folders`` that exists and others may enter. Returns
-    how many files and folders were changed."""
+    missing, and puts right each of ``folders`` that exists and others may enter, and each
+    of ``files`` that exists. Returns how many files and folders were changed."""
     os.umask(PRIVATE_UMASK)
     if create is not None:
         try:
@@ -71,7 +82,30 @@ def keep_private(folders: Iterable[Path], *, create: Path | None = None) -> int:
                 folder,
                 count,
             )
+    for path in files:
+        if _owner_only(path):
+            changed += 1
+            logger.warning("%s was open to other users: made owner-only", path)
     return changed
+
+
+def _owner_only(path: Path) -> bool:
+    """Takes every right of group and others off the file ``path`` (never through a link);
+    whether it changed anything."""
+    try:
+        entry = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # absent, a link, or not ours to open
+        return False
+    try:
+        mode = os.fstat(entry).st_mode
+        if not stat.S_ISREG(mode) or not stat.S_IMODE(mode) & 0o077:
+            return False
+        os.fchmod(entry, stat.S_IMODE(mode) & 0o700)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(entry)
 
 
 def make_owner_only(folder: Path) -> int:

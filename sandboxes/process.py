@@ -515,6 +515,12 @@ class ProcessSandbox:
             if confine is not False
             else Confinement(None, reason="confinement turned off")
         )
+        if found.mode == "userns" and self.isolate_users:
+            # There the agents' own user ids start bubblewrap, which must reach their
+            # folders: below a root only root may traverse, root does it (setpriv).
+            self._prepare_root()
+            if not _executable_by_anyone(self.root):
+                found = Confinement(found.bwrap, "setpriv")
         self.confinement = found
         self.python = python or self._default_python()
         self._view: confinement.AgentView | None = None

@@ -86,6 +86,26 @@ def test_it_never_follows_a_link_out_of_the_data(tmp_path):
 
 
 @pytest.mark.usefixtures("umask")
+def test_a_database_named_outside_the_data_folders_is_made_private_alone(tmp_path):
+    # Its folder may hold anything of anyone's: only the database's own files change.
+    (tmp_path / "arena.sqlite3").write_bytes(b"SQLite format 3\0")
+    (tmp_path / "arena.sqlite3-wal").write_bytes(b"")
+    (tmp_path / "someone-elses.txt").write_text("theirs")
+    for path in [tmp_path, *tmp_path.iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    database = tmp_path / "arena.sqlite3"
+
+    keep_private([], files=[database, Path(f"{database}-wal"), Path(f"{database}-shm")])
+
+    assert modes(tmp_path) == {
+        ".": "0o755",
+        "arena.sqlite3": "0o600",
+        "arena.sqlite3-wal": "0o600",
+        "someone-elses.txt": "0o644",
+    }
+
+
+@pytest.mark.usefixtures("umask")
 def test_what_is_created_afterwards_is_owner_only(tmp_path):
     var = tmp_path / "fresh" / "var"
 

@@ -338,3 +338,23 @@ def test_an_agent_has_a_dev_shm_of_its_own_for_multiprocessing(any_backend, sand
     assert result.as_json()["errors"] == [0, 0]
     assert "a lock in its own /dev/shm" in result.logs[0]
     shutil.rmtree(folder)
+
+
+@pytest.mark.usefixtures("confined", "needs_root")
+def test_a_sandbox_root_only_root_may_reach_still_confines_its_agents(tmp_path):
+    # pytest's tmp_path is root's alone: the agents' own user ids could not start
+    # bubblewrap on their folders below it, so root does (setpriv).
+    backend = ProcessSandbox(tmp_path / "sandboxes")
+    try:
+        result = run_duel(
+            "tic_tac_toe",
+            (agent("random_agent.py"), agent("random_agent.py")),
+            backend=backend,
+            seed=3,
+            **FAST,
+        )
+    finally:
+        backend.close()
+
+    assert backend.confined and backend.confinement.mode == "setpriv"
+    assert result.as_json()["errors"] == [0, 0] and not result.infrastructure_error
