@@ -61,7 +61,7 @@ print(json.dumps("uploaded"))
 import json
 from core.models import Revision
 print(json.dumps([
-    [r.build_status, r.validation_status, r.validation_error]
+    [r.build_status, r.validation_status, (r.job("validation") or r.job("build")).error]
     for r in Revision.objects.filter(competitor__name__in={names!r})
 ]))
 """)

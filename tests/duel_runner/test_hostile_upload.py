@@ -59,7 +59,7 @@ def test_an_uploaded_agent_that_searches_the_host_finds_nothing_and_plays(monkey
     searcher = upload(
         alice, "tic_tac_toe", "searcher", searcher_upload(secret, guesses), is_public=False
     )
-    assert private.is_valid and searcher.is_valid, searcher.validation_error
+    assert private.is_valid and searcher.is_valid, searcher.job("validation").log
     duel = queued_duel([searcher, private], num_matches=2, seed=4)
 
     duel_play(duel_id=duel.pk)
