@@ -30,7 +30,7 @@ from core.models import (
     Revision,
     StepStatus,
 )
-from core.services import competitor_share_logs
+from core.services.revisions import competitor_share_logs
 from reads.access import (
     AuthenticatedHttpRequest,
     get_competitor_for_user,

@@ -26,7 +26,7 @@ from ninja.errors import (
 )
 
 from core.errors import ArenaError, sentence
-from core.uploads import UploadRejected
+from core.services.uploads import UploadRejected
 
 logger = logging.getLogger(__name__)
 

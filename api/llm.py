@@ -26,7 +26,6 @@ from api import auth
 from api.errors import documented
 from api.pagination import paginated
 from api.params import Id, Number, Slug
-from core.llm import llm_player_register, llm_player_update
 from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
 from core.models.llm import (
     MAX_TOKENS_RANGE,
@@ -37,6 +36,7 @@ from core.models.llm import (
     TOP_P_RANGE,
 )
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
+from core.services.llm import llm_player_register, llm_player_update
 from llm.prompts import SUPPORTED_HARNESS_VERSIONS
 from reads.access import AuthenticatedHttpRequest, get_duel_for_user, get_match_for_user, is_owner
 from reads.llm import (

@@ -37,7 +37,7 @@ from api.presence import presence_seen, stopped_refusal
 from api.tokens import Holder, poll_connection, token_checks
 from core.errors import ArenaError
 from core.models import Competitor, Environment, OnlineSeat, Revision
-from core.online import (
+from core.services.online import (
     model_token_create,
     online_duels_played,
     online_model_register,

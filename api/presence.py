@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 
 from api.auth import Access, Refusal, refusal
 from api.tokens import Holder, token_checks
-from core.online import online_seen, seat_bus
+from core.services.online import online_seen, seat_bus
 
 #: This process, as the seat bus knows its gateway.
 GATEWAY_NAME = f"{socket.gethostname()}:{os.getpid()}"

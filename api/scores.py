@@ -18,7 +18,7 @@ from api.errors import documented
 from api.pagination import paginated
 from api.params import Id, Slug
 from core.models import Competitor, DuelStatus, Evaluation, ScoreCompetition
-from core.scores import score_entry_create, score_entry_withdraw
+from core.services.scores import score_entry_create, score_entry_withdraw
 from reads.access import AuthenticatedHttpRequest
 from reads.scores import (
     ScoreRow,

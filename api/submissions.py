@@ -1,6 +1,6 @@
 """Your submissions (the revisions of your competitors): upload, list, read, delete.
 Needs a token with the ``submit`` scope. An upload goes through the site's own service
-(``core.services.revision_upload``): the same checks, then the same build and validation.
+(``core.services.revisions.revision_upload``): the same checks, then the same build and validation.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from api.pagination import paginated
 from api.params import Id, Slug
 from api.selectors import submissions_of
 from core.models import Revision, StepStatus
-from core.services import RevisionDeletion, revision_delete, revision_upload
+from core.services.revisions import RevisionDeletion, revision_delete, revision_upload
 from reads.access import AuthenticatedHttpRequest, get_own_revision
 
 router = auth.ArenaRouter(tags=["submissions"], auth=auth.submit)

@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.models import ApiToken, TokenScope
-from core.online import seat_bus
+from core.services.online import seat_bus
 
 logger = logging.getLogger(__name__)
 

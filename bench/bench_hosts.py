@@ -281,7 +281,7 @@ def _upload(revisions: list[Any], plan: Plan, report: Callable[[str], None]) -> 
     from django.db import transaction
 
     from core.models import Environment, User
-    from core.services import competitor_get_or_create, revision_create
+    from core.services.revisions import competitor_get_or_create, revision_create
 
     owner = User.objects.create_user("bench@example.org", "a long enough password")
     environment = Environment.objects.get(name=ENVIRONMENT)
@@ -374,7 +374,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                     worker.stop()
 
             stack.callback(stop_workers)
-            from core.services import environments_import
+            from core.services.environments import environments_import
 
             environments_import()
             shared = {"DATABASE_URL": database_url, "ARENA_BROKER_URL": broker_url}

@@ -233,7 +233,7 @@ def _upload(owner: Any, name: str, filename: str, content: bytes) -> tuple[Any, 
     from django.db import transaction
 
     from core.models import Environment, Revision
-    from core.services import competitor_get_or_create, revision_create
+    from core.services.revisions import competitor_get_or_create, revision_create
 
     environment = Environment.objects.get(name=ENVIRONMENT)
     competitor = competitor_get_or_create(owner=owner, environment=environment, name=name)
@@ -370,7 +370,7 @@ def _child(plan: dict[str, Any], output: Path) -> None:
         raise SystemExit(f"bench_jobs: imported {core.__file__}, not the checkout {checkout}")
     call_command("migrate", verbosity=0)
     from core.models import User
-    from core.services import environments_import
+    from core.services.environments import environments_import
 
     environments_import()
     owner = User.objects.create_user("bench@example.org", "a long enough password")

@@ -109,7 +109,7 @@ def _setup(folder: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from core.services import environments_import
+    from core.services.environments import environments_import
 
     environments_import()
 
@@ -118,9 +118,9 @@ def _upload_agents(plan: Plan, report: Callable[[str], None]) -> list[tuple[str,
     """(name, revision id) of each agent, strongest first; each built and validated."""
     from django.db import transaction
 
-    from core.accounts import user_create
     from core.models import Environment, Revision
-    from core.services import competitor_get_or_create, revision_create
+    from core.services.accounts import user_create
+    from core.services.revisions import competitor_get_or_create, revision_create
 
     owner = user_create(
         email="bench@example.com", display_name="Bench", password="a long bench password 2026"

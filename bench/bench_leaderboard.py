@@ -87,7 +87,6 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
     """The environment, its competitors and the rated history, written in bulk."""
     from django.utils import timezone
 
-    from core.accounts import user_create
     from core.models import (
         Competitor,
         Duel,
@@ -97,6 +96,7 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
         Rating,
         Tournament,
     )
+    from core.services.accounts import user_create
 
     name = f"bench_{agents}"
     environment = bench_environment(name)

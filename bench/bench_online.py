@@ -249,16 +249,16 @@ def _setup(folder: Path) -> None:
     with connection.cursor() as cursor:
         # Several processes write: the gateway's referees, this one.
         cursor.execute("PRAGMA journal_mode=WAL")
-    from core.services import environments_import
+    from core.services.environments import environments_import
 
     environments_import()
 
 
 def _field() -> tuple[Any, Any, Any]:
     """The owner, the environment and the hosted random player's validated revision."""
-    from core.accounts import user_create
     from core.models import Environment
-    from core.services import revision_upload
+    from core.services.accounts import user_create
+    from core.services.revisions import revision_upload
 
     owner = user_create(email="bench@example.org", display_name="Bench", password="bench-Secret-1")
     environment = Environment.objects.get(name="connect_four")
@@ -279,7 +279,7 @@ def _field() -> tuple[Any, Any, Any]:
 
 def _models(owner: Any, environment: Any, prefix: str, count: int) -> list[tuple[Any, str]]:
     """``count`` online models: (their revision, their token)."""
-    from core.online import online_model_register
+    from core.services.online import online_model_register
 
     made = []
     for number in range(count):

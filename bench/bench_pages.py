@@ -113,7 +113,6 @@ def fill(plan: Plan, rng: random.Random) -> dict[str, list[str]]:
     """Write the history; returns the pages to read, by kind."""
     from django.utils import timezone
 
-    from core.accounts import user_create
     from core.models import (
         Competitor,
         Duel,
@@ -127,7 +126,8 @@ def fill(plan: Plan, rng: random.Random) -> dict[str, list[str]]:
         TournamentFormat,
         TournamentStatus,
     )
-    from core.services import environments_import
+    from core.services.accounts import user_create
+    from core.services.environments import environments_import
     from tournament_manager.leaderboard import leaderboard_refit
 
     environment = next(row for row in environments_import() if row.name == ENVIRONMENT)

@@ -104,7 +104,6 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
     from django.db import transaction
     from django.utils import timezone
 
-    from core.accounts import user_create
     from core.models import (
         Competitor,
         Duel,
@@ -117,6 +116,7 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
         TournamentFormat,
         TournamentStatus,
     )
+    from core.services.accounts import user_create
 
     name = f"scale_{agents}"
     environment = bench_environment(name)

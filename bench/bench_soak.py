@@ -172,9 +172,10 @@ def site_upload(count: int) -> dict[str, Any]:
     validations queued for the site's workers)."""
     from django.db import transaction
 
-    from core.accounts import user_create
     from core.models import Environment, User
-    from core.services import competitor_get_or_create, environments_import, revision_create
+    from core.services.accounts import user_create
+    from core.services.environments import environments_import
+    from core.services.revisions import competitor_get_or_create, revision_create
 
     environments_import()
     owner = User.objects.filter(email=OWNER_EMAIL).first() or user_create(

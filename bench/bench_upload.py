@@ -95,7 +95,7 @@ def _upload(owner: Any, name: str, filename: str, content: bytes) -> dict[str, f
     from django.db import transaction
 
     from core.models import Environment
-    from core.services import competitor_get_or_create, revision_create
+    from core.services.revisions import competitor_get_or_create, revision_create
 
     environment = Environment.objects.get(name=ENVIRONMENT)
     competitor = competitor_get_or_create(owner=owner, environment=environment, name=name)
@@ -127,7 +127,7 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
 
     from builder.requirements import pip_wheel
     from core.models import User
-    from core.services import environments_import
+    from core.services.environments import environments_import
     from sandboxes import docker_engine
     from sandboxes.base_image import base_image_build
 

@@ -1,12 +1,12 @@
-"""What the builder does when another app reports something (``core.signals``)."""
+"""What the builder does when another app reports something (``core.jobs.signals``)."""
 
 from __future__ import annotations
 
 from django.dispatch import receiver
 
 from builder.services import revision_build_here
+from core.jobs.signals import revision_build_missing
 from core.models import Revision
-from core.signals import revision_build_missing
 
 
 @receiver(revision_build_missing, dispatch_uid="builder.revision_build_missing")

@@ -41,12 +41,17 @@ from builder.revision_image import (
     revision_image_tag,
 )
 from core.errors import ArenaError
-from core.jobs import Outcome, job_claim, job_heartbeat, job_record
-from core.leases import worker_name
-from core.local_builds import revision_host_lock, uses_image
+from core.jobs.local_builds import revision_host_lock, uses_image
+from core.jobs.policies import Outcome
+from core.jobs.worker import job_claim, job_heartbeat, job_record, worker_name
 from core.models import Job, JobKind, Revision
-from core.services import revision_upload_read
-from core.uploads import REQUIREMENTS, UploadRejected, extract_upload, upload_limits
+from core.services.uploads import (
+    REQUIREMENTS,
+    UploadRejected,
+    extract_upload,
+    revision_upload_read,
+    upload_limits,
+)
 from sandboxes import docker_engine
 from sandboxes.base import AgentSource, InvalidAgent, SandboxError
 from sandboxes.base_image import BaseImageError, base_image_build
@@ -320,7 +325,7 @@ def _build(revision: Revision, job: Job, worker: str) -> None:
 
 
 def revision_build_here(*, revision: Revision) -> None:
-    """Make this host's build of a revision built elsewhere (``core.local_builds``): its
+    """Make this host's build of a revision built elsewhere (``core.jobs.local_builds``): its
     folder and, when its duels start an image, that image, from the upload stored in the
     database, by the build's own steps (``_make``); its requirements' wheels come from this
     host's cache or are downloaded here, as a build's would. Records nothing: the build

@@ -11,15 +11,15 @@ class CoreConfig(AppConfig):
         from django.core import checks
         from django.db.backends.signals import connection_created
 
-        from core.confinement import check_confinement
         from core.page_cache import watch_connection
         from core.private_data import data_files, data_folders, keep_private
+        from core.services.confinement import check_confinement
 
         # Before anything is written: the database, uploads, logs, the broker and caches
         # are this user's alone, and an older instance's are put right (core.private_data).
         keep_private(data_folders(), files=data_files(), create=settings.VAR_DIR)
 
-        # Says at start when agents cannot be confined here (core.confinement).
+        # Says at start when agents cannot be confined here (core.services.confinement).
         checks.register(check_confinement)
         # Every write to the pages' tables makes the cached pages stale (core.page_cache).
         connection_created.connect(watch_connection, dispatch_uid="arena-page-cache")

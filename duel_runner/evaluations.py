@@ -18,9 +18,16 @@ import logging
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import Outcome, job_claim, job_give_back, job_heartbeat, job_record, job_wait
-from core.leases import worker_name
-from core.local_builds import revisions_built_here
+from core.jobs.local_builds import revisions_built_here
+from core.jobs.policies import Outcome
+from core.jobs.worker import (
+    job_claim,
+    job_give_back,
+    job_heartbeat,
+    job_record,
+    job_wait,
+    worker_name,
+)
 from core.models import DuelStatus, Evaluation, Job, JobKind, Revision
 from duel_runner.services import (
     LOG_CHARS,

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from core.models import Duel, Evaluation, Job, JobKind
-from core.online import LOCAL_REFEREE
+from core.services.online import LOCAL_REFEREE
 from duel_runner.evaluations import evaluation_play
 from duel_runner.services import duel_play
 

@@ -14,18 +14,18 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from core.confinement import AgentsUnconfined, unconfined_refusal
 from core.errors import ArenaError
-from core.jobs import (
-    Outcome,
+from core.jobs.local_builds import LocalBuild, revisions_built_here
+from core.jobs.policies import Outcome
+from core.jobs.signals import duel_finished
+from core.jobs.worker import (
     job_claim,
     job_give_back,
     job_heartbeat,
     job_record,
     job_wait,
+    worker_name,
 )
-from core.leases import worker_name
-from core.local_builds import LocalBuild, revisions_built_here
 from core.models import (
     Competitor,
     Duel,
@@ -42,9 +42,9 @@ from core.models import (
 )
 from core.models import DuelResult as StoredResult
 from core.models.llm import SUMMARY_COUNTERS
-from core.online import seat_bus
 from core.private_data import data_folders
-from core.signals import duel_finished
+from core.services.confinement import AgentsUnconfined, unconfined_refusal
+from core.services.online import seat_bus
 from environments.registry import load_info
 from referee.duel import llm_clock, run_duel
 from referee.live import LiveFeed
@@ -131,7 +131,7 @@ _warned_unconfined = threading.Event()
 def hosted_backend(revisions: list[Revision], *, warm: bool = True) -> SandboxBackend:
     """The sandbox that runs these revisions' code (``sandbox_backend``). Raises
     AgentsUnconfined when it cannot confine agents here and one of them may not run
-    unconfined (``core.confinement.unconfined_refusal``): the duel or validation is then
+    unconfined (``core.services.confinement.unconfined_refusal``): the duel or validation is then
     the platform's failure, never scored."""
     backend = sandbox_backend(warm=warm)
     if not backend.confined:
@@ -515,7 +515,7 @@ def _duel_give_back(*, job: Job, duel: Duel, worker: str, problem: str) -> float
     """A claimed duel whose agents this host could not build: an infrastructure failure,
     never the agents'. Queued again for another worker (of any host) while it has
     attempts left; failed with the reason, never scored, after the last
-    (``core.jobs.job_give_back``). Returns the seconds after which the task looks again,
+    (``core.jobs.worker.job_give_back``). Returns the seconds after which the task looks again,
     or None when it is not queued again."""
     if job_give_back(job=job, worker=worker, problem=problem):
         return RETRY_SECONDS

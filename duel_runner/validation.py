@@ -7,11 +7,11 @@ import contextlib
 import logging
 
 from core.errors import ArenaError
-from core.jobs import Outcome, job_claim, job_give_back, job_heartbeat, job_record
-from core.leases import worker_name
-from core.local_builds import revisions_built_here
+from core.jobs.local_builds import revisions_built_here
+from core.jobs.policies import Outcome
+from core.jobs.signals import revision_validated
+from core.jobs.worker import job_claim, job_give_back, job_heartbeat, job_record, worker_name
 from core.models import Duel, DuelStatus, JobKind, Revision, StepStatus
-from core.signals import revision_validated
 from duel_runner.evaluations import revision_validate_alone
 from duel_runner.services import (
     LOG_CHARS,
@@ -33,7 +33,7 @@ def revision_validate(*, revision_id: int) -> float | None:
     The validation job is held under a renewed lease; a worker that lost it meanwhile (the
     validation was queued again) stores nothing, neither the duel nor the outcome.
     Returns the seconds after which the task tries again when this host could not build
-    the revision (the validation was given back, see ``core.jobs.job_give_back``).
+    the revision (the validation was given back, see ``core.jobs.worker.job_give_back``).
     """
     worker = worker_name()
     job = job_claim(kind=JobKind.VALIDATION, subject_id=revision_id, worker=worker)

@@ -29,7 +29,7 @@ from api.errors import error_body, retry_after_header
 from api.online_docs import EVENTS_PATH, REPLY_PATH
 from api.presence import presence_seen, stopped_refusal, streaming
 from api.tokens import Holder, token_checks
-from core.online import seat_bus
+from core.services.online import seat_bus
 from edge.live import (
     LIVE_PATH,
     LIVE_PREFIX,

@@ -33,9 +33,9 @@ from django.views.decorators.csrf import csrf_exempt
 from api.errors import error_body, retry_after_header
 from api.presence import presence_start
 from api.rates import rate_wait
-from core.human import human_duel_seat
 from core.models import Competitor, Duel, User
-from core.online import seat_bus
+from core.services.human import human_duel_seat
+from core.services.online import seat_bus
 from environments.base import Environment
 from environments.registry import make_environment
 from reads.replays import show_action

@@ -1,12 +1,12 @@
-"""What the publisher does when another app reports something (``core.signals``)."""
+"""What the publisher does when another app reports something (``core.jobs.signals``)."""
 
 from __future__ import annotations
 
 from django.dispatch import receiver
 
+from core.jobs.signals import revision_validated
 from core.models import Revision
-from core.services import revision_publication_queue
-from core.signals import revision_validated
+from core.services.publication import revision_publication_queue
 
 
 @receiver(revision_validated, dispatch_uid="publisher.revision_validated")

@@ -18,19 +18,18 @@ from pathlib import Path
 
 from django.conf import settings
 
-from core.jobs import (
-    Outcome,
-    backoff,
-    job_claim,
-    job_give_back,
-    job_heartbeat,
-    job_record,
-    jobs_cancel,
-)
-from core.leases import worker_name
+from core.jobs.lifecycle import jobs_cancel
+from core.jobs.policies import Outcome, backoff
+from core.jobs.worker import job_claim, job_give_back, job_heartbeat, job_record, worker_name
 from core.models import Job, JobKind, Rating, Revision
-from core.services import UploadUnavailable, revision_publication_problem, revision_upload_read
-from core.uploads import UploadRejected, extract_upload, upload_limits
+from core.services.publication import revision_publication_problem
+from core.services.uploads import (
+    UploadRejected,
+    UploadUnavailable,
+    extract_upload,
+    revision_upload_read,
+    upload_limits,
+)
 from publisher.git import Clone, PublishError, Transcript
 from sandboxes.locks import folder_lock
 

@@ -107,7 +107,7 @@ def score_leaderboard(*, user: Visitor, competition: ScoreCompetition) -> list[S
 
 def get_own_entrant(user: Visitor, **lookup: object) -> Competitor:
     """One of the visitor's competitors (by ``pk``, or by ``environment`` and ``name``), to
-    enter in (or withdraw from) a score competition (``core.scores`` says which may be);
+    enter in (or withdraw from) a score competition (``core.services.scores`` says which may be);
     a 404 for anyone else's, as the owner's other pages do."""
     competitor = (
         Competitor.objects.select_related("environment", "owner")

@@ -31,7 +31,7 @@ from core.models import (
     User,
 )
 from core.models.submissions import STEPS
-from core.online import online_present
+from core.services.online import online_present
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from reads.access import (
     Visitor,
@@ -197,9 +197,9 @@ class CompetitorPage:
     tournaments: Page
     is_owner: bool
     rating_chart: SafeString | None = None
-    #: The visitor (logged in) may play it in the browser (``core.human``).
+    #: The visitor (logged in) may play it in the browser (``core.services.human``).
     playable: bool = False
-    #: An online model whose client holds its stream now (``core.online.online_present``).
+    #: An online model whose client holds its stream now (``core.services.online.online_present``).
     connected: bool = False
 
 

@@ -2,7 +2,7 @@
 
 For work that the workers of one machine share and must not do twice at once: building
 the base image in its cache folder, publishing from the publisher's clone, a revision's
-build on this host (``core.local_builds``). A lock goes with the process: a worker that
+build on this host (``core.jobs.local_builds``). A lock goes with the process: a worker that
 dies releases it.
 """
 

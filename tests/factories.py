@@ -47,7 +47,7 @@ from core.models import (
 from core.models.accounts import hash_token
 from core.models.submissions import STEPS, resend_at_default
 from core.secrets import secret_encrypt
-from core.services import upload_content_store
+from core.services.uploads import upload_content_store
 from environments.registry import load_info, make_environment
 
 #: Every factory-made user's password.

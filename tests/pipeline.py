@@ -18,7 +18,8 @@ import pytest
 from django.db import transaction
 
 from core.models import Competitor, Environment, Revision, User
-from core.services import competitor_get_or_create, environments_import, revision_create
+from core.services.environments import environments_import
+from core.services.revisions import competitor_get_or_create, revision_create
 from tests.support.docker import remove_revision_images
 from tests.support.workers import wait_for
 

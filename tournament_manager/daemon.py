@@ -2,7 +2,7 @@
 
 It runs tournaments and ladders, and refits the published leaderboards
 (``tournament_manager.leaderboard``). Work whose worker died or whose queue message was
-lost is the watchdog's (``manage.py run_watchdog``, ``core.jobs.jobs_recover``).
+lost is the watchdog's (``manage.py run_watchdog``, ``core.jobs.watchdog.jobs_recover``).
 
 Each step looks for due work, does it, and returns whether it did any. Every change is
 claimed with a conditional UPDATE in the service that makes it (see

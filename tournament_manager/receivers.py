@@ -1,11 +1,11 @@
-"""What the tournament manager does when another app reports something (``core.signals``)."""
+"""What the tournament manager does when another app reports something (``core.jobs.signals``)."""
 
 from __future__ import annotations
 
 from django.dispatch import receiver
 
+from core.jobs.signals import duel_finished, job_failed
 from core.models import Duel, Job, JobKind
-from core.signals import duel_finished, job_failed
 from tournament_manager.services import duel_job_failed, tournament_duel_finished
 
 

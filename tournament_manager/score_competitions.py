@@ -7,16 +7,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import job_retry
+from core.jobs.lifecycle import job_retry
 from core.models import Evaluation, Job, JobKind, JobStatus, ScoreCompetition
-from core.scores import score_evaluations_queue
+from core.services.scores import score_evaluations_queue
 from tournament_manager.selectors import latest_validated_revisions
 
 
 def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation]:
     """Evaluate every hosted competitor's newest validated revision on the competition's
     episodes, and that of every online agent and LLM player its owner entered
-    (``core.scores``).
+    (``core.services.scores``).
 
     A re-run starts afresh: the evaluations of an earlier run are deleted (a worker still
     playing one can no longer record it) and the entrants are chosen again, so a newer

@@ -47,7 +47,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import job_of, job_retry, jobs_cancel, jobs_queue
+from core.jobs.lifecycle import job_of, job_retry, jobs_cancel, jobs_queue
 from core.models import (
     Competitor,
     CompetitorKind,
@@ -68,7 +68,7 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from core.online import online_present
+from core.services.online import online_present
 from referee.standings import (
     buchholz_scores,
     bye_points,

@@ -10,7 +10,6 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.files.uploadedfile import UploadedFile
 from django.core.validators import RegexValidator, URLValidator, validate_slug
 
-from core.accounts import invite_problem
 from core.models import InviteCode, TokenScope, User
 from core.models.llm import (
     MAX_TOKENS_RANGE,
@@ -21,7 +20,8 @@ from core.models.llm import (
     TOP_P_RANGE,
 )
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
-from core.uploads import upload_limits
+from core.services.accounts import invite_problem
+from core.services.uploads import upload_limits
 
 
 class UploadForm(forms.Form):

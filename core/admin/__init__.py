@@ -18,7 +18,7 @@ from core.admin import accounts, jobs, llm, submissions
 admin.site.site_header = "Arena administration"
 admin.site.site_title = "Arena admin"
 admin.site.index_title = "Organize"
-# Says first when agents cannot be confined here (core.confinement).
+# Says first when agents cannot be confined here (core.services.confinement).
 admin.site.index_template = "core/admin_index.html"
 
 __all__ = ["accounts", "jobs", "llm", "submissions"]

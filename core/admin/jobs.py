@@ -16,7 +16,7 @@ from core.admin.base import (
     status_badge,
 )
 from core.errors import ArenaError
-from core.jobs import job_retry, jobs_cancel
+from core.jobs.lifecycle import job_retry, jobs_cancel
 from core.models import Job
 
 

@@ -2,7 +2,7 @@
 of their conversations (read only).
 
 The API key is a write-only field: the form never shows it, a blank one keeps the stored
-key. Registration and changes go through ``core.llm``'s services, so a change of what plays
+key. Registration and changes go through ``core.services.llm``'s services, so a change of what plays
 makes a new revision as it does on the site.
 """
 
@@ -24,8 +24,8 @@ from core.admin.base import (
     pretty_json,
     public_link,
 )
-from core.llm import PRICE_FIELDS, llm_player_register, llm_player_update, llm_settings
 from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
+from core.services.llm import PRICE_FIELDS, llm_player_register, llm_player_update, llm_settings
 
 _SETTINGS = (
     "base_url",

@@ -29,13 +29,12 @@ from core.admin.base import (
 from core.admin.jobs import job_summary
 from core.errors import ArenaError
 from core.models import Competitor, Duel, Revision, StepStatus
-from core.services import (
+from core.services.publication import (
     competitor_publish_latest,
     revision_publication_problem,
-    revision_rebuild,
     revision_republish,
-    revision_revalidate,
 )
+from core.services.revisions import revision_rebuild, revision_revalidate
 
 
 def _steps_summary(revision: Revision) -> str:

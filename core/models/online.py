@@ -10,7 +10,7 @@ from core.models.submissions import Competitor
 class OnlineSeatQuerySet(models.QuerySet["OnlineSeat"]):
     def queued(self) -> OnlineSeatQuerySet:
         """In the matchmaking queue (it is paired only while its client is connected:
-        ``core.online.online_present``)."""
+        ``core.services.online.online_present``)."""
         return self.filter(queued_at__isnull=False)
 
 

@@ -41,7 +41,7 @@ class ScoreCompetition(models.Model):
         help_text="Draws the episodes' seeds, the same for every agent.",
     )
     is_public = models.BooleanField(default=True)
-    #: Online agents and LLM players entered by their owners (``core.scores``): hosted
+    #: Online agents and LLM players entered by their owners (``core.services.scores``): hosted
     #: agents need no entry, their newest validated revision plays.
     entered = models.ManyToManyField(
         Competitor, blank=True, related_name="score_competitions_entered"

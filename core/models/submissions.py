@@ -83,7 +83,7 @@ class CompetitorKind(models.TextChoices):
     ONLINE = "online", "Online (connects over the network)"
     #: A model behind an OpenAI-compatible server, played by Arena's harness (``llm``).
     LLM = "llm", "LLM player (a model behind an OpenAI-compatible server)"
-    #: A person playing in the browser: a remote seat driven by the site (``core.human``).
+    #: A person playing in the browser: a remote seat driven by the site (``core.services.human``).
     HUMAN = "human", "Human (plays in the browser)"
 
 
@@ -183,7 +183,7 @@ class UploadContent(models.Model):
     In the database rather than only on the media volume, so that every worker host reads
     them: the control machine's volume is not shared, and uploads are small
     (``ARENA_UPLOAD_MAX_BYTES``, 10 MiB). Revisions with the same upload share a row; it
-    goes when the last of them is deleted (``core.services.upload_content_release``).
+    goes when the last of them is deleted (``core.services.uploads.upload_content_release``).
     """
 
     sha256 = models.CharField(max_length=64, primary_key=True)

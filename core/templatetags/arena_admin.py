@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from core.confinement import agents_confinement
+from core.services.confinement import agents_confinement
 
 register = template.Library()
 

@@ -13,7 +13,8 @@ from django.urls import reverse
 from pytest_django.fixtures import Settings
 
 from core.models import Environment, Revision, User
-from core.services import competitor_get_or_create, environments_import, revision_create
+from core.services.environments import environments_import
+from core.services.revisions import competitor_get_or_create, revision_create
 
 EXAMPLE_PLAYERS_DIR = Path(__file__).resolve().parents[2] / "example_players"
 

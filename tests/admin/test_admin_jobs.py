@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from django.test import Client
 
-from core import dispatch
-from core.jobs import job_claim
+from core.jobs import dispatch
+from core.jobs.worker import job_claim
 from core.models import DuelStatus, Job, JobKind, JobStatus
 from tests.factories import DuelFactory, EvaluationFactory
 

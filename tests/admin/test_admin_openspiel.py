@@ -23,7 +23,8 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from core.services import competitor_get_or_create, environments_import, revision_create
+from core.services.environments import environments_import
+from core.services.revisions import competitor_get_or_create, revision_create
 from tests.factories import ParticipantFactory, TournamentFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from core import dispatch
+from core.jobs import dispatch
 from core.models import Duel, Revision, StepStatus, User
 from tests.factories import RevisionFactory
 

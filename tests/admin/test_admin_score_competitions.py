@@ -143,8 +143,8 @@ def test_its_start_evaluates_the_online_agents_and_llm_players_entered_and_no_ot
     environments: dict[str, Environment],
     django_capture_on_commit_callbacks: Callable,
 ) -> None:
-    from core.online import online_model_register
-    from core.scores import score_entry_create
+    from core.services.online import online_model_register
+    from core.services.scores import score_entry_create
     from tests.factories import LLMPlayerFactory
 
     upload(alice, "cartpole/constant.py")

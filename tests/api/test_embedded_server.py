@@ -27,7 +27,7 @@ from tests.support.embedded import (
 PLAYERS = ("ann", "bob", "cid")
 SEED = f"""
 import json
-from core.accounts import user_create
+from core.services.accounts import user_create
 from core.models import Environment, Role
 from core.services import competitor_get_or_create, environments_import, revision_create
 

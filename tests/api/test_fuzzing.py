@@ -29,9 +29,9 @@ import pytest
 import schemathesis
 from schemathesis.config import SchemathesisConfig
 
-from core.accounts import api_token_create
 from core.models import Duel, Tournament, User
-from core.online import online_model_register
+from core.services.accounts import api_token_create
+from core.services.online import online_model_register
 from core.wsgi import application
 from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import (

@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from core.human import human_game_create
 from core.models import Duel, DuelStatus, RatingChange
+from core.services.human import human_game_create
 from duel_runner.services import duel_play
 from tests.factories import UserFactory
 from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401

@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 
 from core.errors import ArenaError
-from core.human import human_game_create
 from core.models import Duel, DuelStatus, Revision
-from core.online import seat_bus
+from core.services.human import human_game_create
+from core.services.online import seat_bus
 from tests.factories import RevisionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from core.accounts import api_token_create
 from core.models import DuelStatus, Environment, Evaluation, ScoreCompetition, User
+from core.services.accounts import api_token_create
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, wait_until_up
 from tests.support.redis import free_port
@@ -190,8 +190,8 @@ def test_the_embedded_default_referees_an_online_evaluation_in_the_gateways_proc
     evaluation to the gateway's own referee threads (``OnlineDuelRunner``), which play it
     against the client on that bus."""
 
-    from core.online import online_model_register, seat_bus
-    from core.scores import score_entry_create
+    from core.services.online import online_model_register, seat_bus
+    from core.services.scores import score_entry_create
     from duel_runner.online import OnlineDuelRunner
     from tests.support.loops import run_apart
     from tests.support.online import BusClient

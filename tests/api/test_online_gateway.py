@@ -21,7 +21,7 @@ import pytest
 from django.utils import timezone
 
 from core.models import ApiToken, Competitor
-from core.online import online_model_register
+from core.services.online import online_model_register
 from edge.gateway import _streamed
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxBackend
@@ -275,7 +275,7 @@ def test_it_refuses_a_user_token_for_play(gateway, model):
         "GET", "/api/v1/online/status", token="arena_unknown_" + "x" * 30
     )
     assert status == 401
-    from core.accounts import api_token_create
+    from core.services.accounts import api_token_create
 
     _, user_secret = api_token_create(user=competitor.owner, name="cli", scopes=["play"])
 

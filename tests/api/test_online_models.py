@@ -8,9 +8,9 @@ import json
 import pytest
 
 from core.models import ApiToken, Competitor, OnlineSeat, Revision, StepStatus
-from core.online import online_model_register
-from core.services import revision_create
-from core.uploads import UploadRejected
+from core.services.online import online_model_register
+from core.services.revisions import revision_create
+from core.services.uploads import UploadRejected
 from tests.factories import CompetitorFactory, DuelFactory, EnvironmentFactory
 
 pytestmark = pytest.mark.django_db

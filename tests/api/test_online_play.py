@@ -20,8 +20,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from core.accounts import api_token_create
 from core.models import Competitor, Duel, DuelStatus, Match, RatingChange
+from core.services.accounts import api_token_create
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, wait_until_up
 from tests.support.redis import free_port

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.accounts import api_token_create
-from core.online import online_model_register
+from core.services.accounts import api_token_create
+from core.services.online import online_model_register
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 

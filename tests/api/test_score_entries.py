@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from core.models import CompetitorKind, DuelStatus, Evaluation, Job, JobStatus, User
-from core.online import online_model_register
+from core.services.online import online_model_register
 from tests.factories import (
     CompetitorFactory,
     EnvironmentFactory,
@@ -126,7 +126,7 @@ def test_the_api_refuses_what_it_must_and_changes_nothing(
 
 
 def test_a_model_token_cannot_enter_its_model(client, cup, online):
-    from core.online import model_token_create
+    from core.services.online import model_token_create
 
     _, secret = model_token_create(competitor=online, name="another")
 

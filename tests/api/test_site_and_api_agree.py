@@ -17,7 +17,7 @@ import pytest
 from django.test import Client
 
 from core.models import Duel, DuelStatus, MatchLog, User
-from core.services import environment_add_openspiel
+from core.services.environments import environment_add_openspiel
 from tests.factories import (
     CompetitorFactory,
     DuelFactory,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from core.models import Competitor
-from core.online import online_model_register
+from core.services.online import online_model_register
 from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import EnvironmentFactory, UserFactory
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started

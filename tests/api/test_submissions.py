@@ -345,7 +345,7 @@ def test_deleting_a_revision_that_played_outside_a_tournament_withdraws_it(
 def test_it_refuses_an_attendees_upload_where_agents_cannot_be_confined(
     client, alice, bearer, settings, monkeypatch
 ):
-    from core import confinement
+    from core.services import confinement
     from sandboxes.confinement import Confinement
 
     reason = "bubblewrap is not installed"

@@ -26,9 +26,9 @@ from typing import Any
 import orjson
 import pytest
 
-from core.accounts import api_token_create
 from core.models import Environment, User
-from core.online import online_model_register
+from core.services.accounts import api_token_create
+from core.services.online import online_model_register
 from tests.factories import LLMPlayerFactory
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 

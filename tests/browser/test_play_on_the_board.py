@@ -19,7 +19,7 @@ from django.test import Client
 from playwright.sync_api import Locator, Page, expect
 
 from core.models import Duel, DuelStatus
-from core.services import environment_add_openspiel
+from core.services.environments import environment_add_openspiel
 from tests.browser.test_human_play import referee_when_queued
 from tests.factories import UserFactory
 from tests.pipeline import make_user, pipeline, upload_validated  # noqa: F401

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from core.models import Environment, Match
-from core.services import environment_add_openspiel
+from core.services.environments import environment_add_openspiel
 from environments.registry import make_environment
 from tests.factories import (
     DuelFactory,

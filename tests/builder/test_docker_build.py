@@ -22,10 +22,10 @@ from builder.revision_image import (
     revision_image_build,
 )
 from builder.services import instance_label, revision_images_prune
-from core.local_builds import revision_host_lock
+from core.jobs.local_builds import revision_host_lock
 from core.models import Competitor, DuelStatus, Environment, Revision, StepStatus
-from core.services import revision_create
-from core.uploads import UploadRejected
+from core.services.revisions import revision_create
+from core.services.uploads import UploadRejected
 from duel_runner.services import duel_play, revision_agent_source, sandbox_backend_close
 from sandboxes import docker_engine
 from sandboxes.base import EntryKind

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.models import Environment
-from core.services import environment_add_openspiel
+from core.services.environments import environment_add_openspiel
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
 """Where agents cannot be confined, Arena says so and refuses untrusted uploads, unless its
-operator accepts them knowingly; nothing falls back in silence (``core.confinement``)."""
+operator accepts them knowingly; nothing falls back in silence (``core.services.confinement``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from django.core import checks
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from core import confinement
 from core.models import Competitor
-from core.services import revision_upload
-from core.uploads import UploadRejected
+from core.services import confinement
+from core.services.revisions import revision_upload
+from core.services.uploads import UploadRejected
 from sandboxes.confinement import Confinement
 from tests.pipeline import PLAYERS, pipeline  # noqa: F401
 from tests.support.require import require

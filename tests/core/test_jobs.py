@@ -19,21 +19,12 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from core.jobs import (
-    POLICIES,
-    Outcome,
-    job_claim,
-    job_give_back,
-    job_heartbeat,
-    job_of,
-    job_record,
-    job_reset,
-    job_retry,
-    jobs_cancel,
-    jobs_recover,
-)
+from core.jobs.lifecycle import job_of, job_reset, job_retry, jobs_cancel
+from core.jobs.policies import POLICIES, Outcome
+from core.jobs.watchdog import jobs_recover
+from core.jobs.worker import job_claim, job_give_back, job_heartbeat, job_record
 from core.models import Job, JobKind, JobStatus, Revision, StepStatus
-from core.services import revision_rebuild, revision_revalidate
+from core.services.revisions import revision_rebuild, revision_revalidate
 from tests.factories import DuelFactory, EvaluationFactory, RevisionFactory
 from tests.support.concurrency import twice_at_once
 

@@ -9,10 +9,10 @@ import pytest
 from cryptography.fernet import Fernet
 
 from core.errors import ArenaError
-from core.llm import llm_player_register, llm_player_update
 from core.models import Competitor, CompetitorKind, LLMPlayer, StepStatus
-from core.services import revision_create, revision_revalidate
-from core.uploads import UploadRejected
+from core.services.llm import llm_player_register, llm_player_update
+from core.services.revisions import revision_create, revision_revalidate
+from core.services.uploads import UploadRejected
 from llm.harness import HARNESS_VERSION
 from tests.factories import EnvironmentFactory, LLMPlayerFactory
 

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core import dispatch
+from core.jobs import dispatch
 from core.models import DuelStatus, Job, StepStatus, TournamentStatus
-from core.services import revision_rebuild, revision_revalidate
+from core.services.revisions import revision_rebuild, revision_revalidate
 from tests.factories import ParticipantFactory, RevisionFactory, TournamentFactory
 from tests.support.concurrency import twice_at_once
 from tournament_manager.services import duel_rerun, tournament_cancel, tournament_launch

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.private_data import keep_private
-from core.uploads import extract_upload, upload_limits
+from core.services.uploads import extract_upload, upload_limits
 from tests.support.workers import ROOT
 
 

@@ -4,8 +4,8 @@ import pytest
 
 from core.errors import ArenaError
 from core.models import Competitor, Environment, Revision, StepStatus
-from core.services import competitor_get_or_create, revision_create
-from core.uploads import UploadRejected
+from core.services.revisions import competitor_get_or_create, revision_create
+from core.services.uploads import UploadRejected
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]

@@ -11,13 +11,8 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from core.models import Revision, StepStatus, UploadContent
-from core.services import (
-    UploadUnavailable,
-    revision_delete,
-    revision_rebuild,
-    revision_upload_read,
-    upload_content_release,
-)
+from core.services.revisions import revision_delete, revision_rebuild
+from core.services.uploads import UploadUnavailable, revision_upload_read, upload_content_release
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]

@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from core.uploads import UploadLimits, UploadRejected, extract_upload, inspect_upload
+from core.services.uploads import UploadLimits, UploadRejected, extract_upload, inspect_upload
 
 AGENT = (
     b"from arena_sdk import agent\n\n@agent\ndef play(turn):\n    return turn.legal_actions[0]\n"

@@ -116,7 +116,7 @@ def test_a_restore_refuses_a_missing_or_damaged_archive_and_changes_nothing(
     # Made after the backup: a refused restore must leave it.
     compose_stack.django("""
 import json
-from core.accounts import user_create
+from core.services.accounts import user_create
 
 user_create(email="after@example.org", display_name="After", password="after the backup!")
 print(json.dumps("made"))

@@ -38,7 +38,7 @@ def site(stack: ComposeStack) -> str:
 def organizer_and_invite_make(stack: ComposeStack, *, email: str, code: str) -> None:
     stack.django(f"""
 import json
-from core.accounts import user_create
+from core.services.accounts import user_create
 from core.models import InviteCode, Role, User
 
 if not User.objects.filter(email={email!r}).exists():

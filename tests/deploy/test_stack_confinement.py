@@ -36,7 +36,7 @@ def test_an_uploaded_agent_that_searches_the_stack_finds_nothing_and_plays(
     names = (f"searcher-{compose_stack.project}", f"private-{compose_stack.project}")
     compose_stack.django(f"""
 import json
-from core.accounts import user_create
+from core.services.accounts import user_create
 from core.models import Environment
 from core.services import competitor_get_or_create, environments_import, revision_create
 

@@ -12,7 +12,7 @@ from core.models import (
     Revision,
     StepStatus,
 )
-from core.services import environment_add_openspiel
+from core.services.environments import environment_add_openspiel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.docker import docker_base_image  # noqa: F401
 from tests.support.workers import wait_for

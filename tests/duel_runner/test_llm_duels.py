@@ -109,7 +109,7 @@ def test_it_ends_a_duel_whose_server_keeps_failing_in_error_charged_to_nobody(se
 def test_it_hands_an_llm_duel_to_the_gateways_duel_threads_without_a_broker(server, monkeypatch):
     # The embedded default: the tournament manager's pass that dispatches the duel runs
     # in the gateway's process, whose duel pool plays it; the pass is not held meanwhile.
-    from core.online import LOCAL_REFEREE
+    from core.services.online import LOCAL_REFEREE
     from duel_runner.tasks import play_llm_duel
 
     handed: list[tuple[str, int]] = []

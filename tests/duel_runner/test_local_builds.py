@@ -17,9 +17,9 @@ import time
 import pytest
 from django.db import connection
 
-from core.local_builds import LocalBuildFailed, revision_host_lock, revisions_built_here
+from core.jobs.local_builds import LocalBuildFailed, revision_host_lock, revisions_built_here
 from core.models import DuelStatus, RatingChange, Revision, StepStatus, UploadContent
-from core.services import revision_revalidate
+from core.services.revisions import revision_revalidate
 from duel_runner.services import RETRY_SECONDS, duel_play
 from duel_runner.validation import revision_validate
 from tests.factories import queued_duel
@@ -127,7 +127,7 @@ def test_the_builds_a_duel_plays_are_held_from_the_host_clean_up(another_host):
 
 def test_it_gives_up_waiting_for_a_build_another_worker_holds(another_host, monkeypatch):
     minimax, _ = another_host
-    monkeypatch.setattr("core.local_builds.lock_wait_seconds", lambda: 0.3)
+    monkeypatch.setattr("core.jobs.local_builds.lock_wait_seconds", lambda: 0.3)
 
     with (
         revision_host_lock(minimax.pk, shared=False),

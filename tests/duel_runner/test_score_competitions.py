@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core.jobs import job_claim, jobs_recover
+from core.jobs.watchdog import jobs_recover
+from core.jobs.worker import job_claim
 from core.models import Duel, DuelStatus, Evaluation, Job, JobKind, ScoreCompetition, StepStatus
 from duel_runner.evaluations import evaluation_play, evaluation_record_result
 from referee.evaluation import EvaluationResult
@@ -201,7 +202,7 @@ def test_it_evaluates_an_llm_player_its_owner_entered_like_a_hosted_agent(client
     from django.core import serializers
 
     from core.models.submissions import CompetitorKind
-    from core.scores import score_entry_create
+    from core.services.scores import score_entry_create
     from llm.local_server import LocalLLMServer
     from tests.factories import LLMPlayerFactory
 

@@ -6,8 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core.jobs import job_claim, job_heartbeat
-from core.leases import worker_name
+from core.jobs.worker import job_claim, job_heartbeat, worker_name
 from core.models import (
     Duel,
     DuelStatus,
@@ -19,7 +18,7 @@ from core.models import (
     Revision,
     StepStatus,
 )
-from core.services import revision_requeue
+from core.services.revisions import revision_requeue
 from duel_runner.services import (
     duel_play,
     duel_record_result,

@@ -17,7 +17,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from core.jobs import job_reset
+from core.jobs.lifecycle import job_reset
 from core.models import (
     Competitor,
     Environment,
@@ -29,7 +29,7 @@ from core.models import (
     StepStatus,
     User,
 )
-from core.services import competitor_publish_latest
+from core.services.publication import competitor_publish_latest
 from publisher import services
 from publisher.git import Clone
 from publisher.services import revision_publish

@@ -431,7 +431,7 @@ def players_upload(
     until they are. Each upload is unique to the stack (so are its image's tags)."""
     stack.django(f"""
 import json
-from core.accounts import user_create
+from core.services.accounts import user_create
 from core.models import Environment, User
 from core.services import competitor_get_or_create, environments_import, revision_create
 

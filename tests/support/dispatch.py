@@ -8,13 +8,13 @@ import threading
 import pytest
 from django.db import transaction
 
-from core import dispatch
+from core.jobs import dispatch
 
 
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """(task, id) of every piece of work handed to the workers, once its transaction
-    commits, as ``core.dispatch.start`` would start it; nothing runs."""
+    commits, as ``core.jobs.dispatch.start`` would start it; nothing runs."""
     started: list[tuple[str, int]] = []
     lock = threading.Lock()
 

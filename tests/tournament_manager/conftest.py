@@ -11,7 +11,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from core import dispatch
+from core.jobs import dispatch
 from core.models import Duel, DuelResult, DuelSeat, DuelStatus, Job, Tournament, TournamentFormat
 from referee.results import ranks_from_scores
 from tests.factories import ParticipantFactory, TournamentFactory

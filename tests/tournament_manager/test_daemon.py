@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs import jobs_recover
+from core.jobs.watchdog import jobs_recover
 from core.models import (
     Duel,
     DuelResult,

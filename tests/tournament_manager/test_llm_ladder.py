@@ -12,9 +12,9 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import escape
 
-from core import dispatch
 from core.celery import app
-from core.jobs import jobs_queue
+from core.jobs import dispatch
+from core.jobs.lifecycle import jobs_queue
 from core.models import (
     DuelStatus,
     Environment,

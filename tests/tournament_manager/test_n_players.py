@@ -22,7 +22,7 @@ from core.models import (
     TournamentFormat,
     TournamentStatus,
 )
-from core.services import environment_add_openspiel
+from core.services.environments import environment_add_openspiel
 from environments.base import replay, shares_beaten
 from environments.registry import make_environment
 from referee.results import ranks_from_scores, seat_rotation

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from core import dispatch
+from core.jobs import dispatch
 from core.models import OnlineSeat, TournamentFormat
-from core.online import online_model_register, online_queue_join, seat_bus
+from core.services.online import online_model_register, online_queue_join, seat_bus
 from tests.factories import (
     CompetitorFactory,
     EnvironmentFactory,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from core.jobs import job_of
+from core.jobs.lifecycle import job_of
 from core.models import (
     Duel,
     DuelStatus,

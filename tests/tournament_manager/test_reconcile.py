@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core import dispatch
-from core.jobs import jobs_recover
+from core.jobs import dispatch
+from core.jobs.watchdog import jobs_recover
 from core.models import DuelStatus, Job, LiveEvent
 from tests.factories import DuelFactory, RevisionFactory
 from tournament_manager.daemon import run_once
@@ -52,8 +52,8 @@ def test_a_duel_waiting_behind_running_ones_is_resent_without_counting_it(
 def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeypatch):
     """Both queue messages reach a worker: the second finds the duel played."""
     from builder.services import revision_build_here
-    from core.local_builds import revision_host_lock
-    from core.services import environments_import
+    from core.jobs.local_builds import revision_host_lock
+    from core.services.environments import environments_import
     from duel_runner.services import duel_play
     from tests.factories import CompetitorFactory, TournamentFactory
     from tests.pipeline import PLAYERS

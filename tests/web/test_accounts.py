@@ -12,10 +12,10 @@ from django.core import mail
 from django.urls import reverse
 from django.utils import timezone
 
-from core.accounts import api_token_create, user_register
 from core.errors import ArenaError
 from core.models import ApiToken, InviteCode, User
 from core.models.accounts import hash_token
+from core.services.accounts import api_token_create, user_register
 from tests.factories import PASSWORD, ApiTokenFactory, InviteCodeFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from core.human import human_game_create
 from core.models import Duel, DuelResult, Environment, Match, User
-from core.services import environment_add_openspiel
+from core.services.environments import environment_add_openspiel
+from core.services.human import human_game_create
 from environments.registry import make_environment
 from reads.replays import first_mover
 from tests.factories import DuelFactory, RevisionFactory, TournamentFactory, UserFactory

@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.models import Competitor, DuelStatus, Job
-from core.online import online_model_register
 from core.page_cache import UNWATCHED_TABLES, pages_version
+from core.services.online import online_model_register
 from duel_runner.services import duel_store_result
 from referee.duel import run_duel
 from tests.factories import (

@@ -19,7 +19,7 @@ from core.admin.base import (
 )
 from core.errors import ArenaError
 from core.models import Competitor, Environment
-from core.services import (
+from core.services.environments import (
     OPENSPIEL_LIMITS,
     environment_openspiel_values,
     environments_import,

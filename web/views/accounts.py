@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.accounts import api_token_create, api_token_revoke, user_register
 from core.errors import ArenaError, sentence
+from core.services.accounts import api_token_create, api_token_revoke, user_register
 from reads.access import AuthenticatedHttpRequest, get_own_token
 from reads.selectors import profile_page
 from web.forms import ProfileForm, RegistrationForm, TokenForm

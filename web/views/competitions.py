@@ -5,8 +5,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from core.human import human_duel_seat
 from core.models import User
+from core.services.human import human_duel_seat
 from reads.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
 from reads.live import LIVE_PREFIX, duel_watchable
 from reads.llm import conversations_visible, turns_by_frame

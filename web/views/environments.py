@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.errors import ArenaError, sentence
 from core.models import Environment
-from core.online import online_model_register
+from core.services.online import online_model_register
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
 from llm.prompts import HARNESS_VERSION
 from reads.access import AuthenticatedHttpRequest, get_environment

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError, sentence
-from core.llm import llm_player_register, llm_player_update, llm_settings
+from core.services.llm import llm_player_register, llm_player_update, llm_settings
 from reads.access import (
     AuthenticatedHttpRequest,
     get_duel_for_user,

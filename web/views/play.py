@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError
-from core.human import human_duel_seat, human_game_create
 from core.models import Duel, Revision
+from core.services.human import human_duel_seat, human_game_create
 from reads.access import AuthenticatedHttpRequest, get_competitor_for_user
 from reads.replays import first_mover, game_board_assets, game_of
 from referee.results import match_seed, seat_rotation

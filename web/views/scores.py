@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError, sentence
-from core.scores import score_entry_create, score_entry_withdraw
+from core.services.scores import score_entry_create, score_entry_withdraw
 from reads.access import AuthenticatedHttpRequest, can_see_logs
 from reads.scores import (
     episode_document,

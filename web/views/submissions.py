@@ -12,12 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.errors import ArenaError, sentence
 from core.models import Competitor, Environment, Revision, User
-from core.services import (
-    UploadUnavailable,
-    competitor_share_logs,
-    revision_upload,
-    revision_upload_read,
-)
+from core.services.revisions import competitor_share_logs, revision_upload
+from core.services.uploads import UploadUnavailable, revision_upload_read
 from reads.access import (
     AuthenticatedHttpRequest,
     get_competitor_for_user,

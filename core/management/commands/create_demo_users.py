@@ -5,8 +5,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.accounts import user_create
 from core.models import Role, User
+from core.services.accounts import user_create
 
 #: (e-mail, display name, role, password): known passwords, for demos and trials only.
 DEMO_USERS = (

@@ -6,7 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.accounts import (
+from core.errors import ArenaError
+from core.models import Role
+from core.services.accounts import (
     display_name_check,
     email_check,
     password_check,
@@ -14,8 +16,6 @@ from core.accounts import (
     role_check,
     user_create,
 )
-from core.errors import ArenaError
-from core.models import Role
 
 
 class Command(BaseCommand):

@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.accounts import random_password, user_create
 from core.errors import ArenaError
 from core.models import Role, User
+from core.services.accounts import random_password, user_create
 
 REQUIRED_COLUMNS = {"email", "display_name"}
 KNOWN_COLUMNS = REQUIRED_COLUMNS | {"role", "team", "password"}

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import ArenaError
 from core.models import Environment
-from core.services import environments_import
+from core.services.environments import environments_import
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, load_info
 
 

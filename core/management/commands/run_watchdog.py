@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.jobs import jobs_recover
+from core.jobs.watchdog import jobs_recover
 from core.management.daemon import DaemonCommand, Pass
 
 

@@ -145,7 +145,7 @@ class Command(BaseCommand):
     def _manage(stopping: threading.Event, interval: float) -> None:
         """The embedded default's daemons, in this thread: the watchdog's pass over every
         job, then the tournament manager's."""
-        from core.jobs import jobs_recover
+        from core.jobs.watchdog import jobs_recover
         from tournament_manager import daemon
 
         serve(

@@ -15,11 +15,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
-from core.accounts import random_password, user_create
-from core.confinement import agents_confinement, upload_refusal
 from core.embedded_worker import EmbeddedWorker, site_worker
 from core.errors import ArenaError
-from core.llm import llm_player_register, llm_player_update
 from core.models import (
     ApiToken,
     Competitor,
@@ -37,11 +34,14 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from core.online import model_token_create, online_model_register, running_ladders
-from core.services import (
+from core.services.accounts import random_password, user_create
+from core.services.confinement import agents_confinement, upload_refusal
+from core.services.environments import environments_import
+from core.services.llm import llm_player_register, llm_player_update
+from core.services.online import model_token_create, online_model_register, running_ladders
+from core.services.revisions import (
     competitor_get_or_create,
     competitor_share_logs,
-    environments_import,
     revision_create,
     revision_requeue,
 )
@@ -447,7 +447,7 @@ class Command(BaseCommand):
             revision = revision_create(
                 competitor=competitor,
                 # The project's own reference players: where agents cannot be confined,
-                # the organizer puts in the attendee's too (core.confinement).
+                # the organizer puts in the attendee's too (core.services.confinement).
                 uploaded_by=self.organizer if upload_refusal(owner) else owner,
                 filename=player.filename,
                 content=player.content,

@@ -3,11 +3,15 @@
 ``inspect_upload`` rejects a bad upload before anything is stored, with a message
 that says what to fix; ``extract_upload`` unpacks an upload that passed, enforcing
 the same limits again on the bytes actually written (a zip's headers can lie).
+
+An upload's bytes are stored once in the database (``UploadContent``), however many
+revisions refer to them, and read back from there by every host that builds it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import posixpath
 import stat
@@ -15,8 +19,14 @@ import zipfile
 from pathlib import Path
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 
 from core.errors import ArenaError
+from core.models import (
+    Revision,
+    UploadContent,
+)
 from sandboxes.base import ENTRY_POINTS as PYTHON_ENTRY_POINTS
 from sandboxes.base import EXECUTABLE_ENTRY_POINT
 
@@ -191,3 +201,50 @@ def _extract_zip(content: bytes, destination: Path, limits: UploadLimits) -> Non
             executable = (info.external_attr >> 16) & 0o111
             # Private: a sandbox gives its agent a copy it may read (core.private_data).
             target.chmod(0o700 if executable else 0o600)
+
+
+class UploadUnavailable(ArenaError):
+    """A revision's upload cannot be read from the database: not stored, or not its bytes."""
+
+
+def upload_content_store(*, content: bytes, sha256: str) -> UploadContent:
+    """The stored bytes of an upload, saved unless the same bytes already are. Call in the
+    transaction that creates the revision referring to them."""
+    stored, _ = UploadContent.objects.get_or_create(
+        sha256=sha256, defaults={"content": content, "size": len(content)}
+    )
+    return stored
+
+
+def revision_upload_read(*, revision: Revision) -> bytes:
+    """The bytes of the revision's upload, from the database (so on any host), checked
+    against the SHA-256 recorded when it was uploaded. Raises UploadUnavailable."""
+    stored = None
+    if revision.upload_id:
+        rows = UploadContent.objects.filter(pk=revision.upload_id)
+        stored = rows.values_list("content", flat=True).first()
+    if stored is None:
+        raise UploadUnavailable(
+            f"the upload of {revision} is not stored in the database (it was missing or "
+            "damaged when uploads moved there); its owner must upload it again"
+        )
+    content = bytes(stored)
+    digest = hashlib.sha256(content).hexdigest()
+    if digest != revision.sha256:
+        raise UploadUnavailable(
+            f"the stored upload of {revision} is damaged: its SHA-256 is {digest[:12]}..., "
+            f"not {revision.sha256[:12]}... as uploaded; its owner must upload it again"
+        )
+    return content
+
+
+def upload_content_release(*, sha256: str) -> bool:
+    """Delete the stored bytes of an upload once no revision refers to them (the last one
+    was deleted); returns whether they went. Call after the deletion commits: an upload
+    of the same bytes committed meanwhile keeps them (the foreign key refuses the delete)."""
+    try:
+        with transaction.atomic():
+            deleted, _ = UploadContent.objects.filter(pk=sha256, revisions__isnull=True).delete()
+    except (IntegrityError, ProtectedError):
+        return False
+    return bool(deleted)

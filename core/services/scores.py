@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from core.errors import ArenaError
-from core.jobs import jobs_queue
+from core.jobs.lifecycle import jobs_queue
 from core.models import (
     Competitor,
     Evaluation,

@@ -15,7 +15,6 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from core.accounts import api_token_create
 from core.errors import ArenaError
 from core.models import (
     ApiToken,
@@ -32,7 +31,8 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from core.services import competitor_create_unbuilt, revision_create_unbuilt
+from core.services.accounts import api_token_create
+from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
 from sandboxes.seat_bus import SeatBus, seat_bus_for
 
 #: What a model token may do: play, and read what its owner may see.

@@ -1,36 +1,39 @@
-"""Workflows on the shared models that belong to no single app."""
+"""Competitors and their revisions: uploads made into revisions, their build and
+validation queued, rebuilt, re-validated and deleted."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
-from collections.abc import Mapping
 
-from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
-from django.db.models import Max, ProtectedError, Q
+from django.db import transaction
+from django.db.models import Max
 
-from core.confinement import upload_refusal
 from core.errors import ArenaError
-from core.jobs import idle, job_done, job_reset, jobs_queue
+from core.jobs.lifecycle import idle, job_done, job_reset, jobs_queue
 from core.models import (
     Competitor,
     Duel,
     Environment,
     JobKind,
-    JobStatus,
     LeaderboardEntry,
     Participant,
     RatingChange,
     Revision,
     StepStatus,
-    UploadContent,
     User,
 )
 from core.models.submissions import STEPS
-from core.uploads import UploadLimits, UploadRejected, inspect_upload, upload_limits
+from core.services.confinement import upload_refusal
+from core.services.uploads import (
+    UploadLimits,
+    UploadRejected,
+    inspect_upload,
+    upload_content_release,
+    upload_content_store,
+    upload_limits,
+)
 
 
 def competitor_get_or_create(
@@ -105,53 +108,6 @@ def revision_create(
         # Sent when the build succeeds.
         jobs_queue(kind=JobKind.VALIDATION, subject_ids=[revision.pk], send=False)
     return revision
-
-
-class UploadUnavailable(ArenaError):
-    """A revision's upload cannot be read from the database: not stored, or not its bytes."""
-
-
-def upload_content_store(*, content: bytes, sha256: str) -> UploadContent:
-    """The stored bytes of an upload, saved unless the same bytes already are. Call in the
-    transaction that creates the revision referring to them."""
-    stored, _ = UploadContent.objects.get_or_create(
-        sha256=sha256, defaults={"content": content, "size": len(content)}
-    )
-    return stored
-
-
-def revision_upload_read(*, revision: Revision) -> bytes:
-    """The bytes of the revision's upload, from the database (so on any host), checked
-    against the SHA-256 recorded when it was uploaded. Raises UploadUnavailable."""
-    stored = None
-    if revision.upload_id:
-        rows = UploadContent.objects.filter(pk=revision.upload_id)
-        stored = rows.values_list("content", flat=True).first()
-    if stored is None:
-        raise UploadUnavailable(
-            f"the upload of {revision} is not stored in the database (it was missing or "
-            "damaged when uploads moved there); its owner must upload it again"
-        )
-    content = bytes(stored)
-    digest = hashlib.sha256(content).hexdigest()
-    if digest != revision.sha256:
-        raise UploadUnavailable(
-            f"the stored upload of {revision} is damaged: its SHA-256 is {digest[:12]}..., "
-            f"not {revision.sha256[:12]}... as uploaded; its owner must upload it again"
-        )
-    return content
-
-
-def upload_content_release(*, sha256: str) -> bool:
-    """Delete the stored bytes of an upload once no revision refers to them (the last one
-    was deleted); returns whether they went. Call after the deletion commits: an upload
-    of the same bytes committed meanwhile keeps them (the foreign key refuses the delete)."""
-    try:
-        with transaction.atomic():
-            deleted, _ = UploadContent.objects.filter(pk=sha256, revisions__isnull=True).delete()
-    except (IntegrityError, ProtectedError):
-        return False
-    return bool(deleted)
 
 
 def revision_create_unbuilt(
@@ -252,131 +208,6 @@ def revision_revalidate(*, revision: Revision) -> bool:
     return revalidated
 
 
-def environments_import() -> list[Environment]:
-    """Create or update an Environment row for every game folder's ``info.yml`` (the
-    OpenSpiel games an organizer added are left as they are)."""
-    from environments.registry import environment_names, load_info
-
-    imported = []
-    for name in environment_names():
-        info = load_info(name)
-        if Environment.objects.filter(name=name).exclude(spec="").exists():
-            raise ArenaError(
-                f"The OpenSpiel environment {name!r} has the name of the built-in game "
-                f"environments/{name}: give it another name in the admin, then import again."
-            )
-        environment, _ = Environment.objects.update_or_create(
-            name=name,
-            defaults={
-                "title": info.title,
-                "description": info.description,
-                "rules": info.rules,
-                "players": info.players,
-                "matches_per_duel": info.matches_per_duel,
-                "ladder_matches_per_duel": info.ladder_matches_per_duel,
-                "validation_matches": info.validation_matches,
-                "move_time": info.move_time,
-                "time_bank": info.time_bank,
-                "startup_time": info.startup_time,
-                "memory_mb": info.memory_mb,
-                "cpu_seconds": info.cpu_seconds,
-            },
-        )
-        imported.append(environment)
-    return imported
-
-
-#: The limits an organizer may set for an OpenSpiel game (the defaults are ``games.yml``'s).
-OPENSPIEL_LIMITS = (
-    "matches_per_duel",
-    "ladder_matches_per_duel",
-    "validation_matches",
-    "move_time",
-    "time_bank",
-    "startup_time",
-    "memory_mb",
-    "cpu_seconds",
-)
-
-
-def openspiel_slug(spec: str) -> str:
-    """A default environment name for a spec: ``openspiel:go(board_size=9)`` gives
-    ``go_board_size_9``."""
-    body = spec.removeprefix("openspiel:")
-    return re.sub(r"[^a-z0-9]+", "_", body.lower()).strip("_")[:64]
-
-
-def environment_openspiel_values(
-    *,
-    spec: str,
-    name: str = "",
-    title: str = "",
-    limits: Mapping[str, float | int | None] | None = None,
-    players: int | None = None,
-) -> dict[str, object]:
-    """The fields of a new OpenSpiel game's environment: its spec written one way, its
-    texts, and its default limits (``environments/openspiel/games.yml``) where ``limits``
-    gives none. ``players``: the seats the organizer chose (None: the spec's count), set in
-    the spec through the game's own parameter (``openspiel:kuhn_poker(players=3)``).
-
-    ArenaError when the spec does not load (unknown game, bad parameter, a game Arena
-    cannot play, a count of players Arena or the game does not allow), or the game or the
-    name is already there.
-    """
-    from environments.openspiel import canonical_spec
-    from environments.registry import (
-        InvalidEnvironmentInfo,
-        UnknownEnvironment,
-        environment_names,
-        load_info,
-    )
-
-    try:
-        spec = canonical_spec(spec.strip(), players=players)
-        info = load_info(spec)
-    except (UnknownEnvironment, InvalidEnvironmentInfo) as error:
-        raise ArenaError(str(error)) from None
-    name = name or openspiel_slug(spec)
-    if name in environment_names():
-        raise ArenaError(f"{name!r} is the name of a built-in game: choose another name.")
-    existing = Environment.objects.filter(Q(name=name) | Q(spec=spec)).first()
-    if existing is not None:
-        what = "game" if existing.spec == spec else "name"
-        raise ArenaError(
-            f"The {what} is already an environment: {existing.name} "
-            f"({existing.spec or 'built in'})."
-        )
-    values: dict[str, object] = {key: getattr(info, key) for key in OPENSPIEL_LIMITS}
-    values.update({key: value for key, value in (limits or {}).items() if value is not None})
-    return {
-        "name": name,
-        "spec": spec,
-        "title": title or info.title,
-        "description": info.description,
-        "rules": info.rules,
-        "players": info.players,
-        **values,
-    }
-
-
-def environment_add_openspiel(
-    *,
-    spec: str,
-    name: str = "",
-    title: str = "",
-    limits: Mapping[str, float | int | None] | None = None,
-    players: int | None = None,
-) -> Environment:
-    """Create the environment of an OpenSpiel game (``environment_openspiel_values``)."""
-    values = environment_openspiel_values(
-        spec=spec, name=name, title=title, limits=limits, players=players
-    )
-    try:
-        return Environment.objects.create(**values)
-    except IntegrityError:
-        raise ArenaError(f"The name {values['name']!r} or the game was just taken.") from None
-
-
 def revision_upload(
     *,
     owner: User,
@@ -473,61 +304,3 @@ def revision_delete(*, revision: Revision) -> RevisionDeletion:
             # Other revisions may share the same bytes: they go with the last of them.
             transaction.on_commit(lambda: upload_content_release(sha256=content))
     return RevisionDeletion(kept=None, reason="")
-
-
-# --- publication ---------------------------------------------------------------------
-
-
-def revision_publication_problem(revision: Revision) -> str:
-    """Why the revision cannot be published now, or '' when it can."""
-    competitor = revision.competitor
-    if not settings.ARENA_PUBLISH_REPOSITORY:
-        return "publishing is off (ARENA_PUBLISH_REPOSITORY is not set)"
-    if not competitor.is_public:
-        return "its competitor is private; make it public first"
-    if competitor.is_disabled:
-        return "its competitor is disabled"
-    if revision.is_disabled:
-        return "it is disabled"
-    if not revision.is_valid:
-        return "it has not passed its build and validation"
-    return ""
-
-
-def revision_publication_queue(*, revision: Revision) -> bool:
-    """Queue the publication of a validated revision of a public competitor and start it.
-
-    Nothing happens (False) when publishing is off, the competitor is private, or the
-    revision is published, queued or being published already; a failed one is queued again.
-    """
-    if revision_publication_problem(revision):
-        return False
-    # Conditional, so a revision validated twice in a row is queued once.
-    return job_reset(
-        kind=JobKind.PUBLICATION,
-        subject_id=revision.pk,
-        when=Q(status__in=[JobStatus.FAILED, JobStatus.CANCELLED]),
-    )
-
-
-def revision_republish(*, revision: Revision) -> bool:
-    """An organizer's re-publication, whatever became of the last one, unless it is queued
-    or a live worker is publishing it (one whose lease ran out was killed: taken over).
-    Returns whether it was queued."""
-    queued = job_reset(kind=JobKind.PUBLICATION, subject_id=revision.pk, when=idle())
-    revision.refresh_from_db()
-    return queued
-
-
-def competitor_publish_latest(*, competitor: Competitor) -> Revision | None:
-    """Queue the publication of the competitor's newest validated revision (it has just been
-    made public). The revision queued, or None when there is none to publish."""
-    revision = (
-        competitor.revisions.validated()
-        .select_related("competitor__environment", "competitor__owner")
-        .order_by("-version")
-        .first()
-    )
-    if revision is None or not revision_publication_queue(revision=revision):
-        return None
-    return revision

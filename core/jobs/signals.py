@@ -21,7 +21,7 @@ job_failed = Signal()
 revision_validated = Signal()
 
 #: A worker is about to run a hosted revision on this host (a duel, a validation) and this
-#: host lacks its build (``core.local_builds``). Keyword argument: ``revision``. The
+#: host lacks its build (``core.jobs.local_builds``). Keyword argument: ``revision``. The
 #: builder's receiver makes it here from the stored upload, as the build did, while the
 #: sender holds the revision's exclusive host lock; it raises ArenaError when it cannot.
 revision_build_missing = Signal()

@@ -5,7 +5,7 @@ docker sandbox, its image in this host's Docker engine (``Revision.image``). Eve
 host (one engine, one build root that its worker containers share) has its own: the build
 makes it on the host that built the revision, and any other host makes its own from the
 upload stored in the database the first time a duel or a validation wants it there (the
-builder's receiver of ``core.signals.revision_build_missing``: the same steps as the
+builder's receiver of ``core.jobs.signals.revision_build_missing``: the same steps as the
 build, the same SHA-256 check, the same image tag).
 
 Host locks keep the workers of a host from stepping on each other: an ``flock`` on a file
@@ -29,8 +29,8 @@ from pathlib import Path
 from django.conf import settings
 
 from core.errors import ArenaError
+from core.jobs.signals import revision_build_missing
 from core.models import Revision
-from core.signals import revision_build_missing
 from sandboxes import docker_engine
 from sandboxes.base import SandboxError
 from sandboxes.locks import file_lock

@@ -21,7 +21,7 @@ from core.errors import ArenaError
 from core.models import Competitor, CompetitorKind, Environment, LLMPlayer, Revision, User
 from core.models.llm import PLAYING_FIELDS
 from core.secrets import reference_refusal, secret_encrypt, url_refusal
-from core.services import competitor_create_unbuilt, revision_create_unbuilt
+from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
 
 LLM_BUILD_LOG = (
     "An LLM player: there is nothing to build; Arena's harness prompts its model through "

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from core.errors import ArenaError
-from core.jobs import jobs_queue
+from core.jobs.lifecycle import jobs_queue
 from core.models import (
     Competitor,
     CompetitorKind,
@@ -30,7 +30,7 @@ from core.models import (
     Revision,
     User,
 )
-from core.services import competitor_create_unbuilt, revision_create_unbuilt
+from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 
 HUMAN_BUILD_LOG = "A person playing in the browser: there is nothing to build."

@@ -1,0 +1,188 @@
+"""What each kind of job is (``POLICIES``): its task, its subject and the copy of its
+status that the subject keeps, its lease and attempts, and what its messages say."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from django.conf import settings
+from django.db import models
+
+from core.models import Duel, Evaluation, Revision, StepStatus
+from core.models.jobs import Job, JobKind, JobStatus
+
+PLAY_DUEL = "duel_runner.tasks.play_duel"
+PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
+PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
+PLAY_EVALUATION = "duel_runner.tasks.play_evaluation"
+PLAY_ONLINE_EVALUATION = "duel_runner.tasks.play_online_evaluation"
+PLAY_LLM_EVALUATION = "duel_runner.tasks.play_llm_evaluation"
+BUILD_REVISION = "builder.tasks.build_revision"
+VALIDATE_REVISION = "duel_runner.tasks.validate_revision"
+PUBLISH_REVISION = "publisher.tasks.publish_revision"
+
+
+def _seat_tasks(
+    model: type[Duel] | type[Evaluation], hosted: str, online: str, llm: str
+) -> Callable[[Sequence[int]], dict[int, str]]:
+    """The task of each duel or evaluation, by its seats: with an online agent's, where its
+    seat bus is reached; with an LLM player's, on the ``online`` queue's threads (it mostly
+    waits on its server); any other on ``duels``. Two queries, however many subjects."""
+
+    def tasks(subject_ids: Sequence[int]) -> dict[int, str]:
+        subjects = model.objects.filter(pk__in=subject_ids)
+        with_online = set(subjects.with_online_seat().values_list("pk", flat=True))
+        with_llm = set(subjects.with_llm_seat().values_list("pk", flat=True))
+        return {
+            pk: online if pk in with_online else llm if pk in with_llm else hosted
+            for pk in subject_ids
+        }
+
+    return tasks
+
+
+def _one_task(task: str) -> Callable[[Sequence[int]], dict[int, str]]:
+    return lambda subject_ids: dict.fromkeys(subject_ids, task)
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """What one kind of job is: how it runs, what it is about, how long it may take."""
+
+    #: The subject's model, and its field that keeps a copy of the job's status.
+    subject: type[models.Model]
+    status_field: str
+    #: The Celery task (dotted path) that runs each job of this kind, by its subject's id.
+    tasks: Callable[[Sequence[int]], dict[int, str]]
+    #: The task's keyword argument that takes the subject's id.
+    argument: str
+    #: Settings: seconds a lease lasts without a heartbeat; claims allowed.
+    lease_setting: str
+    attempts_setting: str
+    #: In messages: what a worker does with it, whose fault a failure is not, and what an
+    #: organizer can do once it failed (with advice if it happens again).
+    doing: str
+    whose: str
+    retry: str
+    advice: str = ""
+    #: The subject keeps its own outcome (status, times, error), written by the worker's
+    #: ``store``: a duel, an evaluation. A revision keeps only the status of each step.
+    has_times: bool = True
+    #: The subject's copy of a cancelled job's status.
+    cancelled: str = JobStatus.CANCELLED
+    #: The kind of job about the same subject that must succeed before this one is sent
+    #: (a validation waits for its build): queued meanwhile without being sent (its
+    #: ``resend_at`` unset), sent when that one succeeds, cancelled when it fails or is
+    #: cancelled, and queued to wait again when it is queued again.
+    waits_for: str | None = None
+
+    @property
+    def lease_seconds(self) -> int:
+        return int(getattr(settings, self.lease_setting))
+
+    @property
+    def max_attempts(self) -> int:
+        return int(getattr(settings, self.attempts_setting))
+
+    def copy(self, status: str) -> str:
+        """The subject's copy of ``status``."""
+        return self.cancelled if status == JobStatus.CANCELLED else status
+
+
+def _revision_step(
+    step: str,
+    *,
+    task: str,
+    attempts_setting: str,
+    doing: str,
+    retry: str,
+    advice: str = "",
+    waits_for: str | None = None,
+) -> Policy:
+    """A step of a revision's pipeline: the revision keeps its status (``<step>_status``)."""
+    return Policy(
+        subject=Revision,
+        status_field=f"{step}_status",
+        tasks=_one_task(task),
+        argument="revision_id",
+        lease_setting="ARENA_REVISION_LEASE_SECONDS",
+        attempts_setting=attempts_setting,
+        doing=doing,
+        whose="your upload's",
+        retry=retry,
+        advice=advice,
+        has_times=False,
+        cancelled=StepStatus.NONE,
+        waits_for=waits_for,
+    )
+
+
+POLICIES: dict[str, Policy] = {
+    JobKind.BUILD: _revision_step(
+        "build",
+        task=BUILD_REVISION,
+        attempts_setting="ARENA_REVISION_MAX_ATTEMPTS",
+        doing="building this revision",
+        retry="rebuild it from the admin",
+        advice="If it happens again, the build may need more memory or time than a worker "
+        "has (large dependencies?).",
+    ),
+    JobKind.VALIDATION: _revision_step(
+        "validation",
+        task=VALIDATE_REVISION,
+        attempts_setting="ARENA_REVISION_MAX_ATTEMPTS",
+        doing="validating this revision",
+        retry="re-validate it from the admin",
+        advice="If it happens again, your agent may use more memory or CPU than a worker "
+        "can give it.",
+        waits_for=JobKind.BUILD,
+    ),
+    JobKind.PUBLICATION: _revision_step(
+        "publication",
+        task=PUBLISH_REVISION,
+        attempts_setting="ARENA_PUBLICATION_MAX_ATTEMPTS",
+        doing="publishing this revision",
+        retry="publish it again from the admin",
+    ),
+    JobKind.DUEL: Policy(
+        subject=Duel,
+        status_field="status",
+        tasks=_seat_tasks(Duel, PLAY_DUEL, PLAY_ONLINE_DUEL, PLAY_LLM_DUEL),
+        argument="duel_id",
+        lease_setting="ARENA_DUEL_LEASE_SECONDS",
+        attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
+        doing="playing this duel",
+        whose="the agents'",
+        retry="re-run it from the admin",
+    ),
+    JobKind.EVALUATION: Policy(
+        subject=Evaluation,
+        status_field="status",
+        tasks=_seat_tasks(Evaluation, PLAY_EVALUATION, PLAY_ONLINE_EVALUATION, PLAY_LLM_EVALUATION),
+        argument="evaluation_id",
+        lease_setting="ARENA_DUEL_LEASE_SECONDS",
+        attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
+        doing="playing this evaluation",
+        whose="the agent's",
+        retry="re-run the competition's failed evaluations from the admin",
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How a worker's job ended, as ``job_record`` stores it."""
+
+    succeeded: bool
+    error: str = ""
+    log: str = ""
+
+
+def backoff(first: float, tries: int) -> float:
+    """The wait before the next try, after ``tries`` tries: ``first``, doubled each time."""
+    return first * 2**tries
+
+
+def policy_of(job: Job) -> Policy:
+    return POLICIES[job.kind]
