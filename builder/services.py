@@ -43,8 +43,8 @@ from builder.revision_image import (
 from core.errors import ArenaError
 from core.jobs.local_builds import revision_host_lock, uses_image
 from core.jobs.policies import Outcome
-from core.jobs.worker import job_claim, job_heartbeat, job_record, worker_name
-from core.models import Job, JobKind, Revision
+from core.jobs.worker import Claimed, Done, job_run
+from core.models import JobKind, Revision
 from core.services.uploads import (
     REQUIREMENTS,
     UploadRejected,
@@ -214,16 +214,10 @@ def _failure_message(error: BaseException, *, timeout: int) -> str:
 
 
 def revision_build(*, revision_id: int) -> None:
-    """Claim the revision's build, build it under a renewed lease, record the outcome (and
-    so, when it succeeded, start the validation that waits for it). A worker that lost
-    its lease meanwhile (the build was queued again) records nothing."""
-    worker = worker_name()
-    job = job_claim(kind=JobKind.BUILD, subject_id=revision_id, worker=worker)
-    if job is None:
-        return
-    revision = Revision.objects.select_related("competitor__environment").get(pk=revision_id)
-    with job_heartbeat(job=job, worker=worker):
-        _build(revision, job, worker)
+    """The build job (``core.jobs.worker.job_run``): build the revision under a renewed
+    lease and record the outcome (and so, when it succeeded, start the validation that
+    waits for it). A worker that lost its lease meanwhile records nothing."""
+    job_run(kind=JobKind.BUILD, subject_id=revision_id, work=_build)
 
 
 def _make(
@@ -280,25 +274,15 @@ def _put_in_place(staging: Path, target: Path) -> None:
 BUILD_ERRORS = (ArenaError, SandboxError, InvalidAgent, OSError)
 
 
-def _record(job: Job, revision: Revision, worker: str, *, image: str, outcome: Outcome) -> bool:
-    """Record the build's outcome and the image it made, if ``worker`` still holds it."""
-
-    def store() -> Outcome:
-        Revision.objects.filter(pk=revision.pk).update(image=image)
-        return outcome
-
-    recorded = job_record(job=job, worker=worker, store=store)
-    revision.refresh_from_db()
-    return recorded
-
-
-def _build(revision: Revision, job: Job, worker: str) -> None:
+def _build(claimed: Claimed) -> Done:
+    revision = Revision.objects.select_related("competitor__environment").get(
+        pk=claimed.job.subject_id
+    )
     timeout = settings.ARENA_BUILD_TIMEOUT_SECONDS
     # The Celery task's own limits are a little longer: this one fails the build cleanly.
     deadline = time.monotonic() + timeout
     log: list[str] = [f"building {revision} from {revision.filename} ({revision.size:,} bytes)"]
     staging = _staging(revision)
-    image = ""
     try:
         # Exclusive on this host: no duel here starts the revision's previous image while
         # it is replaced, and no other worker here makes the same build meanwhile.
@@ -317,11 +301,16 @@ def _build(revision: Revision, job: Job, worker: str) -> None:
         log.append(f"build failed: {message}")
         # The validation waiting for it is cancelled with it (``core.jobs``).
         failed = Outcome(succeeded=False, error=message, log=_bounded("\n".join(log)))
-        _record(job, revision, worker, image="", outcome=failed)
-        return
+        return Done(store=lambda: _stored(revision, image="", outcome=failed))
     # The validation waiting for it is sent (``core.jobs``).
     built = Outcome(succeeded=True, log=_bounded("\n".join(log)))
-    _record(job, revision, worker, image=image, outcome=built)
+    return Done(store=lambda: _stored(revision, image=image, outcome=built))
+
+
+def _stored(revision: Revision, *, image: str, outcome: Outcome) -> Outcome:
+    """The build's outcome, with the image it made written on its revision."""
+    Revision.objects.filter(pk=revision.pk).update(image=image)
+    return outcome
 
 
 def revision_build_here(*, revision: Revision) -> None:

@@ -48,12 +48,11 @@ _PR_SET_PDEATHSIG = 1
 
 
 def routed_queues() -> list[str]:
-    """Every queue a task goes to (``CELERY_TASK_ROUTES`` and the default): one worker does
-    all the embedded default's work."""
+    """Every queue a task goes to (``ARENA_QUEUES``): one worker does all the embedded
+    default's work."""
     from django.conf import settings
 
-    routes = settings.CELERY_TASK_ROUTES.values()
-    return sorted({route["queue"] for route in routes} | {settings.CELERY_TASK_DEFAULT_QUEUE})
+    return list(settings.ARENA_QUEUES)
 
 
 def worker_arguments(*, name: str, concurrency: int) -> list[str]:

@@ -238,14 +238,18 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "duels"
 CELERY_TASK_ROUTES = {
     "builder.tasks.*": {"queue": "build"},
-    # Duels and evaluations that mostly wait on the network: many at once in a threads pool.
-    "duel_runner.tasks.play_online_duel": {"queue": "online"},
-    "duel_runner.tasks.play_llm_duel": {"queue": "online"},
-    "duel_runner.tasks.play_online_evaluation": {"queue": "online"},
-    "duel_runner.tasks.play_llm_evaluation": {"queue": "online"},
     "duel_runner.tasks.*": {"queue": "duels"},
     "publisher.tasks.*": {"queue": "publish"},
 }
+#: The queue of games with a seat that waits on the network (an online agent's, a
+#: person's, an LLM player's), chosen when their job is sent (``core.jobs.policies``): its
+#: workers run many games at once in threads, since each mostly waits.
+ARENA_NETWORK_QUEUE = "online"
+#: Every queue a task goes to (what the embedded default's one worker consumes).
+ARENA_QUEUES = sorted(
+    {CELERY_TASK_DEFAULT_QUEUE, ARENA_NETWORK_QUEUE}
+    | {route["queue"] for route in CELERY_TASK_ROUTES.values()}
+)
 # A task is acknowledged when it ends, so a killed worker's task goes back to the queue;
 # the duel's lease (not the broker) guarantees it is never played twice at once.
 CELERY_TASK_ACKS_LATE = True

@@ -12,27 +12,16 @@ evaluation is never counted twice.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs.local_builds import revisions_built_here
 from core.jobs.policies import Outcome
-from core.jobs.worker import (
-    job_claim,
-    job_give_back,
-    job_heartbeat,
-    job_record,
-    job_wait,
-    worker_name,
-)
-from core.models import DuelStatus, Evaluation, Job, JobKind, Revision
+from core.jobs.worker import Claimed, Done, job_defer, job_run
+from core.models import DuelStatus, Evaluation, JobKind, Revision
 from duel_runner.services import (
     LOG_CHARS,
-    RETRY_SECONDS,
-    _log_local_builds,
     environment_limits,
     revision_agent_source,
     seat_backend,
@@ -87,19 +76,6 @@ def evaluation_store_result(
     evaluation.refresh_from_db()
 
 
-def evaluation_record_result(
-    *, job: Job, evaluation: Evaluation, result: EvaluationResult, worker: str
-) -> bool:
-    """Store a played evaluation if ``worker`` still holds its job, and finish the job;
-    returns whether it did."""
-
-    def store() -> Outcome:
-        evaluation_store_result(evaluation=evaluation, result=result, worker=worker)
-        return Outcome(evaluation.status == DuelStatus.SUCCEEDED, error=evaluation.error)
-
-    return job_record(job=job, worker=worker, store=store)
-
-
 def _announcement(evaluation: Evaluation) -> dict[str, object]:
     """What an online agent is told as its evaluation begins (its ``duel`` event, with no
     duel and no opponent: the episodes are played alone)."""
@@ -115,34 +91,28 @@ def _announcement(evaluation: Evaluation) -> dict[str, object]:
     }
 
 
-def evaluation_play(*, evaluation_id: int) -> float | None:
-    """Play a queued evaluation in its seat and store it.
+def evaluation_play(*, evaluation_id: int) -> None:
+    """The evaluation job (``core.jobs.worker.job_run``): play a queued evaluation in its
+    seat and store it. An online agent's waits while it plays a duel (a seat plays one
+    game at a time): put off, and sent again shortly."""
+    if Evaluation.objects.filter(pk=evaluation_id).seat_busy().exists():
+        job_defer(kind=JobKind.EVALUATION, subject_id=evaluation_id)
+        return
+    job_run(kind=JobKind.EVALUATION, subject_id=evaluation_id, work=_evaluation_work)
 
-    Returns None when it is done with, or the seconds after which to try again: another
-    worker holds it, this host could not build its revision, or its online agent is
-    playing a duel (a seat plays one game at a time).
-    """
-    worker = worker_name()
-    busy = Evaluation.objects.filter(pk=evaluation_id).seat_busy().exists()
-    if busy:
-        return RETRY_SECONDS
-    job = job_claim(kind=JobKind.EVALUATION, subject_id=evaluation_id, worker=worker)
-    if job is None:
-        return job_wait(kind=JobKind.EVALUATION, subject_id=evaluation_id)
+
+def _evaluation_work(claimed: Claimed) -> Done:
     evaluation = Evaluation.objects.select_related(
         "revision__competitor__environment", "revision__competitor__llm"
-    ).get(pk=evaluation_id)
-    revision = evaluation.revision
-    with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
-        try:
-            built = builds.enter_context(revisions_built_here([revision]))
-        except ArenaError as error:
-            again = job_give_back(job=job, worker=worker, problem=error.message)
-            return RETRY_SECONDS if again else None
-        _log_local_builds(built, f"evaluation {evaluation.pk}")
-        result = _evaluation_result(evaluation)
-    evaluation_record_result(job=job, evaluation=evaluation, result=result, worker=worker)
-    return None
+    ).get(pk=claimed.job.subject_id)
+    claimed.hold_builds([evaluation.revision], what=f"evaluation {evaluation.pk}")
+    result = _evaluation_result(evaluation)
+
+    def store() -> Outcome:
+        evaluation_store_result(evaluation=evaluation, result=result, worker=claimed.worker)
+        return Outcome(evaluation.status == DuelStatus.SUCCEEDED, error=evaluation.error)
+
+    return Done(store=store)
 
 
 def _evaluation_result(evaluation: Evaluation) -> EvaluationResult:
@@ -177,11 +147,10 @@ def _evaluation_result(evaluation: Evaluation) -> EvaluationResult:
 
 
 def revision_validate_alone(
-    *, job: Job, revision: Revision, source: AgentSource, backend: SandboxBackend, worker: str
-) -> bool:
-    """Validate a revision of a one-player game by a short evaluation in ``backend``; store
-    it and the outcome if ``worker`` still holds the validation ``job``. Returns whether
-    it did."""
+    *, claimed: Claimed, revision: Revision, source: AgentSource, backend: SandboxBackend
+) -> tuple[Done, bool]:
+    """Validate a revision of a one-player game by a short evaluation in ``backend``: how
+    to store it and the outcome in the validation job ``claimed``, and whether it passed."""
     environment = revision.competitor.environment.name
     validation = validate_evaluation(environment, source, backend=backend)
     evaluation = validation.evaluation
@@ -195,13 +164,13 @@ def revision_validate_alone(
             is_validation=True,
             seeds=evaluation.seeds,
             status=DuelStatus.RUNNING,
-            started_at=job.started_at,
+            started_at=claimed.job.started_at,
         )
-        evaluation_store_result(evaluation=row, result=evaluation, worker=worker)
+        evaluation_store_result(evaluation=row, result=evaluation, worker=claimed.worker)
         return Outcome(
             succeeded=validation.passed,
             error="" if validation.passed else validation.message,
             log=log[-LOG_CHARS:],
         )
 
-    return job_record(job=job, worker=worker, store=store)
+    return Done(store=store), validation.passed

@@ -8,7 +8,7 @@ handed to it by the tasks of this process, and any other one with an online seat
 finds queued (by another process, such as the tournament manager's, or the embedded
 broker's worker, which cannot reach this bus) or left with an expired lease, each played
 in a thread of its own. With tasks run eagerly (``ARENA_BROKER_URL=eager``), games with an
-LLM seat dispatched in this process are handed to it too (``llm_play``): they wait on a
+LLM seat dispatched in this process are handed to it too (``played_by_gateway``): they wait on a
 model's server for minutes.
 """
 
@@ -30,34 +30,44 @@ from duel_runner.services import duel_play
 logger = logging.getLogger(__name__)
 
 #: How each kind of job with a seat is played, by its subject's id.
-PLAYS: dict[str, Callable[[int], float | None]] = {
+PLAYS: dict[str, Callable[[int], None]] = {
     JobKind.DUEL: lambda duel_id: duel_play(duel_id=duel_id),
     JobKind.EVALUATION: lambda evaluation_id: evaluation_play(evaluation_id=evaluation_id),
 }
 
-
-def online_play(*, kind: str, subject_id: int) -> float | None:
-    """Play a duel or an evaluation with an online seat where its seat bus can be reached:
-    in any worker with a Redis bus; with the embedded default, handed to the gateway's own
-    process (which also takes it up by itself, so nothing is lost if this process is
-    another)."""
-    if settings.ARENA_ONLINE_BUS_URL:
-        return PLAYS[kind](subject_id)
-    if LOCAL_REFEREE.submit is not None:
-        LOCAL_REFEREE.submit(kind, subject_id)
-    return None
+#: The subjects of each kind, as querysets.
+SUBJECTS: dict[str, type[Duel] | type[Evaluation]] = {
+    JobKind.DUEL: Duel,
+    JobKind.EVALUATION: Evaluation,
+}
 
 
-def llm_play(*, kind: str, subject_id: int) -> float | None:
-    """Play a duel or an evaluation with an LLM seat. In a worker, here. Eagerly
-    (``ARENA_BROKER_URL=eager``, no worker), where the gateway's process has its pool of
-    game threads, handed to it, so that the pass that dispatched it (the tournament
-    manager's, an owner's entry) is not held for the minutes an LLM game takes; elsewhere
-    (the demo command, a lone manager) here as well."""
-    if settings.CELERY_TASK_ALWAYS_EAGER and LOCAL_REFEREE.submit is not None:
-        LOCAL_REFEREE.submit(kind, subject_id)
-        return None
-    return PLAYS[kind](subject_id)
+def game_play(*, kind: str, subject_id: int) -> None:
+    """Play a duel or an evaluation (``PLAYS``) where it can be played: here, unless it
+    needs the gateway's process (``played_by_gateway``), which is then handed it (and
+    also takes it up by itself, so nothing is lost if that process is not this one)."""
+    if played_by_gateway(kind=kind, subject_id=subject_id):
+        if LOCAL_REFEREE.submit is not None:
+            LOCAL_REFEREE.submit(kind, subject_id)
+        return
+    PLAYS[kind](subject_id)
+
+
+def played_by_gateway(*, kind: str, subject_id: int) -> bool:
+    """Whether a game is played in the gateway's process rather than by the worker that
+    took its task up: one with an online seat when the seat bus is in memory (no Redis
+    bus; only the gateway's process holds the clients' connections), and, with tasks run
+    eagerly (``ARENA_BROKER_URL=eager``, no worker), one with an LLM seat, so that the pass
+    that dispatched it (the tournament manager's, an owner's entry) is not held for the
+    minutes an LLM game takes, when that process is this one."""
+    subject = SUBJECTS[kind].objects.filter(pk=subject_id)
+    if not settings.ARENA_ONLINE_BUS_URL and subject.with_online_seat().exists():
+        return True
+    return (
+        settings.CELERY_TASK_ALWAYS_EAGER
+        and LOCAL_REFEREE.submit is not None
+        and subject.with_llm_seat().exists()
+    )
 
 
 class OnlineDuelRunner:

@@ -15,24 +15,15 @@ from django.db import connection
 from django.utils import timezone
 
 from core.errors import ArenaError
-from core.jobs.local_builds import LocalBuild, revisions_built_here
 from core.jobs.policies import Outcome
 from core.jobs.signals import duel_finished
-from core.jobs.worker import (
-    job_claim,
-    job_give_back,
-    job_heartbeat,
-    job_record,
-    job_wait,
-    worker_name,
-)
+from core.jobs.worker import Claimed, Done, job_run
 from core.models import (
     Competitor,
     Duel,
     DuelSeat,
     DuelStatus,
     Environment,
-    Job,
     JobKind,
     LiveEvent,
     Match,
@@ -63,9 +54,6 @@ logger = logging.getLogger(__name__)
 
 #: Stored logs are cut to this many characters (the sandbox already caps them).
 LOG_CHARS = 200_000
-#: A duel or validation this host could not build its agents for is tried again after
-#: this (by any worker of any host), within its attempts.
-RETRY_SECONDS = 10.0
 
 
 def sandbox_backend(*, warm: bool = True) -> SandboxBackend:
@@ -299,26 +287,6 @@ def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
     duel.refresh_from_db()
 
 
-def duel_record_result(*, job: Job, duel: Duel, result: DuelResult, worker: str) -> bool:
-    """Store a played duel if ``worker`` still holds its job, tell its tournament
-    (``duel_finished``: rated, counted), and finish the job, all in one transaction.
-
-    A worker that lost the job (it stalled and another took the duel over) has its result
-    dropped. Returns whether it was stored.
-    """
-
-    def store() -> Outcome:
-        duel_store_result(duel=duel, result=result, worker=worker)
-        duel.refresh_from_db()
-        # In the same transaction: a worker killed after it leaves the duel stored and
-        # rated, one killed before neither (it is played again once its lease ends),
-        # never stored and not rated.
-        duel_finished.send(sender=Duel, duel=duel)
-        return Outcome(duel.status == DuelStatus.SUCCEEDED, error=duel.error)
-
-    return job_record(job=job, worker=worker, store=store)
-
-
 def _announcement(duel: Duel, player: int) -> dict[str, object]:
     """What an online agent is told as one of its duels begins (its ``duel`` event)."""
     opponents = [
@@ -383,30 +351,28 @@ def seat_clock(competitors: list[Competitor], game: str) -> dict[str, float]:
     return {}
 
 
-def duel_play(*, duel_id: int) -> float | None:
-    """Play a queued duel with the referee and store it, telling its tournament.
+def duel_play(*, duel_id: int) -> None:
+    """The duel job (``core.jobs.worker.job_run``): play a queued duel with the referee and
+    store it, telling its tournament. Agents this host cannot build give it back, for any
+    worker of any host (never the agents' fault)."""
+    job_run(kind=JobKind.DUEL, subject_id=duel_id, work=_duel_work)
 
-    Returns None when the duel is done with (played here, or finished already), or the
-    seconds to wait when it is to be tried again: another worker holds it, or its agents
-    could not be built on this host (``_duel_give_back``).
-    """
-    worker = worker_name()
-    job = job_claim(kind=JobKind.DUEL, subject_id=duel_id, worker=worker)
-    if job is None:
-        return job_wait(kind=JobKind.DUEL, subject_id=duel_id)
-    duel = Duel.objects.with_seats().get(pk=duel_id)
-    with job_heartbeat(job=job, worker=worker), contextlib.ExitStack() as builds:
-        try:
-            built = builds.enter_context(revisions_built_here(duel.revisions()))
-        except ArenaError as error:
-            return _duel_give_back(job=job, duel=duel, worker=worker, problem=error.message)
-        _log_local_builds(built, f"duel {duel.pk}")
-        result = _duel_result(duel)
-    if not duel_record_result(job=job, duel=duel, result=result, worker=worker):
-        return None
+
+def _duel_work(claimed: Claimed) -> Done:
+    duel = Duel.objects.with_seats().get(pk=claimed.job.subject_id)
+    claimed.hold_builds(duel.revisions(), what=f"duel {duel.pk}")
+    result = _duel_result(duel)
+
+    def store() -> Outcome:
+        duel_store_result(duel=duel, result=result, worker=claimed.worker)
+        # In the same transaction: a worker killed after it leaves the duel stored and
+        # rated, one killed before neither (it is played again once its lease ends),
+        # never stored and not rated.
+        duel_finished.send(sender=Duel, duel=duel)
+        return Outcome(duel.status == DuelStatus.SUCCEEDED, error=duel.error)
+
     # The replay takes over from the live view.
-    LiveEvent.objects.filter(duel_id=duel.pk).delete()
-    return None
+    return Done(store=store, then=LiveEvent.objects.filter(duel_id=duel.pk).delete)
 
 
 def environment_limits(environment: Environment) -> dict[str, Any]:
@@ -497,26 +463,3 @@ def _infrastructure_failure(duel: Duel, problem: str) -> DuelResult:
         seed=duel.seed,
         infrastructure_error=problem,
     )
-
-
-def _log_local_builds(built: list[LocalBuild], what: str) -> None:
-    for build in built:
-        # Before the referee starts: on no player's clock.
-        logger.info(
-            "%s: built %s on this host in %.1f s, before play (%s)",
-            what,
-            build.revision,
-            build.seconds,
-            build.revision.image or build.revision.build_dir,
-        )
-
-
-def _duel_give_back(*, job: Job, duel: Duel, worker: str, problem: str) -> float | None:
-    """A claimed duel whose agents this host could not build: an infrastructure failure,
-    never the agents'. Queued again for another worker (of any host) while it has
-    attempts left; failed with the reason, never scored, after the last
-    (``core.jobs.worker.job_give_back``). Returns the seconds after which the task looks again,
-    or None when it is not queued again."""
-    if job_give_back(job=job, worker=worker, problem=problem):
-        return RETRY_SECONDS
-    return None

@@ -1,81 +1,47 @@
-"""Celery entry points of the duel runner: take ids, call one service, own retries and limits."""
+"""Celery entry points of the duel runner: take ids, call one service, own the time limits."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from celery import Task, shared_task
+from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
 from core.models import JobKind
-from duel_runner import evaluations, online, services, validation
+from duel_runner import online, services, validation
 
 logger = logging.getLogger(__name__)
 
 
 def job_task(name: str) -> Any:
-    """A job's Celery task, bound (for its retries), within a duel's time, retried for as
-    long as its job waits on another worker or host."""
+    """A job's Celery task, within a duel's time. It only runs its job: a job that must be
+    tried again later is queued again by its worker with a re-send time, and the watchdog
+    sends it (``core.jobs.worker``), never Celery's own retries."""
     return shared_task(
-        bind=True,
         name=name,
         soft_time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS,
         time_limit=settings.ARENA_DUEL_TIMEOUT_SECONDS + 30,
-        max_retries=None,
     )
 
 
-def _again_after(task: Task[[int], None], wait: float | None) -> None:
-    """Queue the job again in ``wait`` seconds when its service asks: another worker holds
-    its lease (a redelivered message), or this host could not build an agent (any worker
-    may try). Never when run eagerly, where nothing would take it up."""
-    if wait is not None and not task.request.is_eager:
-        raise task.retry(countdown=wait)
-
-
 @job_task("duel_runner.tasks.validate_revision")
-def validate_revision(self: Task[[int], None], revision_id: int) -> None:
-    _again_after(self, validation.revision_validate(revision_id=revision_id))
+def validate_revision(revision_id: int) -> None:
+    validation.revision_validate(revision_id=revision_id)
 
 
 @job_task("duel_runner.tasks.play_duel")
-def play_duel(self: Task[[int], None], duel_id: int) -> None:
-    _again_after(self, services.duel_play(duel_id=duel_id))
-
-
-@job_task("duel_runner.tasks.play_online_duel")
-def play_online_duel(self: Task[[int], None], duel_id: int) -> None:
-    """A duel with an online seat: mostly waiting on the network, so it runs on the
-    ``online`` queue, whose workers run many at once in threads (``-P threads``)."""
-    _again_after(self, online.online_play(kind=JobKind.DUEL, subject_id=duel_id))
-
-
-@job_task("duel_runner.tasks.play_llm_duel")
-def play_llm_duel(self: Task[[int], None], duel_id: int) -> None:
-    """A duel with an LLM seat (and no online one): mostly waiting on the model's server,
-    so it runs on the ``online`` queue's threads rather than holding a prefork worker."""
-    _again_after(self, online.llm_play(kind=JobKind.DUEL, subject_id=duel_id))
+def play_duel(duel_id: int) -> None:
+    """A duel, on the queue its job was sent to: ``duels``, or the network queue's threads
+    for one with a seat that waits on the network (``core.jobs.policies``)."""
+    online.game_play(kind=JobKind.DUEL, subject_id=duel_id)
 
 
 @job_task("duel_runner.tasks.play_evaluation")
-def play_evaluation(self: Task[[int], None], evaluation_id: int) -> None:
-    """One agent on a score competition's seeded episodes, on the ``duels`` queue."""
-    _again_after(self, evaluations.evaluation_play(evaluation_id=evaluation_id))
-
-
-@job_task("duel_runner.tasks.play_online_evaluation")
-def play_online_evaluation(self: Task[[int], None], evaluation_id: int) -> None:
-    """An online agent's evaluation: where its seat bus is reached, on the ``online``
-    queue's threads, as its duels are."""
-    _again_after(self, online.online_play(kind=JobKind.EVALUATION, subject_id=evaluation_id))
-
-
-@job_task("duel_runner.tasks.play_llm_evaluation")
-def play_llm_evaluation(self: Task[[int], None], evaluation_id: int) -> None:
-    """An LLM player's evaluation: on the ``online`` queue's threads, as its duels are."""
-    _again_after(self, online.llm_play(kind=JobKind.EVALUATION, subject_id=evaluation_id))
+def play_evaluation(evaluation_id: int) -> None:
+    """One agent on a score competition's seeded episodes, queued as its duels are."""
+    online.game_play(kind=JobKind.EVALUATION, subject_id=evaluation_id)
 
 
 @worker_ready.connect

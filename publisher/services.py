@@ -20,7 +20,7 @@ from django.conf import settings
 
 from core.jobs.lifecycle import jobs_cancel
 from core.jobs.policies import Outcome, backoff
-from core.jobs.worker import job_claim, job_give_back, job_heartbeat, job_record, worker_name
+from core.jobs.worker import Claimed, Done, GiveBack, job_run
 from core.models import Job, JobKind, Rating, Revision
 from core.services.publication import revision_publication_problem
 from core.services.uploads import (
@@ -206,21 +206,22 @@ def _publish(revision: Revision, transcript: Transcript) -> str:
 # --- the publication step -----------------------------------------------------------------
 
 
-def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
-    """The publication job: push a queued revision's source to the publication repository.
+def revision_publish(*, revision_id: int) -> None:
+    """The publication job (``core.jobs.worker.job_run``): push a queued revision's source
+    to the publication repository.
 
-    Idempotent: when a commit for the revision is on the branch already, none is added. On
-    failure, when the task can come ``again``, the job is given back (queued, showing the
-    error) while it has attempts left (``ARENA_PUBLICATION_MAX_ATTEMPTS``) and this returns
-    the seconds to wait before the next; otherwise the job fails with the error. None when
-    there is nothing more to do.
+    Idempotent: when a commit for the revision is on the branch already, none is added. A
+    push that fails gives the job back (queued, showing the error and git's transcript)
+    while it has attempts left (``ARENA_PUBLICATION_MAX_ATTEMPTS``), to be sent again
+    after 1, 2, 4... minutes; after the last, it fails with the error.
     """
-    worker = worker_name()
-    job = job_claim(kind=JobKind.PUBLICATION, subject_id=revision_id, worker=worker)
-    if job is None:
-        return None
+    job_run(kind=JobKind.PUBLICATION, subject_id=revision_id, work=_publication_work)
+
+
+def _publication_work(claimed: Claimed) -> Done | None:
+    job = claimed.job
     revision = Revision.objects.select_related("competitor__environment", "competitor__owner").get(
-        pk=revision_id
+        pk=job.subject_id
     )
     problem = revision_publication_problem(revision)
     if problem:
@@ -230,29 +231,11 @@ def revision_publish(*, revision_id: int, again: bool = False) -> float | None:
         )
         return None
     transcript = Transcript(settings.ARENA_PUBLISH_REPOSITORY)
-    with job_heartbeat(job=job, worker=worker):
-        try:
-            done = _publish(revision, transcript)
-        except PublishError as error:
-            wait = backoff(RETRY_SECONDS, job.attempts - 1)
-            if again:
-                log = transcript.text()
-                given = job_give_back(
-                    job=job, worker=worker, problem=error.message, retry_in=wait, log=log
-                )
-                # Queued again, or failed after its last attempt (its log kept).
-                return wait if given else None
-            _record(job, worker, Outcome(False, error=error.message, log=transcript.text()))
-            return None
-        except Exception as error:
-            # A bug or a full disk must not leave the job running until its lease runs out.
-            unexpected = f"publishing failed unexpectedly ({type(error).__name__}: {error})"
-            _record(job, worker, Outcome(False, error=unexpected, log=transcript.text()))
-            raise
-        transcript.add(f"# {done}")
-        _record(job, worker, Outcome(True, log=transcript.text()))
-    return None
-
-
-def _record(job: Job, worker: str, outcome: Outcome) -> None:
-    job_record(job=job, worker=worker, store=lambda: outcome)
+    try:
+        done = _publish(revision, transcript)
+    except PublishError as error:
+        wait = backoff(RETRY_SECONDS, job.attempts - 1)
+        raise GiveBack(error.message, retry_in=wait, log=transcript.text()) from error
+    transcript.add(f"# {done}")
+    published = Outcome(True, log=transcript.text())
+    return Done(store=lambda: published)

@@ -23,12 +23,20 @@ def task_named(path: str) -> Task:
     return task
 
 
-def start(path: str, **ids: int) -> None:
-    """Queue the task ``path`` with ``ids`` once the current transaction commits.
+def start(path: str, *, queue: str | None = None, **ids: int) -> None:
+    """Queue the task ``path`` with ``ids`` once the current transaction commits, on
+    ``queue`` (by default the task's route, ``CELERY_TASK_ROUTES``).
 
     ``robust``: one failing piece of work (eagerly, or a broker that cannot be reached) is
     logged and does not stop the others queued by the same transaction (the duels of a
     tournament, say).
     """
     task = task_named(path)
-    transaction.on_commit(lambda: task.delay(**ids), robust=True)
+
+    def send() -> None:
+        if queue is None:
+            task.apply_async(kwargs=ids)
+        else:
+            task.apply_async(kwargs=ids, queue=queue)
+
+    transaction.on_commit(send, robust=True)

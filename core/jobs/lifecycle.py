@@ -34,8 +34,9 @@ def tasks_start(kind: str, subject_ids: Sequence[int]) -> None:
     """Send the tasks of the jobs of ``kind`` about these subjects to the workers once the
     current transaction commits, in the order of the subjects."""
     policy = POLICIES[kind]
-    for subject_id, task in sorted(policy.tasks(subject_ids).items()):
-        dispatch.start(task, **{policy.argument: subject_id})
+    queues = policy.queues(subject_ids) if policy.queues else {}
+    for subject_id in sorted(subject_ids):
+        dispatch.start(policy.task, queue=queues.get(subject_id), **{policy.argument: subject_id})
 
 
 def job_mirror(job: Job, status: str, *, now: datetime, error: str | None = None) -> None:

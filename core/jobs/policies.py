@@ -13,37 +13,28 @@ from core.models import Duel, Evaluation, Revision, StepStatus
 from core.models.jobs import Job, JobKind, JobStatus
 
 PLAY_DUEL = "duel_runner.tasks.play_duel"
-PLAY_ONLINE_DUEL = "duel_runner.tasks.play_online_duel"
-PLAY_LLM_DUEL = "duel_runner.tasks.play_llm_duel"
 PLAY_EVALUATION = "duel_runner.tasks.play_evaluation"
-PLAY_ONLINE_EVALUATION = "duel_runner.tasks.play_online_evaluation"
-PLAY_LLM_EVALUATION = "duel_runner.tasks.play_llm_evaluation"
 BUILD_REVISION = "builder.tasks.build_revision"
 VALIDATE_REVISION = "duel_runner.tasks.validate_revision"
 PUBLISH_REVISION = "publisher.tasks.publish_revision"
 
 
-def _seat_tasks(
-    model: type[Duel] | type[Evaluation], hosted: str, online: str, llm: str
+def _seat_queues(
+    model: type[Duel] | type[Evaluation],
 ) -> Callable[[Sequence[int]], dict[int, str]]:
-    """The task of each duel or evaluation, by its seats: with an online agent's, where its
-    seat bus is reached; with an LLM player's, on the ``online`` queue's threads (it mostly
-    waits on its server); any other on ``duels``. Two queries, however many subjects."""
+    """The queue of each duel or evaluation that has a seat waiting on the network (an
+    online agent's, a person's, an LLM player's: ``ARENA_NETWORK_QUEUE``); the others go
+    to their task's own. Two queries, however many subjects."""
 
-    def tasks(subject_ids: Sequence[int]) -> dict[int, str]:
+    def queues(subject_ids: Sequence[int]) -> dict[int, str]:
         subjects = model.objects.filter(pk__in=subject_ids)
-        with_online = set(subjects.with_online_seat().values_list("pk", flat=True))
-        with_llm = set(subjects.with_llm_seat().values_list("pk", flat=True))
-        return {
-            pk: online if pk in with_online else llm if pk in with_llm else hosted
-            for pk in subject_ids
+        networked = {
+            *subjects.with_online_seat().values_list("pk", flat=True),
+            *subjects.with_llm_seat().values_list("pk", flat=True),
         }
+        return dict.fromkeys(networked, settings.ARENA_NETWORK_QUEUE)
 
-    return tasks
-
-
-def _one_task(task: str) -> Callable[[Sequence[int]], dict[int, str]]:
-    return lambda subject_ids: dict.fromkeys(subject_ids, task)
+    return queues
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +45,7 @@ class Policy:
     subject: type[models.Model]
     status_field: str
     #: The Celery task (dotted path) that runs each job of this kind, by its subject's id.
-    tasks: Callable[[Sequence[int]], dict[int, str]]
+    task: str
     #: The task's keyword argument that takes the subject's id.
     argument: str
     #: Settings: seconds a lease lasts without a heartbeat; claims allowed.
@@ -76,6 +67,9 @@ class Policy:
     #: ``resend_at`` unset), sent when that one succeeds, cancelled when it fails or is
     #: cancelled, and queued to wait again when it is queued again.
     waits_for: str | None = None
+    #: The queue of each subject's job whose queue is not its task's own (by subject id),
+    #: chosen when the job is sent.
+    queues: Callable[[Sequence[int]], dict[int, str]] | None = None
 
     @property
     def lease_seconds(self) -> int:
@@ -104,7 +98,7 @@ def _revision_step(
     return Policy(
         subject=Revision,
         status_field=f"{step}_status",
-        tasks=_one_task(task),
+        task=task,
         argument="revision_id",
         lease_setting="ARENA_REVISION_LEASE_SECONDS",
         attempts_setting=attempts_setting,
@@ -148,7 +142,8 @@ POLICIES: dict[str, Policy] = {
     JobKind.DUEL: Policy(
         subject=Duel,
         status_field="status",
-        tasks=_seat_tasks(Duel, PLAY_DUEL, PLAY_ONLINE_DUEL, PLAY_LLM_DUEL),
+        task=PLAY_DUEL,
+        queues=_seat_queues(Duel),
         argument="duel_id",
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
@@ -159,7 +154,8 @@ POLICIES: dict[str, Policy] = {
     JobKind.EVALUATION: Policy(
         subject=Evaluation,
         status_field="status",
-        tasks=_seat_tasks(Evaluation, PLAY_EVALUATION, PLAY_ONLINE_EVALUATION, PLAY_LLM_EVALUATION),
+        task=PLAY_EVALUATION,
+        queues=_seat_queues(Evaluation),
         argument="evaluation_id",
         lease_setting="ARENA_DUEL_LEASE_SECONDS",
         attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",

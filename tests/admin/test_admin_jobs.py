@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, int]]]:
     sent: list[tuple[str, dict[str, int]]] = []
-    monkeypatch.setattr(dispatch, "start", lambda path, **ids: sent.append((path, ids)))
+    monkeypatch.setattr(
+        dispatch, "start", lambda path, *, queue=None, **ids: sent.append((path, ids))
+    )
     return sent
 
 

@@ -110,20 +110,20 @@ def test_it_hands_an_llm_duel_to_the_gateways_duel_threads_without_a_broker(serv
     # The embedded default: the tournament manager's pass that dispatches the duel runs
     # in the gateway's process, whose duel pool plays it; the pass is not held meanwhile.
     from core.services.online import LOCAL_REFEREE
-    from duel_runner.tasks import play_llm_duel
+    from duel_runner.tasks import play_duel
 
     handed: list[tuple[str, int]] = []
     monkeypatch.setattr(LOCAL_REFEREE, "submit", lambda *job: handed.append(job))
     duel = llm_vs_random(server, api_key=KEY)
 
-    play_llm_duel.delay(duel_id=duel.pk)
+    play_duel.delay(duel_id=duel.pk)
 
     assert handed == [("duel", duel.pk)]
     duel.refresh_from_db()
     assert duel.status == DuelStatus.QUEUED  # to be played by the pool, not here
 
     monkeypatch.setattr(LOCAL_REFEREE, "submit", None)
-    play_llm_duel.delay(duel_id=duel.pk)  # a lone manager, or the demo: played here
+    play_duel.delay(duel_id=duel.pk)  # a lone manager, or the demo: played here
     duel.refresh_from_db()
     assert duel.status == DuelStatus.SUCCEEDED, duel.error
 

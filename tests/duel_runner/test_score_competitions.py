@@ -10,11 +10,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.jobs.policies import Outcome
 from core.jobs.watchdog import jobs_recover
-from core.jobs.worker import job_claim
+from core.jobs.worker import job_claim, job_record
 from core.models import Duel, DuelStatus, Evaluation, Job, JobKind, ScoreCompetition, StepStatus
-from duel_runner.evaluations import evaluation_play, evaluation_record_result
-from referee.evaluation import EvaluationResult
+from duel_runner.evaluations import evaluation_play
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tournament_manager.score_competitions import score_competition_start
 
@@ -162,10 +162,8 @@ def test_it_plays_an_evaluation_again_when_its_worker_died_and_counts_it_once():
 
     evaluation.refresh_from_db()
     assert evaluation.status == DuelStatus.SUCCEEDED and evaluation.job.attempts == 2
-    late = EvaluationResult(environment="cartpole", agent="x", seeds=cup.seeds)
-    assert not evaluation_record_result(
-        job=killed, evaluation=evaluation, result=late, worker="killed"
-    )
+    late = Outcome(True, error="late")
+    assert not job_record(job=killed, worker="killed", store=lambda: late)  # lost its lease
     assert evaluation_play(evaluation_id=evaluation.pk) is None  # finished: not played again
     evaluation.refresh_from_db()
     assert evaluation.job.attempts == 2 and len(evaluation.episodes) == 2

@@ -12,12 +12,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from celery.exceptions import Retry
 from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
 from core.jobs.lifecycle import job_reset
+from core.jobs.watchdog import jobs_recover
 from core.models import (
     Competitor,
     Environment,
@@ -30,10 +30,8 @@ from core.models import (
     User,
 )
 from core.services.publication import competitor_publish_latest
-from publisher import services
 from publisher.git import Clone
 from publisher.services import revision_publish
-from publisher.tasks import publish_revision
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -208,8 +206,10 @@ def test_it_fails_clearly_when_the_repository_is_unreachable_and_the_page_says_s
 
     revision = upload(ada, "tic_tac_toe", "rando", TIC_TAC_TOE)
 
-    assert revision.publication_status == StepStatus.FAILED
+    # Tried again later (the remote may be back), the error shown meanwhile.
+    assert revision.publication_status == StepStatus.QUEUED
     assert revision.job("publication").error == (
+        "Attempt 1 of 6 did not finish (trying again later): "
         f"cannot reach the publication repository {missing}: '{missing}' does not appear to "
         "be a git repository; check ARENA_PUBLISH_REPOSITORY and this worker's access to it"
     )
@@ -217,7 +217,7 @@ def test_it_fails_clearly_when_the_repository_is_unreachable_and_the_page_says_s
     client = Client()
     client.force_login(ada)
     page = html.unescape(client.get(revision.get_absolute_url()).content.decode())
-    assert "Publication failed" in page
+    assert "Publication not done yet: trying again" in page
     assert revision.job("publication").error in page
 
 
@@ -310,15 +310,17 @@ def test_it_queues_a_failed_attempt_again_while_retries_are_left(remote, setting
     revision = upload(author("Ada Lovelace"), "tic_tac_toe", "rando", TIC_TAC_TOE)
     settings.ARENA_PUBLISH_REPOSITORY = str(tmp_path / "down.git")
     queue_again(revision)
+    before = timezone.now()
 
-    wait = revision_publish(revision_id=revision.pk, again=True)
+    revision_publish(revision_id=revision.pk)
 
-    assert wait == 60  # the first retry; the next waits twice as long
     revision.refresh_from_db()
     assert revision.publication_status == StepStatus.QUEUED
-    error = revision.job("publication").error
-    assert "Attempt 1 of 6 did not finish (trying again later)" in error
-    assert "cannot reach the publication repository" in error
+    job = revision.job("publication")
+    assert "Attempt 1 of 6 did not finish (trying again later)" in job.error
+    assert "cannot reach the publication repository" in job.error
+    # Sent again by the watchdog after a minute; the next waits twice as long.
+    assert 60 <= (job.resend_at - before).total_seconds() <= 120
 
 
 def test_it_fails_a_publication_after_its_last_attempt(remote, settings, tmp_path):
@@ -328,8 +330,8 @@ def test_it_fails_a_publication_after_its_last_attempt(remote, settings, tmp_pat
     settings.ARENA_PUBLISH_REPOSITORY = str(tmp_path / "down.git")
     queue_again(revision)
 
-    assert revision_publish(revision_id=revision.pk, again=True) == 60
-    assert revision_publish(revision_id=revision.pk, again=True) is None
+    revision_publish(revision_id=revision.pk)
+    revision_publish(revision_id=revision.pk)
 
     revision.refresh_from_db()
     assert revision.publication_status == StepStatus.FAILED
@@ -340,45 +342,31 @@ def test_it_fails_a_publication_after_its_last_attempt(remote, settings, tmp_pat
     assert "git ls-remote" in job.log  # what git said, kept with the failure
 
 
-def test_it_retries_a_worker_s_failed_publication_then_shows_it_failed(
-    remote, settings, tmp_path, monkeypatch
+def test_the_watchdog_sends_a_failed_publication_again_when_its_wait_is_over(
+    remote, settings, tmp_path
 ):
     settings.ARENA_PUBLISH_REPOSITORY = ""
     revision = upload(author("Ada Lovelace"), "tic_tac_toe", "rando", TIC_TAC_TOE)
     settings.ARENA_PUBLISH_REPOSITORY = str(tmp_path / "down.git")
     queue_again(revision)
-    attempts = []
-    real_publish = services.revision_publish
+    revision_publish(revision_id=revision.pk)
+    job = revision.job("publication")
 
-    def counted_publish(*, revision_id: int, again: bool) -> float | None:
-        attempts.append(again)
-        return real_publish(revision_id=revision_id, again=again)
-
-    monkeypatch.setattr(services, "revision_publish", counted_publish)
-    # As a worker runs it (not eagerly); the retry it schedules runs at once, eagerly.
-    publish_revision.push_request(
-        id="first-attempt",
-        args=[revision.pk],
-        kwargs={},
-        retries=0,
-        is_eager=False,
-        called_directly=False,
-    )
-    try:
-        with pytest.raises(Retry):
-            publish_revision.run(revision.pk)
-    finally:
-        publish_revision.pop_request()
+    assert not jobs_recover()  # its minute is not over: nothing sent
+    Job.objects.filter(pk=job.pk).update(resend_at=timezone.now() - timedelta(seconds=1))
+    settings.ARENA_PUBLISH_REPOSITORY = str(remote)
+    assert jobs_recover()  # sent again, and published (eagerly)
 
     revision.refresh_from_db()
-    assert attempts == [True, False]
-    assert revision.publication_status == StepStatus.FAILED
-    assert "cannot reach the publication repository" in revision.job("publication").error
-    assert "trying again" not in revision.job("publication").error
+    job.refresh_from_db()
+    assert revision.publication_status == StepStatus.SUCCEEDED
+    assert (job.status, job.attempts, job.error) == (JobStatus.SUCCEEDED, 2, "")
+    assert subjects(remote) == ["tic_tac_toe/rando v1"]
 
 
 def test_it_republishes_a_failed_revision_from_the_admin(remote, settings, tmp_path, organizer):
     settings.ARENA_PUBLISH_REPOSITORY = str(tmp_path / "down.git")
+    settings.ARENA_PUBLICATION_MAX_ATTEMPTS = 1
     revision = upload(author("Ada Lovelace"), "tic_tac_toe", "rando", TIC_TAC_TOE)
     assert revision.publication_status == StepStatus.FAILED
     settings.ARENA_PUBLISH_REPOSITORY = str(remote)

@@ -11,17 +11,28 @@ from django.db import transaction
 from core.jobs import dispatch
 
 
+class Sent(list[tuple[str, int]]):
+    """(task, id) of each piece of work sent, in order; ``queues`` says where each went
+    (None: its task's route)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queues: dict[tuple[str, int], str | None] = {}
+
+
 @pytest.fixture
-def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
     """(task, id) of every piece of work handed to the workers, once its transaction
     commits, as ``core.jobs.dispatch.start`` would start it; nothing runs."""
-    started: list[tuple[str, int]] = []
+    started = Sent()
     lock = threading.Lock()
 
-    def start(path: str, **ids: int) -> None:
+    def start(path: str, *, queue: str | None = None, **ids: int) -> None:
         def record() -> None:
             with lock:
-                started.append((path, *ids.values()))
+                [subject_id] = ids.values()
+                started.append((path, subject_id))
+                started.queues[(path, subject_id)] = queue
 
         transaction.on_commit(record)
 

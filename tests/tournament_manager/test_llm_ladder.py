@@ -27,6 +27,7 @@ from core.models import (
 from llm.local_server import LocalLLMServer
 from tests.factories import DuelFactory, LLMPlayerFactory
 from tests.pipeline import pipeline  # noqa: F401
+from tests.support.dispatch import Sent
 from tournament_manager.daemon import run_once
 from tournament_manager.services import (
     tournament_create,
@@ -36,11 +37,15 @@ from tournament_manager.services import (
 
 
 @pytest.fixture
-def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    started: list[tuple[str, int]] = []
-    monkeypatch.setattr(
-        dispatch, "start", lambda path, **ids: started.append((path, ids["duel_id"]))
-    )
+def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
+    """What is sent, at once (this test's transaction never commits)."""
+    started = Sent()
+
+    def start(path: str, *, queue: str | None = None, duel_id: int) -> None:
+        started.append((path, duel_id))
+        started.queues[(path, duel_id)] = queue
+
+    monkeypatch.setattr(dispatch, "start", start)
     return started
 
 
@@ -55,12 +60,18 @@ def test_it_sends_duels_with_an_llm_seat_to_the_online_queue(sent):
 
     jobs_queue(kind=JobKind.DUEL, subject_ids=[hosted.pk, with_llm.pk])
 
+    # One task for every duel; the queue is chosen as it is sent.
     assert sent == [
         ("duel_runner.tasks.play_duel", hosted.pk),
-        ("duel_runner.tasks.play_llm_duel", with_llm.pk),
+        ("duel_runner.tasks.play_duel", with_llm.pk),
     ]
-    route = app.amqp.router.route({}, "duel_runner.tasks.play_llm_duel")
-    assert route["queue"].name == "online"
+    assert sent.queues == {
+        ("duel_runner.tasks.play_duel", hosted.pk): None,
+        ("duel_runner.tasks.play_duel", with_llm.pk): "online",
+    }
+    assert app.amqp.router.route({}, "duel_runner.tasks.play_duel")["queue"].name == "duels"
+    chosen = app.amqp.router.route({"queue": "online"}, "duel_runner.tasks.play_duel")
+    assert chosen["queue"].name == "online"
 
 
 @pytest.fixture
