@@ -13,7 +13,7 @@ scripts/setup_tools.sh
 # The documentation site, strict: a broken link or anchor, or a page missing from the nav,
 # fails. Built into a temporary folder; the settings page's freshness is a test.
 docs_site="$(mktemp -d)"
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$docs_site"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
 rm -rf "$docs_site"
 # The docker sandbox's base image, built or reused before the tests so its progress is
 # shown (the first build runs debootstrap, about 1.5 minutes). When it cannot be built

@@ -41,3 +41,12 @@ def test_the_committed_page_is_up_to_date():
     page = PAGE.read_text(encoding="utf-8")
     fresh = settings_table.render_page(page, SETTINGS.read_text(encoding="utf-8"))
     assert fresh == page, f"{PAGE.relative_to(ROOT)} is out of date: run {settings_table.COMMAND}"
+
+
+def test_the_docs_build_in_the_test_command_counts_every_warning():
+    """``--strict`` fails on warnings that are logged: ``--quiet`` stops logging them, and a
+    broken link passed CI that way (proved with a planted link: 1 with, 0 without)."""
+    command = (ROOT / "scripts" / "test.sh").read_text()
+    builds = [line for line in command.splitlines() if "mkdocs build" in line]
+    assert builds and all("--strict" in line for line in builds)
+    assert not any("--quiet" in line or " -q" in line for line in builds)
