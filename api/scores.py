@@ -25,9 +25,9 @@ from reads.scores import (
     get_evaluation_for_user,
     get_own_entrant,
     get_score_competition_for_user,
-    score_competitions_visible,
     score_entrants_visible,
     score_leaderboard,
+    visible_score_competitions,
 )
 
 router = auth.ArenaRouter(tags=["score competitions"], auth=auth.read)
@@ -131,7 +131,7 @@ class ScoreCompetitionFilters(FilterSchema):
 def score_competitions_list(
     request: HttpRequest, filters: Query[ScoreCompetitionFilters]
 ) -> QuerySet[ScoreCompetition]:
-    return filters.filter(score_competitions_visible(request.user).order_by("-created_at", "-pk"))
+    return filters.filter(visible_score_competitions(request.user).order_by("-created_at", "-pk"))
 
 
 @router.get(

@@ -17,10 +17,10 @@ hides a taken message for good, with no visibility timeout as Redis has. Everyth
 of late acknowledgement holds: a pool process that dies has its task put back by the
 worker (``CELERY_TASK_REJECT_ON_WORKER_LOST``), and a worker stopped by a signal puts back
 the messages it took and had not finished. A killed worker's work is recovered by the
-platform itself, as in production: its duel, build or validation lease runs out and the
-tournament manager queues it again (``tournament_manager/daemon.py``); and work still
-queued whose message was lost any other way is sent again after
-``ARENA_RESEND_AFTER_SECONDS``.
+job watchdog (``core/jobs/watchdog.py``), as in production: the lease of its job (a build,
+validation, publication, duel or evaluation) runs out and the watchdog queues it again and
+sends a new message; a job still queued whose message was lost any other way (a power loss
+included, see ``_configure_connection``) is sent again after ``ARENA_RESEND_AFTER_SECONDS``.
 
 Three changes to kombu's transport, each for several processes on one SQLite file:
 
@@ -61,8 +61,8 @@ def _configure_connection(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     # With write-ahead logging a commit is durable once checkpointed; a power loss may
-    # undo the last few messages (they are sent again, see the module's docstring), never
-    # corrupt the file.
+    # undo the last few messages (the watchdog sends them again), never corrupt
+    # the file.
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 

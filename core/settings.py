@@ -250,8 +250,9 @@ ARENA_QUEUES = sorted(
     {CELERY_TASK_DEFAULT_QUEUE, ARENA_NETWORK_QUEUE}
     | {route["queue"] for route in CELERY_TASK_ROUTES.values()}
 )
-# A task is acknowledged when it ends, so a killed worker's task goes back to the queue;
-# the duel's lease (not the broker) guarantees it is never played twice at once.
+# A task is acknowledged when it ends, so a task whose pool process died goes back to the
+# queue; its job's conditional claim and lease (not the broker) make sure no work runs twice
+# at once, and the job watchdog recovers a killed worker's work (core/jobs/watchdog.py).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -372,9 +373,10 @@ ARENA_REVISION_MAX_ATTEMPTS = env_int("ARENA_REVISION_MAX_ATTEMPTS", 3)
 #: A publication is tried this many times (a refused push is tried again after 1, 2, 4,
 #: 8... minutes) before it shows failed.
 ARENA_PUBLICATION_MAX_ATTEMPTS = env_int("ARENA_PUBLICATION_MAX_ATTEMPTS", 6)
-#: Queued work (a build, a validation, a duel) whose queue message was sent this long ago
-#: without a worker taking it is sent again: the message may have been lost. Each re-send
-#: doubles the wait before the next one.
+#: Queued work (a job of any kind: a build, validation, publication, duel or evaluation)
+#: whose queue message was sent this long ago without a worker taking it is sent again by
+#: the watchdog: the message may have been lost. Each re-send doubles the wait before the
+#: next one.
 ARENA_RESEND_AFTER_SECONDS = env_int("ARENA_RESEND_AFTER_SECONDS", 300)
 #: Queued work fails after this many re-sends made while no worker ran anything of its
 #: kind (none takes it up); re-sends made while workers are busy with its kind do not

@@ -6,7 +6,7 @@ The rules:
   owner and the organizers (its name still shows on leaderboards and standings);
 - a tournament, and its duels and replays, are open to everyone when the tournament is
   public, to the organizers otherwise; a score competition and its evaluations likewise;
-- a validation duel (self-play) follows its revision;
+- a validation duel or evaluation (self-play) follows its revision;
 - an agent's log, wherever it shows (``can_see_logs``: a duel's whole log, what it logged
   at each move of the replays, an evaluation's log, its validation's log and report, an LLM
   player's conversations), is its owner's and the organizers'; everyone's once the duel or
@@ -29,8 +29,10 @@ from core.models import (
     Duel,
     DuelSeat,
     Environment,
+    Evaluation,
     Match,
     Revision,
+    ScoreCompetition,
     Tournament,
     User,
 )
@@ -78,6 +80,18 @@ def can_see_tournament(user: Visitor, tournament: Tournament) -> bool:
     return tournament.is_public or is_organizer(user)
 
 
+def can_see_score_competition(user: Visitor, competition: ScoreCompetition) -> bool:
+    return competition.is_public or is_organizer(user)
+
+
+def can_see_evaluation(user: Visitor, evaluation: Evaluation) -> bool:
+    """With its competition; a validation evaluation (no competition) with its competitor,
+    as a validation duel."""
+    if evaluation.competition is not None:
+        return can_see_score_competition(user, evaluation.competition)
+    return can_see_competitor(user, evaluation.revision.competitor)
+
+
 # The same rules as filters, for lists: each returns the condition ``can_see_...`` checks
 # one row for, on the rows reached through ``path`` ("" for the model itself, else a
 # relation such as "revision__competitor").
@@ -100,6 +114,10 @@ def tournaments_visible(user: Visitor, path: str = "") -> Q:
     if is_organizer(user):
         return Q()
     return Q(**{_field(path, "is_public"): True})
+
+
+def score_competitions_visible(user: Visitor) -> Q:
+    return Q() if is_organizer(user) else Q(is_public=True)
 
 
 def duels_visible(user: Visitor) -> Q:

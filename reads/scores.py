@@ -24,16 +24,23 @@ from core.models import (
 )
 from core.models.scores import ENTERED_KINDS
 from environments.registry import make_environment
-from reads.access import Visitor, can_see_competitor, competitors_visible, is_organizer
+from reads.access import (
+    Visitor,
+    can_see_competitor,
+    can_see_evaluation,
+    competitors_visible,
+    score_competitions_visible,
+)
 
 
-def score_competitions_visible(user: Visitor) -> QuerySet[ScoreCompetition]:
-    competitions = ScoreCompetition.objects.select_related("environment")
-    return competitions if is_organizer(user) else competitions.filter(is_public=True)
+def visible_score_competitions(user: Visitor) -> QuerySet[ScoreCompetition]:
+    return ScoreCompetition.objects.select_related("environment").filter(
+        score_competitions_visible(user)
+    )
 
 
 def get_score_competition_for_user(user: Visitor, pk: int) -> ScoreCompetition:
-    return get_object_or_404(score_competitions_visible(user), pk=pk)
+    return get_object_or_404(visible_score_competitions(user), pk=pk)
 
 
 def get_evaluation_for_user(user: Visitor, pk: int) -> Evaluation:
@@ -47,12 +54,7 @@ def get_evaluation_for_user(user: Visitor, pk: int) -> Evaluation:
         ),
         pk=pk,
     )
-    competition = evaluation.competition
-    if competition is None:
-        visible = can_see_competitor(user, evaluation.revision.competitor)
-    else:
-        visible = competition.is_public or is_organizer(user)
-    if not visible:
+    if not can_see_evaluation(user, evaluation):
         raise Http404("No such evaluation")
     return evaluation
 
@@ -182,7 +184,7 @@ def score_competition_page(*, user: Visitor, competition: ScoreCompetition) -> S
 def environment_score_competitions(
     *, user: Visitor, environment: Environment
 ) -> list[ScoreCompetition]:
-    return list(score_competitions_visible(user).filter(environment=environment))
+    return list(visible_score_competitions(user).filter(environment=environment))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -230,13 +230,6 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
             competitor__is_disabled=False,
         ).exclude(competitor__kind=CompetitorKind.HUMAN)
 
-    def visible_to(self, user: object) -> RevisionQuerySet:
-        if getattr(user, "is_organizer", False):
-            return self
-        if getattr(user, "is_authenticated", False):
-            return self.filter(Q(competitor__is_public=True) | Q(competitor__owner=user))
-        return self.filter(competitor__is_public=True)
-
 
 class Revision(models.Model):
     """One upload of a competitor. Its build, validation and publication are jobs

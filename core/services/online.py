@@ -171,9 +171,3 @@ class _LocalReferee:
 
 
 LOCAL_REFEREE = _LocalReferee()
-
-
-def online_duels_here() -> bool:
-    """True if an online duel may be refereed in this process: with a Redis bus any
-    worker may; with the embedded default only the gateway's own process."""
-    return bool(settings.ARENA_ONLINE_BUS_URL) or LOCAL_REFEREE.submit is not None

@@ -1,7 +1,8 @@
 """The embedded broker (``core/embedded_broker.py``): a SQLite file several processes send
 to and take from at once. Every message is delivered once; late acknowledgement holds
 while the taking process lives; a message whose consumer was killed outright is not given
-back (the platform's leases recover that work, see ``tests/api/test_embedded_server.py``).
+back (the job watchdog recovers that work once its lease runs out, see
+``tests/api/test_embedded_server.py``).
 """
 
 from __future__ import annotations
@@ -113,8 +114,8 @@ def test_a_rejected_message_goes_back_to_its_queue(broker):
 
 
 def test_a_message_whose_consumer_was_killed_is_not_given_back(broker, tmp_path):
-    """What the transport cannot do, unlike Redis after its visibility timeout: the
-    duel, build or validation is recovered by its lease instead."""
+    """What the transport cannot do, unlike Redis after its visibility timeout: the job
+    watchdog queues the work again once its lease runs out instead."""
     send(broker, "duels", "duel-1")
     held = tmp_path / "held.txt"
     holder = clients("hold", broker, "duels", str(held))
