@@ -28,7 +28,7 @@ from llm.local_server import LocalLLMServer
 from tests.factories import DuelFactory, LLMPlayerFactory
 from tests.pipeline import pipeline  # noqa: F401
 from tournament_manager.daemon import run_once
-from tournament_manager.services import (
+from tournament_manager.services.tournaments import (
     tournament_create,
     tournament_launch,
     tournament_stop,

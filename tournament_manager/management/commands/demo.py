@@ -48,7 +48,11 @@ from core.services.revisions import (
 from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.score_competitions import score_competition_start
 from tournament_manager.selectors import latest_validated_revisions
-from tournament_manager.services import tournament_cancel, tournament_create, tournament_launch
+from tournament_manager.services.tournaments import (
+    tournament_cancel,
+    tournament_create,
+    tournament_launch,
+)
 
 EXAMPLE_PLAYERS_DIR = Path(settings.BASE_DIR) / "example_players"
 ORGANIZER_EMAIL = "demo-organizer@example.com"
