@@ -19,6 +19,7 @@ from core.models import (
     TournamentStatus,
     User,
 )
+from core.services.online import running_ladders
 from tournament_manager.services.ladder import ladder_refresh_entries
 from tournament_manager.services.round_robin import round_robin_groups
 from tournament_manager.services.scheduling import duels_cancel_queued, duels_create, duels_start
@@ -160,6 +161,22 @@ def tournament_launch(*, tournament: Tournament) -> Tournament:
         duels_start(duels)
     launched.refresh_from_db()
     return launched
+
+
+def ladder_open(*, environment: Environment, name: str, matches_per_duel: int) -> Tournament | None:
+    """A ladder of ``environment``, created empty and launched (the newest validated
+    revision of every competitor joins it, and every one validated later), unless one is
+    running already: then None."""
+    if running_ladders(environment):
+        return None
+    ladder = tournament_create(
+        environment=environment,
+        name=name,
+        revisions=[],
+        format=TournamentFormat.LADDER,
+        matches_per_duel=matches_per_duel,
+    )
+    return tournament_launch(tournament=ladder)
 
 
 def tournament_cancel(*, tournament: Tournament) -> bool:
