@@ -228,7 +228,7 @@ def _tournament(revisions: list[Any], name: str, matches: int) -> float:
     from django.db import transaction
 
     from core.models import Environment, Tournament, TournamentStatus
-    from tournament_manager.services import tournament_create, tournament_launch
+    from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
     with transaction.atomic():
         tournament = tournament_create(

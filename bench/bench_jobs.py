@@ -298,7 +298,7 @@ def _round_robin(owner: Any, agents: list[Agent], players: Path, matches: int) -
     from django.db.models import Sum
 
     from core.models import Environment, Match, RatingChange, TournamentStatus
-    from tournament_manager.services import tournament_create, tournament_launch
+    from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
     revisions = [
         _upload(owner, agent.name, "agent.zip", _agent_zip(agent, players))[0] for agent in agents

@@ -153,7 +153,7 @@ def _drive(tournament_id: int, *, until_matches: int | None, checkpoints: list[i
     from core.models import LeaderboardEntry, Match, Tournament, TournamentStatus
     from tournament_manager.daemon import run_once
     from tournament_manager.leaderboard import leaderboard_refit
-    from tournament_manager.services import tournament_stop
+    from tournament_manager.services.tournaments import tournament_stop
 
     seen: dict[int, list[int]] = {}
     pending = sorted(checkpoints)
@@ -210,13 +210,10 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="bench-ladder-"))
     _setup(folder)
     from core.models import Environment, Revision, TournamentFormat
-    from tournament_manager import services
     from tournament_manager.ratings import ratings_reset
-    from tournament_manager.services import (
-        standings_update,
-        tournament_create,
-        tournament_launch,
-    )
+    from tournament_manager.services import scheduling
+    from tournament_manager.services.standings import standings_update
+    from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
     started = time.perf_counter()
     agents = _upload_agents(plan, report)
@@ -259,7 +256,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         generator = random.Random(SEED + repetition)
         # Patched for good (as an assignment would): the next repetition patches it again.
         mock.patch.object(
-            services.random, "SystemRandom", lambda generator=generator: generator
+            scheduling.random, "SystemRandom", lambda generator=generator: generator
         ).start()
         ratings_reset(environment_id=environment.pk)
         ladder = tournament_create(

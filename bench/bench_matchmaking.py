@@ -63,7 +63,7 @@ from bench.ranking import kendall_tau  # noqa: E402
 from tournament_manager import bradley_terry  # noqa: E402
 from tournament_manager.matchmaking import LadderAgent, hosted_duel_limit  # noqa: E402
 from tournament_manager.ratings import _MODEL as OPENSKILL  # noqa: E402
-from tournament_manager.services import ladder_matchmaker  # noqa: E402
+from tournament_manager.services.ladder import ladder_matchmaker  # noqa: E402
 
 SEED = 20261127
 TARGET_TAU = 0.9

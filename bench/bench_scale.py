@@ -249,11 +249,8 @@ def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
     from django.utils import timezone
 
     from tournament_manager.leaderboard import leaderboard_refit
-    from tournament_manager.services import (
-        _ladder_idle_agents,
-        ladder_matchmaker,
-        tournament_settle,
-    )
+    from tournament_manager.services.ladder import _ladder_idle_agents, ladder_matchmaker
+    from tournament_manager.services.settlement import tournament_settle
 
     agents = environment.competitors.count()
     once = 1 if agents > 1_000 else 3

@@ -212,7 +212,7 @@ def site_validated() -> dict[str, Any]:
 def site_launch() -> dict[str, Any]:
     """The ladder of every validated agent, launched: its id."""
     from core.models import Environment, Revision, TournamentFormat
-    from tournament_manager.services import tournament_create, tournament_launch
+    from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
     environment = Environment.objects.get(name=ENVIRONMENT)
     revisions = Revision.objects.validated().filter(competitor__environment=environment)
@@ -228,7 +228,7 @@ def site_launch() -> dict[str, Any]:
 
 def site_stop(ladder_id: int) -> dict[str, Any]:
     from core.models import Tournament
-    from tournament_manager.services import tournament_stop
+    from tournament_manager.services.tournaments import tournament_stop
 
     tournament_stop(tournament=Tournament.objects.get(pk=ladder_id))
     return {"stopped": ladder_id}

@@ -29,14 +29,11 @@ from core.models import (
     TournamentStatus,
 )
 from tournament_manager.leaderboard import leaderboard_refit
-from tournament_manager.services import (
-    ladder_matchmake,
-    ladder_refresh_entries,
-    participant_withdraw,
-    swiss_round_next,
-    tournament_launch,
-    tournament_settle,
-)
+from tournament_manager.services.ladder import ladder_matchmake, ladder_refresh_entries
+from tournament_manager.services.participants import participant_withdraw
+from tournament_manager.services.settlement import tournament_settle
+from tournament_manager.services.swiss import swiss_round_next
+from tournament_manager.services.tournaments import tournament_launch
 
 logger = logging.getLogger(__name__)
 

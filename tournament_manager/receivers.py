@@ -6,7 +6,7 @@ from django.dispatch import receiver
 
 from core.jobs.signals import duel_finished, job_failed
 from core.models import Duel, Job, JobKind
-from tournament_manager.services import duel_job_failed, tournament_duel_finished
+from tournament_manager.services.settlement import duel_job_failed, tournament_duel_finished
 
 
 @receiver(duel_finished, dispatch_uid="tournament_manager.duel_finished")

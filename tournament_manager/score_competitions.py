@@ -8,9 +8,26 @@ from django.utils import timezone
 
 from core.errors import ArenaError
 from core.jobs.lifecycle import job_retry
-from core.models import Evaluation, Job, JobKind, JobStatus, ScoreCompetition
+from core.models import (
+    Environment,
+    Evaluation,
+    Job,
+    JobKind,
+    JobStatus,
+    ScoreCompetition,
+    User,
+)
 from core.services.scores import score_evaluations_queue
 from tournament_manager.selectors import latest_validated_revisions
+
+
+def score_competition_create(
+    *, environment: Environment, name: str, episodes: int, created_by: User
+) -> ScoreCompetition:
+    """A score competition not started yet (``score_competition_start``)."""
+    return ScoreCompetition.objects.create(
+        environment=environment, name=name, episodes=episodes, created_by=created_by
+    )
 
 
 def score_competition_start(*, competition: ScoreCompetition) -> list[Evaluation]:

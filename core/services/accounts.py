@@ -88,6 +88,23 @@ def user_create(
         )
 
 
+def user_create_or_reset(
+    *, email: str, display_name: str, role: str, password: str
+) -> tuple[User, bool]:
+    """The account with this e-mail address: created (``user_create``) or, when it exists,
+    given this password and role and made active again (its name is kept), as for the
+    accounts a command owns (the demo's). Returns it and whether it was created."""
+    user = User.objects.filter(email=email).first()
+    if user is None:
+        user = user_create(email=email, display_name=display_name, role=role, password=password)
+        return user, True
+    user.set_password(password)
+    user.role, user.is_active = role, True
+    user.admin_access_from_role()
+    user.save(update_fields=["password", "role", "is_active", "is_staff"])
+    return user, False
+
+
 def api_token_create(
     *,
     user: User,
@@ -129,6 +146,14 @@ def invite_problem(invite: InviteCode | None) -> str:
     if invite.used_count >= invite.max_uses:
         return "This invite code has been used up; ask the organizers for a new one."
     return ""
+
+
+def invite_code_get_or_create(*, code: str, note: str, created_by: User) -> tuple[InviteCode, bool]:
+    """The invite code ``code``, created with ``note`` when new; an existing one is left as
+    it is, usable or not (``InviteCode.is_usable``). Returns it and whether it was created."""
+    return InviteCode.objects.get_or_create(
+        code=code, defaults={"note": note, "created_by": created_by}
+    )
 
 
 def user_register(*, code: str, email: str, display_name: str, team: str, password: str) -> User:

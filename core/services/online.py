@@ -92,6 +92,13 @@ def model_token_create(*, competitor: Competitor, name: str) -> tuple[ApiToken, 
     )
 
 
+def model_token_renew(*, competitor: Competitor, name: str) -> tuple[ApiToken, str]:
+    """A new token for an online competitor, its earlier ones revoked (shown once)."""
+    with transaction.atomic():
+        ApiToken.objects.filter(competitor=competitor).active().update(revoked_at=timezone.now())
+        return model_token_create(competitor=competitor, name=name)
+
+
 def running_ladders(environment: Environment) -> list[Tournament]:
     return list(
         Tournament.objects.filter(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import Literal
 
 from django.core.files.base import ContentFile
 from django.db import transaction
@@ -174,6 +175,33 @@ def revision_requeue(*, revision: Revision, steps: tuple[str, ...]) -> None:
         for number, step in enumerate(steps):
             job_reset(kind=step, subject_id=revision.pk, send=number == 0)
     revision.refresh_from_db()
+
+
+#: What ``revision_create_or_reuse`` did: uploaded the bytes, found them uploaded before,
+#: or found them uploaded before and queued their build and validation again.
+Reuse = Literal["created", "reused", "requeued"]
+
+
+def revision_create_or_reuse(
+    *, competitor: Competitor, uploaded_by: User, filename: str, content: bytes
+) -> tuple[Revision, Reuse]:
+    """The competitor's revision with these bytes: its newest one that has them, built and
+    validated again if that failed, was cut short, or its build folder was removed since
+    (a disabled one is left as it is); or a new upload (``revision_create``). A build and
+    validation start once the transaction commits."""
+    sha256 = hashlib.sha256(content).hexdigest()
+    revision = competitor.revisions.filter(sha256=sha256).order_by("-version").first()
+    done: Reuse = "reused"
+    if revision is None:
+        revision = revision_create(
+            competitor=competitor, uploaded_by=uploaded_by, filename=filename, content=content
+        )
+        done = "created"
+    elif not revision.is_disabled and (not revision.is_valid or not revision.build_dir.is_dir()):
+        revision_requeue(revision=revision, steps=("build", "validation"))
+        done = "requeued"
+    revision.refresh_from_db()
+    return revision, done
 
 
 def _hosted_only(revision: Revision) -> None:

@@ -59,7 +59,7 @@ def draft(players: tuple[str, ...], matches: int) -> str:
     return f"""
 import json
 from core.models import Environment, Revision
-from tournament_manager.services import tournament_create
+from tournament_manager.services.tournaments import tournament_create
 
 revisions = Revision.objects.filter(
     competitor__environment__name="sum_to_10", competitor__name__in={players!r}

@@ -27,7 +27,7 @@ from tests.support.gateway import GATEWAY_SETTINGS, Gateway, wait_until_up
 from tests.support.redis import free_port
 from tests.support.require import require
 from tests.support.workers import Workers, wait_for
-from tournament_manager.services import tournament_create, tournament_launch
+from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

@@ -11,18 +11,24 @@ from django.core.management.base import CommandError
 from pytest_django.fixtures import Settings
 
 from core.models import (
+    ApiToken,
     DuelStatus,
+    Environment,
     InviteCode,
     Revision,
     Role,
     ScoreCompetition,
     Tournament,
+    TournamentFormat,
     TournamentStatus,
     User,
 )
+from core.models.accounts import hash_token
+from core.services.environments import environments_import
 from tests.support.embedded import EmbeddedSite
 from tournament_manager.management.commands.demo import (
     EXAMPLE_PLAYERS_DIR,
+    Command,
     reference_players,
     zip_folder,
 )
@@ -160,3 +166,28 @@ def test_it_enters_enough_players_for_a_round_robin_of_a_game_of_four() -> None:
     # Two reference players, entered again under new names up to five: C(5, 4) groups.
     assert tournament.participants.count() == 5
     assert tournament.duels.count() == 5
+
+
+def test_its_online_setup_opens_one_ladder_and_gives_the_model_a_fresh_token_each_run(
+    settings: Settings, tmp_path: Path, alice: User
+) -> None:
+    settings.VAR_DIR = tmp_path
+    environments_import()
+    environment = Environment.objects.get(name="connect_four")
+    out = io.StringIO()
+    command = Command(stdout=out)
+
+    first = command.online_setup(environment, owner=alice)
+    first_secret = first.read_text().strip()
+    second = command.online_setup(environment, owner=alice)
+
+    ladder = Tournament.objects.get()
+    assert (ladder.format, ladder.status) == (TournamentFormat.LADDER, TournamentStatus.RUNNING)
+    assert out.getvalue().count("Launched Demo online ladder") == 1
+    assert out.getvalue().count("Registered the online model 'demo-online'") == 1
+    assert second == tmp_path / "online" / "connect_four.token"
+    assert second.stat().st_mode & 0o777 == 0o600
+    tokens = ApiToken.objects.filter(competitor__name="demo-online")
+    assert tokens.count() == 2
+    assert tokens.get(token_hash=hash_token(first_secret)).revoked_at is not None
+    assert tokens.get(token_hash=hash_token(second.read_text().strip())).revoked_at is None

@@ -15,7 +15,8 @@ from core.models import DuelStatus, Job, StepStatus, TournamentStatus
 from core.services.revisions import revision_rebuild, revision_revalidate
 from tests.factories import ParticipantFactory, RevisionFactory, TournamentFactory
 from tests.support.concurrency import twice_at_once
-from tournament_manager.services import duel_rerun, tournament_cancel, tournament_launch
+from tournament_manager.services.settlement import duel_rerun
+from tournament_manager.services.tournaments import tournament_cancel, tournament_launch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -74,7 +74,7 @@ print(json.dumps([
     tournament_id = compose_stack.django(f"""
 import json
 from core.models import Environment, Revision
-from tournament_manager.services import tournament_create, tournament_launch
+from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
 tournament = tournament_create(
     environment=Environment.objects.get(name={GAME!r}),

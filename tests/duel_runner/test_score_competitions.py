@@ -171,7 +171,7 @@ def test_it_plays_an_evaluation_again_when_its_worker_died_and_counts_it_once():
 
 def test_it_refuses_a_tournament_of_a_one_player_game():
     from core.errors import ArenaError
-    from tournament_manager.services import tournament_create
+    from tournament_manager.services.tournaments import tournament_create
 
     agents = cartpole_agents()
 

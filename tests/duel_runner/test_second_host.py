@@ -37,7 +37,7 @@ from tests.support.engine_proxy import RunningProxy, engine_proxy_running
 from tests.support.require import require
 from tests.support.second_engine import Engine, second_engine_problem, second_engine_running
 from tests.support.workers import Workers, wait_for
-from tournament_manager.services import tournament_create, tournament_launch
+from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

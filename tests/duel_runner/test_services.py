@@ -28,7 +28,7 @@ from referee.results import DuelResult
 from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.sandboxes import AGENTS
-from tournament_manager.services import tournament_create
+from tournament_manager.services.tournaments import tournament_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
@@ -181,7 +181,7 @@ def test_a_worker_killed_before_its_duel_is_rated_leaves_it_to_be_played_again(m
         raise WorkerKilled
 
     with monkeypatch.context() as patched:
-        patched.setattr("tournament_manager.services.ratings_update_from_duel", killed)
+        patched.setattr("tournament_manager.services.settlement.ratings_update_from_duel", killed)
         with pytest.raises(WorkerKilled):
             duel_play(duel_id=duel.pk)
 

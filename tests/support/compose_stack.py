@@ -469,7 +469,7 @@ def round_robin_launch(stack: ComposeStack, *, names: tuple[str, ...], matches: 
         stack.django(f"""
 import json
 from core.models import Environment, Revision
-from tournament_manager.services import tournament_create, tournament_launch
+from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
 tournament = tournament_create(
     environment=Environment.objects.get(name="sum_to_10"),

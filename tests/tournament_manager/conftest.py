@@ -15,7 +15,7 @@ from core.jobs import dispatch
 from core.models import Duel, DuelResult, DuelSeat, DuelStatus, Job, Tournament, TournamentFormat
 from referee.results import ranks_from_scores
 from tests.factories import ParticipantFactory, TournamentFactory
-from tournament_manager.services import tournament_duel_finished
+from tournament_manager.services.settlement import tournament_duel_finished
 
 MakeTournament = Callable[..., Tournament]
 Finish = Callable[..., Duel]

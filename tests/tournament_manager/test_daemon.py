@@ -30,7 +30,7 @@ from tests.support.concurrency import twice_at_once
 from tournament_manager import daemon
 from tournament_manager.daemon import run_once
 from tournament_manager.management.commands.run_tournament_manager import Command
-from tournament_manager.services import tournament_launch, tournament_schedule
+from tournament_manager.services.tournaments import tournament_launch, tournament_schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

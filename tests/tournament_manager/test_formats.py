@@ -37,13 +37,12 @@ from tests.tournament_manager.conftest import Finish
 from tournament_manager.daemon import withdraw_disabled_participants
 from tournament_manager.ratings import ratings_update_from_duel
 from tournament_manager.selectors import tournament_progress
-from tournament_manager.services import (
-    duel_rerun,
-    ladder_matchmake,
-    ladder_refresh_entries,
-    participant_withdraw,
-    standings_update,
-    swiss_round_next,
+from tournament_manager.services.ladder import ladder_matchmake, ladder_refresh_entries
+from tournament_manager.services.participants import participant_withdraw
+from tournament_manager.services.settlement import duel_rerun
+from tournament_manager.services.standings import standings_update
+from tournament_manager.services.swiss import swiss_round_next
+from tournament_manager.services.tournaments import (
     tournament_create,
     tournament_launch,
     tournament_stop,

@@ -9,7 +9,11 @@ from django.db import transaction
 from core.models import DuelStatus, Environment, Rating, TournamentFormat, TournamentStatus
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tournament_manager.daemon import run_once
-from tournament_manager.services import tournament_create, tournament_launch, tournament_stop
+from tournament_manager.services.tournaments import (
+    tournament_create,
+    tournament_launch,
+    tournament_stop,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

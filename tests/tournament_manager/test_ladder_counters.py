@@ -13,12 +13,9 @@ from django.utils import timezone
 from core.models import Duel, DuelStatus, Participant, TournamentFormat, TournamentStatus
 from tests.factories import DuelFactory, MatchFactory, ParticipantFactory, TournamentFactory
 from tournament_manager.daemon import settle_tournaments
-from tournament_manager.services import (
-    _ladder_idle_agents,
-    tournament_duel_finished,
-    tournament_settle,
-    tournament_stop,
-)
+from tournament_manager.services.ladder import _ladder_idle_agents
+from tournament_manager.services.settlement import tournament_duel_finished, tournament_settle
+from tournament_manager.services.tournaments import tournament_stop
 
 pytestmark = pytest.mark.django_db
 

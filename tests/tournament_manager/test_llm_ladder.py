@@ -29,7 +29,7 @@ from tests.factories import DuelFactory, LLMPlayerFactory
 from tests.pipeline import pipeline  # noqa: F401
 from tests.support.dispatch import Sent
 from tournament_manager.daemon import run_once
-from tournament_manager.services import (
+from tournament_manager.services.tournaments import (
     tournament_create,
     tournament_launch,
     tournament_stop,

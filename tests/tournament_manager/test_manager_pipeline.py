@@ -22,7 +22,7 @@ from core.models import (
 )
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.workers import wait_for
-from tournament_manager.services import tournament_create, tournament_schedule
+from tournament_manager.services.tournaments import tournament_create, tournament_schedule
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

@@ -29,7 +29,8 @@ from referee.results import ranks_from_scores, seat_rotation
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tournament_manager.daemon import run_once
 from tournament_manager.leaderboard import leaderboard_refit
-from tournament_manager.services import round_robin_groups, tournament_create, tournament_launch
+from tournament_manager.services.round_robin import round_robin_groups
+from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

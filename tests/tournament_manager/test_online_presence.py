@@ -18,7 +18,8 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support.loops import run_apart
-from tournament_manager.services import ladder_matchmake, tournament_launch
+from tournament_manager.services.ladder import ladder_matchmake
+from tournament_manager.services.tournaments import tournament_launch
 
 pytestmark = pytest.mark.django_db
 

@@ -34,7 +34,7 @@ from core.models import (
 from tests.pipeline import PLAYERS, make_user, pipeline, upload, upload_validated  # noqa: F401
 from tests.support.workers import Workers, wait_for
 from tournament_manager.score_competitions import score_competition_start
-from tournament_manager.services import tournament_create, tournament_launch
+from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

@@ -15,7 +15,7 @@ from core.jobs.watchdog import jobs_recover
 from core.models import DuelStatus, Job, LiveEvent
 from tests.factories import DuelFactory, RevisionFactory
 from tournament_manager.daemon import run_once
-from tournament_manager.services import tournament_launch
+from tournament_manager.services.tournaments import tournament_launch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,12 +16,9 @@ from core.models import (
 )
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tournament_manager.ratings import ratings_reset
-from tournament_manager.services import (
-    duel_rerun,
-    standings_update,
-    tournament_create,
-    tournament_launch,
-)
+from tournament_manager.services.settlement import duel_rerun
+from tournament_manager.services.standings import standings_update
+from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 

@@ -26,7 +26,7 @@ from tests.factories import (
     TournamentFactory,
 )
 from tests.support.sandboxes import player
-from tournament_manager.services import tournament_duel_finished
+from tournament_manager.services.settlement import tournament_duel_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

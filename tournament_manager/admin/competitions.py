@@ -40,8 +40,8 @@ from core.models import (
     TournamentStatus,
 )
 from tournament_manager.selectors import latest_validated_revisions, tournament_progress
-from tournament_manager.services import (
-    duel_rerun,
+from tournament_manager.services.settlement import duel_rerun
+from tournament_manager.services.tournaments import (
     tournament_cancel,
     tournament_create,
     tournament_launch,

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import time
@@ -18,7 +17,6 @@ from django.utils import timezone
 from core.embedded_worker import EmbeddedWorker, site_worker
 from core.errors import ArenaError
 from core.models import (
-    ApiToken,
     Competitor,
     DuelStatus,
     Environment,
@@ -30,25 +28,36 @@ from core.models import (
     ScoreCompetition,
     StepStatus,
     Tournament,
-    TournamentFormat,
     TournamentStatus,
     User,
 )
-from core.services.accounts import random_password, user_create
+from core.services.accounts import (
+    invite_code_get_or_create,
+    random_password,
+    user_create_or_reset,
+)
 from core.services.confinement import agents_confinement, upload_refusal
 from core.services.environments import environments_import
 from core.services.llm import llm_player_register, llm_player_update
-from core.services.online import model_token_create, online_model_register, running_ladders
+from core.services.online import model_token_renew, online_model_register
 from core.services.revisions import (
+    Reuse,
     competitor_get_or_create,
     competitor_share_logs,
-    revision_create,
-    revision_requeue,
+    revision_create_or_reuse,
 )
 from tournament_manager.leaderboard import leaderboard_refit
-from tournament_manager.score_competitions import score_competition_start
+from tournament_manager.score_competitions import (
+    score_competition_create,
+    score_competition_start,
+)
 from tournament_manager.selectors import latest_validated_revisions
-from tournament_manager.services import tournament_cancel, tournament_create, tournament_launch
+from tournament_manager.services.tournaments import (
+    ladder_open,
+    tournament_cancel,
+    tournament_create,
+    tournament_launch,
+)
 
 EXAMPLE_PLAYERS_DIR = Path(settings.BASE_DIR) / "example_players"
 ORGANIZER_EMAIL = "demo-organizer@example.com"
@@ -70,6 +79,12 @@ LLM_PLAYERS = (("llm-careful", 0.0), ("llm-bold", 1.2))
 #: A fixed time stamp in the zips made from folders, so the same folder gives the same
 #: bytes (and sha256) on every run.
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)
+#: What an upload of a reference player is said to have done (none: uploaded now).
+UPLOAD_NOTES: dict[Reuse, str] = {
+    "created": "",
+    "reused": "already uploaded",
+    "requeued": "uploaded before, built and validated again",
+}
 
 
 @dataclass(frozen=True)
@@ -77,10 +92,6 @@ class ReferencePlayer:
     name: str
     filename: str
     content: bytes
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.content).hexdigest()
 
 
 def _shown_path(path: Path) -> str:
@@ -323,15 +334,12 @@ class Command(BaseCommand):
     def online_setup(self, environment: Environment, *, owner: User) -> Path:
         """A running ladder of the game and the attendee's online model; a fresh model
         token (the demo's earlier ones revoked) in ``var/online/<game>.token``."""
-        if not running_ladders(environment):
-            ladder = tournament_create(
-                environment=environment,
-                name=f"{ONLINE_LADDER}: {environment.title}",
-                revisions=[],
-                format=TournamentFormat.LADDER,
-                matches_per_duel=2,
-            )
-            tournament_launch(tournament=ladder)
+        ladder = ladder_open(
+            environment=environment,
+            name=f"{ONLINE_LADDER}: {environment.title}",
+            matches_per_duel=2,
+        )
+        if ladder is not None:
             self.stdout.write(f"Launched {ladder.name} for online play")
         competitor = Competitor.objects.filter(environment=environment, name=ONLINE_MODEL).first()
         if competitor is None:
@@ -340,10 +348,7 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"Registered the online model {ONLINE_MODEL!r}")
         else:
-            ApiToken.objects.filter(competitor=competitor, revoked_at__isnull=True).update(
-                revoked_at=timezone.now()
-            )
-            _, secret = model_token_create(
+            _, secret = model_token_renew(
                 competitor=competitor, name=f"demo token {timezone.now():%Y%m%d-%H%M%S%f}"
             )
         folder = Path(settings.VAR_DIR) / "online"
@@ -358,21 +363,16 @@ class Command(BaseCommand):
     def demo_user(self, email: str, display_name: str, role: str) -> tuple[User, str]:
         """The demo account, with a new random password on every run (printed at the end)."""
         password = random_password()
-        user = User.objects.filter(email=email).first()
-        if user is None:
-            user = user_create(email=email, display_name=display_name, role=role, password=password)
+        user, created = user_create_or_reset(
+            email=email, display_name=display_name, role=role, password=password
+        )
+        if created:
             self.stdout.write(f"Created {role} {email}")
-        else:
-            user.set_password(password)
-            user.role, user.is_active = role, True
-            user.admin_access_from_role()
-            user.save(update_fields=["password", "role", "is_active", "is_staff"])
         return user, password
 
     def invite(self, organizer: User) -> InviteCode:
-        invite, created = InviteCode.objects.get_or_create(
-            code=INVITE_CODE,
-            defaults={"note": "made by manage.py demo", "created_by": organizer},
+        invite, created = invite_code_get_or_create(
+            code=INVITE_CODE, note="made by manage.py demo", created_by=organizer
         )
         if created:
             self.stdout.write(f"Created the invite code {INVITE_CODE!r}")
@@ -441,27 +441,15 @@ class Command(BaseCommand):
         """The competitor's revision with these bytes (uploaded, reused, or re-queued if it
         did not validate) and what was done. Its build and validation start once the upload
         commits: in a worker (``wait_for_validations``), or eagerly, over when this returns."""
-        revision = competitor.revisions.filter(sha256=player.sha256).order_by("-version").first()
-        note = "already uploaded"
-        if revision is None:
-            revision = revision_create(
-                competitor=competitor,
-                # The project's own reference players: where agents cannot be confined,
-                # the organizer puts in the attendee's too (core.services.confinement).
-                uploaded_by=self.organizer if upload_refusal(owner) else owner,
-                filename=player.filename,
-                content=player.content,
-            )
-            note = ""
-        elif not revision.is_disabled and (
-            not revision.is_valid or not revision.build_dir.is_dir()
-        ):
-            # A build or validation that failed, was cut short by a stopped demo, or a
-            # build folder removed since.
-            revision_requeue(revision=revision, steps=("build", "validation"))
-            note = "uploaded before, built and validated again"
-        revision.refresh_from_db()
-        return revision, note
+        revision, done = revision_create_or_reuse(
+            competitor=competitor,
+            # The project's own reference players: where agents cannot be confined, the
+            # organizer puts in the attendee's too (core.services.confinement).
+            uploaded_by=self.organizer if upload_refusal(owner) else owner,
+            filename=player.filename,
+            content=player.content,
+        )
+        return revision, UPLOAD_NOTES[done]
 
     def report_validation(self, revision: Revision, note: str) -> None:
         extra = f", {note}" if note else ""
@@ -496,12 +484,11 @@ class Command(BaseCommand):
             .order_by("-created_at")
             .first()
         )
-        finished = {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
         if (
             competition is not None
             and not fresh
             and competition.started_at is not None
-            and not competition.evaluations.exclude(status__in=finished).exists()
+            and not competition.evaluations.active().exists()
         ):
             self.stdout.write(
                 f"Already evaluated: {competition.name} (pass --fresh to evaluate again)"
@@ -509,7 +496,7 @@ class Command(BaseCommand):
             self.print_scores(competition)
             return
         if competition is None or fresh:
-            competition = ScoreCompetition.objects.create(
+            competition = score_competition_create(
                 environment=environment,
                 name=f"{SCORES_PREFIX}: {environment.title}",
                 episodes=SCORES_EPISODES,
@@ -525,7 +512,7 @@ class Command(BaseCommand):
             f"{competition.episodes} episodes each"
         )
         began = time.monotonic()
-        waiting = competition.evaluations.exclude(status__in=finished)
+        waiting = competition.evaluations.active()
         while waiting.exists() and time.monotonic() - began < timeout:
             self.check_worker()
             time.sleep(0.3)
