@@ -72,6 +72,7 @@ import contextlib
 import dataclasses
 import datetime
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -228,12 +229,28 @@ def _seeded() -> Iterator[None]:
         random.SystemRandom = system_random  # type: ignore[misc]
 
 
+def _service(name: str, module: str) -> Any:
+    """The service ``name`` of this checkout: in ``module``, or in the package that module
+    was split from in a checkout before issue 38 (``core/services.py``,
+    ``tournament_manager/services.py``)."""
+    for place in (module, module.rpartition(".")[0]):
+        try:
+            service = getattr(importlib.import_module(place), name, None)
+        except ImportError:  # the module is not there: a checkout before the split
+            continue
+        if service is not None:
+            return service
+    raise SystemExit(f"bench_jobs: this checkout has no {name} in {module} or its package")
+
+
 def _upload(owner: Any, name: str, filename: str, content: bytes) -> tuple[Any, dict[str, Any]]:
     """Upload as ``owner``: the validated revision, and the seconds and queries it took."""
     from django.db import transaction
 
     from core.models import Environment, Revision
-    from core.services.revisions import competitor_get_or_create, revision_create
+
+    competitor_get_or_create = _service("competitor_get_or_create", "core.services.revisions")
+    revision_create = _service("revision_create", "core.services.revisions")
 
     environment = Environment.objects.get(name=ENVIRONMENT)
     competitor = competitor_get_or_create(owner=owner, environment=environment, name=name)
@@ -298,7 +315,9 @@ def _round_robin(owner: Any, agents: list[Agent], players: Path, matches: int) -
     from django.db.models import Sum
 
     from core.models import Environment, Match, RatingChange, TournamentStatus
-    from tournament_manager.services.tournaments import tournament_create, tournament_launch
+
+    tournament_create = _service("tournament_create", "tournament_manager.services.tournaments")
+    tournament_launch = _service("tournament_launch", "tournament_manager.services.tournaments")
 
     revisions = [
         _upload(owner, agent.name, "agent.zip", _agent_zip(agent, players))[0] for agent in agents
@@ -370,9 +389,8 @@ def _child(plan: dict[str, Any], output: Path) -> None:
         raise SystemExit(f"bench_jobs: imported {core.__file__}, not the checkout {checkout}")
     call_command("migrate", verbosity=0)
     from core.models import User
-    from core.services.environments import environments_import
 
-    environments_import()
+    _service("environments_import", "core.services.environments")()
     owner = User.objects.create_user("bench@example.org", "a long enough password")
     players = Path(plan["players"])
     load = os.getloadavg()[0]
