@@ -26,12 +26,8 @@ from core.models import (
 from core.models.accounts import hash_token
 from core.services.environments import environments_import
 from tests.support.embedded import EmbeddedSite
-from tournament_manager.management.commands.demo import (
-    EXAMPLE_PLAYERS_DIR,
-    Command,
-    reference_players,
-    zip_folder,
-)
+from tournament_manager.demo import EXAMPLE_PLAYERS_DIR, reference_players, zip_folder
+from tournament_manager.management.commands.demo import Command
 
 # The demo relies on work starting when each transaction commits, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)

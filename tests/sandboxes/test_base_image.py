@@ -62,13 +62,10 @@ def test_it_refuses_an_unknown_source():
 
 
 def test_it_builds_the_base_image_offline_then_reuses_it(docker_base_image):
-    started = time.monotonic()
     again = base_image_build()
-    seconds = time.monotonic() - started
 
     assert again.tag == docker_base_image
     assert again.built is False
-    assert seconds < 5
     labels = docker_engine.image_labels(docker_base_image)
     assert labels["arena.role"] == "base"
     assert labels["arena.source"] == "debootstrap"

@@ -1,17 +1,13 @@
 from __future__ import annotations
 
-import io
 import os
 import time
-import urllib.request
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils import timezone
 
 from core.embedded_worker import EmbeddedWorker, site_worker
@@ -41,92 +37,45 @@ from core.services.environments import environments_import
 from core.services.llm import llm_player_register, llm_player_update
 from core.services.online import model_token_renew, online_model_register
 from core.services.revisions import (
-    Reuse,
     competitor_get_or_create,
     competitor_share_logs,
     revision_create_or_reuse,
+)
+from tournament_manager.demo import (
+    ATTENDEE_EMAIL,
+    EXAMPLE_PLAYERS_DIR,
+    INVITE_CODE,
+    LLM_GAME,
+    LLM_MODEL,
+    LLM_PLAYERS,
+    ONLINE_GAME,
+    ONLINE_LADDER,
+    ONLINE_MODEL,
+    ORGANIZER_EMAIL,
+    SCORES_EPISODES,
+    SCORES_PREFIX,
+    TOURNAMENT_PREFIX,
+    UPLOAD_NOTES,
+    ReferencePlayer,
+    llm_server_answers,
+    login_path,
+    reference_players,
+    round_robin_entrants,
+    unfinished_demo_tournaments_cancel,
+)
+from tournament_manager.demo import (
+    shown_path as _shown_path,
 )
 from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.score_competitions import (
     score_competition_create,
     score_competition_start,
 )
-from tournament_manager.selectors import latest_validated_revisions
 from tournament_manager.services.tournaments import (
     ladder_open,
-    tournament_cancel,
     tournament_create,
     tournament_launch,
 )
-
-EXAMPLE_PLAYERS_DIR = Path(settings.BASE_DIR) / "example_players"
-ORGANIZER_EMAIL = "demo-organizer@example.com"
-ATTENDEE_EMAIL = "demo-attendee@example.com"
-INVITE_CODE = "welcome"
-TOURNAMENT_PREFIX = "Demo round robin"
-#: A one-player game's demo: a score competition of its reference players.
-SCORES_PREFIX = "Demo scores"
-SCORES_EPISODES = 10
-#: Online play in the demo: a ladder of this game, and a model the attendee connects.
-ONLINE_GAME = "connect_four"
-ONLINE_MODEL = "demo-online"
-ONLINE_LADDER = "Demo online ladder"
-#: LLM players in the demo: the same rule-based "model" (``llm.local_server``, which
-#: ``scripts/demo.sh`` serves) at two temperatures, entered in this game's round robin.
-LLM_GAME = "tic_tac_toe"
-LLM_MODEL = "rule-based"
-LLM_PLAYERS = (("llm-careful", 0.0), ("llm-bold", 1.2))
-#: A fixed time stamp in the zips made from folders, so the same folder gives the same
-#: bytes (and sha256) on every run.
-ZIP_DATE = (2026, 1, 1, 0, 0, 0)
-#: What an upload of a reference player is said to have done (none: uploaded now).
-UPLOAD_NOTES: dict[Reuse, str] = {
-    "created": "",
-    "reused": "already uploaded",
-    "requeued": "uploaded before, built and validated again",
-}
-
-
-@dataclass(frozen=True)
-class ReferencePlayer:
-    name: str
-    filename: str
-    content: bytes
-
-
-def _shown_path(path: Path) -> str:
-    """``path`` relative to the project, as typed from its folder, where it is inside."""
-    try:
-        return str(path.relative_to(Path(settings.BASE_DIR)))
-    except ValueError:
-        return str(path)
-
-
-def zip_folder(folder: Path) -> bytes:
-    """The folder as a zip, in memory, keeping executable bits; same bytes every time."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(folder.rglob("*")):
-            if not path.is_file() or "__pycache__" in path.parts:
-                continue
-            info = zipfile.ZipInfo(str(path.relative_to(folder)), date_time=ZIP_DATE)
-            info.external_attr = (0o755 if os.access(path, os.X_OK) else 0o644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
-    return buffer.getvalue()
-
-
-def reference_players(game: str) -> list[ReferencePlayer]:
-    """``example_players/<game>/``: each .py file, and each folder (zipped) is a player."""
-    players = []
-    for path in sorted((EXAMPLE_PLAYERS_DIR / game).iterdir()):
-        if path.name.startswith((".", "_")):
-            continue
-        if path.is_file() and path.suffix == ".py":
-            players.append(ReferencePlayer(path.stem, path.name, path.read_bytes()))
-        elif path.is_dir():
-            players.append(ReferencePlayer(path.name, f"{path.name}.zip", zip_folder(path)))
-    return players
 
 
 class Command(BaseCommand):
@@ -242,7 +191,7 @@ class Command(BaseCommand):
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"Demo ready in {time.monotonic() - started:.1f} s."))
         self.stdout.write(f"  site:        {base}/")
-        self.stdout.write(f"  log in at:   {base}{self.login_path()}  (admin: {base}/admin/)")
+        self.stdout.write(f"  log in at:   {base}{login_path()}  (admin: {base}/admin/)")
         self.stdout.write(f"  organizer:   {organizer.email}  password: {organizer_password}")
         self.stdout.write(f"  attendee:    {attendee.email}  password: {attendee_password}")
         self.stdout.write(f"  invite code: {invite.code}  (to register new accounts)")
@@ -268,7 +217,7 @@ class Command(BaseCommand):
     def llm_setup(self, environment: Environment, *, owner: User, url: str) -> None:
         """The demo's two LLM players, registered once (a later run with another URL points
         them at it), so that the game's round robin has them."""
-        if not self.llm_server_answers(url):
+        if not llm_server_answers(url):
             self.stdout.write(
                 self.style.WARNING(
                     f"No OpenAI-compatible server answers at {url}: the LLM players' duels "
@@ -299,13 +248,6 @@ class Command(BaseCommand):
             elif competitor.is_llm and competitor.llm.base_url != url:
                 llm_player_update(competitor=competitor, changed_by=owner, base_url=url)
                 self.stdout.write(f"Pointed the LLM player {name!r} at {url}")
-
-    def llm_server_answers(self, url: str) -> bool:
-        try:
-            with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=2) as answer:
-                return answer.status == 200
-        except (OSError, ValueError):
-            return False
 
     def llm_report(self, base: str, *, url: str) -> None:
         conversation = (
@@ -566,21 +508,11 @@ class Command(BaseCommand):
                 f"Already played: {completed.name} (pass --fresh for a new tournament)"
             )
             return completed
-        # A demo tournament left unfinished by an interrupted run would never end.
-        for stale in Tournament.objects.filter(
-            environment=environment,
-            created_by=organizer,
-            name__startswith=TOURNAMENT_PREFIX,
-            status__in=[TournamentStatus.DRAFT, TournamentStatus.RUNNING],
+        for stale in unfinished_demo_tournaments_cancel(
+            environment=environment, organizer=organizer
         ):
-            tournament_cancel(tournament=stale)
             self.stdout.write(f"Cancelled the unfinished {stale.name}")
-        # Online agents play when they connect: a round robin is for the hosted ones.
-        revisions = [
-            revision
-            for revision in latest_validated_revisions(environment)
-            if not revision.competitor.is_online
-        ]
+        revisions = round_robin_entrants(environment)
         if len(revisions) < 2:
             self.stdout.write(
                 self.style.WARNING("Fewer than two validated players: no tournament.")
@@ -659,11 +591,3 @@ class Command(BaseCommand):
                 f"{competitor.owner.display_name[:16]:<16} {participant.points:>6}  {record:<8} "
                 f"{participant.score:>6g}  {shown}"
             )
-
-    def login_path(self) -> str:
-        for name in ("login", "admin:login"):
-            try:
-                return reverse(name)
-            except NoReverseMatch:
-                continue
-        return "/admin/"
