@@ -80,7 +80,7 @@ class ConnectFour(KInARow):
         return (
             f'<td class="{" ".join(["connect-four-cell", *marked])}">'
             f'<span class="connect-four-disc{disc}" aria-hidden="true"></span>'
-            f'<span class="connect-four-hidden">{html.escape(description)}</span></td>'
+            f'<span class="visually-hidden">{html.escape(description)}</span></td>'
         )
 
     def _rows_html(self, rows_html: list[str]) -> str:
