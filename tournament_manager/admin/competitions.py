@@ -221,6 +221,20 @@ class ParticipantInline(ReadOnlyInline):
         return str(participant.revision.competitor.owner)
 
 
+#: A tournament's progress, shown read-only on its page.
+_PROGRESS = (
+    "status_badge",
+    "progress",
+    "current_round",
+    "duels",
+    "error",
+    "created_by",
+    "created_at",
+    "started_at",
+    "ended_at",
+)
+
+
 @admin.register(Tournament)
 class TournamentAdmin(ArenaAdmin):
     can_delete = True
@@ -274,22 +288,7 @@ class TournamentAdmin(ArenaAdmin):
                 )
             },
         ),
-        (
-            "Progress",
-            {
-                "fields": (
-                    "status_badge",
-                    "progress",
-                    "current_round",
-                    "duels",
-                    "error",
-                    "created_by",
-                    "created_at",
-                    "started_at",
-                    "ended_at",
-                )
-            },
-        ),
+        ("Progress", {"fields": _PROGRESS}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tournament]:
@@ -308,19 +307,7 @@ class TournamentAdmin(ArenaAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
             return ()
-        fields: tuple[str, ...] = (
-            "environment",
-            "format",
-            "status_badge",
-            "progress",
-            "current_round",
-            "duels",
-            "error",
-            "created_by",
-            "created_at",
-            "started_at",
-            "ended_at",
-        )
+        fields: tuple[str, ...] = ("environment", "format", *_PROGRESS)
         if obj.status != TournamentStatus.DRAFT:
             fields += ("matches_per_duel", "rounds", "starts_at")
         return fields
