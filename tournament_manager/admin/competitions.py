@@ -257,22 +257,7 @@ class TournamentAdmin(ArenaAdmin):
     date_hierarchy = "created_at"
     inlines = (ParticipantInline,)
     actions = ("launch", "cancel", "stop", "rerun_failed_duels")
-    add_fieldsets = (
-        (
-            None,
-            {
-                "fields": (
-                    "environment",
-                    "name",
-                    "format",
-                    "rounds",
-                    "matches_per_duel",
-                    "starts_at",
-                    "participants",
-                )
-            },
-        ),
-    )
+    add_fieldsets = ((None, {"fields": TournamentCreateForm.Meta.fields}),)
     fieldsets = (
         (
             None,
