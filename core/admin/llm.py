@@ -203,7 +203,6 @@ class MatchConversationAdmin(ReadOnlyAdmin):
         "latencies",
         "turns_pretty",
     )
-    readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MatchConversation]:
         return super().get_queryset(request).select_related("match__duel", "competitor")

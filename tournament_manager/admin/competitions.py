@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import flatten, flatten_fieldsets
+from django.contrib.admin.utils import flatten
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.html import format_html, format_html_join
@@ -560,7 +560,6 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
             },
         ),
     )
-    readonly_fields = tuple(flatten_fieldsets(fieldsets))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Duel]:
         return (
@@ -681,7 +680,6 @@ class MatchAdmin(ReadOnlyAdmin):
         "timings_json",
         "move_logs_json",
     )
-    readonly_fields = fields
 
     @admin.display(description="duel", ordering="duel")
     def duel_link(self, match: Match) -> str:

@@ -37,7 +37,6 @@ class RatingAdmin(ReadOnlyAdmin):
         "games",
         "changes",
     )
-    readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Rating]:
         # Not super(): its ordering would come before the annotation it orders by.
@@ -89,7 +88,6 @@ class RatingChangeAdmin(ReadOnlyAdmin):
         "sigma_after",
         "created_at",
     )
-    readonly_fields = fields
 
     def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         return ("-created_at", "-pk")
@@ -144,7 +142,6 @@ class LeaderboardEntryAdmin(ReadOnlyAdmin):
         "record",
         "fitted_at",
     )
-    readonly_fields = fields
 
     def get_ordering(self, request: HttpRequest) -> tuple[Any, ...]:
         return ("environment__name", F("rank").asc(nulls_last=True), "-score")
