@@ -1,11 +1,14 @@
 """What tic-tac-toe and Connect Four share: a rectangle of cells, two players taking
-turns, and a win for ``inarow`` marks in a line (horizontal, vertical or diagonal).
+turns, a win for ``inarow`` marks in a line (horizontal, vertical or diagonal), the
+status, and the HTML board (each game draws its cells).
 
 The board is kaggle-environments' layout: row-major with the top row first, 0 for an
 empty cell and ``player + 1`` for a player's mark, so kaggle agents play unchanged.
 """
 
 from __future__ import annotations
+
+import html
 
 from environments.base import JSON, Environment, IllegalAction
 
@@ -15,6 +18,11 @@ DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 class KInARow(Environment):
     """A game on ``rows`` x ``columns`` cells; a subclass says where a move's mark goes."""
+
+    #: Each player's side as the status names it (player 1's first).
+    sides: tuple[str, str]
+    #: The status once the board is full without a line.
+    draw_status = "Draw: the board is full"
 
     def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
         super().__init__(configuration)
@@ -165,7 +173,50 @@ class KInARow(Environment):
         return f"{scratch.board_text()}\nYou play {scratch.symbol_of(mark)}, mark {mark}."
 
     def _status(self) -> str:
+        if self.winning_player is not None:
+            return f"Player {self.winning_player + 1} ({self.sides[self.winning_player]}) wins"
+        if self.terminal:
+            return self.draw_status
+        return f"Player {self.current + 1} ({self.sides[self.current]}) to move"
+
+    def render_text(self) -> str:
+        return f"{self.board_text()}\n{self._status()}"
+
+    def render_html(self) -> str:
+        """The board as a table whose classes start with the game's name (``tic-tac-toe-``):
+        the last move's cell and the winning line marked, and said in words."""
+        prefix = self.name.replace("_", "-")
+        winning = set(self.winning_line)
+        rows_html = []
+        for row in range(self.rows):
+            cells_html = []
+            for column in range(self.columns):
+                cell = row * self.columns + column
+                marked = []
+                notes = ""
+                if cell == self.last_cell:
+                    marked.append(f"{prefix}-last")
+                    notes += ", last move"
+                if cell in winning:
+                    marked.append(f"{prefix}-win")
+                    notes += ", winning line"
+                cells_html.append(self._cell_html(row, column, self.board[cell], marked, notes))
+            rows_html.append(f"<tr>{''.join(cells_html)}</tr>")
+        return (
+            f'<div class="{prefix}">'
+            f'<table class="{prefix}-board">'
+            f'<caption class="{prefix}-status">{html.escape(self._status())}</caption>'
+            f"{self._rows_html(rows_html)}</table></div>"
+        )
+
+    def _cell_html(self, row: int, column: int, mark: int, marked: list[str], notes: str) -> str:
+        """A cell of ``render_html``'s board; ``marked`` and ``notes`` say, as classes and in
+        words (", last move"), whether it is the last move's and in the winning line."""
         raise NotImplementedError
+
+    def _rows_html(self, rows_html: list[str]) -> str:
+        """What ``render_html``'s table holds: its rows, and a head if the game has one."""
+        return "".join(rows_html)
 
     def _board_view(self, board: list[int]) -> dict[str, JSON]:
         # One digit a cell (0 empty, 1 and 2 the players' marks): a replay carries one

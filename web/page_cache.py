@@ -28,6 +28,7 @@ from django.contrib.messages import get_messages
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import render
 
 from core.page_cache import has_uncommitted_writes, pages_version
 
@@ -89,3 +90,13 @@ def cached_for_visitors(view: Callable[..., HttpResponseBase]) -> Callable[..., 
         return response
 
     return wrapper
+
+
+def render_secret(
+    request: HttpRequest, template_name: str, context: dict[str, Any]
+) -> HttpResponse:
+    """A page showing a secret, in this response only (the database keeps its hash): no
+    cache may keep it, the browser's included."""
+    response = render(request, template_name, context)
+    response["Cache-Control"] = "no-store"
+    return response

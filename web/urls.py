@@ -1,13 +1,24 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import views as auth_views
-from django.urls import path, reverse_lazy
+from django.urls import URLPattern, path, reverse_lazy
+from django.views import View
 
 from web.forms import EmailAuthenticationForm
 from web.views import accounts, competitions, environments, llm, play, scores, submissions
 
 COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
 REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_name>/v<int:version>/"
+
+
+def _account_page(route: str, view: type[View[Any]], name: str, **options: Any) -> URLPattern:
+    """One of Django's account views at ``accounts/<route>``, with Arena's template
+    ``web/accounts/<name>.html`` unless ``options`` names another."""
+    options.setdefault("template_name", f"web/accounts/{name}.html")
+    return path(f"accounts/{route}", view.as_view(**options), name=name)
+
 
 urlpatterns = [
     path("", environments.home, name="home"),
@@ -65,64 +76,43 @@ urlpatterns = [
     path("llm/models/<path:model>/", llm.llm_model, name="llm_model"),
     # Accounts: Django's views, with Arena's templates.
     path("accounts/register/", accounts.register, name="register"),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(
-            template_name="web/accounts/login.html",
-            authentication_form=EmailAuthenticationForm,
-            redirect_authenticated_user=True,
-        ),
-        name="login",
+    _account_page(
+        "login/",
+        auth_views.LoginView,
+        "login",
+        authentication_form=EmailAuthenticationForm,
+        redirect_authenticated_user=True,
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/profile/", accounts.profile, name="profile"),
     path("accounts/tokens/", accounts.token_create, name="token_create"),
     path("accounts/tokens/<int:pk>/revoke/", accounts.token_revoke, name="token_revoke"),
-    path(
-        "accounts/password/change/",
-        auth_views.PasswordChangeView.as_view(
-            template_name="web/accounts/password_change.html",
-            success_url=reverse_lazy("password_change_done"),
-        ),
-        name="password_change",
+    _account_page(
+        "password/change/",
+        auth_views.PasswordChangeView,
+        "password_change",
+        success_url=reverse_lazy("password_change_done"),
     ),
-    path(
-        "accounts/password/change/done/",
-        auth_views.PasswordChangeDoneView.as_view(
-            template_name="web/accounts/password_change_done.html"
-        ),
-        name="password_change_done",
+    _account_page(
+        "password/change/done/", auth_views.PasswordChangeDoneView, "password_change_done"
     ),
-    path(
-        "accounts/password/reset/",
-        auth_views.PasswordResetView.as_view(
-            template_name="web/accounts/password_reset_form.html",
-            email_template_name="web/accounts/password_reset_email.txt",
-            subject_template_name="web/accounts/password_reset_subject.txt",
-            success_url=reverse_lazy("password_reset_done"),
-        ),
-        name="password_reset",
+    _account_page(
+        "password/reset/",
+        auth_views.PasswordResetView,
+        "password_reset",
+        template_name="web/accounts/password_reset_form.html",
+        email_template_name="web/accounts/password_reset_email.txt",
+        subject_template_name="web/accounts/password_reset_subject.txt",
+        success_url=reverse_lazy("password_reset_done"),
     ),
-    path(
-        "accounts/password/reset/sent/",
-        auth_views.PasswordResetDoneView.as_view(
-            template_name="web/accounts/password_reset_done.html"
-        ),
-        name="password_reset_done",
+    _account_page("password/reset/sent/", auth_views.PasswordResetDoneView, "password_reset_done"),
+    _account_page(
+        "password/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView,
+        "password_reset_confirm",
+        success_url=reverse_lazy("password_reset_complete"),
     ),
-    path(
-        "accounts/password/reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(
-            template_name="web/accounts/password_reset_confirm.html",
-            success_url=reverse_lazy("password_reset_complete"),
-        ),
-        name="password_reset_confirm",
-    ),
-    path(
-        "accounts/password/reset/complete/",
-        auth_views.PasswordResetCompleteView.as_view(
-            template_name="web/accounts/password_reset_complete.html"
-        ),
-        name="password_reset_complete",
+    _account_page(
+        "password/reset/complete/", auth_views.PasswordResetCompleteView, "password_reset_complete"
     ),
 ]

@@ -275,7 +275,6 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     list_select_related = ("user",)
     # Never token_hash: the secret was shown once to its owner and is nobody else's.
     fields = ("name", "user_link", "hint", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = fields
     actions = ("revoke",)
 
     @admin.display(description="user", ordering="user__email")

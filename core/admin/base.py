@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import flatten
+from django.contrib.admin.utils import flatten, flatten_fieldsets
 from django.db import models
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
@@ -117,6 +117,12 @@ class ReadOnlyAdmin(ArenaAdmin):
 
     can_add = False
     can_change = False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # Every field it shows, the computed ones included: nothing is edited here.
+        if self.fieldsets:
+            return flatten_fieldsets(self.fieldsets)
+        return flatten(self.fields or ())
 
 
 class ReadOnlyInline(OrganizerPermissions, admin.TabularInline):

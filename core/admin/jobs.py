@@ -80,7 +80,6 @@ class JobAdmin(ReadOnlyAdmin):
         "error_text",
         "log_text",
     )
-    readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         # A duel is named by its players.

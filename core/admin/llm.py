@@ -25,6 +25,7 @@ from core.admin.base import (
     public_link,
 )
 from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
+from core.models.llm import SUMMARY_COUNTERS
 from core.services.llm import PRICE_FIELDS, llm_player_register, llm_player_update, llm_settings
 
 _SETTINGS = (
@@ -197,20 +198,11 @@ class MatchConversationAdmin(ReadOnlyAdmin):
         "model",
         "harness_version",
         "harness_hash",
-        "moves",
-        "requests",
-        "illegal",
-        "unparseable",
-        "too_long",
-        "retries",
-        "provider_retries",
-        "prompt_tokens",
-        "completion_tokens",
+        *SUMMARY_COUNTERS,
         "forfeited",
         "latencies",
         "turns_pretty",
     )
-    readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MatchConversation]:
         return super().get_queryset(request).select_related("match__duel", "competitor")

@@ -112,6 +112,26 @@ def _revision_step(
     )
 
 
+def _seated_play(
+    subject: type[Duel] | type[Evaluation], *, task: str, whose: str, retry: str
+) -> Policy:
+    """Agents playing in seats (a duel, an evaluation): the subject keeps its own status
+    and outcome, and shares the duels' lease and attempts."""
+    name = subject._meta.model_name
+    return Policy(
+        subject=subject,
+        status_field="status",
+        task=task,
+        queues=_seat_queues(subject),
+        argument=f"{name}_id",
+        lease_setting="ARENA_DUEL_LEASE_SECONDS",
+        attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
+        doing=f"playing this {name}",
+        whose=whose,
+        retry=retry,
+    )
+
+
 POLICIES: dict[str, Policy] = {
     JobKind.BUILD: _revision_step(
         "build",
@@ -139,27 +159,15 @@ POLICIES: dict[str, Policy] = {
         doing="publishing this revision",
         retry="publish it again from the admin",
     ),
-    JobKind.DUEL: Policy(
-        subject=Duel,
-        status_field="status",
+    JobKind.DUEL: _seated_play(
+        Duel,
         task=PLAY_DUEL,
-        queues=_seat_queues(Duel),
-        argument="duel_id",
-        lease_setting="ARENA_DUEL_LEASE_SECONDS",
-        attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
-        doing="playing this duel",
         whose="the agents'",
         retry="re-run it from the admin",
     ),
-    JobKind.EVALUATION: Policy(
-        subject=Evaluation,
-        status_field="status",
+    JobKind.EVALUATION: _seated_play(
+        Evaluation,
         task=PLAY_EVALUATION,
-        queues=_seat_queues(Evaluation),
-        argument="evaluation_id",
-        lease_setting="ARENA_DUEL_LEASE_SECONDS",
-        attempts_setting="ARENA_DUEL_MAX_ATTEMPTS",
-        doing="playing this evaluation",
         whose="the agent's",
         retry="re-run the competition's failed evaluations from the admin",
     ),

@@ -58,6 +58,17 @@ def _range(bounds: tuple[float, float]) -> list[BaseValidator]:
     return [MinValueValidator(bounds[0]), MaxValueValidator(bounds[1])]
 
 
+def _price_per_million(help_text: str) -> models.DecimalField[Decimal, Decimal]:
+    """A price of a million tokens, set by the organizers."""
+    return models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        default=Decimal(0),
+        validators=[MinValueValidator(Decimal(0))],
+        help_text=help_text,
+    )
+
+
 class LLMPlayer(models.Model):
     """What an LLM competitor plays with: its server, its model, its sampling and its key."""
 
@@ -95,20 +106,10 @@ class LLMPlayer(models.Model):
         default=HARNESS_VERSION,
     )
     #: Set by the organizers; what the statistics' cost is computed with.
-    price_input_per_million = models.DecimalField(
-        max_digits=12,
-        decimal_places=4,
-        default=Decimal(0),
-        validators=[MinValueValidator(Decimal(0))],
-        help_text="Price of a million prompt tokens (for the statistics' cost).",
+    price_input_per_million = _price_per_million(
+        "Price of a million prompt tokens (for the statistics' cost)."
     )
-    price_output_per_million = models.DecimalField(
-        max_digits=12,
-        decimal_places=4,
-        default=Decimal(0),
-        validators=[MinValueValidator(Decimal(0))],
-        help_text="Price of a million completion tokens.",
-    )
+    price_output_per_million = _price_per_million("Price of a million completion tokens.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

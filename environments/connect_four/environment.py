@@ -15,6 +15,7 @@ SYMBOLS = ("X", "O")
 
 class ConnectFour(KInARow):
     name = "connect_four"
+    sides = COLOURS
 
     @classmethod
     def default_configuration(cls) -> dict[str, JSON]:
@@ -56,16 +57,6 @@ class ConnectFour(KInARow):
     ) -> list[dict[str, JSON]]:
         return [{"column": action} for action in actions]
 
-    def _status(self) -> str:
-        if self.winning_player is not None:
-            return f"Player {self.winning_player + 1} ({COLOURS[self.winning_player]}) wins"
-        if self.terminal:
-            return "Draw: the board is full"
-        return f"Player {self.current + 1} ({COLOURS[self.current]}) to move"
-
-    def render_text(self) -> str:
-        return f"{self.board_text()}\n{self._status()}"
-
     def symbol_of(self, mark: int) -> str:
         return f"{SYMBOLS[mark - 1]} ({COLOURS[mark - 1]})"
 
@@ -83,37 +74,18 @@ class ConnectFour(KInARow):
         legend = f"{SYMBOLS[0]} = player 1 ({COLOURS[0]}), {SYMBOLS[1]} = player 2 ({COLOURS[1]})"
         return "\n".join(lines) + f"\n{legend}"
 
-    def render_html(self) -> str:
-        winning = set(self.winning_line)
+    def _cell_html(self, row: int, column: int, mark: int, marked: list[str], notes: str) -> str:
+        description = (COLOURS[mark - 1] if mark else "empty") + notes
+        disc = f" connect-four-player-{mark}" if mark else ""
+        return (
+            f'<td class="{" ".join(["connect-four-cell", *marked])}">'
+            f'<span class="connect-four-disc{disc}" aria-hidden="true"></span>'
+            f'<span class="visually-hidden">{html.escape(description)}</span></td>'
+        )
+
+    def _rows_html(self, rows_html: list[str]) -> str:
         header = "".join(
             f'<th scope="col" class="connect-four-column">{column}</th>'
             for column in range(self.columns)
         )
-        rows_html = []
-        for row in range(self.rows):
-            cells_html = []
-            for column in range(self.columns):
-                cell = row * self.columns + column
-                mark = self.board[cell]
-                classes = ["connect-four-cell"]
-                description = COLOURS[mark - 1] if mark else "empty"
-                if cell == self.last_cell:
-                    classes.append("connect-four-last")
-                    description += ", last move"
-                if cell in winning:
-                    classes.append("connect-four-win")
-                    description += ", winning line"
-                disc = f" connect-four-player-{mark}" if mark else ""
-                cells_html.append(
-                    f'<td class="{" ".join(classes)}">'
-                    f'<span class="connect-four-disc{disc}" aria-hidden="true"></span>'
-                    f'<span class="connect-four-hidden">{html.escape(description)}</span></td>'
-                )
-            rows_html.append(f"<tr>{''.join(cells_html)}</tr>")
-        return (
-            '<div class="connect-four">'
-            '<table class="connect-four-board">'
-            f'<caption class="connect-four-status">{html.escape(self._status())}</caption>'
-            f"<thead><tr>{header}</tr></thead>"
-            f"<tbody>{''.join(rows_html)}</tbody></table></div>"
-        )
+        return f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows_html)}</tbody>"

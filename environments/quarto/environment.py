@@ -268,7 +268,7 @@ class Quarto(Environment):
         return (
             f'<span class="quarto-piece {classes}" aria-hidden="true">'
             f'<span class="quarto-number">{piece}</span></span>'
-            f'<span class="quarto-hidden">{html.escape(describe_piece(piece))}</span>'
+            f'<span class="visually-hidden">{html.escape(describe_piece(piece))}</span>'
         )
 
     def render_html(self) -> str:
@@ -293,7 +293,7 @@ class Quarto(Environment):
                     content = self._piece_html(piece)
                 if notes:
                     note_text = html.escape(", " + ", ".join(notes))
-                    content += f'<span class="quarto-hidden">{note_text}</span>'
+                    content += f'<span class="visually-hidden">{note_text}</span>'
                 cells_html.append(f'<td class="{" ".join(classes)}">{content}</td>')
             rows_html.append(f"<tr>{''.join(cells_html)}</tr>")
         in_hand = self._piece_html(self.piece_in_hand) if self.piece_in_hand is not None else "none"

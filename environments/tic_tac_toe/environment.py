@@ -14,6 +14,8 @@ SYMBOLS = ("X", "O")
 
 class TicTacToe(KInARow):
     name = "tic_tac_toe"
+    sides = SYMBOLS
+    draw_status = "Draw"
 
     @classmethod
     def default_configuration(cls) -> dict[str, JSON]:
@@ -43,16 +45,6 @@ class TicTacToe(KInARow):
     ) -> list[dict[str, JSON]]:
         return [{"cell": action} for action in actions]
 
-    def _status(self) -> str:
-        if self.winning_player is not None:
-            return f"Player {self.winning_player + 1} ({SYMBOLS[self.winning_player]}) wins"
-        if self.terminal:
-            return "Draw"
-        return f"Player {self.current + 1} ({SYMBOLS[self.current]}) to move"
-
-    def render_text(self) -> str:
-        return f"{self.board_text()}\n{self._status()}"
-
     def board_text(self) -> str:
         # Empty cells show their number so a reader (or an LLM) can name its move.
         width = len(str(len(self.board) - 1))
@@ -69,36 +61,12 @@ class TicTacToe(KInARow):
     def symbol_of(self, mark: int) -> str:
         return SYMBOLS[mark - 1]
 
-    def render_html(self) -> str:
-        winning = set(self.winning_line)
-        rows_html = []
-        for row in range(self.rows):
-            cells_html = []
-            for column in range(self.columns):
-                cell = row * self.columns + column
-                mark = self.board[cell]
-                classes = ["tic-tac-toe-cell"]
-                description = f"row {row + 1}, column {column + 1}: "
-                if mark:
-                    classes.append(f"tic-tac-toe-player-{mark}")
-                    description += f"{SYMBOLS[mark - 1]} (player {mark})"
-                else:
-                    description += "empty"
-                if cell == self.last_action:
-                    classes.append("tic-tac-toe-last")
-                    description += ", last move"
-                if cell in winning:
-                    classes.append("tic-tac-toe-win")
-                    description += ", winning line"
-                symbol = SYMBOLS[mark - 1] if mark else ""
-                cells_html.append(
-                    f'<td class="{" ".join(classes)}" aria-label="{html.escape(description)}">'
-                    f"{html.escape(symbol)}</td>"
-                )
-            rows_html.append(f"<tr>{''.join(cells_html)}</tr>")
+    def _cell_html(self, row: int, column: int, mark: int, marked: list[str], notes: str) -> str:
+        player = [f"tic-tac-toe-player-{mark}"] if mark else []
+        symbol = SYMBOLS[mark - 1] if mark else ""
+        description = f"row {row + 1}, column {column + 1}: "
+        description += f"{symbol} (player {mark})" if mark else "empty"
         return (
-            '<div class="tic-tac-toe">'
-            '<table class="tic-tac-toe-board">'
-            f'<caption class="tic-tac-toe-status">{html.escape(self._status())}</caption>'
-            f"{''.join(rows_html)}</table></div>"
+            f'<td class="{" ".join(["tic-tac-toe-cell", *player, *marked])}" '
+            f'aria-label="{html.escape(description + notes)}">{html.escape(symbol)}</td>'
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Prefetch, Q, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
@@ -160,7 +159,6 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
             },
         ),
     )
-    readonly_fields = tuple(flatten_fieldsets(fieldsets))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Duel]:
         return (
@@ -281,7 +279,6 @@ class MatchAdmin(ReadOnlyAdmin):
         "timings_json",
         "move_logs_json",
     )
-    readonly_fields = fields
 
     @admin.display(description="duel", ordering="duel")
     def duel_link(self, match: Match) -> str:

@@ -15,19 +15,6 @@ from core.models import LeaderboardEntry, Rating, RatingChange
 
 @admin.register(Rating)
 class RatingAdmin(ReadOnlyAdmin):
-    list_display = (
-        "competitor_link",
-        "environment",
-        "conservative_rating",
-        "mu_shown",
-        "sigma_shown",
-        "games",
-        "changes",
-        "updated_at",
-    )
-    list_filter = ("competitor__environment",)
-    search_fields = ("competitor__name", "competitor__owner__email")
-    list_select_related = ("competitor__environment",)
     fields = (
         "competitor_link",
         "environment",
@@ -37,7 +24,10 @@ class RatingAdmin(ReadOnlyAdmin):
         "games",
         "changes",
     )
-    readonly_fields = fields
+    list_display = (*fields, "updated_at")
+    list_filter = ("competitor__environment",)
+    search_fields = ("competitor__name", "competitor__owner__email")
+    list_select_related = ("competitor__environment",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Rating]:
         # Not super(): its ordering would come before the annotation it orders by.
@@ -89,7 +79,6 @@ class RatingChangeAdmin(ReadOnlyAdmin):
         "sigma_after",
         "created_at",
     )
-    readonly_fields = fields
 
     def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         return ("-created_at", "-pk")
@@ -144,7 +133,6 @@ class LeaderboardEntryAdmin(ReadOnlyAdmin):
         "record",
         "fitted_at",
     )
-    readonly_fields = fields
 
     def get_ordering(self, request: HttpRequest) -> tuple[Any, ...]:
         return ("environment__name", F("rank").asc(nulls_last=True), "-score")

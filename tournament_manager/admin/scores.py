@@ -145,7 +145,6 @@ class EvaluationAdmin(JobColumns, ReadOnlyAdmin):
         "error_text",
         "log_text",
     )
-    readonly_fields = fields
 
     @admin.display(description="status", ordering="status")
     def status_label(self, evaluation: Evaluation) -> str:

@@ -214,6 +214,20 @@ class ParticipantInline(ReadOnlyInline):
         return str(participant.revision.competitor.owner)
 
 
+#: A tournament's progress, shown read-only on its page.
+_PROGRESS = (
+    "status_badge",
+    "progress",
+    "current_round",
+    "duels",
+    "error",
+    "created_by",
+    "created_at",
+    "started_at",
+    "ended_at",
+)
+
+
 @admin.register(Tournament)
 class TournamentAdmin(ArenaAdmin):
     can_delete = True
@@ -236,22 +250,7 @@ class TournamentAdmin(ArenaAdmin):
     date_hierarchy = "created_at"
     inlines = (ParticipantInline,)
     actions = ("launch", "cancel", "stop", "rerun_failed_duels")
-    add_fieldsets = (
-        (
-            None,
-            {
-                "fields": (
-                    "environment",
-                    "name",
-                    "format",
-                    "rounds",
-                    "matches_per_duel",
-                    "starts_at",
-                    "participants",
-                )
-            },
-        ),
-    )
+    add_fieldsets = ((None, {"fields": TournamentCreateForm.Meta.fields}),)
     fieldsets = (
         (
             None,
@@ -267,22 +266,7 @@ class TournamentAdmin(ArenaAdmin):
                 )
             },
         ),
-        (
-            "Progress",
-            {
-                "fields": (
-                    "status_badge",
-                    "progress",
-                    "current_round",
-                    "duels",
-                    "error",
-                    "created_by",
-                    "created_at",
-                    "started_at",
-                    "ended_at",
-                )
-            },
-        ),
+        ("Progress", {"fields": _PROGRESS}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Tournament]:
@@ -301,19 +285,7 @@ class TournamentAdmin(ArenaAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
             return ()
-        fields: tuple[str, ...] = (
-            "environment",
-            "format",
-            "status_badge",
-            "progress",
-            "current_round",
-            "duels",
-            "error",
-            "created_by",
-            "created_at",
-            "started_at",
-            "ended_at",
-        )
+        fields: tuple[str, ...] = ("environment", "format", *_PROGRESS)
         if obj.status != TournamentStatus.DRAFT:
             fields += ("matches_per_duel", "rounds", "starts_at")
         return fields

@@ -12,6 +12,7 @@ from core.services.accounts import api_token_create, api_token_revoke, user_regi
 from reads.access import AuthenticatedHttpRequest, get_own_token
 from reads.selectors import profile_page
 from web.forms import ProfileForm, RegistrationForm, TokenForm
+from web.page_cache import render_secret
 
 
 @require_http_methods(["GET", "POST"])
@@ -84,12 +85,9 @@ def token_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ArenaError as error:
             form.add_error("name", sentence(error.message))
         else:
-            # The secret is in this response only: the database keeps its hash.
-            response = render(
+            return render_secret(
                 request, "web/accounts/token_created.html", {"token": token, "secret": secret}
             )
-            response["Cache-Control"] = "no-store"
-            return response
     return _render_profile(request, ProfileForm(instance=request.user), form, status=400)
 
 

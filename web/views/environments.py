@@ -22,7 +22,7 @@ from reads.access import AuthenticatedHttpRequest, get_environment
 from reads.scores import environment_score_competitions
 from reads.selectors import environment_page, home_page, leaderboard_page
 from web.forms import LLMPlayerForm, OnlineModelForm, SubmissionForm
-from web.page_cache import cached_for_visitors
+from web.page_cache import cached_for_visitors, render_secret
 from web.views.submissions import upload_from_form
 
 
@@ -111,14 +111,11 @@ def online_model_create(request: AuthenticatedHttpRequest, name: str) -> HttpRes
         except ArenaError as error:
             form.add_error("name", sentence(error.message))
         else:
-            # The token is in this response only: the database keeps its hash.
-            response = render(
+            return render_secret(
                 request,
                 "web/online_model_created.html",
                 {"competitor": competitor, "secret": secret},
             )
-            response["Cache-Control"] = "no-store"
-            return response
     return render_environment(request, environment, online_form=form)
 
 

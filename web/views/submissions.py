@@ -148,17 +148,9 @@ def llm_settings_form(competitor: Competitor) -> LLMSettingsForm:
     """The edit form, filled in with the player's settings (never its key)."""
     player = competitor.llm
     initial = {
-        field: getattr(player, field)
-        for field in (
-            "base_url",
-            "model",
-            "api_key_ref",
-            "temperature",
-            "top_p",
-            "max_tokens",
-            "seed",
-            "request_timeout",
-        )
+        name: getattr(player, name)
+        for name in LLMSettingsForm.base_fields
+        if name not in ("api_key", "is_public")
     }
     return LLMSettingsForm(
         initial={**initial, "is_public": competitor.is_public}, has_key=player.has_key

@@ -58,7 +58,7 @@
         var disc = el("span", "connect-four-disc" + (mark ? " connect-four-player-" + mark : ""));
         disc.setAttribute("aria-hidden", "true");
         td.appendChild(disc);
-        td.appendChild(el("span", "connect-four-hidden", said));
+        td.appendChild(el("span", "visually-hidden", said));
         if (byColumn[column]) {
           dropOnClick(td, byColumn[column], options);
         }

@@ -29,7 +29,7 @@
     shape.setAttribute("aria-hidden", "true");
     shape.appendChild(el("span", "quarto-number", piece));
     wrap.appendChild(shape);
-    wrap.appendChild(el("span", "quarto-hidden", describe(piece)));
+    wrap.appendChild(el("span", "visually-hidden", describe(piece)));
     return wrap;
   }
 
@@ -90,7 +90,7 @@
           td.appendChild(el("span", "quarto-empty", "square " + cell));
         }
         if (notes.length) {
-          td.appendChild(el("span", "quarto-hidden", ", " + notes.join(", ")));
+          td.appendChild(el("span", "visually-hidden", ", " + notes.join(", ")));
         }
         line.appendChild(td);
       }
