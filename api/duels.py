@@ -81,13 +81,28 @@ class _DuelFields(Schema):
     other_errors: int
     attempts: int
     created_at: datetime
+    #: Its job's times (a validation duel's own: it has no job); cleared when it is re-run.
     started_at: datetime | None
     ended_at: datetime | None
+    #: The referee's word (the agents' faults, why it could not be played), else why its
+    #: job failed or was cancelled; empty while it is queued or running.
     error: str
 
     @staticmethod
     def resolve_result(duel: Duel) -> str | None:
         return duel.result or None
+
+    @staticmethod
+    def resolve_started_at(duel: Duel) -> datetime | None:
+        return duel.played.started_at
+
+    @staticmethod
+    def resolve_ended_at(duel: Duel) -> datetime | None:
+        return duel.played.ended_at
+
+    @staticmethod
+    def resolve_error(duel: Duel) -> str:
+        return duel.reported_error
 
     @staticmethod
     def resolve_attempts(duel: Duel) -> int:

@@ -110,12 +110,18 @@ class EvaluationOut(Schema):
     competitor: str = Field(alias="revision.competitor.name")
     revision: int = Field(alias="revision.version")
     status: DuelStatus
+    #: The referee's word (faulty episodes, why it could not be played), else why its
+    #: job failed or was cancelled; empty while it is queued or running.
     error: str
     mean_return: float | None
     ci_low: float | None
     ci_high: float | None
     restarts: int
     episodes: list[EpisodeOut]
+
+    @staticmethod
+    def resolve_error(evaluation: Evaluation) -> str:
+        return evaluation.reported_error
 
 
 class ScoreCompetitionFilters(FilterSchema):

@@ -258,7 +258,7 @@ def _duel_seconds(name: str) -> list[float]:
     """How long each duel of the tournament took, from its claim to its record."""
     from core.models import Tournament
 
-    times = Tournament.objects.get(name=name).duels.values_list("started_at", "ended_at")
+    times = Tournament.objects.get(name=name).duels.values_list("job__started_at", "job__ended_at")
     seconds = []
     for started, ended in times:
         assert started is not None and ended is not None  # every duel of it ran

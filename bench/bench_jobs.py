@@ -362,12 +362,18 @@ def _round_robin(owner: Any, agents: list[Agent], players: Path, matches: int) -
 
 def _duel_times(tournament: Any, launched: datetime.datetime) -> tuple[float, float] | None:
     """Seconds from the launch to the first duel's claim, and the sum over the duels of
-    claim to stored; None where a checkout keeps those times elsewhere than on the duel."""
+    claim to stored: its job's times, or the duel's own in a checkout from before they
+    were left to the job; None where a checkout keeps them elsewhere."""
     from django.core.exceptions import FieldError
 
-    try:
-        times = list(tournament.duels.values_list("started_at", "ended_at"))
-    except FieldError:
+    for fields in (("job__started_at", "job__ended_at"), ("started_at", "ended_at")):
+        try:
+            times = list(tournament.duels.values_list(*fields))
+        except FieldError:
+            continue
+        if times and all(started is not None for started, _ in times):
+            break
+    else:
         return None
     first = min(started for started, _ in times)
     in_duels = sum((ended - started).total_seconds() for started, ended in times)

@@ -67,7 +67,6 @@ def evaluation_store_result(
     """Store a played evaluation, in the caller's transaction, which holds the work it is
     part of (its job, or its revision's validation)."""
     Evaluation.objects.filter(pk=evaluation.pk).update(
-        ended_at=timezone.now(),
         played_by=worker,
         restarts=result.restarts,
         log=result.log[-LOG_CHARS:],
@@ -164,7 +163,9 @@ def revision_validate_alone(
             is_validation=True,
             seeds=evaluation.seeds,
             status=DuelStatus.RUNNING,
+            # Its own times: it has no job (``Evaluation.played``).
             started_at=claimed.job.started_at,
+            ended_at=timezone.now(),
         )
         evaluation_store_result(evaluation=row, result=evaluation, worker=claimed.worker)
         return Outcome(

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 
 from core.errors import ArenaError
 from core.jobs.policies import Outcome
@@ -276,7 +275,6 @@ def duel_store_result(*, duel: Duel, result: DuelResult, worker: str) -> None:
     DuelSeat.objects.bulk_update(seats, ["wins", "score", "rank", "errors", "restarts", "log"])
     Duel.objects.filter(pk=duel.pk).update(
         status=DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED,
-        ended_at=timezone.now(),
         played_by=worker,
         seed=result.seed,
         result="" if failed else document["result"],

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+from django.utils import timezone
+
 from core.errors import ArenaError
 from core.jobs.policies import Outcome
 from core.jobs.signals import revision_validated
@@ -68,7 +70,9 @@ def _validation_work(claimed: Claimed) -> Done:
             num_matches=len(validation.duel.matches) or environment.validation_matches,
             seed=validation.duel.seed,
             status=DuelStatus.RUNNING,
+            # Its own times: it has no job (``Duel.played``).
             started_at=claimed.job.started_at,
+            ended_at=timezone.now(),
         )
         duel_store_result(duel=duel, result=validation.duel, worker=claimed.worker)
         return Outcome(

@@ -196,7 +196,7 @@ def get_tournament_for_user(user: Visitor, pk: int) -> Tournament:
 
 
 def _duels() -> QuerySet[Duel]:
-    return Duel.objects.with_seats().select_related("tournament__environment")
+    return Duel.objects.with_seats().select_related("tournament__environment", "job")
 
 
 def get_duel_for_user(user: Visitor, pk: int) -> Duel:

@@ -51,6 +51,7 @@ def get_evaluation_for_user(user: Visitor, pk: int) -> Evaluation:
             "competition__environment",
             "revision__competitor__owner",
             "revision__competitor__environment",
+            "job",
         ),
         pk=pk,
     )

@@ -501,9 +501,7 @@ class DuelPage:
 
     @property
     def duration(self) -> float | None:
-        if self.duel.started_at is None or self.duel.ended_at is None:
-            return None
-        return (self.duel.ended_at - self.duel.started_at).total_seconds()
+        return self.duel.played.seconds
 
 
 def _duel_result_text(

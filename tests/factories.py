@@ -333,9 +333,11 @@ class DuelFactory(DjangoModelFactory):
 
 
 def _job_of(subject: Duel | Evaluation, kind: str) -> Job | None:
+    """Its job, which takes the times it was given (``started_at``, ``ended_at``): a duel
+    or an evaluation of its own keeps none, as the workers leave it."""
     if subject.is_validation:
         return None
-    return Job.objects.create(
+    job = Job.objects.create(
         kind=kind,
         **{kind: subject},
         status=subject.status,
@@ -343,6 +345,10 @@ def _job_of(subject: Duel | Evaluation, kind: str) -> Job | None:
         started_at=subject.started_at,
         ended_at=subject.ended_at,
     )
+    if subject.started_at or subject.ended_at:
+        type(subject).objects.filter(pk=subject.pk).update(started_at=None, ended_at=None)
+        subject.started_at = subject.ended_at = None
+    return job
 
 
 def queued_duel(revisions: list[Revision], **fields: Any) -> Duel:

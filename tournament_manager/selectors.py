@@ -83,11 +83,14 @@ def tournament_progress(tournament: Tournament) -> TournamentProgress:
     running = counts.get(DuelStatus.RUNNING, 0)
     queued = counts.get(DuelStatus.QUEUED, 0)
     scheduled = done + failed + running + queued
+    # A tournament's duels are each played by their job, which holds their times.
     average = tournament.duels.filter(
-        status=DuelStatus.SUCCEEDED, started_at__isnull=False, ended_at__isnull=False
+        status=DuelStatus.SUCCEEDED, job__started_at__isnull=False, job__ended_at__isnull=False
     ).aggregate(
         average=Avg(
-            ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
+            ExpressionWrapper(
+                F("job__ended_at") - F("job__started_at"), output_field=DurationField()
+            )
         )
     )["average"]
     average_seconds = average.total_seconds() if average is not None else None

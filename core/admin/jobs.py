@@ -3,6 +3,8 @@ actions that retry a failed job and cancel a queued one (``core.jobs``)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -17,7 +19,7 @@ from core.admin.base import (
 )
 from core.errors import ArenaError
 from core.jobs.lifecycle import job_retry, jobs_cancel
-from core.models import Job
+from core.models import Duel, Evaluation, Job
 
 
 def job_summary(job: Job | None) -> str:
@@ -44,6 +46,23 @@ class JobColumns:
     def job_attempts(self, subject: object) -> str:
         job = getattr(subject, "job", None)
         return EMPTY if job is None else str(job.attempts)
+
+    @admin.display(description="started at", ordering="job__started_at")
+    def started(self, subject: Duel | Evaluation) -> datetime | None:
+        return subject.played.started_at
+
+    @admin.display(description="ended at", ordering="job__ended_at")
+    def ended(self, subject: Duel | Evaluation) -> datetime | None:
+        return subject.played.ended_at
+
+    @admin.display(description="duration")
+    def duration(self, subject: Duel | Evaluation) -> str:
+        played = subject.played.seconds
+        return EMPTY if played is None else seconds(played)
+
+    @admin.display(description="error")
+    def error_text(self, subject: Duel | Evaluation) -> str:
+        return preformatted(subject.reported_error)
 
 
 @admin.register(Job)

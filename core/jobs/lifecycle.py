@@ -39,30 +39,21 @@ def tasks_start(kind: str, subject_ids: Sequence[int]) -> None:
         dispatch.start(policy.task, queue=queues.get(subject_id), **{policy.argument: subject_id})
 
 
-def job_mirror(job: Job, status: str, *, now: datetime, error: str | None = None) -> None:
-    """Copy the job's new status to its subject, with the subject's times and error."""
+def job_mirror(job: Job, status: str) -> None:
+    """Copy the job's new status to its subject. Its times and error stay the job's,
+    which the subject's readers take from there (``Duel.played``, ``Duel.reported_error``)."""
     policy = policy_of(job)
-    fields: dict[str, object] = {policy.status_field: policy.copy(status)}
-    if policy.has_times:
-        if status == JobStatus.RUNNING:
-            fields.update(started_at=now, ended_at=None)
-        elif status == JobStatus.QUEUED:
-            fields.update(ended_at=None)
-        else:
-            fields.update(ended_at=now)
-        if error is not None:
-            fields["error"] = error[:10_000]
-    policy.subject._default_manager.filter(pk=job.subject_id).update(**fields)
+    policy.subject._default_manager.filter(pk=job.subject_id).update(
+        **{policy.status_field: policy.copy(status)}
+    )
 
 
 def job_move(job: Job, when: models.Q, status: str, **fields: object) -> bool:
     """Move ``job`` to ``status`` if its row still matches ``when``, and its subject with it.
     The conditional UPDATE decides among callers racing for the same change."""
-    now = timezone.now()
     if not Job.objects.filter(when, pk=job.pk).update(status=status, **fields):
         return False
-    error = fields.get("error") if status in (JobStatus.FAILED, JobStatus.CANCELLED) else None
-    job_mirror(job, status, now=now, error=error if isinstance(error, str) else None)
+    job_mirror(job, status)
     return True
 
 
@@ -110,7 +101,7 @@ def job_done(*, kind: str, subject_id: int, log: str) -> Job:
         log=log,
         **{f"{SUBJECT_FIELDS[JobKind(kind)]}_id": subject_id},
     )
-    job_mirror(job, JobStatus.SUCCEEDED, now=now)
+    job_mirror(job, JobStatus.SUCCEEDED)
     return job
 
 
@@ -213,7 +204,7 @@ def _created(
         if raced is None or not job_move(raced, when, JobStatus.QUEUED, **fields):
             return None
         return raced
-    job_mirror(job, JobStatus.QUEUED, now=timezone.now())
+    job_mirror(job, JobStatus.QUEUED)
     return job
 
 
@@ -264,10 +255,9 @@ def jobs_cancel(*, jobs: models.QuerySet[Job], why: str, running: bool = False) 
                     field, flat=True
                 )
             )
-            fields: dict[str, object] = {policy.status_field: policy.copy(JobStatus.CANCELLED)}
-            if policy.has_times:
-                fields.update(ended_at=now, error=why[:10_000])
-            policy.subject._default_manager.filter(pk__in=subjects).update(**fields)
+            policy.subject._default_manager.filter(pk__in=subjects).update(
+                **{policy.status_field: policy.copy(JobStatus.CANCELLED)}
+            )
             for waiting in _waiting_for(kind):
                 jobs_cancel(
                     jobs=Job.objects.filter(kind=waiting, **{f"{field}__in": subjects}),

@@ -57,9 +57,10 @@ class Policy:
     whose: str
     retry: str
     advice: str = ""
-    #: The subject keeps its own outcome (status, times, error), written by the worker's
-    #: ``store``: a duel, an evaluation. A revision keeps only the status of each step.
-    has_times: bool = True
+    #: The worker's ``store`` writes the subject's status with its outcome (a duel's, an
+    #: evaluation's, whose status says whether it has a result); a revision's step has
+    #: only the status, copied when its job is recorded. Times and errors are the job's.
+    stores_status: bool = True
     #: The subject's copy of a cancelled job's status.
     cancelled: str = JobStatus.CANCELLED
     #: The kind of job about the same subject that must succeed before this one is sent
@@ -106,7 +107,7 @@ def _revision_step(
         whose="your upload's",
         retry=retry,
         advice=advice,
-        has_times=False,
+        stores_status=False,
         cancelled=StepStatus.NONE,
         waits_for=waits_for,
     )

@@ -148,8 +148,8 @@ def job_record(*, job: Job, worker: str, store: Callable[[], Outcome]) -> bool:
             error=outcome.error[:10_000],
             log=outcome.log,
         )
-        if not policy.has_times:
-            job_mirror(job, status, now=now)
+        if not policy.stores_status:
+            job_mirror(job, status)
         job_ended(job, status)
     return True
 

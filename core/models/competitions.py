@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.db import models
@@ -10,6 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models.submissions import Competitor, Environment, Revision
+
+if TYPE_CHECKING:
+    from core.models.scores import Evaluation
 
 
 class TournamentFormat(models.TextChoices):
@@ -262,10 +266,15 @@ class Duel(models.Model):
     #: The worker (``host:pid``) that recorded its outcome: which machine played it.
     played_by = models.CharField(max_length=120, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    #: A validation duel's times: when its revision's validation played it. A duel of
+    #: its own has its job's (``played``), and these stay empty.
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     result = models.CharField(max_length=16, choices=DuelResult.choices, blank=True)
+    #: The referee's word on the duel it played: the agents' faults, or why it could not
+    #: be played. Why its job failed or was cancelled unplayed is the job's
+    #: (``reported_error``).
     error = models.TextField(blank=True)
     draws = models.PositiveIntegerField(default=0)
     #: Matches lost to faults of no player.
@@ -317,6 +326,48 @@ class Duel(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
+
+    @property
+    def played(self) -> Played:
+        return played(self)
+
+    @property
+    def reported_error(self) -> str:
+        return reported_error(self)
+
+
+class Played(NamedTuple):
+    """When a duel or an evaluation was played."""
+
+    started_at: datetime | None
+    ended_at: datetime | None
+
+    @property
+    def seconds(self) -> float | None:
+        """From its start to its end; None until it ended."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
+
+
+def played(subject: Duel | Evaluation) -> Played:
+    """When ``subject`` was played: its job's times, which a retry clears with the job; a
+    validation's own, kept by the row since it has no job (its revision's validation job
+    is run afresh by a re-validation, while the duel it stored stays)."""
+    job = getattr(subject, "job", None)
+    times = subject if job is None else job
+    return Played(times.started_at, times.ended_at)
+
+
+def reported_error(subject: Duel | Evaluation) -> str:
+    """What went wrong, as its pages and the API show it once it is over: the referee's
+    word (the agents' faults, or why it could not be played), else why its job failed or
+    was cancelled (the watchdog gave up, its tournament was cancelled). Nothing while it
+    is queued or running again: a retried one's last outcome is no longer its own."""
+    if not subject.is_finished:
+        return ""
+    job = getattr(subject, "job", None)
+    return subject.error or (job.error if job is not None else "")
 
 
 class DuelSeatQuerySet(models.QuerySet["DuelSeat"]):

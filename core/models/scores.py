@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from core.models.competitions import DuelSeat, DuelStatus
+from core.models.competitions import DuelSeat, DuelStatus, Played, played, reported_error
 from core.models.submissions import Competitor, CompetitorKind, Environment, Revision
 from referee.scores import episode_seeds
 
@@ -122,8 +122,11 @@ class Evaluation(models.Model):
     status = models.CharField(max_length=16, choices=DuelStatus.choices, default=DuelStatus.QUEUED)
     played_by = models.CharField(max_length=120, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    #: A validation's evaluation's times; one of its own has its job's (``played``).
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    #: The referee's word: faulty episodes, or why it could not be played (the job's
+    #: error says why it failed or was cancelled unplayed: ``reported_error``).
     error = models.TextField(blank=True)
 
     #: Mean return and its 95 % Student-t interval (None with fewer than two episodes).
@@ -173,3 +176,11 @@ class Evaluation(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
+
+    @property
+    def played(self) -> Played:
+        return played(self)
+
+    @property
+    def reported_error(self) -> str:
+        return reported_error(self)

@@ -66,7 +66,7 @@ def test_it_cancels_a_queued_job_so_that_no_worker_plays_it(
 
     queued.refresh_from_db()
     assert (queued.status, queued.job.status) == (DuelStatus.CANCELLED, JobStatus.CANCELLED)
-    assert "Cancelled by an organizer" in queued.error
+    assert "Cancelled by an organizer" in queued.reported_error
     assert Job.objects.get(duel=done).status == JobStatus.SUCCEEDED
     assert any("only a queued or running job can be cancelled" in note for note in notes)
     assert job_claim(kind=JobKind.DUEL, subject_id=queued.pk, worker="late") is None

@@ -34,7 +34,7 @@ from core.jobs.worker import (
     job_record,
     job_run,
 )
-from core.models import Job, JobKind, JobStatus, Revision, StepStatus
+from core.models import Duel, Evaluation, Job, JobKind, JobStatus, Revision, StepStatus
 from core.services.revisions import revision_rebuild, revision_revalidate
 from tests.factories import DuelFactory, EvaluationFactory, RevisionFactory
 from tests.support.concurrency import twice_at_once
@@ -214,7 +214,7 @@ def test_a_worker_that_lost_its_lease_records_nothing(kind):
     assert job_record(job=job, worker="second:2", store=lambda: Outcome(succeeded=True, log="ok"))
     job.refresh_from_db()
     assert (job.status, job.log, job.lease_owner) == (JobStatus.SUCCEEDED, "ok", "")
-    if not POLICIES[kind].has_times:  # a duel's or evaluation's own store writes it
+    if not POLICIES[kind].stores_status:  # a duel's or evaluation's own store writes it
         assert subject_status(job) == JobStatus.SUCCEEDED
 
 
@@ -280,6 +280,44 @@ def test_a_cancelled_job_is_not_claimed(kind):
     assert (job.status, job.error) == (JobStatus.CANCELLED, "not wanted")
     assert subject_status(job) == POLICIES[kind].copy(JobStatus.CANCELLED)
     assert job_claim(kind=kind, subject_id=job.subject_id, worker="late:1") is None
+
+
+PLAYED = (JobKind.DUEL, JobKind.EVALUATION)
+
+
+def _subject(job: Job) -> Duel | Evaluation:
+    if job.kind == JobKind.DUEL:
+        return Duel.objects.get(pk=job.subject_id)
+    return Evaluation.objects.get(pk=job.subject_id)
+
+
+@pytest.mark.parametrize("kind", PLAYED)
+def test_a_retried_duel_or_evaluation_shows_no_time_or_error_of_its_last_try(kind, sent):
+    job = held(kind, attempts=POLICIES[kind].max_attempts)
+    jobs_recover()
+    failed = _subject(job)
+    assert failed.played.started_at is not None and failed.played.ended_at is not None
+    assert "stopped" in failed.reported_error
+
+    job.refresh_from_db()
+    assert job_retry(job=job)
+
+    again = _subject(job)
+    assert again.played == (None, None)
+    assert again.reported_error == ""
+    assert (again.started_at, again.ended_at, again.error) == (None, None, "")
+
+
+@pytest.mark.parametrize("kind", PLAYED)
+def test_a_cancelled_duel_or_evaluation_says_why_from_its_job(kind):
+    job = queued(kind)
+
+    jobs_cancel(jobs=Job.objects.filter(pk=job.pk), why="Its tournament was cancelled.")
+
+    cancelled = _subject(job)
+    assert cancelled.reported_error == "Its tournament was cancelled."
+    assert cancelled.error == ""  # the referee said nothing: it was not played
+    assert cancelled.played.ended_at is not None
 
 
 # --- a queue message that was lost ----------------------------------------------------------

@@ -89,7 +89,7 @@ def test_it_ends_a_duel_whose_key_cannot_be_read_in_error_charged_to_nobody(serv
 
     duel.refresh_from_db()
     assert duel.status == DuelStatus.FAILED and duel.result == ""
-    assert "ARENA_LLM_KEY_TEST_MISSING" in duel.error
+    assert "ARENA_LLM_KEY_TEST_MISSING" in duel.reported_error
     assert duel.players()[0].errors == 0 and not duel.matches.exists()
     assert server.requests == []
 

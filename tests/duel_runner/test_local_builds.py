@@ -161,7 +161,7 @@ def test_a_duel_whose_agent_cannot_be_built_here_goes_back_then_fails_unscored(
     duel.refresh_from_db()
     assert duel.status == DuelStatus.FAILED and duel.result == ""
     assert duel.job.attempts == settings.ARENA_DUEL_MAX_ATTEMPTS
-    assert "not the agents' fault" in duel.error
+    assert "not the agents' fault" in duel.reported_error
     assert duel.matches.count() == 0 and not RatingChange.objects.filter(duel=duel).exists()
     assert [seat.errors for seat in duel.players()] == [0, 0]
 

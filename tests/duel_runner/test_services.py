@@ -61,7 +61,7 @@ def test_it_plays_a_stored_duel_and_records_every_match():
     assert duel.job.status == DuelStatus.SUCCEEDED
     assert duel.result == "PLAYER_1_WIN" and duel.players()[0].wins == 4
     assert [m.first_player for m in duel.matches.order_by("index")] == [1, 2, 1, 2]
-    assert duel.job.lease_owner == "" and duel.ended_at is not None
+    assert duel.job.lease_owner == "" and duel.played.ended_at is not None
     assert duel.played_by == worker_name()  # kept: which machine played it
 
 
@@ -228,7 +228,7 @@ def test_a_worker_that_cannot_confine_agents_plays_no_attendees_code(lose_confin
 
     duel.refresh_from_db()
     assert duel.status == DuelStatus.FAILED
-    assert "cannot confine agents (bubblewrap is not installed)" in duel.error
+    assert "cannot confine agents (bubblewrap is not installed)" in duel.reported_error
     assert duel.matches.count() == 0
     assert not RatingChange.objects.filter(duel=duel).exists()
 

@@ -76,7 +76,7 @@ def finish() -> Finish:
         status = DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED
         times = {"started_at": now - timedelta(seconds=60), "ended_at": now}
         Duel.objects.filter(pk=duel.pk).update(
-            status=status, result="" if failed else result, error="lost" if failed else "", **times
+            status=status, result="" if failed else result, error="lost" if failed else ""
         )
         ranks = ranks_from_scores(list(scores))
         for number, (score, rank) in enumerate(zip(scores, ranks, strict=True), start=1):

@@ -45,7 +45,7 @@ def scheduled(tournament: Tournament, *, seconds_from_now: float = -1) -> Tourna
 def expire(duel: Duel, *, attempts: int) -> None:
     """What a worker that died mid-duel leaves: running, with a lease nobody renews."""
     started = timezone.now() - timedelta(minutes=2)
-    Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.RUNNING, started_at=started)
+    Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.RUNNING)
     Job.objects.filter(duel=duel).update(
         status=DuelStatus.RUNNING,
         attempts=attempts,
@@ -62,7 +62,7 @@ def played_on_paper(duels: QuerySet[Duel]) -> None:
     Job.objects.filter(duel__in=duels).update(
         status=DuelStatus.SUCCEEDED, attempts=1, resend_at=None, **times
     )
-    duels.update(status=DuelStatus.SUCCEEDED, result=DuelResult.PLAYER_1_WIN, **times)
+    duels.update(status=DuelStatus.SUCCEEDED, result=DuelResult.PLAYER_1_WIN)
     DuelSeat.objects.filter(duel__in=duels, number=1).update(score=2)
 
 
@@ -122,7 +122,7 @@ def test_it_fails_a_duel_after_too_many_attempts_without_scoring_it(
     third.refresh_from_db()
     tournament.refresh_from_db()
     assert (third.status, third.result) == (DuelStatus.FAILED, "")
-    assert "stopped 3 times" in third.error
+    assert "stopped 3 times" in third.reported_error
     assert dispatched == []
     assert tournament.status == TournamentStatus.FAILED
     assert (tournament.duels_done, tournament.duels_failed) == (2, 1)

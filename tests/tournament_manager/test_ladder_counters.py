@@ -10,7 +10,15 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from core.models import Duel, DuelStatus, Participant, TournamentFormat, TournamentStatus
+from core.models import (
+    Duel,
+    DuelStatus,
+    Job,
+    JobStatus,
+    Participant,
+    TournamentFormat,
+    TournamentStatus,
+)
 from tests.factories import DuelFactory, MatchFactory, ParticipantFactory, TournamentFactory
 from tournament_manager.daemon import settle_tournaments
 from tournament_manager.services.ladder import _ladder_idle_agents
@@ -61,9 +69,9 @@ def test_each_duels_end_counts_in_its_players_entries(ladder, entries):
     counted = {entry.pk: entry for entry in Participant.objects.filter(tournament=ladder)}
     assert [counted[entry.pk].duels_played for entry in entries] == [2, 1, 1]
     # A failed duel is no duel played, but it ended: its players waited from then.
-    assert counted[b.pk].last_duel_at == failed.ended_at
-    assert counted[c.pk].last_duel_at == failed.ended_at
-    assert counted[a.pk].last_duel_at < failed.ended_at
+    assert counted[b.pk].last_duel_at == failed.played.ended_at
+    assert counted[c.pk].last_duel_at == failed.played.ended_at
+    assert counted[a.pk].last_duel_at < failed.played.ended_at
 
 
 def test_matchmaking_reads_the_counters_as_the_history_tells(ladder, entries):
@@ -145,9 +153,8 @@ def test_a_duel_still_running_when_the_ladder_stopped_counts_in_its_final_standi
     ladder.refresh_from_db()
     assert ladder.ranked_duels == 1
 
-    Duel.objects.filter(pk=running.pk).update(
-        status=DuelStatus.SUCCEEDED, result="PLAYER_1_WIN", ended_at=timezone.now()
-    )
+    Duel.objects.filter(pk=running.pk).update(status=DuelStatus.SUCCEEDED, result="PLAYER_1_WIN")
+    Job.objects.filter(duel=running).update(status=JobStatus.SUCCEEDED, ended_at=timezone.now())
     running.refresh_from_db()
     MatchFactory(duel=running, index=0)
     tournament_duel_finished(duel=running)

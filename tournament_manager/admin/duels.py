@@ -17,7 +17,6 @@ from core.admin.base import (
     preformatted,
     pretty_json,
     public_link,
-    seconds,
     status_badge,
 )
 from core.admin.jobs import JobColumns
@@ -111,7 +110,7 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
         "environment",
         "tournament",
     )
-    search_fields = ("seats__revision__competitor__name", "error")
+    search_fields = ("seats__revision__competitor__name", "error", "job__error")
     list_select_related = ("tournament", "environment", "job")
     date_hierarchy = "created_at"
     inlines = (SeatInline, MatchInline, SeatLogInline)
@@ -141,8 +140,8 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
                     "job_link",
                     "played_by",
                     "created_at",
-                    "started_at",
-                    "ended_at",
+                    "started",
+                    "ended",
                     "duration",
                     "error_text",
                 )
@@ -201,16 +200,6 @@ class DuelAdmin(JobColumns, ReadOnlyAdmin):
     @admin.display(description="faults by seat/other")
     def errors(self, duel: Duel) -> str:
         return "/".join([*(str(seat.errors) for seat in duel.players()), str(duel.other_errors)])
-
-    @admin.display(description="duration")
-    def duration(self, duel: Duel) -> str:
-        if duel.started_at is None or duel.ended_at is None:
-            return EMPTY
-        return seconds((duel.ended_at - duel.started_at).total_seconds())
-
-    @admin.display(description="error")
-    def error_text(self, duel: Duel) -> str:
-        return preformatted(duel.error)
 
     @admin.display(description="replay")
     def replay(self, duel: Duel) -> str:

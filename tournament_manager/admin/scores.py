@@ -123,7 +123,7 @@ class EvaluationAdmin(JobColumns, ReadOnlyAdmin):
         "faulty_episodes",
         "job_attempts",
         "played_by",
-        "ended_at",
+        "ended",
     )
     list_filter = ("status", "is_validation", "competition")
     list_select_related = ("competition", "revision__competitor", "job")
@@ -134,8 +134,8 @@ class EvaluationAdmin(JobColumns, ReadOnlyAdmin):
         "status_label",
         "job_link",
         "played_by",
-        "started_at",
-        "ended_at",
+        "started",
+        "ended",
         "mean_return",
         "ci_low",
         "ci_high",
@@ -153,10 +153,6 @@ class EvaluationAdmin(JobColumns, ReadOnlyAdmin):
     @admin.display(description="competition")
     def competition_link(self, evaluation: Evaluation) -> str:
         return admin_link(evaluation.competition)
-
-    @admin.display(description="error")
-    def error_text(self, evaluation: Evaluation) -> str:
-        return preformatted(evaluation.error)
 
     @admin.display(description="log")
     def log_text(self, evaluation: Evaluation) -> str:

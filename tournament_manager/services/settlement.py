@@ -230,7 +230,8 @@ def tournament_duel_finished(*, duel: Duel) -> None:
 def _ladder_entries_count(*, ladder: Tournament, duel: Duel) -> None:
     """The duel in its players' entries: played to the end (a success), and when it
     ended (either way). Once per duel: its end is reported once."""
-    ended = duel.ended_at or timezone.now()
+    # Its job ends in the transaction that reports it, after the report: now.
+    ended = duel.played.ended_at or timezone.now()
     Participant.objects.filter(
         tournament=ladder, revision__in=[seat.revision_id for seat in duel.seats.all()]
     ).update(
