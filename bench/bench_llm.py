@@ -75,7 +75,8 @@ from environments.registry import load_info, make_environment  # noqa: E402
 from llm.config import LLMConfig  # noqa: E402
 from llm.harness import Harness  # noqa: E402
 from llm.local_server import MODEL, LocalLLMServer, Reply, rule_based  # noqa: E402
-from referee.duel import llm_clock, run_duel  # noqa: E402
+from referee.duel import run_duel  # noqa: E402
+from referee.duel_settings import llm_clock  # noqa: E402
 from referee.results import DuelResult, Outcome  # noqa: E402
 from sandboxes.base import AgentSource  # noqa: E402
 from sandboxes.llm import LLMSandbox  # noqa: E402

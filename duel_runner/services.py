@@ -36,7 +36,8 @@ from core.private_data import data_folders
 from core.services.confinement import AgentsUnconfined, unconfined_refusal
 from core.services.online import seat_bus
 from environments.registry import load_info
-from referee.duel import llm_clock, run_duel
+from referee.duel import run_duel
+from referee.duel_settings import llm_clock
 from referee.live import LiveFeed
 from referee.results import DuelResult, MatchRecord
 from sandboxes import AgentSource, InvalidAgent, SandboxBackend

@@ -20,7 +20,7 @@ from duel_runner.services import (
     hosted_backend,
     revision_agent_source,
 )
-from referee.duel import validate
+from referee.validation import validate
 
 logger = logging.getLogger(__name__)
 

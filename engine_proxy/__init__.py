@@ -8,7 +8,8 @@ exactly those calls through to the real socket, and only in the shape Arena make
 containers confined as the docker sandbox confines them, builds and imports of Arena's
 images with no network, and every other call on Arena's own containers and images.
 
-- ``policy``: the rules, in one place: every allowed call and what it must satisfy;
+- ``policy``: the rules, in one place: every allowed call and what it must satisfy
+  (``routes``, with ``validators`` and ``container_config``);
 - ``wire``: the little HTTP/1.1 it needs;
 - ``server``: the threaded Unix socket server that checks, forwards and relays.
 

@@ -1,7 +1,7 @@
 """The engine proxy's server: one thread per connection, one request per connection.
 
-For each request: find its route (``policy.route``), read its JSON body if it has one
-(at most ``policy.MAX_JSON_BYTES``), let the route's check decide (``policy.decide``),
+For each request: find its route (``routes.route``), read its JSON body if it has one
+(at most ``policy.MAX_JSON_BYTES``), let the route's check decide (``routes.decide``),
 then either answer it (a refusal, or an inspection the check already made) or open a
 connection to the engine, send the request as the check rebuilt it, stream the client's
 body if the call takes one, and relay the engine's answer as it comes (build output,
@@ -25,7 +25,7 @@ import struct
 import urllib.parse
 from typing import Any
 
-from engine_proxy import policy
+from engine_proxy import policy, routes, validators
 from engine_proxy.policy import Call, Forward, Lookup, Policy, Refused
 from engine_proxy.wire import (
     CHUNK,
@@ -105,7 +105,9 @@ def _strict_json(body: bytes) -> Any:
         raise Refused(f"{name} is not JSON the engine reads")
 
     try:
-        return json.loads(body, object_pairs_hook=policy.unique_keys, parse_constant=no_constants)
+        return json.loads(
+            body, object_pairs_hook=validators.unique_keys, parse_constant=no_constants
+        )
     except ValueError:
         raise Refused("the body is not valid JSON") from None
 
@@ -163,7 +165,7 @@ class EngineProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def _serve(self, client: socket.socket, wire: Wire, request: Request) -> None:
         body_kind = "none"
         try:
-            chosen, version, path, found = policy.route(request.method, request.path)
+            chosen, version, path, found = routes.route(request.method, request.path)
             body_kind = chosen.body
             document = None
             if body_kind == "json":
@@ -177,7 +179,7 @@ class EngineProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             elif body_kind == "none" and request.length != 0:
                 raise Refused("this call takes no body")
             call = Call(request.method, version, path, request.query, request.headers, document)
-            forward = policy.decide(self.rules, self.engine, chosen, call, found)
+            forward = routes.decide(self.rules, self.engine, chosen, call, found)
         except Refused as refusal:
             logger.warning(
                 "refused %s %s from %s: %s", request.method, request.path, _peer(client),

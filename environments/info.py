@@ -43,7 +43,7 @@ class EnvironmentInfo:
     #: (2 by default: one with each player first).
     ladder_matches_per_duel: int = 2
     #: The clock of a duel with an LLM seat, for every seat of it: a language model behind
-    #: a server takes seconds per answer, not milliseconds (``referee.duel.llm_clock``).
+    #: a server takes seconds per answer, not milliseconds (``referee.duel_settings.llm_clock``).
     llm_move_time: float = 60.0
     llm_time_bank: float = 300.0
     #: The Gymnasium id of a one-player game (``CartPole-v1``); empty for Arena's own games.

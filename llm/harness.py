@@ -44,7 +44,7 @@ def harness_hash() -> str:
     """SHA-256 of the harness's code (prompts, reading, provider): stored with every
     match, so that two results are comparable only if their harness was the same."""
     digest = hashlib.sha256()
-    for name in ("prompts.py", "harness.py", "provider.py"):
+    for name in ("prompts.py", "harness.py", "provider.py", "transport.py"):
         digest.update((Path(__file__).with_name(name)).read_bytes())
     return digest.hexdigest()
 

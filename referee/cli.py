@@ -43,7 +43,8 @@ from environments.registry import (  # noqa: E402
 )
 from llm.config import LLMConfig  # noqa: E402
 from llm.run_logs import write_run_logs  # noqa: E402
-from referee.duel import llm_clock, run_duel, validate  # noqa: E402
+from referee.duel import run_duel  # noqa: E402
+from referee.duel_settings import llm_clock  # noqa: E402
 from referee.evaluation import run_evaluation, validate_evaluation  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from referee.scores import episode_seeds  # noqa: E402
@@ -54,6 +55,7 @@ from referee.standings import (  # noqa: E402
     shared_ranks,
     standing_key,
 )
+from referee.validation import validate  # noqa: E402
 from sandboxes import (  # noqa: E402
     BACKENDS,
     AgentSource,

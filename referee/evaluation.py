@@ -24,18 +24,13 @@ from arena_sdk import protocol
 
 from environments.base import IllegalAction
 from environments.registry import load_info
+from referee.agents import FAREWELL_TIME, Contestant
 from referee.channel import AgentFailure
-from referee.duel import (
-    FAREWELL_TIME,
-    Contestant,
-    DuelSettings,
-    Referee,
-    _shown,
-    infrastructure_failure,
-    validation_failure,
-)
+from referee.duel import Referee, _shown, infrastructure_failure
+from referee.duel_settings import DuelSettings
 from referee.results import DuelResult, Fault, FaultKind, MatchRecord, Outcome
 from referee.scores import ScoreSummary, episode_seeds, summarize
+from referee.validation import validation_failure
 from sandboxes.base import AgentSource, SandboxBackend
 
 

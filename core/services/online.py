@@ -33,7 +33,8 @@ from core.models import (
 )
 from core.services.accounts import api_token_create
 from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
-from sandboxes.seat_bus import SeatBus, seat_bus_for
+from sandboxes.seat_bus import SeatBus
+from sandboxes.seat_buses import seat_bus_for
 
 #: What a model token may do: play, and read what its owner may see.
 MODEL_TOKEN_SCOPES = (TokenScope.READ, TokenScope.PLAY)

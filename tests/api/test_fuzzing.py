@@ -33,7 +33,7 @@ from core.models import Duel, Tournament, User
 from core.services.accounts import api_token_create
 from core.services.online import online_model_register
 from core.wsgi import application
-from sandboxes.seat_bus import RedisSeatBus
+from sandboxes.redis_seat_bus import RedisSeatBus
 from tests.factories import (
     EnvironmentFactory,
     EvaluationFactory,

@@ -25,8 +25,8 @@ from core.services.online import online_model_register
 from edge.gateway import _streamed
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxBackend
+from sandboxes.redis_seat_bus import RedisSeatBus
 from sandboxes.remote import RemoteSandbox
-from sandboxes.seat_bus import RedisSeatBus
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
 from tests.support.gateway import Gateway, gateway_started
 from tests.support.sandboxes import agent

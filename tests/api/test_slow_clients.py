@@ -19,7 +19,7 @@ import pytest
 
 from core.models import Competitor
 from core.services.online import online_model_register
-from sandboxes.seat_bus import RedisSeatBus
+from sandboxes.redis_seat_bus import RedisSeatBus
 from tests.factories import EnvironmentFactory, UserFactory
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 from tests.support.workers import wait_for

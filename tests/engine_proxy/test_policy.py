@@ -11,7 +11,9 @@ import docker
 import pytest
 from docker.models.containers import _create_container_args
 
-from engine_proxy.policy import Policy, Refused, check_container_config, route
+from engine_proxy.container_config import check_container_config
+from engine_proxy.policy import Policy, Refused
+from engine_proxy.routes import route
 from engine_proxy.server import _strict_json
 from sandboxes.base import SandboxLimits
 from sandboxes.docker import DockerSandbox, confinement

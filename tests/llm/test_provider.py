@@ -154,7 +154,7 @@ def test_it_reconnects_at_once_when_the_server_closed_the_idle_connection(server
 
 def test_it_opens_a_new_connection_after_one_idle_past_its_keep_alive(server, monkeypatch):
     # A router may drop an idle connection without a word: it is not used again.
-    monkeypatch.setattr("llm.provider.KEEPALIVE_SECONDS", 0.2)
+    monkeypatch.setattr("llm.transport.KEEPALIVE_SECONDS", 0.2)
     provider = Provider(config(server.url))
     first = ask(provider)
     time.sleep(0.3)

@@ -211,7 +211,7 @@ def certificate(tmp_path_factory):
 def test_it_speaks_tls_to_a_server_it_trusts_directly_and_through_a_proxy_tunnel(
     certificate, monkeypatch
 ):
-    monkeypatch.setattr("llm.provider._tls_context", certificate.client_context)
+    monkeypatch.setattr("llm.transport._tls_context", certificate.client_context)
     tls = certificate.server_context()
     with RawChatServer(lambda request: chunked(STREAM), tls=tls) as server:
         model = provider(server.url)

@@ -6,8 +6,10 @@ import pytest
 
 from environments.base import replay
 from environments.registry import load_info, make_environment
-from referee.duel import DuelSettings, Referee, run_duel, validate
+from referee.duel import Referee, run_duel
+from referee.duel_settings import DuelSettings
 from referee.results import Outcome
+from referee.validation import validate
 from sandboxes.base import AgentSource, SandboxError, SandboxLimits
 from tests.support.sandboxes import AGENTS, agent, hostile, player
 

@@ -18,8 +18,8 @@ from referee.evaluation import run_evaluation, validate_evaluation
 from referee.scores import episode_seeds, summarize, t_quantile_975
 from sandboxes.base import AgentSource
 from sandboxes.llm import LLMSandbox
+from sandboxes.memory_seat_bus import MemorySeatBus
 from sandboxes.remote import RemoteSandbox
-from sandboxes.seat_bus import MemorySeatBus
 from tests.support.online import BusClient
 from tests.support.sandboxes import AGENTS, PLAYERS, hostile, player
 

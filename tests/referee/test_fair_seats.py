@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from referee.duel import MAX_RESTARTS, run_duel
+from referee.agents import MAX_RESTARTS
+from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes.base import AgentSource, SandboxBackend, SandboxLimits
 from tests.support.sandboxes import agent, hostile

@@ -9,8 +9,9 @@ import pytest
 
 from environments.base import replay
 from environments.registry import make_environment
-from referee.duel import run_duel, validate
+from referee.duel import run_duel
 from referee.results import Outcome, outcome_of, ranks_from_scores, seat_rotation
+from referee.validation import validate
 from tests.support.sandboxes import agent, player
 
 

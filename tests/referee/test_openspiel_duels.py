@@ -7,8 +7,9 @@ import pytest
 
 from environments.base import replay, shares_beaten
 from environments.registry import make_environment
-from referee.duel import run_duel, validate
+from referee.duel import run_duel
 from referee.results import Outcome, ranks_from_scores, score_total, seat_rotation
+from referee.validation import validate
 from sandboxes.base import AgentSource
 from tests.support.sandboxes import player
 

@@ -256,7 +256,7 @@ INIT_OUT_OF_ITS_GROUP = """
 import json, os, sys, time
 from pathlib import Path
 from referee.channel import Channel
-from sandboxes import process
+from sandboxes import process, process_agent
 from sandboxes.base import AgentSource, SandboxLimits
 
 def parent(pid):
@@ -281,7 +281,7 @@ pid = agent.agent_pid()
 init = parent(pid)
 # As if the agent had traced the init and moved both out of their process group: the
 # group's kill reaches only bubblewrap's outer process.
-process.os.killpg = lambda group, number: os.kill(group, number)
+process_agent.os.killpg = lambda group, number: os.kill(group, number)
 agent.close()
 while (running(pid) or running(init)) and time.monotonic() < deadline:
     time.sleep(0.02)

@@ -10,9 +10,11 @@ from collections.abc import Callable
 import pytest
 
 from referee.channel import Channel
-from sandboxes import process as process_sandbox
+from sandboxes import process_users
 from sandboxes.base import AgentSource, SandboxError, SandboxLimits
-from sandboxes.process import ProcessAgent, ProcessSandbox, UserPool, _processes_of_user
+from sandboxes.process import ProcessSandbox
+from sandboxes.process_agent import ProcessAgent
+from sandboxes.process_users import UserPool, processes_of_user
 from sandboxes.warm_pool import Reaper
 from tests.support.sandboxes import agent, hostile, sandbox_processes
 
@@ -22,15 +24,15 @@ def test_it_finds_each_process_of_a_user_and_counts_its_threads():
     worker = threading.Thread(target=stop.wait)
     worker.start()
     try:
-        processes = _processes_of_user(os.getuid())
-        threads = _processes_of_user(os.getuid(), count_threads=True)
+        processes = processes_of_user(os.getuid())
+        threads = processes_of_user(os.getuid(), count_threads=True)
     finally:
         stop.set()
         worker.join()
 
     assert processes.count(os.getpid()) == 1
     assert threads.count(os.getpid()) >= 2
-    assert _processes_of_user(process_sandbox.UID_BASE + process_sandbox.UID_COUNT + 7) == []
+    assert processes_of_user(process_users.UID_BASE + process_users.UID_COUNT + 7) == []
 
 
 def _sleeper(uid: int) -> subprocess.Popen[bytes]:
@@ -56,17 +58,17 @@ def test_it_kills_what_a_referee_that_died_left_under_a_user_id():
 @pytest.mark.usefixtures("needs_root")
 def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there(monkeypatch):
     scans: list[int] = []
-    scan = process_sandbox._processes_of_user
+    scan = process_users.processes_of_user
     monkeypatch.setattr(
-        process_sandbox, "_processes_of_user", lambda uid: scans.append(uid) or scan(uid)
+        process_users, "processes_of_user", lambda uid: scans.append(uid) or scan(uid)
     )
     uid, lock = UserPool().acquire()
     try:
-        process_sandbox.kill_user_processes(uid)
+        process_users.kill_user_processes(uid)
         assert scans == []  # nothing of the user: the kernel's count answered
 
         sleeper = _sleeper(uid)
-        process_sandbox.kill_user_processes(uid)
+        process_users.kill_user_processes(uid)
         assert sleeper.wait(timeout=10) == -9
         assert scans  # it was there (a zombie until reaped): /proc was read
     finally:

@@ -16,7 +16,8 @@ import pytest
 from referee.duel import run_duel
 from referee.results import FaultKind
 from sandboxes.base import AgentSource, SandboxLimits
-from sandboxes.process import ProcessAgent, ProcessSandbox
+from sandboxes.process import ProcessSandbox
+from sandboxes.process_agent import ProcessAgent
 from sandboxes.warm_pool import wait_until_reading, waiting_for_input
 from tests.support.sandboxes import agent, needs_root, player, sandbox_processes
 

@@ -21,8 +21,10 @@ from arena_sdk import Agent
 from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes.base import AgentSource, SandboxBackend, SandboxLimits
+from sandboxes.memory_seat_bus import MemorySeatBus
+from sandboxes.redis_seat_bus import RedisSeatBus
 from sandboxes.remote import RemoteSandbox
-from sandboxes.seat_bus import MemorySeatBus, RedisSeatBus, SeatBus
+from sandboxes.seat_bus import SeatBus
 from tests.support.online import BusClient
 from tests.support.sandboxes import PLAYERS, agent, hostile
 

@@ -9,7 +9,9 @@ import uuid
 
 import pytest
 
-from sandboxes.seat_bus import MemorySeatBus, RedisSeatBus, SeatBus
+from sandboxes.memory_seat_bus import MemorySeatBus
+from sandboxes.redis_seat_bus import RedisSeatBus
+from sandboxes.seat_bus import SeatBus
 from sandboxes.seat_gateway import ReplyRefused, seq_check
 
 MAX = 2**64 - 1

@@ -17,7 +17,8 @@ import pytest
 from sandboxes.base import AgentSource
 from sandboxes.confinement import probe
 from sandboxes.docker import DockerSandbox
-from sandboxes.process import UID_BASE, UID_COUNT, ProcessSandbox
+from sandboxes.process import ProcessSandbox
+from sandboxes.process_users import UID_BASE, UID_COUNT
 from tests.support.docker import docker_base_image, leftover_containers
 from tests.support.require import require
 
