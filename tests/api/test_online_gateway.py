@@ -28,7 +28,7 @@ from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.redis_seat_bus import RedisSeatBus
 from sandboxes.remote import RemoteSandbox
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
-from tests.support.gateway import Gateway, gateway_started
+from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 from tests.support.sandboxes import agent
 from tests.support.workers import wait_for
 
@@ -213,7 +213,20 @@ def test_it_cuts_off_a_slow_sender(gateway, bus, model):
     assert b'"too_slow"' in answer
 
 
-def test_it_answers_a_flood_with_429_and_a_retry_after(gateway, bus, model):
+@pytest.fixture
+def hourly_gateway(celery_workers, redis_url, settings) -> Gateway:
+    """A gateway that lets a model send 100 requests an hour: a flood of 240 goes past it
+    however slowly this machine sends them (at ``40/s`` a loaded machine never did)."""
+    return gateway_started(
+        celery_workers,
+        redis_url,
+        settings,
+        **{**GATEWAY_SETTINGS, "ARENA_ONLINE_RATE": "100/hour"},
+    )
+
+
+def test_it_answers_a_flood_with_429_and_a_retry_after(hourly_gateway, bus, model):
+    gateway = hourly_gateway
     _, token = model
     other, other_token = register("calm-bot")
     ask(bus, other, 5)

@@ -63,7 +63,9 @@ def engine_proxy_running(
         process = subprocess.Popen(command, cwd=REPOSITORY_ROOT, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 20
-        while not listen.exists():
+        # The socket's file exists once it is bound, before the proxy listens: ready is
+        # when a connection is accepted (a loaded machine showed the difference).
+        while not _accepts(listen):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the engine proxy did not start: {log_path.read_text()}")
             time.sleep(0.05)
@@ -125,3 +127,13 @@ def raw_call(
         return response.status, json.loads(text)
     except ValueError:
         return response.status, text.decode(errors="replace")
+
+
+def _accepts(path: Path) -> bool:
+    """Whether something listens on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
