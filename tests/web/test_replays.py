@@ -67,7 +67,7 @@ def test_it_carries_a_view_per_state_and_lists_the_moves_and_their_times(client,
     assert moves[2][0][0] == "bobs-bot v1"
     # The page names the board's drawer: the registry, then the game's own.
     page = response.content.decode()
-    assert page.index("web/boards.") < page.index("tic_tac_toe.js") < page.index("web/replay.")
+    assert page.index("web/boards.js") < page.index("tic_tac_toe.js") < page.index("web/replay.js")
 
 
 def test_it_shows_the_final_state_and_the_move_list_without_javascript(client, match):
