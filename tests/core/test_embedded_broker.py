@@ -1,7 +1,7 @@
 """The embedded broker (``core/embedded_broker.py``): a SQLite file several processes send
 to and take from at once. Every message is delivered once; late acknowledgement holds
 while the taking process lives; a message whose consumer was killed outright is not given
-back (the platform's leases recover that work, see ``tests/api/test_embedded_server.py``).
+back (the platform's leases recover that work, see ``tests/edge/test_embedded_server.py``).
 """
 
 from __future__ import annotations

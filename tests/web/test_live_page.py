@@ -1,5 +1,5 @@
 """A duel's page offers the live view while the duel is played, to everyone when its
-replays are public; the stream itself is tested in tests/api/test_live.py and in a
+replays are public; the stream itself is tested in tests/edge/test_live.py and in a
 browser in tests/browser/test_live.py."""
 
 from __future__ import annotations
