@@ -20,12 +20,9 @@ from tests.factories import (
     ScoreCompetitionFactory,
     UserFactory,
 )
+from tests.support.responses import body
 
 pytestmark = pytest.mark.django_db
-
-
-def body(response) -> dict:  # type: ignore[no-untyped-def]
-    return json.loads(response.content)
 
 
 @pytest.fixture

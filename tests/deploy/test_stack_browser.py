@@ -13,9 +13,9 @@ import time
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_journeys import fill_registration, pipeline_status
 from tests.factories import PASSWORD
 from tests.support.compose_stack import HOST, ComposeStack, players_upload
+from tests.support.journeys import fill_registration, pipeline_status
 
 #: A build and a validation in containers started through the engine proxy, on a busy
 #: machine, read from a page that refreshes itself every few seconds.
