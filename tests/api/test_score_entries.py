@@ -26,24 +26,24 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def cup():  # type: ignore[no-untyped-def]
+def cup():
     return ScoreCompetitionFactory(name="Pole cup")
 
 
 @pytest.fixture
-def llm(alice: User, cup):  # type: ignore[no-untyped-def]
+def llm(alice: User, cup):
     return LLMPlayerFactory(
         competitor__owner=alice, competitor__environment=cup.environment, competitor__name="gpt"
     ).competitor
 
 
 @pytest.fixture
-def online(alice: User, cup):  # type: ignore[no-untyped-def]
+def online(alice: User, cup):
     competitor, _ = online_model_register(owner=alice, environment=cup.environment, name="net")
     return competitor
 
 
-def enter(client, cup, competitor, headers):  # type: ignore[no-untyped-def]
+def enter(client, cup, competitor, headers):
     return client.post(
         f"/api/v1/score-competitions/{cup.pk}/entries",
         data=json.dumps({"competitor": competitor.name}),

@@ -77,7 +77,7 @@ def referee() -> Iterator[None]:
         thread.join(timeout=60)
 
 
-def start_game(  # type: ignore[no-untyped-def]
+def start_game(
     gateway, page: Page, environment: str, agent: bytes, *, private: bool = False
 ) -> Locator:
     """Upload ``agent`` as "bot" (``private``: the person's own private agent), log the

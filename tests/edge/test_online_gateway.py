@@ -14,7 +14,7 @@ import concurrent.futures
 import http.client
 import json
 import socket
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import pytest
@@ -320,8 +320,8 @@ def test_it_cuts_off_a_stream_that_fails_after_it_began_and_raises_the_failure()
 
     sent: list[dict[str, Any]] = []
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: Mapping[str, Any]) -> None:
+        sent.append(dict(message))
 
     async def receive() -> dict[str, Any]:
         await asyncio.Event().wait()  # the client stays
@@ -495,7 +495,7 @@ def test_a_stream_that_runs_out_of_time_just_ends(celery_workers, redis_url, set
 
 #: Generous clocks: the client answers at once, and a loaded machine must not turn its
 #: illegal action into a timeout.
-FOUR_SEATS_CLOCK = {"move_time": 10.0, "time_bank": 10.0, "startup_time": 20.0}
+FOUR_SEATS_CLOCK: dict[str, Any] = {"move_time": 10.0, "time_bank": 10.0, "startup_time": 20.0}
 #: What the hostile client sends before its (illegal) action, and what each must get.
 GARBAGE = [
     (b"{not json", 400, "malformed"),

@@ -239,7 +239,8 @@ def test_it_ends_a_match_exactly_when_a_line_appears_on_any_board(
             assert environment.winner() == winner
             full = all(environment.board)
             assert environment.is_terminal() == (winner is not None or full)
-        if environment.winner() is not None:
+        winner = environment.winner()
+        if winner is not None:
             line = environment.state()["winning_line"]
             assert len(line) >= inarow
-            assert all(environment.board[c] == environment.winner() + 1 for c in line)
+            assert all(environment.board[c] == winner + 1 for c in line)

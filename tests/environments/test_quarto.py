@@ -23,6 +23,7 @@ def place(placements: list[tuple[int, int]], environment: Quarto | None = None) 
     """
     environment = environment or Quarto()
     environment.step({0: {"square": None, "piece": placements[0][1]}})
+    next_piece: int | None
     for index, (square, _piece) in enumerate(placements):
         if index + 1 < len(placements):
             next_piece = placements[index + 1][1]

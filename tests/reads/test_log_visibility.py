@@ -309,7 +309,8 @@ def visit(bearer: Bearer, carol: User, alice: User, organizer: User) -> Callable
     users = {ATTENDEE: carol, OWNER: alice, ORGANIZER: organizer}
 
     def visitor(name: str) -> Visit:
-        site, api, headers = Client(), Client(), {}
+        site, api = Client(), Client()
+        headers: dict[str, Any] = {}
         if name in users:
             site.force_login(users[name])
             headers = bearer(users[name])

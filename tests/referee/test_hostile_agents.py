@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from tests.support.sandboxes import (
     sandbox_processes,
 )
 
-FAST = {"matches": 3, "move_time": 0.3, "time_bank": 0.3, "startup_time": 10.0}
+FAST: dict[str, Any] = {"matches": 3, "move_time": 0.3, "time_bank": 0.3, "startup_time": 10.0}
 
 
 def duel(backend: ProcessSandbox, source: AgentSource, **overrides: object) -> DuelResult:

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ from tests.support.sandboxes import (
     processes_in_containers,
 )
 
-FAST = {"matches": 3, "move_time": 0.5, "time_bank": 0.5, "startup_time": 10.0}
+FAST: dict[str, Any] = {"matches": 3, "move_time": 0.5, "time_bank": 0.5, "startup_time": 10.0}
 
 
 def duel(backend: DockerSandbox, source: AgentSource, **overrides: object) -> DuelResult:
@@ -273,7 +274,7 @@ def test_in_a_game_of_four_only_the_exiting_player_is_charged(docker_backend, se
 
 
 @pytest.fixture
-def orphan_labels(docker_base_image: str):  # type: ignore[no-untyped-def]
+def orphan_labels(docker_base_image: str):
     labels = {"arena.test": f"orphans-{time.monotonic_ns()}"}
     yield labels
     for container in docker_engine.containers_labelled(labels):

@@ -318,7 +318,7 @@ def _read(path: Path) -> str:
     return path.read_text() if path.exists() else "(no error log)"
 
 
-def _as_nobody() -> dict[str, object]:
+def _as_nobody() -> dict[str, Any]:
     if os.geteuid() != 0:
         return {}
     return {"user": NOBODY, "group": NOBODY, "extra_groups": []}

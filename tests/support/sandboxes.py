@@ -63,7 +63,7 @@ class RecordingSandbox(ProcessSandbox):
         super().__init__(root)
         self.uids: set[int] = set()
 
-    def start(self, source, *, limits, label):  # type: ignore[no-untyped-def]
+    def start(self, source, *, limits, label):
         running = super().start(source, limits=limits, label=label)
         if running.uid is not None:
             self.uids.add(running.uid)
@@ -182,8 +182,9 @@ class RecordingDockerSandbox(DockerSandbox):
         super().__init__(*args, **kwargs)
         self.container_ids: set[str] = set()
 
-    def start(self, source, *, limits, label):  # type: ignore[no-untyped-def]
+    def start(self, source, *, limits, label):
         running = super().start(source, limits=limits, label=label)
+        assert running.container.id is not None  # a started container has its id
         self.container_ids.add(running.container.id)
         return running
 

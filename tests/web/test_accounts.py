@@ -171,7 +171,7 @@ def test_it_resets_a_forgotten_password_by_email(client, carol):
     message = mail.outbox[0]
     assert message.to == [carol.email]
     assert message.subject == "Reset your Arena password"
-    link = re.search(r"http://testserver(/accounts/password/reset/\S+/)", message.body)
+    link = re.search(r"http://testserver(/accounts/password/reset/\S+/)", str(message.body))
     assert link, message.body
 
     form = client.get(link.group(1), follow=True)
