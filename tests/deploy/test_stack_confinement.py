@@ -38,7 +38,8 @@ def test_an_uploaded_agent_that_searches_the_stack_finds_nothing_and_plays(
 import json
 from core.services.accounts import user_create
 from core.models import Environment
-from core.services import competitor_get_or_create, environments_import, revision_create
+from core.services.environments import environments_import
+from core.services.revisions import competitor_get_or_create, revision_create
 
 environments_import()
 environment = Environment.objects.get(name={GAME!r})

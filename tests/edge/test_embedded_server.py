@@ -29,7 +29,8 @@ SEED = f"""
 import json
 from core.services.accounts import user_create
 from core.models import Environment, Role
-from core.services import competitor_get_or_create, environments_import, revision_create
+from core.services.environments import environments_import
+from core.services.revisions import competitor_get_or_create, revision_create
 
 environments_import()
 organizer = user_create(

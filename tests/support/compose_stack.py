@@ -433,7 +433,8 @@ def players_upload(
 import json
 from core.services.accounts import user_create
 from core.models import Environment, User
-from core.services import competitor_get_or_create, environments_import, revision_create
+from core.services.environments import environments_import
+from core.services.revisions import competitor_get_or_create, revision_create
 
 environments_import()
 owner = User.objects.filter(email={email!r}).first() or user_create(
