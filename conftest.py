@@ -2,8 +2,9 @@
 environments, SDK, example players) need only ``tests.support.sandboxes``, so that they
 also run where Django is not installed (``scripts/test.sh`` runs them so); everything
 else loads with Django: the story fixtures (``tests.support.stories``: alice, bob, carol,
-an organizer, an invite), API tokens (``tests.support.tokens``: ``bearer``), the database,
-the browser, the Celery workers and the embedded default run for real.
+an organizer, an invite), API tokens (``tests.support.tokens``: ``bearer``), request rates
+counted afresh for each test (``tests.support.rates``), the database, the browser, the
+Celery workers and the embedded default run for real.
 """
 
 from __future__ import annotations
@@ -22,4 +23,5 @@ if importlib.util.find_spec("django") is not None:
         "tests.support.gateway",
         "tests.support.embedded",
         "tests.support.page_cache",
+        "tests.support.rates",
     ]

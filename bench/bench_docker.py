@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import platform
 import statistics
 import struct
 import sys
@@ -51,11 +50,11 @@ from bench.bench_referee import (
     SEED,
     TYPICAL_REPLY,
     DuelRun,
-    _read_reply,
     bench_duel,
     typical_request,
 )
 from bench.cli import run_bench
+from bench.support import machine, machine_summary, read_reply
 from sandboxes import docker_engine
 from sandboxes.base import AgentSource, SandboxedAgent, SandboxLimits
 from sandboxes.docker import DockerSandbox
@@ -93,7 +92,7 @@ QUICK = Plan(rounds=1, duel_matches=10, ping_pong_moves=300)
 def _exchange_pre_encoded(request_fd: int, reply_fd: int, count: int, request: bytes) -> None:
     for _ in range(count):
         os.write(request_fd, request)
-        _read_reply(reply_fd)
+        read_reply(reply_fd)
 
 
 def bench_sandbox_ping_pong(
@@ -239,11 +238,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     docker_over_process = medians["docker_referee"] / medians["process_referee"]
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "image": docker.image,
         "plan": dataclasses.asdict(plan),
         **{f"{name}_moves_per_second": rate for name, rate in medians.items()},
@@ -284,8 +279,7 @@ def table(figures: dict[str, Any]) -> str:
     rounds = figures["plan"]["rounds"]
     lines = [
         f"Connect Four, random vs random — {figures['date']}, median of {rounds} round(s)",
-        f"machine: {figures['machine']['cores']} cores, Python {figures['machine']['python']}, "
-        f"{figures['machine']['platform']}; image {figures['image']}",
+        f"machine: {machine_summary(figures['machine'])}; image {figures['image']}",
         "",
         f"{'measurement':<44} {'moves/s':>10} {'µs/move':>9}",
     ]

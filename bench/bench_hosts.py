@@ -39,23 +39,21 @@ import contextlib
 import dataclasses
 import datetime
 import os
-import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
+from bench.support import REPOSITORY, machine, machine_summary, postgres_server
 
-REPOSITORY = Path(__file__).resolve().parent.parent
 PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
 DUEL_PROCESSES = 2
@@ -92,57 +90,6 @@ QUICK = Plan(
     matches=4,
     rounds=1,
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _redis(folder: Path) -> Iterator[str]:
-    server = shutil.which("redis-server")
-    if server is None:
-        raise SystemExit(
-            "bench_hosts: redis-server is not installed (apt-get install redis-server)"
-        )
-    port = _free_port()
-    command = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    command += ["--appendonly", "no", "--dir", str(folder)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise SystemExit("bench_hosts: redis-server did not start") from None
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def _postgres() -> Iterator[str]:
-    from tests.support.postgres import find_bindir, start_cluster
-
-    bindir = find_bindir()
-    if bindir is None:
-        raise SystemExit("bench_hosts: PostgreSQL is not installed (apt-get install postgresql)")
-    cluster = start_cluster(bindir)
-    try:
-        import psycopg
-
-        with psycopg.connect(cluster.url("postgres"), autocommit=True) as connection:
-            connection.execute("CREATE DATABASE bench")
-        yield cluster.url("bench")
-    finally:
-        cluster.stop()
 
 
 @dataclasses.dataclass
@@ -323,6 +270,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     from sandboxes import docker_engine
     from sandboxes.base_image import base_image_tag
     from tests.support.engine_proxy import REAL_ENGINE, engine_proxy_running
+    from tests.support.redis import redis_server
     from tests.support.second_engine import second_engine_problem, second_engine_running
 
     problem = docker_engine.engine_problem() or second_engine_problem()
@@ -363,8 +311,8 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
             )
             host_1 = Host("arena-host-1", folders[0], proxy_1.docker_host, base, cpus[0])
             host_2 = Host("arena-host-2", folders[1], proxy_2.docker_host, base, cpus[1])
-            database_url = stack.enter_context(_postgres())
-            broker_url = stack.enter_context(_redis(folder))
+            database_url = stack.enter_context(postgres_server())
+            broker_url = stack.enter_context(redis_server())
             _configure(database_url, broker_url, host_1)
             stack.callback(_remove_images)
 
@@ -426,7 +374,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     per_minute = {setup: 60 * duels / seconds for setup, seconds in medians.items()}
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine(),
         "agents": [name for name, _ in plan.agents],
         "duels": duels,
         "matches_per_duel": plan.matches,
@@ -467,7 +415,7 @@ def table(figures: dict[str, Any]) -> str:
         f"Duel throughput by worker hosts — {figures['date']}: {figures['duels']} Connect Four "
         f"duels of {figures['matches_per_duel']} matches a round, "
         f"{figures['processes_per_host']} duel processes per host",
-        f"machine: {figures['machine']['cores']} cores, Python {figures['machine']['python']}; "
+        f"machine: {machine_summary(figures['machine'])}; "
         + (
             "host 1 on CPU {}, host 2 on CPU {} (workers, engine, containers)".format(
                 *figures["cpus_per_host"]

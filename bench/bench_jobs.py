@@ -76,7 +76,6 @@ import importlib
 import io
 import json
 import os
-import platform
 import resource
 import shutil
 import sqlite3
@@ -89,9 +88,18 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+from bench.support import (
+    REPOSITORY,
+    Checkout,
+    checkout_prepare,
+    git,
+    machine,
+    machine_summary,
+    throwaway_database,
+)
+
 PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
 #: The commit before issue 23's jobs table.
@@ -418,75 +426,6 @@ def _child(plan: dict[str, Any], output: Path) -> None:
 # --- the two checkouts, side by side ---------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Checkout:
-    role: str
-    #: What was asked for: a folder, or a git revision.
-    spec: str
-    path: Path
-    commit: str
-    subject: str
-    #: Uncommitted changes to tracked files (a folder's).
-    changed: bool
-    #: A worktree made for this run, removed at its end.
-    temporary: bool
-
-
-def _git(folder: Path, *arguments: str) -> str | None:
-    completed = subprocess.run(
-        ["git", "-C", str(folder), *arguments], capture_output=True, text=True, check=False
-    )
-    return completed.stdout.strip() if completed.returncode == 0 else None
-
-
-def _checkout(role: str, spec: str, folder: Path, stack: contextlib.ExitStack) -> Checkout:
-    """A folder as it is, or a git revision in a temporary worktree."""
-    path = Path(spec).expanduser()
-    temporary = not path.is_dir()
-    if temporary:
-        commit = _git(REPOSITORY, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}")
-        if commit is None:
-            raise SystemExit(f"bench_jobs: --{role} {spec!r} is neither a folder nor a revision")
-        path = folder / role
-        if _git(REPOSITORY, "worktree", "add", "--detach", "--quiet", str(path), commit) is None:
-            raise SystemExit(f"bench_jobs: could not check out {spec} in {path}")
-        stack.callback(_git, REPOSITORY, "worktree", "remove", "--force", str(path))
-    path = path.resolve()
-    if not (path / "manage.py").is_file() or not (path / "core" / "settings.py").is_file():
-        raise SystemExit(f"bench_jobs: {path} is not a checkout of Arena")
-    return Checkout(
-        role=role,
-        spec=spec,
-        path=path,
-        commit=_git(path, "rev-parse", "--short", "HEAD") or "unknown",
-        subject=_git(path, "log", "-1", "--format=%s") or "",
-        changed=bool(_git(path, "status", "--porcelain", "--untracked-files=no")),
-        temporary=temporary,
-    )
-
-
-def _database_url(server: str, name: str) -> str:
-    parts = urlsplit(server)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-@contextlib.contextmanager
-def _database(server: str | None, folder: Path, name: str) -> Iterator[str]:
-    """A fresh database for one measurement, dropped afterwards: on the server, or a file."""
-    if server is None:
-        yield f"sqlite:///{folder / name}.sqlite3"
-        return
-    import psycopg
-
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield _database_url(server, name)
-    finally:
-        with psycopg.connect(server, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def _database_description(server: str | None) -> str:
     if server is None:
         return f"SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL), a file per measurement"
@@ -634,11 +573,11 @@ def measure(
     order = []
     with contextlib.ExitStack() as stack:
         # Last out: git forgets a temporary worktree that could not be removed with it.
-        stack.callback(_git, REPOSITORY, "worktree", "prune")
+        stack.callback(git, REPOSITORY, "worktree", "prune")
         stack.callback(shutil.rmtree, folder, ignore_errors=True)
         checkouts = {
-            "baseline": _checkout("baseline", baseline, folder, stack),
-            "candidate": _checkout("candidate", candidate, folder, stack),
+            "baseline": checkout_prepare("baseline", baseline, folder, stack),
+            "candidate": checkout_prepare("candidate", candidate, folder, stack),
         }
         database = _database_description(postgres)
         report(f"database: {database}")
@@ -649,7 +588,7 @@ def measure(
             for role in roles:
                 label = f"round-{number + 1}-{role}"
                 name = f"arena_bench_jobs_{os.getpid()}_{number + 1}_{role}"
-                with _database(postgres, folder, name) as url:
+                with throwaway_database(postgres, folder, name) as url:
                     figures = _run_child(checkouts[role], plan, url, folder, label)
                 samples[role].append(figures)
                 uploads = statistics.median(u["seconds"] for u in figures["uploads"])
@@ -666,11 +605,7 @@ def measure(
     }
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "database": database,
         "checkouts": {
             role: {**dataclasses.asdict(checkout), "path": str(checkout.path)}
@@ -718,8 +653,7 @@ def table(figures: dict[str, Any]) -> str:
         f"{figures['matches_per_duel']} matches a duel ({figures['duels']} duels); "
         f"{figures['uploads_per_round']} uploads a round; {figures['rounds']} round(s), "
         "the checkouts taking turns",
-        f"machine: {figures['machine']['cores']} cores, Python {figures['machine']['python']}; "
-        "process sandbox, tasks eager",
+        f"machine: {machine_summary(figures['machine'])}; process sandbox, tasks eager",
         f"database: {figures['database']}",
         described("baseline"),
         described("candidate"),

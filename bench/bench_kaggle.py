@@ -51,7 +51,6 @@ import dataclasses
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -67,6 +66,7 @@ from bench.bench_referee import (
     bench_ping_pong,
 )
 from bench.cli import run_bench
+from bench.support import machine, machine_summary
 from environments.registry import load_info
 from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.process import ProcessSandbox
@@ -304,9 +304,7 @@ def measure(
     return {
         "date": datetime.date.today().isoformat(),
         "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
+            **machine(),
             "load_average_before": load_before,
             "load_average_after": os.getloadavg(),
         },
@@ -348,16 +346,16 @@ def _row_names(figures: dict[str, Any]) -> dict[str, str]:
 
 
 def table(figures: dict[str, Any]) -> str:
-    machine = figures["machine"]
+    described = figures["machine"]
     names = _row_names(figures)
     lines = [
         f"Connect Four random vs random, matches/s — {figures['date']}, "
         f"{figures['plan']['rounds']} round(s), medians (range)",
-        f"machine: {machine['cores']} cores, Python {machine['python']}, {machine['platform']}; "
+        f"machine: {machine_summary(described)}; "
         "load average (1, 5, 15 min) before "
-        + ", ".join(f"{value:.2f}" for value in machine["load_average_before"])
+        + ", ".join(f"{value:.2f}" for value in described["load_average_before"])
         + ", after "
-        + ", ".join(f"{value:.2f}" for value in machine["load_average_after"]),
+        + ", ".join(f"{value:.2f}" for value in described["load_average_after"]),
         f"kaggle-environments {figures['kaggle']['version']} on {figures['kaggle']['python']}; "
         f"Arena's agents on {figures['sandbox']['agent_python']}, confined (bubblewrap): "
         f"{figures['sandbox'].get('confined')}",

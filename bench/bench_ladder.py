@@ -36,7 +36,6 @@ import dataclasses
 import datetime
 import io
 import os
-import platform
 import random
 import statistics
 import sys
@@ -50,6 +49,7 @@ from unittest import mock
 
 from bench.cli import run_bench
 from bench.ranking import kendall_tau
+from bench.support import machine, machine_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 MINIMAX = ROOT / "example_players" / "connect_four" / "minimax.py"
@@ -304,7 +304,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         )
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": machine_summary(machine()),
         "agents": [name for name, _ in agents],
         "full_matches": full,
         "budgets": budgets,

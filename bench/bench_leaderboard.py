@@ -29,7 +29,6 @@ import dataclasses
 import datetime
 import math
 import os
-import platform
 import random
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from typing import Any
 
 from bench.cli import run_bench
 from bench.fields import bench_environment, rated, tallied, tally_store, validated_revisions
+from bench.support import machine, machine_summary
 
 SEED = 20261123
 
@@ -207,7 +207,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         )
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}, SQLite",
+        "machine": f"{machine_summary(machine())}, SQLite",
         "rows": rows,
     }
 

@@ -33,8 +33,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import os
-import platform
 import sqlite3
 import statistics
 import sys
@@ -44,8 +42,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.bench_referee import ENVIRONMENT, RANDOM_AGENT, SEED, _check_clean
+from bench.bench_referee import ENVIRONMENT, RANDOM_AGENT, SEED
 from bench.cli import run_bench
+from bench.support import check_clean, machine
 from referee.duel import Progress, run_duel
 from referee.live import LiveFeed
 from sandboxes.base import AgentSource
@@ -96,7 +95,7 @@ def _play(
     result = run_duel(
         ENVIRONMENT, (agent, agent), backend=backend, matches=matches, seed=SEED, progress=progress
     )
-    _check_clean(result)
+    check_clean(result)
     moves = sum(len(match.actions) for match in result.matches)
     return moves, sum(match.duration for match in result.matches), len(result.matches)
 
@@ -143,7 +142,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     medians = {variant: statistics.median(values) for variant, values in rates.items()}
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine(),
         "plan": dataclasses.asdict(plan),
         "moves_per_second": medians,
         "rounds": rates,

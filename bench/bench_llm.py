@@ -48,7 +48,6 @@ import datetime
 import io
 import json
 import os
-import platform
 import pstats
 import random
 import resource
@@ -65,6 +64,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.cli import run_bench
+from bench.support import machine, machine_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK_PATH = ROOT / "sdk"
@@ -589,8 +589,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
     figures: dict[str, Any] = {
         "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
-        f"{platform.python_version()}",
+        "machine": machine_summary(machine()),
         "load_average_before": os.getloadavg(),
         "plan": dataclasses.asdict(plan),
     }

@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -60,6 +59,7 @@ from django.conf import settings  # noqa: E402
 
 from bench.cli import run_bench  # noqa: E402
 from bench.ranking import kendall_tau  # noqa: E402
+from bench.support import machine, machine_summary  # noqa: E402
 from tournament_manager import bradley_terry  # noqa: E402
 from tournament_manager.matchmaking import LadderAgent, hosted_duel_limit  # noqa: E402
 from tournament_manager.ratings import _MODEL as OPENSKILL  # noqa: E402
@@ -280,7 +280,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
             )
     return {
         "benchmark": "bench_matchmaking",
-        "machine": f"{platform.system()} {platform.machine()}, Python {platform.python_version()}",
+        "machine": machine_summary(machine()),
         "agents": size,
         "round_robin_matches": full,
         "ladders_per_cell": plan.ladders,

@@ -32,14 +32,13 @@ idle
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
 import os
-import platform
 import resource
 import selectors
-import shutil
 import signal
 import socket
 import statistics
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
+from bench.support import machine, machine_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM_PLAYER = ROOT / "example_players" / "connect_four" / "random_player.py"
@@ -76,12 +76,6 @@ QUICK = Plan(rounds=1, matches=2, players=6, idle=20, hold=1.0)
 # --- processes --------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _wait_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -95,39 +89,13 @@ def _wait_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
     raise RuntimeError(f"{what} did not start")
 
 
-def _redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    server = shutil.which("redis-server")
-    if server is None:
-        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            server,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(folder),
-            "--maxclients",
-            "10000",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    _wait_port(port, process, "redis-server")
-    return process, f"redis://127.0.0.1:{port}/0"
-
-
 class GatewayProcess:
     """``manage.py run_gateway`` on a free port, with this process's database."""
 
     def __init__(self, folder: Path, name: str, **environment: str) -> None:
-        self.port = _free_port()
+        from tests.support.redis import free_port
+
+        self.port = free_port()
         self.log_path = folder / f"{name}.log"
         env = {
             **os.environ,
@@ -469,11 +437,14 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
     folder = Path(tempfile.mkdtemp(prefix="bench-online-"))
-    redis_process, redis_url = _redis(folder)
+    from tests.support.redis import redis_server
+
+    # Room for the thousand streams of the idle measurement, and more.
+    redis = contextlib.ExitStack()
+    redis_url = redis.enter_context(redis_server("--maxclients", "10000"))
     figures: dict[str, Any] = {
         "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, {platform.python_implementation()} "
-        f"{platform.python_version()}",
+        "machine": machine_summary(machine()),
         "plan": dataclasses.asdict(plan),
     }
     try:
@@ -527,8 +498,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
             for path, rounds in latency.items()
         }
     finally:
-        redis_process.terminate()
-        redis_process.wait(timeout=10)
+        redis.close()
     return figures
 
 

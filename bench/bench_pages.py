@@ -40,10 +40,8 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import platform
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,9 +51,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.bench_hosts import _postgres, _redis
-from bench.bench_jobs import REPOSITORY, _checkout
 from bench.fields import tallied, tally_store, validated_revisions
+from bench.support import REPOSITORY, checkout_prepare, machine, machine_summary, postgres_server
 
 SEED = 20261127
 #: The commit before this work: the pages as issue 27 measured them.
@@ -297,12 +294,6 @@ def _server_environment(database_url: str, cache_url: str, folder: Path) -> dict
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _cpu_seconds(master: int) -> float:
     """CPU seconds (user and system) of gunicorn's master and its workers so far."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -326,7 +317,9 @@ def _gunicorn(
 ) -> Iterator[tuple[int, int]]:
     """``gunicorn core.wsgi:application`` run from ``checkout``, as the deploy runs it;
     yields its port and its master's pid once it answers."""
-    port = _free_port()
+    from tests.support.redis import free_port
+
+    port = free_port()
     command = [sys.executable, "-P", "-m", "gunicorn", "core.wsgi:application"]
     command += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--timeout", "60"]
     server = subprocess.Popen(
@@ -469,16 +462,18 @@ def serve_and_read(
 
 
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
+    from tests.support.redis import redis_server
+
     rng = random.Random(SEED)
     with contextlib.ExitStack() as stack:
         folder = Path(tempfile.mkdtemp(prefix="arena-bench-pages-"))
         stack.callback(subprocess.run, ["rm", "-rf", str(folder)], check=False)
         checkouts = {
-            "baseline": _checkout("baseline", plan.baseline, folder, stack),
-            "candidate": _checkout("candidate", str(REPOSITORY), folder, stack),
+            "baseline": checkout_prepare("baseline", plan.baseline, folder, stack),
+            "candidate": checkout_prepare("candidate", str(REPOSITORY), folder, stack),
         }
-        database_url = stack.enter_context(_postgres())
-        cache_url = stack.enter_context(_redis(folder)).rsplit("/", 1)[0] + "/2"
+        database_url = stack.enter_context(postgres_server())
+        cache_url = stack.enter_context(redis_server()).rsplit("/", 1)[0] + "/2"
         report(f"bench_pages: {plan.agents} agents, {plan.duels} ladder duels: writing them")
         started = time.perf_counter()
         _setup_django(database_url, cache_url, folder)
@@ -494,7 +489,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
             )
         return {
             "plan": dataclasses.asdict(plan),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
+            "machine": machine_summary(machine()),
             "checkouts": {
                 role: dataclasses.asdict(c) | {"path": str(c.path)} for role, c in checkouts.items()
             },

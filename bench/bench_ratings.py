@@ -49,9 +49,9 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-from bench.bench_referee import _check_clean  # noqa: E402
 from bench.cli import run_bench  # noqa: E402
 from bench.ranking import kendall_tau  # noqa: E402
+from bench.support import check_clean, machine  # noqa: E402
 from referee.duel import run_duel  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from sandboxes.base import AgentSource  # noqa: E402
@@ -170,7 +170,7 @@ class Player:
             )
         )
         for result in results:
-            _check_clean(result)
+            check_clean(result)
         return results
 
 
@@ -305,7 +305,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     half = checkpoints["50%"]
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {"cores": os.cpu_count()},
+        "machine": machine(),
         "plan": {
             "agents": [dataclasses.asdict(agent) for agent in plan.agents],
             "round_robin_matches": plan.round_robin_matches,

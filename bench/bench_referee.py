@@ -44,7 +44,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import platform
 import random
 import statistics
 import subprocess
@@ -56,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
+from bench.support import check_clean, machine, machine_summary, read_reply
 
 SDK_PATH = Path(__file__).resolve().parent.parent / "sdk"
 if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
@@ -66,7 +66,6 @@ from arena_sdk import protocol  # noqa: E402
 from environments.registry import make_environment  # noqa: E402
 from referee.channel import Channel  # noqa: E402
 from referee.duel import run_duel  # noqa: E402
-from referee.results import DuelResult  # noqa: E402
 from sandboxes.base import AgentSource, SandboxLimits  # noqa: E402
 from sandboxes.process import ProcessSandbox  # noqa: E402
 
@@ -186,13 +185,6 @@ TYPICAL_REPLY = {"type": protocol.ACTION, "id": 1234, "action": 3}
 Exchange = Callable[[int, int, int], None]
 
 
-def _read_reply(reply_fd: int) -> bytes:
-    answer = os.read(reply_fd, 1 << 16)
-    while not answer.endswith(b"\n"):
-        answer += os.read(reply_fd, 1 << 16)
-    return answer
-
-
 def _ping_pong(python: str, child_source: str, moves: int, exchange: Exchange) -> float:
     """Round trips per second with a child running ``child_source``, start-up excluded."""
     reply = protocol.encode(TYPICAL_REPLY).decode().rstrip("\n")
@@ -221,7 +213,7 @@ def bench_ping_pong(python: str, moves: int) -> float:
     def exchange(request_fd: int, reply_fd: int, count: int) -> None:
         for _ in range(count):
             os.write(request_fd, request)
-            _read_reply(reply_fd)
+            read_reply(reply_fd)
 
     return _ping_pong(python, PING_PONG_CHILD, moves, exchange)
 
@@ -234,7 +226,7 @@ def bench_json_ping_pong(python: str, moves: int) -> float:
         for _ in range(count):
             request["id"] += 1
             os.write(request_fd, protocol.encode(request))
-            protocol.decode(_read_reply(reply_fd))
+            protocol.decode(read_reply(reply_fd))
 
     return _ping_pong(python, JSON_PING_PONG_CHILD, moves, exchange)
 
@@ -243,7 +235,7 @@ def bench_duel(agent: AgentSource, backend: ProcessSandbox, matches: int, seed: 
     started = time.perf_counter()
     result = run_duel(ENVIRONMENT, (agent, agent), backend=backend, matches=matches, seed=seed)
     wall = time.perf_counter() - started
-    _check_clean(result)
+    check_clean(result)
     return DuelRun(
         moves=sum(len(match.actions) for match in result.matches),
         match_seconds=sum(match.duration for match in result.matches),
@@ -270,14 +262,6 @@ def bench_startups(agent: AgentSource, backend: ProcessSandbox, starts: int) -> 
         finally:
             running.close()
     return seconds
-
-
-def _check_clean(result: DuelResult) -> None:
-    """A benchmark of a failing duel measures the failure: stop instead."""
-    faults = [fault.describe() for match in result.matches for fault in match.faults]
-    if result.infrastructure_error or faults:
-        problem = result.infrastructure_error or "; ".join(faults[:3])
-        raise SystemExit(f"bench_referee: the duel did not run cleanly: {problem}")
 
 
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
@@ -339,12 +323,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     duel_wall = statistics.median(duel.wall_seconds for duel in duels)
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cores": os.cpu_count(),
-            "usable_cores": len(os.sched_getaffinity(0)),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": {**machine(), "usable_cores": len(os.sched_getaffinity(0))},
         "sandbox": {
             "backend": backend.name,
             "confined": backend.confined,
@@ -402,7 +381,7 @@ def _verdict(met: bool | None) -> str:
 
 
 def table(figures: dict[str, Any]) -> str:
-    machine = figures["machine"]
+    described = figures["machine"]
     sandbox = figures["sandbox"]
     targets = figures["targets"]
     rounds = figures["plan"]["rounds"]
@@ -415,8 +394,7 @@ def table(figures: dict[str, Any]) -> str:
     ]
     lines = [
         f"Connect Four, random vs random — {figures['date']}, median of {rounds} round(s)",
-        f"machine: {machine['cores']} cores ({machine['usable_cores']} usable), "
-        f"Python {machine['python']}, {machine['platform']}",
+        f"machine: {machine_summary(described)} ({described['usable_cores']} cores usable)",
         f"sandbox: {sandbox['backend']}, confined (bubblewrap): {sandbox['confined']}, "
         f"agents under their own uid: {sandbox['isolate_users']}, "
         f"agent Python {sandbox['agent_python']}; act request {figures['request_bytes']} B, "

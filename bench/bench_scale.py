@@ -39,7 +39,6 @@ import dataclasses
 import datetime
 import math
 import os
-import platform
 import random
 import sys
 import tempfile
@@ -48,9 +47,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.bench_jobs import _database
 from bench.cli import run_bench
 from bench.fields import Tally, bench_environment, rated, tallied, tally_store, validated_revisions
+from bench.support import machine, machine_summary, throwaway_database
 
 SEED = 20261126
 MATCHES_PER_AGENT = 200
@@ -225,7 +224,7 @@ def _timed(action: Callable[[], Any], repeats: int = 3) -> tuple[float, int, Any
 def measure(plan: Plan, *, report: Callable[[str], None], postgres: str | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     # A database of its own, dropped afterwards (a SQLite file without a server).
-    with _database(postgres, folder, f"bench_scale_{os.getpid()}") as database_url:
+    with throwaway_database(postgres, folder, f"bench_scale_{os.getpid()}") as database_url:
         _setup(folder, database_url)
         return _measure(plan, report=report, database=_describe(postgres))
 
@@ -317,7 +316,7 @@ def _measure(plan: Plan, *, report: Callable[[str], None], database: str) -> dic
     return {
         "date": datetime.date.today().isoformat(),
         "machine": (
-            f"{os.cpu_count()} cores, Python {platform.python_version()}, {database}, "
+            f"{machine_summary(machine())}, {database}, "
             f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
         ),
         "rows": rows,

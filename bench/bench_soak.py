@@ -81,7 +81,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+from bench.support import REPOSITORY, machine, machine_summary
+
 PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
 OWNER_EMAIL = "soak@example.org"
@@ -823,7 +824,7 @@ def _soak(site: Any, plan: Plan, ladder: int, report: Callable[[str], None]) -> 
     return {
         "plan": dataclasses.asdict(plan),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": f"{platform.node()}, {machine_summary(machine())}",
         "load": {
             "min": min(s["load"] for s in samples),
             "median": statistics.median(s["load"] for s in samples),

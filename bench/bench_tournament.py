@@ -31,7 +31,6 @@ import dataclasses
 import datetime
 import itertools
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -46,8 +45,8 @@ from bench.bench_ratings import (
     blundering,
     minimax,
 )
-from bench.bench_referee import _check_clean
 from bench.cli import run_bench
+from bench.support import check_clean, machine, machine_summary
 from referee.duel import run_duel
 from sandboxes import docker_engine
 from sandboxes.base import AgentSource
@@ -103,7 +102,7 @@ def play_round_robin(
             matches=matches,
             seed=SEED + index,
         )
-        _check_clean(result)
+        check_clean(result)
         return result
 
     started = time.perf_counter()
@@ -173,11 +172,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     judged = plan is FULL
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "agents": [agent.name for agent in plan.agents],
         "matches_per_duel": plan.matches,
         "rows": rows,
@@ -200,7 +195,7 @@ def table(figures: dict[str, Any]) -> str:
     lines = [
         f"Connect Four round robin — {figures['date']}: {len(agents)} agents, "
         f"{figures['matches_per_duel']} matches per duel",
-        f"machine: {figures['machine']['cores']} cores, Python {figures['machine']['python']}",
+        f"machine: {machine_summary(figures['machine'])}",
         "agents: " + ", ".join(agents),
         "",
         f"{'sandbox':<34} {'duels':>6} {'matches':>8} {'moves':>8} {'wall s':>8} "

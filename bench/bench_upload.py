@@ -35,7 +35,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -44,7 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+from bench.support import REPOSITORY, machine, machine_summary
+
 PLAYER = REPOSITORY / "example_players" / "connect_four" / "random_player.py"
 ENVIRONMENT = "connect_four"
 TARGET_SECONDS = 10.0
@@ -173,11 +173,7 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
     }
     return {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "image": image,
         "rounds": rounds,
         "agent": str(PLAYER.relative_to(REPOSITORY)),
@@ -216,8 +212,7 @@ def table(figures: dict[str, Any]) -> str:
     lines = [
         f"upload to validated, {figures['agent']} ({ENVIRONMENT}) — {figures['date']}, "
         f"median of {figures['rounds']} round(s)",
-        f"machine: {figures['machine']['cores']} cores, Python {figures['machine']['python']}, "
-        f"{figures['machine']['platform']}; base image {figures['image']}",
+        f"machine: {machine_summary(figures['machine'])}; base image {figures['image']}",
     ]
     if figures["requirements"]:
         listed = ", ".join(figures["requirements"].split())

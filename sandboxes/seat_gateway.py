@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import orjson
 
@@ -73,7 +73,7 @@ async def event_lines(
     after: str | None = None,
     ping_seconds: float = PING_SECONDS,
     max_seconds: float | None = None,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The stream of one client connection, from ``after`` (see ``seq_check``) on; the
     connection counts as the seat's presence until the iterator is closed. After
     ``max_seconds`` the stream ends (the client reconnects with its last seq), so that no

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import factory
 from django.core.files.base import ContentFile
@@ -67,10 +67,26 @@ def _minutes_ago(minutes: int) -> factory.LazyFunction:
     return factory.LazyFunction(lambda: timezone.now() - timedelta(minutes=minutes))
 
 
+Row = TypeVar("Row")
+
+
+class ModelFactory(DjangoModelFactory[Row]):
+    """A factory of rows of ``Row``: ``RevisionFactory()`` is a ``Revision`` (to mypy too)."""
+
+    class Meta:
+        abstract = True
+
+    if TYPE_CHECKING:
+        # factory_boy's call makes the row, but its __new__ is untyped, so mypy takes the
+        # call for a new factory; and mypy wants __new__ to return an instance of its class.
+        def __new__(cls, *args: Any, **kwargs: Any) -> Row:  # type: ignore[misc]
+            ...
+
+
 # --- accounts ---------------------------------------------------------------------
 
 
-class UserFactory(DjangoModelFactory):
+class UserFactory(ModelFactory[User]):
     class Meta:
         model = User
 
@@ -87,7 +103,7 @@ class OrganizerFactory(UserFactory):
     is_staff = True
 
 
-class InviteCodeFactory(DjangoModelFactory):
+class InviteCodeFactory(ModelFactory[InviteCode]):
     class Meta:
         model = InviteCode
 
@@ -97,7 +113,7 @@ class InviteCodeFactory(DjangoModelFactory):
     created_by = factory.SubFactory(OrganizerFactory)
 
 
-class ApiTokenFactory(DjangoModelFactory):
+class ApiTokenFactory(ModelFactory[ApiToken]):
     """Pass ``secret=`` to know the token: only its hash is stored."""
 
     class Meta:
@@ -119,7 +135,7 @@ def _info(field: str) -> factory.LazyAttribute:
     return factory.LazyAttribute(lambda environment: getattr(load_info(environment.name), field))
 
 
-class EnvironmentFactory(DjangoModelFactory):
+class EnvironmentFactory(ModelFactory[Environment]):
     """A game from ``environments/``; the row is shared by every factory that needs it."""
 
     class Meta:
@@ -140,7 +156,7 @@ class EnvironmentFactory(DjangoModelFactory):
     cpu_seconds = _info("cpu_seconds")
 
 
-class CompetitorFactory(DjangoModelFactory):
+class CompetitorFactory(ModelFactory[Competitor]):
     class Meta:
         model = Competitor
 
@@ -158,7 +174,7 @@ def _next_version(revision: Any) -> int:
     return (latest or 0) + 1
 
 
-class RevisionFactory(DjangoModelFactory):
+class RevisionFactory(ModelFactory[Revision]):
     """A fresh upload (build and validation queued); ``validated=True`` for a usable one."""
 
     class Meta:
@@ -242,7 +258,7 @@ JOB_FIELDS = (
 # --- competitions -------------------------------------------------------------------
 
 
-class TournamentFactory(DjangoModelFactory):
+class TournamentFactory(ModelFactory[Tournament]):
     class Meta:
         model = Tournament
 
@@ -262,7 +278,7 @@ def _validated_revision_in_tournament() -> factory.SubFactory:
     )
 
 
-class ParticipantFactory(DjangoModelFactory):
+class ParticipantFactory(ModelFactory[Participant]):
     class Meta:
         model = Participant
 
@@ -270,7 +286,7 @@ class ParticipantFactory(DjangoModelFactory):
     revision = _validated_revision_in_tournament()
 
 
-class DuelFactory(DjangoModelFactory):
+class DuelFactory(ModelFactory[Duel]):
     """A queued tournament duel; ``validation=True`` for a self-play duel of a revision,
     ``finished=True`` for a succeeded one."""
 
@@ -359,7 +375,7 @@ def queued_duel(revisions: list[Revision], **fields: Any) -> Duel:
     return duel
 
 
-class ScoreCompetitionFactory(DjangoModelFactory):
+class ScoreCompetitionFactory(ModelFactory[ScoreCompetition]):
     class Meta:
         model = ScoreCompetition
 
@@ -370,7 +386,7 @@ class ScoreCompetitionFactory(DjangoModelFactory):
     created_by = factory.SubFactory(OrganizerFactory)
 
 
-class EvaluationFactory(DjangoModelFactory):
+class EvaluationFactory(ModelFactory[Evaluation]):
     """A queued evaluation of a validated revision; ``finished=True`` for a played one whose
     episodes all returned ``returns``."""
 
@@ -450,7 +466,7 @@ def _match_result(match: Any) -> str:
     return DuelResult.DRAW
 
 
-class MatchFactory(DjangoModelFactory):
+class MatchFactory(ModelFactory[Match]):
     """The next match of a duel, played for real (so it replays) by first legal actions."""
 
     class Meta:
@@ -482,14 +498,14 @@ class MatchFactory(DjangoModelFactory):
 # --- ratings ------------------------------------------------------------------------
 
 
-class RatingFactory(DjangoModelFactory):
+class RatingFactory(ModelFactory[Rating]):
     class Meta:
         model = Rating
 
     competitor = factory.SubFactory(CompetitorFactory)
 
 
-class RatingChangeFactory(DjangoModelFactory):
+class RatingChangeFactory(ModelFactory[RatingChange]):
     """A change after a match: the rating goes up by one and grows more certain."""
 
     class Meta:
@@ -503,7 +519,7 @@ class RatingChangeFactory(DjangoModelFactory):
     sigma_after = factory.LazyAttribute(lambda change: change.sigma_before * 0.95)
 
 
-class LeaderboardEntryFactory(DjangoModelFactory):
+class LeaderboardEntryFactory(ModelFactory[LeaderboardEntry]):
     """A ranked entry of the published leaderboard, for ``revision``'s competitor."""
 
     class Meta:
@@ -527,7 +543,7 @@ class LeaderboardEntryFactory(DjangoModelFactory):
 # --- LLM players --------------------------------------------------------------------
 
 
-class LLMPlayerFactory(DjangoModelFactory):
+class LLMPlayerFactory(ModelFactory[LLMPlayer]):
     """An LLM competitor's settings (``api_key=`` stores that key, encrypted); its
     competitor is of kind LLM, with a first revision ready to play."""
 
@@ -613,7 +629,7 @@ def conversation_turn(
     }
 
 
-class MatchConversationFactory(DjangoModelFactory):
+class MatchConversationFactory(ModelFactory[MatchConversation]):
     """An LLM seat's conversation in a match: one legal turn per move of its seat."""
 
     class Meta:

@@ -1,4 +1,5 @@
-"""Fixtures for tests that run the real pipeline: upload, build, validation, duels.
+"""Fixtures for tests that run the real pipeline: upload, build, validation, duels (and a
+stand-in for the worker that plays them, ``referee_when_queued``).
 
 Import the fixtures into a test module (``from tests.pipeline import pipeline``).
 """
@@ -9,17 +10,20 @@ import io
 import shutil
 import stat
 import tempfile
+import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
-from core.models import Competitor, Environment, Revision, User
+from core.models import Competitor, Duel, DuelStatus, Environment, Revision, User
 from core.services.environments import environments_import
 from core.services.revisions import competitor_get_or_create, revision_create
+from duel_runner.services import duel_play
 from tests.support.docker import remove_revision_images
 from tests.support.workers import wait_for
 
@@ -86,6 +90,19 @@ def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None)
     return buffer.getvalue()
 
 
+def upload_zip(name: str, files: dict[str, bytes], environment: str = "tic_tac_toe") -> Revision:
+    """``upload`` of a zip of ``files`` by a new user ``name``, as their competitor ``name``."""
+    return upload(
+        make_user(f"{name}@example.org"), environment, name, make_zip(files), filename="bot.zip"
+    )
+
+
+def stored_files(settings: Any, name: str = "rando") -> list[Path]:
+    """Files stored for the competitor ``name`` of tic-tac-toe."""
+    folder = Path(settings.MEDIA_ROOT) / "revisions" / "tic_tac_toe" / name
+    return [path for path in folder.rglob("*") if path.is_file()]
+
+
 def upload_validated(*args: Any, **kwargs: Any) -> Revision:
     """``upload`` where tasks go to a real broker (``celery_workers``, with a worker on
     the build and duels queues started): returns the revision once validated."""
@@ -96,3 +113,16 @@ def upload_validated(*args: Any, **kwargs: Any) -> Revision:
         what=f"{revision} to be validated",
     )
     return Revision.objects.get(pk=revision.pk)
+
+
+def referee_when_queued(stop: threading.Event) -> None:
+    """Play each game a page starts, as a worker takes up a queued duel, until ``stop``."""
+    try:
+        while not stop.is_set():
+            duel = Duel.objects.filter(status=DuelStatus.QUEUED).first()
+            if duel is None:
+                time.sleep(0.1)
+                continue
+            duel_play(duel_id=duel.pk)
+    finally:
+        connection.close()

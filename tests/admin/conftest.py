@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
 from pytest_django.fixtures import Settings
@@ -72,7 +73,7 @@ def run_action(organizer_client: Client) -> Callable[..., list[str]]:
     """``run_action(Model, "action_name", objects)``: post the admin action as the organizer
     and return the messages it left (the page redirects back to the list)."""
 
-    def run_action(model: type, action: str, objects: list) -> list[str]:
+    def run_action(model: type[Model], action: str, objects: list) -> list[str]:
         meta = model._meta
         changelist = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
         response = organizer_client.post(

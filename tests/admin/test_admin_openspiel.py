@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -33,7 +34,7 @@ RANDOM_PLAYER = Path(__file__).resolve().parents[2] / "example_players/openspiel
 ADD = reverse("admin:core_environment_add")
 
 
-def add_game(client: Client, spec: str, **fields: object) -> object:
+def add_game(client: Client, spec: str, **fields: object) -> Any:
     return client.post(ADD, {"spec": spec, **fields})
 
 

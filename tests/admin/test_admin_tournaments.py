@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db.models import F
@@ -37,7 +38,7 @@ def players(upload: Callable[..., Revision], alice: User, bob: User) -> list[Rev
     ]
 
 
-def create_tournament(client: Client, environment: Environment, **fields: object) -> object:
+def create_tournament(client: Client, environment: Environment, **fields: object) -> Any:
     data = {"environment": environment.pk, "name": "Spring cup", "matches_per_duel": 2}
     data.update(fields)
     return client.post(reverse("admin:core_tournament_add"), data)
@@ -212,6 +213,7 @@ def fail(duel: Duel) -> None:
     Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.FAILED, result="", error="lost")
     Job.objects.filter(duel=duel).update(status=DuelStatus.FAILED, error="lost")
     duel.matches.all().delete()
+    assert duel.tournament_id is not None
     Tournament.objects.filter(pk=duel.tournament_id).update(
         status=TournamentStatus.FAILED,
         duels_done=F("duels_done") - 1,
@@ -314,7 +316,7 @@ def test_it_schedules_the_launch_from_the_add_form(
     tournament = Tournament.objects.get()
     assert tournament.status == TournamentStatus.DRAFT
     assert tournament.starts_at.isoformat() == "2031-05-01T18:30:00+00:00"
-    page = organizer_client.get(response.url).content.decode()
+    page = organizer_client.get(response["Location"]).content.decode()
     assert "the tournament manager launches it at 2031-05-01 18:30 UTC" in page
 
 

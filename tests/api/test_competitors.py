@@ -9,7 +9,6 @@ import pytest
 from django.utils import timezone
 
 from core.models import StepStatus
-from tests.api.responses import body
 from tests.factories import (
     CompetitorFactory,
     EnvironmentFactory,
@@ -17,6 +16,7 @@ from tests.factories import (
     RatingFactory,
     RevisionFactory,
 )
+from tests.support.responses import body
 
 pytestmark = pytest.mark.django_db
 

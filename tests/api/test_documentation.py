@@ -88,7 +88,9 @@ def test_the_docs_page_refers_to_no_other_host(client):
     references = re.findall(r'(?:src|href)="([^"]+)"', page)
     assert references
     assert all(not urlsplit(reference).netloc for reference in references), references
-    settings = json.loads(re.search(r'id="swagger-settings">(.*?)</script>', page, re.S)[1])
+    found = re.search(r'id="swagger-settings">(.*?)</script>', page, re.S)
+    assert found, page
+    settings = json.loads(found[1])
     # Swagger UI would otherwise load its validator badge from validator.swagger.io.
     assert settings["validatorUrl"] is None
 
@@ -108,7 +110,7 @@ def test_the_docs_page_works_in_a_browser_with_only_arenas_own_files(live_server
 
 def test_the_document_says_reads_need_no_token_and_submissions_and_play_do(client):
     for path, method, operation in operations(client):
-        token = {"TokenAuth": []}
+        token: dict[str, list[str]] = {"TokenAuth": []}
         if path.startswith("/api/v1/online/models"):
             needed = [token]  # a user token with 'play' registers models
         elif path.startswith("/api/v1/online/"):

@@ -6,8 +6,8 @@ import pytest
 
 from core.models import DuelStatus
 from environments.registry import make_environment
-from tests.api.responses import ok
 from tests.factories import DuelFactory, MatchFactory, TournamentFactory
+from tests.support.responses import ok
 
 pytestmark = pytest.mark.django_db
 

@@ -7,13 +7,13 @@ import pytest
 from django.utils import timezone
 
 from core.models import ApiToken
-from tests.api.responses import body
 from tests.factories import (
     ApiTokenFactory,
     EnvironmentFactory,
     LeaderboardEntryFactory,
     RevisionFactory,
 )
+from tests.support.responses import body
 
 pytestmark = pytest.mark.django_db
 

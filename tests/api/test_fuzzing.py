@@ -110,7 +110,7 @@ def world(
     competitor = {"environment": "tic_tac_toe", "name": "alices-bot"}
     match = {"duel_id": duel.pk, "index": 0}
     llm_match_path = {"duel_id": llm_match.duel_id, "index": llm_match.index}
-    reads = {
+    reads: dict[str, dict[str, Any]] = {
         "/api/v1/environments": {},
         "/api/v1/environments/{name}": {"name": "tic_tac_toe"},
         "/api/v1/leaderboard/{name}": {"name": "tic_tac_toe"},

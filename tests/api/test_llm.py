@@ -15,14 +15,11 @@ from tests.factories import (
     MatchConversationFactory,
     MatchFactory,
 )
+from tests.support.responses import body
 
 pytestmark = pytest.mark.django_db
 
 KEY = "sk-api-secret-1a2b3c4d5e"
-
-
-def body(response) -> dict:
-    return json.loads(response.content)
 
 
 def register(client, headers, **fields):

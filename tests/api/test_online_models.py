@@ -12,12 +12,9 @@ from core.services.online import online_model_register
 from core.services.revisions import revision_create
 from core.services.uploads import UploadRejected
 from tests.factories import CompetitorFactory, DuelFactory, EnvironmentFactory
+from tests.support.responses import body
 
 pytestmark = pytest.mark.django_db
-
-
-def body(response) -> dict:
-    return json.loads(response.content)
 
 
 def register(client, headers, name="net-bot", environment="connect_four"):

@@ -36,12 +36,12 @@ RANDOM = PLAYERS / "connect_four" / "random_player.py"
 QUICK_LADDER = {"ARENA_ONLINE_FILL_SECONDS": "0", "ARENA_LADDER_CONCURRENT_DUELS": "1"}
 
 
-def _hosted_field(owner) -> None:  # type: ignore[no-untyped-def]
+def _hosted_field(owner) -> None:
     for name in ("minimax.py", "random_player.py"):
         upload(owner, "connect_four", name[:-3].replace("_", "-"), PLAYERS / "connect_four" / name)
 
 
-def _register(gateway: Gateway, owner) -> str:  # type: ignore[no-untyped-def]
+def _register(gateway: Gateway, owner) -> str:
     """Through the API, as the README says: a user token with 'play', then the model."""
     _, user_token = api_token_create(user=owner, name="cli", scopes=["read", "play"])
     status, answer, _ = gateway.request(

@@ -20,33 +20,30 @@ from tests.factories import (
     ScoreCompetitionFactory,
     UserFactory,
 )
+from tests.support.responses import body
 
 pytestmark = pytest.mark.django_db
 
 
-def body(response) -> dict:  # type: ignore[no-untyped-def]
-    return json.loads(response.content)
-
-
 @pytest.fixture
-def cup():  # type: ignore[no-untyped-def]
+def cup():
     return ScoreCompetitionFactory(name="Pole cup")
 
 
 @pytest.fixture
-def llm(alice: User, cup):  # type: ignore[no-untyped-def]
+def llm(alice: User, cup):
     return LLMPlayerFactory(
         competitor__owner=alice, competitor__environment=cup.environment, competitor__name="gpt"
     ).competitor
 
 
 @pytest.fixture
-def online(alice: User, cup):  # type: ignore[no-untyped-def]
+def online(alice: User, cup):
     competitor, _ = online_model_register(owner=alice, environment=cup.environment, name="net")
     return competitor
 
 
-def enter(client, cup, competitor, headers):  # type: ignore[no-untyped-def]
+def enter(client, cup, competitor, headers):
     return client.post(
         f"/api/v1/score-competitions/{cup.pk}/entries",
         data=json.dumps({"competitor": competitor.name}),
@@ -225,5 +222,6 @@ def test_an_online_agents_evaluation_waits_while_it_plays_a_duel(online, cup):
     evaluation.job.refresh_from_db()
     assert evaluation.job.status == JobStatus.QUEUED and evaluation.job.attempts == 0
     # Put off: the watchdog sends it again shortly.
+    assert evaluation.job.resend_at is not None
     resend_in = (evaluation.job.resend_at - before).total_seconds()
     assert GIVE_BACK_SECONDS <= resend_in <= GIVE_BACK_SECONDS + 60

@@ -17,11 +17,14 @@ from typing import Any
 
 import pytest
 
-from core.models import Competitor
-from core.services.online import online_model_register
 from sandboxes.redis_seat_bus import RedisSeatBus
-from tests.factories import EnvironmentFactory, UserFactory
-from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
+from tests.support.gateway import (
+    ACT,
+    GATEWAY_SETTINGS,
+    Gateway,
+    gateway_started,
+    online_model_registered,
+)
 from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,22 +45,10 @@ GENEROUS_SECONDS = 60.0
 PLAYER_ADDRESS = "127.0.0.2"
 SLOW_ADDRESSES = [f"127.0.0.{10 + n}" for n in range(20)]
 
-ACT = b'{"type":"act","id":%d,"match":0,"step":0,"observation":{},"legal_actions":[0,1,2]}'
-
-
-def register(name: str) -> tuple[Competitor, str]:
-    environment = EnvironmentFactory(name="connect_four")
-    return online_model_register(owner=UserFactory(), environment=environment, name=name)
-
 
 @pytest.fixture
 def slow_gateway(celery_workers: Any, redis_url: str, settings: Any) -> Gateway:
     return gateway_started(celery_workers, redis_url, settings, **SLOW_SETTINGS)
-
-
-@pytest.fixture
-def bus(redis_url: str) -> RedisSeatBus:
-    return RedisSeatBus(redis_url)
 
 
 def connection_from(gateway: Gateway, source: str) -> http.client.HTTPConnection:
@@ -90,7 +81,7 @@ class Player:
     POST on one kept-alive connection."""
 
     def __init__(self, gateway: Gateway, bus: RedisSeatBus, source: str) -> None:
-        self.competitor, self.token = register("steady-bot")
+        self.competitor, self.token = online_model_registered("steady-bot")
         self.bus = bus
         self.headers = {"Authorization": f"Bearer {self.token}"}
         self.stream = connection_from(gateway, source)
@@ -180,7 +171,7 @@ class SlowClient:
 
 
 def test_slow_senders_are_cut_off_while_a_model_plays_on(slow_gateway, bus):
-    _, slow_token = register("slow-bot")
+    _, slow_token = online_model_registered("slow-bot")
     auth = f"Authorization: Bearer {slow_token}\r\n".encode()
     reply_head = (
         b"POST /api/v1/online/reply HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n"
@@ -243,7 +234,10 @@ def test_slow_senders_are_cut_off_while_a_model_plays_on(slow_gateway, bus):
     for kind, clients in by_kind.items():
         deadline = BODY_SECONDS if "body" in kind else HEADER_SECONDS
         # Never before the deadline (the margin: the gateway's timers count in ms).
-        assert all(client.closed - client.opened >= deadline - 0.1 for client in clients), kind
+        assert all(
+            client.closed is not None and client.closed - client.opened >= deadline - 0.1
+            for client in clients
+        ), kind
     # Stalled: told why. Trickling: their next byte may meet the closed connection, whose
     # reset can drop the answer; none ever got another one.
     for client in by_kind["headers stalled"]:
@@ -278,7 +272,7 @@ def open_stream(gateway: Gateway, source: str, token: str) -> http.client.HTTPCo
 
 
 def test_an_address_over_its_cap_is_refused_and_other_addresses_are_not(slow_gateway):
-    _, token = register("greedy-bot")
+    _, token = online_model_registered("greedy-bot")
     streams = [open_stream(slow_gateway, "127.0.0.3", token) for _ in range(PER_ADDRESS)]
 
     status, answer, headers = request_from(slow_gateway, "127.0.0.3", "/api/v1/environments")
@@ -309,7 +303,7 @@ def test_behind_the_proxy_the_gateway_caps_no_address(celery_workers, redis_url,
     gateway = gateway_started(
         celery_workers, redis_url, settings, **SLOW_SETTINGS, ARENA_BEHIND_PROXY="1"
     )
-    _, token = register("proxied-bot")
+    _, token = online_model_registered("proxied-bot")
 
     streams = [open_stream(gateway, "127.0.0.1", token) for _ in range(PER_ADDRESS + 4)]
 

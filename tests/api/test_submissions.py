@@ -16,9 +16,9 @@ from core.models import (
     Revision,
     StepStatus,
 )
-from tests.api.responses import body
 from tests.factories import DuelFactory, RevisionFactory
-from tests.pipeline import PLAYERS, make_zip, pipeline  # noqa: F401
+from tests.pipeline import PLAYERS, make_zip, pipeline, stored_files  # noqa: F401
+from tests.support.responses import body
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pipeline")]
 
@@ -29,11 +29,6 @@ URL = "/api/v1/submissions"
 def upload(client, headers, *, filename="agent.py", content=RANDOM_PLAYER, **fields):
     form = {"environment": "tic_tac_toe", "competitor": "rando", "is_public": "true", **fields}
     return client.post(URL, {**form, "file": SimpleUploadedFile(filename, content)}, **headers)
-
-
-def stored_files(settings, name: str = "rando") -> list[Path]:
-    folder = Path(settings.MEDIA_ROOT) / "revisions" / "tic_tac_toe" / name
-    return [path for path in folder.rglob("*") if path.is_file()]
 
 
 def nothing_stored(settings) -> bool:

@@ -229,5 +229,5 @@ def test_an_operation_that_does_not_say_who_may_call_it_is_refused_when_it_is_ad
     with pytest.raises(TypeError, match="who may call it"):
 
         @router.get("/anything", **options)
-        def anything(request):  # type: ignore[no-untyped-def]
+        def anything(request):
             return {}

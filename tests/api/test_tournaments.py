@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.models import TournamentFormat, TournamentStatus
-from tests.api.responses import ok
 from tests.factories import EnvironmentFactory, ParticipantFactory, TournamentFactory
+from tests.support.responses import ok
 
 pytestmark = pytest.mark.django_db
 

@@ -7,32 +7,22 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 
 import pytest
-from django.db import connection
 from django.test import Client
 from playwright.sync_api import Page, expect
 
 from core.models import Duel, DuelStatus, RatingChange
-from duel_runner.services import duel_play
 from tests.factories import UserFactory
-from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
+from tests.pipeline import (  # noqa: F401
+    PLAYERS,
+    make_user,
+    pipeline,
+    referee_when_queued,
+    upload_validated,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
-
-
-def referee_when_queued(stop: threading.Event) -> None:
-    """Play each game the page starts, as a worker takes up a queued duel."""
-    try:
-        while not stop.is_set():
-            duel = Duel.objects.filter(status=DuelStatus.QUEUED).first()
-            if duel is None:
-                time.sleep(0.1)
-                continue
-            duel_play(duel_id=duel.pk)
-    finally:
-        connection.close()
 
 
 def test_it_plays_an_agent_by_clicking_to_the_end_unrated_and_kept_as_a_replay(

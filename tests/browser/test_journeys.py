@@ -11,11 +11,12 @@ import re
 
 import pytest
 from django.urls import reverse
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import expect
 
 from core.models import Competitor, InviteCode, Revision, Tournament, TournamentStatus, User
 from tests.factories import PASSWORD, UserFactory
 from tests.pipeline import PLAYERS, pipeline, upload  # noqa: F401
+from tests.support.journeys import fill_registration, log_in, pipeline_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,32 +24,6 @@ RANDOM_PLAYER = PLAYERS / "tic_tac_toe" / "random_player.py"
 MINIMAX_PLAYER = PLAYERS / "tic_tac_toe" / "minimax.py"
 # The syntax error is on line 4, so the page must say where it is.
 BROKEN_PLAYER = b"from arena_sdk import agent\n\n\n@agent def play(turn:\n    return 0\n"
-
-
-def log_in(page: Page, base_url: str, user: User) -> None:
-    page.goto(base_url + reverse("login"))
-    page.get_by_label("E-mail address").fill(user.email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("navigation", name="Main")).to_contain_text(user.display_name)
-
-
-def pipeline_status(page: Page, step: str) -> Locator:
-    """The status cell of one step (Build, Validation...) in the revision page's table."""
-    return (
-        page.locator("tr", has=page.get_by_role("rowheader", name=step, exact=True))
-        .locator("td")
-        .first
-    )
-
-
-def fill_registration(page: Page, *, code: str, email: str, display_name: str) -> None:
-    page.get_by_label("Invite code").fill(code)
-    page.get_by_label("E-mail address").fill(email)
-    page.get_by_label("Display name").fill(display_name)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_label("Password again").fill(PASSWORD)
-    page.get_by_role("button", name="Create my account").click()
 
 
 # --- 1. registering -----------------------------------------------------------------

@@ -20,9 +20,13 @@ from playwright.sync_api import Locator, Page, expect
 
 from core.models import Duel, DuelStatus
 from core.services.environments import environment_add_openspiel
-from tests.browser.test_human_play import referee_when_queued
 from tests.factories import UserFactory
-from tests.pipeline import make_user, pipeline, upload_validated  # noqa: F401
+from tests.pipeline import (  # noqa: F401
+    make_user,
+    pipeline,
+    referee_when_queued,
+    upload_validated,
+)
 from tests.support.workers import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
@@ -73,7 +77,7 @@ def referee() -> Iterator[None]:
         thread.join(timeout=60)
 
 
-def start_game(  # type: ignore[no-untyped-def]
+def start_game(
     gateway, page: Page, environment: str, agent: bytes, *, private: bool = False
 ) -> Locator:
     """Upload ``agent`` as "bot" (``private``: the person's own private agent), log the

@@ -8,10 +8,10 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_journeys import log_in, pipeline_status
 from tests.factories import UserFactory
 from tests.pipeline import PLAYERS, pipeline  # noqa: F401
 from tests.support.docker import docker_base_image  # noqa: F401
+from tests.support.journeys import log_in, pipeline_status
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

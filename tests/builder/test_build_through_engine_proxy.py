@@ -13,8 +13,8 @@ from builder.services import revision_images_prune
 from core.models import Revision, StepStatus
 from duel_runner.services import sandbox_backend_close
 from sandboxes import docker_engine
-from tests.builder.test_docker_build import USES_SIX, upload_zip
-from tests.pipeline import pipeline  # noqa: F401
+from tests.pipeline import pipeline, upload_zip  # noqa: F401
+from tests.support.agents import USES_SIX
 from tests.support.docker import docker_base_image
 from tests.support.engine_proxy import RunningProxy, engine_proxy_running, using_engine_proxy
 

@@ -7,9 +7,7 @@ Downloads come from PyPI the first time and from ``var/cache/wheels`` after that
 
 from __future__ import annotations
 
-import io
 import time
-import zipfile
 from collections.abc import Iterator
 
 import pytest
@@ -32,7 +30,8 @@ from sandboxes.base import EntryKind
 from sandboxes.docker import container_command
 from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError
 from tests.factories import queued_duel
-from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.pipeline import PLAYERS, make_user, make_zip, pipeline, upload, upload_zip  # noqa: F401
+from tests.support.agents import USES_SIX
 from tests.support.docker import docker_base_image, leftover_containers
 
 __all__ = ["docker_base_image"]
@@ -41,20 +40,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 MINIMAX = PLAYERS / "connect_four" / "minimax.py"
 
-USES_SIX = b"""\
-import sys
-
-import six
-from arena_sdk import Agent
-
-
-class UsesSix(Agent):
-    def start(self, match):
-        print("six", six.__version__, "from", six.__file__, file=sys.stderr)
-
-    def act(self, turn):
-        return turn.random.choice(turn.legal_actions)
-"""
 
 USES_NUMPY = b"""\
 import numpy
@@ -79,20 +64,6 @@ def docker_builds(pipeline, settings, docker_base_image: str) -> Iterator[None]:
     sandbox_backend_close()  # removals run in the background: wait for them
     # The pipeline fixture removes this run's images afterwards.
     assert leftover_containers(instance) == []
-
-
-def zipped(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
-    return buffer.getvalue()
-
-
-def upload_zip(name: str, files: dict[str, bytes], environment: str = "tic_tac_toe") -> Revision:
-    return upload(
-        make_user(f"{name}@example.org"), environment, name, zipped(files), filename="bot.zip"
-    )
 
 
 def in_image(image: str, script: str) -> str:
@@ -243,7 +214,7 @@ def test_it_refuses_an_upload_without_an_entry_point():
             competitor=competitor,
             uploaded_by=owner,
             filename="bot.zip",
-            content=zipped({"helper.py": b"x = 1\n", "requirements.txt": b"six\n"}),
+            content=make_zip({"helper.py": b"x = 1\n", "requirements.txt": b"six\n"}),
         )
 
 
@@ -254,7 +225,8 @@ def test_it_stops_a_build_that_outlives_its_time_limit(settings):
 
     assert revision.build_status == StepStatus.FAILED
     assert "did not finish within 1 s" in revision.job("build").error
-    assert revision.job("build").duration < 10
+    duration = revision.job("build").duration
+    assert duration is not None and duration < 10
 
 
 # -- another host ---------------------------------------------------------------------

@@ -2,7 +2,7 @@
 to and take from at once. Every message is delivered once; late acknowledgement holds
 while the taking process lives; a message whose consumer was killed outright is not given
 back (the job watchdog recovers that work once its lease runs out, see
-``tests/api/test_embedded_server.py``).
+``tests/edge/test_embedded_server.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The embedded default's worker as its owner sees it (``core/embedded_worker.py``): one
 that cannot start is given up on with the reason, and nothing of it is left running. Its
 life inside ``run_gateway`` (restarted after a crash, stopped by Ctrl-C, gone with a
-killed server) is tested in ``tests/api/test_embedded_server.py``."""
+killed server) is tested in ``tests/edge/test_embedded_server.py``."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def before_jobs() -> Iterator[object]:
         migrate(latest())
 
 
-def old_competitor(apps):  # type: ignore[no-untyped-def]
+def old_competitor(apps):
     """A competitor in tic-tac-toe, made with the models of the migration state ``apps``."""
     model = apps.get_model
     owner = model("core", "User").objects.create(email="old@example.org")
@@ -43,7 +43,7 @@ def old_competitor(apps):  # type: ignore[no-untyped-def]
     )
 
 
-def states(now):  # type: ignore[no-untyped-def]
+def states(now):
     """Work in every state, as the code before stored it."""
     return {
         "queued": {"status": "queued", "resends": 2, "resend_at": now + timedelta(minutes=5)},
@@ -145,7 +145,7 @@ def before_step_jobs() -> Iterator[object]:
         migrate(latest())
 
 
-def revision_states(now):  # type: ignore[no-untyped-def]
+def revision_states(now):
     """Revisions at every point of their pipeline, as the code before stored them."""
     later = now + timedelta(minutes=5)
     built = {

@@ -15,7 +15,7 @@ AFTER = [("core", "0018_duels_of_more_than_two_players")]
 
 
 @pytest.fixture
-def before_n_players():  # type: ignore[no-untyped-def]
+def before_n_players():
     apps = migrate(BEFORE)
     try:
         yield apps

@@ -34,7 +34,7 @@ def before_uploads_moved(settings, tmp_path) -> Iterator[object]:
         migrate(latest())
 
 
-def old_revision(apps, competitor, version: int, content: bytes | None, sha256: str):  # type: ignore[no-untyped-def]
+def old_revision(apps, competitor, version: int, content: bytes | None, sha256: str):
     """A revision as the code before the migration stored it: its file in the media folder."""
     name = f"revisions/tic_tac_toe/{competitor.name}/v{version}/main.py"
     if content is not None:

@@ -7,7 +7,6 @@ files, never from the repository; `.env.example` names every setting Arena reads
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import urllib.parse
 from pathlib import Path
@@ -17,42 +16,14 @@ import pytest
 import yaml
 
 from edge.nginx import Deployment, nginx_config_render
-from tests.support.require import require
+from tests.support.compose_files import ROOT, compose_config
 
-ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {
     "nginx", "web", "gateway", "migrate", "prepare", "worker-build", "worker-duels",
     "worker-online", "worker-publish", "beat", "manager", "watchdog", "engine", "postgres",
     "redis",
 }  # fmt: skip
 ONE_SHOTS = {"migrate", "prepare"}
-
-
-def compose_config(*files: str, environment: dict[str, str] | None = None) -> dict[str, Any]:
-    """The configuration docker-compose resolves from ``files`` (anchors, merges and
-    variables applied), with the example settings and throwaway secrets."""
-    require(
-        shutil.which("docker-compose"),
-        "docker-compose is not installed (apt-get install docker-compose), so the compose "
-        "files cannot be checked",
-    )
-    arguments = ["docker-compose", "--env-file", str(ROOT / ".env.example")]
-    for name in files:
-        arguments += ["-f", str(ROOT / name)]
-    answer = subprocess.run(
-        [*arguments, "config"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "ARENA_ENV_FILE": str(ROOT / ".env.example"),
-            **(environment or {}),
-        },
-        check=False,
-    )
-    assert answer.returncode == 0, answer.stderr
-    return yaml.safe_load(answer.stdout)
 
 
 def port_target(port: dict[str, Any] | str) -> int:

@@ -37,7 +37,7 @@ def restore(stack: ComposeStack, archive: Path) -> subprocess.CompletedProcess[s
 
 def parts(archive: Path) -> dict[str, bytes]:
     with tarfile.open(archive) as tar:
-        return {name: tar.extractfile(name).read() for name in tar.getnames()}  # type: ignore[union-attr]
+        return {name: tar.extractfile(name).read() for name in tar.getnames()}
 
 
 def rewritten(path: Path, contents: dict[str, bytes]) -> Path:

@@ -13,9 +13,9 @@ import time
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_journeys import fill_registration, pipeline_status
 from tests.factories import PASSWORD
 from tests.support.compose_stack import HOST, ComposeStack, players_upload
+from tests.support.journeys import fill_registration, pipeline_status
 
 #: A build and a validation in containers started through the engine proxy, on a busy
 #: machine, read from a page that refreshes itself every few seconds.
@@ -111,7 +111,9 @@ def test_a_visitor_registers_uploads_and_watches_a_tournament_through_nginx(
     expect(page.locator(".messagelist")).to_contain_text("Launched: 1")
 
     # The public page, read until the workers have played it.
-    page.goto(site(stack) + row.get_by_role("link", name="view ↗").get_attribute("href"))
+    public_page = row.get_by_role("link", name="view ↗").get_attribute("href")
+    assert public_page is not None
+    page.goto(site(stack) + public_page)
     expect(page.get_by_role("heading", level=1)).to_contain_text("Stack cup")
     until_completed(page, timeout=TOURNAMENT_TIMEOUT_S)
     standings = page.get_by_role("region", name="Standings")

@@ -4,7 +4,7 @@ cache and build folder of its own on the host, its own engine through the proxy.
 
 from __future__ import annotations
 
-from tests.deploy.test_compose import ROOT, compose_config
+from tests.support.compose_files import ROOT, compose_config
 
 WORKERS = ("worker-build", "worker-duels")
 

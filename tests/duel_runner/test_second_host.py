@@ -30,8 +30,8 @@ from core.models import (
     TournamentStatus,
 )
 from sandboxes import docker_engine
-from tests.builder.test_docker_build import USES_SIX, zipped
-from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.pipeline import PLAYERS, make_user, make_zip, pipeline, upload  # noqa: F401
+from tests.support.agents import USES_SIX
 from tests.support.docker import docker_base_image  # noqa: F401
 from tests.support.engine_proxy import RunningProxy, engine_proxy_running
 from tests.support.require import require
@@ -140,7 +140,7 @@ def test_a_second_host_takes_duels_from_the_same_queue(two_hosts, second_engine,
             owner,
             "connect_four",
             "six-user",
-            zipped({"main.py": USES_SIX, "requirements.txt": b"six==1.16.0\n"}),
+            make_zip({"main.py": USES_SIX, "requirements.txt": b"six==1.16.0\n"}),
             filename="bot.zip",
         ),
     ]

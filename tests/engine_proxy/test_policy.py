@@ -9,7 +9,10 @@ from typing import Any
 
 import docker
 import pytest
-from docker.models.containers import _create_container_args
+
+# The SDK's own (private) translation of ``containers.create``'s options into the body it
+# sends: the policy must accept exactly what the SDK sends.
+from docker.models.containers import _create_container_args  # type: ignore[attr-defined]
 
 from engine_proxy.container_config import check_container_config
 from engine_proxy.policy import Policy, Refused

@@ -107,7 +107,7 @@ def create(proxy: RunningProxy, config: dict[str, Any] | bytes, name: str) -> tu
     return raw_call(proxy.socket, "POST", f"{V}/containers/create?name={name}", config)
 
 
-def named(engine: docker.DockerClient, name: str) -> list[str]:
+def named(engine: docker.DockerClient, name: str) -> list[str | None]:
     return [c.name for c in engine.containers.list(all=True, filters={"name": f"^/{name}$"})]
 
 
@@ -401,7 +401,8 @@ def tiny_context() -> bytes:
     return buffer.getvalue()
 
 
-HOSTILE_CALLS = {
+#: What the proxy refuses: (method, path, body: bytes or JSON, the reason it gives).
+HOSTILE_CALLS: dict[str, tuple[str, str, Any, str]] = {
     "an image pull": ("POST", "/images/create?fromImage=alpine&tag=latest", None, "'fromImage'"),
     "an import from a URL": (
         "POST",

@@ -4,8 +4,9 @@ import random
 
 import pytest
 
-from environments.base import JSON, IllegalAction
+from environments.base import JSON
 from environments.connect_four.environment import ConnectFour
+from tests.support.games import refuse
 
 #: A full board with no four in a row, found by random play.
 DRAW = [3, 6, 1, 3, 1, 3, 6, 4, 5, 5, 3, 4, 3, 1, 1, 0, 4, 3, 0, 4, 6]
@@ -23,19 +24,6 @@ def play(columns: list[int], environment: ConnectFour | None = None) -> ConnectF
         (player,) = environment.to_move()
         environment.step({player: column})
     return environment
-
-
-def refuse(environment: ConnectFour, player: int, action: JSON) -> str:
-    """Check that ``action`` is refused for ``player`` without changing anything."""
-    before = environment.state()
-    with pytest.raises(IllegalAction) as refused:
-        environment.check_action(player, action)
-    assert refused.value.player == player
-    with pytest.raises(IllegalAction) as refused_step:
-        environment.step({player: action})
-    assert refused_step.value.player == player
-    assert environment.state() == before
-    return refused.value.reason
 
 
 def test_it_starts_empty_with_every_column_open() -> None:
@@ -251,7 +239,8 @@ def test_it_ends_a_match_exactly_when_a_line_appears_on_any_board(
             assert environment.winner() == winner
             full = all(environment.board)
             assert environment.is_terminal() == (winner is not None or full)
-        if environment.winner() is not None:
+        winner = environment.winner()
+        if winner is not None:
             line = environment.state()["winning_line"]
             assert len(line) >= inarow
-            assert all(environment.board[c] == environment.winner() + 1 for c in line)
+            assert all(environment.board[c] == winner + 1 for c in line)

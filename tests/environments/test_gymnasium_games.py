@@ -9,6 +9,7 @@ import random
 import pytest
 
 from environments.base import IllegalAction, replay
+from environments.gymnasium_game import GymnasiumEnvironment
 from environments.registry import InvalidEnvironmentInfo, load_info, make_environment
 
 GYMNASIUM_GAMES = {
@@ -38,6 +39,7 @@ def test_it_reads_a_one_player_game_from_info_yml(name: str) -> None:
     info = load_info(name)
     environment = make_environment(name)
 
+    assert isinstance(environment, GymnasiumEnvironment)
     assert (info.players, info.gymnasium) == (1, gymnasium_id)
     assert environment.num_players == 1
     assert environment.to_move() == [0]

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pyspiel
 import pytest
 
 from environments.base import replay, shares_beaten
 from environments.openspiel import InvalidSpec, canonical_spec
+from environments.openspiel.adapter import OpenSpielEnvironment
 from environments.openspiel.spec import parse_spec, players_parameter
 from environments.registry import load_info, make_environment
 from referee.results import ranks_from_scores
@@ -47,7 +49,7 @@ def play(spec: str, seed: int) -> tuple[list[tuple[list[int], list[dict]]], list
     environment.reset(seed)
     chooser = random.Random(seed)
     shown = []
-    moves = []
+    moves: list[int] = []
     while True:
         seats = range(environment.num_players)
         history = list(environment.state()["history"])
@@ -138,10 +140,11 @@ def test_scores_rank_the_seats_as_their_returns_and_replay_from_seed_and_moves(
     game = openspiel_game(spec)
     for seed in range(MATCHES):
         environment = make_environment(spec)
+        assert isinstance(environment, OpenSpielEnvironment)
         shown, _ = play(spec, seed)
         history = shown[-1][0]
         returns = openspiel_state(game, history).returns()
-        steps = [[None] * game.num_players() for _ in range(len(shown) - 1)]
+        steps: list[list[Any]] = [[None] * game.num_players() for _ in range(len(shown) - 1)]
         for step, (before, observations) in enumerate(shown[:-1]):
             # The move of this step comes next in the history, after the chance outcomes.
             [seat] = observations[0]["to_move"]
@@ -190,6 +193,7 @@ def test_equal_returns_rank_equal_and_the_status_names_the_shared_first_place() 
 
 def test_the_status_line_names_the_third_player_to_move_and_every_return() -> None:
     environment = make_environment("openspiel:kuhn_poker(players=3)")
+    assert isinstance(environment, OpenSpielEnvironment)
     environment.reset(1)
     seen = []
     while not environment.is_terminal():

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from environments.base import JSON, IllegalAction
+from environments.base import JSON
 from environments.quarto.environment import Quarto
+from tests.support.games import refuse
 
 #: Pieces by square for a full board where no line shares an attribute.
 DRAW_BOARD = [12, 15, 7, 8, 1, 10, 3, 6, 0, 5, 4, 14, 2, 9, 13, 11]
@@ -22,6 +23,7 @@ def place(placements: list[tuple[int, int]], environment: Quarto | None = None) 
     """
     environment = environment or Quarto()
     environment.step({0: {"square": None, "piece": placements[0][1]}})
+    next_piece: int | None
     for index, (square, _piece) in enumerate(placements):
         if index + 1 < len(placements):
             next_piece = placements[index + 1][1]
@@ -53,19 +55,6 @@ def second_placement() -> Quarto:
     environment.step({0: {"square": None, "piece": 1}})
     environment.step({1: {"square": 0, "piece": 3}})
     return environment
-
-
-def refuse(environment: Quarto, player: int, action: JSON) -> str:
-    """Check that ``action`` is refused for ``player`` without changing anything."""
-    before = environment.state()
-    with pytest.raises(IllegalAction) as refused:
-        environment.check_action(player, action)
-    assert refused.value.player == player
-    with pytest.raises(IllegalAction) as refused_step:
-        environment.step({player: action})
-    assert refused_step.value.player == player
-    assert environment.state() == before
-    return refused.value.reason
 
 
 def test_it_starts_with_player_0_choosing_a_piece_without_placing() -> None:

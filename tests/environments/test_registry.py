@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ BOARD_GAMES = sorted(GAMES + N_PLAYER_GAMES)
 ALL_GAMES = sorted(BOARD_GAMES + GYMNASIUM_GAMES)
 
 #: Actions that end a match quickly from the start, one entry per step.
-ENDINGS = {
+ENDINGS: dict[str, list[dict[int, Any]]] = {
     "tic_tac_toe": [{0: 0}, {1: 3}, {0: 1}, {1: 4}, {0: 2}],
     "connect_four": [{0: 0}, {1: 1}, {0: 0}, {1: 1}, {0: 0}, {1: 1}, {0: 0}],
     "quarto": [
@@ -130,7 +131,8 @@ def test_it_shows_the_winner_in_the_html(name: str) -> None:
 
 @pytest.mark.parametrize("name", BOARD_GAMES)
 def test_it_escapes_text_in_the_html(name: str) -> None:
-    class Hostile(load_environment_class(name)):
+    # The game's class, chosen by the parameter: mypy sees only that it is a class.
+    class Hostile(load_environment_class(name)):  # type: ignore[misc]
         def _status(self) -> str:
             return "<b>&\"'"
 

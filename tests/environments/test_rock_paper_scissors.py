@@ -4,6 +4,7 @@ import pytest
 
 from environments.base import JSON, IllegalAction
 from environments.rock_paper_scissors.environment import RockPaperScissors
+from tests.support import games
 
 
 def play(
@@ -16,18 +17,9 @@ def play(
 
 
 def refuse(environment: RockPaperScissors, player: int, action: JSON) -> str:
-    """Check that ``action`` is refused for ``player`` without changing anything."""
-    before = environment.state()
-    with pytest.raises(IllegalAction) as refused:
-        environment.check_action(player, action)
-    assert refused.value.player == player
     # Mid-match both players must act, so the other one plays a legal action.
-    actions = {player: action} if environment.is_terminal() else {0: "rock", 1: "rock"}
-    with pytest.raises(IllegalAction) as refused_step:
-        environment.step({**actions, player: action})
-    assert refused_step.value.player == player
-    assert environment.state() == before
-    return refused.value.reason
+    others = {} if environment.is_terminal() else {0: "rock", 1: "rock"}
+    return games.refuse(environment, player, action, alongside=others)
 
 
 def test_it_asks_both_players_at_once() -> None:

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from environments.base import JSON, IllegalAction
+from environments.base import JSON
 from environments.sum_to_10.environment import SumTo10
+from tests.support.games import refuse
 
 
 def play(additions: list[int], environment: SumTo10 | None = None) -> SumTo10:
@@ -12,19 +13,6 @@ def play(additions: list[int], environment: SumTo10 | None = None) -> SumTo10:
         (player,) = environment.to_move()
         environment.step({player: addition})
     return environment
-
-
-def refuse(environment: SumTo10, player: int, action: JSON) -> str:
-    """Check that ``action`` is refused for ``player`` without changing anything."""
-    before = environment.state()
-    with pytest.raises(IllegalAction) as refused:
-        environment.check_action(player, action)
-    assert refused.value.player == player
-    with pytest.raises(IllegalAction) as refused_step:
-        environment.step({player: action})
-    assert refused_step.value.player == player
-    assert environment.state() == before
-    return refused.value.reason
 
 
 def test_it_starts_at_zero_with_player_0_to_move() -> None:

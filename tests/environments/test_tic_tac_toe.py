@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from environments.base import JSON, IllegalAction
+from environments.base import JSON
 from environments.tic_tac_toe.environment import TicTacToe
+from tests.support.games import refuse
 
 
 def play(cells: list[int], environment: TicTacToe | None = None) -> TicTacToe:
@@ -13,19 +14,6 @@ def play(cells: list[int], environment: TicTacToe | None = None) -> TicTacToe:
         (player,) = environment.to_move()
         environment.step({player: cell})
     return environment
-
-
-def refuse(environment: TicTacToe, player: int, action: JSON) -> str:
-    """Check that ``action`` is refused for ``player`` without changing anything."""
-    before = environment.state()
-    with pytest.raises(IllegalAction) as refused:
-        environment.check_action(player, action)
-    assert refused.value.player == player
-    with pytest.raises(IllegalAction) as refused_step:
-        environment.step({player: action})
-    assert refused_step.value.player == player
-    assert environment.state() == before
-    return refused.value.reason
 
 
 def test_it_starts_empty_with_player_0_to_move() -> None:

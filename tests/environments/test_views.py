@@ -15,7 +15,7 @@ from environments.registry import environment_names, load_info, make_environment
 GAMES = [*environment_names(), "openspiel:chess", "openspiel:leduc_poker", "openspiel:kuhn_poker"]
 
 
-def played(name: str, steps: int, seed: int = 1):  # type: ignore[no-untyped-def]
+def played(name: str, steps: int, seed: int = 1):
     """The game after ``steps`` first-legal moves (fewer if it ends)."""
     environment = make_environment(name)
     environment.reset(seed)

@@ -146,7 +146,8 @@ def _lines_for_serve(script: RefereeScript, outgoing: io.BytesIO) -> Iterator[by
 
 def _play_in_process(agent: Agent, script: RefereeScript) -> None:
     outgoing = io.BytesIO()
-    serve(agent, _lines_for_serve(script, outgoing), outgoing)
+    # serve() only iterates over its input's lines: a generator stands in for the pipe.
+    serve(agent, _lines_for_serve(script, outgoing), outgoing)  # type: ignore[arg-type]
 
 
 def _play_subprocess(

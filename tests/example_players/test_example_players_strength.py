@@ -139,9 +139,10 @@ def test_connect_four_minimax_beats_random_in_nine_of_ten(
 def test_connect_four_minimax_reads_its_depth_from_the_environment(
     load_player: Callable[[str], Agent], monkeypatch
 ) -> None:
-    assert load_player("connect_four/minimax.py").depth == 4
+    # ``depth`` is the minimax agent's own attribute, not the SDK's Agent's.
+    assert load_player("connect_four/minimax.py").depth == 4  # type: ignore[attr-defined]
     monkeypatch.setenv("ARENA_MINIMAX_DEPTH", "2")
-    assert load_player("connect_four/minimax.py").depth == 2
+    assert load_player("connect_four/minimax.py").depth == 2  # type: ignore[attr-defined]
 
 
 CONNECT_FOUR_X_CAN_WIN = [

@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 import pytest
@@ -20,11 +21,16 @@ from llm.config import LLMConfig
 from llm.local_server import LocalLLMServer, Reply
 from llm.provider import Completion, Provider, ProviderFailure
 
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
 KEY = "sk-test-provider-41d2"
 MESSAGES = [
     {"role": "system", "content": "You play tic-tac-toe."},
     {"role": "user", "content": "Your move.\nANSWER: <cell>"},
 ]
+#: The same messages, as the official client's types name them.
+OFFICIAL_MESSAGES = cast("list[ChatCompletionMessageParam]", MESSAGES)
 ANSWER = "The centre is best.\nANSWER: 4"
 
 
@@ -34,8 +40,8 @@ def server() -> Iterator[LocalLLMServer]:
         yield local
 
 
-def config(url: str, **settings: object) -> LLMConfig:
-    return LLMConfig(base_url=url, model="scripted", api_key=KEY, **settings)  # type: ignore[arg-type]
+def config(url: str, **settings: Any) -> LLMConfig:
+    return LLMConfig(base_url=url, model="scripted", api_key=KEY, **settings)
 
 
 def ask(provider: Provider, seconds: float = 10.0) -> Completion:
@@ -47,13 +53,13 @@ def official(url: str) -> openai.OpenAI:
 
 
 def test_it_sends_the_request_the_official_client_sends(server):
-    settings = {"temperature": 0.3, "top_p": 0.9, "max_tokens": 256, "seed": 7}
+    settings: dict[str, Any] = {"temperature": 0.3, "top_p": 0.9, "max_tokens": 256, "seed": 7}
     stream = official(server.url).chat.completions.create(
         model="scripted",
-        messages=MESSAGES,  # type: ignore[arg-type]
+        messages=OFFICIAL_MESSAGES,
         stream=True,
         stream_options={"include_usage": True},
-        **settings,  # type: ignore[arg-type]
+        **settings,
     )
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     provider = Provider(config(server.url, **settings))
@@ -71,7 +77,7 @@ def test_it_sends_the_request_the_official_client_sends(server):
 def test_a_setting_not_given_is_not_sent_as_with_the_official_client(server):
     official(server.url).chat.completions.create(
         model="scripted",
-        messages=MESSAGES,  # type: ignore[arg-type]
+        messages=OFFICIAL_MESSAGES,
         stream=True,
         stream_options={"include_usage": True},
         max_tokens=1024,
@@ -100,7 +106,7 @@ def test_the_test_server_fails_for_the_official_client_as_a_real_server_does(ser
     with pytest.raises(error) as raised:
         stream = official(server.url).chat.completions.create(
             model="scripted",
-            messages=MESSAGES,  # type: ignore[arg-type]
+            messages=OFFICIAL_MESSAGES,
             stream=True,
         )
         for _ in stream:
@@ -115,11 +121,11 @@ def test_the_test_server_answers_the_official_client_whole_and_streamed(server):
     client = official(server.url)
     whole = client.chat.completions.create(
         model="scripted",
-        messages=MESSAGES,  # type: ignore[arg-type]
+        messages=OFFICIAL_MESSAGES,
     )
     streamed = client.chat.completions.create(
         model="scripted",
-        messages=MESSAGES,  # type: ignore[arg-type]
+        messages=OFFICIAL_MESSAGES,
         stream=True,
         stream_options={"include_usage": True},
     )

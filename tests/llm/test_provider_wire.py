@@ -390,7 +390,12 @@ def assert_stopped_when_closed(answer: bytes, rest: bytes) -> None:
 
     server = RawChatServer(silent)
     model = provider(server.url, request_timeout=600.0)
-    closer = threading.Thread(target=lambda: received.wait(60) and model.close())
+
+    def close_once_asked() -> None:
+        if received.wait(60):
+            model.close()
+
+    closer = threading.Thread(target=close_once_asked)
     closer.start()
     try:
         with pytest.raises(Stopped):

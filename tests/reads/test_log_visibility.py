@@ -24,7 +24,6 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from api.rates import rates_reset
 from core.models import DuelStatus, Evaluation, MatchLog, StepStatus, User
 from tests.factories import (
     CompetitorFactory,
@@ -92,12 +91,6 @@ class Place:
     path: str
     shows: tuple[str, ...] = ()
     api: bool = False
-
-
-@pytest.fixture(autouse=True)
-def fresh_rate_counts() -> None:
-    """An anonymous visitor walks every place of a case in one test: counted afresh."""
-    rates_reset()
 
 
 def _conversation(step: int, action: Any, log_name: str) -> dict[str, Any]:
@@ -316,7 +309,8 @@ def visit(bearer: Bearer, carol: User, alice: User, organizer: User) -> Callable
     users = {ATTENDEE: carol, OWNER: alice, ORGANIZER: organizer}
 
     def visitor(name: str) -> Visit:
-        site, api, headers = Client(), Client(), {}
+        site, api = Client(), Client()
+        headers: dict[str, Any] = {}
         if name in users:
             site.force_login(users[name])
             headers = bearer(users[name])

@@ -163,6 +163,8 @@ def test_it_charges_a_spent_time_bank_as_a_timeout(backend):
 
 class BrokenBackend:
     name = "broken"
+    confined = False
+    unconfined_reason = "it starts nothing"
 
     def start(self, source, *, limits, label):
         raise SandboxError("no space left on device")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -18,31 +19,20 @@ from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.process import ProcessSandbox
-from tests.support.sandboxes import agent, hostile, sandbox_processes
+from tests.support.sandboxes import (
+    agent,
+    assert_blamed_on_the_second_player,
+    duel_with_random_agent,
+    fault_kinds,
+    hostile,
+    sandbox_processes,
+)
 
-FAST = {"matches": 3, "move_time": 0.3, "time_bank": 0.3, "startup_time": 10.0}
+FAST: dict[str, Any] = {"matches": 3, "move_time": 0.3, "time_bank": 0.3, "startup_time": 10.0}
 
 
 def duel(backend: ProcessSandbox, source: AgentSource, **overrides: object) -> DuelResult:
-    settings = {**FAST, **overrides}
-    return run_duel(
-        "connect_four", (agent("random_agent.py"), source), backend=backend, seed=7, **settings
-    )
-
-
-def fault_kinds(result: DuelResult, player: int = 2) -> list[str]:
-    return [
-        fault.kind.value for m in result.matches for fault in m.faults if fault.player == player
-    ]
-
-
-def assert_blamed_on_the_second_player(result: DuelResult) -> None:
-    document = result.as_json()
-    assert document["other_errors"] == 0
-    assert document["errors"][0] == 0
-    assert document["errors"][1] == document["num_matches"] == 3
-    assert document["wins"][0] == 3
-    assert document["result"] == Outcome.PLAYER_1_WIN
+    return duel_with_random_agent(backend, source, **{**FAST, **overrides})
 
 
 @pytest.mark.parametrize("behaviour", ["sleep", "busy"])
@@ -260,9 +250,9 @@ def test_in_a_game_of_four_only_the_misbehaving_player_is_charged(backend, behav
 
     document = result.as_json()
     assert document["num_players"] == 4 and document["other_errors"] == 0
-    assert fault_kinds(result, player=seat) == FOUR_SEATS[behaviour]
+    assert fault_kinds(result, player_number=seat) == FOUR_SEATS[behaviour]
     assert document["errors"] == [3 if number == seat else 0 for number in range(1, 5)]
     # The others played every match to its end: nobody else was charged anything.
     others = [number for number in range(1, 5) if number != seat]
-    assert all(fault_kinds(result, player=number) == [] for number in others)
+    assert all(fault_kinds(result, player_number=number) == [] for number in others)
     assert document["result"] != Outcome.ERROR

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from referee.duel import run_duel
 from referee.live import LiveFeed
@@ -89,7 +90,11 @@ def test_it_stops_quietly_when_its_sink_fails_and_never_blocks_the_referee():
 
 def test_it_gives_up_rather_than_hold_more_than_its_limit():
     gate = threading.Event()
-    feed = LiveFeed(lambda batch: gate.wait(5), interval=0.01, max_pending=100, name="test")
+
+    def stuck(batch: list[dict[str, Any]]) -> None:
+        gate.wait(5)
+
+    feed = LiveFeed(stuck, interval=0.01, max_pending=100, name="test")
     for number in range(500):
         feed.publish({"type": "step", "step": number})
     gate.set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from environments.base import replay, shares_beaten
+from environments.openspiel.adapter import OpenSpielEnvironment
 from environments.registry import make_environment
 from referee.duel import run_duel
 from referee.results import Outcome, ranks_from_scores, score_total, seat_rotation
@@ -128,6 +129,7 @@ def test_random_players_play_a_duel_of_more_seats_ranked_by_their_returns(
         # The stored seed and moves give back the deal and the returns; each duel player
         # scores its seat's share of the others it beat, so equal returns rank equal.
         environment = make_environment(spec)
+        assert isinstance(environment, OpenSpielEnvironment)
         replay(environment, match.seed, match.actions)
         returns = dict(zip(match.seats, environment.returns(), strict=True))
         by_player = [returns[number] for number in range(1, seats + 1)]

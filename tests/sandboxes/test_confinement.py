@@ -23,16 +23,18 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from referee.duel import run_duel
-from sandboxes.base import AgentSource, SandboxLimits
-from sandboxes.process import PROJECT_DIR, ProcessSandbox
+from sandboxes.base import AgentSource, SandboxedAgent, SandboxLimits
+from sandboxes.docker import DockerAgent
+from sandboxes.process import PROJECT_DIR, ProcessAgent, ProcessSandbox
 from tests.support.require import require
 from tests.support.sandboxes import AGENTS, agent, hostile
 
-FAST = {"matches": 2, "move_time": 5.0, "time_bank": 5.0, "startup_time": 120.0}
+FAST: dict[str, Any] = {"matches": 2, "move_time": 5.0, "time_bank": 5.0, "startup_time": 120.0}
 PLANTED = "planted-by-an-agent"
 
 
@@ -82,8 +84,8 @@ def host(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, object]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def searcher(host: dict[str, object], victim: Path) -> AgentSource:
-    guesses = [str(path) for path in host["guesses"]] + [str(victim)]  # type: ignore[attr-defined]
+def searcher(host: dict[str, Any], victim: Path) -> AgentSource:
+    guesses = [str(path) for path in host["guesses"]] + [str(victim)]
     return AgentSource.from_path(
         AGENTS / "searches_the_host.py",
         {
@@ -95,11 +97,12 @@ def searcher(host: dict[str, object], victim: Path) -> AgentSource:
     )
 
 
-def victim_folder(backend: object, running: object) -> Path:
+def victim_folder(running: SandboxedAgent) -> Path:
     """Where the other agent's files are on the host."""
-    if isinstance(backend, ProcessSandbox):
-        return running.workdir  # type: ignore[attr-defined,no-any-return]
-    return running.folder / "agent"  # type: ignore[attr-defined,no-any-return]
+    if isinstance(running, ProcessAgent):
+        return running.workdir
+    assert isinstance(running, DockerAgent)
+    return running.folder / "agent"
 
 
 @pytest.mark.usefixtures("confined")
@@ -107,7 +110,7 @@ def victim_folder(backend: object, running: object) -> Path:
 def test_an_agent_that_searches_the_host_finds_nothing_and_plays_on(any_backend, host, seat):
     victim = any_backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="victim")
     try:
-        victim_files = victim_folder(any_backend, victim)
+        victim_files = victim_folder(victim)
         (victim_files / "canary.txt").write_text(f"canary {host['secret']}\n")
         sources = [agent("random_agent.py")]
         sources.insert(seat - 1, searcher(host, victim_files))
@@ -231,7 +234,7 @@ def test_without_root_agents_are_confined_in_a_user_namespace(host):
 NOBODY = 65534
 
 
-def _as_nobody(script: str, *arguments: str) -> dict[str, object]:
+def _as_nobody(script: str, *arguments: str) -> dict[str, Any]:
     """Run ``script`` (the Django-free layer on Debian's Python) as the user nobody, with a
     sandbox root of its own as its last argument; what it printed last, as JSON."""
     folder = Path(tempfile.mkdtemp(prefix="arena-test-nobody-"))

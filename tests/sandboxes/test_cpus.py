@@ -50,7 +50,8 @@ def claims_at_once(locks: Path, count: int) -> list[tuple[int | None, set[int]]]
 def test_each_duel_takes_a_cpu_of_its_own_and_gives_it_back(tmp_path: Path, two_cpus):
     got = claims_at_once(tmp_path / "cpus", len(CPUS))
 
-    assert sorted(cpu for cpu, _ in got) == sorted(CPUS)  # type: ignore[type-var]
+    assert sorted(cpu for cpu, _ in got if cpu is not None) == sorted(CPUS)
+    assert all(cpu is not None for cpu, _ in got)
     assert all(pinned == {cpu} for cpu, pinned in got)
     # Given back: the next duel gets one again.
     assert claims_at_once(tmp_path / "cpus", 1)[0][0] in CPUS
@@ -130,7 +131,9 @@ def test_an_agent_started_ahead_during_a_duel_loads_elsewhere_then_may_run_anywh
         warm = sandbox.start(agent("reports_cpus.py"), limits=SandboxLimits(), label="p1")
         try:
             assert warm.warm
-            assert os.sched_getaffinity(warm.agent_pid()) == CPUS
+            pid = warm.agent_pid()
+            assert pid is not None
+            assert os.sched_getaffinity(pid) == CPUS
         finally:
             warm.close()
     finally:

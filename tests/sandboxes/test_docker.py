@@ -11,6 +11,7 @@ import dataclasses
 import os
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -21,34 +22,21 @@ from sandboxes import docker_engine, get_backend
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.docker import DockerSandbox
 from tests.support.docker import leftover_containers
-from tests.support.sandboxes import agent, hostile, player, processes_in_containers
+from tests.support.sandboxes import (
+    agent,
+    assert_blamed_on_the_second_player,
+    duel_with_random_agent,
+    fault_kinds,
+    hostile,
+    player,
+    processes_in_containers,
+)
 
-FAST = {"matches": 3, "move_time": 0.5, "time_bank": 0.5, "startup_time": 10.0}
+FAST: dict[str, Any] = {"matches": 3, "move_time": 0.5, "time_bank": 0.5, "startup_time": 10.0}
 
 
 def duel(backend: DockerSandbox, source: AgentSource, **overrides: object) -> DuelResult:
-    settings = {**FAST, **overrides}
-    return run_duel(
-        "connect_four", (agent("random_agent.py"), source), backend=backend, seed=7, **settings
-    )
-
-
-def fault_kinds(result: DuelResult, player_number: int = 2) -> list[str]:
-    return [
-        fault.kind.value
-        for match in result.matches
-        for fault in match.faults
-        if fault.player == player_number
-    ]
-
-
-def assert_blamed_on_the_second_player(result: DuelResult) -> None:
-    assert not result.infrastructure_error
-    document = result.as_json()
-    assert document["other_errors"] == 0
-    assert document["errors"][0] == 0
-    assert document["errors"][1] == document["num_matches"] == 3
-    assert document["result"] == Outcome.PLAYER_1_WIN
+    return duel_with_random_agent(backend, source, **{**FAST, **overrides})
 
 
 def exchange_one_move(backend: DockerSandbox, source: AgentSource, label: str = "p2-alone") -> str:
@@ -286,7 +274,7 @@ def test_in_a_game_of_four_only_the_exiting_player_is_charged(docker_backend, se
 
 
 @pytest.fixture
-def orphan_labels(docker_base_image: str):  # type: ignore[no-untyped-def]
+def orphan_labels(docker_base_image: str):
     labels = {"arena.test": f"orphans-{time.monotonic_ns()}"}
     yield labels
     for container in docker_engine.containers_labelled(labels):

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 
 import pytest
@@ -111,6 +111,7 @@ def test_it_locks_a_pooled_container_down_exactly_like_a_fresh_one(pooled_backen
     fresh = pooled_backend._launch(agent("random_agent.py"), limits=limits, label="p1-inspect")
     try:
         warm_lockdown, fresh_lockdown = lockdown(warm), lockdown(fresh)
+        assert warm.container.id is not None
         processes = processes_in_containers({warm.container.id})
         warm_token = warm.container.attrs["Config"]["Labels"]["arena.sandbox"]
     finally:
@@ -135,12 +136,12 @@ def test_it_never_gives_a_container_to_a_second_duel(pooled_backend):
     started: list[DockerAgent] = []
     original_start = pooled_backend.start
 
-    def recording_start(source, *, limits, label):  # type: ignore[no-untyped-def]
+    def recording_start(source, *, limits, label):
         running = original_start(source, limits=limits, label=label)
         started.append(running)
         return running
 
-    pooled_backend.start = recording_start  # type: ignore[method-assign]
+    pooled_backend.start = recording_start
     results = []
     for seed in range(3):
         results.append(
@@ -281,7 +282,7 @@ def test_it_sweeps_the_pooled_containers_of_a_killed_worker(
     assert run_worker(sandbox_root, docker_base_image, test_label, "killed") == "1"
     left = leftover_containers(test_label)
     assert len(left) == 1
-    ids = {container.id for container in docker_engine.containers_labelled(test_label)}
+    ids = {str(container.id) for container in docker_engine.containers_labelled(test_label)}
 
     removed = DockerSandbox(sandbox_root, connect_timeout=0.1).sweep_orphans()
 
@@ -295,7 +296,7 @@ def test_it_sweeps_the_pooled_containers_of_a_killed_worker(
 
 
 class Started:
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: Hashable) -> None:
         self.key = key
         self.discarded = False
 

@@ -6,6 +6,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -59,9 +60,12 @@ def test_it_kills_what_a_referee_that_died_left_under_a_user_id():
 def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there(monkeypatch):
     scans: list[int] = []
     scan = process_users.processes_of_user
-    monkeypatch.setattr(
-        process_users, "processes_of_user", lambda uid: scans.append(uid) or scan(uid)
-    )
+
+    def counted_scan(uid: int) -> Any:
+        scans.append(uid)
+        return scan(uid)
+
+    monkeypatch.setattr(process_users, "processes_of_user", counted_scan)
     uid, lock = UserPool().acquire()
     try:
         process_users.kill_user_processes(uid)
@@ -215,6 +219,7 @@ def test_a_process_that_escaped_with_the_agents_log_is_killed_before_close_retur
     sandbox = ProcessSandbox(sandbox_root, confine=False)
     sandbox.reaper = reaper = HeldReaper()
     running = _daemon_left_behind(sandbox)
+    assert running.uid is not None
 
     running.close()
 
@@ -231,6 +236,7 @@ def test_a_confined_agents_daemon_is_killed_with_its_pid_namespace_by_close(sand
     sandbox = ProcessSandbox(sandbox_root, confine=True)
     sandbox.reaper = reaper = HeldReaper()
     running = _daemon_left_behind(sandbox)
+    assert running.uid is not None
 
     try:
         running.close()

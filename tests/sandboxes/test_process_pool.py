@@ -10,6 +10,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,17 +28,17 @@ __all__ = ["needs_root"]
 class RecordingPooledSandbox(ProcessSandbox):
     """A pooled process sandbox that remembers every agent it handed out or started."""
 
-    def __init__(self, root: Path, **options: object) -> None:
-        super().__init__(root, pool_size=4, **options)  # type: ignore[arg-type]
+    def __init__(self, root: Path, **options: Any) -> None:
+        super().__init__(root, pool_size=4, **options)
         self.handed_out: list[ProcessAgent] = []
         self.launched: list[ProcessAgent] = []
 
-    def start(self, source, *, limits, label):  # type: ignore[no-untyped-def]
+    def start(self, source, *, limits, label):
         running = super().start(source, limits=limits, label=label)
         self.handed_out.append(running)
         return running
 
-    def _launch(self, source, *, limits, label):  # type: ignore[no-untyped-def]
+    def _launch(self, source, *, limits, label):
         running = super()._launch(source, limits=limits, label=label)
         self.launched.append(running)
         return running

@@ -111,12 +111,12 @@ def test_a_stream_that_starts_as_its_duel_opens_gets_the_duel_from_its_announcem
     command = client_module.Redis.execute_command
     transaction = client_module.Pipeline.execute
 
-    async def command_then_open(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def command_then_open(self, *args, **kwargs):
         answer = await command(self, *args, **kwargs)
         open_once()
         return answer
 
-    async def transaction_then_open(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def transaction_then_open(self, *args, **kwargs):
         answer = await transaction(self, *args, **kwargs)
         open_once()
         return answer

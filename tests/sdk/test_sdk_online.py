@@ -130,10 +130,10 @@ class Recorder(Agent):
         self.disconnects: list[str] = []
         self.results: list[str] = []
 
-    def act(self, turn):  # type: ignore[no-untyped-def]
+    def act(self, turn):
         return turn.legal_actions[-1]
 
-    def end(self, result):  # type: ignore[no-untyped-def]
+    def end(self, result):
         self.results.append(result.outcome)
 
     def on_server_message(self, message: dict) -> None:
@@ -167,7 +167,7 @@ def test_it_plays_a_duel_resuming_after_a_drop_where_it_was(gateway):
 
 
 def test_it_stops_when_the_server_refuses_its_token(gateway, monkeypatch):
-    def refuse(self, after):  # type: ignore[no-untyped-def]
+    def refuse(self, after):
         raise OnlineError(401, "unauthorized", "The token is unknown or revoked.")
         yield  # pragma: no cover
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from arena_sdk import protocol
@@ -33,7 +34,7 @@ def chatty(turn):
     return turn.legal_actions[0]
 """
 
-MESSAGES = [
+MESSAGES: list[dict[str, Any]] = [
     {"type": "hello", "protocol": 1, "environment": "sum_to_10", "configuration": {}},
     {"type": "start", "match": 0, "player": 0, "seed": 1},
     {

@@ -19,3 +19,19 @@ class Slow(Agent):
 if __name__ == "__main__":
     run(Slow())
 """
+
+#: An agent that needs ``six`` (``requirements.txt``): a build must install it.
+USES_SIX = b"""\
+import sys
+
+import six
+from arena_sdk import Agent
+
+
+class UsesSix(Agent):
+    def start(self, match):
+        print("six", six.__version__, "from", six.__file__, file=sys.stderr)
+
+    def act(self, turn):
+        return turn.random.choice(turn.legal_actions)
+"""

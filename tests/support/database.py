@@ -35,7 +35,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 
     database = settings.DATABASES["default"]
     if os.environ.get("DATABASE_URL"):
-        where = f"{database['ENGINE'].rsplit('.', 1)[-1]} at {database.get('HOST') or 'local'}"
+        where = f"{str(database['ENGINE']).rsplit('.', 1)[-1]} at {database.get('HOST') or 'local'}"
         return f"database: {where}, from DATABASE_URL"
     bindir = _bindir()
     if bindir:

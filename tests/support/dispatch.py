@@ -28,9 +28,10 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
     lock = threading.Lock()
 
     def start(path: str, *, queue: str | None = None, **ids: int) -> None:
+        [subject_id] = ids.values()  # a job's task takes its subject's id alone
+
         def record() -> None:
             with lock:
-                [subject_id] = ids.values()
                 started.append((path, subject_id))
                 started.queues[(path, subject_id)] = queue
 

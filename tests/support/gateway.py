@@ -1,6 +1,8 @@
 """A real network gateway (``manage.py run_gateway``, uvicorn) on a loopback port, on the
 test's PostgreSQL database and a real Redis seat bus, for tests that talk to it the way
-online agents do: over HTTP, as well behaved or as hostile as they like."""
+online agents do: over HTTP, as well behaved or as hostile as they like; the test process
+stands in for the referee on the same bus (``bus``), asking online models (registered
+with ``online_model_registered``) for moves."""
 
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ from typing import Any
 import pytest
 
 from api.rates import rates_reset
+from core.models import Competitor
+from core.services.online import online_model_register
+from sandboxes.redis_seat_bus import RedisSeatBus
+from tests.factories import EnvironmentFactory, UserFactory
 from tests.support.redis import free_port
 from tests.support.workers import Workers
 
@@ -23,6 +29,8 @@ GATEWAY_SETTINGS = {
     "ARENA_REQUEST_BODY_SECONDS": "2",
     "ARENA_ONLINE_RATE": "40/s",
 }
+#: A referee's request for a move (``ACT % request_id``), as it reaches a client.
+ACT = b'{"type":"act","id":%d,"match":0,"step":0,"observation":{},"legal_actions":[0,1,2]}'
 
 
 @dataclasses.dataclass
@@ -71,6 +79,18 @@ class Gateway:
 def gateway(celery_workers: Workers, redis_url: str, settings: Any) -> Iterator[Gateway]:
     """The gateway, with the test process's seat bus on the same Redis."""
     yield gateway_started(celery_workers, redis_url, settings, **GATEWAY_SETTINGS)
+
+
+@pytest.fixture
+def bus(redis_url: str) -> RedisSeatBus:
+    """The seat bus on the gateway's Redis: the test process stands in for the referee."""
+    return RedisSeatBus(redis_url)
+
+
+def online_model_registered(name: str) -> tuple[Competitor, str]:
+    """A new user's online model of Connect Four, and its token."""
+    environment = EnvironmentFactory(name="connect_four")
+    return online_model_register(owner=UserFactory(), environment=environment, name=name)
 
 
 def gateway_started(workers: Workers, redis_url: str, settings: Any, **environment: str) -> Gateway:

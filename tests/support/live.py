@@ -7,12 +7,20 @@ from typing import Any, Protocol
 
 
 class Played(Protocol):
-    index: int
-    seed: int
-    first_player: int
-    seats: list[int]
-    actions: list[list[Any]]
-    result: str
+    """A match as the referee records it (``MatchRecord``) or the database keeps it."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def first_player(self) -> int: ...
+    @property
+    def seats(self) -> list[int]: ...
+    @property
+    def actions(self) -> list[list[Any]]: ...
+    @property
+    def result(self) -> str: ...
 
 
 def assert_told_as_recorded(events: list[dict[str, Any]], matches: Iterable[Played]) -> None:

@@ -14,10 +14,8 @@ import contextlib
 import dataclasses
 import json
 import select
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from tests.support.require import require
+from tests.support.certificates import write_self_signed_certificate
 
 #: Seconds a socket of these servers waits for its peer, so that a test that went wrong
 #: ends its threads; never a measure of anything.
@@ -415,20 +413,8 @@ class Certificate:
 
 
 def self_signed_certificate(folder: Path) -> Certificate:
-    require(
-        shutil.which("openssl"),
-        "openssl is not installed (apt-get install openssl), so HTTPS cannot be checked",
-    )
     certificate = Certificate(folder / "certificate.pem", folder / "key.pem")
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-            "-keyout", str(certificate.key), "-out", str(certificate.certificate),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    write_self_signed_certificate(certificate=certificate.certificate, key=certificate.key)
     return certificate
 
 

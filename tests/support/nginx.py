@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.nginx import Deployment, nginx_config_render
+from tests.support.certificates import write_self_signed_certificate
 from tests.support.redis import free_port
 from tests.support.require import require
 
@@ -317,7 +318,7 @@ def _read(path: Path) -> str:
     return path.read_text() if path.exists() else "(no error log)"
 
 
-def _as_nobody() -> dict[str, object]:
+def _as_nobody() -> dict[str, Any]:
     if os.geteuid() != 0:
         return {}
     return {"user": NOBODY, "group": NOBODY, "extra_groups": []}
@@ -339,20 +340,8 @@ def nginx_test(config: Path, runtime_dir: Path) -> subprocess.CompletedProcess[s
 
 def self_signed_certificate(folder: Path) -> None:
     """``fullchain.pem`` and ``privkey.pem`` for 127.0.0.1, as a mounted certificate."""
-    require(
-        shutil.which("openssl"),
-        "openssl is not installed (apt-get install openssl), so HTTPS cannot be checked",
-    )
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-            "-keyout", str(folder / "privkey.pem"), "-out", str(folder / "fullchain.pem"),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    write_self_signed_certificate(certificate=folder / "fullchain.pem", key=folder / "privkey.pem")
     # nginx reads the key as its own, non-root user.
     (folder / "privkey.pem").chmod(0o644)
 

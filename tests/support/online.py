@@ -31,7 +31,7 @@ class _Lines(io.RawIOBase):
     def __init__(self, lines: queue.Queue[bytes | None]) -> None:
         self.lines = lines
 
-    def __iter__(self) -> Iterator[bytes]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[bytes]:
         while (line := self.lines.get()) is not None:
             yield line
 
@@ -133,6 +133,7 @@ class BusClient:
         client = self
 
         class Replies(io.RawIOBase):
+            # serve() writes bytes; RawIOBase.write takes any buffer.
             def write(self, line: bytes) -> int:  # type: ignore[override]
                 for _ in range(2 if client.twice else 1):
                     future = asyncio.run_coroutine_threadsafe(
@@ -145,6 +146,8 @@ class BusClient:
                 return len(line)
 
         while not self._stop.is_set():
+            # serve() only reads lines from one file and writes bytes to the other: these
+            # stand-ins are all of a binary file it uses.
             serve(self.agent, _Lines(self._lines), Replies())  # type: ignore[arg-type]
             if self._lines.empty() and self._stop.is_set():
                 return

@@ -1,5 +1,6 @@
 """Sandboxes for the referee's and the sandboxes' tests: fixtures that check nothing is
-left behind, and the test agents (``tests/referee/agents``).
+left behind, the test agents (``tests/referee/agents``), and a duel of one of them against
+a well-behaved agent with the checks of who was blamed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from sandboxes.base import AgentSource
+from referee.duel import run_duel
+from referee.results import DuelResult, Outcome
+from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.confinement import probe
 from sandboxes.docker import DockerSandbox
 from sandboxes.process import ProcessSandbox
@@ -61,7 +64,7 @@ class RecordingSandbox(ProcessSandbox):
         super().__init__(root)
         self.uids: set[int] = set()
 
-    def start(self, source, *, limits, label):  # type: ignore[no-untyped-def]
+    def start(self, source, *, limits, label):
         running = super().start(source, limits=limits, label=label)
         if running.uid is not None:
             self.uids.add(running.uid)
@@ -90,6 +93,38 @@ def agent(name: str) -> AgentSource:
 
 def player(relative: str) -> AgentSource:
     return AgentSource.from_path(PLAYERS / relative)
+
+
+def duel_with_random_agent(
+    backend: SandboxBackend, source: AgentSource, **settings: Any
+) -> DuelResult:
+    """A Connect Four duel (seed 7): the well-behaved random agent is player 1, ``source``
+    player 2; ``settings`` are ``run_duel``'s (matches, clocks)."""
+    return run_duel(
+        "connect_four", (agent("random_agent.py"), source), backend=backend, seed=7, **settings
+    )
+
+
+def fault_kinds(result: DuelResult, player_number: int = 2) -> list[str]:
+    """The kinds of the faults charged to a player, match after match."""
+    return [
+        fault.kind.value
+        for match in result.matches
+        for fault in match.faults
+        if fault.player == player_number
+    ]
+
+
+def assert_blamed_on_the_second_player(result: DuelResult) -> None:
+    """Each of the three matches was player 2's fault, and player 1's win; nothing was the
+    platform's."""
+    assert not result.infrastructure_error
+    document = result.as_json()
+    assert document["other_errors"] == 0
+    assert document["errors"][0] == 0
+    assert document["errors"][1] == document["num_matches"] == 3
+    assert document["wins"][0] == 3
+    assert document["result"] == Outcome.PLAYER_1_WIN
 
 
 @pytest.fixture
@@ -148,8 +183,9 @@ class RecordingDockerSandbox(DockerSandbox):
         super().__init__(*args, **kwargs)
         self.container_ids: set[str] = set()
 
-    def start(self, source, *, limits, label):  # type: ignore[no-untyped-def]
+    def start(self, source, *, limits, label):
         running = super().start(source, limits=limits, label=label)
+        assert running.container.id is not None  # a started container has its id
         self.container_ids.add(running.container.id)
         return running
 

@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 PREFIX = "arena-test-engine-"
 DOCKERD = "/usr/sbin/dockerd"
@@ -62,14 +63,14 @@ class Engine:
     def docker_host(self) -> str:
         return f"unix://{self.socket}"
 
-    def docker(self, *arguments: str, **options: object) -> subprocess.CompletedProcess[str]:
+    def docker(self, *arguments: str, **options: Any) -> subprocess.CompletedProcess[str]:
         """The ``docker`` command against this engine."""
         return subprocess.run(
             ["docker", "-H", self.docker_host, *arguments],
             capture_output=True,
             text=True,
             check=False,
-            **options,  # type: ignore[call-overload]
+            **options,
         )
 
     def images(self, repository: str) -> set[str]:

@@ -34,7 +34,7 @@ SLOW_STEPS = {
 
 @worker_process_init.connect
 def slow_jobs(**_: object) -> None:
-    kind, _, seconds = os.environ.get("ARENA_TEST_SLOW_JOB", "").partition(":")
+    kind, _colon, seconds = os.environ.get("ARENA_TEST_SLOW_JOB", "").partition(":")
     if not kind:
         return
     module_name, name = SLOW_STEPS[kind]

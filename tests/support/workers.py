@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
 class Workers:
     """Starts worker processes that share the test's database, broker and folders."""
 
-    def __init__(self, broker: str, settings: object, log_dir: Path) -> None:
+    def __init__(self, broker: str, settings: Any, log_dir: Path) -> None:
         self.broker = broker
         self.settings = settings
         self.log_dir = log_dir
@@ -196,13 +197,13 @@ def _forget_request_rates(redis_url: str) -> None:
         client.delete(key)
 
 
-def _drop_connections(app: object) -> None:
+def _drop_connections(app: Any) -> None:
     """Forget pooled broker connections, so the next task uses the broker now configured."""
     from kombu import pools
 
     pools.reset()  # kombu's process-wide producer pools, keyed by broker
-    app._pool = None  # type: ignore[attr-defined]
-    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> None:

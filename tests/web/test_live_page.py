@@ -1,5 +1,5 @@
 """A duel's page offers the live view while the duel is played, to everyone when its
-replays are public; the stream itself is tested in tests/api/test_live.py and in a
+replays are public; the stream itself is tested in tests/edge/test_live.py and in a
 browser in tests/browser/test_live.py."""
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def test_it_offers_no_live_view_of_a_finished_or_private_duel(client, duel, orga
 
 
 def test_it_conceals_a_running_match_of_a_game_with_hidden_information(duel):
-    spectator = Spectator(live_duel(duel.pk))
+    live = live_duel(duel.pk)
+    assert live is not None
+    spectator = Spectator(live)
     spectator.hidden = True
     spectator.take(
         [

@@ -117,7 +117,10 @@ def played(llm: Competitor, *, player: int, result: str, **counters) -> MatchCon
     revision = llm.revisions.get()
     revisions = [revision, None] if player == 1 else [None, revision]
     duel = DuelFactory(finished=True, tournament__environment=environment, revisions=revisions)
-    scores = {DuelResult.PLAYER_1_WIN: [1, 0], DuelResult.PLAYER_2_WIN: [0, 1]}
+    scores: dict[str, list[float]] = {
+        DuelResult.PLAYER_1_WIN: [1, 0],
+        DuelResult.PLAYER_2_WIN: [0, 1],
+    }
     match = MatchFactory(duel=duel, result=result, scores=scores.get(result, [0.5, 0.5]))
     return MatchConversationFactory(match=match, player=player, **counters)
 

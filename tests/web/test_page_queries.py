@@ -32,7 +32,7 @@ MOST = 12
 class History:
     """A public ladder whose duels, entrants, tournaments and rating changes grow."""
 
-    def __init__(self, owner) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, owner) -> None:
         self.owner = owner
         self.star = CompetitorFactory(owner=owner, is_public=True, name="star")
         self.revision = RevisionFactory(competitor=self.star, validated=True)

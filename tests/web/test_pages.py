@@ -23,12 +23,9 @@ from core.models import (
     TournamentFormat,
 )
 from tests.factories import EnvironmentFactory, RevisionFactory
+from tests.support.responses import text
 
 pytestmark = pytest.mark.django_db
-
-
-def text(response) -> str:
-    return html.unescape(response.content.decode())
 
 
 def visible_text(response) -> str:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import html
-from pathlib import Path
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from core.models import Competitor, Environment, Revision, StepStatus
 from tests.factories import CompetitorFactory, UserFactory
-from tests.pipeline import PLAYERS, make_zip, pipeline  # noqa: F401
+from tests.pipeline import PLAYERS, make_zip, pipeline, stored_files  # noqa: F401
+from tests.support.responses import text
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pipeline")]
 
@@ -24,16 +22,6 @@ def submit(client, *, name: str = "rando", filename: str, content: bytes, url=EN
         url,
         {"name": name, "is_public": "on", "file": SimpleUploadedFile(filename, content)},
     )
-
-
-def stored_files(settings, name: str = "rando") -> list[Path]:
-    """Files stored for the competitor ``name`` of tic-tac-toe."""
-    folder = Path(settings.MEDIA_ROOT) / "revisions" / "tic_tac_toe" / name
-    return [path for path in folder.rglob("*") if path.is_file()]
-
-
-def text(response) -> str:
-    return html.unescape(response.content.decode())
 
 
 def test_it_builds_and_validates_an_upload_then_numbers_the_next_one(

@@ -131,7 +131,7 @@ def world(alice, bob, alices_bot, bobs_bot, tournament, duel, validation_duel) -
 Visit = Callable[[str], int]
 
 
-def visitors(client: Client, bearer: Callable[..., dict[str, str]], users: dict[str, User]):  # type: ignore[no-untyped-def]
+def visitors(client: Client, bearer: Callable[..., dict[str, str]], users: dict[str, User]):
     """Each visitor's way to the site (a session) and to the API (a token of theirs)."""
     yield "anonymous", client.get, client.get
     for name, user in users.items():

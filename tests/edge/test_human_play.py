@@ -6,6 +6,7 @@ case checks exactly what would reach the referee."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -50,7 +51,7 @@ def asked(duel: Duel) -> None:
     bus.publish(seat, json.dumps(ACT).encode(), awaits="act:3")
 
 
-def browser(user) -> tuple[Client, str]:  # type: ignore[no-untyped-def]
+def browser(user) -> tuple[Client, str]:
     """A logged-in browser with the CSRF token its page gives it."""
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
@@ -64,7 +65,7 @@ def browser(user) -> tuple[Client, str]:  # type: ignore[no-untyped-def]
 
 
 def reply(client: Client, duel: Duel, body: dict, token: str | None) -> tuple[int, dict]:
-    headers = {"HTTP_X_CSRFTOKEN": token} if token else {}
+    headers: dict[str, Any] = {"HTTP_X_CSRFTOKEN": token} if token else {}
     response = client.post(
         reverse("human_reply", args=[duel.pk]),
         data=json.dumps(body),

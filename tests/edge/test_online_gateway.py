@@ -14,7 +14,7 @@ import concurrent.futures
 import http.client
 import json
 import socket
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import pytest
@@ -28,29 +28,22 @@ from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.redis_seat_bus import RedisSeatBus
 from sandboxes.remote import RemoteSandbox
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
-from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
+from tests.support.gateway import (
+    ACT,
+    GATEWAY_SETTINGS,
+    Gateway,
+    gateway_started,
+    online_model_registered,
+)
 from tests.support.sandboxes import agent
 from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ACT = b'{"type":"act","id":%d,"match":0,"step":0,"observation":{},"legal_actions":[0,1,2]}'
-
-
-def register(name: str) -> tuple[Competitor, str]:
-    environment = EnvironmentFactory(name="connect_four")
-    owner = UserFactory()
-    return online_model_register(owner=owner, environment=environment, name=name)
-
-
-@pytest.fixture
-def bus(redis_url: str) -> RedisSeatBus:
-    return RedisSeatBus(redis_url)
-
 
 @pytest.fixture
 def model() -> tuple[Competitor, str]:
-    return register("net-bot")
+    return online_model_registered("net-bot")
 
 
 def ask(bus: RedisSeatBus, competitor: Competitor, request_id: int) -> None:
@@ -195,7 +188,7 @@ def test_it_refuses_an_oversized_body_sent_in_chunks_without_a_length(gateway, m
 
 def test_it_cuts_off_a_slow_sender(gateway, bus, model):
     _, token = model
-    other, other_token = register("fast-bot")
+    other, other_token = online_model_registered("fast-bot")
     ask(bus, other, 3)
     with socket.create_connection((gateway.host, gateway.port), timeout=20) as client:
         client.sendall(
@@ -228,7 +221,7 @@ def hourly_gateway(celery_workers, redis_url, settings) -> Gateway:
 def test_it_answers_a_flood_with_429_and_a_retry_after(hourly_gateway, bus, model):
     gateway = hourly_gateway
     _, token = model
-    other, other_token = register("calm-bot")
+    other, other_token = online_model_registered("calm-bot")
     ask(bus, other, 5)
 
     def flood() -> list[tuple[int, str | None]]:
@@ -346,8 +339,8 @@ def test_it_cuts_off_a_stream_that_fails_after_it_began_and_raises_the_failure()
 
     sent: list[dict[str, Any]] = []
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: Mapping[str, Any]) -> None:
+        sent.append(dict(message))
 
     async def receive() -> dict[str, Any]:
         await asyncio.Event().wait()  # the client stays
@@ -422,7 +415,7 @@ def stop_playing(competitor: Competitor, how: str) -> None:
 @pytest.mark.parametrize("how", ["revoked", "disabled", "deleted"])
 def test_it_closes_an_open_stream_when_its_model_may_no_longer_play(gateway, bus, model, how):
     competitor, token = model
-    other, other_token = register("calm-bot")
+    other, other_token = online_model_registered("calm-bot")
     ask(bus, competitor, 7)
     stream = open_stream(gateway, token)
     calm = open_stream(gateway, other_token)
@@ -508,7 +501,7 @@ def test_it_records_when_a_model_token_was_last_used(gateway, bus, model):
 def test_a_stream_that_runs_out_of_time_just_ends(celery_workers, redis_url, settings, bus):
     """Its client reconnects and resumes; nothing says its token stopped playing."""
     gateway = gateway_started(celery_workers, redis_url, settings, ARENA_ONLINE_STREAM_SECONDS="1")
-    competitor, token = register("brief-bot")
+    competitor, token = online_model_registered("brief-bot")
     ask(bus, competitor, 7)
 
     lines = [json.loads(line) for line in open_stream(gateway, token).read().splitlines()]
@@ -521,7 +514,7 @@ def test_a_stream_that_runs_out_of_time_just_ends(celery_workers, redis_url, set
 
 #: Generous clocks: the client answers at once, and a loaded machine must not turn its
 #: illegal action into a timeout.
-FOUR_SEATS_CLOCK = {"move_time": 10.0, "time_bank": 10.0, "startup_time": 20.0}
+FOUR_SEATS_CLOCK: dict[str, Any] = {"move_time": 10.0, "time_bank": 10.0, "startup_time": 20.0}
 #: What the hostile client sends before its (illegal) action, and what each must get.
 GARBAGE = [
     (b"{not json", 400, "malformed"),

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def live_gateway(celery_workers, redis_url, settings) -> Gateway:  # type: ignore[no-untyped-def]
+def live_gateway(celery_workers, redis_url, settings) -> Gateway:
     return gateway_started(
         celery_workers,
         redis_url,

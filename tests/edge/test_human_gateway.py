@@ -23,7 +23,7 @@ from tests.support.gateway import Gateway
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
 
 
-def session_of(user) -> str:  # type: ignore[no-untyped-def]
+def session_of(user) -> str:
     client = Client()
     client.force_login(user)
     return client.cookies["sessionid"].value

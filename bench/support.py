@@ -1,0 +1,144 @@
+"""What several benchmarks share: the machine they ran on, a duel that must have run
+cleanly, a reply read off a pipe, two checkouts of Arena side by side, and throwaway
+databases (PostgreSQL from ``tests.support.postgres``; Redis is
+``tests.support.redis.redis_server``)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import platform
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from referee.results import DuelResult
+
+#: The checkout the benchmarks run from.
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def machine() -> dict[str, Any]:
+    """What a benchmark's figures say about the machine: its cores, Python, and the
+    platform (kernel and C library)."""
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def machine_summary(described: dict[str, Any]) -> str:
+    """``machine()``'s figures in a table's heading."""
+    return f"{described['cores']} cores, Python {described['python']}, {described['platform']}"
+
+
+def check_clean(result: DuelResult) -> None:
+    """A benchmark of a failing duel measures the failure: stop instead."""
+    faults = [fault.describe() for match in result.matches for fault in match.faults]
+    if result.infrastructure_error or faults:
+        problem = result.infrastructure_error or "; ".join(faults[:3])
+        raise SystemExit(f"bench: the duel did not run cleanly: {problem}")
+
+
+def read_reply(reply_fd: int) -> bytes:
+    """One newline-terminated reply off a pipe or a socket."""
+    answer = os.read(reply_fd, 1 << 16)
+    while not answer.endswith(b"\n"):
+        answer += os.read(reply_fd, 1 << 16)
+    return answer
+
+
+# --- two checkouts, side by side ------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkout:
+    role: str
+    #: What was asked for: a folder, or a git revision.
+    spec: str
+    path: Path
+    commit: str
+    subject: str
+    #: Uncommitted changes to tracked files (a folder's).
+    changed: bool
+    #: A worktree made for this run, removed at its end.
+    temporary: bool
+
+
+def git(folder: Path, *arguments: str) -> str | None:
+    """What ``git -C folder arguments`` printed, or None when it failed."""
+    completed = subprocess.run(
+        ["git", "-C", str(folder), *arguments], capture_output=True, text=True, check=False
+    )
+    return completed.stdout.strip() if completed.returncode == 0 else None
+
+
+def checkout_prepare(role: str, spec: str, folder: Path, stack: contextlib.ExitStack) -> Checkout:
+    """A folder as it is, or a git revision in a temporary worktree (under ``folder``,
+    removed when ``stack`` closes)."""
+    path = Path(spec).expanduser()
+    temporary = not path.is_dir()
+    if temporary:
+        commit = git(REPOSITORY, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}")
+        if commit is None:
+            raise SystemExit(f"bench: --{role} {spec!r} is neither a folder nor a revision")
+        path = folder / role
+        if git(REPOSITORY, "worktree", "add", "--detach", "--quiet", str(path), commit) is None:
+            raise SystemExit(f"bench: could not check out {spec} in {path}")
+        stack.callback(git, REPOSITORY, "worktree", "remove", "--force", str(path))
+    path = path.resolve()
+    if not (path / "manage.py").is_file() or not (path / "core" / "settings.py").is_file():
+        raise SystemExit(f"bench: {path} is not a checkout of Arena")
+    return Checkout(
+        role=role,
+        spec=spec,
+        path=path,
+        commit=git(path, "rev-parse", "--short", "HEAD") or "unknown",
+        subject=git(path, "log", "-1", "--format=%s") or "",
+        changed=bool(git(path, "status", "--porcelain", "--untracked-files=no")),
+        temporary=temporary,
+    )
+
+
+# --- throwaway databases --------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def throwaway_database(server: str | None, folder: Path, name: str) -> Iterator[str]:
+    """A fresh database for one measurement, dropped afterwards: on the server, or a file."""
+    if server is None:
+        yield f"sqlite:///{folder / name}.sqlite3"
+        return
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster (``tests.support.postgres``) with a database
+    ``bench``: its URL."""
+    from tests.support.postgres import find_bindir, start_cluster
+
+    bindir = find_bindir()
+    if bindir is None:
+        raise SystemExit("bench: PostgreSQL is not installed (apt-get install postgresql)")
+    cluster = start_cluster(bindir)
+    try:
+        import psycopg
+
+        with psycopg.connect(cluster.url("postgres"), autocommit=True) as connection:
+            connection.execute("CREATE DATABASE bench")
+        yield cluster.url("bench")
+    finally:
+        cluster.stop()
