@@ -371,7 +371,9 @@ def test_the_watchdog_command_makes_one_pass_with_once(sent):
     for job in (lost, stalled):
         job.refresh_from_db()
         assert job.status == JobStatus.QUEUED
-    assert sorted(sent) == sorted((TASKS[job.kind], job.subject_id) for job in (lost, stalled))
+    assert sorted(sent) == sorted(
+        (TASKS[JobKind(job.kind)], job.subject_id) for job in (lost, stalled)
+    )
 
 
 # --- a validation waits for its build -------------------------------------------------------
@@ -422,7 +424,7 @@ def test_a_rebuild_leaves_a_validation_a_live_worker_holds(sent):
 
     validation = revision.job(JobKind.VALIDATION)
     assert validation is not None and validation.lease_owner == "validator:1"
-    assert revision.job(JobKind.BUILD).status == JobStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert revision.job(JobKind.BUILD).status == JobStatus.SUCCEEDED
 
 
 def test_retrying_a_failed_build_makes_its_validation_wait_again(sent):
@@ -455,7 +457,7 @@ def test_cancelling_a_build_cancels_the_validation_waiting_for_it():
 
     revision.refresh_from_db()
     assert (revision.build_status, revision.validation_status) == ("none", "none")
-    assert revision.job(JobKind.VALIDATION).status == JobStatus.CANCELLED  # type: ignore[union-attr]
+    assert revision.job(JobKind.VALIDATION).status == JobStatus.CANCELLED
 
 
 def test_two_callers_making_the_same_job_at_once_make_one(sent):

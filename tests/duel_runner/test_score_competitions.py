@@ -162,9 +162,10 @@ def test_it_plays_an_evaluation_again_when_its_worker_died_and_counts_it_once():
 
     evaluation.refresh_from_db()
     assert evaluation.status == DuelStatus.SUCCEEDED and evaluation.job.attempts == 2
+    assert killed is not None
     late = Outcome(True, error="late")
     assert not job_record(job=killed, worker="killed", store=lambda: late)  # lost its lease
-    assert evaluation_play(evaluation_id=evaluation.pk) is None  # finished: not played again
+    evaluation_play(evaluation_id=evaluation.pk)  # finished: not played again
     evaluation.refresh_from_db()
     assert evaluation.job.attempts == 2 and len(evaluation.episodes) == 2
 

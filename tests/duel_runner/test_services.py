@@ -126,6 +126,7 @@ def test_it_keeps_renewing_the_lease_while_a_duel_runs(settings):
     minimax, rando = two_revisions()
     duel = queued_duel([minimax, rando], num_matches=2, seed=1)
     claimed = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="me")
+    assert claimed is not None
     first_expiry = claimed.lease_expires_at
 
     with job_heartbeat(job=claimed, worker="me"):

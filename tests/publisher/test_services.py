@@ -263,7 +263,7 @@ def test_it_pushes_both_revisions_when_another_publisher_pushed_in_between(
     settings.ARENA_PUBLISH_REPOSITORY = str(remote)
     queue_again(mine, theirs)
     real_push = Clone.push
-    interleaved = []
+    interleaved: list[object] = []
 
     def push_after_another_publisher(clone: Clone) -> bool:
         # Between our fetch and our push, a worker on another machine pushes its revision.

@@ -317,8 +317,7 @@ def test_it_lets_a_seats_keys_expire_on_redis(redis_url, seat, backend):
     assert keys  # the events (and the connections) stay for a client that comes back...
     for key in keys:
         # ...but none for good: a model that stops playing leaves nothing behind.
-        # redis-py types its commands for its asyncio client too; this one is synchronous.
-        assert 0 < client.ttl(key) <= SEAT_KEYS_TTL, key  # type: ignore[operator]
+        assert 0 < client.ttl(key) <= SEAT_KEYS_TTL, key
 
 
 def test_its_duel_is_over_for_the_client_once_the_referee_says_bye(bus, seat):

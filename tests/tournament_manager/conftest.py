@@ -69,9 +69,11 @@ def finish() -> Finish:
         failed: bool = False,
     ) -> Duel:
         if scores is None:
-            scores = {DuelResult.PLAYER_1_WIN: (2, 0), DuelResult.PLAYER_2_WIN: (0, 2)}.get(
-                result, (1, 1)
-            )
+            points: dict[str, tuple[float, float]] = {
+                DuelResult.PLAYER_1_WIN: (2, 0),
+                DuelResult.PLAYER_2_WIN: (0, 2),
+            }
+            scores = points.get(result, (1, 1))
         now = timezone.now()
         status = DuelStatus.FAILED if failed else DuelStatus.SUCCEEDED
         times = {"started_at": now - timedelta(seconds=60), "ended_at": now}

@@ -137,13 +137,13 @@ def _validated(revision_id: int) -> Revision:
 
 def _built_once(revision_id: int, published: Path) -> None:
     revision = _validated(revision_id)
-    assert revision.job(JobKind.VALIDATION).attempts == 1  # type: ignore[union-attr]
+    assert revision.job(JobKind.VALIDATION).attempts == 1
     assert Duel.objects.of_revision(revision).filter(is_validation=True).count() == 1
 
 
 def _validated_once(revision_id: int, published: Path) -> None:
     revision = _validated(revision_id)
-    assert revision.job(JobKind.BUILD).attempts == 1  # type: ignore[union-attr]
+    assert revision.job(JobKind.BUILD).attempts == 1
     # The killed worker stored nothing: one validation duel, the second worker's.
     assert Duel.objects.of_revision(revision).filter(is_validation=True).count() == 1
 
@@ -234,7 +234,7 @@ def test_a_job_whose_worker_is_killed_midway_is_done_again_once(kind, celery_wor
     start_worker(celery_workers, "second", published)
 
     wait_for(
-        lambda: job_of(kind=kind, subject_id=subject_id).is_finished,  # type: ignore[union-attr]
+        lambda: job_of(kind=kind, subject_id=subject_id).is_finished,
         timeout=300,
         what=f"the {kind} to be taken up again",
     )

@@ -82,7 +82,7 @@ def test_a_resent_duel_is_played_once_and_rated_once(settings, tmp_path, monkeyp
     assert dispatched == [duel.pk, duel.pk]
 
     for duel_id in dispatched:
-        assert duel_play(duel_id=duel_id) is None
+        duel_play(duel_id=duel_id)
 
     duel.refresh_from_db()
     assert (duel.status, duel.job.attempts, duel.matches.count()) == (DuelStatus.SUCCEEDED, 1, 2)
