@@ -34,8 +34,10 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 logger = logging.getLogger(__name__)
 
 VERSION_KEY = "arena:pages:version"
-#: Tables no cached page reads (``tests/web/test_page_cache.py`` checks the pages'
-#: queries never touch them).
+#: Tables whose writes leave the kept pages alone: no cached page reads them
+#: (``tests/web/test_page_cache.py`` checks the pages' queries), but for a duel's job, read
+#: for its times and error, which change only in the transactions that also write the
+#: duel's status (watched); its heartbeats change neither.
 UNWATCHED_TABLES = frozenset(
     {"django_session", "core_job", "core_liveevent", "core_apitoken", "core_onlineseat"}
 )

@@ -7,13 +7,19 @@ others see)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import timedelta
+
 import pytest
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from core.models import Competitor, DuelStatus, Job
+from core.jobs.lifecycle import job_reset, job_retry, jobs_cancel
+from core.jobs.policies import Outcome
+from core.jobs.worker import Done, job_claim, job_give_back, job_record, job_run
+from core.models import Competitor, Duel, DuelStatus, Job, JobKind
 from core.page_cache import UNWATCHED_TABLES, pages_version
 from core.services.online import online_model_register
 from duel_runner.services import duel_store_result
@@ -158,4 +164,43 @@ def test_the_kept_pages_read_no_table_whose_writes_leave_them(client, bobs_bot, 
         for path in paths:
             _read(client, path)
     read = " ".join(query["sql"] for query in queries)
-    assert [table for table in UNWATCHED_TABLES if f'"{table}"' in read] == []
+    # A duel's job is read for its times and error, which change only with a watched
+    # write (the next test); its heartbeats, which are not watched, change neither.
+    unread = UNWATCHED_TABLES - {"core_job"}
+    assert [table for table in unread if f'"{table}"' in read] == []
+
+
+def test_every_change_of_a_jobs_shown_times_or_error_makes_the_pages_stale(sent):
+    duel = DuelFactory(status=DuelStatus.QUEUED)
+
+    def bumps(change: Callable[[], object]) -> bool:
+        before = pages_version()
+        change()
+        return pages_version() > before
+
+    claimed = job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="w:1")
+    assert claimed is not None
+    renewed = timezone.now() + timedelta(seconds=60)
+    # A heartbeat shows on no page: it leaves the kept pages alone.
+    assert not bumps(lambda: Job.objects.filter(pk=claimed.pk).update(lease_expires_at=renewed))
+    assert bumps(lambda: job_give_back(job=claimed, worker="w:1", problem="no engine here"))
+
+    def stored() -> Outcome:
+        Duel.objects.filter(pk=duel.pk).update(status=DuelStatus.SUCCEEDED, result="DRAW")
+        return Outcome(True)
+
+    assert bumps(lambda: job_claim(kind=JobKind.DUEL, subject_id=duel.pk, worker="w:2"))
+    again = Job.objects.get(pk=claimed.pk)
+    assert bumps(lambda: job_record(job=again, worker="w:2", store=stored))
+    assert bumps(lambda: job_reset(kind=JobKind.DUEL, subject_id=duel.pk))
+
+    def broken(_: object) -> Done:
+        raise RuntimeError("a bug")
+
+    def run_broken() -> None:
+        with pytest.raises(RuntimeError):
+            job_run(kind=JobKind.DUEL, subject_id=duel.pk, work=broken)
+
+    assert bumps(run_broken)
+    assert bumps(lambda: job_retry(job=Job.objects.get(pk=claimed.pk)))
+    assert bumps(lambda: jobs_cancel(jobs=Job.objects.filter(pk=claimed.pk), why="not wanted"))
