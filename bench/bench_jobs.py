@@ -87,19 +87,15 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from bench.support import (
-    REPOSITORY,
-    Checkout,
-    checkout_prepare,
-    git,
-    machine,
-    machine_summary,
-    throwaway_database,
-)
+if TYPE_CHECKING:
+    from bench.support import Checkout
 
+#: This checkout. The child runs this file on another checkout's code, where
+#: ``bench.support`` may not exist (it came with issue 38): only the parent imports it.
+REPOSITORY = Path(__file__).resolve().parent.parent
 PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
 #: The commit before issue 23's jobs table.
@@ -566,6 +562,8 @@ def measure(
     postgres: str | None,
     report: Callable[[str], None],
 ) -> dict[str, Any]:
+    from bench.support import checkout_prepare, git, machine, throwaway_database
+
     folder = Path(tempfile.mkdtemp(prefix="arena-bench-jobs-"))
     folder.chmod(0o755)
     load_before = os.getloadavg()[0]
@@ -639,6 +637,8 @@ def _cell(side: dict[str, float] | None, row: Row) -> str:
 
 
 def table(figures: dict[str, Any]) -> str:
+    from bench.support import machine_summary
+
     def described(role: str) -> str:
         checkout = figures["checkouts"][role]
         where = "a temporary worktree" if checkout["temporary"] else checkout["path"]

@@ -22,17 +22,44 @@ if timeout 10 docker version >/dev/null 2>&1; then
   .venv/bin/python manage.py build_base_image >/dev/null \
     || echo "arena test: the base image could not be built; the docker sandbox tests will say why"
 fi
-# The Django-free layer (referee, sandboxes, environments, the SDK, the example players)
-# runs its tests in a virtualenv without Django, which proves it imports none; the rest
-# runs in .venv. With arguments (e.g. -k hostile) everything runs in .venv, as pytest
-# would.
+# Three lanes at once, each in its own processes, so that one's waits (agents, servers,
+# containers, health checks) are spent on another's work:
+# - the production stack (tests/deploy/test_stack*.py: a compose deployment built,
+#   started, killed and restored), which mostly waits on containers;
+# - the Django-free layer (referee, sandboxes, environments, the SDK, the example
+#   players) in a virtualenv without Django, which proves it imports none;
+# - everything else in .venv, in two test processes (pytest-xdist), a module to each.
+# The first two write to logs that are shown when they end; the run fails if any lane
+# does. With arguments (e.g. -k hostile) everything runs in .venv in one process, as
+# pytest would.
 PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
-if [ $# -eq 0 ]; then
-  scripts/setup_pure.sh
-  echo "arena test: the Django-free layer, in .venv-pure (no Django installed)"
-  .venv-pure/bin/python -m pytest -p no:cacheprovider \
-    -o addopts="-ra --strict-markers --import-mode=importlib" "${PURE_TESTS[@]}"
-  echo "arena test: everything else, in .venv"
-  exec .venv/bin/pytest "${PURE_TESTS[@]/#/--ignore=}"
+STACK_TESTS=(tests/deploy/test_stack*.py)
+if [ $# -gt 0 ]; then
+  exec .venv/bin/pytest "$@"
 fi
-exec .venv/bin/pytest "$@"
+scripts/setup_pure.sh
+lanes="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$lanes"' EXIT
+echo "arena test: the production stack, in the background (log shown when it ends)"
+.venv/bin/pytest -p no:cacheprovider "${STACK_TESTS[@]}" >"$lanes/stack.log" 2>&1 &
+stack=$!
+echo "arena test: the Django-free layer, in .venv-pure (no Django installed), in the background"
+.venv-pure/bin/python -m pytest -p no:cacheprovider \
+  -o addopts="-ra --strict-markers --import-mode=importlib" "${PURE_TESTS[@]}" \
+  >"$lanes/pure.log" 2>&1 &
+pure=$!
+echo "arena test: everything else, in .venv, two test processes"
+status=0
+.venv/bin/pytest -n 2 --dist loadfile "${PURE_TESTS[@]/#/--ignore=}" \
+  "${STACK_TESTS[@]/#/--ignore=}" || status=$?
+for lane in pure stack; do
+  lane_status=0
+  wait "${!lane}" || lane_status=$?
+  echo "arena test: the ${lane} lane's output"
+  cat "$lanes/$lane.log"
+  if [ "$lane_status" -ne 0 ]; then
+    echo "arena test: the ${lane} lane failed (exit code $lane_status)"
+    status=1
+  fi
+done
+exit "$status"

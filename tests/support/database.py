@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +88,32 @@ def _use_database(url: str) -> None:
     # import time) would still be a SQLite one.
     connections["default"].close()
     del connections["default"]
+
+
+#: How far apart the revision ids of two test processes start (pytest-xdist's workers).
+REVISION_IDS_APART = 1_000_000
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """pytest-django's test database; in the second and later of pytest-xdist's test
+    processes, with revision ids starting further on.
+
+    The processes share this machine's Docker engine, and a revision's image is tagged by
+    its id and its upload's SHA-256 (``builder.revision_image``): two test databases that
+    each build the same example player as revision 1 would tag two images alike, and one
+    process's clean-up could take the other's. Each process's images are its own then.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker.removeprefix("gw")) if worker.startswith("gw") else 0
+    if index == 0:
+        return
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        start = index * REVISION_IDS_APART + 1
+        if connection.vendor == "postgresql":
+            cursor.execute(f"ALTER SEQUENCE core_revision_id_seq RESTART WITH {start}")
+        elif connection.vendor == "sqlite":
+            cursor.execute("DELETE FROM sqlite_sequence WHERE name = 'core_revision'")
+            cursor.execute("INSERT INTO sqlite_sequence VALUES ('core_revision', %s)", [start - 1])

@@ -67,9 +67,13 @@ def pytest_configure(config: pytest.Config) -> None:
     os.umask(0o022)
     # Hashing with the production hasher costs a quarter of a second per user.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    # Uploads made by tests go to a folder of this run, never to var/media.
-    _media_root = Path(tempfile.mkdtemp(prefix="arena-test-media-"))
-    settings.MEDIA_ROOT = _media_root
+    # Uploads, builds and published files made by tests go to folders of this process,
+    # never to var/ (where the demo keeps its own), nor to another test process's (two
+    # test databases each have a revision 1).
+    _media_root = Path(tempfile.mkdtemp(prefix="arena-test-data-"))
+    settings.MEDIA_ROOT = _media_root / "media"
+    settings.ARENA_BUILD_ROOT = _media_root / "builds"
+    settings.ARENA_PUBLISH_WORKDIR = _media_root / "publisher"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
