@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -102,7 +103,7 @@ def test_it_names_the_known_environments_for_an_unknown_one(ratings: list[Rating
 
 
 @pytest.fixture
-def games() -> dict[str, object]:
+def games() -> dict[str, Any]:
     """A tic-tac-toe tournament with a played duel, a validation duel, and a quarto
     tournament."""
     tournament = TournamentFactory(environment=EnvironmentFactory(name="tic_tac_toe"))
@@ -118,7 +119,7 @@ def games() -> dict[str, object]:
 
 
 def test_it_deletes_nothing_when_the_answer_is_no(
-    monkeypatch: pytest.MonkeyPatch, games: dict[str, object]
+    monkeypatch: pytest.MonkeyPatch, games: dict[str, Any]
 ) -> None:
     questions = answer(monkeypatch, "")
 
@@ -130,7 +131,7 @@ def test_it_deletes_nothing_when_the_answer_is_no(
 
 
 def test_it_deletes_one_environments_games_and_keeps_revisions(
-    games: dict[str, object],
+    games: dict[str, Any],
 ) -> None:
     revisions, competitors = Revision.objects.count(), Competitor.objects.count()
 
@@ -143,7 +144,7 @@ def test_it_deletes_one_environments_games_and_keeps_revisions(
     assert (Revision.objects.count(), Competitor.objects.count()) == (revisions, competitors)
 
 
-def test_it_deletes_validation_duels_when_asked(games: dict[str, object]) -> None:
+def test_it_deletes_validation_duels_when_asked(games: dict[str, Any]) -> None:
     revisions = Revision.objects.count()
 
     out = run("delete_games", "--all", "--validation", "--yes")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Hashable
 
 import numpy as np
 import pytest
@@ -174,8 +175,10 @@ def test_a_table_of_games_is_fitted_as_the_same_games_one_by_one():
     found by a sorted search); a few games come one by one: the same fit either way."""
     games = neighbours_history(300, seed=4)
     ids = [1000 + 7 * player for player in range(300)]
+    id_of: dict[Hashable, int] = dict(enumerate(ids))
     renamed = [
-        Games(ids[game.first], ids[game.second], game.games, game.first_points) for game in games
+        Games(id_of[game.first], id_of[game.second], game.games, game.first_points)
+        for game in games
     ]
     half = len(renamed) // 2
 

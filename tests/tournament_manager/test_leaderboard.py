@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -129,7 +130,9 @@ def test_a_newcomer_with_a_lucky_win_is_provisional_and_listed_after_the_ranked(
     assert table["newcomer"].score_sd > 1.5 * table["leader"].score_sd
     # Its one win puts its score above the leader's, yet it is listed last.
     assert table["newcomer"].score > table["leader"].score
-    names = [row.competitor.name for row in leaderboard(user=None, environment=environment)]
+    names = [
+        row.competitor.name for row in leaderboard(user=AnonymousUser(), environment=environment)
+    ]
     assert names == ["leader", "runner-up", "newcomer"]
 
 
@@ -236,10 +239,10 @@ def test_it_tells_no_first_move_advantage_in_a_game_of_simultaneous_moves(client
     assert "Moving first" not in client.get(game.get_absolute_url()).content.decode()
 
 
-def recount(matches: list[Match]) -> Counter[tuple[int, int, int, int, str]]:
+def recount(matches: list[Match]) -> Counter[tuple[int | None, int, int, int, str]]:
     """The rated pairings counted again from the matches themselves: by tournament, the
     revisions in seats 1 and 2, the first mover; games, seat 1's wins, draws."""
-    counted: Counter[tuple[int, int, int, int, str]] = Counter()
+    counted: Counter[tuple[int | None, int, int, int, str]] = Counter()
     for match in matches:
         one, two = match.duel.revisions()
         key = (match.duel.tournament_id, one.pk, two.pk, match.first_player)
@@ -261,7 +264,7 @@ def test_its_pairings_count_every_rated_match_once_as_the_matches_say(environmen
         wins, draws, losses = (rng.randint(0, 2) for _ in range(3))
         rated(rng.choice(tournaments), one, two, wins=wins + 1, draws=draws, losses=losses)
 
-    stored: Counter[tuple[int, int, int, int, str]] = Counter()
+    stored: Counter[tuple[int | None, int, int, int, str]] = Counter()
     for pairing in RatedPairing.objects.all():
         key = (pairing.tournament_id, pairing.one_id, pairing.two_id, pairing.first_player)
         for field_name in ("games", "one_wins", "draws"):

@@ -273,7 +273,8 @@ def exhaustive_pairings(
         for one, two in itertools.combinations(agents, 2)
         if one.competitor != two.competitor
     )
-    chosen, busy = [], set()
+    chosen: list[tuple[LadderAgent, LadderAgent]] = []
+    busy: set[int] = set()
     for _, _, _, one, two in scored:
         if one.key in busy or two.key in busy:
             continue

@@ -24,6 +24,7 @@ from core.models import (
 )
 from core.services.environments import environment_add_openspiel
 from environments.base import replay, shares_beaten
+from environments.openspiel.adapter import OpenSpielEnvironment
 from environments.registry import make_environment
 from referee.results import ranks_from_scores, seat_rotation
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
@@ -238,6 +239,7 @@ def test_an_openspiel_game_of_three_plays_a_duel_stored_with_each_seats_rank(cli
         # The match replays from its seed and moves to OpenSpiel's returns, which its
         # scores rank: each player's share of the others whose return it beat.
         game = make_environment(environment.game)
+        assert isinstance(game, OpenSpielEnvironment)
         replay(game, match.seed, match.actions)
         returns = dict(zip(match.seats, game.returns(), strict=True))
         assert match.scores == shares_beaten([returns[number] for number in (1, 2, 3)])

@@ -11,6 +11,7 @@ import dataclasses
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import transaction
@@ -156,14 +157,16 @@ def _published_once(revision_id: int, published: Path) -> None:
 
 def _played_once(duel_id: int, published: Path) -> None:
     duel = Duel.objects.get(pk=duel_id)
+    tournament_id = duel.tournament_id
+    assert tournament_id is not None
     wait_for(
         lambda: Tournament.objects.filter(
-            pk=duel.tournament_id, status=TournamentStatus.COMPLETED
+            pk=tournament_id, status=TournamentStatus.COMPLETED
         ).exists(),
         timeout=60,
         what="the tournament to finish",
     )
-    tournament = Tournament.objects.get(pk=duel.tournament_id)
+    tournament = Tournament.objects.get(pk=tournament_id)
     assert (tournament.duels_done, tournament.duels_failed) == (1, 0)
     assert (duel.status, duel.matches.count()) == (DuelStatus.SUCCEEDED, MATCHES)
     # Rated once per match, by the worker that finished it: both players, every match.
@@ -208,7 +211,8 @@ def start_worker(
 ) -> subprocess.Popen[bytes]:
     """A worker on every queue but online play's, publishing to ``published`` from a work
     folder of its own; ``slow`` (``<kind>:<seconds>``) holds each job of that kind."""
-    settings = {
+    # Any: mypy takes a dict unpacked into keywords for each keyword, those not str too.
+    settings: dict[str, Any] = {
         "ARENA_PUBLISH_REPOSITORY": str(published),
         "ARENA_PUBLISH_BRANCH": "main",
         "ARENA_PUBLISH_WORKDIR": str(published.parent / f"publisher-{name}"),
