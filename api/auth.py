@@ -39,6 +39,7 @@ from ninja.security import HttpBearer
 from api.connections import client_key
 from api.rates import rate_wait, rate_wait_async
 from api.tokens import Holder, holder_of, token_checks, token_used, tokens_of
+from core.errors import sentence
 from core.models import ApiToken, TokenScope
 from core.models.accounts import hash_token
 
@@ -111,7 +112,7 @@ def refusal(access: Access, holder: Holder | None) -> Refusal | None:
             )
         if TokenScope.PLAY not in holder.scopes:
             return Refusal(403, "forbidden", "This token lacks the 'play' scope.")
-        return Refusal(403, "forbidden", "This model is disabled by the organizers.")
+        return Refusal(403, "forbidden", sentence(holder.disabled))
     if holder is None:
         if access is Access.READ:
             return None

@@ -5,8 +5,9 @@ organizers, as on the site (``reads.access``)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, FilterLookup, FilterSchema, Query, Schema
@@ -24,13 +25,22 @@ from api.selectors import (
 )
 from core.models import (
     Competitor,
+    DisabledBy,
     LeaderboardEntry,
     Rating,
     RatingChange,
     Revision,
     StepStatus,
 )
-from core.services.revisions import competitor_share_logs
+from core.services.competitors import (
+    CompetitorDeletion,
+    competitor_delete,
+    competitor_deletion_message,
+    competitor_disable,
+    competitor_enable,
+    competitor_set_public,
+    competitor_share_logs,
+)
 from reads.access import (
     AuthenticatedHttpRequest,
     get_competitor_for_user,
@@ -66,6 +76,9 @@ class CompetitorOut(Schema):
     #: it is public; otherwise they are its owner's and the organizers'.
     share_logs: bool
     is_disabled: bool
+    #: Who disabled it ("" while it plays): "owner" (who may enable it again) or
+    #: "organizers".
+    disabled_by: str
     created_at: datetime
     rating: RatingOut | None
 
@@ -83,6 +96,37 @@ class CompetitorPatch(Schema):
         description="Let everyone read what its agent logged at each move of a finished "
         "duel's replay, while the competitor is public.",
     )
+    is_public: StrictBool | None = Field(
+        None,
+        description="Public: anyone may see it, its page and (an upload's) code. Private: "
+        "you and the organizers; its games in public tournaments still show its name.",
+    )
+    is_disabled: StrictBool | None = Field(
+        None,
+        description="Disabled: it leaves every tournament and ladder it is in within seconds, "
+        "takes no upload and joins nothing, while everything it played stays. False enables "
+        "it again (not one the organizers disabled): it rejoins the running ladders.",
+    )
+
+
+class CompetitorDeletionOut(Schema):
+    #: "erased": gone with its revisions, its name free; "withdrawn": disabled, its games kept.
+    outcome: Literal["erased", "withdrawn"]
+    message: str
+    #: The withdrawn competitor; None once erased.
+    competitor: CompetitorOut | None = None
+
+    @staticmethod
+    def resolve_outcome(deletion: CompetitorDeletion) -> str:
+        return "erased" if deletion.erased else "withdrawn"
+
+    @staticmethod
+    def resolve_message(deletion: CompetitorDeletion) -> str:
+        return competitor_deletion_message(deletion)
+
+    @staticmethod
+    def resolve_competitor(deletion: CompetitorDeletion) -> Competitor | None:
+        return deletion.kept
 
 
 class LeaderboardPlaceOut(Schema):
@@ -249,18 +293,44 @@ def competitor_detail(request: HttpRequest, environment: Slug, name: Slug) -> Co
     auth=auth.submit,
     response=documented({200: CompetitorDetailOut}, 400, 404),
     summary="Change one of your competitors' settings",
-    description="`share_logs`: whether everyone may read its agent's logs (each "
-    "finished duel's and evaluation's, at each move in its replays, its validation's, an LLM "
-    "player's conversations) while it is public.",
+    description="For an upload, an LLM player and an online model alike. `share_logs`: "
+    "whether everyone may read its agent's logs (each finished duel's and evaluation's, at "
+    "each move in its replays, its validation's, an LLM player's conversations) while it is "
+    "public. `is_public`: whether anyone may see it. `is_disabled`: take it out of play "
+    "(it leaves every tournament and ladder; what it played stays) or back in.",
 )
 def competitor_change(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug, payload: CompetitorPatch
 ) -> Competitor:
     competitor = get_own_competitor(request.user, environment, name)
-    share = payload.dict(exclude_unset=True).get("share_logs")
-    if share is not None:
-        competitor_share_logs(competitor=competitor, share=share)
+    changes = payload.dict(exclude_unset=True)
+    with transaction.atomic():
+        if changes.get("share_logs") is not None:
+            competitor_share_logs(competitor=competitor, share=changes["share_logs"])
+        if changes.get("is_public") is not None:
+            competitor_set_public(competitor=competitor, is_public=changes["is_public"])
+        if changes.get("is_disabled") is True:
+            competitor_disable(competitor=competitor, by=DisabledBy.OWNER)
+        elif changes.get("is_disabled") is False:
+            competitor_enable(competitor=competitor, by=DisabledBy.OWNER)
     return competitor_with_summary(competitor)
+
+
+@router.delete(
+    COMPETITOR,
+    auth=auth.submit,
+    response=documented({200: CompetitorDeletionOut}, 404),
+    summary="Delete one of your competitors",
+    description="Deletes each of its revisions as `DELETE /submissions/{id}` does: erased "
+    "when nothing but its own validation refers to it. When every revision goes, the "
+    "competitor goes too and its name is free. When one is kept (it played others, is in a "
+    "tournament or on the leaderboard, or a worker holds it), the competitor is withdrawn "
+    "instead: disabled, so it plays no more, while what it played stays for its opponents.",
+)
+def competitor_remove(
+    request: AuthenticatedHttpRequest, environment: Slug, name: Slug
+) -> CompetitorDeletion:
+    return competitor_delete(competitor=get_own_competitor(request.user, environment, name))
 
 
 @router.get(

@@ -35,6 +35,7 @@ from core.models.llm import (
     TEMPERATURE_RANGE,
     TOP_P_RANGE,
 )
+from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
 from core.services.llm import llm_player_register, llm_player_update
 from llm.prompts import SUPPORTED_HARNESS_VERSIONS
@@ -134,9 +135,10 @@ class LLMPlayerIn(_Settings):
     request_timeout: Timeout = Field(60.0, description="Seconds one request may take.")
     harness_version: HarnessVersion | None = Field(None, description="The newest by default.")
     public: bool = Field(
-        True,
-        description="Whether anyone may see it; its conversations too once its owner shares "
-        "its logs (`share_logs`).",
+        PUBLIC_BY_DEFAULT,
+        description="Whether anyone may see it and its settings (never its key); its "
+        "conversations too once its owner shares its logs (`share_logs`). Private by "
+        "default, as every competitor.",
     )
 
 

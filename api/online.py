@@ -37,6 +37,7 @@ from api.presence import presence_seen, stopped_refusal
 from api.tokens import Holder, poll_connection, token_checks
 from core.errors import ArenaError
 from core.models import Competitor, Environment, OnlineSeat, Revision
+from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.services.online import (
     model_token_create,
     online_duels_played,
@@ -71,7 +72,11 @@ class ModelIn(Schema):
     name: Slug = Field(
         description="The model's name on the leaderboard (letters, digits, - and _)."
     )
-    public: bool = Field(True, description="Whether anyone may see the model and its games.")
+    public: bool = Field(
+        PUBLIC_BY_DEFAULT,
+        description="Whether anyone may see the model's page (its name, results and replays "
+        "in public tournaments show either way). Private by default, as every competitor.",
+    )
 
 
 class ModelOut(Schema):

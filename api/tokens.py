@@ -48,8 +48,9 @@ class Holder:
     competitor_id: int | None = None
     #: Its seat on the seat bus.
     seat: str = ""
-    #: Its competitor is disabled by the organizers.
-    disabled: bool = False
+    #: Why its competitor does not play ("" when it does): disabled by its owner or the
+    #: organizers (``Competitor.disabled_message``).
+    disabled: str = ""
 
     @property
     def is_model(self) -> bool:
@@ -85,7 +86,11 @@ def holder_of(token: ApiToken) -> Holder:
         scopes=token.scope_set,
         competitor_id=token.competitor_id,
         seat=token.competitor.seat if token.competitor else "",
-        disabled=bool(token.competitor and token.competitor.is_disabled),
+        disabled=(
+            token.competitor.disabled_message
+            if token.competitor and token.competitor.is_disabled
+            else ""
+        ),
     )
 
 

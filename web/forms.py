@@ -19,6 +19,7 @@ from core.models.llm import (
     TEMPERATURE_RANGE,
     TOP_P_RANGE,
 )
+from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
 from core.services.accounts import invite_problem
 from core.services.uploads import upload_limits
@@ -104,8 +105,8 @@ class OnlineModelForm(forms.Form):
     is_public = forms.BooleanField(
         label="Public",
         required=False,
-        initial=True,
-        help_text="Anyone may then see it and its games.",
+        initial=PUBLIC_BY_DEFAULT,
+        help_text="Anyone may then see its page (its name and games show either way).",
     )
 
     def clean_name(self) -> str:
@@ -261,7 +262,7 @@ class LLMSettingsForm(forms.Form):
     is_public = forms.BooleanField(
         label="Public",
         required=False,
-        initial=True,
+        initial=PUBLIC_BY_DEFAULT,
         help_text="Anyone may then see it and its settings (never its key); its conversations "
         "too once you share its logs on its page.",
     )

@@ -7,7 +7,16 @@ from django.urls import URLPattern, path, reverse_lazy
 from django.views import View
 
 from web.forms import EmailAuthenticationForm
-from web.views import accounts, competitions, environments, llm, play, scores, submissions
+from web.views import (
+    accounts,
+    competitions,
+    competitors,
+    environments,
+    llm,
+    play,
+    scores,
+    submissions,
+)
 
 COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
 REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_name>/v<int:version>/"
@@ -43,7 +52,10 @@ urlpatterns = [
     ),
     path(COMPETITOR, submissions.competitor, name="competitor"),
     path(COMPETITOR + "llm/", llm.llm_player_edit, name="llm_player_edit"),
-    path(COMPETITOR + "move-logs/", submissions.competitor_move_logs, name="competitor_move_logs"),
+    path(COMPETITOR + "move-logs/", competitors.move_logs, name="competitor_move_logs"),
+    path(COMPETITOR + "visibility/", competitors.visibility, name="competitor_visibility"),
+    path(COMPETITOR + "play-state/", competitors.play_state, name="competitor_play_state"),
+    path(COMPETITOR + "delete/", competitors.remove, name="competitor_delete"),
     path(COMPETITOR + "play/", play.play_start, name="play_start"),
     path("duels/<int:pk>/play/", play.play, name="play"),
     path(REVISION, submissions.revision, name="revision"),

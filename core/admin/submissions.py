@@ -28,7 +28,8 @@ from core.admin.base import (
 )
 from core.admin.jobs import job_summary
 from core.errors import ArenaError
-from core.models import Competitor, Duel, Revision, StepStatus
+from core.models import Competitor, DisabledBy, Duel, Revision, StepStatus
+from core.services.competitors import competitor_disable, competitor_enable
 from core.services.publication import (
     competitor_publish_latest,
     revision_publication_problem,
@@ -88,6 +89,8 @@ class CompetitorAdmin(ArenaAdmin):
         "created_at",
         # Its owner's choice (the competitor page, the API), shown here.
         "share_logs",
+        # Set with the disabled box (or the actions): the organizers, here.
+        "disabled_by",
     )
     fields = (
         "name",
@@ -98,11 +101,26 @@ class CompetitorAdmin(ArenaAdmin):
         "is_public",
         "share_logs",
         "is_disabled",
+        "disabled_by",
         "rating_link",
         "created_at",
     )
     inlines = (RevisionInline,)
     actions = ("disable", "enable", "make_public", "make_private")
+
+    def save_model(self, request: HttpRequest, obj: Competitor, form: Any, change: bool) -> None:
+        """The disabled box ticked here is the organizers' disabling (its owner cannot undo
+        it); cleared, the competitor is enabled whoever disabled it."""
+        if "is_disabled" in form.changed_data:
+            disabled = obj.is_disabled
+            obj.is_disabled = not disabled  # as stored, for the service to change
+            super().save_model(request, obj, form, change)
+            if disabled:
+                competitor_disable(competitor=obj, by=DisabledBy.ORGANIZERS)
+            else:
+                competitor_enable(competitor=obj, by=DisabledBy.ORGANIZERS)
+            return
+        super().save_model(request, obj, form, change)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Competitor]:
         # Each competitor's newest revision, read with the page's rows (one query).
@@ -154,15 +172,23 @@ class CompetitorAdmin(ArenaAdmin):
     def public(self, competitor: Competitor) -> str:
         return public_link(competitor)
 
-    @admin.action(description="Disable (no new uploads, out of new tournaments)")
+    @admin.action(description="Disable (out of every ladder, no new uploads or tournaments)")
     def disable(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
-        count = queryset.update(is_disabled=True)
-        self.message_user(request, f"{count} competitor(s) disabled.", messages.SUCCESS)
+        competitors = list(queryset)
+        for competitor in competitors:
+            competitor_disable(competitor=competitor, by=DisabledBy.ORGANIZERS)
+        self.message_user(
+            request,
+            f"{len(competitors)} competitor(s) disabled; their owners cannot enable them.",
+            messages.SUCCESS,
+        )
 
     @admin.action(description="Enable")
     def enable(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
-        count = queryset.update(is_disabled=False)
-        self.message_user(request, f"{count} competitor(s) enabled.", messages.SUCCESS)
+        competitors = list(queryset)
+        for competitor in competitors:
+            competitor_enable(competitor=competitor, by=DisabledBy.ORGANIZERS)
+        self.message_user(request, f"{len(competitors)} competitor(s) enabled.", messages.SUCCESS)
 
     @admin.action(description="Make public (code visible to everyone, and published)")
     def make_public(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:

@@ -22,6 +22,7 @@ from core.models.scores import Evaluation, ScoreCompetition
 from core.models.submissions import (
     Competitor,
     CompetitorKind,
+    DisabledBy,
     Environment,
     Revision,
     StepStatus,
@@ -32,6 +33,7 @@ __all__ = [
     "ApiToken",
     "Competitor",
     "CompetitorKind",
+    "DisabledBy",
     "Duel",
     "DuelResult",
     "DuelSeat",

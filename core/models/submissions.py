@@ -87,6 +87,18 @@ class CompetitorKind(models.TextChoices):
     HUMAN = "human", "Human (plays in the browser)"
 
 
+#: Every competitor starts private, an upload, an LLM player and an online model alike:
+#: nothing of how it plays (code, model and settings, its page) is shown until its owner
+#: makes it public. Its name, results and replays in public tournaments and on the
+#: leaderboard show either way.
+PUBLIC_BY_DEFAULT = False
+
+
+class DisabledBy(models.TextChoices):
+    OWNER = "owner", "its owner"
+    ORGANIZERS = "organizers", "the organizers"
+
+
 class Competitor(models.Model):
     """An agent entered in one environment by its owner: uploads make the revisions of a
     hosted one; an online one plays over the network; an LLM player is a model that
@@ -100,7 +112,8 @@ class Competitor(models.Model):
     )
     name = models.SlugField(max_length=64)
     is_public = models.BooleanField(
-        default=False, help_text="Anyone may see and download the code of a public competitor."
+        default=PUBLIC_BY_DEFAULT,
+        help_text="Anyone may see a public competitor's page, and an upload's code.",
     )
     #: Off by default: an agent's log may say more about how it plays than its owner wants.
     share_logs = models.BooleanField(
@@ -108,7 +121,11 @@ class Competitor(models.Model):
         help_text="Once a duel is over, anyone may read its agent's logs: the duel's, and "
         "at each move in the replays (while the competitor is public).",
     )
+    #: Out of play: it leaves every ladder, takes no upload and joins no tournament, while
+    #: everything it played stays (``core.services.competitors``).
     is_disabled = models.BooleanField(default=False)
+    #: Who disabled it: its owner may enable it again, not one the organizers disabled.
+    disabled_by = models.CharField(max_length=10, choices=DisabledBy.choices, blank=True)
     kind = models.CharField(
         max_length=8, choices=CompetitorKind.choices, default=CompetitorKind.HOSTED
     )
@@ -127,6 +144,13 @@ class Competitor(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("competitor", args=[self.environment.name, self.name])
+
+    @property
+    def disabled_message(self) -> str:
+        """Why it does not play, for a refusal: who disabled it and how it comes back."""
+        if self.disabled_by == DisabledBy.OWNER:
+            return f"competitor {self.name} is disabled by its owner: enable it on its page first"
+        return f"competitor {self.name} is disabled by the organizers"
 
     @property
     def is_online(self) -> bool:

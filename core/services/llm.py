@@ -20,6 +20,7 @@ from django.db import transaction
 from core.errors import ArenaError
 from core.models import Competitor, CompetitorKind, Environment, LLMPlayer, Revision, User
 from core.models.llm import PLAYING_FIELDS
+from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.secrets import reference_refusal, secret_encrypt, url_refusal
 from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
 
@@ -66,7 +67,7 @@ def llm_player_register(
     seed: int | None = None,
     request_timeout: float = 60.0,
     harness_version: str | None = None,
-    is_public: bool = True,
+    is_public: bool = PUBLIC_BY_DEFAULT,
 ) -> Competitor:
     """A new LLM competitor, its settings and its first revision, ready to play. ArenaError
     if its owner may not point it at ``base_url`` or give a secret reference."""

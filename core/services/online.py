@@ -31,6 +31,7 @@ from core.models import (
     TournamentStatus,
     User,
 )
+from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.services.accounts import api_token_create
 from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
 from sandboxes.seat_bus import SeatBus
@@ -65,7 +66,7 @@ def online_revision_create(*, competitor: Competitor, created_by: User) -> Revis
 
 
 def online_model_register(
-    *, owner: User, environment: Environment, name: str, is_public: bool = True
+    *, owner: User, environment: Environment, name: str, is_public: bool = PUBLIC_BY_DEFAULT
 ) -> tuple[Competitor, str]:
     """A new online competitor, its first version and a model token; returns the
     competitor and the token's secret (shown once)."""
@@ -113,7 +114,7 @@ def running_ladders(environment: Environment) -> list[Tournament]:
 def online_queue_join(*, competitor: Competitor) -> OnlineSeat:
     """Put the model in the matchmaking queue of its environment's running ladder."""
     if competitor.is_disabled:
-        raise ArenaError(f"{competitor.name} is disabled by the organizers")
+        raise ArenaError(competitor.disabled_message)
     if not running_ladders(competitor.environment):
         raise ArenaError(
             f"No ladder is running in {competitor.environment.title}, so there is no one to "

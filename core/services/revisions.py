@@ -66,7 +66,7 @@ def revision_create(
     if not competitor.environment.is_active:
         raise UploadRejected(f"{competitor.environment.title} is closed to new uploads")
     if competitor.is_disabled:
-        raise UploadRejected(f"{competitor.name} is disabled by the organizers")
+        raise UploadRejected(competitor.disabled_message)
     if competitor.is_online:
         raise UploadRejected(
             f"{competitor.name} plays online (its client connects over the network); upload "
@@ -159,13 +159,6 @@ def competitor_create_unbuilt(
     return Competitor.objects.create(
         owner=owner, environment=environment, name=name, is_public=is_public, kind=kind
     )
-
-
-def competitor_share_logs(*, competitor: Competitor, share: bool) -> None:
-    """Its owner's choice: whether anyone may read what its agent logged in its finished
-    duels and evaluations, while it is public (``reads.access.can_see_logs``)."""
-    Competitor.objects.filter(pk=competitor.pk).update(share_logs=share)
-    competitor.share_logs = share
 
 
 def revision_requeue(*, revision: Revision, steps: tuple[str, ...]) -> None:

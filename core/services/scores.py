@@ -74,7 +74,7 @@ def _entry_refusal(competition: ScoreCompetition, competitor: Competitor) -> str
             "agents and LLM players are entered"
         )
     if competitor.is_disabled:
-        return f"{competitor.name} is disabled by the organizers"
+        return competitor.disabled_message
     if not environment.is_active:
         return f"{environment.title} is closed to new entries"
     return ""

@@ -49,6 +49,7 @@ def test_it_describes_a_competitor_in_a_list(client, bob):
         "is_public": True,
         "share_logs": False,
         "is_disabled": False,
+        "disabled_by": "",
         "created_at": bot["created_at"],
         "rating": None,
     }
@@ -251,3 +252,57 @@ def test_no_one_else_changes_whether_move_logs_are_shared(
     assert not_a_bool.status_code == 422
     bobs_bot.refresh_from_db()
     assert not bobs_bot.share_logs
+
+
+def test_the_owner_makes_a_competitor_public_disables_and_enables_it(
+    client, alice, bob, alices_bot, bearer
+):
+    url = "/api/v1/competitors/tic_tac_toe/alices-bot"
+    patch = {"content_type": "application/json", **bearer(alice, "submit")}
+    assert client.get(url, **bearer(bob)).status_code == 404  # private
+
+    public = client.patch(url, {"is_public": True}, **patch)
+    assert public.status_code == 200, public.content
+    assert body(public)["is_public"] is True
+    assert client.get(url, **bearer(bob)).status_code == 200
+
+    disabled = body(client.patch(url, {"is_disabled": True}, **patch))
+    assert (disabled["is_disabled"], disabled["disabled_by"]) == (True, "owner")
+    enabled = body(client.patch(url, {"is_disabled": False}, **patch))
+    assert (enabled["is_disabled"], enabled["disabled_by"]) == (False, "")
+
+
+def test_an_owner_cannot_enable_what_the_organizers_disabled(client, alice, alices_bot, bearer):
+    alices_bot.is_disabled, alices_bot.disabled_by = True, "organizers"
+    alices_bot.save()
+    url = "/api/v1/competitors/tic_tac_toe/alices-bot"
+
+    response = client.patch(
+        url, {"is_disabled": False}, content_type="application/json", **bearer(alice, "submit")
+    )
+
+    assert response.status_code == 400
+    assert body(response)["error"]["code"] == "refused"
+    assert body(response)["error"]["message"] == (
+        "Competitor alices-bot was disabled by the organizers: only they can enable it."
+    )
+    alices_bot.refresh_from_db()
+    assert alices_bot.is_disabled
+
+
+def test_the_owner_deletes_a_competitor_and_no_one_else_can(
+    client, alice, bob, alices_bot, bobs_bot, bearer
+):
+    bobs = "/api/v1/competitors/tic_tac_toe/bobs-bot"
+    assert client.delete(bobs).status_code == 401
+    assert client.delete(bobs, **bearer(bob)).status_code == 403  # a read token
+    assert client.delete(bobs, **bearer(alice, "submit")).status_code == 404
+    assert client.get(bobs).status_code == 200
+
+    mine = "/api/v1/competitors/tic_tac_toe/alices-bot"
+    response = client.delete(mine, **bearer(alice, "submit"))
+
+    assert response.status_code == 200, response.content
+    assert body(response)["outcome"] == "erased"
+    assert body(response)["competitor"] is None
+    assert client.get(mine, **bearer(alice)).status_code == 404

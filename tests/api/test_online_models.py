@@ -40,7 +40,7 @@ def test_it_registers_a_model_and_gives_its_token_once(client, alice, bearer, co
         "environment": "connect_four",
         "name": "net-bot",
         "version": 1,
-        "public": True,
+        "public": False,  # private by default, as every competitor
         "queued": False,
         "connected": False,
         "duels_played": 0,

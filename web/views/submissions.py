@@ -4,18 +4,16 @@ import io
 import mimetypes
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import patch_cache_control
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import ArenaError, sentence
 from core.models import Competitor, Environment, Revision, User
-from core.services.revisions import competitor_share_logs, revision_upload
+from core.services.revisions import revision_upload
 from core.services.uploads import UploadUnavailable, revision_upload_read
 from reads.access import (
-    AuthenticatedHttpRequest,
     get_competitor_for_user,
     get_own_competitor,
     get_revision_for_user,
@@ -76,29 +74,6 @@ def competitor(request: HttpRequest, environment_name: str, name: str) -> HttpRe
         if revision is not None:
             return redirect(revision)
     return render_competitor(request, competitor, form=form)
-
-
-@login_required
-@require_POST
-def competitor_move_logs(
-    request: AuthenticatedHttpRequest, environment_name: str, name: str
-) -> HttpResponse:
-    """Its owner shares its agent's logs with everyone, or stops sharing them."""
-    competitor = get_own_competitor(request.user, environment_name, name)
-    form = MoveLogsForm(request.POST)
-    if not form.is_valid():
-        return render_competitor(request, competitor, logs_form=form)
-    share = form.cleaned_data["share_logs"]
-    competitor_share_logs(competitor=competitor, share=share)
-    if not share:
-        messages.success(request, "Saved: its logs are yours and the organizers' only.")
-    elif competitor.is_public:
-        messages.success(
-            request, "Saved: anyone may read its logs in finished duels and evaluations."
-        )
-    else:
-        messages.success(request, "Saved: its logs will be shared once it is public.")
-    return redirect(competitor)
 
 
 def render_competitor(

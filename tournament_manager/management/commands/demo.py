@@ -36,11 +36,8 @@ from core.services.confinement import agents_confinement, upload_refusal
 from core.services.environments import environments_import
 from core.services.llm import llm_player_register, llm_player_update
 from core.services.online import model_token_renew, online_model_register
-from core.services.revisions import (
-    competitor_get_or_create,
-    competitor_share_logs,
-    revision_create_or_reuse,
-)
+from core.services.competitors import competitor_share_logs
+from core.services.revisions import competitor_get_or_create, revision_create_or_reuse
 from tournament_manager.demo import (
     ATTENDEE_EMAIL,
     EXAMPLE_PLAYERS_DIR,
@@ -237,9 +234,10 @@ class Command(BaseCommand):
                     temperature=temperature,
                     max_tokens=256,
                     request_timeout=10.0,
+                    # Shown to every visitor, with their conversations (their logs: shared
+                    # below) beside the board.
+                    is_public=True,
                 )
-                # Their conversations are their logs: shared, so that every visitor reads
-                # them beside the board.
                 competitor_share_logs(competitor=competitor, share=True)
                 self.stdout.write(
                     f"Registered the LLM player {name!r}: {LLM_MODEL} at {url}, "
@@ -286,7 +284,7 @@ class Command(BaseCommand):
         competitor = Competitor.objects.filter(environment=environment, name=ONLINE_MODEL).first()
         if competitor is None:
             competitor, secret = online_model_register(
-                owner=owner, environment=environment, name=ONLINE_MODEL
+                owner=owner, environment=environment, name=ONLINE_MODEL, is_public=True
             )
             self.stdout.write(f"Registered the online model {ONLINE_MODEL!r}")
         else:

@@ -1,0 +1,98 @@
+"""The owner's controls on a competitor's page: public or private, disable and enable,
+delete (with a page that asks first); no one else has them."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.models import Competitor
+from tests.factories import DuelFactory, RevisionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_owner_makes_it_public_then_private(alice_client, alices_bot):
+    page = alice_client.get(alices_bot.get_absolute_url()).content.decode()
+    assert "Make public" in page and "Make private" not in page
+    url = f"{alices_bot.get_absolute_url()}visibility/"
+
+    response = alice_client.post(url, {"public": "1"}, follow=True)
+
+    assert "alices-bot is public: anyone may see it." in response.content.decode()
+    assert Competitor.objects.get(pk=alices_bot.pk).is_public
+    assert "Make private" in response.content.decode()
+    alice_client.post(url, {"public": "0"})
+    assert not Competitor.objects.get(pk=alices_bot.pk).is_public
+    refused = alice_client.post(url, {"public": "yes"}, follow=True)
+    assert "Choose public or private." in refused.content.decode()
+    assert not Competitor.objects.get(pk=alices_bot.pk).is_public
+
+
+def test_the_owner_disables_and_enables_it(alice_client, alices_bot):
+    url = f"{alices_bot.get_absolute_url()}play-state/"
+
+    disabled = alice_client.post(url, {"disabled": "1"}, follow=True).content.decode()
+
+    assert "alices-bot is disabled: within seconds it leaves every tournament" in disabled
+    assert "Competitor alices-bot is disabled by its owner: enable it on its page first." in (
+        disabled
+    )
+    assert Competitor.objects.get(pk=alices_bot.pk).is_disabled
+    enabled = alice_client.post(url, {"disabled": "0"}, follow=True).content.decode()
+    assert "alices-bot is enabled: its newest validated revision rejoins" in enabled
+    assert not Competitor.objects.get(pk=alices_bot.pk).is_disabled
+
+
+def test_the_owner_cannot_enable_what_the_organizers_disabled(alice_client, alices_bot):
+    Competitor.objects.filter(pk=alices_bot.pk).update(is_disabled=True, disabled_by="organizers")
+    page = alice_client.get(alices_bot.get_absolute_url()).content.decode()
+    assert "only they can enable it" in page  # the Enable button is off, and says why
+
+    response = alice_client.post(
+        f"{alices_bot.get_absolute_url()}play-state/", {"disabled": "0"}, follow=True
+    )
+
+    assert "was disabled by the organizers: only they can enable it." in (response.content.decode())
+    assert Competitor.objects.get(pk=alices_bot.pk).is_disabled
+
+
+def test_the_owner_deletes_it_after_a_page_that_asks(alice_client, alices_bot):
+    url = f"{alices_bot.get_absolute_url()}delete/"
+    asked = alice_client.get(url).content.decode()
+    assert "Delete alices-bot?" in asked and "is kept instead" in asked
+
+    response = alice_client.post(url, follow=True)
+
+    assert response.redirect_chain[-1][0] == "/accounts/profile/"
+    assert "alices-bot: Erased, with its revisions" in response.content.decode()
+    assert not Competitor.objects.filter(pk=alices_bot.pk).exists()
+
+
+def test_a_competitor_that_played_others_is_withdrawn_rather_than_erased(
+    alice_client, alices_bot, bobs_bot
+):
+    DuelFactory(revisions=[alices_bot.revisions.get(), bobs_bot.revisions.get()])
+    RevisionFactory(competitor=alices_bot, validated=True)
+
+    response = alice_client.post(f"{alices_bot.get_absolute_url()}delete/", follow=True)
+
+    assert response.redirect_chain[-1][0] == alices_bot.get_absolute_url()
+    page = response.content.decode()
+    assert "Withdrawn rather than erased: it played duels" in page
+    assert Competitor.objects.get(pk=alices_bot.pk).is_disabled
+    assert alices_bot.revisions.count() == 1  # the one nothing refers to is erased
+
+
+def test_no_one_but_the_owner_has_the_controls(client, bob, carol, bobs_bot):
+    base = bobs_bot.get_absolute_url()
+    posts = [("visibility/", {"public": "0"}), ("play-state/", {"disabled": "1"}), ("delete/", {})]
+    for path, data in posts:
+        response = client.post(base + path, data)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    client.force_login(carol)
+    assert "Make private" not in client.get(base).content.decode()
+    for path, data in posts:
+        assert client.post(base + path, data).status_code == 404
+    assert client.get(base + "delete/").status_code == 404
+    stored = Competitor.objects.get(pk=bobs_bot.pk)
+    assert (stored.is_public, stored.is_disabled) == (True, False)
