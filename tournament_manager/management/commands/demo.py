@@ -32,11 +32,11 @@ from core.services.accounts import (
     random_password,
     user_create_or_reset,
 )
+from core.services.competitors import competitor_share_logs
 from core.services.confinement import agents_confinement, upload_refusal
 from core.services.environments import environments_import
 from core.services.llm import llm_player_register, llm_player_update
 from core.services.online import model_token_renew, online_model_register
-from core.services.competitors import competitor_share_logs
 from core.services.revisions import competitor_get_or_create, revision_create_or_reuse
 from tournament_manager.demo import (
     ATTENDEE_EMAIL,
