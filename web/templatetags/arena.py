@@ -1,4 +1,4 @@
-"""Small formatting filters shared by the templates."""
+"""Small formatting filters and tags shared by the templates."""
 
 from __future__ import annotations
 
@@ -95,6 +95,19 @@ def action(value: object) -> str:
     if value is None:
         return "—"
     return show_action(value)
+
+
+@register.simple_block_tag
+def rows_table(content: SafeString, rows: object, *, empty: str, kind: str = "") -> SafeString:
+    """A list page's table: ``content`` (its ``<thead>`` and ``<tbody>``) in a table that
+    scrolls sideways on a narrow screen, or, when there are no ``rows``, the sentence
+    ``empty`` in its place. ``kind`` is a class of its own (``llm-stats``)."""
+    if not rows:
+        return format_html('<p class="empty">{}</p>', empty)
+    classes = f"table {kind}" if kind else "table"
+    return format_html(
+        '<div class="table-wrap"><table class="{}">{}</table></div>', classes, content
+    )
 
 
 CURRENT = SafeString(' aria-current="step"')
