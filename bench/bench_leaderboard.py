@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.fields import bench_environment, rated, tallied, tally_store, validated_revisions
+from bench.fields import bench_field, rated, tallied, tally_store
 from bench.support import machine, machine_summary
 
 SEED = 20261123
@@ -87,27 +87,10 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
     """The environment, its competitors and the rated history, written in bulk."""
     from django.utils import timezone
 
-    from core.models import (
-        Competitor,
-        Duel,
-        DuelResult,
-        DuelStatus,
-        Match,
-        Rating,
-        Tournament,
-    )
-    from core.services.accounts import user_create
+    from core.models import Duel, DuelResult, DuelStatus, Match, Tournament
 
     name = f"bench_{agents}"
-    environment = bench_environment(name)
-    owner = user_create(
-        email=f"{name}@example.com", display_name=name, password="a long bench password 2026"
-    )
-    competitors = Competitor.objects.bulk_create(
-        Competitor(owner=owner, environment=environment, name=f"agent-{i}") for i in range(agents)
-    )
-    revisions = validated_revisions(competitors)
-    ratings = Rating.objects.bulk_create(Rating(competitor=c) for c in competitors)
+    environment, owner, revisions, ratings = bench_field(name, agents)
     tournament = Tournament.objects.create(
         environment=environment, name=name, created_by=owner, matches_per_duel=2
     )

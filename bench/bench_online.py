@@ -301,6 +301,27 @@ def _seat_timings(duel_ids: list[int], player: int) -> tuple[list[float], int]:
 # --- measurements ---------------------------------------------------------------------------
 
 
+def _latency_rounds(
+    plan: Plan,
+    field: tuple[Any, Any, Any],
+    gateway: GatewayProcess,
+    path: str,
+    *,
+    first_seed: int,
+    referee_here: bool,
+    report: Callable[[str], None],
+) -> list[dict[str, float]]:
+    """``plan.rounds`` latency rounds through ``gateway``, by a model of its own."""
+    owner, environment, hosted = field
+    model = _models(owner, environment, f"latency-{path}", 1)[0]
+    rounds = []
+    for round_number in range(plan.rounds):
+        seed = first_seed + round_number
+        rounds.append(_latency_round(plan, hosted, model, gateway, seed, referee_here))
+        report(f"latency, {path}, round {round_number + 1}: {rounds[-1]}")
+    return rounds
+
+
 def _latency_round(
     plan: Plan,
     hosted: Any,
@@ -451,28 +472,23 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         _setup(folder)
         from django.conf import settings
 
-        owner, environment, hosted = _field()
+        field = _field()
+        owner, environment, _ = field
         report("hosted player validated")
-        latency: dict[str, list[dict[str, float]]] = {"embedded": [], "redis": []}
+        latency: dict[str, list[dict[str, float]]] = {}
         embedded = GatewayProcess(folder, "gateway-embedded")
         try:
-            model = _models(owner, environment, "latency-embedded", 1)[0]
-            for round_number in range(plan.rounds):
-                latency["embedded"].append(
-                    _latency_round(plan, hosted, model, embedded, 100 + round_number, False)
-                )
-                report(f"latency, embedded, round {round_number + 1}: {latency['embedded'][-1]}")
+            latency["embedded"] = _latency_rounds(
+                plan, field, embedded, "embedded", first_seed=100, referee_here=False, report=report
+            )
         finally:
             embedded.stop()
         settings.ARENA_ONLINE_BUS_URL = redis_url
         production = GatewayProcess(folder, "gateway-redis", ARENA_ONLINE_BUS_URL=redis_url)
         try:
-            model = _models(owner, environment, "latency-redis", 1)[0]
-            for round_number in range(plan.rounds):
-                latency["redis"].append(
-                    _latency_round(plan, hosted, model, production, 200 + round_number, True)
-                )
-                report(f"latency, redis, round {round_number + 1}: {latency['redis'][-1]}")
+            latency["redis"] = _latency_rounds(
+                plan, field, production, "redis", first_seed=200, referee_here=True, report=report
+            )
             figures["load"] = _load(plan, owner, environment, production)
             report(f"load: {figures['load']}")
         finally:

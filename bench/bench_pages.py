@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.cli import bench_parser, figures_report
 from bench.fields import tallied, tally_store, validated_revisions
 from bench.support import REPOSITORY, checkout_prepare, machine, machine_summary, postgres_server
 
@@ -527,21 +528,17 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="bench_pages",
+    parser = bench_parser(
+        prog="python -m bench.bench_pages",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        quick_help="a small history, 5 s a checkout",
     )
-    parser.add_argument("--quick", action="store_true", help="a small history, 5 s a checkout")
     parser.add_argument("--baseline", default=None, help=f"a git revision or folder ({BASELINE})")
     parser.add_argument("--agents", type=int, default=None, help="competitors (200)")
     parser.add_argument("--duels", type=int, default=None, help="the ladder's duels (4000)")
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--readers", type=int, default=None)
     parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
     arguments = parser.parse_args(argv)
     plan = QUICK if arguments.quick else FULL
     plan = dataclasses.replace(
@@ -553,11 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     )
     figures = measure(plan, report=lambda line: print(line, file=sys.stderr, flush=True))
-    print(table(figures))
-    if arguments.json is not None:
-        import json
-
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
+    figures_report(figures, table(figures), arguments.json)
     return 0
 
 

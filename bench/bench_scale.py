@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.fields import Tally, bench_environment, rated, tallied, tally_store, validated_revisions
+from bench.fields import Tally, bench_field, rated, tallied, tally_store
 from bench.support import machine, machine_summary, throwaway_database
 
 SEED = 20261126
@@ -104,7 +104,6 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
     from django.utils import timezone
 
     from core.models import (
-        Competitor,
         Duel,
         DuelResult,
         DuelStatus,
@@ -115,19 +114,9 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
         TournamentFormat,
         TournamentStatus,
     )
-    from core.services.accounts import user_create
 
     name = f"scale_{agents}"
-    environment = bench_environment(name)
-    owner = user_create(
-        email=f"{name}@example.com", display_name=name, password="a long bench password 2026"
-    )
-    competitors = Competitor.objects.bulk_create(
-        Competitor(owner=owner, environment=environment, name=f"agent-{i}", is_public=True)
-        for i in range(agents)
-    )
-    revisions = validated_revisions(competitors)
-    ratings = Rating.objects.bulk_create(Rating(competitor=c) for c in competitors)
+    environment, owner, revisions, ratings = bench_field(name, agents, is_public=True)
     ladder = Tournament.objects.create(
         environment=environment,
         name=f"{name} ladder",

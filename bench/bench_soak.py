@@ -61,7 +61,6 @@ The machine's load (1-minute average) is in every sample.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import datetime
@@ -81,6 +80,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.cli import bench_parser, figures_report
 from bench.support import REPOSITORY, machine, machine_summary
 
 PLAYERS = REPOSITORY / "example_players" / "connect_four"
@@ -921,17 +921,13 @@ VERDICTS = {True: "yes", False: "NO", None: "not judged (too short)"}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.bench_soak",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = bench_parser(
+        prog="python -m bench.bench_soak", description=__doc__, quick_help="6 agents, 2 minutes"
     )
     parser.add_argument("--stack", choices=("embedded", "compose"), default="embedded")
-    parser.add_argument("--quick", action="store_true", help="6 agents, 2 minutes")
     parser.add_argument("--minutes", type=float, help="how long the ladder plays (30)")
     parser.add_argument("--agents", type=int, help="agents in the ladder (50)")
     parser.add_argument("--sample-seconds", type=float, help="seconds between samples (30)")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
     arguments = parser.parse_args(argv)
     plan = QUICK if arguments.quick else FULL
     plan = dataclasses.replace(
@@ -951,9 +947,9 @@ def main(argv: list[str] | None = None) -> int:
     figures = measure(
         plan, stack=arguments.stack, report=lambda line: print(line, file=sys.stderr, flush=True)
     )
-    print(table(figures, every_seconds=300 if plan.minutes >= 10 else 30))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
+    figures_report(
+        figures, table(figures, every_seconds=300 if plan.minutes >= 10 else 30), arguments.json
+    )
     return 1 if False in figures["verdict"].values() else 0
 
 

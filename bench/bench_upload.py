@@ -31,9 +31,7 @@ Target: upload to validated under 10 s in the docker sandbox, on these 2-core ma
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 import os
 import shutil
 import statistics
@@ -43,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.cli import bench_parser, figures_report
 from bench.support import REPOSITORY, machine, machine_summary
 
 PLAYER = REPOSITORY / "example_players" / "connect_four" / "random_player.py"
@@ -235,19 +234,17 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = bench_parser(
         prog="python -m bench.bench_upload",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        quick_help="one round, no requirements rows",
     )
-    parser.add_argument("--quick", action="store_true", help="one round, no requirements rows")
     parser.add_argument("--rounds", type=int, default=3, help="uploads per sandbox (default 3)")
     parser.add_argument(
         "--requirements",
         default="six==1.16.0\n",
         help="requirements.txt of the requirements rows (default six==1.16.0); '' skips them",
     )
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
     arguments = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-upload-"))
     # Agents' folders: not under a private folder, the sandbox users must traverse it.
@@ -264,9 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(sandboxes, ignore_errors=True)
-    print(table(figures))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
+    figures_report(figures, table(figures), arguments.json)
     return 0
 
 

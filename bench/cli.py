@@ -26,11 +26,7 @@ def run_bench(
 
     ``add_options`` adds a benchmark's own options; ``measure`` then also gets them, parsed,
     as ``options``."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help=quick_help)
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
+    parser = bench_parser(prog=prog, description=description, quick_help=quick_help)
     if add_options is not None:
         add_options(parser)
     arguments = parser.parse_args(argv)
@@ -40,7 +36,23 @@ def run_bench(
         report=lambda line: print(line, file=sys.stderr, flush=True),
         **extra,
     )
-    print(table(figures))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
+    figures_report(figures, table(figures), arguments.json)
     return 0
+
+
+def bench_parser(*, prog: str, description: str | None, quick_help: str) -> argparse.ArgumentParser:
+    """The options every benchmark has, ``--quick`` and ``--json PATH``; a benchmark that
+    does more than measure one plan (``run_bench``) adds its own and reads them itself."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
+    return parser
+
+
+def figures_report(figures: dict[str, Any], table: str, json_path: Path | None) -> None:
+    """The table on standard output, and the figures in ``json_path`` when it was asked for."""
+    print(table)
+    if json_path is not None:
+        json_path.write_text(json.dumps(figures, indent=2) + "\n")

@@ -5,7 +5,7 @@ referee)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def bench_environment(name: str) -> Any:
@@ -47,6 +47,35 @@ def validated_revisions(competitors: Iterable[Any]) -> list[Any]:
         )
         for competitor in competitors
     )
+
+
+class BenchField(NamedTuple):
+    """A field of ``agents`` competitors (``agent-0``, ...) of one owner in a bare
+    environment of its own: each one's validated first revision and fresh rating, in the
+    same order."""
+
+    environment: Any
+    owner: Any
+    revisions: list[Any]
+    ratings: list[Any]
+
+
+def bench_field(name: str, agents: int, *, is_public: bool = False) -> BenchField:
+    """The environment ``name``, its owner ``name@example.com`` and its competitors."""
+    from core.models import Competitor, Rating
+    from core.services.accounts import user_create
+
+    environment = bench_environment(name)
+    owner = user_create(
+        email=f"{name}@example.com", display_name=name, password="a long bench password 2026"
+    )
+    competitors = Competitor.objects.bulk_create(
+        Competitor(owner=owner, environment=environment, name=f"agent-{i}", is_public=is_public)
+        for i in range(agents)
+    )
+    revisions = validated_revisions(competitors)
+    ratings = Rating.objects.bulk_create(Rating(competitor=c) for c in competitors)
+    return BenchField(environment, owner, revisions, ratings)
 
 
 def rated(matches: Iterable[Any], players: Iterable[tuple[Any, Any]], batch_size: int) -> None:

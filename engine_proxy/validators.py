@@ -145,12 +145,18 @@ def repository(tag: str) -> str:
     return tag.rpartition(":")[0] if ":" in tag else tag
 
 
-def arena_image(lookup: Lookup, reference: str) -> dict[str, Any]:
-    """The inspected image, if it is Arena's; a 404 is passed on as the engine said it."""
+def inspected(lookup: Lookup, what: str) -> tuple[dict[str, Any], str | None]:
+    """The engine's inspection of ``what`` and its Arena role label; any other answer than
+    200 (a 404) is passed on as the engine gave it."""
     if lookup.status != 200:
         raise Answer(lookup)
     document = lookup.document()
-    role = labels(document, "the image").get(LABEL_ROLE)
+    return document, labels(document, what).get(LABEL_ROLE)
+
+
+def arena_image(lookup: Lookup, reference: str) -> dict[str, Any]:
+    """The inspected image, if it is Arena's."""
+    document, role = inspected(lookup, "the image")
     if role not in IMAGE_ROLES:
         raise Refused(f"image {reference} is not Arena's: no {LABEL_ROLE} of an Arena image")
     foreign = [
@@ -162,10 +168,8 @@ def arena_image(lookup: Lookup, reference: str) -> dict[str, Any]:
 
 
 def arena_container(lookup: Lookup, reference: str) -> dict[str, Any]:
-    if lookup.status != 200:
-        raise Answer(lookup)
-    document = lookup.document()
-    role = labels(document, "the container").get(LABEL_ROLE)
+    """The inspected container, if it is Arena's."""
+    document, role = inspected(lookup, "the container")
     if role not in CONTAINER_ROLES:
         raise Refused(
             f"container {reference} is not Arena's: its {LABEL_ROLE} is not one of "

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import models
@@ -11,9 +11,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models.submissions import Competitor, Environment, Revision
-
-if TYPE_CHECKING:
-    from core.models.scores import Evaluation
 
 
 class TournamentFormat(models.TextChoices):
@@ -242,7 +239,57 @@ def _revision_field(revision: Revision | int) -> dict[str, object]:
     return {"revision_id": revision}
 
 
-class Duel(models.Model):
+class Played(NamedTuple):
+    """When a duel or an evaluation was played."""
+
+    started_at: datetime | None
+    ended_at: datetime | None
+
+    @property
+    def seconds(self) -> float | None:
+        """From its start to its end; None until it ended."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
+
+
+class Refereed:
+    """What a duel and an evaluation share: the referee plays it under a job of its own
+    (``core.jobs``), or, a validation's, under its revision's validation job; it is over
+    once it succeeded, failed or was cancelled."""
+
+    status: str
+    error: str
+    started_at: datetime | None
+    ended_at: datetime | None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
+
+    @property
+    def played(self) -> Played:
+        """When it was played: its job's times, which a retry clears with the job; a
+        validation's own, kept by the row since it has no job (its revision's validation
+        job is run afresh by a re-validation, while the row it stored stays)."""
+        job = getattr(self, "job", None)
+        times = self if job is None else job
+        return Played(times.started_at, times.ended_at)
+
+    @property
+    def reported_error(self) -> str:
+        """What went wrong, as its pages and the API show it once it is over: the
+        referee's word (the agents' faults, or why it could not be played), else why its
+        job failed or was cancelled (the watchdog gave up, its tournament was cancelled).
+        Nothing while it is queued or running again: a retried one's last outcome is no
+        longer its own."""
+        if not self.is_finished:
+            return ""
+        job = getattr(self, "job", None)
+        return self.error or (job.error if job is not None else "")
+
+
+class Duel(Refereed, models.Model):
     """Two to six revisions playing N matches; a validation duel has no tournament.
 
     Each player is a seat row (``DuelSeat``, ``duel.seats``), seat 1 first.
@@ -322,52 +369,6 @@ class Duel(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("duel", args=[self.pk])
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
-
-    @property
-    def played(self) -> Played:
-        return played(self)
-
-    @property
-    def reported_error(self) -> str:
-        return reported_error(self)
-
-
-class Played(NamedTuple):
-    """When a duel or an evaluation was played."""
-
-    started_at: datetime | None
-    ended_at: datetime | None
-
-    @property
-    def seconds(self) -> float | None:
-        """From its start to its end; None until it ended."""
-        if self.started_at is None or self.ended_at is None:
-            return None
-        return (self.ended_at - self.started_at).total_seconds()
-
-
-def played(subject: Duel | Evaluation) -> Played:
-    """When ``subject`` was played: its job's times, which a retry clears with the job; a
-    validation's own, kept by the row since it has no job (its revision's validation job
-    is run afresh by a re-validation, while the duel it stored stays)."""
-    job = getattr(subject, "job", None)
-    times = subject if job is None else job
-    return Played(times.started_at, times.ended_at)
-
-
-def reported_error(subject: Duel | Evaluation) -> str:
-    """What went wrong, as its pages and the API show it once it is over: the referee's
-    word (the agents' faults, or why it could not be played), else why its job failed or
-    was cancelled (the watchdog gave up, its tournament was cancelled). Nothing while it
-    is queued or running again: a retried one's last outcome is no longer its own."""
-    if not subject.is_finished:
-        return ""
-    job = getattr(subject, "job", None)
-    return subject.error or (job.error if job is not None else "")
 
 
 class DuelSeatQuerySet(models.QuerySet["DuelSeat"]):

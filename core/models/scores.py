@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from core.models.competitions import DuelSeat, DuelStatus, Played, played, reported_error
+from core.models.competitions import DuelSeat, DuelStatus, Refereed
 from core.models.submissions import Competitor, CompetitorKind, Environment, Revision
 from referee.scores import episode_seeds
 
@@ -102,7 +102,7 @@ class EvaluationQuerySet(models.QuerySet["Evaluation"]):
         return self.with_online_seat().filter(models.Exists(playing))
 
 
-class Evaluation(models.Model):
+class Evaluation(Refereed, models.Model):
     """One revision playing a list of seeded episodes, alone: for a score competition, or
     (``is_validation``, no competition) to validate a one-player upload. Claimed with a
     lease and recorded only by the lease's owner, as duels are (``core.jobs``)."""
@@ -172,15 +172,3 @@ class Evaluation(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("evaluation", args=[self.pk])
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {DuelStatus.SUCCEEDED, DuelStatus.FAILED, DuelStatus.CANCELLED}
-
-    @property
-    def played(self) -> Played:
-        return played(self)
-
-    @property
-    def reported_error(self) -> str:
-        return reported_error(self)

@@ -1,8 +1,11 @@
-"""Small formatting filters shared by the templates."""
+"""Small formatting filters and tags shared by the templates."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django import template
 from django.utils import timezone
@@ -32,10 +35,21 @@ def status_style(status: str) -> str:
     return STATUS_STYLES.get(str(status), "muted")
 
 
+def missing_as_dash(shown: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A filter that shows a missing value (None) as ``—``, as every page does."""
+
+    @functools.wraps(shown)
+    def filter_function(value: Any) -> str:
+        return "—" if value is None else shown(value)
+
+    return filter_function
+
+
 @register.filter
-def seconds(value: float | None) -> str:
+@missing_as_dash
+def seconds(value: float | str) -> str:
     """A duration for people: ``<1 ms``, ``42 ms``, ``3.2 s``, ``4 min 05 s``."""
-    if value is None or value == "":
+    if value == "":
         return "—"
     value = float(value)
     if value < 0.001:
@@ -52,10 +66,9 @@ def seconds(value: float | None) -> str:
 
 
 @register.filter
-def score(value: float | None) -> str:
+@missing_as_dash
+def score(value: float) -> str:
     """Match points: ``3``, ``2.5``."""
-    if value is None:
-        return "—"
     return f"{float(value):g}"
 
 
@@ -72,29 +85,39 @@ def words(value: str) -> str:
 
 
 @register.filter
-def ago(moment: datetime | None) -> str:
+@missing_as_dash
+def ago(moment: datetime) -> str:
     """How long ago, for people: ``just now`` under a minute, else ``5 minutes ago``."""
-    if moment is None:
-        return "—"
     if timezone.now() - moment < timedelta(minutes=1):
         return "just now"
     return f"{timesince(moment)} ago"
 
 
 @register.filter
-def percent(value: float | None) -> str:
+@missing_as_dash
+def percent(value: float) -> str:
     """A share for people: ``12.5 %``."""
-    if value is None:
-        return "—"
     return f"{float(value) * 100:.1f} %"
 
 
 @register.filter
+@missing_as_dash
 def action(value: object) -> str:
     """An action as the replay viewer shows it (``reads.replays.show_action``)."""
-    if value is None:
-        return "—"
     return show_action(value)
+
+
+@register.simple_block_tag
+def rows_table(content: SafeString, rows: object, *, empty: str, kind: str = "") -> SafeString:
+    """A list page's table: ``content`` (its ``<thead>`` and ``<tbody>``) in a table that
+    scrolls sideways on a narrow screen, or, when there are no ``rows``, the sentence
+    ``empty`` in its place. ``kind`` is a class of its own (``llm-stats``)."""
+    if not rows:
+        return format_html('<p class="empty">{}</p>', empty)
+    classes = f"table {kind}" if kind else "table"
+    return format_html(
+        '<div class="table-wrap"><table class="{}">{}</table></div>', classes, content
+    )
 
 
 CURRENT = SafeString(' aria-current="step"')

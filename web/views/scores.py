@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import ArenaError, sentence
+from core.models import Competitor, ScoreCompetition
 from core.services.scores import score_entry_create, score_entry_withdraw
 from reads.access import AuthenticatedHttpRequest, can_see_logs
 from reads.scores import (
@@ -31,19 +32,24 @@ def score_competition(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "web/score_competition.html", {"page": page, "competition": competition})
 
 
-def _posted_competitor(request: AuthenticatedHttpRequest) -> int:
+def _get_posted_entry(
+    request: AuthenticatedHttpRequest, pk: int
+) -> tuple[ScoreCompetition, Competitor]:
+    """The competition, and the user's online agent or LLM player that the form names;
+    404 for either that the user may not have."""
+    competition = get_score_competition_for_user(request.user, pk)
     try:
-        return int(request.POST.get("competitor", ""))
+        competitor_pk = int(request.POST.get("competitor", ""))
     except ValueError:
         raise Http404("No such competitor of yours") from None
+    return competition, get_own_entrant(request.user, pk=competitor_pk)
 
 
 @login_required
 @require_POST
 def score_entry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Enter one of the user's online agents or LLM players."""
-    competition = get_score_competition_for_user(request.user, pk)
-    competitor = get_own_entrant(request.user, pk=_posted_competitor(request))
+    competition, competitor = _get_posted_entry(request, pk)
     try:
         evaluation = score_entry_create(competition=competition, competitor=competitor)
     except ArenaError as error:
@@ -70,8 +76,7 @@ def score_entry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def score_entry_remove(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Withdraw one of the user's entered online agents or LLM players."""
-    competition = get_score_competition_for_user(request.user, pk)
-    competitor = get_own_entrant(request.user, pk=_posted_competitor(request))
+    competition, competitor = _get_posted_entry(request, pk)
     try:
         score_entry_withdraw(competition=competition, competitor=competitor)
     except ArenaError as error:
