@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
+
 pytest_plugins = ["tests.support.sandboxes", "tests.support.redis"]
 if importlib.util.find_spec("django") is not None:
     pytest_plugins += [
@@ -25,3 +27,10 @@ if importlib.util.find_spec("django") is not None:
         "tests.support.page_cache",
         "tests.support.rates",
     ]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests (``@pytest.mark.slow``) first, each module's in its order: with two
+    test processes (``scripts/test.sh``: pytest-xdist, a module to each, in this order),
+    a long module started last would keep one process busy alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

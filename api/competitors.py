@@ -11,9 +11,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, FilterLookup, FilterSchema, Query, Schema
+from ninja.responses import Status
 from pydantic import StrictBool
 
 from api import auth
+from api.duels import DuelOut
 from api.errors import documented
 from api.pagination import paginated
 from api.params import Id, Number, Slug
@@ -26,6 +28,7 @@ from api.selectors import (
 from core.models import (
     Competitor,
     DisabledBy,
+    Duel,
     LeaderboardEntry,
     Rating,
     RatingChange,
@@ -41,9 +44,12 @@ from core.services.competitors import (
     competitor_set_public,
     competitor_share_logs,
 )
+from core.services.requested_duels import requested_duel_create
+from core.services.revisions import RevisionDeletion
 from reads.access import (
     AuthenticatedHttpRequest,
     get_competitor_for_user,
+    get_duel_for_user,
     get_own_competitor,
     get_revision_for_user,
 )
@@ -109,16 +115,21 @@ class CompetitorPatch(Schema):
     )
 
 
-class CompetitorDeletionOut(Schema):
-    #: "erased": gone with its revisions, its name free; "withdrawn": disabled, its games kept.
+class Deletion(Schema):
+    """What an owner's delete did (a revision's, a competitor's: each has ``erased``)."""
+
+    #: "erased": gone; "withdrawn": disabled, its games kept.
     outcome: Literal["erased", "withdrawn"]
     message: str
-    #: The withdrawn competitor; None once erased.
-    competitor: CompetitorOut | None = None
 
     @staticmethod
-    def resolve_outcome(deletion: CompetitorDeletion) -> str:
+    def resolve_outcome(deletion: RevisionDeletion | CompetitorDeletion) -> str:
         return "erased" if deletion.erased else "withdrawn"
+
+
+class CompetitorDeletionOut(Deletion):
+    #: The withdrawn competitor; None once erased (with its revisions: its name is free).
+    competitor: CompetitorOut | None = None
 
     @staticmethod
     def resolve_message(deletion: CompetitorDeletion) -> str:
@@ -331,6 +342,33 @@ def competitor_remove(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug
 ) -> CompetitorDeletion:
     return competitor_delete(competitor=get_own_competitor(request.user, environment, name))
+
+
+class TestDuelIn(Schema):
+    #: The opponent: any competitor of the same game you may see (by name), whose newest
+    #: validated revision plays.
+    opponent: Slug
+
+
+@router.post(
+    f"{COMPETITOR}/test-duels",
+    auth=auth.submit,
+    response=documented({201: DuelOut}, 400, 404),
+    summary="Start a test duel of one of your competitors against an agent of your choice",
+    description="Unrated and queued at once: your competitor's newest validated revision "
+    "(seat 1) against the opponent's, a duel of the game's usual number of matches, kept "
+    "with its replays (`GET /duels/{id}`). Two-player games; uploaded agents and LLM "
+    "players (not online models, which play when their client is connected). At most "
+    "`ARENA_TEST_DUELS_PER_HOUR` a user an hour (12 by default): past it, a 400 says when "
+    "the next may start.",
+)
+def test_duel_start(
+    request: AuthenticatedHttpRequest, environment: Slug, name: Slug, payload: TestDuelIn
+) -> Status[Duel]:
+    competitor = get_own_competitor(request.user, environment, name)
+    opponent = get_competitor_for_user(request.user, environment, payload.opponent)
+    duel = requested_duel_create(user=request.user, competitor=competitor, opponent=opponent)
+    return Status(201, get_duel_for_user(request.user, duel.pk))
 
 
 @router.get(

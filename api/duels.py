@@ -69,6 +69,9 @@ class _DuelFields(Schema):
     tournament: int | None = Field(alias="tournament_id")
     round: int | None
     is_validation: bool
+    #: A test duel: one its requester started against an agent of their choice, unrated
+    #: (``POST /competitors/{environment}/{name}/test-duels``).
+    is_test: bool
     environment: str = Field(alias="environment.name")
     #: 2, or up to 6 in a game of more than two players (``players`` lists every one).
     num_players: int
@@ -91,6 +94,10 @@ class _DuelFields(Schema):
     @staticmethod
     def resolve_result(duel: Duel) -> str | None:
         return duel.result or None
+
+    @staticmethod
+    def resolve_is_test(duel: Duel) -> bool:
+        return duel.requested_by_id is not None
 
     @staticmethod
     def resolve_started_at(duel: Duel) -> datetime | None:
@@ -249,6 +256,11 @@ class DuelFilters(FilterSchema):
     competitor: Slug | None = None
     status: DuelStatus | None = None
     is_validation: bool | None = None
+    #: True: test duels only; False: none.
+    is_test: bool | None = None
+
+    def filter_is_test(self, value: bool | None) -> Q:
+        return Q() if value is None else Q(requested_by__isnull=not value)
 
     def filter_competitor(self, name: str | None) -> Q:
         if not name:

@@ -5,7 +5,7 @@ Needs a token with the ``submit`` scope. An upload goes through the site's own s
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -23,7 +23,7 @@ from ninja import (
 from ninja.errors import HttpError
 
 from api import auth
-from api.competitors import RevisionDetailOut, RevisionOut
+from api.competitors import Deletion, RevisionDetailOut, RevisionOut
 from api.environments import environment_named
 from api.errors import documented
 from api.limits import takes_upload
@@ -47,16 +47,9 @@ class SubmissionIn(Schema):
     is_public: bool = False
 
 
-class DeletionOut(Schema):
-    #: "erased": gone, with its self-play; "withdrawn": disabled, its games kept.
-    outcome: Literal["erased", "withdrawn"]
-    message: str
-    #: The withdrawn revision; None once erased.
+class DeletionOut(Deletion):
+    #: The withdrawn revision; None once erased (with its self-play).
     submission: RevisionOut | None = None
-
-    @staticmethod
-    def resolve_outcome(deletion: RevisionDeletion) -> str:
-        return "erased" if deletion.erased else "withdrawn"
 
     @staticmethod
     def resolve_message(deletion: RevisionDeletion) -> str:

@@ -488,6 +488,11 @@ ARENA_HUMAN_TIME_BANK_SECONDS = env_float("ARENA_HUMAN_TIME_BANK_SECONDS", 300.0
 #: Games in the browser one user may have queued or running at once.
 ARENA_HUMAN_GAMES_PER_USER = env_int("ARENA_HUMAN_GAMES_PER_USER", 2)
 
+# --- Test duels ------------------------------------------------------------------------
+#: Test duels (an owner's agent against an agent of their choice, unrated) one user may
+#: start in an hour.
+ARENA_TEST_DUELS_PER_HOUR = env_int("ARENA_TEST_DUELS_PER_HOUR", 12)
+
 # --- LLM players -----------------------------------------------------------------------
 #: The Fernet key (``Fernet.generate_key()``) LLM players' API keys are encrypted with.
 #: Empty: derived from SECRET_KEY, so rotating SECRET_KEY would lose every stored key;

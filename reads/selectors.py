@@ -9,12 +9,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils.safestring import SafeString
 
 from core.models import (
     ApiToken,
     Competitor,
+    CompetitorKind,
     Duel,
     DuelSeat,
     Environment,
@@ -37,6 +38,7 @@ from reads.access import (
     Visitor,
     can_see_competitor,
     can_see_logs,
+    competitors_visible,
     is_owner,
     tournaments_visible,
 )
@@ -201,6 +203,10 @@ class CompetitorPage:
     playable: bool = False
     #: An online model whose client holds its stream now (``core.services.online.online_present``).
     connected: bool = False
+    #: To its owner, when it can play test duels: the agents it may be tried against.
+    test_opponents: Sequence[Competitor] = ()
+    #: To its owner: its latest test duels, newest first.
+    test_duels: Sequence[Duel] = ()
 
 
 def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
@@ -244,7 +250,45 @@ def competitor_page(
         rating_chart=rating_chart_svg(rating_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor),
         connected=competitor.is_online and bool(online_present([competitor])),
+        **(_test_duels(user, competitor) if is_owner(user, competitor) else {}),
     )
+
+
+#: Test duels listed on a competitor's page.
+TEST_DUEL_ROWS = 10
+
+
+def _test_duels(user: Visitor, competitor: Competitor) -> dict[str, Any]:
+    """What its owner's test duel form offers (``core.services.requested_duels``): the
+    competitors of the game the owner may see that can play one, and its recent ones."""
+    duels = (
+        Duel.objects.filter(requested_by=user, seats__revision__competitor=competitor)
+        .with_seats()
+        .select_related("job")
+        .order_by("-created_at", "-pk")[:TEST_DUEL_ROWS]
+    )
+    able = (
+        competitor.environment.players == 2
+        and not competitor.has_seat
+        and not competitor.is_disabled
+        and Revision.objects.validated().filter(competitor=competitor).exists()
+    )
+    if not able:
+        return {"test_duels": list(duels)}
+    validated = Revision.objects.validated().filter(competitor=OuterRef("pk"))
+    opponents = (
+        Competitor.objects.filter(
+            competitors_visible(user),
+            Exists(validated),
+            environment=competitor.environment,
+            is_disabled=False,
+        )
+        .exclude(kind__in=[CompetitorKind.ONLINE, CompetitorKind.HUMAN])
+        .exclude(pk=competitor.pk)
+        .select_related("owner")
+        .order_by("name")
+    )
+    return {"test_opponents": list(opponents), "test_duels": list(duels)}
 
 
 def competitor_playable(competitor: Competitor) -> bool:

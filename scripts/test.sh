@@ -41,16 +41,16 @@ scripts/setup_pure.sh
 lanes="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$lanes"' EXIT
 echo "arena test: the production stack, in the background (log shown when it ends)"
-.venv/bin/pytest -p no:cacheprovider "${STACK_TESTS[@]}" >"$lanes/stack.log" 2>&1 &
+.venv/bin/pytest -p no:cacheprovider --durations=10 "${STACK_TESTS[@]}" >"$lanes/stack.log" 2>&1 &
 stack=$!
 echo "arena test: the Django-free layer, in .venv-pure (no Django installed), in the background"
 .venv-pure/bin/python -m pytest -p no:cacheprovider \
-  -o addopts="-ra --strict-markers --import-mode=importlib" "${PURE_TESTS[@]}" \
+  -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 "${PURE_TESTS[@]}" \
   >"$lanes/pure.log" 2>&1 &
 pure=$!
 echo "arena test: everything else, in .venv, two test processes"
 status=0
-.venv/bin/pytest -n 2 --dist loadfile "${PURE_TESTS[@]/#/--ignore=}" \
+.venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=40 "${PURE_TESTS[@]/#/--ignore=}" \
   "${STACK_TESTS[@]/#/--ignore=}" || status=$?
 for lane in pure stack; do
   lane_status=0

@@ -56,6 +56,7 @@ urlpatterns = [
     path(COMPETITOR + "visibility/", competitors.visibility, name="competitor_visibility"),
     path(COMPETITOR + "play-state/", competitors.play_state, name="competitor_play_state"),
     path(COMPETITOR + "delete/", competitors.remove, name="competitor_delete"),
+    path(COMPETITOR + "test-duels/", competitors.test_duel, name="competitor_test_duel"),
     path(COMPETITOR + "play/", play.play_start, name="play_start"),
     path("duels/<int:pk>/play/", play.play, name="play"),
     path(REVISION, submissions.revision, name="revision"),

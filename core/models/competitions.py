@@ -304,6 +304,15 @@ class Duel(Refereed, models.Model):
     num_players = models.PositiveSmallIntegerField(default=2)
     round = models.PositiveIntegerField(null=True, blank=True)
     is_validation = models.BooleanField(default=False)
+    #: A test duel's: who asked for it (``core.services.requested_duels``), against an agent of
+    #: their choice, unrated; counted for the hourly limit.
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="test_duels",
+    )
     num_matches = models.PositiveIntegerField()
     seed = models.BigIntegerField()
 

@@ -306,3 +306,38 @@ def test_the_owner_deletes_a_competitor_and_no_one_else_can(
     assert body(response)["outcome"] == "erased"
     assert body(response)["competitor"] is None
     assert client.get(mine, **bearer(alice)).status_code == 404
+
+
+def test_the_owner_starts_a_test_duel_against_a_visible_agent(client, alice, bob, carol, bearer):
+    from core.models import Duel
+
+    url = "/api/v1/competitors/tic_tac_toe/alices-bot/test-duels"
+    submit = {"content_type": "application/json", **bearer(alice, "submit")}
+
+    response = client.post(url, {"opponent": "bobs-bot"}, **submit)
+
+    assert response.status_code == 201, response.content
+    duel = body(response)
+    assert (duel["is_test"], duel["tournament"], duel["status"]) == (True, None, "queued")
+    assert [player["competitor"] for player in duel["players"]] == ["alices-bot", "bobs-bot"]
+    stored = Duel.objects.get(pk=duel["id"])
+    assert stored.requested_by == alice
+    listed = body(client.get("/api/v1/duels?is_test=true", **bearer(alice)))["items"]
+    assert [item["id"] for item in listed] == [duel["id"]]
+
+    # Only one's own agents, against agents one may see, with a submit token.
+    assert (
+        client.post(url, {"opponent": "bobs-bot"}, content_type="application/json").status_code
+        == 401
+    )
+    carols = {"content_type": "application/json", **bearer(carol, "submit")}
+    assert client.post(url, {"opponent": "bobs-bot"}, **carols).status_code == 404
+    bobs = "/api/v1/competitors/tic_tac_toe/bobs-bot/test-duels"
+    hidden = client.post(
+        bobs, {"opponent": "alices-bot"}, content_type="application/json", **bearer(bob, "submit")
+    )
+    assert hidden.status_code == 404  # alice's bot is private
+    itself = client.post(url, {"opponent": "alices-bot"}, **submit)
+    assert itself.status_code == 400
+    assert "pick another agent than itself" in body(itself)["error"]["message"].lower()
+    assert Duel.objects.filter(requested_by__isnull=False).count() == 1

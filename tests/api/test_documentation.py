@@ -119,8 +119,8 @@ def test_the_document_says_reads_need_no_token_and_submissions_and_play_do(clien
             needed = [token]
         elif path.startswith("/api/v1/llm/players") and method in ("post", "patch"):
             needed = [token]  # a user token with 'submit' registers and changes them
-        elif path.startswith("/api/v1/competitors/") and method in ("patch", "delete"):
-            needed = [token]  # a user token with 'submit' changes or deletes its own
+        elif path.startswith("/api/v1/competitors/") and method in ("patch", "delete", "post"):
+            needed = [token]  # a user token with 'submit': settings, delete, test duels
         elif path.endswith("/entries") or path.endswith("/entries/{name}"):
             needed = [token]  # a user token with 'submit' enters one's agents
         else:

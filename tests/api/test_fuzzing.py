@@ -44,7 +44,7 @@ from tests.factories import (
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 from tests.support.workers import Workers
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 EXAMPLES = os.environ.get("ARENA_FUZZ_EXAMPLES")
 EXAMPLES_PER_OPERATION = int(EXAMPLES or 50)

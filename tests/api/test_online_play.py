@@ -29,7 +29,11 @@ from tests.support.require import require
 from tests.support.workers import Workers, wait_for
 from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 RANDOM = PLAYERS / "connect_four" / "random_player.py"
 #: Pair the online agent with hosted ones at once, one hosted duel at a time.

@@ -15,7 +15,7 @@ from core.services.online import online_model_register
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
 from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 #: Small rates, in minutes: a flood reaches them at once, and they stay reached.
 TIGHT = {

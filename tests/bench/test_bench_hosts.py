@@ -9,10 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.docker import docker_base_image
 from tests.support.postgres import find_bindir
 from tests.support.require import require
 from tests.support.second_engine import second_engine_problem
+
+pytestmark = pytest.mark.slow
 
 __all__ = ["docker_base_image"]
 

@@ -5,7 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.docker import docker_base_image
+
+pytestmark = pytest.mark.slow
 
 __all__ = ["docker_base_image"]
 

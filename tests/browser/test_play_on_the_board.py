@@ -29,7 +29,11 @@ from tests.pipeline import (  # noqa: F401
 )
 from tests.support.workers import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 FIRST_LEGAL = b"""from arena_sdk import agent
 

@@ -36,7 +36,11 @@ from tests.support.docker import docker_base_image, leftover_containers
 
 __all__ = ["docker_base_image"]
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("docker_builds")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("docker_builds"),
+    pytest.mark.slow,
+]
 
 MINIMAX = PLAYERS / "connect_four" / "minimax.py"
 

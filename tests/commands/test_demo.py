@@ -30,7 +30,7 @@ from tournament_manager.demo import EXAMPLE_PLAYERS_DIR, reference_players, zip_
 from tournament_manager.management.commands.demo import Command
 
 # The demo relies on work starting when each transaction commits, as in production.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 

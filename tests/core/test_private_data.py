@@ -16,6 +16,8 @@ from core.private_data import keep_private
 from core.services.uploads import extract_upload, upload_limits
 from tests.support.workers import ROOT
 
+pytestmark = pytest.mark.slow
+
 
 def modes(folder: Path) -> dict[str, str]:
     """Every file and folder under ``folder`` (itself included) with its mode, in octal."""

@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.embedded import EmbeddedSite
 from tests.support.workers import ROOT
+
+pytestmark = pytest.mark.slow
 
 WRITES = 40
 WRITERS = 3

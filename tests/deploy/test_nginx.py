@@ -47,6 +47,8 @@ from tests.support.nginx import (
 from tests.support.redis import free_port
 from tests.support.workers import wait_for
 
+pytestmark = pytest.mark.slow
+
 #: Small caps, so that bodies just over them are quick to send.
 UPLOAD_MAX_BYTES = 100_000
 SITE_MAX_BYTES = 150_000

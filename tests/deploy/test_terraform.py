@@ -24,6 +24,8 @@ from hcl2.utils import SerializationOptions
 
 from tests.support.require import require
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
 BOOT_SCRIPT = TERRAFORM / "files" / "arena-boot.sh"

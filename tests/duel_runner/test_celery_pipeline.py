@@ -17,7 +17,11 @@ from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.docker import docker_base_image  # noqa: F401
 from tests.support.workers import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 FINAL = {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.NONE}
 

@@ -39,7 +39,11 @@ from tests.support.second_engine import Engine, second_engine_problem, second_en
 from tests.support.workers import Workers, wait_for
 from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 MATCHES = 20
 

@@ -24,6 +24,8 @@ from tests.support.embedded import (
     wait_until,
 )
 
+pytestmark = pytest.mark.slow
+
 PLAYERS = ("ann", "bob", "cid")
 SEED = f"""
 import json

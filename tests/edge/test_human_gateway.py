@@ -20,7 +20,11 @@ from tests.factories import UserFactory
 from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
 from tests.support.gateway import Gateway
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 
 def session_of(user) -> str:

@@ -38,7 +38,7 @@ from tests.support.gateway import (
 from tests.support.sandboxes import agent
 from tests.support.workers import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 @pytest.fixture

@@ -24,7 +24,11 @@ from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.workers import wait_for
 from tournament_manager.services.tournaments import tournament_create, tournament_schedule
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 FINAL = {StepStatus.SUCCEEDED, StepStatus.FAILED}
 

@@ -33,7 +33,11 @@ from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.services.round_robin import round_robin_groups
 from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 GAME = "lowest_unique"
 

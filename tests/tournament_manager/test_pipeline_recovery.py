@@ -37,7 +37,11 @@ from tests.support.workers import Workers, wait_for
 from tournament_manager.score_competitions import score_competition_start
 from tournament_manager.services.tournaments import tournament_create, tournament_launch
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("pipeline")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("pipeline"),
+    pytest.mark.slow,
+]
 
 SLOW_APP = "tests.support.slow_app"
 QUEUES = "build,duels,publish"

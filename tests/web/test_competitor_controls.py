@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import Competitor
+from core.models import Competitor, Duel
 from tests.factories import DuelFactory, RevisionFactory
 
 pytestmark = pytest.mark.django_db
@@ -96,3 +96,36 @@ def test_no_one_but_the_owner_has_the_controls(client, bob, carol, bobs_bot):
     assert client.get(base + "delete/").status_code == 404
     stored = Competitor.objects.get(pk=bobs_bot.pk)
     assert (stored.is_public, stored.is_disabled) == (True, False)
+
+
+def test_the_owner_starts_a_test_duel_from_the_page_and_sees_it_listed(
+    alice_client, alices_bot, bobs_bot, settings
+):
+    settings.ARENA_TEST_DUELS_PER_HOUR = 1
+    page = alice_client.get(alices_bot.get_absolute_url()).content.decode()
+    assert "data-test-duel" in page and '<option value="bobs-bot">' in page
+    url = f"{alices_bot.get_absolute_url()}test-duels/"
+
+    response = alice_client.post(url, {"opponent": "bobs-bot"}, follow=True)
+
+    duel = Duel.objects.get(requested_by__isnull=False)
+    assert response.redirect_chain[-1][0] == f"/duels/{duel.pk}/"
+    assert "Test duel of alices-bot against bobs-bot: unrated, played now." in (
+        response.content.decode()
+    )
+    listed = alice_client.get(alices_bot.get_absolute_url()).content.decode()
+    assert f'href="/duels/{duel.pk}/"' in listed
+    # Past the hourly limit: the page says when the next may start.
+    refused = alice_client.post(url, {"opponent": "bobs-bot"}, follow=True).content.decode()
+    assert "You started 1 test duel in the past hour, the most" in refused
+    unknown = alice_client.post(url, {"opponent": "nobody"}, follow=True).content.decode()
+    assert "Pick an opponent from the list." in unknown
+    assert Duel.objects.filter(requested_by__isnull=False).count() == 1
+
+
+def test_others_neither_see_the_form_nor_start_a_test_duel(client, carol, alices_bot, bobs_bot):
+    client.force_login(carol)
+    assert "data-test-duel" not in client.get(bobs_bot.get_absolute_url()).content.decode()
+    response = client.post(f"{bobs_bot.get_absolute_url()}test-duels/", {"opponent": "bobs-bot"})
+    assert response.status_code == 404
+    assert not Duel.objects.filter(requested_by__isnull=False).exists()

@@ -1,12 +1,13 @@
 """What an owner does with a competitor from its page: share its logs, make it public or
 private, disable or enable it, delete it (``core.services.competitors``, as the API's
-``PATCH`` and ``DELETE /competitors/...`` do)."""
+``PATCH`` and ``DELETE /competitors/...`` do), start a test duel
+(``core.services.requested_duels``)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -20,7 +21,8 @@ from core.services.competitors import (
     competitor_set_public,
     competitor_share_logs,
 )
-from reads.access import AuthenticatedHttpRequest, get_own_competitor
+from core.services.requested_duels import requested_duel_create
+from reads.access import AuthenticatedHttpRequest, get_competitor_for_user, get_own_competitor
 from web.forms import MoveLogsForm
 from web.views.submissions import render_competitor
 
@@ -109,3 +111,27 @@ def remove(request: AuthenticatedHttpRequest, environment_name: str, name: str) 
         return redirect(deletion.kept)
     messages.success(request, f"{competitor.name}: {message}")
     return redirect("profile")
+
+
+@login_required
+@require_POST
+def test_duel(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+    """A test duel against the agent the form names; its page shows it played, then its
+    replays."""
+    competitor = get_own_competitor(request.user, environment_name, name)
+    opponent_name = request.POST.get("opponent", "")
+    try:
+        opponent = get_competitor_for_user(request.user, environment_name, opponent_name)
+    except Http404:
+        messages.error(request, "Pick an opponent from the list.")
+        return redirect(competitor)
+    try:
+        duel = requested_duel_create(user=request.user, competitor=competitor, opponent=opponent)
+    except ArenaError as error:
+        messages.error(request, sentence(error.message))
+        return redirect(competitor)
+    messages.success(
+        request,
+        f"Test duel of {competitor.name} against {opponent.name}: unrated, played now.",
+    )
+    return redirect("duel", pk=duel.pk)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import mimetypes
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -104,6 +105,7 @@ def render_competitor(
             "form": form,
             "llm_form": llm_form,
             "logs_form": logs_form or MoveLogsForm(initial={"share_logs": competitor.share_logs}),
+            "test_duels_per_hour": settings.ARENA_TEST_DUELS_PER_HOUR,
             "llm_stats": player_stats(user=request.user, competitor=competitor)
             if competitor.is_llm
             else [],
