@@ -39,7 +39,7 @@ SCREENSHOTS_DIR = Path(__file__).resolve().parents[2] / "test-artifacts" / "scre
 TIMEOUT_MS = 15_000
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     require(
         CHROMIUM.exists(),
@@ -53,9 +53,12 @@ def browser() -> Iterator[Browser]:
 
     # Playwright's sync API runs an asyncio loop in this thread for as long as it is
     # alive, so Django sees a "running event loop" here and would refuse every ORM
-    # call the tests make (SynchronousOnlyOperation), in browser tests and in any
-    # test after them. The calls are in fact synchronous, from the main thread, and
-    # the live server answers in its own threads: the guard does not apply.
+    # call the tests make (SynchronousOnlyOperation). The calls are in fact
+    # synchronous, from the main thread, and the live server answers in its own
+    # threads: the guard does not apply. One browser a module, stopped at its end, so
+    # that no loop is left running for the tests of other modules that the same test
+    # process runs next (``async_to_sync`` refuses to run beside one, whatever the
+    # guard says).
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     playwright = sync_playwright().start()
