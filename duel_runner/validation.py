@@ -20,6 +20,7 @@ from duel_runner.services import (
     hosted_backend,
     revision_agent_source,
 )
+from llm.probe import probe
 from referee.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ def _validation_work(claimed: Claimed) -> Done:
         pk=claimed.job.subject_id
     )
     environment = revision.competitor.environment
+    if revision.competitor.is_llm:
+        return _llm_validation(revision)
     claimed.hold_builds([revision], what=f"validation of {revision}")
     try:
         # Agents this worker cannot confine: given back too, never the revision's fault.
@@ -82,6 +85,28 @@ def _validation_work(claimed: Claimed) -> Done:
         )
 
     return _announced(Done(store=store), revision, passed=validation.passed)
+
+
+def _llm_validation(revision: Revision) -> Done:
+    """An LLM player's validation: one real request to its server, the game's first move,
+    with the clock of a duel's first move (``llm.probe``); self-play would spend its tokens
+    for nothing. A server that cannot play (unreachable, refusing, silent) fails it, with
+    its own words, and the player does not play until it validates again."""
+    environment = revision.competitor.environment
+    try:
+        config = revision.competitor.llm.config()
+    except ArenaError as error:
+        outcome = Outcome(succeeded=False, error=error.message, log=error.message)
+        return _announced(Done(store=lambda: outcome), revision, passed=False)
+    result = probe(config, environment.game, seconds=environment.move_time + environment.time_bank)
+    log = (
+        "An LLM player: validated by one request to its server (the first move of a "
+        f"match), not by self-play.\n{result.message}"
+    )
+    outcome = Outcome(
+        succeeded=result.passed, error="" if result.passed else result.message, log=log
+    )
+    return _announced(Done(store=lambda: outcome), revision, passed=result.passed)
 
 
 def _announced(done: Done, revision: Revision, *, passed: bool) -> Done:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from django.conf import settings
 from django.db import models
 
-from core.models import Duel, Evaluation, Revision, StepStatus
+from core.models import CompetitorKind, Duel, Evaluation, Revision, StepStatus
 from core.models.jobs import Job, JobKind, JobStatus
 
 PLAY_DUEL = "duel_runner.tasks.play_duel"
@@ -35,6 +35,13 @@ def _seat_queues(
         return dict.fromkeys(networked, settings.ARENA_NETWORK_QUEUE)
 
     return queues
+
+
+def _llm_revision_queues(subject_ids: Sequence[int]) -> dict[int, str]:
+    """An LLM player's revision is validated by a request to its server: on the workers
+    that reach the network (``ARENA_NETWORK_QUEUE``); the others on the task's own."""
+    asking = Revision.objects.filter(pk__in=subject_ids, competitor__kind=CompetitorKind.LLM)
+    return dict.fromkeys(asking.values_list("pk", flat=True), settings.ARENA_NETWORK_QUEUE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +101,7 @@ def _revision_step(
     retry: str,
     advice: str = "",
     waits_for: str | None = None,
+    queues: Callable[[Sequence[int]], dict[int, str]] | None = None,
 ) -> Policy:
     """A step of a revision's pipeline: the revision keeps its status (``<step>_status``)."""
     return Policy(
@@ -110,6 +118,7 @@ def _revision_step(
         stores_status=False,
         cancelled=StepStatus.NONE,
         waits_for=waits_for,
+        queues=queues,
     )
 
 
@@ -152,6 +161,7 @@ POLICIES: dict[str, Policy] = {
         advice="If it happens again, your agent may use more memory or CPU than a worker "
         "can give it.",
         waits_for=JobKind.BUILD,
+        queues=_llm_revision_queues,
     ),
     JobKind.PUBLICATION: _revision_step(
         "publication",

@@ -28,10 +28,6 @@ LLM_BUILD_LOG = (
     "An LLM player: there is nothing to build; Arena's harness prompts its model through "
     "an OpenAI-compatible server."
 )
-LLM_VALIDATION_LOG = (
-    "An LLM player: not validated by self-play, which would spend its tokens for nothing. "
-    "Every answer it gives is parsed and checked by the harness and the referee as it plays."
-)
 #: What ``llm_player_update`` may change: what plays, the key, and the organizers' prices.
 UPDATABLE_FIELDS = (*PLAYING_FIELDS, "api_key", "api_key_ref", "is_public")
 PRICE_FIELDS = ("price_input_per_million", "price_output_per_million")
@@ -44,11 +40,10 @@ def llm_settings(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def llm_revision_create(*, competitor: Competitor, created_by: User) -> Revision:
+    """Its next revision, validated by one real request to its server (``llm.probe``,
+    on the workers that reach the network): it plays once its server answered."""
     return revision_create_unbuilt(
-        competitor=competitor,
-        created_by=created_by,
-        build_log=LLM_BUILD_LOG,
-        validation_log=LLM_VALIDATION_LOG,
+        competitor=competitor, created_by=created_by, build_log=LLM_BUILD_LOG
     )
 
 

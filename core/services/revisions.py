@@ -112,12 +112,14 @@ def revision_create(
 
 
 def revision_create_unbuilt(
-    *, competitor: Competitor, created_by: User, build_log: str, validation_log: str
+    *, competitor: Competitor, created_by: User, build_log: str, validation_log: str = ""
 ) -> Revision:
-    """The next version of a competitor whose agent Arena neither builds nor self-plays
-    (an online agent, an LLM player): a revision ready to play, checked as it plays. Its
-    leaderboard entry starts afresh, as an upload's does; ``build_log`` and
-    ``validation_log`` say why there was nothing to do."""
+    """The next version of a competitor whose agent Arena does not build (an online agent,
+    an LLM player): ``build_log`` says why there was nothing to build. With
+    ``validation_log``, nothing to validate either (it is checked as it plays): the
+    revision is ready to play at once; without, its validation is queued (an LLM player's
+    one request to its server, ``duel_runner.validation``). Its leaderboard entry starts
+    afresh, as an upload's does."""
     with transaction.atomic():
         # The row lock serialises concurrent versions, as for uploads.
         Competitor.objects.select_for_update().get(pk=competitor.pk)
@@ -132,7 +134,11 @@ def revision_create_unbuilt(
             entry_point="",
         )
         job_done(kind=JobKind.BUILD, subject_id=revision.pk, log=build_log)
-        job_done(kind=JobKind.VALIDATION, subject_id=revision.pk, log=validation_log)
+        if validation_log:
+            job_done(kind=JobKind.VALIDATION, subject_id=revision.pk, log=validation_log)
+        else:
+            Revision.objects.filter(pk=revision.pk).update(validation_status=StepStatus.QUEUED)
+            jobs_queue(kind=JobKind.VALIDATION, subject_ids=[revision.pk])
     revision.refresh_from_db()
     return revision
 

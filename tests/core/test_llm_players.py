@@ -9,11 +9,14 @@ import pytest
 from cryptography.fernet import Fernet
 
 from core.errors import ArenaError
+from core.jobs.policies import VALIDATE_REVISION
 from core.models import Competitor, CompetitorKind, LLMPlayer, StepStatus
 from core.services.llm import llm_player_register, llm_player_update
 from core.services.revisions import revision_create, revision_revalidate
 from core.services.uploads import UploadRejected
+from duel_runner.validation import revision_validate
 from llm.harness import HARNESS_VERSION
+from llm.local_server import LocalLLMServer, Reply
 from tests.factories import EnvironmentFactory, LLMPlayerFactory
 
 pytestmark = pytest.mark.django_db
@@ -32,19 +35,53 @@ def register(owner, **settings):
     )
 
 
-def test_it_registers_a_competitor_ready_to_play_with_nothing_to_build(alice):
-    competitor = register(alice, api_key=KEY, temperature=0.7)
+def test_it_registers_a_competitor_that_plays_once_its_server_answered_one_request(
+    alice, sent, django_capture_on_commit_callbacks
+):
+    with LocalLLMServer() as server:
+        with django_capture_on_commit_callbacks(execute=True):
+            competitor = register(alice, base_url=server.url, api_key=KEY, temperature=0.7)
 
-    assert competitor.kind == CompetitorKind.LLM and competitor.is_llm
-    revision = competitor.revisions.get()
-    assert revision.is_valid
-    assert revision.build_status == revision.validation_status == StepStatus.SUCCEEDED
-    assert "not validated by self-play" in revision.job("validation").log
+        assert competitor.kind == CompetitorKind.LLM and competitor.is_llm
+        revision = competitor.revisions.get()
+        assert (revision.build_status, revision.validation_status) == (
+            StepStatus.SUCCEEDED,
+            StepStatus.QUEUED,
+        )
+        assert not revision.is_valid  # not paired before its server answered
+        # Sent to the workers that reach the network.
+        assert sent == [(VALIDATE_REVISION, revision.pk)]
+        assert sent.queues[(VALIDATE_REVISION, revision.pk)] == "online"
+
+        revision_validate(revision_id=revision.pk)
+
+        revision.refresh_from_db()
+        assert revision.is_valid, revision.job("validation").error
+        log = revision.job("validation").log
+        assert "validated by one request to its server" in log
+        assert "answered the first move with a legal one" in log
+        assert len(server.requests) == 1
     player = competitor.llm
     assert player.has_key and player.harness_version == HARNESS_VERSION
     config = player.config()
     assert (config.api_key, config.temperature, config.model) == (KEY, 0.7, "rule-based")
     assert KEY not in repr(config)
+
+
+def test_a_player_whose_server_cannot_play_fails_its_validation_with_the_servers_words(alice, sent):
+    with LocalLLMServer() as server:
+        server.brain = lambda request: Reply("Invalid API key", status=401)
+        competitor = register(alice, base_url=server.url, api_key=KEY)
+        revision = competitor.revisions.get()
+
+        revision_validate(revision_id=revision.pk)
+
+    revision.refresh_from_db()
+    assert not revision.is_valid
+    assert revision.validation_status == StepStatus.FAILED
+    error = revision.job("validation").error
+    assert error.startswith("the server could not play:") and "Invalid API key" in error
+    assert KEY not in error
 
 
 def test_it_stores_the_key_encrypted_only(alice):

@@ -63,6 +63,7 @@ def registered(server: LocalLLMServer, owner: User) -> list[Competitor]:
                 "environment": "tic_tac_toe",
                 "name": "from-api",
                 "api_key": KEYS["api"],
+                "public": True,
             }
         ),
         content_type="application/json",

@@ -162,7 +162,9 @@ class Command(BaseCommand):
                 environment, owners=(organizer, attendee), timeout=options["timeout"]
             )
             if game == LLM_GAME:
-                self.llm_setup(environment, owner=organizer, url=options["llm_url"])
+                self.llm_setup(
+                    environment, owner=organizer, url=options["llm_url"], timeout=options["timeout"]
+                )
             if environment.players == 1:
                 self.score_competition(
                     environment,
@@ -211,7 +213,7 @@ class Command(BaseCommand):
                 "prints each duel; watch them on the site."
             )
 
-    def llm_setup(self, environment: Environment, *, owner: User, url: str) -> None:
+    def llm_setup(self, environment: Environment, *, owner: User, url: str, timeout: float) -> None:
         """The demo's two LLM players, registered once (a later run with another URL points
         them at it), so that the game's round robin has them."""
         if not llm_server_answers(url):
@@ -222,6 +224,7 @@ class Command(BaseCommand):
                     "`python -m llm.local_server --port 8011`)."
                 )
             )
+        validations: list[tuple[Revision, str]] = []
         for name, temperature in LLM_PLAYERS:
             competitor = Competitor.objects.filter(environment=environment, name=name).first()
             if competitor is None:
@@ -246,6 +249,12 @@ class Command(BaseCommand):
             elif competitor.is_llm and competitor.llm.base_url != url:
                 llm_player_update(competitor=competitor, changed_by=owner, base_url=url)
                 self.stdout.write(f"Pointed the LLM player {name!r} at {url}")
+            newest = competitor.revisions.order_by("-version").first()
+            if newest is not None and not newest.is_valid:
+                # Validated by one request to the server, by the worker: waited for here,
+                # as the uploads are, so that the round robin takes them in.
+                validations.append((newest, "an LLM player: one request to its server"))
+        self.wait_for_validations(validations, timeout=timeout)
 
     def llm_report(self, base: str, *, url: str) -> None:
         conversation = (
@@ -392,8 +401,8 @@ class Command(BaseCommand):
         return revision, UPLOAD_NOTES[done]
 
     def report_validation(self, revision: Revision, note: str) -> None:
-        extra = f", {note}" if note else ""
-        name = f"{revision.competitor.name} v{revision.version} ({revision.filename}{extra})"
+        about = ", ".join(part for part in (revision.filename, note) if part)
+        name = f"{revision.competitor.name} v{revision.version} ({about})"
         build, validation = revision.job("build"), revision.job("validation")
         if revision.is_valid and validation is not None:
             took = validation.duration
