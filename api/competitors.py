@@ -53,7 +53,12 @@ from reads.access import (
     get_own_competitor,
     get_revision_for_user,
 )
-from reads.selectors import PipelineStep, pipeline_steps, revision_validation_duel
+from reads.selectors import (
+    PipelineStep,
+    competitor_paused,
+    pipeline_steps,
+    revision_validation_duel,
+)
 
 router = auth.ArenaRouter(tags=["competitors"], auth=auth.read)
 
@@ -157,6 +162,14 @@ class CompetitorDetailOut(CompetitorOut):
     revisions: int = Field(alias="revision_count")
     latest_version: int | None
     leaderboard: LeaderboardPlaceOut | None
+    #: Why ladders do not pair it now, None when they do: its last duels all failed, played
+    #: by no one (its server down, its agent unable to start); it is paired again once its
+    #: newest revision validates again.
+    paused: str | None
+
+    @staticmethod
+    def resolve_paused(competitor: Competitor) -> str | None:
+        return competitor_paused(competitor) or None
 
     @staticmethod
     def resolve_leaderboard(competitor: Competitor) -> LeaderboardEntry | None:

@@ -401,6 +401,10 @@ ARENA_LADDER_WAIT_SECONDS = env_float("ARENA_LADDER_WAIT_SECONDS", 600)
 ARENA_LADDER_STANDINGS_SECONDS = env_float("ARENA_LADDER_STANDINGS_SECONDS", 10)
 #: Ladder matchmaking: agents with fewer duels than this in the ladder get a bonus.
 ARENA_LADDER_NEWCOMER_DUELS = env_int("ARENA_LADDER_NEWCOMER_DUELS", 5)
+#: A competitor whose last this many duels since its revision was validated all failed
+#: (its server down, its agent unable to start: not a lost game) is paused in ladders until
+#: it validates again, so that one broken entry cannot fill a ladder with failures.
+ARENA_LADDER_PAUSE_AFTER_FAILURES = env_int("ARENA_LADDER_PAUSE_AFTER_FAILURES", 3)
 #: The published leaderboard ranks a revision once it has played this many rated matches;
 #: until then its entry is provisional, listed after the ranked ones.
 ARENA_LEADERBOARD_PROVISIONAL_MATCHES = env_int("ARENA_LEADERBOARD_PROVISIONAL_MATCHES", 6)

@@ -52,7 +52,7 @@ from reads.replays import (
     player_labels,
     result_text,
 )
-from tournament_manager.selectors import tournament_progress
+from tournament_manager.selectors import paused_revisions, tournament_progress
 
 RECENT_TOURNAMENTS = 10
 #: Rows a page of the site's lists shows: the list's page number comes from the address
@@ -203,6 +203,9 @@ class CompetitorPage:
     playable: bool = False
     #: An online model whose client holds its stream now (``core.services.online.online_present``).
     connected: bool = False
+    #: Why ladders do not pair it now ("" when they do): its last duels all failed
+    #: (``tournament_manager.selectors.paused_revisions``).
+    paused: str = ""
     #: To its owner, when it can play test duels: the agents it may be tried against.
     test_opponents: Sequence[Competitor] = ()
     #: To its owner: its latest test duels, newest first.
@@ -249,6 +252,7 @@ def competitor_page(
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor),
+        paused=competitor_paused(competitor),
         connected=competitor.is_online and bool(online_present([competitor])),
         **(_test_duels(user, competitor) if is_owner(user, competitor) else {}),
     )
@@ -289,6 +293,18 @@ def _test_duels(user: Visitor, competitor: Competitor) -> dict[str, Any]:
         .order_by("name")
     )
     return {"test_opponents": list(opponents), "test_duels": list(duels)}
+
+
+def competitor_paused(competitor: Competitor) -> str:
+    """Why ladders do not pair its newest validated revision now ("" when they do)."""
+    newest = (
+        Revision.objects.validated()
+        .filter(competitor=competitor)
+        .order_by("-version")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return "" if newest is None else paused_revisions([newest]).get(newest, "")
 
 
 def competitor_playable(competitor: Competitor) -> bool:

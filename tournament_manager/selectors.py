@@ -3,10 +3,76 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
+from django.conf import settings
 from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, QuerySet
 
-from core.models import DuelStatus, Environment, Revision, Tournament, TournamentStatus
+from core.models import (
+    Duel,
+    DuelSeat,
+    DuelStatus,
+    Environment,
+    JobKind,
+    Revision,
+    Tournament,
+    TournamentStatus,
+)
+
+#: Duels that ended: the ones that say whether an entry can play.
+_ENDED = (DuelStatus.SUCCEEDED, DuelStatus.FAILED)
+
+
+def paused_revisions(revision_ids: Iterable[int]) -> dict[int, str]:
+    """The revisions among ``revision_ids`` that ladders do not pair now, with why: their
+    last ``ARENA_LADDER_PAUSE_AFTER_FAILURES`` duels since they were validated all failed
+    (played by no one: the agent could not start, its server did not answer), not lost,
+    against two opponents or more: the failing one is the entry they share, and an
+    opponent that met it each time is not blamed. A revision validated again
+    (re-validated, or its competitor's next one) starts afresh. One query, and two more
+    for each revision that failed that often."""
+    needed = settings.ARENA_LADDER_PAUSE_AFTER_FAILURES
+    if needed <= 0:
+        return {}
+    failing = (
+        DuelSeat.objects.filter(
+            revision_id__in=list(revision_ids),
+            duel__status=DuelStatus.FAILED,
+            duel__is_validation=False,
+        )
+        .values("revision_id")
+        .annotate(failures=Count("duel", distinct=True))
+        .filter(failures__gte=needed)
+        .values_list("revision_id", flat=True)
+    )
+    paused = {}
+    for revision in Revision.objects.filter(pk__in=list(failing)):
+        validation = revision.job(JobKind.VALIDATION)
+        since = validation.ended_at if validation is not None else None
+        ended = Duel.objects.of_revision(revision).filter(is_validation=False, status__in=_ENDED)
+        if since is not None:
+            ended = ended.filter(created_at__gte=since)
+        last = list(
+            ended.with_seats().select_related("job").order_by("-created_at", "-pk")[:needed]
+        )
+        opponents = {
+            seat.revision.competitor_id
+            for duel in last
+            for seat in duel.players()
+            if seat.revision_id != revision.pk
+        }
+        if (
+            len(last) == needed
+            and all(duel.status == DuelStatus.FAILED for duel in last)
+            and len(opponents) >= 2
+        ):
+            why = last[0].reported_error.strip().splitlines()
+            paused[revision.pk] = (
+                f"its last {needed} duels failed, played by no one"
+                + (f" (the last: {why[0]})" if why else "")
+                + "; it is paired again once it validates again"
+            )
+    return paused
 
 
 def _validated_in(environment: Environment) -> QuerySet[Revision]:

@@ -11,12 +11,15 @@ from collections.abc import Iterable
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from core.errors import ArenaError
 from core.models import (
     Duel,
     DuelResult,
     DuelStatus,
+    Job,
+    JobKind,
     LeaderboardEntry,
     Participant,
     Revision,
@@ -36,7 +39,7 @@ from tests.factories import (
 from tests.tournament_manager.conftest import Finish
 from tournament_manager.daemon import withdraw_disabled_participants
 from tournament_manager.ratings import ratings_update_from_duel
-from tournament_manager.selectors import tournament_progress
+from tournament_manager.selectors import paused_revisions, tournament_progress
 from tournament_manager.services.ladder import ladder_matchmake, ladder_refresh_entries
 from tournament_manager.services.participants import participant_withdraw
 from tournament_manager.services.settlement import duel_rerun
@@ -536,3 +539,30 @@ def test_it_estimates_nothing_before_a_duel_is_over_or_for_a_ladder(make_tournam
     ladder = tournament_launch(tournament=make_tournament(0, format=LADDER))
     assert tournament_progress(ladder).seconds_left is None
     assert standings_update(tournament=ladder)
+
+
+def test_a_ladder_pauses_an_entry_whose_duels_all_fail_and_the_others_play_on(
+    make_tournament, finish, settings, dispatched
+):
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 1
+    settings.ARENA_LADDER_PAUSE_AFTER_FAILURES = 3
+    broken, first, second, third = competitors(4)
+    tournament = tournament_launch(tournament=make_tournament(0, format=LADDER))
+    # Its server died: each duel it was paired into failed, whoever it met.
+    for opponent in (first, second, first):
+        finish(DuelFactory(tournament=tournament, revisions=[broken, opponent]), failed=True)
+
+    paused = paused_revisions([broken.pk, first.pk, second.pk, third.pk])
+
+    # The opponents are not blamed: "first" met it twice, between other games.
+    assert list(paused) == [broken.pk]
+    assert paused[broken.pk].startswith("its last 3 duels failed, played by no one")
+    for _ in range(3):
+        assert ladder_matchmake(tournament=tournament) == 1
+        duel = tournament.duels.get(status=DuelStatus.QUEUED)
+        assert broken.pk not in {revision.pk for revision in duel.revisions()}
+        finish(duel)
+
+    # Validated again (its owner fixed it): paired again.
+    Job.objects.filter(revision=broken, kind=JobKind.VALIDATION).update(ended_at=timezone.now())
+    assert paused_revisions([broken.pk]) == {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import Competitor, Duel
+from core.models import Competitor, Duel, DuelStatus
 from tests.factories import DuelFactory, RevisionFactory
 
 pytestmark = pytest.mark.django_db
@@ -129,3 +129,19 @@ def test_others_neither_see_the_form_nor_start_a_test_duel(client, carol, alices
     response = client.post(f"{bobs_bot.get_absolute_url()}test-duels/", {"opponent": "bobs-bot"})
     assert response.status_code == 404
     assert not Duel.objects.filter(requested_by__isnull=False).exists()
+
+
+def test_the_page_and_the_api_say_when_ladders_pause_it(alice_client, alices_bot, bobs_bot):
+    carols_bot = RevisionFactory(
+        competitor__environment=alices_bot.environment, validated=True
+    ).competitor
+    mine = alices_bot.revisions.get()
+    for opponent in (bobs_bot, carols_bot, bobs_bot):
+        DuelFactory(revisions=[mine, opponent.revisions.get()], status=DuelStatus.FAILED)
+
+    page = alice_client.get(alices_bot.get_absolute_url()).content.decode()
+
+    assert "Paused in ladders: its last 3 duels failed, played by no one" in page
+    assert "Upload a new revision" in page
+    api = alice_client.get(f"/api/v1/competitors/tic_tac_toe/{bobs_bot.name}").json()
+    assert api["paused"] is None

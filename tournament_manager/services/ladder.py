@@ -25,7 +25,7 @@ from core.models import (
 from core.services.online import online_present
 from tournament_manager.bradley_terry import UNFITTED_SCORE, UNFITTED_SCORE_SD
 from tournament_manager.matchmaking import LadderAgent, Matchmaker, hosted_duel_limit
-from tournament_manager.selectors import latest_validated_revisions
+from tournament_manager.selectors import latest_validated_revisions, paused_revisions
 from tournament_manager.services.participants import participant_withdraw
 from tournament_manager.services.scheduling import ACTIVE, duels_create, duels_start
 from tournament_manager.services.settlement import tournament_settle
@@ -184,6 +184,10 @@ def _ladder_idle_agents(ladder: Tournament, now: datetime) -> list[LadderAgent]:
         )
         if entry[0] not in busy and entry[1] not in evaluated
     ]
+    # An entry whose last duels all failed (its server down...) waits until it validates
+    # again: one broken entry does not fill the ladder with failures.
+    paused = paused_revisions(entry[0] for entry in entries)
+    entries = [entry for entry in entries if entry[0] not in paused]
     # Presence is the stream: a queued model whose client holds none is not paired.
     queued = {
         competitor: queued_at
