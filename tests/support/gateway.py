@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -98,7 +99,7 @@ def gateway_started(workers: Workers, redis_url: str, settings: Any, **environme
     the test process's, on ``redis_url``), once it answers; the rates count from zero."""
     settings.ARENA_ONLINE_BUS_URL = settings.ARENA_RATES_URL = redis_url
     port = free_port()
-    workers.manage(
+    process = workers.manage(
         "gateway",
         "run_gateway",
         "--port",
@@ -106,13 +107,17 @@ def gateway_started(workers: Workers, redis_url: str, settings: Any, **environme
         ARENA_ONLINE_BUS_URL=redis_url,
         **environment,
     )
-    gateway = wait_until_up(Gateway("127.0.0.1", port, workers))
+    gateway = wait_until_up(Gateway("127.0.0.1", port, workers), process=process)
     rates_reset()
     return gateway
 
 
-def wait_until_up(gateway: Gateway, timeout: float = 30) -> Gateway:
-    """The gateway, once it answers; the test fails with its log if it does not."""
+def wait_until_up(
+    gateway: Gateway, timeout: float = 180, process: subprocess.Popen[bytes] | None = None
+) -> Gateway:
+    """The gateway, once it answers; the test fails with its log if its process ends
+    first, or if it has not answered after ``timeout`` seconds: a deadline only a gateway
+    that cannot start reaches, not a slow start on a busy machine."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -120,6 +125,11 @@ def wait_until_up(gateway: Gateway, timeout: float = 30) -> Gateway:
                 return gateway
         except OSError:
             pass
+        if process is not None and process.poll() is not None:
+            pytest.fail(
+                f"the gateway exited ({process.returncode}) before answering:\n{gateway.log()}",
+                pytrace=False,
+            )
         if time.monotonic() > deadline:
             pytest.fail(f"the gateway did not start:\n{gateway.log()}", pytrace=False)
         time.sleep(0.2)
