@@ -26,6 +26,7 @@ if importlib.util.find_spec("django") is not None:
         "tests.support.embedded",
         "tests.support.page_cache",
         "tests.support.rates",
+        "tests.support.fuzzing",
     ]
 
 

@@ -18,11 +18,11 @@ from core.models import (
     CompetitorKind,
     Duel,
     DuelSeat,
+    DuelStatus,
     Environment,
     LeaderboardEntry,
     Match,
     Participant,
-    Rating,
     RatingChange,
     Revision,
     StepStatus,
@@ -190,7 +190,6 @@ def environment_page(
 @dataclasses.dataclass(frozen=True)
 class CompetitorPage:
     competitor: Competitor
-    rating: Rating | None
     #: Its place on the published leaderboard; None until its current revision is rated.
     entry: LeaderboardEntry | None
     #: A page of its revisions, newest first.
@@ -239,9 +238,11 @@ def competitor_page(
         .distinct()
         .order_by("-created_at", "-pk")
     )
+    # Its newest validated revision, asked once for all that depends on it.
+    newest, failures = _newest_validated(competitor)
+    validated = newest is not None
     return CompetitorPage(
         competitor=competitor,
-        rating=Rating.objects.filter(competitor=competitor).first(),
         entry=LeaderboardEntry.objects.filter(competitor=competitor)
         .select_related("revision")
         .first(),
@@ -251,10 +252,10 @@ def competitor_page(
         tournaments=rows_page(tournaments, tournaments_page, TOURNAMENT_ROWS),
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
-        playable=user.is_authenticated and competitor_playable(competitor),
-        paused=competitor_paused(competitor),
+        playable=user.is_authenticated and competitor_playable(competitor, validated=validated),
+        paused=_paused(newest, failures),
         connected=competitor.is_online and bool(online_present([competitor])),
-        **(_test_duels(user, competitor) if is_owner(user, competitor) else {}),
+        **(_test_duels(user, competitor, validated) if is_owner(user, competitor) else {}),
     )
 
 
@@ -262,9 +263,10 @@ def competitor_page(
 TEST_DUEL_ROWS = 10
 
 
-def _test_duels(user: Visitor, competitor: Competitor) -> dict[str, Any]:
+def _test_duels(user: Visitor, competitor: Competitor, validated: bool) -> dict[str, Any]:
     """What its owner's test duel form offers (``core.services.requested_duels``): the
-    competitors of the game the owner may see that can play one, and its recent ones."""
+    competitors of the game the owner may see that can play one (LLM players their own
+    only: another's would spend its owner's tokens), and its recent ones."""
     duels = (
         Duel.objects.filter(requested_by=user, seats__revision__competitor=competitor)
         .with_seats()
@@ -275,19 +277,20 @@ def _test_duels(user: Visitor, competitor: Competitor) -> dict[str, Any]:
         competitor.environment.players == 2
         and not competitor.has_seat
         and not competitor.is_disabled
-        and Revision.objects.validated().filter(competitor=competitor).exists()
+        and validated
     )
     if not able:
         return {"test_duels": list(duels)}
-    validated = Revision.objects.validated().filter(competitor=OuterRef("pk"))
+    playing = Revision.objects.validated().filter(competitor=OuterRef("pk"))
     opponents = (
         Competitor.objects.filter(
             competitors_visible(user),
-            Exists(validated),
+            Exists(playing),
             environment=competitor.environment,
             is_disabled=False,
         )
         .exclude(kind__in=[CompetitorKind.ONLINE, CompetitorKind.HUMAN])
+        .exclude(Q(kind=CompetitorKind.LLM) & ~Q(owner_id=user.pk))
         .exclude(pk=competitor.pk)
         .select_related("owner")
         .order_by("name")
@@ -295,19 +298,36 @@ def _test_duels(user: Visitor, competitor: Competitor) -> dict[str, Any]:
     return {"test_opponents": list(opponents), "test_duels": list(duels)}
 
 
-def competitor_paused(competitor: Competitor) -> str:
-    """Why ladders do not pair its newest validated revision now ("" when they do)."""
+def _newest_validated(competitor: Competitor) -> tuple[int | None, int]:
+    """Its newest validated revision's id (None without one) and how many of its duels
+    failed in all, in one query: only a revision with failures may be paused."""
+    failed = Q(
+        duel_seats__duel__status=DuelStatus.FAILED,
+        duel_seats__duel__tournament__format=TournamentFormat.LADDER,
+    )
     newest = (
         Revision.objects.validated()
         .filter(competitor=competitor)
         .order_by("-version")
-        .values_list("pk", flat=True)
+        .annotate(failures=Count("duel_seats", filter=failed))
+        .values_list("pk", "failures")
         .first()
     )
-    return "" if newest is None else paused_revisions([newest]).get(newest, "")
+    return newest if newest is not None else (None, 0)
 
 
-def competitor_playable(competitor: Competitor) -> bool:
+def _paused(newest: int | None, failures: int) -> str:
+    if newest is None or failures < settings.ARENA_LADDER_PAUSE_AFTER_FAILURES:
+        return ""
+    return paused_revisions([newest]).get(newest, "")
+
+
+def competitor_paused(competitor: Competitor) -> str:
+    """Why ladders do not pair its newest validated revision now ("" when they do)."""
+    return _paused(*_newest_validated(competitor))
+
+
+def competitor_playable(competitor: Competitor, *, validated: bool | None = None) -> bool:
     """A person may play it in the browser: an agent with a validated revision (not one
     that plays over the network) in a turn-based game."""
     if competitor.has_seat or competitor.is_disabled:
@@ -317,7 +337,9 @@ def competitor_playable(competitor: Competitor) -> bool:
             return False
     except (UnknownEnvironment, InvalidEnvironmentInfo):
         return False
-    return Revision.objects.validated().filter(competitor=competitor).exists()
+    if validated is None:
+        validated = Revision.objects.validated().filter(competitor=competitor).exists()
+    return validated
 
 
 #: The steps that run the agent: the validation plays it, so its log and its report (which

@@ -16,6 +16,7 @@ from core.models import (
     JobKind,
     Revision,
     Tournament,
+    TournamentFormat,
     TournamentStatus,
 )
 
@@ -25,7 +26,7 @@ _ENDED = (DuelStatus.SUCCEEDED, DuelStatus.FAILED)
 
 def paused_revisions(revision_ids: Iterable[int]) -> dict[int, str]:
     """The revisions among ``revision_ids`` that ladders do not pair now, with why: their
-    last ``ARENA_LADDER_PAUSE_AFTER_FAILURES`` duels since they were validated all failed
+    last ``ARENA_LADDER_PAUSE_AFTER_FAILURES`` ladder duels since they were validated all failed
     (played by no one: the agent could not start, its server did not answer), not lost,
     against two opponents or more: the failing one is the entry they share, and an
     opponent that met it each time is not blamed. A revision validated again
@@ -38,7 +39,7 @@ def paused_revisions(revision_ids: Iterable[int]) -> dict[int, str]:
         DuelSeat.objects.filter(
             revision_id__in=list(revision_ids),
             duel__status=DuelStatus.FAILED,
-            duel__is_validation=False,
+            duel__tournament__format=TournamentFormat.LADDER,
         )
         .values("revision_id")
         .annotate(failures=Count("duel", distinct=True))
@@ -49,7 +50,11 @@ def paused_revisions(revision_ids: Iterable[int]) -> dict[int, str]:
     for revision in Revision.objects.filter(pk__in=list(failing)):
         validation = revision.job(JobKind.VALIDATION)
         since = validation.ended_at if validation is not None else None
-        ended = Duel.objects.of_revision(revision).filter(is_validation=False, status__in=_ENDED)
+        # Ladder duels only: a test duel (a user's choice of opponent) or another format's
+        # duel says nothing of how the ladder pairs it, and must not let anyone pause it.
+        ended = Duel.objects.of_revision(revision).filter(
+            tournament__format=TournamentFormat.LADDER, status__in=_ENDED
+        )
         if since is not None:
             ended = ended.filter(created_at__gte=since)
         last = list(

@@ -18,7 +18,8 @@ import dataclasses
 from django.db import transaction
 
 from core.errors import ArenaError
-from core.models import Competitor, DisabledBy, OnlineSeat
+from core.jobs.lifecycle import jobs_cancel
+from core.models import Competitor, DisabledBy, Duel, Job, OnlineSeat, Revision
 from core.services.revisions import revision_delete
 
 
@@ -49,6 +50,13 @@ def competitor_disable(*, competitor: Competitor, by: DisabledBy) -> None:
         Competitor.objects.filter(pk=competitor.pk).update(is_disabled=True, disabled_by=by)
         # An online model leaves the matchmaking queue (its client is refused from now on).
         OnlineSeat.objects.filter(competitor=competitor).update(queued_at=None)
+        # Test duels with it not started yet are not played (the tournament manager
+        # withdraws it from tournaments, with their queued duels).
+        untouched = Duel.objects.filter(tournament__isnull=True, is_validation=False)
+        jobs_cancel(
+            jobs=Job.objects.filter(duel__in=untouched.with_competitor(competitor)),
+            why=f"Not played: {competitor.name} was disabled.",
+        )
     competitor.is_disabled, competitor.disabled_by = True, by
 
 
@@ -97,10 +105,21 @@ def competitor_delete(*, competitor: Competitor) -> CompetitorDeletion:
     reasons = []
     with transaction.atomic():
         competitor = Competitor.objects.select_for_update().get(pk=competitor.pk)
+        if competitor.disabled_by == DisabledBy.ORGANIZERS:
+            # Erased, its name would be free to enter again, enabled.
+            raise ArenaError(
+                f"competitor {competitor.name} was disabled by the organizers: it cannot be "
+                "deleted; ask them"
+            )
+        kept = []
         for revision in competitor.revisions.order_by("-version"):
             deletion = revision_delete(revision=revision)
             if not deletion.erased:
                 reasons.append(deletion.reason)
+                kept.append(revision.pk)
+        # The competitor's own flag takes it out of play; its kept revisions stay enabled,
+        # so that enabling the competitor again brings it back.
+        Revision.objects.filter(pk__in=kept).update(is_disabled=False)
         if not reasons:
             # revision_delete erased the competitor with its last revision; one that had
             # none (never the case for an upload) goes here.

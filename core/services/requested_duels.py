@@ -59,6 +59,11 @@ def requested_duel_create(*, user: User, competitor: Competitor, opponent: Compe
         )
     _playable(competitor, "your")
     _playable(opponent, "the opponent")
+    if opponent.is_llm and opponent.owner_id != user.pk:
+        raise ArenaError(
+            f"{opponent.name} is another user's LLM player: its duels spend its owner's "
+            "tokens, so test duels play it only for its owner"
+        )
     seats = [requested_duel_revision(competitor), requested_duel_revision(opponent)]
     limit = settings.ARENA_TEST_DUELS_PER_HOUR
     with transaction.atomic():

@@ -120,6 +120,8 @@ def revision_create_unbuilt(
     revision is ready to play at once; without, its validation is queued (an LLM player's
     one request to its server, ``duel_runner.validation``). Its leaderboard entry starts
     afresh, as an upload's does."""
+    if competitor.is_disabled:
+        raise ArenaError(competitor.disabled_message)
     with transaction.atomic():
         # The row lock serialises concurrent versions, as for uploads.
         Competitor.objects.select_for_update().get(pk=competitor.pk)
@@ -285,6 +287,8 @@ def _why_kept(revision: Revision) -> str:
         return "it is entered in a tournament (its standings keep it)"
     if Duel.objects.of_revision(revision).filter(is_validation=False).exists():
         return "it played duels (its opponents' results and replays keep it)"
+    if revision.evaluations.filter(is_validation=False).exists():
+        return "it played in a score competition (its leaderboard keeps it)"
     if LeaderboardEntry.objects.filter(revision=revision).exists():
         return "it is on the leaderboard"
     if RatingChange.objects.filter(duel__in=Duel.objects.of_revision(revision)).exists():
@@ -322,6 +326,8 @@ def revision_delete(*, revision: Revision) -> RevisionDeletion:
         content = revision.upload_id
         competitor = revision.competitor
         Duel.objects.of_revision(revision).filter(is_validation=True).delete()
+        # A one-player game's revision is validated by an evaluation instead.
+        revision.evaluations.filter(is_validation=True).delete()
         revision.delete()
         if not competitor.revisions.exists():
             competitor.delete()

@@ -83,7 +83,7 @@ def _register_and_enter(stack: Stack, name: str) -> tuple[str, int]:
         "POST",
         "/api/v1/online/models",
         token=stack.user_token,
-        body=json.dumps({"environment": "cartpole", "name": name}).encode(),
+        body=json.dumps({"environment": "cartpole", "name": name, "public": True}).encode(),
     )
     assert status == 201, model
     status, entry, _ = stack.gateway.request(

@@ -52,7 +52,7 @@ def _register(gateway: Gateway, owner) -> str:
         "POST",
         "/api/v1/online/models",
         token=user_token,
-        body=b'{"environment": "connect_four", "name": "net-random"}',
+        body=b'{"environment": "connect_four", "name": "net-random", "public": true}',
     )
     assert status == 201, answer
     return str(answer["token"])

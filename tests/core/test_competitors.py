@@ -10,6 +10,7 @@ from core.models import (
     Competitor,
     DisabledBy,
     Duel,
+    DuelStatus,
     OnlineSeat,
     Participant,
     Revision,
@@ -27,9 +28,11 @@ from tests.factories import (
     CompetitorFactory,
     DuelFactory,
     EnvironmentFactory,
+    EvaluationFactory,
     RevisionFactory,
     TournamentFactory,
     example_player_source,
+    queued_duel,
 )
 from tournament_manager.daemon import withdraw_disabled_participants
 from tournament_manager.services.ladder import ladder_refresh_entries
@@ -137,7 +140,40 @@ def test_deleting_a_competitor_that_played_others_keeps_it_disabled_with_its_gam
     assert "played duels" in deletion.reason
     stored = Competitor.objects.get(pk=mine.competitor_id)
     assert (stored.is_disabled, stored.disabled_by) == (True, DisabledBy.OWNER)
-    # The revision that played stays (withdrawn); the one nothing refers to is erased.
-    assert Revision.objects.get(pk=mine.pk).is_disabled
+    # The revision that played stays; the one nothing refers to is erased.
+    assert Revision.objects.filter(pk=mine.pk).exists()
     assert not Revision.objects.filter(pk=unplayed.pk).exists()
     assert Duel.objects.filter(pk=duel.pk).exists()
+    # The competitor's flag alone keeps it out: enabled again, it plays again.
+    competitor_enable(competitor=stored, by=DisabledBy.OWNER)
+    assert Revision.objects.validated().filter(pk=mine.pk).exists()
+
+
+def test_a_competitor_the_organizers_disabled_is_not_deleted_by_its_owner():
+    competitor = CompetitorFactory()
+    RevisionFactory(competitor=competitor, validated=True)
+    competitor_disable(competitor=competitor, by=DisabledBy.ORGANIZERS)
+
+    with pytest.raises(ArenaError, match="disabled by the organizers: it cannot be deleted"):
+        competitor_delete(competitor=competitor)
+    assert Competitor.objects.filter(pk=competitor.pk).exists()
+
+
+def test_deleting_a_one_player_games_competitor_erases_its_validation_evaluation():
+    revision = RevisionFactory(validated=True, competitor__environment__name="cartpole")
+    EvaluationFactory(revision=revision, competition=None, is_validation=True, seeds=[0, 1])
+
+    deletion = competitor_delete(competitor=revision.competitor)
+
+    assert deletion.erased
+    assert not Revision.objects.filter(pk=revision.pk).exists()
+
+
+def test_disabling_cancels_its_test_duels_not_started(sent):
+    mine, theirs = entrants(2)
+    owner = mine.competitor.owner
+    duel = queued_duel([mine, theirs], num_matches=2, seed=1, requested_by=owner)
+
+    competitor_disable(competitor=theirs.competitor, by=DisabledBy.OWNER)
+
+    assert Duel.objects.get(pk=duel.pk).status == DuelStatus.CANCELLED

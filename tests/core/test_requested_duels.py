@@ -52,6 +52,7 @@ def test_it_refuses_what_cannot_be_a_test_duel():
     unvalidated = CompetitorFactory(environment=environment)
     RevisionFactory(competitor=unvalidated)
     disabled, _ = agent(environment, is_disabled=True, disabled_by="organizers")
+    others_llm, _ = agent(environment, kind=CompetitorKind.LLM)
 
     for competitor, opponent, message in (
         (theirs, mine, "is not yours: test duels play your own agents"),
@@ -60,6 +61,7 @@ def test_it_refuses_what_cannot_be_a_test_duel():
         (mine, online, "plays over the network"),
         (mine, unvalidated, "has no validated revision to play yet"),
         (mine, disabled, "is disabled by the organizers"),
+        (mine, others_llm, "another user's LLM player: its duels spend its owner's tokens"),
     ):
         with pytest.raises(ArenaError, match=message):
             requested_duel_create(user=mine.owner, competitor=competitor, opponent=opponent)

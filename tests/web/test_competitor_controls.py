@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import Competitor, Duel, DuelStatus
-from tests.factories import DuelFactory, RevisionFactory
+from core.models import Competitor, Duel, DuelStatus, TournamentFormat
+from tests.factories import DuelFactory, RevisionFactory, TournamentFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -136,8 +136,13 @@ def test_the_page_and_the_api_say_when_ladders_pause_it(alice_client, alices_bot
         competitor__environment=alices_bot.environment, validated=True
     ).competitor
     mine = alices_bot.revisions.get()
+    ladder = TournamentFactory(environment=alices_bot.environment, format=TournamentFormat.LADDER)
     for opponent in (bobs_bot, carols_bot, bobs_bot):
-        DuelFactory(revisions=[mine, opponent.revisions.get()], status=DuelStatus.FAILED)
+        DuelFactory(
+            tournament=ladder,
+            revisions=[mine, opponent.revisions.get()],
+            status=DuelStatus.FAILED,
+        )
 
     page = alice_client.get(alices_bot.get_absolute_url()).content.decode()
 

@@ -104,7 +104,11 @@ def remove(request: AuthenticatedHttpRequest, environment_name: str, name: str) 
     competitor = get_own_competitor(request.user, environment_name, name)
     if request.method == "GET":
         return render(request, "web/competitor_delete.html", {"competitor": competitor})
-    deletion = competitor_delete(competitor=competitor)
+    try:
+        deletion = competitor_delete(competitor=competitor)
+    except ArenaError as error:
+        messages.error(request, sentence(error.message))
+        return redirect(competitor)
     message = competitor_deletion_message(deletion)
     if deletion.kept is not None:
         messages.warning(request, message)
