@@ -98,7 +98,12 @@ def _llm_validation(revision: Revision) -> Done:
     except ArenaError as error:
         outcome = Outcome(succeeded=False, error=error.message, log=error.message)
         return _announced(Done(store=lambda: outcome), revision, passed=False)
-    result = probe(config, environment.game, seconds=environment.move_time + environment.time_bank)
+    result = probe(
+        config,
+        environment.game,
+        seconds=environment.move_time + environment.time_bank,
+        players=environment.players,
+    )
     log = (
         "An LLM player: validated by one request to its server (the first move of a "
         f"match), not by self-play.\n{result.message}"

@@ -31,9 +31,12 @@ class Probe:
     message: str
 
 
-def probe(config: LLMConfig, environment: str, *, seconds: float) -> Probe:
-    """Ask the model for the first move of ``environment``'s first position."""
-    game = make_environment(environment)
+def probe(
+    config: LLMConfig, environment: str, *, seconds: float, players: int | None = None
+) -> Probe:
+    """Ask the model for the first move of ``environment``'s first position, the game set
+    up for ``players`` (its own count by default), as its duels are."""
+    game = make_environment(environment, players=players)
     game.reset(seed=0)
     [seat, *_] = game.to_move()
     harness = Harness(dataclasses.replace(config, provider_retries=PROBE_RETRIES))

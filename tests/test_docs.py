@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,3 +51,18 @@ def test_the_docs_build_in_the_test_command_counts_every_warning():
     builds = [line for line in command.splitlines() if "mkdocs build" in line]
     assert builds and all("--strict" in line for line in builds)
     assert not any("--quiet" in line or " -q" in line for line in builds)
+
+
+def test_the_test_commands_clean_up_keeps_a_green_runs_exit_status():
+    """The test command's EXIT trap runs under ``set -e``: a command of it that fails (a
+    bare ``kill`` with no lane left) made a run whose every test passed exit 2."""
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    [trap] = [line for line in script.splitlines() if line.startswith("trap ")]
+    for wanted in (0, 3):
+        run = subprocess.run(
+            ["bash", "-c", f'set -euo pipefail\nlanes="$(mktemp -d)"\n{trap}\nexit {wanted}'],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert run.returncode == wanted, run.stderr

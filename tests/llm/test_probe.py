@@ -72,3 +72,14 @@ def test_a_server_silent_past_the_clock_fails(server):
 
     assert not result.passed
     assert "gave no answer within 1 s" in result.message
+
+
+def test_a_game_of_more_players_is_set_up_for_the_environments_count(server):
+    server.brain = rule_based
+
+    result = probe(config(server.url), "lowest_unique", seconds=10, players=4)
+
+    assert result.passed, result.message
+    # The prompt describes the game of four it will play: three others.
+    [request] = server.requests
+    assert "3 other players" in str(request["messages"][0]["content"])
