@@ -168,8 +168,8 @@ class CompetitorDetailOut(CompetitorOut):
     paused: str | None
 
     @staticmethod
-    def resolve_paused(competitor: Competitor) -> str | None:
-        return competitor_paused(competitor) or None
+    def resolve_paused(competitor: Competitor, context: dict[str, Any]) -> str | None:
+        return competitor_paused(context["request"].user, competitor) or None
 
     @staticmethod
     def resolve_leaderboard(competitor: Competitor) -> LeaderboardEntry | None:

@@ -39,6 +39,7 @@ from reads.access import (
     can_see_competitor,
     can_see_logs,
     competitors_visible,
+    is_organizer,
     is_owner,
     tournaments_visible,
 )
@@ -253,7 +254,7 @@ def competitor_page(
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor, validated=validated),
-        paused=_paused(newest, failures),
+        paused=_paused(user, competitor, newest, failures),
         connected=competitor.is_online and bool(online_present([competitor])),
         **(_test_duels(user, competitor, validated) if is_owner(user, competitor) else {}),
     )
@@ -316,15 +317,24 @@ def _newest_validated(competitor: Competitor) -> tuple[int | None, int]:
     return newest if newest is not None else (None, 0)
 
 
-def _paused(newest: int | None, failures: int) -> str:
+#: Why an entry is paused, as everyone but its owner and the organizers reads it: the
+#: failures' own words may come from a tournament or a test duel they may not see.
+PAUSED_PUBLICLY = "its last duels could not be played; it is paired again once it validates again"
+
+
+def _paused(user: Visitor, competitor: Competitor, newest: int | None, failures: int) -> str:
     if newest is None or failures < settings.ARENA_LADDER_PAUSE_AFTER_FAILURES:
         return ""
-    return paused_revisions([newest]).get(newest, "")
+    why = paused_revisions([newest]).get(newest, "")
+    if why and not (is_owner(user, competitor) or is_organizer(user)):
+        return PAUSED_PUBLICLY
+    return why
 
 
-def competitor_paused(competitor: Competitor) -> str:
-    """Why ladders do not pair its newest validated revision now ("" when they do)."""
-    return _paused(*_newest_validated(competitor))
+def competitor_paused(user: Visitor, competitor: Competitor) -> str:
+    """Why ladders do not pair its newest validated revision now ("" when they do), with
+    the failures' detail for its owner and the organizers only."""
+    return _paused(user, competitor, *_newest_validated(competitor))
 
 
 def competitor_playable(competitor: Competitor, *, validated: bool | None = None) -> bool:

@@ -150,3 +150,11 @@ def test_the_page_and_the_api_say_when_ladders_pause_it(alice_client, alices_bot
     assert "Upload a new revision" in page
     api = alice_client.get(f"/api/v1/competitors/tic_tac_toe/{bobs_bot.name}").json()
     assert api["paused"] is None
+    # Others read that it is paused, not the failures' own words.
+    Competitor.objects.filter(pk=alices_bot.pk).update(is_public=True)
+    alice_client.logout()
+    public = alice_client.get(alices_bot.get_absolute_url()).content.decode()
+    assert "Paused in ladders: its last duels could not be played" in public
+    assert "its last 3 duels failed" not in public
+    shown = alice_client.get(f"/api/v1/competitors/tic_tac_toe/{alices_bot.name}").json()
+    assert shown["paused"].startswith("its last duels could not be played")

@@ -48,16 +48,21 @@ def move_logs(request: AuthenticatedHttpRequest, environment_name: str, name: st
     return redirect(competitor)
 
 
+def _posted_switch(request: AuthenticatedHttpRequest, name: str) -> bool | None:
+    """A form's on/off field ("1" or "0"); None for anything else."""
+    return {"1": True, "0": False}.get(request.POST.get(name, ""))
+
+
 @login_required
 @require_POST
 def visibility(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
     """Public or private, as the form's ``public`` says ("1" or "0")."""
     competitor = get_own_competitor(request.user, environment_name, name)
-    public = request.POST.get("public")
-    if public not in ("0", "1"):
+    public = _posted_switch(request, "public")
+    if public is None:
         messages.error(request, "Choose public or private.")
         return redirect(competitor)
-    competitor_set_public(competitor=competitor, is_public=public == "1")
+    competitor_set_public(competitor=competitor, is_public=public)
     if competitor.is_public:
         messages.success(request, f"{competitor.name} is public: anyone may see it.")
     else:
@@ -72,11 +77,11 @@ def visibility(request: AuthenticatedHttpRequest, environment_name: str, name: s
 def play_state(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
     """Disable or enable, as the form's ``disabled`` says ("1" or "0")."""
     competitor = get_own_competitor(request.user, environment_name, name)
-    disabled = request.POST.get("disabled")
-    if disabled not in ("0", "1"):
+    disabled = _posted_switch(request, "disabled")
+    if disabled is None:
         messages.error(request, "Choose to disable or to enable it.")
         return redirect(competitor)
-    if disabled == "1":
+    if disabled:
         competitor_disable(competitor=competitor, by=DisabledBy.OWNER)
         messages.success(
             request,
