@@ -387,7 +387,8 @@ ARENA_MAX_RESENDS = env_int("ARENA_MAX_RESENDS", 5)
 #: A duel whose worker lost its lease this many times is failed (an infrastructure
 #: failure, never a result) instead of being queued again.
 ARENA_DUEL_MAX_ATTEMPTS = env_int("ARENA_DUEL_MAX_ATTEMPTS", 3)
-#: Duels a ladder keeps queued or running at once (between hosted agents), and never as
+#: Duels a ladder keeps queued or running at once (between hosted agents) unless the ladder
+#: sets its own pace in the admin (*Concurrent duels*), and never as
 #: many as would leave no hosted agent idle: a ladder of four plays one duel at a time, so
 #: the two who just finished are not paired again only for want of anyone else.
 ARENA_LADDER_CONCURRENT_DUELS = env_int("ARENA_LADDER_CONCURRENT_DUELS", 2)

@@ -77,10 +77,22 @@ class ScoreRow:
 
 def score_leaderboard(*, user: Visitor, competition: ScoreCompetition) -> list[ScoreRow]:
     """Played evaluations by mean return, best first (ties: the higher lower end of the
-    interval, then the name); then the queued, running and failed ones."""
-    evaluations = competition.evaluations.select_related(
+    interval, then the name); then the queued, running and failed ones. One row per
+    competitor: its newest played evaluation, else its newest (a standing competition
+    evaluates each new revision beside the earlier ones, which stay on the board until
+    the new one is played)."""
+    every = competition.evaluations.select_related(
         "revision__competitor__owner", "revision__competitor__environment"
-    )
+    ).order_by("-revision__version", "-pk")
+    shown: dict[int, Evaluation] = {}
+    for evaluation in every:
+        competitor_id = evaluation.revision.competitor_id
+        kept = shown.get(competitor_id)
+        if kept is None or (
+            kept.status != DuelStatus.SUCCEEDED and evaluation.status == DuelStatus.SUCCEEDED
+        ):
+            shown[competitor_id] = evaluation
+    evaluations = list(shown.values())
 
     def order(evaluation: Evaluation) -> tuple[Any, ...]:
         played = evaluation.status == DuelStatus.SUCCEEDED

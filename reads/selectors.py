@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.utils.safestring import SafeString
 
 from core.models import (
@@ -38,6 +38,7 @@ from reads.access import (
     Visitor,
     can_see_competitor,
     can_see_logs,
+    can_see_tournament,
     competitors_visible,
     is_organizer,
     is_owner,
@@ -53,7 +54,12 @@ from reads.replays import (
     player_labels,
     result_text,
 )
-from tournament_manager.selectors import paused_revisions, tournament_progress
+from tournament_manager.selectors import (
+    LadderProgress,
+    ladder_progress,
+    paused_revisions,
+    tournament_progress,
+)
 
 RECENT_TOURNAMENTS = 10
 #: Rows a page of the site's lists shows: the list's page number comes from the address
@@ -210,6 +216,9 @@ class CompetitorPage:
     test_opponents: Sequence[Competitor] = ()
     #: To its owner: its latest test duels, newest first.
     test_duels: Sequence[Duel] = ()
+    #: Its newest validated revision in a running ladder the visitor may see: its rated
+    #: matches there and when it plays next (``tournament_manager.selectors``).
+    ladder: LadderProgress | None = None
 
 
 def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
@@ -240,8 +249,8 @@ def competitor_page(
         .order_by("-created_at", "-pk")
     )
     # Its newest validated revision, asked once for all that depends on it.
-    newest, failures = _newest_validated(competitor)
-    validated = newest is not None
+    newest = _newest_validated(competitor)
+    validated = newest.revision is not None
     return CompetitorPage(
         competitor=competitor,
         entry=LeaderboardEntry.objects.filter(competitor=competitor)
@@ -254,10 +263,18 @@ def competitor_page(
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor, validated=validated),
-        paused=_paused(user, competitor, newest, failures),
+        paused=_paused(user, competitor, newest),
         connected=competitor.is_online and bool(online_present([competitor])),
+        ladder=_ladder_progress(user, newest),
         **(_test_duels(user, competitor, validated) if is_owner(user, competitor) else {}),
     )
+
+
+def _ladder_progress(user: Visitor, newest: _Newest) -> LadderProgress | None:
+    if newest.revision is None or newest.ladder is None:
+        return None
+    progress = ladder_progress(newest.revision, newest.ladder)
+    return progress if can_see_tournament(user, progress.ladder) else None
 
 
 #: Test duels listed on a competitor's page.
@@ -299,22 +316,41 @@ def _test_duels(user: Visitor, competitor: Competitor, validated: bool) -> dict[
     return {"test_opponents": list(opponents), "test_duels": list(duels)}
 
 
-def _newest_validated(competitor: Competitor) -> tuple[int | None, int]:
-    """Its newest validated revision's id (None without one) and how many of its duels
-    failed in all, in one query: only a revision with failures may be paused."""
+@dataclasses.dataclass(frozen=True)
+class _Newest:
+    """Its newest validated revision, as the page needs it: its id (None without one),
+    how many of its ladder duels failed in all (only a revision with failures may be
+    paused) and the running ladder it is entered in, if any."""
+
+    revision: int | None = None
+    failures: int = 0
+    ladder: int | None = None
+
+
+def _newest_validated(competitor: Competitor) -> _Newest:
+    """``_Newest``, in one query."""
     failed = Q(
         duel_seats__duel__status=DuelStatus.FAILED,
         duel_seats__duel__tournament__format=TournamentFormat.LADDER,
     )
+    ladders = Participant.objects.filter(
+        revision=OuterRef("pk"),
+        withdrawn=False,
+        tournament__format=TournamentFormat.LADDER,
+        tournament__status=TournamentStatus.RUNNING,
+    ).order_by("-tournament_id")
     newest = (
         Revision.objects.validated()
         .filter(competitor=competitor)
         .order_by("-version")
-        .annotate(failures=Count("duel_seats", filter=failed))
-        .values_list("pk", "failures")
+        .annotate(
+            failures=Count("duel_seats", filter=failed),
+            ladder=Subquery(ladders.values("tournament_id")[:1]),
+        )
+        .values_list("pk", "failures", "ladder")
         .first()
     )
-    return newest if newest is not None else (None, 0)
+    return _Newest(*newest) if newest is not None else _Newest()
 
 
 #: Why an entry is paused, as everyone but its owner and the organizers reads it: the
@@ -322,10 +358,10 @@ def _newest_validated(competitor: Competitor) -> tuple[int | None, int]:
 PAUSED_PUBLICLY = "its last duels could not be played; it is paired again once it validates again"
 
 
-def _paused(user: Visitor, competitor: Competitor, newest: int | None, failures: int) -> str:
-    if newest is None or failures < settings.ARENA_LADDER_PAUSE_AFTER_FAILURES:
+def _paused(user: Visitor, competitor: Competitor, newest: _Newest) -> str:
+    if newest.revision is None or newest.failures < settings.ARENA_LADDER_PAUSE_AFTER_FAILURES:
         return ""
-    why = paused_revisions([newest]).get(newest, "")
+    why = paused_revisions([newest.revision]).get(newest.revision, "")
     if why and not (is_owner(user, competitor) or is_organizer(user)):
         return PAUSED_PUBLICLY
     return why
@@ -334,7 +370,7 @@ def _paused(user: Visitor, competitor: Competitor, newest: int | None, failures:
 def competitor_paused(user: Visitor, competitor: Competitor) -> str:
     """Why ladders do not pair its newest validated revision now ("" when they do), with
     the failures' detail for its owner and the organizers only."""
-    return _paused(user, competitor, *_newest_validated(competitor))
+    return _paused(user, competitor, _newest_validated(competitor))
 
 
 def competitor_playable(competitor: Competitor, *, validated: bool | None = None) -> bool:

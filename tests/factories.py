@@ -154,6 +154,9 @@ class EnvironmentFactory(ModelFactory[Environment]):
     startup_time = _info("startup_time")
     memory_mb = _info("memory_mb")
     cpu_seconds = _info("cpu_seconds")
+    # Off unless a test asks for it: the tournament manager would open a ladder of the
+    # game beside the tournaments a test plays (an imported game has it on).
+    standing_competition = False
 
 
 class CompetitorFactory(ModelFactory[Competitor]):

@@ -32,13 +32,16 @@ PLAYERS = Path(__file__).resolve().parents[1] / "example_players"
 
 @pytest.fixture
 def pipeline(settings, tmp_path) -> Iterator[None]:
-    """Private folders for uploads, builds and sandboxes; environments imported."""
+    """Private folders for uploads, builds and sandboxes; environments imported, their
+    standing competitions off (a test that plays one turns it on): the tournament
+    manager would otherwise open a ladder beside the tournaments a test plays."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.ARENA_BUILD_ROOT = tmp_path / "builds"
     # Sandbox users must be able to traverse the parents, so not under pytest's tmp_path.
     sandboxes = Path(tempfile.mkdtemp(prefix="arena-test-sandboxes-"))
     settings.ARENA_SANDBOX_ROOT = sandboxes
     environments_import()
+    Environment.objects.update(standing_competition=False)
     yield
     shutil.rmtree(sandboxes, ignore_errors=True)
     # Builds in the docker sandbox (here or in a worker) made an image per revision.

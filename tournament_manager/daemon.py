@@ -1,6 +1,7 @@
 """The tournament manager's work, one pass at a time (``manage.py run_tournament_manager``).
 
-It runs tournaments and ladders, and refits the published leaderboards
+It runs tournaments and ladders, keeps each game's standing competition open
+(``tournament_manager.services.standing``), and refits the published leaderboards
 (``tournament_manager.leaderboard``). Work whose worker died or whose queue message was
 lost is the watchdog's (``manage.py run_watchdog``, ``core.jobs.watchdog.jobs_recover``).
 
@@ -32,6 +33,11 @@ from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.services.ladder import ladder_matchmake, ladder_refresh_entries
 from tournament_manager.services.participants import participant_withdraw
 from tournament_manager.services.settlement import tournament_settle
+from tournament_manager.services.standing import (
+    standing_competitions_close,
+    standing_competitions_open,
+    standing_scores_keep_up,
+)
 from tournament_manager.services.swiss import swiss_round_next
 from tournament_manager.services.tournaments import tournament_launch
 
@@ -152,6 +158,9 @@ STEPS: tuple[Callable[[], bool], ...] = (
     refit_leaderboards,
     settle_tournaments,
     schedule_swiss_rounds,
+    standing_competitions_close,
+    standing_competitions_open,
+    standing_scores_keep_up,
     run_ladders,
 )
 

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, QuerySet
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, QuerySet, Sum
 
 from core.models import (
     Duel,
@@ -78,6 +78,14 @@ def paused_revisions(revision_ids: Iterable[int]) -> dict[int, str]:
                 + "; it is paired again once it validates again"
             )
     return paused
+
+
+def others_waiting() -> bool:
+    """Whether a duel of a tournament other than a standing ladder waits for a worker:
+    organizers' tournaments take precedence over the standing ladders."""
+    return Duel.objects.filter(
+        status=DuelStatus.QUEUED, tournament__isnull=False, tournament__is_standing=False
+    ).exists()
 
 
 def _validated_in(environment: Environment) -> QuerySet[Revision]:
@@ -184,3 +192,66 @@ def tournament_progress(tournament: Tournament) -> TournamentProgress:
         average_duel_seconds=average_seconds,
         seconds_left=seconds_left,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class LadderProgress:
+    """How a revision is doing in a running ladder it is entered in, for its page."""
+
+    ladder: Tournament
+    #: Its matches in the ladder's played duels: each one rated.
+    rated_matches: int
+    #: When it plays next, in words: "playing now", "in about 2 minutes"...
+    next_duel: str
+
+
+#: Finished duels whose pace estimates when an entry plays next.
+PACE_DUELS = 20
+
+
+def ladder_progress(revision_id: int, ladder_id: int) -> LadderProgress:
+    """How ``revision_id`` is doing in the ladder ``ladder_id`` it is entered in: its rated
+    matches there, and when it should play next, from the ladder's own pace (its last
+    ``PACE_DUELS`` duels' ends), the entries waiting, and, for a standing ladder, whether
+    other tournaments' duels come first."""
+    ladder = Tournament.objects.select_related("environment").get(pk=ladder_id)
+    duels = Duel.objects.filter(tournament=ladder, seats__revision_id=revision_id)
+    rated = (
+        duels.filter(status=DuelStatus.SUCCEEDED).aggregate(matches=Sum("num_matches"))["matches"]
+        or 0
+    )
+    return LadderProgress(ladder=ladder, rated_matches=rated, next_duel=_next_duel(ladder, duels))
+
+
+def _next_duel(ladder: Tournament, its_duels: QuerySet[Duel]) -> str:
+    if its_duels.filter(status=DuelStatus.RUNNING).exists():
+        return "playing now"
+    if its_duels.filter(status=DuelStatus.QUEUED).exists():
+        return "queued, waiting for a worker"
+    entries = ladder.participants.filter(withdrawn=False).count()
+    if entries < ladder.environment.players:
+        return "once another agent joins: a duel needs an opponent"
+    if ladder.is_standing and others_waiting():
+        return "once the organizers' tournaments waiting for a worker have been played"
+    ends = [
+        ended
+        for ended in Duel.objects.filter(tournament=ladder, ended_at__isnull=False)
+        .order_by("-ended_at")
+        .values_list("ended_at", flat=True)[:PACE_DUELS]
+        if ended is not None
+    ]
+    if len(ends) < 2:
+        return "soon: the ladder is pairing its first duels"
+    # Duels a second, over the last ones; each seats `players` of the entries.
+    per_second = (len(ends) - 1) / max((ends[0] - ends[-1]).total_seconds(), 1.0)
+    seconds = entries / (ladder.environment.players * per_second)
+    return f"in about {_duration_in_words(seconds)}"
+
+
+def _duration_in_words(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    if minutes <= 1:
+        return "a minute"
+    if minutes < 90:
+        return f"{minutes} minutes"
+    return f"{round(minutes / 60)} hours"

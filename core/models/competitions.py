@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
@@ -54,6 +55,19 @@ class Tournament(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    #: The environment's standing ladder (``Environment.standing_competition``), opened by
+    #: the tournament manager: it schedules duels only while no other tournament's duel
+    #: waits for a worker.
+    is_standing = models.BooleanField(default=False, editable=False)
+    concurrent_duels = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=(
+            "Ladders only: its pace, the duels between hosted agents queued or running at "
+            "once. Empty: ARENA_LADDER_CONCURRENT_DUELS."
+        ),
+    )
     # Progress, kept exact by the services that move duels between statuses.
     duels_total = models.PositiveIntegerField(default=0)
     duels_done = models.PositiveIntegerField(default=0)

@@ -50,6 +50,10 @@ class ScoreCompetition(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    #: The environment's standing score competition (``Environment.standing_competition``),
+    #: opened by the tournament manager, which evaluates each newly validated revision of
+    #: a hosted agent in it.
+    is_standing = models.BooleanField(default=False, editable=False)
     #: When an organizer last started (or re-ran) its evaluations; None for a draft.
     started_at = models.DateTimeField(null=True, blank=True)
 

@@ -42,6 +42,15 @@ class Environment(models.Model):
     memory_mb = models.PositiveIntegerField()
     cpu_seconds = models.PositiveIntegerField()
     is_active = models.BooleanField(default=True)
+    standing_competition = models.BooleanField(
+        default=True,
+        help_text=(
+            "Arena keeps a competition of this game open by itself, in which every "
+            "validated revision is rated without anyone acting: a ladder for a game of two "
+            "or more players, a score competition for a one-player game. It plays when "
+            "organizers' tournaments leave the workers idle. Untick to close it."
+        ),
+    )
     #: What the published leaderboard was fitted to (rated matches and current revisions,
     #: hashed), when, and the first mover's advantage it found (Elo points).
     leaderboard_key = models.CharField(max_length=64, blank=True, editable=False)

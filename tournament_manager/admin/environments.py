@@ -87,7 +87,7 @@ class OpenSpielEnvironmentForm(forms.ModelForm):
 
 #: What an organizer may change on an OpenSpiel game (a built-in game's limits are its
 #: file's); its spec never changes, so that its matches keep replaying.
-OPENSPIEL_EDITABLE = {"name", "title", "is_active", *OPENSPIEL_LIMITS}
+OPENSPIEL_EDITABLE = {"name", "title", "is_active", "standing_competition", *OPENSPIEL_LIMITS}
 
 
 class OpenSpielEnvironmentChangeForm(forms.ModelForm):
@@ -115,13 +115,14 @@ class EnvironmentAdmin(ArenaAdmin):
         "name",
         "spec",
         "is_active",
+        "standing_competition",
         "players",
         *OPENSPIEL_LIMITS,
         "competitor_count",
         "new_tournament",
         "public",
     )
-    list_filter = ("is_active", "players")
+    list_filter = ("is_active", "standing_competition", "players")
     search_fields = ("name", "spec", "title")
     readonly_fields = (
         "name",
@@ -134,7 +135,20 @@ class EnvironmentAdmin(ArenaAdmin):
         "imported_at",
     )
     fieldsets = (
-        (None, {"fields": ("name", "spec", "title", "is_active", "description", "rules")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "spec",
+                    "title",
+                    "is_active",
+                    "standing_competition",
+                    "description",
+                    "rules",
+                )
+            },
+        ),
         (
             "Limits (a built-in game's come from its info.yml: edit the file and re-import; "
             "an OpenSpiel game's are edited here)",

@@ -262,7 +262,9 @@ class TournamentAdmin(ArenaAdmin):
                     "rounds",
                     "is_public",
                     "matches_per_duel",
+                    "concurrent_duels",
                     "starts_at",
+                    "is_standing",
                 )
             },
         ),
@@ -285,7 +287,7 @@ class TournamentAdmin(ArenaAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
             return ()
-        fields: tuple[str, ...] = ("environment", "format", *_PROGRESS)
+        fields: tuple[str, ...] = ("environment", "format", "is_standing", *_PROGRESS)
         if obj.status != TournamentStatus.DRAFT:
             fields += ("matches_per_duel", "rounds", "starts_at")
         return fields

@@ -25,7 +25,11 @@ from core.models import (
 from core.services.online import online_present
 from tournament_manager.bradley_terry import UNFITTED_SCORE, UNFITTED_SCORE_SD
 from tournament_manager.matchmaking import LadderAgent, Matchmaker, hosted_duel_limit
-from tournament_manager.selectors import latest_validated_revisions, paused_revisions
+from tournament_manager.selectors import (
+    latest_validated_revisions,
+    others_waiting,
+    paused_revisions,
+)
 from tournament_manager.services.participants import participant_withdraw
 from tournament_manager.services.scheduling import ACTIVE, duels_create, duels_start
 from tournament_manager.services.settlement import tournament_settle
@@ -81,27 +85,34 @@ def ladder_matchmaker() -> Matchmaker:
 
 
 def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> int:
-    """Fill the ladder's free duel slots (``ARENA_LADDER_CONCURRENT_DUELS`` queued or
-    running at once between hosted agents, and fewer than one per ``players`` hosted
-    entries; ``ARENA_ONLINE_CONCURRENT_DUELS`` with an online agent or an LLM player) with
-    the best pairings of its idle agents; returns duels created."""
+    """Fill the ladder's free duel slots (its pace, ``Tournament.concurrent_duels`` or
+    else ``ARENA_LADDER_CONCURRENT_DUELS``, queued or running at once between hosted
+    agents, and fewer than one per ``players`` hosted entries;
+    ``ARENA_ONLINE_CONCURRENT_DUELS`` with an online agent or an LLM player) with the
+    best pairings of its idle agents; returns duels created.
+
+    A standing ladder uses idle capacity only: while another tournament's duel waits
+    for a worker, it schedules none (its running duels finish)."""
     now = now or timezone.now()
     ladder = Tournament.objects.get(pk=tournament.pk)
     if not ladder.is_ladder or ladder.status != TournamentStatus.RUNNING:
         return 0
+    if ladder.is_standing and others_waiting():
+        return 0
+    pace = ladder.concurrent_duels or settings.ARENA_LADDER_CONCURRENT_DUELS
     # Read before counting the busy duels: the claim below compares against it.
     seen_total = ladder.duels_total
     active = Duel.objects.filter(tournament=ladder, status__in=ACTIVE)
     active_networked = (active.with_online_seat() | active.with_llm_seat()).distinct().count()
     active_hosted = active.count() - active_networked
-    slots = settings.ARENA_LADDER_CONCURRENT_DUELS - active_hosted
+    slots = pace - active_hosted
     online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_networked
     if slots <= 0 and online_slots <= 0:
         return 0
     size = ladder.environment.players
     idle = _ladder_idle_agents(ladder, now)
     hosted = sum(not agent.networked for agent in idle) + size * active_hosted
-    limit = hosted_duel_limit(hosted, size=size, slots=settings.ARENA_LADDER_CONCURRENT_DUELS)
+    limit = hosted_duel_limit(hosted, size=size, slots=pace)
     slots = min(slots, limit - active_hosted)
     pairs = ladder_matchmaker().groupings(idle, size=size, slots=slots, online_slots=online_slots)
     if not pairs:

@@ -163,20 +163,33 @@ def tournament_launch(*, tournament: Tournament) -> Tournament:
     return launched
 
 
-def ladder_open(*, environment: Environment, name: str, matches_per_duel: int) -> Tournament | None:
+def ladder_open(
+    *,
+    environment: Environment,
+    name: str,
+    matches_per_duel: int | None = None,
+    standing: bool = False,
+) -> Tournament | None:
     """A ladder of ``environment``, created empty and launched (the newest validated
     revision of every competitor joins it, and every one validated later), unless one is
-    running already: then None."""
-    if running_ladders(environment):
-        return None
-    ladder = tournament_create(
-        environment=environment,
-        name=name,
-        revisions=[],
-        format=TournamentFormat.LADDER,
-        matches_per_duel=matches_per_duel,
-    )
-    return tournament_launch(tournament=ladder)
+    running already: then None. ``standing``: the environment's standing ladder
+    (``tournament_manager.services.standing``)."""
+    with transaction.atomic():
+        # The game's row held: of two managers opening its ladder at once, one does.
+        Environment.objects.select_for_update().get(pk=environment.pk)
+        if running_ladders(environment):
+            return None
+        ladder = tournament_create(
+            environment=environment,
+            name=name,
+            revisions=[],
+            format=TournamentFormat.LADDER,
+            matches_per_duel=matches_per_duel,
+        )
+        if standing:
+            ladder.is_standing = True
+            ladder.save(update_fields=["is_standing"])
+        return tournament_launch(tournament=ladder)
 
 
 def tournament_cancel(*, tournament: Tournament) -> bool:
@@ -189,6 +202,7 @@ def tournament_cancel(*, tournament: Tournament) -> bool:
         if cancelled:
             duels_cancel_queued(Duel.objects.filter(tournament=tournament), "cancelled")
             tournament_settle(tournament=tournament)
+            _standing_closed(tournament)
     return bool(cancelled)
 
 
@@ -205,3 +219,11 @@ def tournament_stop(*, tournament: Tournament) -> None:
             raise ArenaError(f"{tournament} is not running")
         duels_cancel_queued(Duel.objects.filter(tournament=tournament), "the ladder stopped")
         tournament_settle(tournament=tournament, rerank=True)
+        _standing_closed(tournament)
+
+
+def _standing_closed(tournament: Tournament) -> None:
+    """An organizer who stops or cancels a standing ladder closes the game's standing
+    competition, which the tournament manager would otherwise open again at once."""
+    if tournament.is_standing:
+        Environment.objects.filter(pk=tournament.environment_id).update(standing_competition=False)
