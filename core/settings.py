@@ -392,6 +392,10 @@ ARENA_DUEL_MAX_ATTEMPTS = env_int("ARENA_DUEL_MAX_ATTEMPTS", 3)
 #: many as would leave no hosted agent idle: a ladder of four plays one duel at a time, so
 #: the two who just finished are not paired again only for want of anyone else.
 ARENA_LADDER_CONCURRENT_DUELS = env_int("ARENA_LADDER_CONCURRENT_DUELS", 2)
+#: A standing ladder (each game's own, ``Environment.standing_competition``) asks for duels
+#: for a revision until it has played this many there; then it plays only as a newer
+#: entry's opponent, so a standing ladder whose entries have all played that many rests.
+ARENA_STANDING_LADDER_DUELS = env_int("ARENA_STANDING_LADDER_DUELS", 10)
 #: Ladder matchmaking: waiting this long since its last duel adds 1 to the score of an
 #: agent's pairings, more than any pairing's predicted quality (a draw probability, under
 #: 0.5 for two players) is worth, so nobody waits forever for a close match.

@@ -48,14 +48,14 @@ fi
 .venv/bin/python manage.py demo --port "$port" ${demo_args[@]+"${demo_args[@]}"}
 
 echo
-# The demo's ladder pairs the online agent with the hosted ones (after 2 s without an
-# online opponent) and leaves the hosted ones idle otherwise, so an idle demo costs no CPU.
-export ARENA_LADDER_CONCURRENT_DUELS=${ARENA_LADDER_CONCURRENT_DUELS:-0}
+# The demo's ladder pairs the online agent with the hosted ones after 2 s without an
+# online opponent. Each game's standing ladder rates every upload, then rests once its
+# entries have played ARENA_STANDING_LADDER_DUELS duels: an idle demo costs no CPU.
 export ARENA_ONLINE_FILL_SECONDS=${ARENA_ONLINE_FILL_SECONDS:-2}
 serve_command=(.venv/bin/python manage.py run_gateway --manager --port "$port")
 if [ "$serve" = 0 ]; then
   echo "Not serving (--no-serve). Start the site with:"
-  echo "  ARENA_LADDER_CONCURRENT_DUELS=$ARENA_LADDER_CONCURRENT_DUELS ARENA_ONLINE_FILL_SECONDS=$ARENA_ONLINE_FILL_SECONDS ${serve_command[*]}"
+  echo "  ARENA_ONLINE_FILL_SECONDS=$ARENA_ONLINE_FILL_SECONDS ${serve_command[*]}"
   exit 0
 fi
 echo "Serving http://127.0.0.1:$port/ (admin: http://127.0.0.1:$port/admin/); log in as the"

@@ -1,8 +1,8 @@
 """Replays drawn in the browser from the match's compact document, in a real browser: a
 332-move chess match weighs at most 300 KB and is drawn from its own document at its last
 step (how soon is printed, a figure for BENCHMARKS.md: a loaded machine must not fail a
-test by its speed); the move list follows the step; an LLM's conversation sits beside the board on a wide screen;
-and the chess drawer asks which piece a pawn promotes to."""
+test by its speed); the move list follows the step; an LLM's conversation sits beside
+the board on a wide screen; and the chess drawer asks which piece a pawn promotes to."""
 
 from __future__ import annotations
 

@@ -189,3 +189,23 @@ def test_an_agents_page_shows_its_progress_in_the_standing_ladder(client, monkey
 
     assert "In <a" in page and "Sum to 10 ladder</a>: 2 rated matches" in page
     assert "next duel queued, waiting for a worker" in page
+
+
+def test_it_rests_once_its_entries_have_played_their_duels_and_wakes_for_a_newcomer(settings):
+    settings.ARENA_STANDING_LADDER_DUELS = 1
+    game = standing("sum_to_10")
+    owner = make_user()
+    upload(owner, "sum_to_10", "optimal", SUM_TO_10 / "optimal.py")
+    upload(owner, "sum_to_10", "rando", SUM_TO_10 / "random_player.py")
+    run_once()
+    ladder = standing_ladder(game)
+    assert ladder.duels.count() == 1
+
+    run_once()
+    run_once()
+    assert ladder.duels.count() == 1  # both settled: an idle site costs nothing
+
+    newcomer = upload(owner, "sum_to_10", "newcomer", SUM_TO_10 / "random_player.py")
+    run_once()
+    assert ladder.duels.count() == 2
+    assert ladder.duels.of_revision(newcomer).count() == 1

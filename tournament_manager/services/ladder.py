@@ -3,6 +3,7 @@ and its matchmaking."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -111,10 +112,16 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
         return 0
     size = ladder.environment.players
     idle = _ladder_idle_agents(ladder, now)
+    if ladder.is_standing:
+        idle = _settled_resting(idle)
+        if not any(_unsettled(agent) for agent in idle):
+            return 0
     hosted = sum(not agent.networked for agent in idle) + size * active_hosted
     limit = hosted_duel_limit(hosted, size=size, slots=pace)
     slots = min(slots, limit - active_hosted)
     pairs = ladder_matchmaker().groupings(idle, size=size, slots=slots, online_slots=online_slots)
+    if ladder.is_standing:
+        pairs = [group for group in pairs if any(_unsettled(agent) for agent in group)]
     if not pairs:
         return 0
     with transaction.atomic():
@@ -129,6 +136,24 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
         duels_start(duels)
     logger.info("%s: %d duel(s) scheduled", ladder, len(duels))
     return len(duels)
+
+
+def _unsettled(agent: LadderAgent) -> bool:
+    """In a standing ladder, whether the entry still asks for duels: fewer than
+    ``ARENA_STANDING_LADDER_DUELS`` played by its revision, or an online agent (its owner
+    queued it to play). A settled entry plays only as an unsettled one's opponent, so a
+    standing ladder whose entries are all settled rests: an idle site costs no CPU, and
+    an LLM player does not spend its owner's tokens forever."""
+    return agent.online or agent.duels < settings.ARENA_STANDING_LADDER_DUELS
+
+
+def _settled_resting(agents: list[LadderAgent]) -> list[LadderAgent]:
+    """The settled entries as if they had just played: no waiting bonus, so that the
+    pairings anchored on unsettled entries come first."""
+    return [
+        agent if _unsettled(agent) else dataclasses.replace(agent, waiting=0.0)
+        for agent in agents
+    ]
 
 
 def _seats_balanced(

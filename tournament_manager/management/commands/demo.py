@@ -282,11 +282,15 @@ class Command(BaseCommand):
 
     def online_setup(self, environment: Environment, *, owner: User) -> Path:
         """A running ladder of the game and the attendee's online model; a fresh model
-        token (the demo's earlier ones revoked) in ``var/online/<game>.token``."""
+        token (the demo's earlier ones revoked) in ``var/online/<game>.token``. The ladder
+        is the game's standing one: it rests once its hosted entries have played their
+        duels, so an idle demo costs no CPU, and plays the online model whenever it is
+        queued."""
         ladder = ladder_open(
             environment=environment,
             name=f"{ONLINE_LADDER}: {environment.title}",
             matches_per_duel=2,
+            standing=True,
         )
         if ladder is not None:
             self.stdout.write(f"Launched {ladder.name} for online play")
