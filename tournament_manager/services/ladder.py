@@ -151,8 +151,7 @@ def _settled_resting(agents: list[LadderAgent]) -> list[LadderAgent]:
     """The settled entries as if they had just played: no waiting bonus, so that the
     pairings anchored on unsettled entries come first."""
     return [
-        agent if _unsettled(agent) else dataclasses.replace(agent, waiting=0.0)
-        for agent in agents
+        agent if _unsettled(agent) else dataclasses.replace(agent, waiting=0.0) for agent in agents
     ]
 
 
