@@ -40,6 +40,7 @@ from reads.access import (
     can_see_logs,
     can_see_tournament,
     competitors_visible,
+    duels_visible,
     is_organizer,
     is_owner,
     tournaments_visible,
@@ -203,6 +204,9 @@ class CompetitorPage:
     revisions: Page
     #: A page of the tournaments it entered, newest first.
     tournaments: Page
+    #: A page of ``DuelRow``: its duels the visitor may see (tournaments', ladders', test
+    #: duels and validations), the latest first.
+    duels: Page
     is_owner: bool
     rating_chart: SafeString | None = None
     #: The visitor (logged in) may play it in the browser (``core.services.human``).
@@ -214,8 +218,6 @@ class CompetitorPage:
     paused: str = ""
     #: To its owner, when it can play test duels: the agents it may be tried against.
     test_opponents: Sequence[Competitor] = ()
-    #: To its owner: its latest test duels, newest first.
-    test_duels: Sequence[Duel] = ()
     #: Its newest validated revision in a running ladder the visitor may see: its rated
     #: matches there and when it plays next (``tournament_manager.selectors``).
     ladder: LadderProgress | None = None
@@ -241,6 +243,7 @@ def competitor_page(
     competitor: Competitor,
     revisions_page: str | None = None,
     tournaments_page: str | None = None,
+    duels_page: str | None = None,
 ) -> CompetitorPage:
     tournaments = (
         visible_tournaments(user)
@@ -253,13 +256,12 @@ def competitor_page(
     validated = newest.revision is not None
     return CompetitorPage(
         competitor=competitor,
-        entry=LeaderboardEntry.objects.filter(competitor=competitor)
-        .select_related("revision")
-        .first(),
+        entry=_leaderboard_entry(competitor),
         revisions=rows_page(
             competitor.revisions.order_by("-version"), revisions_page, REVISION_ROWS
         ),
         tournaments=rows_page(tournaments, tournaments_page, TOURNAMENT_ROWS),
+        duels=_competitor_duels(user, competitor, duels_page),
         is_owner=is_owner(user, competitor),
         rating_chart=rating_chart_svg(rating_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor, validated=validated),
@@ -270,6 +272,31 @@ def competitor_page(
     )
 
 
+def _leaderboard_entry(competitor: Competitor) -> LeaderboardEntry | None:
+    """Its entry, read with it when it was (``get_competitor_for_user``)."""
+    try:
+        return competitor.leaderboard_entry
+    except LeaderboardEntry.DoesNotExist:
+        return None
+
+
+#: Duels listed on a page of a competitor's history.
+COMPETITOR_DUEL_ROWS = 20
+
+
+def _competitor_duels(user: Visitor, competitor: Competitor, number: str | None) -> Page:
+    duels = (
+        Duel.objects.with_competitor(competitor)
+        .filter(duels_visible(user))
+        .with_seats()
+        .select_related("tournament")
+        .order_by("-created_at", "-pk")
+    )
+    page = rows_page(duels, number, COMPETITOR_DUEL_ROWS)
+    page.object_list = [_duel_row(duel) for duel in page.object_list]
+    return page
+
+
 def _ladder_progress(user: Visitor, newest: _Newest) -> LadderProgress | None:
     if newest.revision is None or newest.ladder is None:
         return None
@@ -277,20 +304,11 @@ def _ladder_progress(user: Visitor, newest: _Newest) -> LadderProgress | None:
     return progress if can_see_tournament(user, progress.ladder) else None
 
 
-#: Test duels listed on a competitor's page.
-TEST_DUEL_ROWS = 10
-
-
 def _test_duels(user: Visitor, competitor: Competitor, validated: bool) -> dict[str, Any]:
     """What its owner's test duel form offers (``core.services.requested_duels``): the
     competitors of the game the owner may see that can play one (LLM players their own
-    only: another's would spend its owner's tokens), and its recent ones."""
-    duels = (
-        Duel.objects.filter(requested_by=user, seats__revision__competitor=competitor)
-        .with_seats()
-        .select_related("job")
-        .order_by("-created_at", "-pk")[:TEST_DUEL_ROWS]
-    )
+    only: another's would spend its owner's tokens). Its test duels are in its duels'
+    history, marked as such."""
     able = (
         competitor.environment.players == 2
         and not competitor.has_seat
@@ -298,7 +316,7 @@ def _test_duels(user: Visitor, competitor: Competitor, validated: bool) -> dict[
         and validated
     )
     if not able:
-        return {"test_duels": list(duels)}
+        return {}
     playing = Revision.objects.validated().filter(competitor=OuterRef("pk"))
     opponents = (
         Competitor.objects.filter(
@@ -313,7 +331,7 @@ def _test_duels(user: Visitor, competitor: Competitor, validated: bool) -> dict[
         .select_related("owner")
         .order_by("name")
     )
-    return {"test_opponents": list(opponents), "test_duels": list(duels)}
+    return {"test_opponents": list(opponents)}
 
 
 @dataclasses.dataclass(frozen=True)

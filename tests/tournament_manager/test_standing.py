@@ -189,6 +189,13 @@ def test_an_agents_page_shows_its_progress_in_the_standing_ladder(client, monkey
 
     assert "In <a" in page and "Sum to 10 ladder</a>: 2 rated matches" in page
     assert "next duel queued, waiting for a worker" in page
+    # Its history: both duels, the latest first, each linking its duel (and so its replays).
+    history = page[page.index("data-competitor-duels") :]
+    played, waiting = ladder_duels = list(
+        standing_ladder(optimal.competitor.environment).duels.order_by("pk")
+    )
+    assert history.index(f"#{waiting.pk}</a>") < history.index(f"#{played.pk}</a>")
+    assert all(duel.get_absolute_url() in history for duel in ladder_duels)
 
 
 def test_it_rests_once_its_entries_have_played_their_duels_and_wakes_for_a_newcomer(settings):

@@ -25,8 +25,9 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
-#: The most queries any public page may take (today 11: the competitor's, signed in).
-MOST = 12
+#: The most queries any public page may take (today 13: the competitor's, signed in, with
+#: its duels' history, a count and a slice, and its owner's test duel opponents).
+MOST = 13
 
 
 class History:

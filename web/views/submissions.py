@@ -95,6 +95,7 @@ def render_competitor(
         competitor=competitor,
         revisions_page=request.GET.get("revisions"),
         tournaments_page=request.GET.get("tournaments"),
+        duels_page=request.GET.get("duels"),
     )
     response = render(
         request,
