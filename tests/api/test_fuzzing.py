@@ -14,9 +14,11 @@ and alice's online model in a duel with a request open, so that its stream and i
 poll have events to give. Streams end after a second (``ARENA_ONLINE_STREAM_SECONDS``)
 and long polls wait half a second at most, so that every request has an end.
 
-A fixed, derandomized number of examples per operation (50; 25 for the stream and the
-long poll) keeps the run short and the same on every machine; ``ARENA_FUZZ_EXAMPLES=500``
-searches deeper.
+A fixed, derandomized number of examples per operation keeps the run short and the same
+on every machine: 50 with tokens through the gateway, the deep search (25 for the stream
+and the long poll); 20 anonymously (the refusals and the public's view of the same views);
+10 through the WSGI handler (the other transport of the same views).
+``ARENA_FUZZ_EXAMPLES=500`` searches deeper, 500 for each.
 
 This module: anonymously through the gateway, and with tokens through Django's WSGI
 handler; ``test_fuzzing_tokens.py``: with tokens through the gateway, and real rows.

@@ -29,7 +29,14 @@ from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 from tests.support.workers import Workers
 
 EXAMPLES = os.environ.get("ARENA_FUZZ_EXAMPLES")
+#: With tokens through the gateway: the deep search of every operation's parameters.
 EXAMPLES_PER_OPERATION = int(EXAMPLES or 50)
+#: Anonymously: the refusals and the public's view. The same parameters are searched with
+#: tokens, through the same views.
+ANONYMOUS_EXAMPLES = int(EXAMPLES or 20)
+#: With tokens through Django's WSGI handler: that the other transport answers as
+#: documented too; the views and their parameters are the gateway run's.
+WSGI_EXAMPLES = int(EXAMPLES or 10)
 #: Online play's two reads of events, the stream and the long poll, hold their answer
 #: open (a second, half of one) whenever a request gets through: fewer examples keep the
 #: run short.
@@ -134,10 +141,11 @@ def world(
     return FuzzedWorld(gateway, user_token, model_token, reads)
 
 
-def fuzzing_config(*, tokens: FuzzedWorld | None) -> SchemathesisConfig:
+def fuzzing_config(*, tokens: FuzzedWorld | None, examples: int) -> SchemathesisConfig:
     """With ``tokens``, every request sends the token of the operation's security scheme
     (and none is generated); without, the requests are anonymous, or carry the random
-    tokens schemathesis makes up."""
+    tokens schemathesis makes up. ``examples`` per operation (fewer for the two reads of
+    events, at most ``EVENTS_EXAMPLES``)."""
     auth = (
         {
             "TokenAuth": {"bearer": tokens.user_token},
@@ -152,7 +160,7 @@ def fuzzing_config(*, tokens: FuzzedWorld | None) -> SchemathesisConfig:
             # request without the token, or with a broken one, is refused.
             **({"auth": {"openapi": auth}} if auth else {}),
             "generation": {
-                "max-examples": EXAMPLES_PER_OPERATION,
+                "max-examples": examples,
                 "deterministic": True,
                 "with-security-parameters": auth is None,
                 # Unknown query parameters are ignored, as documented, not refused.
@@ -162,7 +170,7 @@ def fuzzing_config(*, tokens: FuzzedWorld | None) -> SchemathesisConfig:
                 *(
                     {
                         "include-operation-id": operation,
-                        "generation": {"max-examples": EVENTS_EXAMPLES},
+                        "generation": {"max-examples": min(examples, EVENTS_EXAMPLES)},
                         # A seq's pattern allows 20 digits; a pattern cannot say that each
                         # number fits in 64 bits (as its description does): one beyond is
                         # refused with 400, as documented.
@@ -227,7 +235,10 @@ def filter_query(context: object, query: dict[str, object] | None) -> bool:
 def served_document(world: FuzzedWorld, *, with_tokens: bool) -> schemathesis.BaseSchema:
     return schemathesis.openapi.from_url(
         f"{world.gateway.url}/api/v1/openapi.json",
-        config=fuzzing_config(tokens=world if with_tokens else None),
+        config=fuzzing_config(
+            tokens=world if with_tokens else None,
+            examples=EXAMPLES_PER_OPERATION if with_tokens else ANONYMOUS_EXAMPLES,
+        ),
     )
 
 
@@ -254,5 +265,7 @@ def wsgi_schema(world: FuzzedWorld, settings: Any) -> schemathesis.BaseSchema:
     settings.ARENA_API_TOKEN_RATE = FUZZED_GATEWAY["ARENA_API_TOKEN_RATE"]
     settings.ARENA_API_ANONYMOUS_RATE = FUZZED_GATEWAY["ARENA_API_ANONYMOUS_RATE"]
     return schemathesis.openapi.from_wsgi(
-        "/api/v1/openapi.json", application, config=fuzzing_config(tokens=world)
+        "/api/v1/openapi.json",
+        application,
+        config=fuzzing_config(tokens=world, examples=WSGI_EXAMPLES),
     )
