@@ -53,8 +53,11 @@ RUN groupadd --gid 10100 arena \
     && chmod 0700 /srv/arena/media /srv/arena/var /srv/arena/publisher
 
 COPY --chown=root:root --from=source /src /opt/arena/app
+# The documentation site, built by scripts/build_images.sh: the site serves it at /docs/.
+COPY --chown=root:root var/docs-site /opt/arena/docs-site
 WORKDIR /opt/arena/app
 ENV PYTHONPATH=/opt/arena/app:/opt/arena/app/sdk \
+    ARENA_DOCS_ROOT=/opt/arena/docs-site \
     ARENA_VAR_DIR=/srv/arena/var \
     ARENA_MEDIA_ROOT=/srv/arena/media \
     ARENA_STATIC_ROOT=/srv/arena/static \

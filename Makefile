@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format docs bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages bench-kaggle bench-soak clean
+.PHONY: demo test setup base-image lint format docs docs-site bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages bench-kaggle bench-soak clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -23,6 +23,9 @@ lint:            ## ruff, and the layers contract (pyproject.toml, [tool.importl
 docs:            ## the documentation site, strict (broken links fail), into site/; then `mkdocs serve` to read it
 	.venv/bin/python scripts/settings_table.py
 	.venv/bin/mkdocs build --strict
+
+docs-site:       ## the documentation site that the web site serves at /docs/ (into var/docs-site)
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --quiet --site-dir var/docs-site
 
 format:
 	.venv/bin/ruff check --fix .

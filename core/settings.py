@@ -192,6 +192,9 @@ STATIC_URL = "static/"
 #: Where ``collectstatic`` puts the site's static files (the production image:
 #: ``/srv/arena/static``, served by nginx).
 STATIC_ROOT = Path(env_str("ARENA_STATIC_ROOT", str(VAR_DIR / "static")))
+#: The documentation site that ``/docs/`` serves: ``docs/`` built by mkdocs
+#: (``make docs-site``; the demo and scripts/build_images.sh build it).
+ARENA_DOCS_ROOT = Path(env_str("ARENA_DOCS_ROOT", str(VAR_DIR / "docs-site")))
 #: Uploaded files.
 MEDIA_ROOT = Path(env_str("ARENA_MEDIA_ROOT", str(VAR_DIR / "media")))
 # Uploads are Arena's alone (core.private_data); static files are public, for an nginx that

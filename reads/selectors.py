@@ -88,6 +88,17 @@ def visible_tournaments(user: Visitor) -> QuerySet[Tournament]:
 class HomePage:
     environments: list[Environment]
     tournaments: list[Tournament]
+    #: Tournaments and ladders running now, the newest first.
+    running: list[Tournament] = dataclasses.field(default_factory=list)
+    #: Duels being played now (``DuelRow``), the latest first: each page shows it live.
+    live: list[DuelRow] = dataclasses.field(default_factory=list)
+    #: Each environment's first three on its published leaderboard (the visitor may see
+    #: them), by environment id.
+    top: dict[int, list[LeaderboardEntry]] = dataclasses.field(default_factory=dict)
+
+
+#: Running tournaments and live duels on the home page.
+RUNNING_SHOWN = 10
 
 
 def home_page(*, user: Visitor) -> HomePage:
@@ -95,11 +106,29 @@ def home_page(*, user: Visitor) -> HomePage:
         competitor_count=Count("competitors", filter=Q(competitors__is_disabled=False))
     )
     tournaments = visible_tournaments(user).filter(status=TournamentStatus.COMPLETED)
+    running = visible_tournaments(user).filter(status=TournamentStatus.RUNNING)
+    live = (
+        Duel.objects.filter(duels_visible(user), status=DuelStatus.RUNNING)
+        .with_seats()
+        .order_by("-started_at", "-pk")[:RUNNING_SHOWN]
+    )
+    top: dict[int, list[LeaderboardEntry]] = {}
+    for entry in (
+        LeaderboardEntry.objects.filter(
+            competitors_visible(user, "competitor"), rank__lte=3, environment__is_active=True
+        )
+        .select_related("competitor")
+        .order_by("environment_id", "rank")
+    ):
+        top.setdefault(entry.environment_id, []).append(entry)
     return HomePage(
         environments=list(environments),
         tournaments=list(
             tournaments.order_by(F("ended_at").desc(nulls_last=True))[:RECENT_TOURNAMENTS]
         ),
+        running=list(running.order_by("-started_at", "-pk")[:RUNNING_SHOWN]),
+        live=[_duel_row(duel) for duel in live],
+        top=top,
     )
 
 
@@ -533,12 +562,69 @@ def _duel_row(duel: Duel) -> DuelRow:
 
 
 @dataclasses.dataclass(frozen=True)
+class CrossCell:
+    """One duel in a crosstable, from its row's player's side."""
+
+    duel: Duel
+    #: "won", "lost", "drawn", or "" while it is not over.
+    outcome: str
+    #: Matches won by the row's player and by the column's.
+    wins: int
+    losses: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossRow:
+    standing: StandingRow
+    #: One per column, in the rows' order; None on the diagonal or for a pair with no duel.
+    cells: list[CrossCell | None]
+
+
+#: A round robin shows its crosstable up to this many participants (a wider one does not
+#: fit a page: its duels are listed below it all the same).
+CROSSTABLE_MOST = 20
+
+
+def _crosstable(user: Visitor, tournament: Tournament) -> list[CrossRow]:
+    """Every participant against every other, best first: a round robin of two-player
+    duels with at most ``CROSSTABLE_MOST`` participants; otherwise none. Three queries."""
+    if tournament.format != TournamentFormat.ROUND_ROBIN or tournament.environment.players != 2:
+        return []
+    participants = list(_participants(tournament)[: CROSSTABLE_MOST + 1])
+    if not 2 <= len(participants) <= CROSSTABLE_MOST:
+        return []
+    order = {participant.revision_id: index for index, participant in enumerate(participants)}
+    grid: list[list[CrossCell | None]] = [[None] * len(participants) for _ in participants]
+    for duel in tournament.duels.with_seats():
+        one, two = duel.players()
+        if one.revision_id not in order or two.revision_id not in order:
+            continue
+        for mine, theirs in ((one, two), (two, one)):
+            outcome = ""
+            if duel.status == DuelStatus.SUCCEEDED and duel.result:
+                outcome = (
+                    "drawn"
+                    if (mine.rank or 0) == (theirs.rank or 0)
+                    else "won"
+                    if (mine.rank or 0) < (theirs.rank or 0)
+                    else "lost"
+                )
+            grid[order[mine.revision_id]][order[theirs.revision_id]] = CrossCell(
+                duel, outcome, mine.wins, theirs.wins
+            )
+    standings = _standing_rows(user=user, participants=participants)
+    return [CrossRow(standing, cells) for standing, cells in zip(standings, grid, strict=True)]
+
+
+@dataclasses.dataclass(frozen=True)
 class TournamentPage:
     tournament: Tournament
     #: A page of ``StandingRow``, best first.
     standings: Page
     #: A page of ``DuelRow``, the latest first.
     duels: Page
+    #: A round robin's crosstable (``_crosstable``); empty for other formats.
+    crosstable: list[CrossRow] = dataclasses.field(default_factory=list)
 
     @property
     def is_running(self) -> bool:
@@ -603,7 +689,12 @@ def tournament_page(
     order = ("-pk",) if tournament.format == TournamentFormat.LADDER else ("round", "pk")
     duels = rows_page(tournament.duels.with_seats().order_by(*order), duels_page, DUEL_ROWS)
     duels.object_list = [_duel_row(duel) for duel in duels.object_list]
-    return TournamentPage(tournament=tournament, standings=standings, duels=duels)
+    return TournamentPage(
+        tournament=tournament,
+        standings=standings,
+        duels=duels,
+        crosstable=_crosstable(user, tournament),
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,6 +54,17 @@ PY
 "$python" -m pip wheel -q --disable-pip-version-check -r var/wheelhouse/requirements.txt \
   -w var/wheelhouse >&2
 
+# The documentation site the web site serves at /docs/ (var/docs-site, copied into the
+# application image), built here by this machine's mkdocs: the image has no mkdocs.
+rm -rf var/docs-site
+if "$python" -m mkdocs --version >/dev/null 2>&1; then
+  say "the documentation site (var/docs-site)"
+  NO_MKDOCS_2_WARNING=1 "$python" -m mkdocs build --quiet --site-dir var/docs-site >&2
+else
+  say "no mkdocs in $python: the image serves no documentation site (/docs/ says so)"
+  mkdir -p var/docs-site
+fi
+
 # The hash of every file an image is made from (tracked or not, ignored files left out).
 inputs_hash() {
   git ls-files -z --cached --others --exclude-standard -- "$@" | sort -z | xargs -0 sha256sum \

@@ -45,6 +45,9 @@ if ! llm_answers; then
   trap '[ -n "$llm_server" ] && kill "$llm_server" 2>/dev/null' EXIT
   for _ in $(seq 50); do llm_answers && break; sleep 0.1; done
 fi
+# The documentation site that the web site serves at /docs/ (a few seconds).
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --quiet --site-dir var/docs-site \
+  || echo "arena demo: the documentation site could not be built; /docs/ says how"
 .venv/bin/python manage.py demo --port "$port" ${demo_args[@]+"${demo_args[@]}"}
 
 echo

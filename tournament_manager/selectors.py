@@ -222,8 +222,8 @@ def ladder_progress(revision_id: int, ladder_id: int) -> LadderProgress:
     by_status = dict(
         Duel.objects.filter(tournament=ladder, seats__revision_id=revision_id)
         .values("status")
-        .annotate(matches=Sum("num_matches"))
-        .values_list("status", "matches")
+        .annotate(match_total=Sum("num_matches"))
+        .values_list("status", "match_total")
     )
     return LadderProgress(
         ladder=ladder,

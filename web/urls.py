@@ -11,6 +11,7 @@ from web.views import (
     accounts,
     competitions,
     competitors,
+    docs,
     environments,
     llm,
     play,
@@ -35,6 +36,7 @@ urlpatterns = [
     path("favicon.ico", environments.favicon, name="favicon"),
     path("environments/<slug:name>/", environments.environment, name="environment"),
     path("environments/<slug:name>/leaderboard/", environments.leaderboard, name="leaderboard"),
+    path("environments/<slug:name>/starter-agent/", environments.starter, name="starter_agent"),
     path(
         "environments/<slug:name>/online-models/",
         environments.online_model_create,
@@ -84,6 +86,8 @@ urlpatterns = [
         llm.match_conversations,
         name="match_conversations",
     ),
+    path("docs/", docs.docs, name="docs"),
+    path("docs/<path:path>", docs.docs, name="docs_page"),
     path("llm/", llm.llm_index, name="llm_index"),
     # A model's name may hold slashes (``org/model``): the rest of the path is the name.
     path("llm/models/<path:model>/", llm.llm_model, name="llm_model"),

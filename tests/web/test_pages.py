@@ -22,7 +22,13 @@ from core.models import (
     Tournament,
     TournamentFormat,
 )
-from tests.factories import EnvironmentFactory, RevisionFactory
+from tests.factories import (
+    DuelFactory,
+    EnvironmentFactory,
+    LeaderboardEntryFactory,
+    RevisionFactory,
+    TournamentFactory,
+)
 from tests.support.responses import text
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +53,32 @@ def test_it_lists_active_environments_and_recent_tournaments_on_the_home_page(
     assert "Connect Four" not in page
     assert "Autumn cup" in page
     assert reverse("environment", args=["tic_tac_toe"]) in page
+
+
+def test_the_home_page_shows_what_runs_now_and_each_games_top_three(client, alices_bot):
+    ladder = TournamentFactory(
+        name="Spring ladder", format=TournamentFormat.LADDER, status="running", is_public=True
+    )
+    TournamentFactory(name="Hidden ladder", status="running", is_public=False)
+    live = DuelFactory(tournament=ladder, status=DuelStatus.RUNNING, started_at=timezone.now())
+    top = [
+        LeaderboardEntryFactory(
+            revision__competitor__is_public=True, revision__competitor__name=name, rank=rank
+        )
+        for rank, name in ((1, "first"), (2, "second"), (3, "third"), (4, "fourth"))
+    ]
+    # alice's private bot ranks first for her, never for the public.
+    LeaderboardEntryFactory(revision=alices_bot.revisions.get(), rank=1)
+
+    page = client.get(reverse("home")).content.decode()
+
+    running = page[page.index("data-running-now") :]
+    assert "Spring ladder" in running and "Hidden ladder" not in page
+    assert live.get_absolute_url() in running
+    card = page[page.index('aria-label="Top of the leaderboard"') :]
+    card = card[: card.index("</ol>")]
+    assert [entry.competitor.name for entry in top[:3]] == re.findall(r">(\w+)</a>", card)
+    assert "alices-bot" not in card
 
 
 def test_it_counts_players_in_words_that_agree_with_the_number(client, tournament):

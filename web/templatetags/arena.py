@@ -79,6 +79,12 @@ def scores(values: list[float]) -> str:
 
 
 @register.filter
+def get_item(mapping: dict[Any, Any], key: Any) -> Any:
+    """``mapping[key]``, or None: a dict read by a key the template computes."""
+    return mapping.get(key)
+
+
+@register.filter
 def words(value: str) -> str:
     """An identifier as words: ``illegal_action`` → ``illegal action``."""
     return str(value).replace("_", " ")

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import (
@@ -9,6 +12,7 @@ from django.http import (
     HttpResponse,
     HttpResponsePermanentRedirect,
 )
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -74,6 +78,7 @@ def render_environment(
             "page": page,
             "environment": environment,
             "harness_version": HARNESS_VERSION,
+            "has_starter": starter_path(environment) is not None,
             "score_competitions": environment_score_competitions(
                 user=request.user, environment=environment
             ),
@@ -151,3 +156,30 @@ def favicon(request: HttpRequest) -> HttpResponse:
     readers look when nothing names it. Resolved per request: the static files' names are
     known once they are collected."""
     return HttpResponsePermanentRedirect(static("web/favicon.svg"))
+
+
+#: The reference players shipped with Arena; a game's ``random_player.py`` is its starter.
+EXAMPLE_PLAYERS = Path(settings.BASE_DIR) / "example_players"
+
+
+def starter_path(environment: Environment) -> Path | None:
+    """The starter agent of ``environment``: its reference random player (an OpenSpiel
+    game's is the one for every OpenSpiel game), or None if it has none."""
+    folder = "openspiel" if environment.spec else environment.name
+    path = EXAMPLE_PLAYERS / folder / "random_player.py"
+    return path if path.is_file() else None
+
+
+@require_GET
+def starter(request: HttpRequest, name: str) -> HttpResponseBase:
+    """The starter agent, to download: a legal random player on the SDK, to edit."""
+    environment = get_environment(name)
+    path = starter_path(environment)
+    if path is None:
+        raise Http404(f"{environment.title} has no starter agent")
+    return FileResponse(
+        path.open("rb"),
+        as_attachment=True,
+        filename=f"{environment.name}_agent.py",
+        content_type="text/x-python",
+    )
