@@ -411,8 +411,13 @@ def revision_detail(
 @router.get(
     f"{COMPETITOR}/ratings",
     response=documented({200: list[RatingChangeOut]}, 404),
-    summary="A competitor's rating history, oldest first",
-    description="Every change of its openskill rating: after each rated match, and resets.",
+    summary="A competitor's openskill history, oldest first",
+    description=(
+        "Every change of its openskill rating: after each rated match, and resets. openskill "
+        "is Arena's quick estimate between the leaderboard's refits (it seeds a Swiss "
+        "tournament's first round); the score the site shows is the leaderboard's "
+        "(`/leaderboard/{name}`)."
+    ),
 )
 @paginated
 def rating_changes_list(

@@ -20,20 +20,17 @@ LEFT, RIGHT, TOP, BOTTOM = 48, 12, 12, 28
 
 
 @dataclasses.dataclass(frozen=True)
-class RatingPoint:
-    """A rating after one change, numbered from 1."""
+class ScorePoint:
+    """A competitor's published leaderboard score after one refit, numbered from 1."""
 
     number: int
-    mu: float
-    sigma: float
-    is_reset: bool
-
-    @property
-    def conservative(self) -> float:
-        return self.mu - 3 * self.sigma
+    score: float
+    sd: float
+    #: The first point of a newer revision than the point before's.
+    new_version: bool
 
 
-def downsample(points: Sequence[RatingPoint], limit: int = MAX_POINTS) -> list[RatingPoint]:
+def downsample(points: Sequence[ScorePoint], limit: int = MAX_POINTS) -> list[ScorePoint]:
     """At most `limit` points, evenly spread, keeping the first and the last."""
     if len(points) <= limit:
         return list(points)
@@ -61,16 +58,16 @@ def _label(value: float) -> str:
     return f"{value:g}" if abs(value) >= 1e-9 else "0"
 
 
-def rating_chart_svg(points: Sequence[RatingPoint]) -> SafeString | None:
-    """The rating history: mu, the band mu +/- sigma, the leaderboard's mu - 3 sigma, resets."""
+def score_chart_svg(points: Sequence[ScorePoint]) -> SafeString | None:
+    """The score history: the score, the band score +/- sd, and each new version."""
     if not points:
         return None
     total = points[-1].number
     shown = downsample(points)
-    resets = [point.number for point in points if point.is_reset]
+    versions = [point.number for point in points if point.new_version]
 
-    low = min(min(p.conservative, p.mu - p.sigma) for p in shown)
-    high = max(p.mu + p.sigma for p in shown)
+    low = min(p.score - p.sd for p in shown)
+    high = max(p.score + p.sd for p in shown)
     if high - low < 1:
         low, high = low - 0.5, high + 0.5
     ticks = nice_ticks(low, high)
@@ -91,17 +88,16 @@ def rating_chart_svg(points: Sequence[RatingPoint]) -> SafeString | None:
     def line(values: list[tuple[float, float]]) -> str:
         return " ".join(f"{px:.1f},{py:.1f}" for px, py in values)
 
-    mu_line = line([(x(p.number), y(p.mu)) for p in shown])
-    conservative_line = line([(x(p.number), y(p.conservative)) for p in shown])
+    score_line = line([(x(p.number), y(p.score)) for p in shown])
     band = line(
-        [(x(p.number), y(p.mu + p.sigma)) for p in shown]
-        + [(x(p.number), y(p.mu - p.sigma)) for p in reversed(shown)]
+        [(x(p.number), y(p.score + p.sd)) for p in shown]
+        + [(x(p.number), y(p.score - p.sd)) for p in reversed(shown)]
     )
     last = points[-1]
     summary = (
-        f"Rating over {total} change{'s' if total != 1 else ''}: "
-        f"mu {last.mu:.2f}, leaderboard rating (mu - 3 sigma) {last.conservative:.2f} now"
-        + (f", {len(resets)} reset{'s' if len(resets) != 1 else ''}" if resets else "")
+        f"Leaderboard score over {total} refit{'s' if total != 1 else ''}: "
+        f"{last.score:.0f} ± {last.sd:.0f} now"
+        + (f", {len(versions)} new version{'s' if len(versions) != 1 else ''}" if versions else "")
     )
 
     parts = [
@@ -125,13 +121,13 @@ def rating_chart_svg(points: Sequence[RatingPoint]) -> SafeString | None:
         )
     parts.append("</g>")
     parts.append(f'<polygon class="rating-chart-band" points="{band}"/>')
-    for number in resets:
+    for number in versions:
         rx = x(number)
         parts.append(
-            f'<line class="rating-chart-reset" x1="{rx:.1f}" x2="{rx:.1f}" '
-            f'y1="{TOP}" y2="{HEIGHT - BOTTOM}"><title>Reset at change {number}</title></line>'
+            f'<line class="rating-chart-version" x1="{rx:.1f}" x2="{rx:.1f}" '
+            f'y1="{TOP}" y2="{HEIGHT - BOTTOM}"><title>A new version from refit {number}</title>'
+            "</line>"
         )
-    parts.append(f'<polyline class="rating-chart-conservative" points="{conservative_line}"/>')
-    parts.append(f'<polyline class="rating-chart-mu" points="{mu_line}"/>')
+    parts.append(f'<polyline class="rating-chart-score" points="{score_line}"/>')
     parts.append("</svg>")
     return mark_safe("".join(parts))  # numbers and fixed text only

@@ -45,7 +45,7 @@ from reads.access import (
     is_owner,
     tournaments_visible,
 )
-from reads.charts import RatingPoint, rating_chart_svg
+from reads.charts import ScorePoint, score_chart_svg
 from reads.replays import (
     FaultNote,
     first_mover_label,
@@ -237,7 +237,8 @@ class CompetitorPage:
     #: duels and validations), the latest first.
     duels: Page
     is_owner: bool
-    rating_chart: SafeString | None = None
+    #: Its published leaderboard score's history (``score_history``).
+    score_chart: SafeString | None = None
     #: The visitor (logged in) may play it in the browser (``core.services.human``).
     playable: bool = False
     #: An online model whose client holds its stream now (``core.services.online.online_present``).
@@ -257,13 +258,25 @@ def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
     return RatingChange.objects.filter(rating__competitor=competitor).order_by("created_at", "pk")
 
 
-def rating_history(competitor: Competitor) -> list[RatingPoint]:
-    """The competitor's rating after each of its changes, oldest first."""
-    rows = rating_changes(competitor).values_list("mu_after", "sigma_after", "reason")
-    return [
-        RatingPoint(number=number, mu=mu, sigma=sigma, is_reset=reason == "reset")
-        for number, (mu, sigma, reason) in enumerate(rows, start=1)
-    ]
+def score_history(competitor: Competitor) -> list[ScorePoint]:
+    """Its published leaderboard score after each refit where its matches changed, oldest
+    first, each new version marked."""
+    rows = competitor.leaderboard_points.order_by("fitted_at", "pk").values_list(
+        "revision_id", "score", "score_sd"
+    )
+    points = []
+    previous = None
+    for number, (revision, score, sd) in enumerate(rows, start=1):
+        points.append(
+            ScorePoint(
+                number=number,
+                score=score,
+                sd=sd,
+                new_version=previous is not None and revision != previous,
+            )
+        )
+        previous = revision
+    return points
 
 
 def competitor_page(
@@ -292,7 +305,7 @@ def competitor_page(
         tournaments=rows_page(tournaments, tournaments_page, TOURNAMENT_ROWS),
         duels=_competitor_duels(user, competitor, duels_page),
         is_owner=is_owner(user, competitor),
-        rating_chart=rating_chart_svg(rating_history(competitor)),
+        score_chart=score_chart_svg(score_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor, validated=validated),
         paused=_paused(user, competitor, newest),
         connected=competitor.is_online and bool(online_present([competitor])),

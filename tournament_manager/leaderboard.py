@@ -42,6 +42,7 @@ from core.models import (
     DuelStatus,
     Environment,
     LeaderboardEntry,
+    LeaderboardPoint,
     Match,
     RatedPairing,
     RatingChange,
@@ -266,8 +267,27 @@ def leaderboard_refit(*, environment: Environment, force: bool = False) -> bool:
         )
         if not claimed:
             return False  # another manager refitted it meanwhile
+        before = {
+            competitor: (revision, matches)
+            for competitor, revision, matches in LeaderboardEntry.objects.filter(
+                environment=environment
+            ).values_list("competitor_id", "revision_id", "matches")
+        }
         deleted, _ = LeaderboardEntry.objects.filter(environment=environment).delete()
         LeaderboardEntry.objects.bulk_create(entries)
+        # Each score history grows where its rated matches changed.
+        LeaderboardPoint.objects.bulk_create(
+            LeaderboardPoint(
+                competitor_id=entry.competitor_id,
+                revision_id=entry.revision_id,
+                score=entry.score,
+                score_sd=entry.score_sd,
+                matches=entry.matches,
+                fitted_at=now,
+            )
+            for entry in entries
+            if before.get(entry.competitor_id) != (entry.revision_id, entry.matches)
+        )
     environment.leaderboard_key = key
     environment.leaderboard_fitted_at = now
     environment.first_move_advantage = advantage

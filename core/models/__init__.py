@@ -17,7 +17,13 @@ from core.models.competitions import (
 from core.models.jobs import Job, JobKind, JobStatus
 from core.models.llm import LLMPlayer, MatchConversation
 from core.models.online import OnlineSeat
-from core.models.ratings import LeaderboardEntry, RatedPairing, Rating, RatingChange
+from core.models.ratings import (
+    LeaderboardEntry,
+    LeaderboardPoint,
+    RatedPairing,
+    Rating,
+    RatingChange,
+)
 from core.models.scores import Evaluation, ScoreCompetition
 from core.models.submissions import (
     Competitor,
@@ -46,6 +52,7 @@ __all__ = [
     "JobStatus",
     "LLMPlayer",
     "LeaderboardEntry",
+    "LeaderboardPoint",
     "LiveEvent",
     "Match",
     "MatchConversation",

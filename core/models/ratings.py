@@ -152,3 +152,26 @@ class LeaderboardEntry(models.Model):
     @property
     def is_provisional(self) -> bool:
         return self.rank is None
+
+
+class LeaderboardPoint(models.Model):
+    """A competitor's published score after a refit in which its rated matches changed (it
+    played, or its new revision did): its history, charted on its page. Written by
+    ``tournament_manager.leaderboard.leaderboard_refit``; a refit that only moves the
+    others' scores a little writes none for it."""
+
+    competitor = models.ForeignKey(
+        Competitor, on_delete=models.CASCADE, related_name="leaderboard_points"
+    )
+    revision = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="+")
+    score = models.FloatField()
+    score_sd = models.FloatField()
+    matches = models.PositiveIntegerField()
+    fitted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["competitor", "fitted_at", "pk"]
+        indexes = [models.Index(fields=["competitor", "fitted_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.competitor}: {self.score:.0f} ± {self.score_sd:.0f} at {self.fitted_at}"

@@ -16,6 +16,7 @@ from core.models import (
     DuelResult,
     Environment,
     LeaderboardEntry,
+    LeaderboardPoint,
     Match,
     RatedPairing,
     Revision,
@@ -111,6 +112,28 @@ def test_it_ranks_the_current_revisions_by_all_their_rated_matches(environment, 
     environment.refresh_from_db()
     assert environment.leaderboard_fitted_at is not None
     assert environment.first_move_advantage is not None
+
+
+def test_each_refit_adds_a_point_to_the_histories_whose_matches_changed(environment, tournament):
+    strong, middle, weak = (agent(environment, name) for name in ("strong", "middle", "weak"))
+    rated(tournament, strong, middle, wins=3, losses=1)
+    rated(tournament, middle, weak, wins=3, draws=1)
+
+    assert leaderboard_refit(environment=environment)
+    first = {point.competitor.name: point for point in LeaderboardPoint.objects.all()}
+    assert set(first) == {"strong", "middle", "weak"}
+    assert first["middle"].matches == 8
+    assert first["strong"].score == entries(environment)["strong"].score
+
+    rated(tournament, strong, weak, wins=4)
+    assert leaderboard_refit(environment=environment)
+    # strong and weak played: a point each; middle's score moved with the fit, not its
+    # matches: none.
+    latest = Counter(LeaderboardPoint.objects.values_list("competitor__name", flat=True))
+    assert latest == {"strong": 2, "weak": 2, "middle": 1}
+
+    assert not leaderboard_refit(environment=environment)  # nothing changed, nothing fitted
+    assert LeaderboardPoint.objects.count() == 5
 
 
 def test_a_newcomer_with_a_lucky_win_is_provisional_and_listed_after_the_ranked(
