@@ -22,13 +22,16 @@ from core.models import (
     JobKind,
     MatchConversation,
     Rating,
+    Tournament,
     TournamentFormat,
 )
+from core.services.llm import llm_player_register
 from llm.local_server import LocalLLMServer
 from tests.factories import DuelFactory, LLMPlayerFactory
-from tests.pipeline import pipeline  # noqa: F401
+from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tests.support.dispatch import Sent
 from tournament_manager.daemon import run_once
+from tournament_manager.selectors import paused_revisions
 from tournament_manager.services.tournaments import (
     tournament_create,
     tournament_launch,
@@ -134,3 +137,54 @@ def test_two_llm_players_play_a_rated_ladder_whose_conversations_are_shown(
     assert escape(first_turn["attempts"][-1]["answer"].splitlines()[0]) in replay
     lines = client.get(reverse("duel_conversations", args=[duels[0].pk])).content.splitlines()
     assert len(lines) == sum(len(row.turns) for row in conversations.filter(match__duel=duels[0]))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("pipeline")
+def test_an_llm_player_whose_server_dies_after_validation_is_paused_and_the_ladder_plays_on(
+    settings,
+):
+    settings.ARENA_LADDER_CONCURRENT_DUELS = 1
+    settings.ARENA_LADDER_PAUSE_AFTER_FAILURES = 3
+    settings.ARENA_STANDING_LADDER_DUELS = 1000  # every entry keeps asking for duels
+    Environment.objects.filter(name="tic_tac_toe").update(standing_competition=True)
+    environment = Environment.objects.get(name="tic_tac_toe")
+    owner = make_user()
+    hosted = [
+        upload(owner, "tic_tac_toe", name, PLAYERS / "tic_tac_toe" / file)
+        for name, file in (("rando", "random_player.py"), ("minimax", "minimax.py"))
+    ]
+    with LocalLLMServer() as server:
+        with transaction.atomic():
+            talker = llm_player_register(
+                owner=owner,
+                environment=environment,
+                name="talker",
+                base_url=server.url,
+                model="rule-based",
+                request_timeout=5,
+            )
+        revision = talker.revisions.get()
+        revision.refresh_from_db()
+        assert revision.is_valid, revision.job("validation").error  # its server answered
+    # The server is gone; the ladder goes on.
+
+    # Passes until it is paused and three duels have been played since (at most 12).
+    after_pause = 0
+    for _ in range(12):
+        run_once()
+        if paused_revisions([revision.pk]):
+            after_pause += 1
+            if after_pause > 3:
+                break
+
+    ladder = Tournament.objects.get(is_standing=True)
+    its_duels = ladder.duels.of_revision(revision)
+    # Paused after three failures, against both opponents: paired no more.
+    assert its_duels.count() == its_duels.filter(status=DuelStatus.FAILED).count() == 3
+    assert list(paused_revisions([revision.pk, *(r.pk for r in hosted)])) == [revision.pk]
+    others = ladder.duels.exclude(pk__in=its_duels)
+    assert others.filter(status=DuelStatus.SUCCEEDED).count() >= 3
+    assert not others.exclude(status=DuelStatus.SUCCEEDED).exists()
+    # Nobody was rated for the failures.
+    assert not Rating.objects.filter(competitor=talker).exists()
