@@ -249,7 +249,7 @@ class TokenAuth(HttpBearer):
     openapi_description = (
         "A user token (made on your profile page) with the scope the operation needs: "
         "`read`, `submit`, or `play` for registering online models. Reads also take no "
-        "token, or a model token (reading as the public). See docs/api.md."
+        "token, or a model token (reading as the public). See /docs/api/."
     )
 
     def __init__(self, access: Access, *, rated: bool = True) -> None:
@@ -286,7 +286,7 @@ class ModelTokenAuth(HttpBearer):
     access = Access.PLAY
     openapi_description = (
         "The model token of an online model (shown once when it is registered): it plays "
-        "that model alone. See docs/api.md."
+        "that model alone. See /docs/api/."
     )
 
     def __init__(self, *, rated: bool = True) -> None:

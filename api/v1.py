@@ -41,7 +41,8 @@ api = ArenaAPI(
         "profile page) as `Authorization: Bearer <token>`; reads also work without one, for "
         "what is public. An online model's model token plays that model alone. Each "
         "operation says who may call it in `x-arena-access`; the rules, rates and limits "
-        'are in docs/api.md. Every error is `{"error": {"code", "message", "details"}}`. '
+        "are in the documentation this site serves at /docs/api/ (docs/api.md in Arena's "
+        'repository). Every error is `{"error": {"code", "message", "details"}}`. '
         "Lists take `limit` (at most 100) and `offset`, and answer "
         '`{"count", "next", "previous", "items"}`.'
     ),

@@ -20,11 +20,13 @@ from core.models import (
     DuelSeat,
     DuelStatus,
     Environment,
+    Evaluation,
     LeaderboardEntry,
     Match,
     Participant,
     RatingChange,
     Revision,
+    ScoreCompetition,
     StepStatus,
     Tournament,
     TournamentFormat,
@@ -43,6 +45,7 @@ from reads.access import (
     duels_visible,
     is_organizer,
     is_owner,
+    score_competitions_visible,
     tournaments_visible,
 )
 from reads.charts import ScorePoint, score_chart_svg
@@ -55,6 +58,7 @@ from reads.replays import (
     player_labels,
     result_text,
 )
+from reads.scores import score_leaderboard
 from tournament_manager.selectors import (
     LadderProgress,
     ladder_progress,
@@ -251,6 +255,9 @@ class CompetitorPage:
     #: Its newest validated revision in a running ladder the visitor may see: its rated
     #: matches there and when it plays next (``tournament_manager.selectors``).
     ladder: LadderProgress | None = None
+    #: In a one-player game: its newest validated revision's evaluation in the game's
+    #: standing score competition, and its place there once played.
+    scored: ScoreProgress | None = None
 
 
 def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
@@ -310,6 +317,7 @@ def competitor_page(
         paused=_paused(user, competitor, newest),
         connected=competitor.is_online and bool(online_present([competitor])),
         ladder=_ladder_progress(user, newest),
+        scored=_score_progress(user, competitor, newest),
         **(_test_duels(user, competitor, validated) if is_owner(user, competitor) else {}),
     )
 
@@ -337,6 +345,35 @@ def _competitor_duels(user: Visitor, competitor: Competitor, number: str | None)
     page = rows_page(duels, number, COMPETITOR_DUEL_ROWS)
     page.object_list = [_duel_row(duel) for duel in page.object_list]
     return page
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreProgress:
+    evaluation: Evaluation
+    #: Its place on the competition's leaderboard; None until it is played.
+    rank: int | None
+
+
+def _score_progress(user: Visitor, competitor: Competitor, newest: _Newest) -> ScoreProgress | None:
+    if competitor.environment.players != 1 or newest.revision is None:
+        return None
+    evaluation = (
+        Evaluation.objects.filter(
+            revision_id=newest.revision,
+            competition__is_standing=True,
+            competition__in=ScoreCompetition.objects.filter(score_competitions_visible(user)),
+        )
+        .select_related("competition")
+        .order_by("-pk")
+        .first()
+    )
+    if evaluation is None:
+        return None
+    rank = None
+    if evaluation.status == DuelStatus.SUCCEEDED:
+        rows = score_leaderboard(user=user, competition=evaluation.competition)
+        rank = next((row.rank for row in rows if row.evaluation.pk == evaluation.pk), None)
+    return ScoreProgress(evaluation=evaluation, rank=rank)
 
 
 def _ladder_progress(user: Visitor, newest: _Newest) -> LadderProgress | None:

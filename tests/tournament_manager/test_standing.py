@@ -153,7 +153,7 @@ def test_unticked_in_the_admin_its_ladder_stops_and_keeps_its_history():
     assert ladder.duels.filter(status=DuelStatus.SUCCEEDED).count() == played >= 1
 
 
-def test_a_one_player_games_uploads_are_scored_by_themselves_newest_shown():
+def test_a_one_player_games_uploads_are_scored_by_themselves_newest_shown(client):
     game = standing("cartpole")
     owner = make_user()
     constant = upload(owner, "cartpole", "steady", PLAYERS / "cartpole" / "constant.py")
@@ -174,6 +174,10 @@ def test_a_one_player_games_uploads_are_scored_by_themselves_newest_shown():
     assert Evaluation.objects.filter(competition=competition, revision=better).exists()
     [row] = score_leaderboard(user=AnonymousUser(), competition=competition)
     assert row.evaluation.revision_id == better.pk and row.rank == 1
+    # Its page says where it stands.
+    page = client.get(better.competitor.get_absolute_url()).content.decode()
+    line = page[page.index("data-score-progress") :]
+    assert "CartPole scores</a>: place 1, mean return" in line[: line.index("</div>")]
 
 
 def test_an_agents_page_shows_its_progress_in_the_standing_ladder(client, monkeypatch):

@@ -33,7 +33,12 @@ def register(request: HttpRequest) -> HttpResponse:
             form.add_error(None, sentence(error.message))
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            messages.success(request, f"Welcome, {user.display_name}! Your account is ready.")
+            messages.success(
+                request,
+                f"Welcome, {user.display_name}! Your account is ready. Next: pick a game below, "
+                "download its starter agent, and upload it: it is validated at once, then "
+                "rated in the game's ladder.",
+            )
             return redirect("home")
     return render(
         request,
