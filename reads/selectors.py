@@ -367,7 +367,7 @@ def _score_progress(user: Visitor, competitor: Competitor, newest: _Newest) -> S
         .order_by("-pk")
         .first()
     )
-    if evaluation is None:
+    if evaluation is None or evaluation.competition is None:
         return None
     rank = None
     if evaluation.status == DuelStatus.SUCCEEDED:
