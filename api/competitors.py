@@ -25,6 +25,7 @@ from api.selectors import (
     rating_changes_of,
     revisions_of,
 )
+from core.errors import ArenaError
 from core.models import (
     Competitor,
     DisabledBy,
@@ -45,7 +46,7 @@ from core.services.competitors import (
     competitor_share_logs,
 )
 from core.services.requested_duels import requested_duel_create
-from core.services.revisions import RevisionDeletion
+from core.services.revisions import RevisionDeletion, revision_revalidate
 from reads.access import (
     AuthenticatedHttpRequest,
     get_competitor_for_user,
@@ -54,11 +55,15 @@ from reads.access import (
     get_revision_for_user,
 )
 from reads.selectors import (
+    NOTHING_TO_REVALIDATE,
     PipelineStep,
+    competitor_ladder_progress,
     competitor_paused,
     pipeline_steps,
+    revalidation_candidate,
     revision_validation_duel,
 )
+from tournament_manager.selectors import LadderProgress
 
 router = auth.ArenaRouter(tags=["competitors"], auth=auth.read)
 
@@ -158,6 +163,20 @@ class LeaderboardPlaceOut(Schema):
     matches: int
 
 
+class LadderProgressOut(Schema):
+    """How its newest validated revision is doing in a running ladder (a game's standing
+    ladder, which rates every validated revision, or an organizer's)."""
+
+    tournament: int = Field(alias="ladder.pk")
+    name: str = Field(alias="ladder.name")
+    #: Its matches in the ladder's played duels, each one rated.
+    rated_matches: int
+    #: When it plays next, in words: "playing now", "queued, waiting for a worker", "in
+    #: about 2 minutes", "once the organizers' tournaments waiting for a worker have been
+    #: played"...
+    next_duel: str
+
+
 class CompetitorDetailOut(CompetitorOut):
     revisions: int = Field(alias="revision_count")
     latest_version: int | None
@@ -166,6 +185,12 @@ class CompetitorDetailOut(CompetitorOut):
     #: by no one (its server down, its agent unable to start); it is paired again once its
     #: newest revision validates again.
     paused: str | None
+    #: Its progress in a running ladder the caller may see; None when it is in none.
+    ladder: LadderProgressOut | None
+
+    @staticmethod
+    def resolve_ladder(competitor: Competitor, context: dict[str, Any]) -> LadderProgress | None:
+        return competitor_ladder_progress(context["request"].user, competitor)
 
     @staticmethod
     def resolve_paused(competitor: Competitor, context: dict[str, Any]) -> str | None:
@@ -382,6 +407,29 @@ def test_duel_start(
     opponent = get_competitor_for_user(request.user, environment, payload.opponent)
     duel = requested_duel_create(user=request.user, competitor=competitor, opponent=opponent)
     return Status(201, get_duel_for_user(request.user, duel.pk))
+
+
+@router.post(
+    f"{COMPETITOR}/revalidation",
+    auth=auth.submit,
+    response=documented({202: RevisionOut}, 400, 404),
+    summary="Have one of your competitors validated again",
+    description="While ladders pause it (its last duels all failed, played by no one), its "
+    "newest validated revision is validated again (an upload by self-play, an LLM player by "
+    "one request to its server), and ladders pair it again once that passes; an LLM "
+    "player's newest revision whose validation failed (its server did not answer) may be "
+    "too. Otherwise a 400 says why (an upload's fix is a new revision). A validation "
+    "already queued or running is not started twice. The answer is the revision.",
+)
+def revalidation_start(
+    request: AuthenticatedHttpRequest, environment: Slug, name: Slug
+) -> Status[Revision]:
+    competitor = get_own_competitor(request.user, environment, name)
+    revision = revalidation_candidate(request.user, competitor)
+    if revision is None:
+        raise ArenaError(NOTHING_TO_REVALIDATE.format(name=competitor.name))
+    revision_revalidate(revision=revision)
+    return Status(202, get_revision_for_user(request.user, environment, name, revision.version))
 
 
 @router.get(

@@ -258,6 +258,8 @@ class CompetitorPage:
     #: In a one-player game: its newest validated revision's evaluation in the game's
     #: standing score competition, and its place there once played.
     scored: ScoreProgress | None = None
+    #: To its owner: the revision they may have validated again (``revalidation_candidate``).
+    revalidatable: Revision | None = None
 
 
 def rating_changes(competitor: Competitor) -> QuerySet[RatingChange]:
@@ -303,6 +305,7 @@ def competitor_page(
     # Its newest validated revision, asked once for all that depends on it.
     newest = _newest_validated(competitor)
     validated = newest.revision is not None
+    paused = _paused(user, competitor, newest)
     return CompetitorPage(
         competitor=competitor,
         entry=_leaderboard_entry(competitor),
@@ -314,10 +317,13 @@ def competitor_page(
         is_owner=is_owner(user, competitor),
         score_chart=score_chart_svg(score_history(competitor)),
         playable=user.is_authenticated and competitor_playable(competitor, validated=validated),
-        paused=_paused(user, competitor, newest),
+        paused=paused,
         connected=competitor.is_online and bool(online_present([competitor])),
         ladder=_ladder_progress(user, newest),
         scored=_score_progress(user, competitor, newest),
+        revalidatable=_revalidation_candidate(competitor, newest, paused)
+        if is_owner(user, competitor)
+        else None,
         **(_test_duels(user, competitor, validated) if is_owner(user, competitor) else {}),
     )
 
@@ -462,6 +468,38 @@ def _paused(user: Visitor, competitor: Competitor, newest: _Newest) -> str:
     if why and not (is_owner(user, competitor) or is_organizer(user)):
         return PAUSED_PUBLICLY
     return why
+
+
+def competitor_ladder_progress(user: Visitor, competitor: Competitor) -> LadderProgress | None:
+    """How its newest validated revision is doing in a running ladder the visitor may
+    see (``tournament_manager.selectors.ladder_progress``), as its page says it."""
+    return _ladder_progress(user, _newest_validated(competitor))
+
+
+#: Why an owner's re-validation did nothing (``revalidation_candidate`` found none).
+NOTHING_TO_REVALIDATE = (
+    "{name} has nothing to validate again: it is not paused, and an upload's fix is a new revision"
+)
+
+
+def revalidation_candidate(user: Visitor, competitor: Competitor) -> Revision | None:
+    """The revision its owner may have validated again, if any: its newest validated one
+    while ladders pause it (its server is back, its fault fixed), or an LLM player's newest
+    whose validation failed (its server did not answer then: one request tries again)."""
+    newest = _newest_validated(competitor)
+    return _revalidation_candidate(competitor, newest, _paused(user, competitor, newest))
+
+
+def _revalidation_candidate(
+    competitor: Competitor, newest: _Newest, paused: str
+) -> Revision | None:
+    if paused and newest.revision is not None:
+        return Revision.objects.select_related("competitor").get(pk=newest.revision)
+    if competitor.is_llm:
+        latest = competitor.revisions.select_related("competitor").order_by("-version").first()
+        if latest is not None and latest.validation_status == StepStatus.FAILED:
+            return latest
+    return None
 
 
 def competitor_paused(user: Visitor, competitor: Competitor) -> str:

@@ -59,6 +59,7 @@ urlpatterns = [
     path(COMPETITOR + "play-state/", competitors.play_state, name="competitor_play_state"),
     path(COMPETITOR + "delete/", competitors.remove, name="competitor_delete"),
     path(COMPETITOR + "test-duels/", competitors.test_duel, name="competitor_test_duel"),
+    path(COMPETITOR + "revalidate/", competitors.revalidate, name="competitor_revalidate"),
     path(COMPETITOR + "play/", play.play_start, name="play_start"),
     path("duels/<int:pk>/play/", play.play, name="play"),
     path(REVISION, submissions.revision, name="revision"),

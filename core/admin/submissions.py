@@ -29,9 +29,12 @@ from core.admin.base import (
 from core.admin.jobs import job_summary
 from core.errors import ArenaError
 from core.models import Competitor, DisabledBy, Duel, Revision, StepStatus
-from core.services.competitors import competitor_disable, competitor_enable
+from core.services.competitors import (
+    competitor_disable,
+    competitor_enable,
+    competitor_set_public,
+)
 from core.services.publication import (
-    competitor_publish_latest,
     revision_publication_problem,
     revision_republish,
 )
@@ -192,10 +195,15 @@ class CompetitorAdmin(ArenaAdmin):
 
     @admin.action(description="Make public (code visible to everyone, and published)")
     def make_public(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
-        count = queryset.update(is_public=True)
-        self.message_user(request, f"{count} competitor(s) are public.", messages.SUCCESS)
+        competitors = list(queryset)
         # Their newest validated revisions go to the publication repository, if configured.
-        queued = [competitor_publish_latest(competitor=competitor) for competitor in queryset]
+        queued = [
+            competitor_set_public(competitor=competitor, is_public=True)
+            for competitor in competitors
+        ]
+        self.message_user(
+            request, f"{len(competitors)} competitor(s) are public.", messages.SUCCESS
+        )
         published = [str(revision) for revision in queued if revision is not None]
         if published:
             names = ", ".join(published)
@@ -203,8 +211,12 @@ class CompetitorAdmin(ArenaAdmin):
 
     @admin.action(description="Make private")
     def make_private(self, request: HttpRequest, queryset: QuerySet[Competitor]) -> None:
-        count = queryset.update(is_public=False)
-        self.message_user(request, f"{count} competitor(s) are private.", messages.SUCCESS)
+        competitors = list(queryset)
+        for competitor in competitors:
+            competitor_set_public(competitor=competitor, is_public=False)
+        self.message_user(
+            request, f"{len(competitors)} competitor(s) are private.", messages.SUCCESS
+        )
 
 
 def _busy(revision: Revision, *steps: str) -> str:

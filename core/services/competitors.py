@@ -20,6 +20,7 @@ from django.db import transaction
 from core.errors import ArenaError
 from core.jobs.lifecycle import jobs_cancel
 from core.models import Competitor, DisabledBy, Duel, Job, OnlineSeat, Revision
+from core.services.publication import competitor_publish_latest
 from core.services.revisions import revision_delete
 
 
@@ -30,11 +31,16 @@ def competitor_share_logs(*, competitor: Competitor, share: bool) -> None:
     competitor.share_logs = share
 
 
-def competitor_set_public(*, competitor: Competitor, is_public: bool) -> None:
-    """Public: anyone may see it, its page and (a hosted one's) code. Private: its owner
-    and the organizers; its games in public tournaments still show its name."""
+def competitor_set_public(*, competitor: Competitor, is_public: bool) -> Revision | None:
+    """Public: anyone may see it, its page and (a hosted one's) code, and its newest
+    validated revision is queued for the publication repository when one is configured
+    (``core.services.publication``; the revision queued is returned). Private: its owner
+    and the organizers; its games in public tournaments still show its name. A revision
+    already pushed to the repository stays there: making it private again removes
+    nothing from git's history."""
     Competitor.objects.filter(pk=competitor.pk).update(is_public=is_public)
     competitor.is_public = is_public
+    return competitor_publish_latest(competitor=competitor) if is_public else None
 
 
 def competitor_disable(*, competitor: Competitor, by: DisabledBy) -> None:

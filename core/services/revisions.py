@@ -228,9 +228,16 @@ def revision_rebuild(*, revision: Revision) -> bool:
 
 
 def revision_revalidate(*, revision: Revision) -> bool:
-    """An organizer's re-validation (self-play again) of a built revision; whether it acted.
-    An LLM player's would spend tokens on self-play: it is checked as it plays instead."""
-    _hosted_only(revision)
+    """A re-validation of a built revision (an organizer's, or its owner's when ladders
+    paused it); whether it acted. An upload's is self-play again; an LLM player's, one
+    request to its server (``llm.probe``), as when it was registered. An online model has
+    none: it is checked as it plays."""
+    competitor = revision.competitor
+    if not (competitor.is_hosted or competitor.is_llm):
+        raise ArenaError(
+            f"{competitor.name} is {competitor.get_kind_display().lower()}: it has no "
+            "validation; it is checked as it plays"
+        )
     # Only once built: the validation waits for its build (``core.jobs``).
     revalidated = job_reset(kind=JobKind.VALIDATION, subject_id=revision.pk, when=idle())
     revision.refresh_from_db()

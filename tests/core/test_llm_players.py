@@ -12,11 +12,12 @@ from core.errors import ArenaError
 from core.jobs.policies import VALIDATE_REVISION
 from core.models import Competitor, CompetitorKind, LLMPlayer, StepStatus
 from core.services.llm import llm_player_register, llm_player_update
+from core.services.online import online_model_register
 from core.services.revisions import revision_create, revision_revalidate
 from core.services.uploads import UploadRejected
 from duel_runner.validation import revision_validate
 from llm.harness import HARNESS_VERSION
-from llm.local_server import LocalLLMServer, Reply
+from llm.local_server import LocalLLMServer, Reply, rule_based
 from tests.factories import EnvironmentFactory, LLMPlayerFactory
 
 pytestmark = pytest.mark.django_db
@@ -235,13 +236,37 @@ def test_it_makes_no_revision_for_the_same_settings_a_kept_key_or_prices(alice):
     assert not Competitor.objects.get(pk=competitor.pk).is_public
 
 
-def test_it_refuses_uploads_and_self_play_for_an_llm_player(alice):
+def test_it_refuses_uploads_for_an_llm_player(alice):
     player = LLMPlayerFactory(competitor__owner=alice)
-    competitor = player.competitor
 
     with pytest.raises(UploadRejected, match="is an LLM player"):
         revision_create(
-            competitor=competitor, uploaded_by=alice, filename="a.py", content=b"print(1)"
+            competitor=player.competitor, uploaded_by=alice, filename="a.py", content=b"print(1)"
         )
+
+
+def test_a_player_whose_server_failed_once_validates_again_by_one_more_request(alice, sent):
+    with LocalLLMServer() as server:
+        server.brain = lambda request: Reply("Service unavailable", status=503)
+        competitor = register(alice, base_url=server.url)
+        revision = competitor.revisions.get()
+        revision_validate(revision_id=revision.pk)
+        revision.refresh_from_db()
+        assert revision.validation_status == StepStatus.FAILED
+        server.brain = rule_based  # the server is back
+        asked = len(server.requests)
+
+        assert revision_revalidate(revision=revision)
+        revision_validate(revision_id=revision.pk)
+
+        revision.refresh_from_db()
+        assert revision.is_valid, revision.job("validation").error
+        assert len(server.requests) == asked + 1  # one request: no self-play
+
+
+def test_an_online_model_has_no_validation_to_run_again(alice):
+    online, _token = online_model_register(
+        owner=alice, environment=EnvironmentFactory(), name="my-model"
+    )
     with pytest.raises(ArenaError, match="checked as it plays"):
-        revision_revalidate(revision=competitor.revisions.get())
+        revision_revalidate(revision=online.revisions.get())

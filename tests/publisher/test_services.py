@@ -253,6 +253,24 @@ def test_it_publishes_the_latest_validated_revision_when_a_competitor_is_made_pu
     assert competitor_publish_latest(competitor=second.competitor) is None
 
 
+def test_an_owner_who_makes_a_competitor_public_on_its_page_has_it_published(remote):
+    ada = author("Ada Lovelace")
+    revision = upload(ada, "tic_tac_toe", "shy", TIC_TAC_TOE, is_public=False)
+    assert revision.publication_status == StepStatus.NONE
+    client = Client()
+    client.force_login(ada)
+
+    response = client.post(
+        reverse("competitor_visibility", args=["tic_tac_toe", "shy"]), {"public": "1"}, follow=True
+    )
+
+    notes = [str(message) for message in response.context["messages"]]
+    assert notes == ["shy is public: anyone may see it; shy v1 is queued for publication."]
+    revision.refresh_from_db()
+    assert revision.publication_status == StepStatus.SUCCEEDED, revision.job("publication").error
+    assert subjects(remote) == ["tic_tac_toe/shy v1"]
+
+
 def test_it_pushes_both_revisions_when_another_publisher_pushed_in_between(
     remote, settings, tmp_path, monkeypatch
 ):

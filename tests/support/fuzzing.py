@@ -207,6 +207,16 @@ def fuzzing_config(*, tokens: FuzzedWorld | None, examples: int) -> Schemathesis
                     for operation in ("api_llm_llm_player_create", "api_llm_llm_player_change")
                 ),
                 {
+                    # A competitor with nothing to validate again (not paused, not an LLM
+                    # player whose validation failed) is refused with 400, as documented.
+                    "include-operation-id": "api_competitors_revalidation_start",
+                    "checks": {
+                        "positive_data_acceptance": {
+                            "expected-statuses": ["2xx", "400", "401", "403", "404"]
+                        }
+                    },
+                },
+                {
                     # A well-formed reply the referee is not waiting for (most generated
                     # ones: another id, a second answer) is refused with 409, as documented.
                     "include-operation-id": "online_reply",

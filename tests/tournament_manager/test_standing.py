@@ -193,6 +193,14 @@ def test_an_agents_page_shows_its_progress_in_the_standing_ladder(client, monkey
 
     assert "In <a" in page and "Sum to 10 ladder</a>: 2 rated matches" in page
     assert "next duel queued, waiting for a worker" in page
+    # The API says the same.
+    detail = client.get("/api/v1/competitors/sum_to_10/optimal").json()
+    assert detail["ladder"] == {
+        "tournament": standing_ladder(optimal.competitor.environment).pk,
+        "name": "Sum to 10 ladder",
+        "rated_matches": 2,
+        "next_duel": "queued, waiting for a worker",
+    }
     # Its history: both duels, the latest first, each linking its duel (and so its replays).
     history = page[page.index("data-competitor-duels") :]
     played, waiting = ladder_duels = list(

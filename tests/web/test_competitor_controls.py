@@ -4,8 +4,10 @@ delete (with a page that asks first); no one else has them."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
-from core.models import Competitor, Duel, DuelStatus, TournamentFormat
+from core.models import Competitor, Duel, DuelStatus, StepStatus, TournamentFormat
+from core.services.accounts import api_token_create
 from tests.factories import DuelFactory, RevisionFactory, TournamentFactory
 
 pytestmark = pytest.mark.django_db
@@ -147,7 +149,8 @@ def test_the_page_and_the_api_say_when_ladders_pause_it(alice_client, alices_bot
     page = alice_client.get(alices_bot.get_absolute_url()).content.decode()
 
     assert "Paused in ladders: its last 3 duels failed, played by no one" in page
-    assert "Upload a new revision" in page
+    assert "validate it again, or upload a new revision" in page
+    assert f"Validate {mine} again" in page
     api = alice_client.get(f"/api/v1/competitors/tic_tac_toe/{bobs_bot.name}").json()
     assert api["paused"] is None
     # Others read that it is paused, not the failures' own words.
@@ -158,3 +161,49 @@ def test_the_page_and_the_api_say_when_ladders_pause_it(alice_client, alices_bot
     assert "its last 3 duels failed" not in public
     shown = alice_client.get(f"/api/v1/competitors/tic_tac_toe/{alices_bot.name}").json()
     assert shown["paused"].startswith("its last duels could not be played")
+
+
+def paused(revision, *opponents) -> None:
+    """Three failed ladder duels of ``revision`` against ``opponents`` in turn."""
+    ladder = TournamentFactory(
+        environment=revision.competitor.environment, format=TournamentFormat.LADDER
+    )
+    for opponent in (*opponents, opponents[0]):
+        DuelFactory(
+            tournament=ladder,
+            revisions=[revision, opponent.revisions.get()],
+            status=DuelStatus.FAILED,
+        )
+
+
+def test_its_owner_has_a_paused_entry_validated_again_on_the_page_and_in_the_api(
+    alice_client, alices_bot, bobs_bot, alice
+):
+    carols_bot = RevisionFactory(
+        competitor__environment=alices_bot.environment, validated=True
+    ).competitor
+    mine = alices_bot.revisions.get()
+    url = f"{alices_bot.get_absolute_url()}revalidate/"
+    # Not paused: nothing to validate again (an upload's fix is a new revision).
+    refused = alice_client.post(url, follow=True).content.decode()
+    assert "has nothing to validate again" in refused
+    assert alices_bot.revisions.get().validation_status == StepStatus.SUCCEEDED
+
+    paused(mine, bobs_bot, carols_bot)
+    response = alice_client.post(url, follow=True)
+
+    assert response.redirect_chain[-1][0] == mine.get_absolute_url()
+    assert f"{mine} is being validated again." in response.content.decode()
+    mine.refresh_from_db()
+    assert mine.validation_status == StepStatus.QUEUED
+    # Queued, it is no longer validated: ladders wait for its new validation.
+    again = alice_client.post(url, follow=True).content.decode()
+    assert "has nothing to validate again" in again
+    # Others may not; the API does the same with a submit token.
+    assert Client().post(url).status_code == 302  # to the login page
+    _, token = api_token_create(user=alice, name="t", scopes=["submit"])
+    answer = Client().post(
+        f"/api/v1/competitors/tic_tac_toe/{bobs_bot.name}/revalidation",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert answer.status_code == 404  # bob's

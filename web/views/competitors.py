@@ -1,7 +1,8 @@
 """What an owner does with a competitor from its page: share its logs, make it public or
 private, disable or enable it, delete it (``core.services.competitors``, as the API's
 ``PATCH`` and ``DELETE /competitors/...`` do), start a test duel
-(``core.services.requested_duels``)."""
+(``core.services.requested_duels``), have it validated again when ladders paused it or an
+LLM player's server did not answer its validation (``reads.selectors.revalidation_candidate``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from core.services.competitors import (
     competitor_share_logs,
 )
 from core.services.requested_duels import requested_duel_create
+from core.services.revisions import revision_revalidate
 from reads.access import AuthenticatedHttpRequest, get_competitor_for_user, get_own_competitor
+from reads.selectors import NOTHING_TO_REVALIDATE, revalidation_candidate
 from web.forms import MoveLogsForm
 from web.views.submissions import render_competitor
 
@@ -62,9 +65,13 @@ def visibility(request: AuthenticatedHttpRequest, environment_name: str, name: s
     if public is None:
         messages.error(request, "Choose public or private.")
         return redirect(competitor)
-    competitor_set_public(competitor=competitor, is_public=public)
+    published = competitor_set_public(competitor=competitor, is_public=public)
     if competitor.is_public:
-        messages.success(request, f"{competitor.name} is public: anyone may see it.")
+        messages.success(
+            request,
+            f"{competitor.name} is public: anyone may see it"
+            + (f"; {published} is queued for publication." if published else "."),
+        )
     else:
         messages.success(
             request, f"{competitor.name} is private: only you and the organizers see it."
@@ -144,3 +151,25 @@ def test_duel(request: AuthenticatedHttpRequest, environment_name: str, name: st
         f"Test duel of {competitor.name} against {opponent.name}: unrated, played now.",
     )
     return redirect("duel", pk=duel.pk)
+
+
+@login_required
+@require_POST
+def revalidate(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+    """Its owner's re-validation: of its newest validated revision while ladders pause it,
+    or of an LLM player's newest whose validation failed."""
+    competitor = get_own_competitor(request.user, environment_name, name)
+    revision = revalidation_candidate(request.user, competitor)
+    if revision is None:
+        messages.error(request, sentence(NOTHING_TO_REVALIDATE.format(name=competitor.name)))
+        return redirect(competitor)
+    try:
+        queued = revision_revalidate(revision=revision)
+    except ArenaError as error:
+        messages.error(request, sentence(error.message))
+        return redirect(competitor)
+    if queued:
+        messages.success(request, f"{revision} is being validated again.")
+    else:
+        messages.info(request, f"{revision}'s validation is already queued or running.")
+    return redirect(revision)
