@@ -3,6 +3,7 @@ secret of the workers), a change of what plays making a new revision."""
 
 from __future__ import annotations
 
+import socket
 from decimal import Decimal
 
 import pytest
@@ -10,7 +11,7 @@ from cryptography.fernet import Fernet
 
 from core.errors import ArenaError
 from core.jobs.policies import VALIDATE_REVISION
-from core.models import Competitor, CompetitorKind, LLMPlayer, StepStatus
+from core.models import Competitor, CompetitorKind, LLMPlayer, Revision, StepStatus
 from core.services.llm import llm_player_register, llm_player_update
 from core.services.online import online_model_register
 from core.services.revisions import revision_create, revision_revalidate
@@ -83,6 +84,24 @@ def test_a_player_whose_server_cannot_play_fails_its_validation_with_the_servers
     error = revision.job("validation").error
     assert error.startswith("the server could not play:") and "Invalid API key" in error
     assert KEY not in error
+
+
+def test_a_player_whose_server_is_unreachable_is_refused_at_validation_and_paired_nowhere(
+    alice, sent
+):
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    # Nothing listens on the port any more: the dead URL of the issue's ladder flood.
+    competitor = register(alice, base_url=f"http://127.0.0.1:{port}/v1")
+    revision = competitor.revisions.get()
+
+    revision_validate(revision_id=revision.pk)
+
+    revision.refresh_from_db()
+    assert revision.validation_status == StepStatus.FAILED and not revision.is_valid
+    assert revision.job("validation").error.startswith("the server could not play:")
+    assert not Revision.objects.validated().filter(competitor=competitor).exists()
 
 
 def test_it_stores_the_key_encrypted_only(alice):
