@@ -306,6 +306,8 @@ class RevisionFilters(FilterSchema):
 
 class RatingChangeFilters(FilterSchema):
     reason: Annotated[Slug | None, FilterLookup("reason")] = None
+    #: The changes of one duel's matches only.
+    duel: Annotated[Id | None, FilterLookup("duel_id")] = None
 
 
 # --- operations ---------------------------------------------------------------------

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.support import REPOSITORY, machine, machine_summary, postgres_server
+from bench.support import REPOSITORY, games_import, machine, machine_summary, postgres_server
 
 PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
@@ -322,9 +322,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                     worker.stop()
 
             stack.callback(stop_workers)
-            from core.services.environments import environments_import
-
-            environments_import()
+            games_import()
             shared = {"DATABASE_URL": database_url, "ARENA_BROKER_URL": broker_url}
             builder = Worker(host_1, "host-1-build", "build,duels", shared)
             workers.append(builder)

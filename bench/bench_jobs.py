@@ -401,6 +401,12 @@ def _child(plan: dict[str, Any], output: Path) -> None:
     from core.models import User
 
     _service("environments_import", "core.services.environments")()
+    from core.models import Environment
+
+    if hasattr(Environment, "standing_competition"):
+        # Each game's standing ladder would play beside the timed work (a checkout from
+        # before it has none).
+        Environment.objects.update(standing_competition=False)
     owner = User.objects.create_user("bench@example.org", "a long enough password")
     players = Path(plan["players"])
     load = os.getloadavg()[0]

@@ -49,7 +49,7 @@ from unittest import mock
 
 from bench.cli import run_bench
 from bench.ranking import kendall_tau
-from bench.support import machine, machine_summary
+from bench.support import games_import, machine, machine_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 MINIMAX = ROOT / "example_players" / "connect_four" / "minimax.py"
@@ -109,9 +109,7 @@ def _setup(folder: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from core.services.environments import environments_import
-
-    environments_import()
+    games_import()
 
 
 def _upload_agents(plan: Plan, report: Callable[[str], None]) -> list[tuple[str, int]]:

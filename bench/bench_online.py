@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.support import machine, machine_summary
+from bench.support import games_import, machine, machine_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 RANDOM_PLAYER = ROOT / "example_players" / "connect_four" / "random_player.py"
@@ -217,9 +217,7 @@ def _setup(folder: Path) -> None:
     with connection.cursor() as cursor:
         # Several processes write: the gateway's referees, this one.
         cursor.execute("PRAGMA journal_mode=WAL")
-    from core.services.environments import environments_import
-
-    environments_import()
+    games_import()
 
 
 def _field() -> tuple[Any, Any, Any]:

@@ -81,7 +81,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import bench_parser, figures_report
-from bench.support import REPOSITORY, machine, machine_summary
+from bench.support import REPOSITORY, games_import, machine, machine_summary
 
 PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
@@ -175,10 +175,9 @@ def site_upload(count: int) -> dict[str, Any]:
 
     from core.models import Environment, User
     from core.services.accounts import user_create
-    from core.services.environments import environments_import
     from core.services.revisions import competitor_get_or_create, revision_create
 
-    environments_import()
+    games_import()
     owner = User.objects.filter(email=OWNER_EMAIL).first() or user_create(
         email=OWNER_EMAIL, display_name="Soak", password="a long soak password 2026"
     )

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import bench_parser, figures_report
-from bench.support import REPOSITORY, machine, machine_summary
+from bench.support import REPOSITORY, games_import, machine, machine_summary
 
 PLAYER = REPOSITORY / "example_players" / "connect_four" / "random_player.py"
 ENVIRONMENT = "connect_four"
@@ -126,7 +126,6 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
 
     from builder.requirements import pip_wheel
     from core.models import User
-    from core.services.environments import environments_import
     from sandboxes import docker_engine
     from sandboxes.base_image import base_image_build
 
@@ -134,7 +133,7 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
     if problem:
         raise SystemExit(f"bench_upload: {problem}")
     image = base_image_build().tag  # warm: reused, or built once before anything is timed
-    environments_import()
+    games_import()
     owner = User.objects.create_user("bench@example.org", "a long enough password")
     player = PLAYER.read_text()
     uploads = 0

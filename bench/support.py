@@ -36,6 +36,18 @@ def machine_summary(described: dict[str, Any]) -> str:
     return f"{described['cores']} cores, Python {described['python']}, {described['platform']}"
 
 
+def games_import() -> list[Any]:
+    """The games imported (``environments_import``), their standing competitions off: a
+    benchmark times its own tournaments, and each game's standing ladder would play
+    beside them (Django must be set up)."""
+    from core.models import Environment
+    from core.services.environments import environments_import
+
+    imported = environments_import()
+    Environment.objects.update(standing_competition=False)
+    return imported
+
+
 def check_clean(result: DuelResult) -> None:
     """A benchmark of a failing duel measures the failure: stop instead."""
     faults = [fault.describe() for match in result.matches for fault in match.faults]

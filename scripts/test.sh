@@ -28,9 +28,8 @@ fi
 #   started, killed and restored), which mostly waits on containers;
 # - the Django-free layer (referee, sandboxes, environments, the SDK, the example
 #   players) in a virtualenv without Django, which proves it imports none;
-# - everything else in .venv, in three test processes (pytest-xdist), a module to each:
-#   with two, the machine's two cores were busy 65% of the time (tests wait on servers,
-#   workers, containers and browsers).
+# - everything else in .venv, in two test processes (pytest-xdist), a module to each
+#   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
 # The first two write to logs that are shown when they end; the run fails if any lane
 # does. With arguments (e.g. -k hostile) everything runs in .venv in one process, as
 # pytest would.
@@ -53,9 +52,9 @@ echo "arena test: the Django-free layer, in .venv-pure (no Django installed), in
   -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 "${PURE_TESTS[@]}" \
   >"$lanes/pure.log" 2>&1 &
 pure=$!
-echo "arena test: everything else, in .venv, three test processes"
+echo "arena test: everything else, in .venv, two test processes"
 status=0
-.venv/bin/pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=40 "${PURE_TESTS[@]/#/--ignore=}" \
+.venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=40 "${PURE_TESTS[@]/#/--ignore=}" \
   "${STACK_TESTS[@]/#/--ignore=}" || status=$?
 for lane in pure stack; do
   lane_status=0

@@ -85,7 +85,10 @@ def test_a_worker_container_killed_midway_plays_the_duel_again_once(
     assert sum(row["points"] for row in standings) == 2
     assert sum(row["wins"] + row["draws"] + row["losses"] for row in standings) == 2
     for name in names:
-        ratings = compose_stack.get(f"/competitors/sum_to_10/{name}/ratings?limit=1")
+        # This duel's changes: the game's standing ladder rates the uploads too.
+        ratings = compose_stack.get(
+            f"/competitors/sum_to_10/{name}/ratings?duel={duel['id']}&limit=1"
+        )
         assert ratings["count"] == 60, name
     # The killed worker's agents did not outlive it: the restarted worker removed them.
     compose_stack.wait_for(
