@@ -464,9 +464,9 @@ def revision_detail(
     summary="A competitor's openskill history, oldest first",
     description=(
         "Every change of its openskill rating: after each rated match, and resets. openskill "
-        "is Arena's quick estimate between the leaderboard's refits (it seeds a Swiss "
-        "tournament's first round); the score the site shows is the leaderboard's "
-        "(`/leaderboard/{name}`)."
+        "is a per-match estimate kept as this history; it steers nothing (the ladder and "
+        "Swiss seeding follow the leaderboard, which measured better), and the score the "
+        "site shows is the leaderboard's (`/leaderboard/{name}`)."
     ),
 )
 @paginated

@@ -4,11 +4,12 @@
     python -m bench.bench_seeding --quick    # smoke run: 6 agents, 6 tournaments per cell
     python -m bench.bench_seeding --json figures.json
 
-openskill is kept as Arena's quick estimate between the leaderboard's refits, and today it
-seeds a Swiss tournament's first round (``swiss_first_round``: mu - 3 sigma). This measures
-whether that helps, on ``bench_matchmaking``'s simulated field (the eight agents of
-``bench_ladder``, their gaps from measured head-to-head records; matches drawn from a
-Bradley-Terry model with a first mover's advantage and draws):
+openskill is kept as a per-match estimate, and until this benchmark it seeded a Swiss
+tournament's first round (``swiss_first_round``: mu - 3 sigma; now the leaderboard's
+order, which measured better). This measures which seeds better, on
+``bench_matchmaking``'s simulated field (the eight agents of ``bench_ladder``, their gaps
+from measured head-to-head records; matches drawn from a Bradley-Terry model with a first
+mover's advantage and draws):
 
 history
     Before each tournament the field has played a ladder steered by the leaderboard (as

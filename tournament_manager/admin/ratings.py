@@ -1,5 +1,5 @@
-"""The published leaderboards, the online ratings (mu - 3 sigma, for matchmaking) and
-every logged change."""
+"""The published leaderboards, the openskill ratings (a per-match estimate that steers
+nothing: the API's rating history) and every logged change."""
 
 from __future__ import annotations
 

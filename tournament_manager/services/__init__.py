@@ -4,14 +4,15 @@ Three formats:
 
 - round robin: every pair of participants plays one duel; in a game of more than two
   players (N seats), every group of N participants plays one duel (``round_robin_groups``);
-- Swiss: a set number of rounds; round 1 pairs by seed, each next round (scheduled by the
+- Swiss: a set number of rounds; round 1 pairs by seed (the published leaderboard's
+  order), each next round (scheduled by the
   tournament manager once the previous one is over) pairs by score groups, avoiding
   rematches (``tournament_manager.pairing``); when the count is odd, one player sits out
   with a bye worth a won duel;
 - continuous ladder: runs until stopped; the newest validated revision of every
   competitor plays, paired by ``tournament_manager.matchmaking``, a few duels at a time;
-  its standings are the rating leaderboard (mu - 3 sigma); in a game of N players it
-  matches groups of N.
+  its standings are a Bradley-Terry fit of its own matches (``standings.py``); in a game
+  of N players it matches groups of N.
 
 Swiss pairs two players; a game of more than two is refused for it (a round robin or a
 ladder plays it).

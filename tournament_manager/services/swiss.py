@@ -13,8 +13,8 @@ from core.models import (
     Duel,
     DuelSeat,
     DuelStatus,
+    LeaderboardEntry,
     Participant,
-    Rating,
     Revision,
     Tournament,
     TournamentFormat,
@@ -28,18 +28,25 @@ from tournament_manager.services.standings import BULK_UPDATE_ROWS, standings_co
 logger = logging.getLogger(__name__)
 
 
-def _conservative_ratings(competitors: Iterable[int]) -> dict[int, float]:
-    """mu - 3 sigma by competitor; a competitor never rated is missing (0 by default)."""
+def _leaderboard_places(competitors: Iterable[int]) -> dict[int, tuple[int, float]]:
+    """Each competitor's place on its published leaderboard, as a sort key: a ranked entry
+    by rank, a provisional one after the ranked ones by score; one not on it is missing.
+    The leaderboard seeds better than openskill's mu - 3 sigma did (bench_seeding:
+    BENCHMARKS.md)."""
     return {
-        rating.competitor_id: rating.conservative
-        for rating in Rating.objects.filter(competitor__in=list(competitors))
+        entry.competitor_id: (entry.rank if entry.rank is not None else 2**31, -entry.score)
+        for entry in LeaderboardEntry.objects.filter(competitor__in=list(competitors))
     }
 
 
 def swiss_first_round(tournament: Tournament, participants: list[Participant]) -> list[Duel]:
-    """Seed by rating (mu - 3 sigma, then order of entry) and pair round 1 by seed."""
-    ratings = _conservative_ratings([p.revision.competitor_id for p in participants])
-    seeded = sorted(participants, key=lambda p: (-ratings.get(p.revision.competitor_id, 0.0), p.pk))
+    """Seed by the published leaderboard (ranked entries by rank, then the provisional ones
+    by score, then those not on it; ties by order of entry) and pair round 1 by seed."""
+    places = _leaderboard_places([p.revision.competitor_id for p in participants])
+    missing = (2**31 + 1, 0.0)
+    seeded = sorted(
+        participants, key=lambda p: (places.get(p.revision.competitor_id, missing), p.pk)
+    )
     for number, participant in enumerate(seeded, start=1):
         participant.seed = number
     Participant.objects.bulk_update(seeded, ["seed"], batch_size=BULK_UPDATE_ROWS)
