@@ -36,7 +36,10 @@ CHROMIUM_ARGS = [
     "--host-resolver-rules=MAP *.test 127.0.0.1",
 ]
 SCREENSHOTS_DIR = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-TIMEOUT_MS = 15_000
+#: How long a browser action or expectation waits before failing: a deadline only a
+#: failure reaches. 15 s was missed on a loaded CI machine by an admin action's click
+#: through nginx (2026-11-29), the page otherwise fine.
+TIMEOUT_MS = 60_000
 
 
 @pytest.fixture(scope="module")
