@@ -431,7 +431,15 @@ class _Newest:
 
 
 def _newest_validated(competitor: Competitor) -> _Newest:
-    """``_Newest``, in one query."""
+    """``_Newest``, in one query, kept on the instance: the API's competitor detail asks it
+    for ``paused`` and for ``ladder``."""
+    kept: _Newest | None = competitor.__dict__.get("_newest_validated")
+    if kept is None:
+        kept = competitor.__dict__["_newest_validated"] = _newest_validated_read(competitor)
+    return kept
+
+
+def _newest_validated_read(competitor: Competitor) -> _Newest:
     failed = Q(
         duel_seats__duel__status=DuelStatus.FAILED,
         duel_seats__duel__tournament__format=TournamentFormat.LADDER,

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from core.models import (
     Environment,
+    Revision,
     ScoreCompetition,
     Tournament,
     TournamentFormat,
@@ -96,7 +97,8 @@ def standing_competitions_close() -> bool:
 
 def standing_scores_keep_up() -> bool:
     """Evaluate, in each open standing score competition, every newest validated revision
-    not evaluated there yet; returns whether any was queued."""
+    not evaluated there yet; returns whether any was queued. A pass that finds nothing to
+    queue (the usual one: it runs every second) takes no lock."""
     queued = False
     for competition in ScoreCompetition.objects.filter(
         is_standing=True,
@@ -104,19 +106,27 @@ def standing_scores_keep_up() -> bool:
         environment__standing_competition=True,
         environment__is_active=True,
     ).select_related("environment"):
+        if not _not_evaluated(competition):
+            continue
         with transaction.atomic():
             # Its row held, as a start or an entry holds it: of two managers, one queues.
             locked = ScoreCompetition.objects.select_for_update().get(pk=competition.pk)
-            entered = set(locked.entered.values_list("pk", flat=True))
-            evaluated = set(locked.evaluations.values_list("revision_id", flat=True))
-            new = [
-                revision
-                for revision in latest_validated_revisions(competition.environment)
-                if revision.pk not in evaluated
-                and (revision.competitor.is_hosted or revision.competitor_id in entered)
-            ]
+            new = _not_evaluated(locked)
             if new:
                 score_evaluations_queue(competition=locked, revisions=new)
                 logger.info("%s: %d revision(s) to evaluate", competition, len(new))
                 queued = True
     return queued
+
+
+def _not_evaluated(competition: ScoreCompetition) -> list[Revision]:
+    """The newest validated revisions of its game not evaluated in it yet: hosted agents',
+    and the online agents' and LLM players' entered in it."""
+    entered = set(competition.entered.values_list("pk", flat=True))
+    evaluated = set(competition.evaluations.values_list("revision_id", flat=True))
+    return [
+        revision
+        for revision in latest_validated_revisions(competition.environment)
+        if revision.pk not in evaluated
+        and (revision.competitor.is_hosted or revision.competitor_id in entered)
+    ]

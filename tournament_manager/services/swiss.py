@@ -4,7 +4,6 @@ the previous one is over, paired by score groups (``tournament_manager.pairing``
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 
 from django.db import transaction
 from django.db.models import F
@@ -28,22 +27,22 @@ from tournament_manager.services.standings import BULK_UPDATE_ROWS, standings_co
 logger = logging.getLogger(__name__)
 
 
-def _leaderboard_places(competitors: Iterable[int]) -> dict[int, tuple[int, float]]:
-    """Each competitor's place on its published leaderboard, as a sort key: a ranked entry
-    by rank, a provisional one after the ranked ones by score; one not on it is missing.
-    The leaderboard seeds better than openskill's mu - 3 sigma did (bench_seeding:
-    BENCHMARKS.md)."""
-    return {
-        entry.competitor_id: (entry.rank if entry.rank is not None else 2**31, -entry.score)
-        for entry in LeaderboardEntry.objects.filter(competitor__in=list(competitors))
-    }
-
-
 def swiss_first_round(tournament: Tournament, participants: list[Participant]) -> list[Duel]:
-    """Seed by the published leaderboard (ranked entries by rank, then the provisional ones
-    by score, then those not on it; ties by order of entry) and pair round 1 by seed."""
-    places = _leaderboard_places([p.revision.competitor_id for p in participants])
-    missing = (2**31 + 1, 0.0)
+    """Seed by the published leaderboard (``LeaderboardQuerySet.published``: ranked entries
+    by rank, then the provisional ones by score), then those not on it; ties by order of
+    entry. It seeds better than openskill's mu - 3 sigma did (bench_seeding:
+    BENCHMARKS.md). Then pair round 1 by seed."""
+    places = {
+        competitor: place
+        for place, competitor in enumerate(
+            LeaderboardEntry.objects.filter(
+                competitor__in=[p.revision.competitor_id for p in participants]
+            )
+            .published()
+            .values_list("competitor_id", flat=True)
+        )
+    }
+    missing = len(places)
     seeded = sorted(
         participants, key=lambda p: (places.get(p.revision.competitor_id, missing), p.pk)
     )
