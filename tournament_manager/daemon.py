@@ -30,6 +30,7 @@ from core.models import (
     TournamentStatus,
 )
 from tournament_manager.leaderboard import leaderboard_refit
+from tournament_manager.selectors import others_waiting
 from tournament_manager.services.ladder import ladder_matchmake, ladder_refresh_entries
 from tournament_manager.services.participants import participant_withdraw
 from tournament_manager.services.settlement import tournament_settle
@@ -131,11 +132,17 @@ def schedule_swiss_rounds() -> bool:
 def run_ladders() -> bool:
     """Let new revisions into every running ladder, and fill its free duel slots."""
     did_work = False
-    for ladder in Tournament.objects.filter(
-        status=TournamentStatus.RUNNING, format=TournamentFormat.LADDER
-    ).select_related("environment"):
+    ladders = list(
+        Tournament.objects.filter(
+            status=TournamentStatus.RUNNING, format=TournamentFormat.LADDER
+        ).select_related("environment")
+    )
+    # Asked once for the pass: every standing ladder yields to the same waiting duels (an
+    # organizer ladder's duels queued in this pass hold them from the next).
+    others_wait = any(ladder.is_standing for ladder in ladders) and others_waiting()
+    for ladder in ladders:
         did_work |= ladder_refresh_entries(tournament=ladder)
-        did_work |= bool(ladder_matchmake(tournament=ladder))
+        did_work |= bool(ladder_matchmake(tournament=ladder, others_wait=others_wait))
     return did_work
 
 

@@ -85,7 +85,9 @@ def ladder_matchmaker() -> Matchmaker:
     )
 
 
-def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> int:
+def ladder_matchmake(
+    *, tournament: Tournament, now: datetime | None = None, others_wait: bool | None = None
+) -> int:
     """Fill the ladder's free duel slots (its pace, ``Tournament.concurrent_duels`` or
     else ``ARENA_LADDER_CONCURRENT_DUELS``, queued or running at once between hosted
     agents, and fewer than one per ``players`` hosted entries;
@@ -93,12 +95,13 @@ def ladder_matchmake(*, tournament: Tournament, now: datetime | None = None) -> 
     best pairings of its idle agents; returns duels created.
 
     A standing ladder uses idle capacity only: while another tournament's duel waits
-    for a worker, it schedules none (its running duels finish)."""
+    for a worker, it schedules none (its running duels finish). ``others_wait``: that,
+    when the caller has asked already (a pass over every ladder asks once)."""
     now = now or timezone.now()
     ladder = Tournament.objects.get(pk=tournament.pk)
     if not ladder.is_ladder or ladder.status != TournamentStatus.RUNNING:
         return 0
-    if ladder.is_standing and others_waiting():
+    if ladder.is_standing and (others_waiting() if others_wait is None else others_wait):
         return 0
     pace = ladder.concurrent_duels or settings.ARENA_LADDER_CONCURRENT_DUELS
     # Read before counting the busy duels: the claim below compares against it.
