@@ -141,24 +141,25 @@ def test_it_plays_every_agent_style_through_the_sandbox(backend, environment, st
 
 
 def test_it_charges_a_spent_time_bank_as_a_timeout(backend):
-    slow = hostile("slow", HOSTILE_SLEEP="0.2")
+    # Limits wide enough for the honest agent on a loaded machine.
+    slow = hostile("slow", HOSTILE_SLEEP="1.0")
     result = run_duel(
         "sum_to_10",
         (slow, agent("random_agent.py")),
         backend=backend,
         matches=1,
         seed=1,
-        move_time=0.1,
-        time_bank=0.25,
+        move_time=0.5,
+        time_bank=1.25,
     )
     [match] = result.matches
     [fault] = match.faults
 
-    # 0.1 s over the limit on each move: the bank covers two moves, not the third.
+    # 0.5 s over the limit on each move: the bank covers two moves, not the third.
     assert (fault.player, fault.kind.value) == (1, "timeout")
     assert "time bank" in fault.message
     assert match.result is Outcome.PLAYER_2_WIN
-    assert next(step[0] for step in match.timings if step[0] is not None) >= 0.2
+    assert next(step[0] for step in match.timings if step[0] is not None) >= 1.0
 
 
 class BrokenBackend:

@@ -65,7 +65,7 @@ def test_it_charges_a_timeout_to_its_episode_and_restarts_the_agent_once(any_bac
     # agent times out again on its third request; the rest is forfeited.
     sleeper = hostile("sleep", at=3)
     evaluation = run_evaluation(
-        "acrobot", sleeper, backend=backend, seeds=SEEDS, move_time=0.1, time_bank=0.1
+        "acrobot", sleeper, backend=backend, seeds=SEEDS, move_time=0.5, time_bank=0.5
     )
 
     assert evaluation.infrastructure_error == ""
