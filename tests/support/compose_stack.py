@@ -65,13 +65,16 @@ ONE_SHOTS = ("migrate", "prepare")
 #: The name the site is reached by (ARENA_ALLOWED_HOSTS).
 HOST = "arena.test"
 #: Settings of the test stack besides .env.example's: a killed worker's duel is taken
-#: over in seconds rather than a minute, tests read the API as often as they like, and
-#: fewer processes than a server would run on 2 cores.
+#: over in seconds rather than a minute, tests read the API as often as they like,
+#: fewer processes than a server would run on 2 cores, and the standing ladder (which
+#: rates every upload of the tests) asks for two duels per upload rather than ten, so
+#: that its duels do not hold the workers the tests' own tournaments wait for.
 TEST_SETTINGS = {
     "ARENA_DUEL_LEASE_SECONDS": "10",
     "ARENA_API_ANONYMOUS_RATE": "100000/min",
     "ARENA_WEB_WORKERS": "2",
     "ARENA_ONLINE_WORKERS": "4",
+    "ARENA_STANDING_LADDER_DUELS": "2",
 }
 
 
