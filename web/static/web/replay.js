@@ -84,13 +84,17 @@
     });
   }
 
-  var previous = moveList.querySelector(".move.current");
+  // An episode of a one-player game has neither a move list nor a move line: its
+  // drawing says what was done.
+  var previous = moveList ? moveList.querySelector(".move.current") : null;
 
   function show(step) {
     current = clamp(step);
     window.ArenaBoards.draw(board, views[current]);
     position.textContent = "Step " + current + " of " + last;
-    moveText.textContent = describe(current);
+    if (moveText) {
+      moveText.textContent = describe(current);
+    }
     slider.value = String(current);
     if (previous) {
       previous.classList.remove("current");
