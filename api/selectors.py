@@ -21,7 +21,7 @@ _COMPETITOR = ("competitor__environment", "competitor__owner")
 
 
 def competitors_for(*, user: Visitor, owned_only: bool = False) -> QuerySet[Competitor]:
-    competitors = Competitor.objects.filter(competitors_visible(user))
+    competitors = Competitor.objects.listed().filter(competitors_visible(user))
     if owned_only:
         competitors = (
             competitors.filter(owner=user) if isinstance(user, User) else competitors.none()

@@ -156,15 +156,17 @@ def sandbox_backend_close() -> None:
         sandbox.close()
 
 
-def revision_agent_source(revision: Revision) -> AgentSource:
+def revision_agent_source(revision: Revision, *, duel_id: int | None = None) -> AgentSource:
     """How to start the revision: its own image in the docker sandbox (files and
     dependencies in it), else its unpacked files (a build made for the process sandbox
     falls back to those in the docker sandbox too, mounted into the base image); an online
     revision is not started but reached through its competitor's seat; an LLM player's
-    seat is played by the harness in a thread of this worker."""
+    seat is played by the harness in a thread of this worker. In duel ``duel_id``, a
+    person's seat is that game's own (``Competitor.seat_in``)."""
     competitor = revision.competitor
     if competitor.has_seat:
-        return AgentSource.remote(competitor.name, seat=competitor.seat)
+        seat = competitor.seat if duel_id is None else competitor.seat_in(duel_id)
+        return AgentSource.remote(competitor.name, seat=seat)
     if competitor.is_llm:
         return AgentSource.llm(competitor.name)
     if settings.ARENA_SANDBOX == "docker" and revision.image:
@@ -396,7 +398,7 @@ def _duel_result(duel: Duel) -> DuelResult:
     game = environment.game
     revisions = duel.revisions()
     try:
-        sources = [revision_agent_source(revision) for revision in revisions]
+        sources = [revision_agent_source(revision, duel_id=duel.pk) for revision in revisions]
         backends = duel_backends(duel)
     except (InvalidAgent, ArenaError) as error:
         return _infrastructure_failure(duel, unplayable(error))

@@ -15,6 +15,12 @@ one of the legal actions it was offered (a person's misclick is refused, not cha
   observation: ``Environment.observation_view``); an ``end``, the final ``view``.
 - ``POST /api/v1/online/human/{duel}/reply``: the reply line, ``{"type": "ready"}`` or
   ``{"type": "action", "id": N, "action": A}``; 202 when handed to the referee.
+- ``POST /api/v1/online/human/{duel}/resign``: the person gives the game up, whenever it
+  is (``SeatBus.resign``); ``.../abort``: a game the person has not moved in yet is
+  cancelled, with no result (``human_game_abort``).
+
+Each game has a seat of its own on the bus (``Competitor.seat_in``): two games at once,
+in two tabs, never see or answer each other's requests.
 """
 
 from __future__ import annotations
@@ -33,11 +39,12 @@ from django.views.decorators.csrf import csrf_exempt
 from api.errors import error_body, retry_after_header
 from api.presence import presence_start
 from api.rates import rate_wait
-from core.models import Competitor, Duel, User
-from core.services.human import human_duel_seat
+from core.models import Duel, DuelSeat, DuelStatus, User
+from core.services.human import human_duel_seat, human_game_abort, human_opponent
 from core.services.online import seat_bus
 from environments.base import Environment
 from environments.registry import make_environment
+from reads.human import faults_in_words
 from reads.replays import show_action
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_parse, reply_submit, seq_check
 
@@ -56,12 +63,16 @@ def _too_many(user: User) -> JsonResponse | None:
     return response
 
 
-def _seat_of(user: User, duel_id: int) -> tuple[Competitor, Duel] | None:
+def _seat_of(user: User, duel_id: int) -> tuple[DuelSeat, Duel] | None:
     duel = Duel.objects.with_seats().filter(pk=duel_id).first()
     if duel is None:
         return None
     seat = human_duel_seat(user=user, duel=duel)
     return None if seat is None else (seat, duel)
+
+
+def _bus_seat(seat: DuelSeat, duel: Duel) -> str:
+    return seat.revision.competitor.seat_in(duel.pk)
 
 
 _NOT_YOURS = "There is no game {} of yours: start one from an agent's page."
@@ -86,7 +97,7 @@ def _with_choices(message: dict[str, Any], game: Environment, player: int) -> di
 
 
 async def _human_lines(
-    seat: str, environment: str, after: str | None
+    seat: str, environment: str, after: str | None, you: int, opponent: str
 ) -> AsyncGenerator[bytes, None]:
     game = make_environment(environment)
     player = 0
@@ -107,6 +118,8 @@ async def _human_lines(
                 player = int(message.get("player", 0))
             if kind in ("act", "end"):
                 message = _with_choices(message, game, player)
+            if kind == "end":
+                message["words"] = faults_in_words(message.get("faults") or [], you, opponent)
             head = f"id: {message['seq']}\n".encode() if "seq" in message else b""
             out.append(head + b"data: " + orjson.dumps(message) + b"\n\n")
         yield b"".join(out)
@@ -131,8 +144,9 @@ async def human_events(request: HttpRequest, pk: int) -> HttpResponseBase:
         after = seq_check(request.headers.get("Last-Event-ID") or None)
     except ReplyRefused as refused:
         return _refusal(refused.status, refused.code, refused.message)
+    opponent = str(human_opponent(duel).revision)
     stream = StreamingHttpResponse(
-        _human_lines(seat.seat, duel.environment.game, after),
+        _human_lines(_bus_seat(seat, duel), duel.environment.game, after, seat.number, opponent),
         content_type="text/event-stream",
     )
     stream["Cache-Control"] = "no-cache"
@@ -172,8 +186,26 @@ async def _submit(seat: str, body: bytes) -> str:
     return await reply_submit(seat_bus(), seat, body)
 
 
-@csrf_exempt  # checked below, to answer a failure in JSON
+@csrf_exempt  # checked in _checked_post, to answer a failure in JSON
 def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
+    turned_away = _checked_post(request)
+    if turned_away is not None:
+        return turned_away
+    assert isinstance(request.user, User)
+    found = _seat_of(request.user, pk)
+    if found is None:
+        return _refusal(404, "not_found", _NOT_YOURS.format(pk))
+    seat, duel = found
+    try:
+        accepted = async_to_sync(_submit)(_bus_seat(seat, duel), request.body)
+    except ReplyRefused as refused:
+        return _refusal(refused.status, refused.code, refused.message)
+    return JsonResponse({"accepted": accepted}, status=202)
+
+
+def _checked_post(request: HttpRequest) -> JsonResponse | None:
+    """The refusal of a page's POST that is not one: wrong method, no session, too many
+    requests, no CSRF token; None when it may go on."""
     if request.method != "POST":
         response = _refusal(405, "method_not_allowed", "Use POST here.")
         response["Allow"] = "POST"
@@ -183,8 +215,8 @@ def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
     limited = _too_many(request.user)
     if limited is not None:
         return limited
-    # process_view reads only the view's csrf_exempt flag: None is a view without it (this
-    # one has it, for the check to happen here).
+    # process_view reads only the view's csrf_exempt flag: None is a view without it (the
+    # callers have it, for the check to happen here).
     csrf = CsrfViewMiddleware(HttpResponse).process_view(request, None, (), {})  # type: ignore[arg-type]
     if csrf is not None:
         return _refusal(
@@ -192,12 +224,54 @@ def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
             "forbidden",
             "The CSRF check failed: send the page's token in the X-CSRFToken header.",
         )
+    return None
+
+
+@csrf_exempt  # checked in _checked_post, to answer a failure in JSON
+def human_resign(request: HttpRequest, pk: int) -> HttpResponse:
+    turned_away = _checked_post(request)
+    if turned_away is not None:
+        return turned_away
+    assert isinstance(request.user, User)
     found = _seat_of(request.user, pk)
     if found is None:
         return _refusal(404, "not_found", _NOT_YOURS.format(pk))
-    seat, _duel = found
-    try:
-        accepted = async_to_sync(_submit)(seat.seat, request.body)
-    except ReplyRefused as refused:
-        return _refusal(refused.status, refused.code, refused.message)
-    return JsonResponse({"accepted": accepted}, status=202)
+    seat, duel = found
+    if not async_to_sync(seat_bus().resign)(_bus_seat(seat, duel)):
+        return _refusal(409, "not_playing", "This game is not being played: nothing to resign.")
+    return JsonResponse({"resigned": True}, status=202)
+
+
+async def _moved(seat: str) -> bool:
+    """Whether the person has answered a request to move in the seat's current game."""
+    bus = seat_bus()
+    pending = set(await bus.pending(seat))
+    events = await bus.events_after(seat, await bus.start_point(seat), 0)
+    for _seq, line in events:
+        message = orjson.loads(line)
+        if message.get("type") == "act" and f"act:{message.get('id')}" not in pending:
+            return True
+    return False
+
+
+@csrf_exempt  # checked in _checked_post, to answer a failure in JSON
+def human_abort(request: HttpRequest, pk: int) -> HttpResponse:
+    turned_away = _checked_post(request)
+    if turned_away is not None:
+        return turned_away
+    user = request.user
+    assert isinstance(user, User)
+    found = _seat_of(user, pk)
+    if found is None:
+        return _refusal(404, "not_found", _NOT_YOURS.format(pk))
+    seat, duel = found
+    bus_seat = _bus_seat(seat, duel)
+    if duel.status == DuelStatus.RUNNING and async_to_sync(_moved)(bus_seat):
+        return _refusal(
+            409, "already_moved", "You have moved already: resign instead, to end the game."
+        )
+    if not human_game_abort(user=user, duel=duel):
+        return _refusal(409, "not_playing", "This game is over already: nothing to abort.")
+    # A referee playing it already stops at once (it could no longer record it anyway).
+    async_to_sync(seat_bus().resign)(bus_seat)
+    return JsonResponse({"aborted": True}, status=202)

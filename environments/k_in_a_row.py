@@ -129,11 +129,11 @@ class KInARow(Environment):
             rays.append(cell_rays)
         return rays
 
-    def _lines_through(self, cell: int) -> list[int]:
-        """Cells of every run of ``inarow`` or more marks through ``cell``, sorted (the
-        winning line, once ``_has_line`` has seen one: only lines through the last move can
-        have been completed by it)."""
-        board = self.board
+    def _lines_through(self, cell: int, board: list[int] | None = None) -> list[int]:
+        """Cells of every run of ``inarow`` or more marks through ``cell`` (of ``board``,
+        by default the game's), sorted (the winning line, once ``_has_line`` has seen one:
+        only lines through the last move can have been completed by it)."""
+        board = self.board if board is None else board
         mark = board[cell]
         winning: list[int] = []
         for forward, backward in self.rays[cell]:
@@ -238,10 +238,15 @@ class KInARow(Environment):
 
     def observation_view(self, observation: dict[str, JSON], player: int) -> dict[str, JSON]:
         mark = int(observation.get("mark", player + 1))
-        return {
-            **self._board_view([int(cell) for cell in observation["board"]]),
-            "you": self.side_of(mark),
+        board = [int(cell) for cell in observation["board"]]
+        # The winning line, once there is one (the board shows everything: nothing hidden).
+        winning = {
+            line_cell
+            for cell, held in enumerate(board)
+            if held
+            for line_cell in self._lines_through(cell, board)
         }
+        return {**self._board_view(board), "you": self.side_of(mark), "win": sorted(winning)}
 
     def observation(self, player: int) -> dict[str, JSON]:
         return {"board": self.board[:], "mark": player + 1}

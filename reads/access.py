@@ -147,7 +147,10 @@ def get_environment(name: str) -> Environment:
 def get_competitor_for_user(user: Visitor, environment_name: str, name: str) -> Competitor:
     competitor = get_object_or_404(
         # Its leaderboard entry too: its page shows it, at the cost of a join.
-        Competitor.objects.select_related("environment", "owner", "leaderboard_entry__revision"),
+        # A person's seat in the browser has no page: the person is shown by name.
+        Competitor.objects.listed().select_related(
+            "environment", "owner", "leaderboard_entry__revision"
+        ),
         environment__name=environment_name,
         name=name,
     )

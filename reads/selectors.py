@@ -210,7 +210,7 @@ def environment_page(
     *, user: Visitor, environment: Environment, tournaments_page: str | None = None
 ) -> EnvironmentPage:
     own = (
-        environment.competitors.filter(owner=user).order_by("name")
+        environment.competitors.listed().filter(owner=user).order_by("name")
         if isinstance(user, User)
         else Competitor.objects.none()
     )
@@ -224,7 +224,7 @@ def environment_page(
             tournaments.order_by("-created_at", "-pk"), tournaments_page, TOURNAMENT_ROWS
         ),
         own_competitors=list(own),
-        competitor_count=environment.competitors.filter(is_disabled=False).count(),
+        competitor_count=environment.competitors.listed().filter(is_disabled=False).count(),
     )
 
 
@@ -858,7 +858,8 @@ def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
                 number=player.number,
                 label=labels[player.number],
                 revision=player.revision,
-                linked=visible,
+                # A person in the browser has no competitor page: shown by name only.
+                linked=visible and not competitor.is_human,
                 wins=player.wins,
                 score=player.score,
                 errors=player.errors,
@@ -898,5 +899,7 @@ class ProfilePage:
 def profile_page(*, user: User) -> ProfilePage:
     return ProfilePage(
         tokens=list(user.api_tokens.active().order_by("-created_at")),
-        competitors=list(user.competitors.select_related("environment").order_by("name")),
+        competitors=list(
+            user.competitors.listed().select_related("environment").order_by("name")
+        ),
     )

@@ -93,6 +93,8 @@ class Channel:
         termination = self.agent.termination(wait=0.5)
         if termination is None:
             return AgentFailure(FaultKind.CRASH, "it closed its output stream")
+        if termination.resigned:
+            return AgentFailure(FaultKind.RESIGNED, termination.describe(), final=True)
         if termination.disconnected:
             return AgentFailure(FaultKind.TIMEOUT, termination.describe(), final=True)
         if termination.out_of_memory:

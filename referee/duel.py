@@ -246,6 +246,9 @@ class Referee(AgentReferee):
                 "result": outcome,
                 "scores": scores,
                 "reason": record.error_msg,
+                # The same faults structured (player, kind, step, message): a person's
+                # page says them in words.
+                "faults": [fault.as_json() for fault in record.faults],
                 "observation": self.environment.observation(seat),
             }
             try:

@@ -34,6 +34,8 @@ class FaultKind(enum.StrEnum):
     #: The agent was already unusable (it failed and its one restart failed too),
     #: so the match was not played.
     FORFEIT = "forfeit"
+    #: Its player gave the match up (a person's "Resign" button: ``SeatBus.resign``).
+    RESIGNED = "resigned"
 
     @property
     def meaning(self) -> str:
@@ -79,6 +81,10 @@ _FAULT_TEXTS: dict[FaultKind, tuple[str, str]] = {
     FaultKind.FORFEIT: (
         "had already failed after its one restart in this duel; the match was not played",
         "The agent failed twice and could not play on.",
+    ),
+    FaultKind.RESIGNED: (
+        "resigned (gave the match up)",
+        "Nothing to fix: resigning is a choice.",
     ),
 }
 

@@ -153,12 +153,16 @@ class Termination:
     file_too_large: bool = False
     #: A remote seat whose client stayed away past its grace period: it cannot come back.
     disconnected: bool = False
+    #: A remote seat whose player resigned (``SeatBus.resign``): it plays no more.
+    resigned: bool = False
     #: Said instead of the generic description, where the backend knows better.
     detail: str = ""
 
     def describe(self) -> str:
         if self.detail:
             return self.detail
+        if self.resigned:
+            return "it resigned"
         if self.disconnected:
             return "it disconnected and did not come back in time"
         if self.out_of_memory:

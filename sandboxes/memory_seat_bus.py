@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from sandboxes.seat_bus import CONNECTION_TTL, EVENTS_KEPT, GATEWAY_TTL, SeatDuel
+from sandboxes.seat_bus import CONNECTION_TTL, EVENTS_KEPT, GATEWAY_TTL, RESIGN_LINE, SeatDuel
 
 
 def _seq_after(seq: str, after: str) -> bool:
@@ -164,6 +164,16 @@ class MemorySeatBus:
     async def pending(self, seat: str) -> list[str]:
         with self._lock:
             return sorted(self._seats[seat].pending)
+
+    async def resign(self, seat: str) -> bool:
+        with self._replied:
+            state = self._seats[seat]
+            if state.duel is None:
+                return False
+            state.pending.clear()
+            state.replies.append(RESIGN_LINE)
+            self._replied.notify_all()
+            return True
 
     async def connection_open(self, seat: str, connection: str) -> None:
         with self._lock:

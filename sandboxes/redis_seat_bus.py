@@ -10,7 +10,14 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sandboxes.seat_bus import CONNECTION_TTL, EVENTS_KEPT, GATEWAY_TTL, SEAT_KEYS_TTL, SeatDuel
+from sandboxes.seat_bus import (
+    CONNECTION_TTL,
+    EVENTS_KEPT,
+    GATEWAY_TTL,
+    RESIGN_LINE,
+    SEAT_KEYS_TTL,
+    SeatDuel,
+)
 
 #: One channel for every seat's wake-ups: a gateway process listens on one connection.
 WAKE_CHANNEL = "arena:seat-wake"
@@ -47,6 +54,17 @@ _REPLY_SCRIPT = """
 if redis.call('SREM', KEYS[1], ARGV[1]) == 1 then
   redis.call('RPUSH', KEYS[2], ARGV[2])
   redis.call('EXPIRE', KEYS[2], ARGV[3])
+  return 1
+end
+return 0
+"""
+#: ``resign``: while the seat plays a duel, nothing is pending any more and the
+#: resignation joins its replies.
+_RESIGN_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('DEL', KEYS[2])
+  redis.call('RPUSH', KEYS[3], ARGV[1])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
   return 1
 end
 return 0
@@ -108,6 +126,7 @@ class RedisSeatBus:
         self._async_module = redis.asyncio
         self._publish_script = self._redis.register_script(_PUBLISH_SCRIPT)
         self._reply_scripts: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._resign_scripts: dict[asyncio.AbstractEventLoop, Any] = {}
 
     # -- the referee's side ---------------------------------------------------------------
 
@@ -266,6 +285,17 @@ class RedisSeatBus:
         taken = await script(
             keys=[_key(seat, "pending"), _key(seat, "replies")],
             args=[key, line, SEAT_KEYS_TTL],
+        )
+        return bool(taken)
+
+    async def resign(self, seat: str) -> bool:
+        loop = asyncio.get_running_loop()
+        script = self._resign_scripts.get(loop)
+        if script is None:
+            script = self._resign_scripts[loop] = self._client().register_script(_RESIGN_SCRIPT)
+        taken = await script(
+            keys=[_key(seat, "duel"), _key(seat, "pending"), _key(seat, "replies")],
+            args=[RESIGN_LINE, SEAT_KEYS_TTL],
         )
         return bool(taken)
 

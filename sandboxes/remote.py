@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from sandboxes.base import AgentSource, SandboxError, SandboxLimits
-from sandboxes.seat_bus import SeatBus, pending_key
+from sandboxes.seat_bus import RESIGN_LINE, SeatBus, pending_key
 from sandboxes.socket_seat import POLL_SECONDS, SocketSeat
 
 
@@ -105,6 +105,13 @@ class RemoteAgent(SocketSeat):
                 self._fail(f"the seat bus failed: {error}")
                 return
             for reply in replies:
+                if reply == RESIGN_LINE:
+                    # Its player gave up: the seat ends, and the referee charges it.
+                    self._gone = "it resigned"
+                    self._resigned = True
+                    self._note("the player resigned")
+                    self._end()
+                    return
                 try:
                     self._relay_end.sendall(reply + b"\n")
                 except OSError:

@@ -93,6 +93,11 @@ def reply_key(reply: dict[str, Any]) -> str | None:
     return None
 
 
+#: What ``SeatBus.resign`` adds to a seat's replies: never a client's own reply (those
+#: are parsed and compacted by ``seat_gateway.reply_parse``, and this type is refused).
+RESIGN_LINE = b'{"type": "resign"}'
+
+
 class SeatBus(Protocol):
     # -- the referee's side (threads) ---------------------------------------------------
 
@@ -142,6 +147,11 @@ class SeatBus(Protocol):
 
     async def pending(self, seat: str) -> list[str]:
         """What the referee waits for from the seat."""
+
+    async def resign(self, seat: str) -> bool:
+        """The seat's player gives up its current duel, whatever the referee waits for:
+        ``RESIGN_LINE`` joins its replies, and the seat ends (``sandboxes.remote``). False
+        when the seat plays no duel now."""
 
     async def connection_open(self, seat: str, connection: str) -> None:
         """A client connection opened, or is still open (call at least every few seconds)."""

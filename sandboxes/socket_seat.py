@@ -38,8 +38,10 @@ class SocketSeat:
         self._done = threading.Event()
         self._said_bye = False
         self._ended = False
-        #: Why the seat is gone for good (a remote client that stayed away), if it is.
+        #: Why the seat is gone for good (a remote client that stayed away, or resigned),
+        #: if it is.
         self._gone: str | None = None
+        self._resigned = False
         #: Arena's own failure, if any: never charged to the agent.
         self._failure: str | None = None
         self._closed = False
@@ -94,7 +96,9 @@ class SocketSeat:
         if self._failure is not None:
             raise SandboxError(self._failure)
         if self._gone is not None:
-            return Termination(None, disconnected=True, detail=self._gone)
+            return Termination(
+                None, disconnected=True, resigned=self._resigned, detail=self._gone
+            )
         if self._closed or self._said_bye:
             return Termination(0)
         return None

@@ -108,6 +108,13 @@ class DisabledBy(models.TextChoices):
     ORGANIZERS = "organizers", "the organizers"
 
 
+class CompetitorQuerySet(models.QuerySet["Competitor"]):
+    def listed(self) -> CompetitorQuerySet:
+        """Competitors as lists show them: a person's seat in the browser is not one (the
+        person is shown by name in their games, listed on "My games")."""
+        return self.exclude(kind=CompetitorKind.HUMAN)
+
+
 class Competitor(models.Model):
     """An agent entered in one environment by its owner: uploads make the revisions of a
     hosted one; an online one plays over the network; an LLM player is a model that
@@ -139,6 +146,8 @@ class Competitor(models.Model):
         max_length=8, choices=CompetitorKind.choices, default=CompetitorKind.HOSTED
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CompetitorQuerySet.as_manager()
 
     class Meta:
         ordering = ["environment", "name"]
@@ -187,6 +196,12 @@ class Competitor(models.Model):
     def seat(self) -> str:
         """An online competitor's key on the seat bus (``sandboxes.seat_bus``)."""
         return f"competitor-{self.pk}"
+
+    def seat_in(self, duel_id: int) -> str:
+        """Its key on the seat bus in duel ``duel_id``. A person has a seat per game, so
+        that two games at once (two tabs) never see or answer each other's requests; an
+        online agent keeps one seat, which its client holds across duels."""
+        return f"{self.seat}-duel-{duel_id}" if self.is_human else self.seat
 
 
 class StepStatus(models.TextChoices):
@@ -328,6 +343,9 @@ class Revision(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.competitor.is_human:
+            # A person is shown as the person, not as the seat that carries their moves.
+            return self.competitor.owner.display_name or "A person"
         return f"{self.competitor.name} v{self.version}"
 
     def get_absolute_url(self) -> str:

@@ -19,26 +19,35 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from core.errors import ArenaError
-from core.jobs.lifecycle import jobs_queue
+from core.jobs.lifecycle import jobs_cancel, jobs_queue
 from core.models import (
     Competitor,
     CompetitorKind,
     Duel,
+    DuelSeat,
     DuelStatus,
     Environment,
+    Job,
     JobKind,
     Revision,
     User,
 )
+from core.models.competitions import DuelQuerySet
 from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
+from environments.base import Environment as GameEnvironment
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
+from referee.results import match_seed
 
 HUMAN_BUILD_LOG = "A person playing in the browser: there is nothing to build."
 HUMAN_VALIDATION_LOG = (
     "A person playing in the browser: not validated. Every move is checked by the referee."
 )
-#: A game in the browser is one match: the person moves first.
+#: A game in the browser is one match.
 HUMAN_GAME_MATCHES = 1
+
+
+class TooManyGames(ArenaError):
+    """The person has ``ARENA_HUMAN_GAMES_PER_USER`` games going already."""
 
 
 def human_seat_name(user: User) -> str:
@@ -70,22 +79,41 @@ def human_revision(*, user: User, environment_id: int) -> Revision:
     return revision
 
 
-def human_games_open(user: User) -> int:
-    """The user's games queued or running."""
+#: Which side a person takes: the one that moves first in the game, the other, or either
+#: at random (``human_game_create``).
+SIDES = ("first", "second", "random")
+
+
+def human_games(user: User) -> DuelQuerySet:
+    """Every game of ``user`` in the browser, newest first."""
     return (
         Duel.objects.filter(
-            seats__number=1,
             seats__revision__competitor__owner=user,
             seats__revision__competitor__kind=CompetitorKind.HUMAN,
         )
-        .filter(status__in=[DuelStatus.QUEUED, DuelStatus.RUNNING])
-        .count()
+        .distinct()
+        .order_by("-created_at", "-pk")
     )
 
 
-def human_game_create(*, user: User, opponent: Revision) -> Duel:
-    """A game of ``user`` (player 1, moving first) against the agent ``opponent``,
-    queued for a referee; raises ``ArenaError`` when it may not be played."""
+def human_games_open(user: User) -> int:
+    """The user's games queued or running."""
+    return human_games(user).filter(status__in=[DuelStatus.QUEUED, DuelStatus.RUNNING]).count()
+
+
+def _first_seat(game: GameEnvironment, seed: int) -> int:
+    """The seat of the game's one match that moves first (in chess, White: the second)."""
+    game.reset(match_seed(seed, 0))
+    movers = game.to_move()
+    return movers[0] if len(movers) == 1 else 0
+
+
+def human_game_create(*, user: User, opponent: Revision, side: str = "first") -> Duel:
+    """A game of ``user`` against the agent ``opponent``, queued for a referee, the person
+    on ``side`` (``SIDES``: moving first, second, or either at random); raises
+    ``ArenaError`` when it may not be played."""
+    if side not in SIDES:
+        raise ArenaError(f"{side!r} is no side: choose first, second or random")
     environment = opponent.competitor.environment
     if not Revision.objects.validated().filter(pk=opponent.pk).exists():
         raise ArenaError(f"{opponent} cannot be played: only validated agents can")
@@ -105,29 +133,72 @@ def human_game_create(*, user: User, opponent: Revision) -> Duel:
             f"{environment.title} is played with simultaneous moves: only turn-based games "
             "can be played in the browser"
         )
+    chance = random.SystemRandom()
+    seed = chance.randrange(2**31)
+    moves_first = side == "first" if side != "random" else chance.random() < 0.5
+    # The one match seats duel player 1 first (``seat_rotation``): the person takes the
+    # duel seat of the side they chose.
+    first = _first_seat(game, seed)
+    person_number = first + 1 if moves_first else 2 - first
     limit = settings.ARENA_HUMAN_GAMES_PER_USER
     with transaction.atomic():
         # The user's row lock: two games started at once cannot both pass the count.
         User.objects.select_for_update().get(pk=user.pk)
         if human_games_open(user) >= limit:
-            raise ArenaError(
-                f"You have {limit} games going already, the most at once: finish one first."
+            raise TooManyGames(
+                f"You have {limit} games going already, the most at once: finish or resign "
+                "one first (My games lists them)."
             )
         seat = human_revision(user=user, environment_id=environment.pk)
+        revisions = [seat, opponent] if person_number == 1 else [opponent, seat]
         duel = Duel.objects.seated(
-            [seat, opponent],
+            revisions,
             environment=environment,
             num_matches=HUMAN_GAME_MATCHES,
-            seed=random.SystemRandom().randrange(2**31),
+            seed=seed,
         )
         # A duel with a seat on the seat bus: refereed where the bus is reached.
         jobs_queue(kind=JobKind.DUEL, subject_ids=[duel.pk])
     return duel
 
 
-def human_duel_seat(*, user: User, duel: Duel) -> Competitor | None:
+def human_duel_seat(*, user: User, duel: Duel) -> DuelSeat | None:
     """The user's seat in ``duel``, if they play in it."""
-    competitor = duel.players()[0].revision.competitor
-    if competitor.is_human and competitor.owner_id == user.pk:
-        return competitor
+    for seat in duel.players():
+        competitor = seat.revision.competitor
+        if competitor.is_human and competitor.owner_id == user.pk:
+            return seat
     return None
+
+
+def human_opponent(duel: Duel) -> DuelSeat:
+    """The agent's seat in a person's game."""
+    return next(seat for seat in duel.players() if not seat.revision.competitor.is_human)
+
+
+def human_game_rematch(*, user: User, duel: Duel) -> Duel:
+    """A new game against the same agent (its newest validated revision), sides swapped."""
+    mine = human_duel_seat(user=user, duel=duel)
+    if mine is None:
+        raise ArenaError(f"There is no game {duel.pk} of yours")
+    competitor = human_opponent(duel).revision.competitor
+    opponent = Revision.objects.validated().filter(competitor=competitor).order_by("-version")
+    newest = opponent.first()
+    if newest is None or competitor.is_disabled:
+        raise ArenaError(f"{competitor.name} can no longer be played")
+    game = make_environment(duel.environment.game)
+    moved_first = _first_seat(game, duel.seed) + 1 == mine.number
+    return human_game_create(user=user, opponent=newest, side="second" if moved_first else "first")
+
+
+def human_game_abort(*, user: User, duel: Duel) -> bool:
+    """Cancel a game that has not begun for the person: no result is kept (the referee,
+    if it plays it already, can no longer record it). False if it was over already."""
+    name = user.display_name or "the player"
+    return bool(
+        jobs_cancel(
+            jobs=Job.objects.of(JobKind.DUEL, duel.pk),
+            why=f"Aborted by {name} before their first move: no result.",
+            running=True,
+        )
+    )

@@ -82,10 +82,17 @@ def referee() -> Iterator[None]:
 
 
 def start_game(
-    gateway, page: Page, environment: str, agent: bytes, *, private: bool = False
+    gateway,
+    page: Page,
+    environment: str,
+    agent: bytes,
+    *,
+    private: bool = False,
+    side: str = "first",
 ) -> Locator:
     """Upload ``agent`` as "bot" (``private``: the person's own private agent), log the
-    person in and start a game against it: the page's play section."""
+    person in and start a game against it on ``side`` (moving "first" or "second"): the
+    page's play section."""
     person = UserFactory(display_name="Ada")
     gateway.workers.start("uploads")
     owner = person if private else make_user("agents@example.org")
@@ -96,6 +103,7 @@ def start_game(
         [{"name": "sessionid", "value": session.cookies["sessionid"].value, "url": gateway.url}]
     )
     page.goto(f"{gateway.url}/environments/{environment}/competitors/bot/")
+    page.get_by_label("Your side").select_option(side)
     page.get_by_role("button", name="Play against bot").click()
     expect(page.get_by_role("heading", name="You vs bot v1")).to_be_visible()
     return page.locator("#play")
@@ -135,7 +143,7 @@ def the_game() -> Duel:
     """The person's game, once its worker has stored it (after the page's last event)."""
     games = Duel.objects.filter(
         is_validation=False,
-        seats__number=1,
+        seats__revision__competitor__kind="human",
         seats__revision__competitor__owner__display_name="Ada",
     )
     wait_for(
@@ -224,8 +232,8 @@ def test_it_plays_chess_by_clicking_a_piece_then_a_target_at_a_phones_width(
 ):
     page.set_viewport_size({"width": 390, "height": 844})
     environment = environment_add_openspiel(spec="openspiel:chess").name
-    play = start_game(gateway, page, environment, FOOLISH_WHITE)
-    # The person sits in OpenSpiel's first seat, Black: the agent (White) moves first.
+    play = start_game(gateway, page, environment, FOOLISH_WHITE, side="second")
+    # The person moves second: OpenSpiel's first seat, Black; the agent (White) moves first.
     route = [("e7", "e5"), ("d8", "h4")]
 
     def move(board: Locator, number: int) -> None:

@@ -5,9 +5,6 @@ case checks exactly what would reach the referee."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -17,18 +14,9 @@ from core.models import Duel, DuelStatus, Revision
 from core.services.human import human_game_create
 from core.services.online import seat_bus
 from tests.factories import RevisionFactory, UserFactory
+from tests.support.human import asked, browser, bus_seat, reply
 
 pytestmark = pytest.mark.django_db
-
-ACT = {
-    "type": "act",
-    "id": 3,
-    "match": 0,
-    "step": 0,
-    "observation": {"board": [0] * 9, "mark": 1},
-    "legal_actions": [0, 1, 2, 3, 4, 5, 6, 7, 8],
-    "time_left": {"move": 60.0, "bank": 300.0},
-}
 
 
 @pytest.fixture(autouse=True)
@@ -42,37 +30,6 @@ def game(django_capture_on_commit_callbacks) -> Duel:
     opponent = RevisionFactory(validated=True, competitor__environment__name="tic_tac_toe")
     with django_capture_on_commit_callbacks(execute=False):
         return human_game_create(user=UserFactory(), opponent=opponent)
-
-
-def asked(duel: Duel) -> None:
-    seat = duel.revisions()[0].competitor.seat
-    bus = seat_bus()
-    bus.seat_open(seat, duel=duel.pk, announcement=b'{"type":"duel"}')
-    bus.publish(seat, json.dumps(ACT).encode(), awaits="act:3")
-
-
-def browser(user) -> tuple[Client, str]:
-    """A logged-in browser with the CSRF token its page gives it."""
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
-    client.get(reverse("home"))
-    token = client.cookies.get("csrftoken")
-    if token is None:
-        page = client.get(reverse("profile"))
-        assert page.status_code == 200
-        token = client.cookies["csrftoken"]
-    return client, token.value
-
-
-def reply(client: Client, duel: Duel, body: dict, token: str | None) -> tuple[int, dict]:
-    headers: dict[str, Any] = {"HTTP_X_CSRFTOKEN": token} if token else {}
-    response = client.post(
-        reverse("human_reply", args=[duel.pk]),
-        data=json.dumps(body),
-        content_type="application/json",
-        **headers,
-    )
-    return response.status_code, response.json()
 
 
 def test_it_starts_an_unrated_game_with_the_person_moving_first(game):
@@ -94,9 +51,7 @@ def test_it_hands_a_legal_move_to_the_referee_once(game):
     )
     status, body = reply(client, game, {"type": "action", "id": 3, "action": 5}, token)
     assert (status, body["error"]["code"]) == (409, "not_your_turn")
-    assert seat_bus().replies(game.revisions()[0].competitor.seat, 0.1) == [
-        b'{"type":"action","id":3,"action":4}'
-    ]
+    assert seat_bus().replies(bus_seat(game), 0.1) == [b'{"type":"action","id":3,"action":4}']
 
 
 def test_it_refuses_an_illegal_move_and_keeps_waiting_for_a_legal_one(game):
@@ -105,7 +60,7 @@ def test_it_refuses_an_illegal_move_and_keeps_waiting_for_a_legal_one(game):
 
     status, body = reply(client, game, {"type": "action", "id": 3, "action": 9}, token)
     assert (status, body["error"]["code"]) == (400, "illegal_action")
-    assert seat_bus().replies(game.revisions()[0].competitor.seat, 0.1) == []
+    assert seat_bus().replies(bus_seat(game), 0.1) == []
     assert reply(client, game, {"type": "action", "id": 3, "action": 0}, token)[0] == 202
 
 
@@ -128,7 +83,7 @@ def test_it_refuses_a_visitor_a_stranger_and_a_request_without_the_csrf_token(ga
     owner, _ = browser(game.revisions()[0].competitor.owner)
     status, body = reply(owner, game, move, None)
     assert (status, body["error"]["code"]) == (403, "forbidden")
-    assert seat_bus().replies(game.revisions()[0].competitor.seat, 0.1) == []
+    assert seat_bus().replies(bus_seat(game), 0.1) == []
 
     events = Client().get(reverse("human_events", args=[game.pk]))
     assert events.status_code == 401

@@ -416,3 +416,35 @@ def test_a_seat_playing_an_evaluation_says_so_and_names_no_duel(bus, seat):
         assert (announcement["duel"], announcement["evaluation"]) == (None, 7)
     finally:
         remote.close()
+
+
+class Resigns(Agent):
+    """Resigns at its second move of the duel, as a person's Resign button does (the move
+    it answers with after is refused: nothing is pending any more)."""
+
+    def __init__(self, bus: SeatBus, seat: str) -> None:
+        self.bus = bus
+        self.seat = seat
+        self.moves = 0
+
+    def act(self, turn):
+        self.moves += 1
+        if self.moves == 2:
+            assert asyncio.run(self.bus.resign(self.seat))
+        return turn.random.choice(turn.legal_actions)
+
+
+@pytest.mark.parametrize("online_player", [1, 2], ids=["resigns-first", "resigns-second"])
+def test_a_seat_that_resigns_loses_and_forfeits_the_rest_and_the_other_loses_nothing(
+    memory_bus, seat, backend, online_player
+):
+    with BusClient(memory_bus, seat, Resigns(memory_bus, seat)):
+        result = duel(
+            memory_bus, seat, agent("random_agent.py"), backend, online_player=online_player
+        )
+
+    assert not result.infrastructure_error
+    assert faults_of(result, online_player) == [["resigned"], ["forfeit"], ["forfeit"]]
+    assert faults_of(result, 3 - online_player) == [[]] * 3
+    assert won_by(result, 3 - online_player)
+    assert "resigned" in result.matches[0].faults[0].message

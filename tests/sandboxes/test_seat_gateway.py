@@ -11,8 +11,8 @@ import pytest
 
 from sandboxes.memory_seat_bus import MemorySeatBus
 from sandboxes.redis_seat_bus import RedisSeatBus
-from sandboxes.seat_bus import SeatBus
-from sandboxes.seat_gateway import ReplyRefused, seq_check
+from sandboxes.seat_bus import RESIGN_LINE, SeatBus
+from sandboxes.seat_gateway import ReplyRefused, reply_parse, seq_check
 
 MAX = 2**64 - 1
 
@@ -132,3 +132,29 @@ def test_a_stream_that_starts_as_its_duel_opens_gets_the_duel_from_its_announcem
 
     assert opened, "the duel was opened during the stream's start"
     assert lines == [b'{"type":"duel","duel":2}', b'{"type":"hello"}']
+
+
+def test_a_resignation_reaches_the_referee_whatever_it_waits_for_and_only_in_a_duel(bus):
+    seat = f"test-{uuid.uuid4().hex[:12]}"
+
+    async def resign() -> bool:
+        return await bus.resign(seat)
+
+    # No duel on the seat: nothing to resign.
+    assert asyncio.run(resign()) is False
+    bus.seat_open(seat, duel=1, announcement=b'{"type":"duel","duel":1}')
+    bus.publish(seat, b'{"type":"act","id":4}', awaits="act:4")
+
+    assert asyncio.run(resign()) is True
+    assert bus.replies(seat, 1.0) == [RESIGN_LINE]
+    # Nothing is pending any more: the move it was asked for can no longer be answered.
+    assert asyncio.run(bus.pending(seat)) == []
+    # Over: resigning again changes nothing.
+    bus.seat_close(seat)
+    assert asyncio.run(resign()) is False
+    assert bus.replies(seat, 0.05) == []
+
+
+def test_a_client_cannot_send_a_resignation_as_a_reply():
+    with pytest.raises(ReplyRefused, match="not a reply"):
+        reply_parse(b'{"type": "resign"}')

@@ -2,12 +2,14 @@
 // events, and one POST per reply, with the session cookie and the page's CSRF token.
 // Each request to move carries the person's own board ("view", drawn from their
 // observation alone) and the legal moves with what they mean on it ("choices"); the
-// game's drawer (boards.js) makes those clickable. The end carries the final board.
+// game's drawer (boards.js) makes those clickable. The end carries the final board and
+// the faults in words. Each game has a seat of its own: two tabs, two games, apart.
+// A finished game's page is drawn by the server's final position, with no stream.
 (function () {
   "use strict";
 
   var root = document.getElementById("play");
-  if (!root || !window.EventSource || !window.fetch || !window.ArenaBoards) {
+  if (!root || !window.fetch || !window.ArenaBoards) {
     return;
   }
   var side = root.querySelector("[data-play-side]");
@@ -17,37 +19,56 @@
   var result = root.querySelector("[data-play-result]");
   var problem = root.querySelector("[data-play-error]");
   var replay = root.querySelector("[data-play-replay]");
+  var rematch = root.querySelector("[data-play-rematch]");
+  var abortButton = root.querySelector("[data-play-abort]");
+  var resignButton = root.querySelector("[data-play-resign]");
   var csrf = root.querySelector("input[name=csrfmiddlewaretoken]").value;
-  var replyUrl = root.getAttribute("data-reply-url");
   var opponent = root.getAttribute("data-opponent");
+
+  if (root.hasAttribute("data-finished")) {
+    var final = document.getElementById("play-final");
+    if (final) {
+      window.ArenaBoards.draw(board, JSON.parse(final.textContent));
+    }
+    return;
+  }
+  if (!window.EventSource) {
+    return;
+  }
+
   var source = new EventSource(root.getAttribute("data-events-url"));
   var seat = 1;
   var timer = null;
   var answered = {};
+  var moved = false;
   // The request the board answers now: the next one may arrive before the reply's
   // answer does (an agent answers at once).
   var current = null;
 
-  function send(reply, quiet) {
+  function post(url, body, quiet) {
     problem.hidden = true;
-    return fetch(replyUrl, {
+    return fetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify(reply),
+      body: JSON.stringify(body),
     }).then(function (response) {
       if (response.status === 202) {
         return true;
       }
-      return response.json().then(function (body) {
+      return response.json().then(function (answer) {
         if (quiet) {
           return false;
         }
-        problem.textContent = body.error ? body.error.message : "The move was refused.";
+        problem.textContent = answer.error ? answer.error.message : "The request was refused.";
         problem.hidden = false;
         return false;
       });
     });
+  }
+
+  function send(reply, quiet) {
+    return post(root.getAttribute("data-reply-url"), reply, quiet);
   }
 
   function stopClock() {
@@ -82,6 +103,36 @@
     side.textContent = you ? "You play " + you + ", seat " + seat + "." : "You are seat " + seat + ".";
   }
 
+  // Abort until the person's first move, then Resign (as on lichess).
+  function showButtons() {
+    if (abortButton) {
+      abortButton.hidden = moved;
+    }
+    if (resignButton) {
+      resignButton.hidden = !moved;
+    }
+  }
+
+  function over(text, state, withReplay) {
+    current = null;
+    stopClock();
+    if (clock) {
+      // The result takes the clock's place: nothing runs any more.
+      clock.hidden = true;
+    }
+    result.textContent = text;
+    result.hidden = false;
+    replay.hidden = !withReplay;
+    rematch.hidden = false;
+    if (abortButton) {
+      abortButton.hidden = true;
+    }
+    if (resignButton) {
+      resignButton.hidden = true;
+    }
+    sayTurn(state, "The game is over.");
+  }
+
   function offer(message) {
     current = message.id;
     root.setAttribute("data-play-request", String(message.id));
@@ -93,6 +144,10 @@
       }
       answered[message.id] = true;
       send({ type: "action", id: message.id, action: choice.action }).then(function (ok) {
+        if (ok) {
+          moved = true;
+          showButtons();
+        }
         if (ok && current === message.id) {
           stopClock();
           window.ArenaBoards.draw(board, message.view);
@@ -107,19 +162,39 @@
   }
 
   function finish(message) {
-    current = null;
-    stopClock();
     if (message.view) {
       window.ArenaBoards.draw(board, message.view);
     }
     var words = { win: "You won!", loss: "You lost.", draw: "A draw." };
-    // The result takes the clock's place: nothing runs any more.
-    clock.hidden = true;
-    result.textContent = (words[message.result] || message.result) +
-      (message.reason ? " " + message.reason : "");
-    result.hidden = false;
-    replay.hidden = false;
-    sayTurn("over", "The match is over.");
+    var why = message.words || "";
+    over((words[message.result] || message.result) + (why ? " " + why : ""), "over", true);
+  }
+
+  if (abortButton) {
+    abortButton.addEventListener("click", function () {
+      post(root.getAttribute("data-abort-url"), {}).then(function (ok) {
+        if (ok) {
+          source.close();
+          over("Aborted: no result.", "done", false);
+        }
+      });
+    });
+  }
+  if (resignButton) {
+    // Two clicks: the first asks, the second resigns (a misclick costs nothing).
+    resignButton.addEventListener("click", function () {
+      if (resignButton.getAttribute("data-confirm") !== "yes") {
+        resignButton.setAttribute("data-confirm", "yes");
+        resignButton.textContent = "Resign: are you sure?";
+        return;
+      }
+      post(root.getAttribute("data-resign-url"), {}).then(function (ok) {
+        if (ok) {
+          source.close();
+          over("You resigned: " + opponent + " wins.", "done", true);
+        }
+      });
+    });
   }
 
   source.onmessage = function (event) {
@@ -137,9 +212,18 @@
         sayTurn("waiting", "The match begins.");
       }
     } else if (message.type === "act") {
+      // A request the person answered already (the stream replays the game after a
+      // reload): they have moved.
+      if (current !== null && current !== message.id && answered[current]) {
+        moved = true;
+      }
       if (!answered[message.id]) {
+        if (current !== null && current !== message.id) {
+          moved = true;
+        }
         offer(message);
       }
+      showButtons();
     } else if (message.type === "end") {
       finish(message);
     } else if (message.type === "bye") {
