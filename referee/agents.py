@@ -39,8 +39,10 @@ class Contestant:
         self.restarts = 0
         #: Why the current process can no longer be used; None while healthy.
         self.broken: str | None = None
-        #: Why it can never play again in this duel (a remote seat that left for good).
+        #: Why it can never play again in this duel (a remote seat that left for good, or
+        #: resigned), and the fault its remaining matches are lost by.
         self.gone: str | None = None
+        self.gone_kind = FaultKind.TIMEOUT
         #: Agents of earlier starts, stopped: their logs are read when the duel ends, so
         #: that a sandbox that removes them in the background never delays play.
         self.stopped: list[SandboxedAgent] = []
@@ -200,6 +202,7 @@ class AgentReferee:
             contestant.broken = message
             if startup_failure.final:
                 contestant.gone = startup_failure.message
+                contestant.gone_kind = startup_failure.kind
             # Stopped now: whatever it is doing must not take the others' CPU.
             contestant.stop()
 
@@ -226,6 +229,7 @@ class AgentReferee:
             contestant.broken = f"{failure.kind.value}: {failure.message}"
         if failure.final:
             contestant.gone = failure.message
+            contestant.gone_kind = failure.kind
         return Fault(contestant.number, failure.kind, failure.message, step)
 
     def _request_actions(

@@ -101,7 +101,7 @@ class Referee(AgentReferee):
             if fault is None and contestant.gone is not None:
                 # Lost as the match it left was: leaving is no way to escape a loss.
                 fault = Fault(
-                    contestant.number, FaultKind.TIMEOUT, f"not played: {contestant.gone}"
+                    contestant.number, contestant.gone_kind, f"not played: {contestant.gone}"
                 )
             if fault is None:
                 fault = Fault(

@@ -435,7 +435,7 @@ class Resigns(Agent):
 
 
 @pytest.mark.parametrize("online_player", [1, 2], ids=["resigns-first", "resigns-second"])
-def test_a_seat_that_resigns_loses_and_forfeits_the_rest_and_the_other_loses_nothing(
+def test_a_seat_that_resigns_loses_the_rest_of_its_duel_and_the_other_loses_nothing(
     memory_bus, seat, backend, online_player
 ):
     with BusClient(memory_bus, seat, Resigns(memory_bus, seat)):
@@ -444,7 +444,8 @@ def test_a_seat_that_resigns_loses_and_forfeits_the_rest_and_the_other_loses_not
         )
 
     assert not result.infrastructure_error
-    assert faults_of(result, online_player) == [["resigned"], ["forfeit"], ["forfeit"]]
+    # The matches after are lost as the one it left was: "not played: it resigned".
+    assert faults_of(result, online_player) == [["resigned"]] * 3
     assert faults_of(result, 3 - online_player) == [[]] * 3
     assert won_by(result, 3 - online_player)
     assert "resigned" in result.matches[0].faults[0].message
