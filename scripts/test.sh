@@ -8,13 +8,6 @@ scripts/setup.sh --system-packages
 scripts/setup_tools.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/mypy
-.venv/bin/lint-imports
-# The documentation site, strict: a broken link or anchor, or a page missing from the nav,
-# fails. Built into a temporary folder; the settings page's freshness is a test.
-docs_site="$(mktemp -d)"
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
-rm -rf "$docs_site"
 # The docker sandbox's base image, built or reused before the tests so its progress is
 # shown (the first build runs debootstrap, about 1.5 minutes). When it cannot be built
 # the tests that need it say why.
@@ -22,43 +15,76 @@ if timeout 10 docker version >/dev/null 2>&1; then
   .venv/bin/python manage.py build_base_image >/dev/null \
     || echo "arena test: the base image could not be built; the docker sandbox tests will say why"
 fi
-# Three lanes at once, each in its own processes, so that one's waits (agents, servers,
-# containers, health checks) are spent on another's work:
-# - the production stack (tests/deploy/test_stack*.py: a compose deployment built,
-#   started, killed and restored), which mostly waits on containers;
-# - the Django-free layer (referee, sandboxes, environments, the SDK, the example
-#   players) in a virtualenv without Django, which proves it imports none;
-# - everything else in .venv, in two test processes (pytest-xdist), a module to each
-#   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
-# The first two write to logs that are shown when they end; the run fails if any lane
-# does. With arguments (e.g. -k hostile) everything runs in .venv in one process, as
-# pytest would.
-PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
-STACK_TESTS=(tests/deploy/test_stack*.py)
+# The slower checks: types, the layers contract, and the documentation site, strict (a
+# broken link or anchor, or a page missing from the nav, fails; built into a temporary
+# folder; the settings page's freshness is a test). With arguments (e.g. -k hostile)
+# they run first and everything else runs in .venv in one process, as pytest would;
+# without, in the background beside the tests (a lane of their own).
+checks() {
+  .venv/bin/mypy
+  .venv/bin/lint-imports
+  local docs_site
+  docs_site="$(mktemp -d)"
+  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
+  rm -rf "$docs_site"
+}
 if [ $# -gt 0 ]; then
+  checks
   exec .venv/bin/pytest "$@"
 fi
+# Four lanes at once, each in its own processes, so that one's waits (agents, servers,
+# containers, health checks) are spent on another's work, and each about as long:
+# - the checks above;
+# - the production stack (tests/deploy/test_stack*.py: a compose deployment built,
+#   started, killed and restored), which mostly waits on containers, then the API's
+#   fuzzing with tokens (one long module);
+# - the Django-free layer (referee, sandboxes, environments, the SDK, the example
+#   players) in a virtualenv without Django, which proves it imports none, then the
+#   anonymous and WSGI fuzzing and the soak benchmark's smoke run (long modules too);
+# - everything else in .venv, in two test processes (pytest-xdist), a module to each
+#   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
+# The lanes beside the main one write to logs that are shown when they end; the run
+# fails if any lane does.
+PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
+STACK_TESTS=(tests/deploy/test_stack*.py)
+AFTER_STACK=(tests/api/test_fuzzing_tokens.py)
+AFTER_PURE=(tests/api/test_fuzzing.py tests/bench/test_bench_soak.py)
 scripts/setup_pure.sh
 lanes="$(mktemp -d)"
 # Lanes still running when the script ends early are stopped. (A bare `kill $(jobs -p)`
 # with no job left fails, and under `set -e` its status 2 became the run's: a green run
 # exited 2.)
 trap 'jobs -p | xargs -r kill 2>/dev/null || true; rm -rf "$lanes"' EXIT
-echo "arena test: the production stack, in the background (log shown when it ends)"
-.venv/bin/pytest -p no:cacheprovider --durations=10 "${STACK_TESTS[@]}" >"$lanes/stack.log" 2>&1 &
-stack=$!
-echo "arena test: the Django-free layer, in .venv-pure (no Django installed), in the background"
-.venv-pure/bin/python -m pytest -p no:cacheprovider \
-  -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 "${PURE_TESTS[@]}" \
-  >"$lanes/pure.log" 2>&1 &
-pure=$!
+echo "arena test: types, layers and the docs site, in the background (shown when done)"
+checks >"$lanes/checks.log" 2>&1 &
+checks_lane=$!
+echo "arena test: the production stack, then ${AFTER_STACK[*]}, in the background"
+(
+  status=0
+  .venv/bin/pytest -p no:cacheprovider --durations=10 "${STACK_TESTS[@]}" || status=$?
+  .venv/bin/pytest -p no:cacheprovider --durations=10 "${AFTER_STACK[@]}" || status=$?
+  exit "$status"
+) >"$lanes/stack.log" 2>&1 &
+stack_lane=$!
+echo "arena test: the Django-free layer (.venv-pure, no Django installed), then ${AFTER_PURE[*]}, in the background"
+(
+  status=0
+  .venv-pure/bin/python -m pytest -p no:cacheprovider \
+    -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 "${PURE_TESTS[@]}" \
+    || status=$?
+  .venv/bin/pytest -p no:cacheprovider --durations=10 "${AFTER_PURE[@]}" || status=$?
+  exit "$status"
+) >"$lanes/pure.log" 2>&1 &
+pure_lane=$!
 echo "arena test: everything else, in .venv, two test processes"
 status=0
-.venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=40 "${PURE_TESTS[@]/#/--ignore=}" \
-  "${STACK_TESTS[@]/#/--ignore=}" || status=$?
-for lane in pure stack; do
+.venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=40 \
+  "${PURE_TESTS[@]/#/--ignore=}" "${STACK_TESTS[@]/#/--ignore=}" \
+  "${AFTER_STACK[@]/#/--ignore=}" "${AFTER_PURE[@]/#/--ignore=}" || status=$?
+for lane in checks pure stack; do
   lane_status=0
-  wait "${!lane}" || lane_status=$?
+  pid_name="${lane}_lane"
+  wait "${!pid_name}" || lane_status=$?
   echo "arena test: the ${lane} lane's output"
   cat "$lanes/$lane.log"
   if [ "$lane_status" -ne 0 ]; then
