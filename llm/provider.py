@@ -34,15 +34,17 @@ import email.utils
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import openai
 import orjson
 
 from llm.config import LLMConfig
 from llm.prompts import HARNESS_VERSION, cut
 from llm.transport import SeatConnection, SeatTransport, check_base_url, proxy_for
+
+if TYPE_CHECKING:
+    import openai
 
 #: The first backoff; each next one doubles, up to ``MAX_BACKOFF``.
 FIRST_BACKOFF = 0.5
@@ -94,6 +96,10 @@ class Provider:
     """One model's server, for one seat: one connection, kept from one request to the next."""
 
     def __init__(self, config: LLMConfig) -> None:
+        # Imported here, as each method that needs it does: ``openai`` takes half a second
+        # to import, which a duel without an LLM seat (the command line's) never pays.
+        import openai
+
         self.config = config
         self._stopped = threading.Event()
         self._connection = SeatConnection()
@@ -208,6 +214,8 @@ class Provider:
     # -- one request --------------------------------------------------------------------
 
     def _request(self, messages: list[dict[str, str]], timeout: float) -> Completion:
+        import openai
+
         if self._client is None:
             raise ProviderFailure(self._setup_error)
         clock_ran_out = timeout < self.config.request_timeout
@@ -245,6 +253,8 @@ class Provider:
     def _ask(
         self, messages: list[dict[str, str]], timeout: float, clock_ran_out: bool
     ) -> Completion:
+        import openai
+
         assert self._client is not None
         completions = self._client.chat.completions.with_streaming_response
         try:

@@ -19,20 +19,26 @@ records are those of any agent; what differs is said here:
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from llm.config import LLMConfig
-from llm.harness import Harness, ProviderFailure, harness_hash
 from sandboxes.base import AgentSource, SandboxError, SandboxLimits
 from sandboxes.socket_seat import POLL_SECONDS, SocketSeat
+
+if TYPE_CHECKING:
+    # Imported where a seat starts: the harness and its HTTP client take a tenth of a
+    # second to import, which a duel without an LLM seat (the command line's) never pays.
+    from llm.config import LLMConfig
+    from llm.harness import Harness
 
 
 class LLMAgent(SocketSeat):
     """One start of an LLM seat: the harness in a thread, answering the referee."""
 
     def __init__(self, harness: Harness, *, log_bytes: int) -> None:
+        from llm.harness import harness_hash
+
         super().__init__(log_bytes=log_bytes)
         self.harness = harness
         config = harness.config
@@ -43,6 +49,8 @@ class LLMAgent(SocketSeat):
         self._thread.start()
 
     def _play(self) -> None:
+        from llm.harness import ProviderFailure
+
         for line in self._referee_lines():
             message = orjson.loads(line)  # the referee's own output
             if message.get("type") == "bye":
@@ -112,6 +120,8 @@ class LLMSandbox:
         self._lock = threading.Lock()
 
     def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> LLMAgent:
+        from llm.harness import Harness, ProviderFailure
+
         try:
             harness = Harness(self.config, conversations=self.conversations, lock=self._lock)
         except ProviderFailure as failure:

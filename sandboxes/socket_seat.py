@@ -96,9 +96,7 @@ class SocketSeat:
         if self._failure is not None:
             raise SandboxError(self._failure)
         if self._gone is not None:
-            return Termination(
-                None, disconnected=True, resigned=self._resigned, detail=self._gone
-            )
+            return Termination(None, disconnected=True, resigned=self._resigned, detail=self._gone)
         if self._closed or self._said_bye:
             return Termination(0)
         return None
