@@ -18,6 +18,7 @@ from api.selectors import tournaments_for
 from core.models import Tournament, TournamentFormat, TournamentStatus
 from reads.access import get_tournament_for_user
 from reads.selectors import StandingRow, tournament_standings
+from referee.match_points import exact_score, score_number
 
 router = auth.ArenaRouter(tags=["tournaments"], auth=auth.read)
 
@@ -55,14 +56,26 @@ class StandingOut(Schema):
     wins: int = Field(alias="participant.wins")
     draws: int = Field(alias="participant.draws")
     losses: int = Field(alias="participant.losses")
-    #: Sum of match points over every duel.
-    score: float = Field(alias="participant.score")
+    #: Sum of match points over every duel, exact where a JSON number can be: an integer
+    #: as an integer (43), a fraction as the float nearest to it (127/3: 42.333333333333336).
+    score: int | float
+    #: The same sum as an exact fraction, ``"127/3"`` (``"43"`` for an integer): equal
+    #: strings are equal totals.
+    score_fraction: str
     #: Swiss only (None otherwise): the opponents' points, its own for a bye; breaks ties
     #: on points.
     buchholz: int | None
     byes: int = Field(alias="participant.byes")
     seed: int | None = Field(alias="participant.seed")
     withdrawn: bool = Field(alias="participant.withdrawn")
+
+    @staticmethod
+    def resolve_score(row: StandingRow) -> int | float:
+        return score_number(row.participant.score)
+
+    @staticmethod
+    def resolve_score_fraction(row: StandingRow) -> str:
+        return str(exact_score(row.participant.score))
 
     @staticmethod
     def resolve_buchholz(row: StandingRow) -> int | None:

@@ -12,6 +12,9 @@ scores (``record_group``), so a sole winner of a 4-player duel gets 3 wins and 6
 Swiss adds a tie-break after points, Buchholz: the sum of the opponents' points (a
 stronger field met ranks higher). A bye counts as a virtual opponent on the player's own
 points, as FIDE's tie-break rules do, so sitting out neither helps nor hurts.
+
+Match scores are added and compared as exact fractions (``match_points``): a total of
+127/3 is 127/3, and two totals of 25/3 tie however they were reached.
 """
 
 from __future__ import annotations
@@ -19,22 +22,26 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import Protocol, TypeVar
 
-from referee.results import SCORE_DECIMALS, Outcome
+from referee.match_points import exact_score
+from referee.results import Outcome
 
 WIN_POINTS = 2
 DRAW_POINTS = 1
 
 
 class Record(Protocol):
-    """A player's tally, as kept by ``Standing`` or by a tournament's participant rows."""
+    """A player's tally: a ``Standing`` (a tournament's standings tally in these too, then
+    copy the figures into its participant rows, whose score is a float)."""
 
     points: int
     wins: int
     draws: int
     losses: int
-    score: float
+    #: The sum of its duels' total match scores, exact.
+    score: Fraction
 
 
 @dataclasses.dataclass
@@ -44,15 +51,21 @@ class Standing:
     wins: int = 0
     draws: int = 0
     losses: int = 0
-    score: float = 0.0
+    score: Fraction = Fraction(0)
 
 
 def record_duel(
-    first: Record, second: Record, *, result: str, first_score: float, second_score: float
+    first: Record,
+    second: Record,
+    *,
+    result: str,
+    first_score: float | Fraction,
+    second_score: float | Fraction,
 ) -> None:
-    """Add a scored duel (``result``: an ``Outcome`` value, from the first player's side)."""
-    first.score += first_score
-    second.score += second_score
+    """Add a scored duel (``result``: an ``Outcome`` value, from the first player's side;
+    the scores: each player's total, as stored, ``match_points.exact_score``)."""
+    first.score += exact_score(first_score)
+    second.score += exact_score(second_score)
     if result == Outcome.DRAW:
         for record in (first, second):
             record.draws += 1
@@ -66,13 +79,13 @@ def record_duel(
     loser.losses += 1
 
 
-def record_group(records: Sequence[Record], *, scores: Sequence[float]) -> None:
+def record_group(records: Sequence[Record], *, scores: Sequence[float | Fraction]) -> None:
     """Add a scored duel of two or more players (``scores``: their total match scores,
     in player order): one duel between each two of them, decided by their scores."""
-    # Compared as totals are (``results.SCORE_DECIMALS``): equal points are a draw.
-    rounded = [round(score, SCORE_DECIMALS) for score in scores]
+    # Compared as the exact totals they stand for: equal points are a draw.
+    exact = [exact_score(score) for score in scores]
     for (first, first_score), (second, second_score) in itertools.combinations(
-        zip(records, rounded, strict=True), 2
+        zip(records, exact, strict=True), 2
     ):
         if first_score > second_score:
             result = Outcome.PLAYER_1_WIN
@@ -80,8 +93,8 @@ def record_group(records: Sequence[Record], *, scores: Sequence[float]) -> None:
             result = Outcome.PLAYER_2_WIN
         else:
             result = Outcome.DRAW
-        record_duel(first, second, result=result, first_score=0.0, second_score=0.0)
-    for record, score in zip(records, scores, strict=True):
+        record_duel(first, second, result=result, first_score=0, second_score=0)
+    for record, score in zip(records, exact, strict=True):
         record.score += score
 
 
@@ -90,12 +103,11 @@ def bye_points(byes: int) -> int:
     return WIN_POINTS * byes
 
 
-def standing_key(record: Record, *, buchholz: int | None = None) -> tuple[float, ...]:
+def standing_key(record: Record, *, buchholz: int | None = None) -> tuple[int | Fraction, ...]:
     """Sorts best first: points, then (when given, Swiss) Buchholz, then duels won, then
-    match score."""
+    match score (exact: equal totals tie, however they were added up)."""
     tie_break = () if buchholz is None else (-buchholz,)
-    # The score summed over duels: equal totals tie, however they were added up.
-    return (-record.points, *tie_break, -record.wins, -round(record.score, SCORE_DECIMALS))
+    return (-record.points, *tie_break, -record.wins, -record.score)
 
 
 T = TypeVar("T")

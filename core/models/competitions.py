@@ -133,7 +133,8 @@ class Participant(models.Model):
     wins = models.PositiveIntegerField(default=0)
     losses = models.PositiveIntegerField(default=0)
     draws = models.PositiveIntegerField(default=0)
-    #: Sum of match points over every duel.
+    #: Sum of match points over every duel: the float nearest to the exact sum, which
+    #: ``referee.match_points.exact_score`` gives back (127/3 from 42.333333333333336).
     score = models.FloatField(default=0)
     rank = models.PositiveIntegerField(null=True, blank=True)
     withdrawn = models.BooleanField(default=False)

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
 from reads.replays import Replay, show_action
+from referee.match_points import score_text
 
 register = template.Library()
 
@@ -68,8 +69,9 @@ def seconds(value: float | str) -> str:
 @register.filter
 @missing_as_dash
 def score(value: float) -> str:
-    """Match points: ``3``, ``2.5``."""
-    return f"{float(value):g}"
+    """Match points, as the game means them (``referee.match_points.score_text``): ``3``,
+    ``2.5``, ``42⅓``."""
+    return score_text(float(value))
 
 
 @register.filter

@@ -38,6 +38,7 @@ from core.services.environments import environments_import
 from core.services.llm import llm_player_register, llm_player_update
 from core.services.online import model_token_renew, online_model_register
 from core.services.revisions import competitor_get_or_create, revision_create_or_reuse
+from referee.match_points import score_text
 from tournament_manager.demo import (
     ATTENDEE_EMAIL,
     EXAMPLE_PLAYERS_DIR,
@@ -600,5 +601,5 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  {participant.rank or '':>4}  {participant.revision!s:<22} "
                 f"{competitor.owner.display_name[:16]:<16} {participant.points:>6}  {record:<8} "
-                f"{participant.score:>6g}  {shown}"
+                f"{score_text(participant.score):>6}  {shown}"
             )
