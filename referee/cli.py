@@ -46,6 +46,7 @@ from llm.run_logs import write_run_logs  # noqa: E402
 from referee.duel import run_duel  # noqa: E402
 from referee.duel_settings import llm_clock  # noqa: E402
 from referee.evaluation import run_evaluation, validate_evaluation  # noqa: E402
+from referee.match_points import score_text  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from referee.scores import episode_seeds  # noqa: E402
 from referee.standings import (  # noqa: E402
@@ -221,6 +222,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def first_movers(result: DuelResult) -> list[str]:
+    """Who moved first in each match of ``result``, as the game says after its reset from
+    the match's seed (in chess White, OpenSpiel's second seat, so not always the duel
+    player in the first seat): ``player 2``, or ``all at once``."""
+    environment = make_environment(result.environment, players=len(result.players))
+    movers = []
+    for match in result.matches:
+        environment.reset(match.seed)
+        seats = environment.to_move()
+        movers.append(f"player {match.seats[seats[0]]}" if len(seats) == 1 else "all at once")
+    return movers
+
+
 def summary(result: DuelResult) -> str:
     document = result.as_json(include_logs=False)
 
@@ -229,14 +243,15 @@ def summary(result: DuelResult) -> str:
 
     lines = [
         f"{result.environment}: {' vs '.join(result.players)} — {document['result']}",
-        f"score {each(document['scores'])}   wins {each(document['wins'])}, "
-        f"draws {document['draws']}, errors {each(document['errors'])} / other "
-        f"{document['other_errors']}   {document['duration']:.2f} s",
+        f"score {' / '.join(score_text(score) for score in document['scores'])}   "
+        f"wins {each(document['wins'])}, draws {document['draws']}, "
+        f"errors {each(document['errors'])} / other {document['other_errors']}   "
+        f"{document['duration']:.2f} s",
     ]
-    for match in result.matches:
+    for match, first in zip(result.matches, first_movers(result), strict=True):
         faults = "; ".join(fault.describe() for fault in match.faults)
         lines.append(
-            f"  match {match.index:3d}  first: player {match.first_player}  "
+            f"  match {match.index:3d}  first: {first:11s}  "
             f"{match.result.value:13s} {len(match.actions):3d} steps  {faults}"
         )
     if result.infrastructure_error:
@@ -278,7 +293,7 @@ def round_robin(
         names = [source.name for source in group]
         print(
             f"duel {' vs '.join(names)}: {document['result']} "
-            + "-".join(f"{score:g}" for score in document["scores"])
+            + "-".join(score_text(score) for score in document["scores"])
         )
         if result.infrastructure_error:
             print(f"  not scored: {result.infrastructure_error}")
@@ -306,7 +321,7 @@ def round_robin(
     for rank, row in zip(shared_ranks(ranking, standing_key), ranking, strict=True):
         print(
             f"{rank:>4}  {row.name:24s} {row.points:>6} {row.wins:>3} {row.draws:>3} "
-            f"{row.losses:>3} {row.score:>9g} {faults[row.name]:>6}"
+            f"{row.losses:>3} {score_text(row.score):>9} {faults[row.name]:>6}"
         )
     return 0 if len(entrants) == len(sources) else 1
 

@@ -2,13 +2,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from referee.cli import main
+from referee.cli import main, summary
+from referee.results import DuelResult, MatchRecord
 from tests.support.sandboxes import AGENTS, PLAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -286,3 +288,31 @@ def test_it_says_when_the_agents_run_unconfined(capsys, monkeypatch):
 
     assert main(["validate", "sum_to_10", str(AGENTS / "random_agent.py")]) == 0
     assert "the agents run unconfined here: bubblewrap is not installed" in capsys.readouterr().err
+
+
+def test_its_summary_names_who_moved_first_as_the_game_says(capsys):
+    """In OpenSpiel's chess White, who moves first, sits in the second seat: player 2 in
+    match 0, where player 1 has the first seat."""
+    random_player = str(PLAYERS / "openspiel" / "random_player.py")
+    arguments = ["run", "openspiel:chess", random_player, random_player, "--seed", "5"]
+
+    code = main([*arguments, "--matches", "2", "--summary"])
+    shown = capsys.readouterr().out
+
+    assert code == 0
+    assert re.search(r"match +0  first: player 2 ", shown), shown
+    assert re.search(r"match +1  first: player 1 ", shown), shown
+
+
+def test_its_summary_says_when_everyone_moves_at_once():
+    result = DuelResult(
+        environment="rock_paper_scissors",
+        players=["a", "b"],
+        seed=1,
+        matches=[
+            MatchRecord(index=0, seed=1, seats=[1, 2]),
+            MatchRecord(index=1, seed=2, seats=[2, 1]),
+        ],
+    )
+
+    assert summary(result).count("first: all at once") == 2
