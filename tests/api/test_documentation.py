@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 from urllib.parse import urlsplit
 
+import ninja.main
 import pytest
+
+from api.v1 import api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -126,3 +130,24 @@ def test_the_document_says_reads_need_no_token_and_submissions_and_play_do(clien
         else:
             needed = [token, {}]
         assert operation["security"] == needed, f"{method} {path}"
+
+
+def test_it_builds_the_document_once_and_serves_it_from_memory(client, monkeypatch):
+    # As in a new process: nothing built yet.
+    monkeypatch.setattr(api, "openapi_documents", {}, raising=False)
+    builds: list[str] = []
+    build = ninja.main.get_schema
+
+    def counted(**arguments: Any) -> Any:
+        builds.append(arguments["path_prefix"])
+        return build(**arguments)
+
+    monkeypatch.setattr(ninja.main, "get_schema", counted)
+
+    first = client.get("/api/v1/openapi.json")
+    second = client.get("/api/v1/openapi.json")
+
+    assert first.status_code == second.status_code == 200
+    assert json.loads(first.content) == json.loads(second.content)
+    assert "/api/v1/tournaments/{tournament_id}" in json.loads(second.content)["paths"]
+    assert builds == ["/api/v1/"]
