@@ -21,6 +21,7 @@ import numpy
 from gymnasium import spaces
 
 from environments.base import JSON, Environment, IllegalAction, require_int
+from environments.gymnasium_views import gymnasium_view
 
 
 def jsonable(value: Any) -> JSON:
@@ -149,6 +150,12 @@ class GymnasiumEnvironment(Environment):
         ]
         grid = self._grid()
         return "\n".join([*lines, grid] if grid else lines)
+
+    def view(self) -> dict[str, JSON]:
+        """The drawing of the task's state (``gymnasium_views``); the text of the state for
+        a task without a drawer."""
+        drawn = gymnasium_view(self.gym, self.current, self.last_action)
+        return drawn if drawn is not None else super().view()
 
     def render_html(self) -> str:
         prefix = self.name.replace("_", "-")

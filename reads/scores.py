@@ -1,6 +1,6 @@
 """What the pages (and the API) of score competitions read: the leaderboard of mean
-returns, an evaluation's episodes, and an episode's text trace recomputed from its seed
-and actions."""
+returns, an evaluation's episodes, and an episode's replay recomputed from its seed and
+actions."""
 
 from __future__ import annotations
 
@@ -23,7 +23,13 @@ from core.models import (
     User,
 )
 from core.models.scores import ENTERED_KINDS
-from environments.registry import make_environment
+from environments.base import IllegalAction
+from environments.registry import (
+    InvalidEnvironmentInfo,
+    UnknownEnvironment,
+    load_info,
+    make_environment,
+)
 from reads.access import (
     Visitor,
     can_see_competitor,
@@ -31,6 +37,7 @@ from reads.access import (
     competitors_visible,
     score_competitions_visible,
 )
+from reads.replays import NOT_INSTALLED, BoardAssets, ReplayBroken, board_assets
 
 
 def visible_score_competitions(user: Visitor) -> QuerySet[ScoreCompetition]:
@@ -200,12 +207,6 @@ def environment_score_competitions(
     return list(visible_score_competitions(user).filter(environment=environment))
 
 
-@dataclasses.dataclass(frozen=True)
-class EpisodeStep:
-    step: int
-    text: str
-
-
 def episode_document(evaluation: Evaluation, index: int) -> dict[str, Any]:
     for episode in evaluation.episodes:
         if episode.get("index") == index:
@@ -213,15 +214,52 @@ def episode_document(evaluation: Evaluation, index: int) -> dict[str, Any]:
     raise Http404("No such episode")
 
 
-def episode_trace(environment: str, episode: dict[str, Any]) -> list[EpisodeStep]:
-    """Every state of an episode as text, recomputed from its seed and actions."""
-    game = make_environment(environment)
-    game.reset(int(episode["seed"]))
-    steps = [EpisodeStep(0, game.render_text())]
-    for actions in episode["actions"]:
-        game.step({0: actions[0]})
-        steps.append(EpisodeStep(game.step_count, game.render_text()))
-    return steps
+@dataclasses.dataclass(frozen=True)
+class EpisodeReplay:
+    """An episode recomputed from its seed and actions, for the replay viewer
+    (``web/static/web/replay.js``), as a match's replay is."""
+
+    #: The picture of each state, the start included (``Environment.view``).
+    views: list[dict[str, Any]]
+    #: The state shown first, and its HTML, for a browser without JavaScript.
+    step: int
+    html: str
+    #: Set when the stored actions no longer replay, or the game is gone.
+    error: str
+    assets: BoardAssets = dataclasses.field(default_factory=BoardAssets)
+
+    @property
+    def final_step(self) -> int:
+        return len(self.views) - 1
+
+
+def episode_replay(game: str, episode: dict[str, Any], step: int | None = None) -> EpisodeReplay:
+    """The replay of ``episode`` of the game named ``game``, shown first at ``step`` (the
+    final state if None or past it; the first if negative)."""
+    try:
+        environment = make_environment(game)
+        assets = board_assets(load_info(game))
+    except (UnknownEnvironment, InvalidEnvironmentInfo):
+        return EpisodeReplay([], 0, "", NOT_INSTALLED)
+    actions = episode.get("actions") or []
+    wanted = len(actions) if step is None else max(step, 0)
+    environment.reset(int(episode["seed"]))
+    views = [environment.view()]
+    shown = environment.render_html() if wanted == 0 else ""
+    error = ""
+    for number, action in enumerate(actions, start=1):
+        try:
+            environment.step({0: action[0]})
+        except (IllegalAction, IndexError, KeyError, TypeError, ValueError) as problem:
+            error = str(ReplayBroken(number, problem))
+            break
+        views.append(environment.view())
+        if number == wanted:
+            shown = environment.render_html()
+    if wanted >= len(views):
+        # Asked past the end, or the episode stops early: the last state it reached.
+        shown = environment.render_html()
+    return EpisodeReplay(views, min(wanted, len(views) - 1), shown, error, assets)
 
 
 def evaluation_has_conversations(evaluation: Evaluation) -> bool:

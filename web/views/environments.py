@@ -91,8 +91,19 @@ def render_environment(
 @require_GET
 @cached_for_visitors
 def leaderboard(request: HttpRequest, name: str) -> HttpResponse:
-    """The whole published leaderboard, a page at a time (``?page=N``)."""
+    """The whole published leaderboard, a page at a time (``?page=N``). A one-player game
+    has none: its agents are ranked by its score competitions, which the page points to
+    (it leads straight to the only one)."""
     environment = get_environment(name)
+    if environment.players == 1:
+        competitions = environment_score_competitions(user=request.user, environment=environment)
+        if len(competitions) == 1:
+            return redirect(competitions[0])
+        return render(
+            request,
+            "web/leaderboard.html",
+            {"environment": environment, "score_competitions": competitions},
+        )
     page = leaderboard_page(
         user=request.user, environment=environment, number=request.GET.get("page")
     )

@@ -1,4 +1,4 @@
-"""Score competitions: the leaderboard of mean returns, an evaluation, an episode's trace;
+"""Score competitions: the leaderboard of mean returns, an evaluation, an episode's replay;
 an owner entering (or withdrawing) an online agent or an LLM player."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from core.services.scores import score_entry_create, score_entry_withdraw
 from reads.access import AuthenticatedHttpRequest, can_see_logs
 from reads.scores import (
     episode_document,
-    episode_trace,
+    episode_replay,
     evaluation_conversations_jsonl,
     evaluation_has_conversations,
     get_evaluation_for_user,
@@ -119,9 +119,15 @@ def evaluation_conversations(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def episode(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """An episode drawn step by step (``?step=N``: the state shown first, the last by
+    default), recomputed from its seed and actions."""
     evaluation = get_evaluation_for_user(request.user, pk)
     document = episode_document(evaluation, index)
     environment = evaluation.revision.competitor.environment
+    try:
+        step = int(request.GET["step"])
+    except (KeyError, ValueError):
+        step = None
     return render(
         request,
         "web/episode.html",
@@ -129,6 +135,6 @@ def episode(request: HttpRequest, pk: int, index: int) -> HttpResponse:
             "evaluation": evaluation,
             "episode": document,
             "environment": environment,
-            "trace": episode_trace(environment.name, document),
+            "replay": episode_replay(environment.game, document, step),
         },
     )
