@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from referee.match_points import exact_score
 from referee.results import Outcome
@@ -32,31 +33,36 @@ WIN_POINTS = 2
 DRAW_POINTS = 1
 
 
-class Record(Protocol):
-    """A player's tally: a ``Standing`` (a tournament's standings tally in these too, then
-    copy the figures into its participant rows, whose score is a float)."""
-
-    points: int
-    wins: int
-    draws: int
-    losses: int
-    #: The sum of its duels' total match scores, exact.
-    score: Fraction
-
-
 @dataclasses.dataclass
 class Standing:
+    """A player's tally (a tournament's standings tally in these, then copy the figures
+    into its participant rows, whose score is a float)."""
+
     name: str
     points: int = 0
     wins: int = 0
     draws: int = 0
     losses: int = 0
-    score: Fraction = Fraction(0)
+    #: Each duel total it scored, as given, and how many times: ``score`` sums them
+    #: exactly. Counted rather than added up as it goes, since a fraction's sum costs
+    #: microseconds and a ladder's standings read a million totals of a few values.
+    totals: Counter[float | Fraction] = dataclasses.field(default_factory=Counter)
+
+    @property
+    def score(self) -> Fraction:
+        """The sum of its duels' total match scores, exact."""
+        return sum(
+            (exact_score(total) * count for total, count in self.totals.items()), Fraction(0)
+        )
+
+    def add_score(self, total: float | Fraction) -> None:
+        if total:
+            self.totals[total] += 1
 
 
 def record_duel(
-    first: Record,
-    second: Record,
+    first: Standing,
+    second: Standing,
     *,
     result: str,
     first_score: float | Fraction,
@@ -64,8 +70,8 @@ def record_duel(
 ) -> None:
     """Add a scored duel (``result``: an ``Outcome`` value, from the first player's side;
     the scores: each player's total, as stored, ``match_points.exact_score``)."""
-    first.score += exact_score(first_score)
-    second.score += exact_score(second_score)
+    first.add_score(first_score)
+    second.add_score(second_score)
     if result == Outcome.DRAW:
         for record in (first, second):
             record.draws += 1
@@ -79,7 +85,7 @@ def record_duel(
     loser.losses += 1
 
 
-def record_group(records: Sequence[Record], *, scores: Sequence[float | Fraction]) -> None:
+def record_group(records: Sequence[Standing], *, scores: Sequence[float | Fraction]) -> None:
     """Add a scored duel of two or more players (``scores``: their total match scores,
     in player order): one duel between each two of them, decided by their scores."""
     # Compared as the exact totals they stand for: equal points are a draw.
@@ -94,8 +100,8 @@ def record_group(records: Sequence[Record], *, scores: Sequence[float | Fraction
         else:
             result = Outcome.DRAW
         record_duel(first, second, result=result, first_score=0, second_score=0)
-    for record, score in zip(records, exact, strict=True):
-        record.score += score
+    for record, score in zip(records, scores, strict=True):
+        record.add_score(score)
 
 
 def bye_points(byes: int) -> int:
@@ -103,7 +109,7 @@ def bye_points(byes: int) -> int:
     return WIN_POINTS * byes
 
 
-def standing_key(record: Record, *, buchholz: int | None = None) -> tuple[int | Fraction, ...]:
+def standing_key(record: Standing, *, buchholz: int | None = None) -> tuple[int | Fraction, ...]:
     """Sorts best first: points, then (when given, Swiss) Buchholz, then duels won, then
     match score (exact: equal totals tie, however they were added up)."""
     tie_break = () if buchholz is None else (-buchholz,)

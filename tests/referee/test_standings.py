@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction
 
 from referee.match_points import score_text
@@ -28,10 +29,10 @@ def test_it_scores_a_bye_as_a_won_duel():
 
 
 def test_it_breaks_ties_on_points_by_wins_then_score_and_equal_players_share_a_rank():
-    two_draws = Standing("two draws", points=2, draws=2, score=Fraction(10))
-    one_win = Standing("one win", points=2, wins=1, losses=1, score=Fraction(4))
-    same_win = Standing("same win", points=2, wins=1, losses=1, score=Fraction(4))
-    ahead = Standing("ahead", points=4, wins=2, score=Fraction(1))
+    two_draws = Standing("two draws", points=2, draws=2, totals=Counter({5: 2}))
+    one_win = Standing("one win", points=2, wins=1, losses=1, totals=Counter({3: 1, 1: 1}))
+    same_win = Standing("same win", points=2, wins=1, losses=1, totals=Counter({4: 1}))
+    ahead = Standing("ahead", points=4, wins=2, totals=Counter({0.5: 2}))
     ordered = sorted([two_draws, one_win, same_win, ahead], key=standing_key)
     assert [row.name for row in ordered] == ["ahead", "one win", "same win", "two draws"]
     assert shared_ranks(ordered, standing_key) == [1, 2, 2, 4]
