@@ -346,7 +346,8 @@ def seat_clock(competitors: list[Competitor], game: str) -> dict[str, float]:
     model's answer takes seconds where a program's takes microseconds), else the game's
     own (none)."""
     if any(competitor.is_human for competitor in competitors):
-        return human_clock()
+        # And no opening (``referee.openings``): a person opens their own game.
+        return {**human_clock(), "opening_moves": 0}
     if any(competitor.is_llm for competitor in competitors):
         return llm_clock(load_info(game))
     return {}

@@ -53,6 +53,10 @@ class EnvironmentInfo:
     #: A one-player game's score for an episode ended by the agent's fault: the worst
     #: return the environment can give (0 for CartPole, -500 for Acrobot).
     fault_return: float = 0.0
+    #: Random legal moves the referee plays at the start of each match before the agents
+    #: take over (``referee.openings``), so that deterministic agents do not replay one
+    #: match: 0 in a game with chance (a deal, dice), whose seed varies the matches already.
+    opening_moves: int = 0
 
     @property
     def html_class(self) -> str:
@@ -81,6 +85,8 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
 }
 #: Keys of Gymnasium games, checked on their own (text, a mapping, a number of any sign).
 _GYMNASIUM_KEYS = ("gymnasium", "gymnasium_options", "fault_return")
+#: Keys that may be 0 (a whole number, left out: 0).
+_COUNTS = ("opening_moves",)
 
 
 def info_values(
@@ -110,8 +116,16 @@ def info_values(
             if not isinstance(value, kind):
                 raise InvalidEnvironmentInfo(f"{where}: {key!r} must be a whole number: {value!r}")
             values[key] = value
+    for key in _COUNTS:
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidEnvironmentInfo(
+                    f"{where}: {key!r} must be a whole number, 0 or more: {value!r}"
+                )
+            values[key] = value
     values.update(_gymnasium_values(where, raw))
-    unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL) - set(_GYMNASIUM_KEYS)
+    unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL) - set(_GYMNASIUM_KEYS) - set(_COUNTS)
     if unknown:
         raise InvalidEnvironmentInfo(f"{where}: unknown keys {sorted(unknown)}")
     return values

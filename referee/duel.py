@@ -2,7 +2,9 @@
 
 Each agent is one long-lived process for the whole duel. Seats rotate by one each
 match (``referee.results.seat_rotation``): with two players, player 1 moves first in
-even-numbered matches, player 2 in odd ones. Every action is checked
+even-numbered matches, player 2 in odd ones. In a game with an opening (``info.yml``'s
+``opening_moves``), each match starts with random moves the referee plays, the same for
+the matches of one turn of the rotation (``referee.openings``). Every action is checked
 against the rules before it is applied, every wait has a deadline, and whatever an
 agent does wrong ends the match as a named fault charged to that agent.
 
@@ -34,6 +36,7 @@ from environments.registry import load_info, make_environment
 from referee.agents import FAREWELL_TIME, MAX_RESTARTS, AgentReferee, Contestant
 from referee.channel import AgentFailure
 from referee.duel_settings import DuelSettings
+from referee.openings import Step, duel_openings, opening_turn
 from referee.results import (
     DuelResult,
     Fault,
@@ -89,11 +92,53 @@ class Referee(AgentReferee):
         #: The CPU the matches are played on, while they are (``_shared_cpu``).
         self.cpus: set[int] | None = None
         self._match_index = 0
+        #: The openings of the duel's turns (``_opening``), drawn at its first match.
+        self._openings: list[list[Step]] | None = None
 
     # -- matches --------------------------------------------------------------
 
     def _match_seed(self, index: int) -> int:
         return match_seed(self.seed, index)
+
+    def _opening(self, index: int) -> list[Step]:
+        """The steps the referee plays at the start of match ``index`` (none in most games)."""
+        players = len(self.contestants)
+        turn = opening_turn(index, players)
+        if self._openings is None or turn >= len(self._openings):
+            # Drawn for the whole duel at once: the same draws give each turn's opening
+            # however many turns are drawn.
+            last = max(turn, opening_turn(self.settings.matches - 1, players))
+            self._openings = duel_openings(
+                self.environment,
+                duel_seed=self.seed,
+                moves=self.settings.opening_moves,
+                turns=last + 1,
+            )
+        return self._openings[turn]
+
+    def _play_opening(self, record: MatchRecord, opening: list[Step]) -> None:
+        """Apply the opening's steps to the environment just reset, recorded as the match's
+        first steps (no agent's: no timings). A step the game refuses is the referee's error:
+        the game is not as deterministic as its ``opening_moves`` promised."""
+        environment = self.environment
+        for step, actions in enumerate(opening):
+            moved = {seat: action for seat, action in enumerate(actions) if action is not None}
+            for seat, action in moved.items():
+                environment.check_action(seat, action)
+            environment.apply(moved)
+            record.actions.append(list(actions))
+            record.timings.append([None] * len(actions))
+            if self.progress is not None:
+                self.progress(
+                    {
+                        "type": "step",
+                        "match": record.index,
+                        "step": step,
+                        "actions": record.actions[-1],
+                        "opening": True,
+                    }
+                )
+        record.opening = len(opening)
 
     def _forfeit(self, record: MatchRecord, unavailable: list[Contestant]) -> None:
         for contestant in unavailable:
@@ -145,6 +190,7 @@ class Referee(AgentReferee):
             record.duration = time.monotonic() - started
             return record
 
+        opening = self._opening(index)
         environment = self.environment
         environment.reset(seed)
         if self.progress is not None:
@@ -171,10 +217,12 @@ class Referee(AgentReferee):
                 )
             except AgentFailure as failure:
                 record.faults.append(self._charge(contestant, failure, None))
+        self._play_opening(record, opening)
 
         banks = [self.settings.time_bank] * environment.num_players
         seat_numbers = range(len(seats))
-        step = 0
+        # Counted from the match's start, the opening's steps included, as its actions are.
+        step = len(opening)
         while not record.faults and not environment.is_terminal():
             movers = environment.to_move()
             actions, timings, faults = self._request_actions(seats, movers, banks, step)

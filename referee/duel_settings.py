@@ -23,6 +23,8 @@ class DuelSettings:
     #: In a game played in turns, the referee and the agents share one CPU of their own
     #: while the matches are played, when one is free (``sandboxes.cpus``).
     share_cpu: bool = True
+    #: Random moves the referee plays at the start of each match (``referee.openings``).
+    opening_moves: int = 0
 
     @classmethod
     def from_info(cls, info: EnvironmentInfo, **overrides: Any) -> DuelSettings:
@@ -33,6 +35,7 @@ class DuelSettings:
             time_bank=info.time_bank,
             startup_time=info.startup_time,
             limits=SandboxLimits(memory_mb=info.memory_mb, cpu_seconds=info.cpu_seconds),
+            opening_moves=info.opening_moves,
         )
         return dataclasses.replace(
             settings, **{key: value for key, value in overrides.items() if value is not None}

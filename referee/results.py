@@ -173,6 +173,9 @@ class MatchRecord:
     #: Duel player -> its conversation in this match, for seats that keep one
     #: (an LLM player's: every prompt and answer, ``llm.records``).
     transcripts: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: The first steps of ``actions`` that the referee played, the match's opening
+    #: (``referee.openings``); the agents played the rest.
+    opening: int = 0
     #: Duel player -> step -> what its agent wrote on stderr while choosing that move
     #: (``sandboxes.base.AgentLog``: since its previous answer), capped; moves with no
     #: log are left out.
@@ -205,6 +208,7 @@ class MatchRecord:
             "actions": self.actions,
             "timings": self.timings,
             "steps": len(self.actions),
+            "opening": self.opening,
             "duration": round(self.duration, 6),
         }
         if self.transcripts:

@@ -13,12 +13,13 @@ from tests.support.sandboxes import agent, hostile, player
 
 
 def moves_of(record: MatchRecord, number: int) -> list[tuple[int, object]]:
-    """(step, action) of every move of duel player ``number`` in ``record``."""
+    """(step, action) of every move of duel player ``number`` in ``record`` (the opening's,
+    which the referee played, left out)."""
     seat = record.seats.index(number)
     return [
         (step, actions[seat])
         for step, actions in enumerate(record.actions)
-        if actions[seat] is not None
+        if actions[seat] is not None and step >= record.opening
     ]
 
 
@@ -64,9 +65,10 @@ def test_each_move_keeps_what_the_agent_wrote_while_choosing_it(any_backend):
     assert all(2 not in record.move_logs for record in result.matches)
     assert "match 3 ends" in result.logs[0]
     document = result.as_json()
+    # Its first move comes after the referee's opening of two.
     assert document["matches"][0]["move_logs"]["1"][0] == {
-        "step": 0,
-        "log": expected_logs(result, 1)[0][0],
+        "step": 2,
+        "log": expected_logs(result, 1)[0][2],
     }
     assert "move_logs" not in result.as_json(include_logs=False)["matches"][0]
 
