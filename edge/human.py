@@ -186,33 +186,17 @@ async def _submit(seat: str, body: bytes) -> str:
     return await reply_submit(seat_bus(), seat, body)
 
 
-@csrf_exempt  # checked in _checked_post, to answer a failure in JSON
-def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
-    turned_away = _checked_post(request)
-    if turned_away is not None:
-        return turned_away
-    assert isinstance(request.user, User)
-    found = _seat_of(request.user, pk)
-    if found is None:
-        return _refusal(404, "not_found", _NOT_YOURS.format(pk))
-    seat, duel = found
-    try:
-        accepted = async_to_sync(_submit)(_bus_seat(seat, duel), request.body)
-    except ReplyRefused as refused:
-        return _refusal(refused.status, refused.code, refused.message)
-    return JsonResponse({"accepted": accepted}, status=202)
-
-
-def _checked_post(request: HttpRequest) -> JsonResponse | None:
-    """The refusal of a page's POST that is not one: wrong method, no session, too many
-    requests, no CSRF token; None when it may go on."""
+def _posted_game(request: HttpRequest, pk: int) -> tuple[DuelSeat, Duel] | JsonResponse:
+    """The person's seat and game a page's POST is about, or the refusal to answer: wrong
+    method, no session, too many requests, no CSRF token, not their game."""
     if request.method != "POST":
         response = _refusal(405, "method_not_allowed", "Use POST here.")
         response["Allow"] = "POST"
         return response
-    if not request.user.is_authenticated:
+    user = request.user
+    if not isinstance(user, User) or not user.is_authenticated:
         return _refusal(401, "unauthorized", _LOG_IN)
-    limited = _too_many(request.user)
+    limited = _too_many(user)
     if limited is not None:
         return limited
     # process_view reads only the view's csrf_exempt flag: None is a view without it (the
@@ -224,18 +208,30 @@ def _checked_post(request: HttpRequest) -> JsonResponse | None:
             "forbidden",
             "The CSRF check failed: send the page's token in the X-CSRFToken header.",
         )
-    return None
-
-
-@csrf_exempt  # checked in _checked_post, to answer a failure in JSON
-def human_resign(request: HttpRequest, pk: int) -> HttpResponse:
-    turned_away = _checked_post(request)
-    if turned_away is not None:
-        return turned_away
-    assert isinstance(request.user, User)
-    found = _seat_of(request.user, pk)
+    found = _seat_of(user, pk)
     if found is None:
         return _refusal(404, "not_found", _NOT_YOURS.format(pk))
+    return found
+
+
+@csrf_exempt  # checked in _posted_game, to answer a failure in JSON
+def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
+    found = _posted_game(request, pk)
+    if isinstance(found, JsonResponse):
+        return found
+    seat, duel = found
+    try:
+        accepted = async_to_sync(_submit)(_bus_seat(seat, duel), request.body)
+    except ReplyRefused as refused:
+        return _refusal(refused.status, refused.code, refused.message)
+    return JsonResponse({"accepted": accepted}, status=202)
+
+
+@csrf_exempt  # checked in _posted_game, to answer a failure in JSON
+def human_resign(request: HttpRequest, pk: int) -> HttpResponse:
+    found = _posted_game(request, pk)
+    if isinstance(found, JsonResponse):
+        return found
     seat, duel = found
     if not async_to_sync(seat_bus().resign)(_bus_seat(seat, duel)):
         return _refusal(409, "not_playing", "This game is not being played: nothing to resign.")
@@ -254,17 +250,14 @@ async def _moved(seat: str) -> bool:
     return False
 
 
-@csrf_exempt  # checked in _checked_post, to answer a failure in JSON
+@csrf_exempt  # checked in _posted_game, to answer a failure in JSON
 def human_abort(request: HttpRequest, pk: int) -> HttpResponse:
-    turned_away = _checked_post(request)
-    if turned_away is not None:
-        return turned_away
+    found = _posted_game(request, pk)
+    if isinstance(found, JsonResponse):
+        return found
+    seat, duel = found
     user = request.user
     assert isinstance(user, User)
-    found = _seat_of(user, pk)
-    if found is None:
-        return _refusal(404, "not_found", _NOT_YOURS.format(pk))
-    seat, duel = found
     bus_seat = _bus_seat(seat, duel)
     if duel.status == DuelStatus.RUNNING and async_to_sync(_moved)(bus_seat):
         return _refusal(

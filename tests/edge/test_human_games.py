@@ -16,15 +16,15 @@ from core.services.human import human_game_create
 from core.services.online import seat_bus
 from sandboxes.seat_bus import RESIGN_LINE
 from tests.factories import EnvironmentFactory, MatchFactory, RevisionFactory, UserFactory
-from tests.support.human import ACT, browser, bus_seat, reply
+from tests.support.human import (  # noqa: F401 (in_process_bus: a fixture)
+    ACT,
+    browser,
+    bus_seat,
+    in_process_bus,
+    reply,
+)
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def in_process_bus(settings):
-    settings.ARENA_ONLINE_BUS_URL = ""
-    settings.CELERY_TASK_ALWAYS_EAGER = False
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_process_bus")]
 
 
 @pytest.fixture

@@ -14,15 +14,9 @@ from core.models import Duel, DuelStatus, Revision
 from core.services.human import human_game_create
 from core.services.online import seat_bus
 from tests.factories import RevisionFactory, UserFactory
-from tests.support.human import asked, browser, bus_seat, reply
+from tests.support.human import asked, browser, bus_seat, in_process_bus, reply  # noqa: F401
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def in_process_bus(settings):
-    settings.ARENA_ONLINE_BUS_URL = ""
-    settings.CELERY_TASK_ALWAYS_EAGER = False
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_process_bus")]
 
 
 @pytest.fixture

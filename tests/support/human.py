@@ -6,11 +6,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from django.test import Client
 from django.urls import reverse
 
 from core.models import Duel
 from core.services.online import seat_bus
+
+
+@pytest.fixture
+def in_process_bus(settings: Any) -> None:
+    """The seat bus of this process (no Redis), and tasks sent, not run: the test plays the
+    referee's side itself."""
+    settings.ARENA_ONLINE_BUS_URL = ""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+
 
 ACT = {
     "type": "act",
