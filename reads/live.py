@@ -26,6 +26,7 @@ from core.models import Duel, DuelStatus, LiveEvent
 from environments.base import Environment, IllegalAction
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment
 from reads.access import can_see_duel
+from reads.outcomes import duel_outcome
 from reads.replays import (
     match_replay,
     match_result_text,
@@ -101,8 +102,11 @@ def live_ending(duel_id: int) -> dict[str, Any] | None:
     # The last moves may have been stored after the stream's last look: the final board
     # comes from the replay, public now that the duel is over.
     final = match_replay(matches[-1]).views if matches else []
+    # The page's badge and sentence as the duel's page now shows them.
+    outcome = duel_outcome(duel, labels=labels, seats=duel.players(), matches=matches)
     return {
         "result": text,
+        "outcome": {"label": outcome.label, "style": outcome.style, "text": outcome.text},
         "view": final[-1] if final else None,
         "duel": duel.get_absolute_url(),
         "results": [

@@ -49,6 +49,7 @@ from reads.access import (
     tournaments_visible,
 )
 from reads.charts import ScorePoint, score_chart_svg
+from reads.outcomes import DuelOutcome, duel_outcome
 from reads.replays import (
     FaultNote,
     first_mover_label,
@@ -61,6 +62,7 @@ from reads.replays import (
 from reads.scores import score_leaderboard
 from tournament_manager.selectors import (
     LadderProgress,
+    TournamentProgress,
     ladder_progress,
     paused_revisions,
     tournament_progress,
@@ -643,6 +645,9 @@ class DuelRow:
     result_text: str
     #: Every player's total score, player 1's first.
     scores: list[float]
+    #: Its badge: what happened to its players (a fault, a validation failed), not only
+    #: its job's status.
+    outcome: DuelOutcome
 
 
 def _duel_row(duel: Duel) -> DuelRow:
@@ -654,6 +659,7 @@ def _duel_row(duel: Duel) -> DuelRow:
         ", ".join(labels[number] for number in range(2, duel.num_players + 1)),
         _duel_result_text(duel, labels, players),
         [player.score for player in players],
+        duel_outcome(duel, labels=labels, seats=players),
     )
 
 
@@ -719,6 +725,8 @@ class TournamentPage:
     standings: Page
     #: A page of ``DuelRow``, the latest first.
     duels: Page
+    #: Its duels by status, and the time its remaining ones take.
+    progress: TournamentProgress
     #: A round robin's crosstable (``_crosstable``); empty for other formats.
     crosstable: list[CrossRow] = dataclasses.field(default_factory=list)
 
@@ -731,27 +739,51 @@ class TournamentPage:
         """Swiss standings break ties on points by Buchholz; other formats have none."""
         return self.tournament.format == TournamentFormat.SWISS
 
+    # A ladder has no number of duels to reach (it pairs until stopped): its page shows
+    # counts, never a share of a total.
     @property
-    def done_percent(self) -> float:
-        total = self.tournament.duels_total
-        return round(100 * self.tournament.duels_done / total, 1) if total else 0
+    def done_percent(self) -> int:
+        """Duels played, of all it plays: failed ones are not played (``failed_percent``)."""
+        return _percent(self.tournament.duels_done, self.tournament.duels_total)
 
     @property
-    def failed_percent(self) -> float:
-        total = self.tournament.duels_total
-        return round(100 * self.tournament.duels_failed / total, 1) if total else 0
+    def failed_percent(self) -> int:
+        return _percent(self.tournament.duels_failed, self.tournament.duels_total)
 
     @property
     def minutes_left(self) -> int | None:
-        return tournament_progress(self.tournament).minutes_left
+        return self.progress.minutes_left
+
+    @property
+    def no_duels_text(self) -> str:
+        """What its list of duels says while it has none."""
+        if not self.tournament.is_ladder:
+            return "The duels are scheduled when the tournament starts."
+        if self.tournament.status == TournamentStatus.DRAFT:
+            return "No duel yet: the ladder pairs its entries once it starts."
+        if self.tournament.is_finished:
+            return "The ladder played no duel."
+        players = self.tournament.environment.players
+        return f"No duel yet: the ladder pairs its entries as soon as {players} of them can play."
+
+
+def _percent(part: int, total: int) -> int:
+    """``part`` of ``total`` in whole percent, rounded down (100 only once all are
+    there), and 1 at least for any part."""
+    if not total or not part:
+        return 0
+    return max(1, 100 * part // total)
 
 
 def _participants(tournament: Tournament) -> QuerySet[Participant]:
-    """Best first; the withdrawn last."""
+    """Best first; the withdrawn last. A ladder's rank is its fit's (``standings_compute``)
+    and its duel points rank nothing: an entry not ranked yet comes after the ranked ones
+    by name, not by its points."""
+    points = () if tournament.is_ladder else ("-points",)
     return tournament.participants.select_related(
         "revision__competitor__owner", "revision__competitor__environment"
     ).order_by(
-        "withdrawn", F("rank").asc(nulls_last=True), "-points", "revision__competitor__name", "pk"
+        "withdrawn", F("rank").asc(nulls_last=True), *points, "revision__competitor__name", "pk"
     )
 
 
@@ -789,6 +821,7 @@ def tournament_page(
         tournament=tournament,
         standings=standings,
         duels=duels,
+        progress=tournament_progress(tournament),
         crosstable=_crosstable(user, tournament),
     )
 
@@ -823,6 +856,11 @@ class DuelPage:
     players: list[SeatView]
     matches: list[MatchRow]
     result_text: str
+    #: Its badge and the sentence beside it (``reads.outcomes``).
+    outcome: DuelOutcome
+    #: Times a worker took its job up; None for a validation duel, which has no job of its
+    #: own (its revision's validation played it).
+    attempts: int | None
 
     @property
     def is_pending(self) -> bool:
@@ -874,6 +912,9 @@ def duel_players(*, user: Visitor, duel: Duel) -> list[SeatView]:
 def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
     labels = player_labels(duel)
     game = game_of(duel)  # one copy of the game, reset for each match's first mover
+    matches = list(duel.matches.order_by("index"))
+    seats = duel.players()
+    job = getattr(duel, "job", None)  # none for a validation duel
     return DuelPage(
         duel=duel,
         players=duel_players(user=user, duel=duel),
@@ -884,9 +925,11 @@ def duel_page(*, user: Visitor, duel: Duel) -> DuelPage:
                 result_text=match_result_text(match, labels),
                 faults=match_faults(match, labels),
             )
-            for match in duel.matches.order_by("index")
+            for match in matches
         ],
-        result_text=_duel_result_text(duel, labels, duel.players()),
+        result_text=_duel_result_text(duel, labels, seats),
+        outcome=duel_outcome(duel, labels=labels, seats=seats, matches=matches),
+        attempts=job.attempts if job is not None else None,
     )
 
 
@@ -899,7 +942,5 @@ class ProfilePage:
 def profile_page(*, user: User) -> ProfilePage:
     return ProfilePage(
         tokens=list(user.api_tokens.active().order_by("-created_at")),
-        competitors=list(
-            user.competitors.listed().select_related("environment").order_by("name")
-        ),
+        competitors=list(user.competitors.listed().select_related("environment").order_by("name")),
     )

@@ -121,7 +121,7 @@ def test_a_visitor_registers_uploads_and_watches_a_tournament_through_nginx(
     expect(standings).to_contain_text("stack-rival")
     duels = page.get_by_role("region", name="Duels").locator("tbody tr")
     expect(duels).to_have_count(1)
-    expect(duels.first).to_contain_text("Succeeded")
+    expect(duels.first).to_contain_text("Played")
     screenshot("stack-tournament")
 
     # And one of its replays.

@@ -16,8 +16,23 @@
   var moves = root.querySelector("[data-live-moves]");
   var results = root.querySelector("[data-live-results]");
   var ending = root.querySelector("[data-live-end]");
+  // The page's badge and sentence (duel.html): what the duel's page says of it now.
+  var badge = document.querySelector("[data-duel-badge]");
+  var outcome = document.querySelector("[data-duel-outcome]");
   var source = new EventSource(root.getAttribute("data-live-url"));
   var frames = 0;
+  var playing = false;
+
+  function showOutcome(label, style, text) {
+    if (!badge) {
+      return;
+    }
+    badge.textContent = label;
+    badge.className = "badge badge-" + style;
+    if (outcome) {
+      outcome.textContent = text;
+    }
+  }
 
   function showResults(list) {
     results.textContent = "";
@@ -31,6 +46,10 @@
   source.addEventListener("frame", function (event) {
     var frame = JSON.parse(event.data);
     frames += 1;
+    if (frame.match !== null && !playing) {
+      playing = true;
+      showOutcome("Running", "pending", ""); // a page opened while it was queued
+    }
     root.setAttribute("data-live-frames", String(frames));
     root.setAttribute("data-live-step", frame.match === null ? "" : frame.match + ":" + frame.step);
     if (frame.view) {
@@ -47,6 +66,11 @@
     var end = JSON.parse(event.data);
     source.close();
     status.textContent = "The duel is over: " + end.result;
+    if (end.outcome) {
+      showOutcome(end.outcome.label, end.outcome.style, end.outcome.text);
+    } else if (badge) {
+      badge.hidden = true; // deleted: no badge is true any more
+    }
     showResults(end.results);
     if (end.view) {
       window.ArenaBoards.draw(board, end.view);
