@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from core.models import User
-from tests.factories import EnvironmentFactory, ScoreCompetitionFactory
+from tests.factories import CompetitorFactory, EnvironmentFactory, ScoreCompetitionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -104,3 +104,15 @@ def test_a_one_player_game_without_a_score_competition_says_so(client: Client) -
     assert response.status_code == 200
     page = response.content.decode()
     assert "No score competition yet" in page and "No rated competitor yet" not in page
+
+
+@pytest.mark.parametrize(("game", "rated"), [("cartpole", False), ("tic_tac_toe", True)])
+def test_a_competitor_page_promises_a_leaderboard_only_in_a_game_of_duels(
+    client: Client, game: str, rated: bool
+) -> None:
+    competitor = CompetitorFactory(environment=EnvironmentFactory(name=game), is_public=True)
+
+    page = client.get(competitor.get_absolute_url()).content.decode()
+
+    assert ("<dt>Leaderboard</dt>" in page) == rated
+    assert ("Leaderboard score history" in page) == rated
