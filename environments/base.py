@@ -17,6 +17,8 @@ import json
 from typing import Any, ClassVar
 
 JSON = Any
+#: The column letters of ``square_name``.
+COLUMN_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 class IllegalAction(Exception):
@@ -220,6 +222,17 @@ def readable_action(action: JSON) -> str:
     if isinstance(action, str):
         return action
     return json.dumps(action, ensure_ascii=False)
+
+
+def square_name(square: int, columns: int) -> str:
+    """A square of a board numbered row by row from the top left (square 0), as move lists
+    name it: its column's letter, ``a`` at the left, then its row's number, ``1`` at the
+    top, so that square 6 of a 4-column board is ``c2``. A board too wide for letters
+    names it in words (``row 2, column 30``)."""
+    row, column = divmod(square, columns)
+    if columns > len(COLUMN_LETTERS):
+        return f"row {row + 1}, column {column + 1}"
+    return f"{COLUMN_LETTERS[column]}{row + 1}"
 
 
 def require_int(player: int, action: JSON, low: int, high: int, what: str) -> int:

@@ -23,6 +23,16 @@ from gymnasium import spaces
 from environments.base import JSON, Environment, IllegalAction, require_int
 from environments.gymnasium_views import gymnasium_view
 
+#: What each action of a Gymnasium game does, by Gymnasium id, as its documentation says
+#: (action 0 first): the names move lists and the play page show. A game not listed here
+#: shows the action's number.
+ACTION_NAMES: dict[str, tuple[str, ...]] = {
+    "CartPole-v1": ("push left", "push right"),
+    "Acrobot-v1": ("torque -1", "no torque", "torque +1"),
+    "MountainCar-v0": ("accelerate left", "no acceleration", "accelerate right"),
+    "FrozenLake-v1": ("left", "down", "right", "up"),
+}
+
 
 def jsonable(value: Any) -> JSON:
     """A Gymnasium observation as plain JSON values (NumPy arrays and scalars unwrapped)."""
@@ -98,6 +108,14 @@ class GymnasiumEnvironment(Environment):
         self.total += self.last_reward
         self.terminated = bool(terminated)
         self.truncated = bool(truncated)
+
+    def describe_action(self, action: JSON) -> str:
+        names = ACTION_NAMES.get(self.gymnasium_id, ())
+        if isinstance(action, int) and not isinstance(action, bool):
+            index = action - self.first_action
+            if 0 <= index < len(names):
+                return names[index]
+        return super().describe_action(action)
 
     def observation(self, player: int) -> dict[str, JSON]:
         return {"observation": self.current, "step": self.step_count, "return": self.total}

@@ -52,6 +52,12 @@ class ConnectFour(KInARow):
         # The column played is the action; the cell the disc landed on is shown too.
         return {**super().state(), "last_cell": self.last_cell}
 
+    def describe_action(self, action: JSON) -> str:
+        """``column 3``: numbered from 0 at the left, as the board's header numbers them."""
+        if isinstance(action, int) and not isinstance(action, bool) and 0 <= action < self.columns:
+            return f"column {action}"
+        return super().describe_action(action)
+
     def choice_parts(
         self, observation: dict[str, JSON], player: int, actions: list[JSON]
     ) -> list[dict[str, JSON]]:

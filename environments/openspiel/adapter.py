@@ -45,6 +45,8 @@ CHESS_PIECES = dict(zip("KQRBNPkqrbnp", "♔♕♖♗♘♙♚♛♜♝♞♟", 
 LEDUC_CARDS = ("J♠", "J♥", "Q♠", "Q♥", "K♠", "K♥")
 #: Leduc's betting actions by OpenSpiel's number, as its information state lists them.
 LEDUC_ACTIONS = ("Fold", "Call", "Raise")
+#: The number OpenSpiel puts before the name of a backgammon move (``52 - 24/22/21``).
+NUMBERED_ACTION = re.compile(r"^[0-9]+ - ")
 #: One ``[Name: value]`` field of an OpenSpiel observation or information state string.
 BRACKET_FIELD = re.compile(r"\[([^\]:]+):? ?([^\]]*)\]")
 
@@ -232,9 +234,15 @@ class OpenSpielEnvironment(Environment):
         return seen
 
     def describe_action(self, action: JSON) -> str:
-        if isinstance(action, dict) and isinstance(action.get("text"), str):
-            return action["text"]
-        return super().describe_action(action)
+        """OpenSpiel's name of the action, which is what a person reads already in most
+        games (chess in standard algebraic notation, poker's Fold, Call and Raise), but
+        backgammon's, which starts with the action's number (``52 - 24/22/21``)."""
+        if not isinstance(action, dict) or not isinstance(action.get("text"), str):
+            return super().describe_action(action)
+        text: str = action["text"]
+        if self.short_name == "backgammon":
+            return NUMBERED_ACTION.sub("", text)
+        return text
 
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         lines = [f"{self.short_name}, as player {player + 1} sees it:"]

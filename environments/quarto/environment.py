@@ -7,9 +7,16 @@ of four pieces wins when one bit is set in all four or clear in all four.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, TypeGuard
 
-from environments.base import JSON, Environment, IllegalAction, require_int, require_object
+from environments.base import (
+    JSON,
+    Environment,
+    IllegalAction,
+    require_int,
+    require_object,
+    square_name,
+)
 
 SIZE = 4
 SQUARES = SIZE * SIZE
@@ -233,6 +240,22 @@ class Quarto(Environment):
             "available": list(observation["available"]),
         }
 
+    def describe_action(self, action: JSON) -> str:
+        """``c2, gives piece 1``: where the piece in hand goes (squares named a1 to d4,
+        ``square_name``), then the piece handed to the opponent; the first move only gives
+        a piece, the last only places one."""
+        if not isinstance(action, dict):
+            return super().describe_action(action)
+        square, piece = action.get("square"), action.get("piece")
+        parts = []
+        if _is_index(square, SQUARES):
+            parts.append(square_name(square, SIZE))
+        if _is_index(piece, PIECES):
+            parts.append(f"gives piece {piece}")
+        if len(parts) != sum(value is not None for value in (square, piece)) or not parts:
+            return super().describe_action(action)
+        return ", ".join(parts)
+
     def choice_parts(
         self, observation: dict[str, JSON], player: int, actions: list[JSON]
     ) -> list[dict[str, JSON]]:
@@ -288,7 +311,7 @@ class Quarto(Environment):
                     classes.append("quarto-win")
                     notes.append("winning line")
                 if piece is None:
-                    content = f'<span class="quarto-empty">square {square}</span>'
+                    content = f'<span class="quarto-empty">{square_name(square, SIZE)}</span>'
                 else:
                     content = self._piece_html(piece)
                 if notes:
@@ -313,6 +336,11 @@ class Quarto(Environment):
             f'<p class="quarto-legend">Attributes: {html.escape(legend)}</p>'
             "</div>"
         )
+
+
+def _is_index(value: JSON, count: int) -> TypeGuard[int]:
+    """Whether ``value`` is an int in 0..count-1 (a bool is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < count
 
 
 def _board_text(board: list[Any], piece: int | None, available: list[int]) -> str:

@@ -56,6 +56,11 @@ class SumTo10(Environment):
         else:
             self.current = 1 - self.current
 
+    def describe_action(self, action: JSON) -> str:
+        if isinstance(action, int) and not isinstance(action, bool):
+            return f"add {action}"
+        return super().describe_action(action)
+
     def observation(self, player: int) -> dict[str, JSON]:
         return {"total": self.total, "target": self.target, "mark": player + 1}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from environments.base import JSON, IllegalAction, require_int
+from environments.base import JSON, IllegalAction, require_int, square_name
 from environments.k_in_a_row import KInARow
 
 SYMBOLS = ("X", "O")
@@ -39,6 +39,13 @@ class TicTacToe(KInARow):
         cell = actions[self.current]
         assert isinstance(cell, int)  # checked by check_action
         self.place(cell, cell)
+
+    def describe_action(self, action: JSON) -> str:
+        """The cell's name (``b2``, the centre of a 3x3 grid: ``square_name``)."""
+        cells = self.rows * self.columns
+        if isinstance(action, int) and not isinstance(action, bool) and 0 <= action < cells:
+            return square_name(action, self.columns)
+        return super().describe_action(action)
 
     def choice_parts(
         self, observation: dict[str, JSON], player: int, actions: list[JSON]

@@ -16,6 +16,7 @@ from django.test import Client
 from core.models import Duel, DuelStatus, RatingChange
 from core.services.human import human_game_create
 from duel_runner.services import duel_play
+from environments.base import square_name
 from tests.factories import UserFactory
 from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
 from tests.support.gateway import Gateway
@@ -167,7 +168,7 @@ def test_a_person_plays_a_game_to_the_end_through_the_gateway(gateway):
                     # each move with the cell it marks.
                     assert message["choices"][0] == {
                         "action": cell,
-                        "text": str(cell),
+                        "text": square_name(cell, 3),  # a1 for cell 0
                         "parts": {"cell": cell},
                     }
                     assert message["view"]["kind"] == "tic_tac_toe"

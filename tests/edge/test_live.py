@@ -105,7 +105,7 @@ def test_it_shows_each_move_then_the_end_with_the_replays(live_gateway):
     moved = stream.next()
     assert moved["id"] == str(second.pk)
     assert moved["data"]["step"] == 2
-    assert moved["data"]["moves"] == [f"{duel.revisions()[1]}: 0"]
+    assert moved["data"]["moves"] == [f"{duel.revisions()[1]}: a1"]  # cell 0
 
     MatchFactory(duel=duel)
     Duel.objects.filter(pk=duel.pk).update(
@@ -137,7 +137,7 @@ def test_it_resumes_after_the_last_event_a_client_saw(live_gateway):
     # Nothing repeated, nothing lost: the first frame is the move it missed.
     assert resumed["id"] == str(missed.pk)
     assert resumed["data"]["step"] == 2
-    assert resumed["data"]["moves"] == [f"{duel.revisions()[0]}: 8"]
+    assert resumed["data"]["moves"] == [f"{duel.revisions()[0]}: c3"]  # cell 8
 
 
 def test_it_refuses_a_duel_that_does_not_exist_or_is_not_public(live_gateway):

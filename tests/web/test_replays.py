@@ -9,9 +9,17 @@ import re
 import pytest
 from django.urls import reverse
 
+from core.services.environments import environment_add_openspiel
+from environments.base import square_name
 from environments.registry import make_environment
 from reads.replays import Replay
-from tests.factories import DuelFactory, MatchFactory, RevisionFactory
+from tests.factories import (
+    DuelFactory,
+    EnvironmentFactory,
+    MatchFactory,
+    RevisionFactory,
+    TournamentFactory,
+)
 from web.templatetags.arena import replay_move_items
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +67,8 @@ def test_it_carries_a_view_per_state_and_lists_the_moves_and_their_times(client,
         environment.step({seat: move for seat, move in enumerate(actions) if move is not None})
         assert view == environment.view()
         [(_player, action)] = played
-        assert action == str(next(action for action in actions if action is not None))
+        cell = next(action for action in actions if action is not None)
+        assert action == square_name(cell, 3)  # the cell's name: b2 for the centre
     assert views[-1]["kind"] == "tic_tac_toe" and len(views[-1]["board"]) == 9
     assert response.content.decode().count('<span class="move-time">1 ms</span>') == match.steps
     # The first seat is player 1 (alice) in match 0, then the seats alternate.
@@ -68,6 +77,46 @@ def test_it_carries_a_view_per_state_and_lists_the_moves_and_their_times(client,
     # The page names the board's drawer: the registry, then the game's own.
     page = response.content.decode()
     assert page.index("web/boards.js") < page.index("tic_tac_toe.js") < page.index("web/replay.js")
+
+
+def test_the_move_list_names_quarto_moves_by_square_and_piece_given(client):
+    quarto = EnvironmentFactory(name="quarto")
+    duel = DuelFactory(tournament=TournamentFactory(environment=quarto), finished=True)
+    opening = [
+        [{"square": None, "piece": 3}, None],
+        [None, {"square": 6, "piece": 1}],  # piece 3 on square 6; piece 1 to player 1
+        [{"square": 15, "piece": 0}, None],
+    ]
+    match = MatchFactory(duel=duel, played={"actions": opening, "scores": [0.5, 0.5]})
+
+    response = client.get(match.get_absolute_url() + "?step=2")
+
+    moves = moves_of(response)
+    assert [action for [(_player, action)] in moves[1:]] == [
+        "gives piece 3",
+        "c2, gives piece 1",
+        "d4, gives piece 0",
+    ]
+    position = html.unescape(response.content.decode()).split("data-replay-move>")[1]
+    assert position.startswith(f"{moves[2][0][0]} played c2, gives piece 1</span>")
+
+
+def test_the_move_list_writes_chess_in_standard_algebraic_notation(client):
+    chess = environment_add_openspiel(spec="openspiel:chess")
+    game = make_environment("openspiel:chess")
+    game.reset(0)
+    actions = []
+    for san in ("e4", "e5", "Nf3", "Nc6", "Bb5"):
+        [mover] = game.to_move()
+        [action] = [move for move in game.legal_actions(mover) if move["text"] == san]
+        game.step({mover: action})
+        actions.append([action if seat == mover else None for seat in range(2)])
+    duel = DuelFactory(tournament=TournamentFactory(environment=chess), finished=True)
+    match = MatchFactory(duel=duel, seed=0, played={"actions": actions, "scores": [0.5, 0.5]})
+
+    moves = moves_of(client.get(match.get_absolute_url()))
+
+    assert [action for [(_player, action)] in moves[1:]] == ["e4", "e5", "Nf3", "Nc6", "Bb5"]
 
 
 def test_it_shows_the_final_state_and_the_move_list_without_javascript(client, match):

@@ -20,6 +20,12 @@
     return "piece " + piece + " (" + attributes(piece).join(", ") + ")";
   }
 
+  // A square as the move list names it (environments.base.square_name): its column's
+  // letter from the left, then its row's number from the top; square 6 is c2.
+  function squareName(square) {
+    return "abcd".charAt(square % SIZE) + String(Math.floor(square / SIZE) + 1);
+  }
+
   function pieceNode(piece) {
     var wrap = el("span", "quarto-piece-wrap");
     var shape = el("span", "quarto-piece");
@@ -82,12 +88,12 @@
           td.classList.add("quarto-picked");
           td.appendChild(pieceNode(view.piece));
         } else if (placing && square === undefined && canPlace(choices, cell)) {
-          var button = boards.moveButton("square " + cell, "board-cell-button quarto-empty", null, options, pickLater(pick, cell));
-          button.setAttribute("aria-label", "Place on square " + cell);
+          var button = boards.moveButton(squareName(cell), "board-cell-button quarto-empty", null, options, pickLater(pick, cell));
+          button.setAttribute("aria-label", "Place on " + squareName(cell));
           button.setAttribute("data-square", String(cell));
           td.appendChild(button);
         } else {
-          td.appendChild(el("span", "quarto-empty", "square " + cell));
+          td.appendChild(el("span", "quarto-empty", squareName(cell)));
         }
         if (notes.length) {
           td.appendChild(el("span", "visually-hidden", ", " + notes.join(", ")));
