@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.models import Duel, DuelResult, Match, MatchLog
 from environments.base import Environment, IllegalAction, readable_action
@@ -330,23 +330,36 @@ def move_logs_visible(user: Visitor, match: Match) -> list[MatchLog]:
     return list(MatchLog.objects.filter(match=match, player__in=players).order_by("player"))
 
 
+class MoveLogEntry(NamedTuple):
+    """What one agent wrote while choosing one move. A tuple, so that the page's match
+    document carries it as a short list (``[label, step, log]``): a long match has
+    hundreds."""
+
+    #: The player, as pages name the duel's players (``player_labels``).
+    label: str
+    #: The step of the move (from 0).
+    step: int
+    log: str
+
+
 def move_logs_by_frame(
     logs: list[MatchLog], *, labels: dict[int, str], final_step: int
-) -> dict[int, list[dict[str, Any]]]:
+) -> dict[int, list[MoveLogEntry]]:
     """The replay viewer's move-log panels: for each frame, what each agent wrote while
-    choosing the move that led to it, player 1's first."""
-    frames: dict[int, list[dict[str, Any]]] = {}
+    choosing the move that led to it, player 1's first. The page carries them all in its
+    match document (``replay-logs``), from which the viewer's script writes the current
+    step's panel as text."""
+    frames: dict[int, list[MoveLogEntry]] = {}
     for log in logs:
         for move in log.moves:
             step = move.get("step")
             if not isinstance(step, int) or step < 0:
                 continue
             frames.setdefault(frame_of_step(step, final_step), []).append(
-                {
-                    "player": log.player,
-                    "label": labels.get(log.player, f"player {log.player}"),
-                    "step": step,
-                    "log": str(move.get("log", "")),
-                }
+                MoveLogEntry(
+                    label=labels.get(log.player, f"player {log.player}"),
+                    step=step,
+                    log=str(move.get("log", "")),
+                )
             )
     return frames

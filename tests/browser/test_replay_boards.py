@@ -1,8 +1,9 @@
 """Replays drawn in the browser from the match's compact document, in a real browser: a
-332-move chess match weighs at most 300 KB and is drawn from its own document at its last
-step (how soon is printed, a figure for BENCHMARKS.md: a loaded machine must not fail a
-test by its speed); the move list follows the step; an LLM's conversation sits beside
-the board on a wide screen; and the chess drawer asks which piece a pawn promotes to."""
+332-move chess match weighs at most 300 KB, for a visitor and for the owner of an agent
+that logged at each of its moves, and is drawn from its own document at its last step
+(how soon is printed, a figure for BENCHMARKS.md: a loaded machine must not fail a test by
+its speed); the move list follows the step; an LLM's conversation sits beside the board
+on a wide screen; and the chess drawer asks which piece a pawn promotes to."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 
 import pyspiel
 import pytest
+from django.test import Client
 from playwright.sync_api import Page, expect
 
-from core.models import Environment, Match
+from core.models import Environment, Match, MatchLog
 from core.services.environments import environment_add_openspiel
 from environments.registry import make_environment
 from tests.factories import (
@@ -32,6 +34,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LONG_GAME_SEED = 491
 LONG_GAME_MOVES = 332
 MAX_PAGE_BYTES = 300_000
+#: What the owner's agent logs at each of its moves in the long replay: a search's
+#: summary, as agents write them.
+OWNER_LOG = "depth 3, 4812 positions, best {move}: +0.{step} <not HTML> & more"
+#: The most the owner's page may weigh beyond the visitor's for each log entry, on top
+#: of the text the agent wrote: in the match document, its frame, step and player's label
+#: (``bot-7 v1``) with JSON's brackets, and the escapes of the log's <, > and & (about 50
+#: bytes in all). A panel rendered as HTML took some 400.
+MAX_BYTES_PER_LOG_ENTRY = 64
 #: Loads measured. The fastest is the figure, as timeit reports: it is the page's own
 #: cost, where a slower load measures the other work sharing the cores at that moment
 #: (other test runs); the median is shown too.
@@ -121,6 +131,42 @@ def test_a_332_move_chess_replay_is_light_and_drawn_at_once(live_server, page: P
     expect(page.locator(".move.current [data-step]")).to_have_attribute("data-step", "166")
     assert current_is_in_view()
     expect(page.locator("[data-replay-move]")).to_contain_text(" played ")
+
+    # The owner of Black's agent (seat 1), which logged at each of its moves, reads the
+    # logs too, and the page stays within the same weight: each log is in the match
+    # document as its text, never as a rendered panel.
+    black = match.seats[0]
+    logs: dict[int, str] = {
+        step: OWNER_LOG.format(move=actions[0]["text"], step=step)
+        for step, actions in enumerate(game["actions"])
+        if actions[0] is not None
+    }
+    MatchLog.objects.create(
+        match=match, player=black, moves=[{"step": step, "log": logs[step]} for step in logs]
+    )
+    owner = Client()
+    owner.force_login(match.duel.revisions()[black - 1].competitor.owner)
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": owner.cookies["sessionid"].value, "url": live_server.url}]
+    )
+    response = page.goto(url)
+    assert response is not None and response.ok
+    owners_size = len(response.body())
+    text_bytes = sum(len(log.encode()) for log in logs.values())
+    print(
+        f"The owner's page, with {len(logs)} logs of {text_bytes} bytes: {owners_size} bytes "
+        f"({(owners_size - sizes[0] - text_bytes) / len(logs):.0f} bytes a log beyond its text)"
+    )
+    assert owners_size <= MAX_PAGE_BYTES
+    assert owners_size - sizes[0] <= text_bytes + MAX_BYTES_PER_LOG_ENTRY * len(logs)
+    expect(page.locator("[data-replay-position]")).to_have_text("Step 332 of 332")
+    page.locator("[data-replay-slider]").fill("2")  # after Black's first move (step 1)
+    panel = page.locator("[data-move-log-step]:visible")
+    expect(panel).to_have_attribute("data-move-log-step", "2")
+    expect(panel.locator(".move-log-text")).to_have_text(logs[1])
+    page.locator("[data-replay-slider]").fill("3")  # White's move: no log of Black's
+    expect(panel).to_have_count(0)
+    expect(page.locator("[data-move-log-none]")).to_be_visible()
 
 
 def test_it_shows_the_llm_conversation_beside_the_board_when_the_screen_is_wide(

@@ -4,6 +4,7 @@ everyone's once the duel is over, if the competitor is public and its owner shar
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
@@ -28,14 +29,30 @@ def logged(match):
 
 
 def panels(client: Client, match) -> dict[int, list[str]]:
-    """The replay page's move-log panels: frame -> the logs shown there, unescaped."""
+    """The replay page's move logs: frame -> the logs the viewer shows there, from the
+    page's match document (``replay-logs``)."""
     response = client.get(match.get_absolute_url())
     assert response.status_code == 200
-    page = response.content.decode()
-    found: dict[int, list[str]] = {}
+    found = re.search(
+        r'<script id="replay-logs" type="application/json">(.*?)</script>',
+        response.content.decode(),
+        re.S,
+    )
+    if found is None:
+        return {}
+    document = json.loads(found[1])  # [[frame, [[label, step, log]]]]
+    return {frame: [log for _label, _step, log in entries] for frame, entries in document}
+
+
+def rendered_panels(client: Client, url: str) -> dict[int, list[tuple[str, str]]]:
+    """The move-log panels the server rendered (for a browser without JavaScript): frame
+    -> (heading, log) of each entry, unescaped."""
+    page = client.get(url).content.decode()
+    found: dict[int, list[tuple[str, str]]] = {}
     for step, body in re.findall(r'data-move-log-step="(\d+)"(.*?)</section>', page, re.S):
         found[int(step)] = [
-            html.unescape(text) for text in re.findall(r"<pre[^>]*>(.*?)</pre>", body, re.S)
+            (" ".join(re.sub(r"<[^>]+>", "", html.unescape(heading)).split()), html.unescape(log))
+            for heading, log in re.findall(r"<h3>(.*?)</h3>\s*<pre[^>]*>(.*?)</pre>", body, re.S)
         ]
     return found
 
@@ -53,10 +70,30 @@ def test_the_owner_reads_their_agents_log_at_the_frame_of_its_move(alice_client,
 
 
 def test_it_escapes_what_the_agent_wrote(alice_client, logged):
-    page = alice_client.get(logged.get_absolute_url()).content.decode()
+    for step in (1, 2):  # in the panel of its step, and in the document only
+        page = alice_client.get(f"{logged.get_absolute_url()}?step={step}").content.decode()
 
-    assert "<script>alert('x')</script>" not in page
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; more" in page
+        assert "<script>alert" not in page
+        assert "\\u003Cscript\\u003Ealert('x')\\u003C/script\\u003E \\u0026 more" in page
+    panel = alice_client.get(f"{logged.get_absolute_url()}?step=1").content.decode()
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; more" in panel
+
+
+def test_the_server_renders_the_shown_steps_panel_only(client, organizer, logged):
+    # The document carries every step's logs (the viewer writes them); a browser without
+    # JavaScript reads those of the step it shows.
+    client.force_login(organizer)
+    url = logged.get_absolute_url()
+
+    assert rendered_panels(client, f"{url}?step=1") == {
+        1: [("alices-bot v1 while choosing move 1", ALICE_SAYS)]
+    }
+    assert rendered_panels(client, f"{url}?step=2") == {
+        2: [("bobs-bot v1 while choosing move 2", BOB_SAYS)]
+    }
+    at_the_end = client.get(url).content.decode()
+    assert rendered_panels(client, url) == {}
+    assert re.search(r"<p [^>]*data-move-log-none>", at_the_end)  # "no agent log", shown
 
 
 def test_no_one_else_reads_a_log_its_owner_does_not_share(client, bob, carol, logged):

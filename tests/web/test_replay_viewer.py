@@ -116,7 +116,10 @@ def test_it_shows_the_agents_log_of_the_step_it_moves_to(live_server, page, scre
 
     page.keyboard.press("ArrowRight")
     assert shown.count() == 1 and shown.get_attribute("data-move-log-step") == "2"
+    # Written as text: the agent's markup is shown, never made into elements.
     assert shown.locator(".move-log-text").inner_text() == "bob <b>weighs</b> the centre"
+    assert shown.locator("b").count() == 0
+    assert "while choosing move 2" in shown.locator("h3").inner_text()
     assert not none.is_visible()
     screenshot("replay-move-logs")
 

@@ -2,8 +2,10 @@
 //
 // The page carries the match's compact document: one picture of each state
 // (Environment.view: a board, a FEN), which the game's drawer (boards.js) draws at each
-// step, and the move list. Without this script, the page still shows a state as the
-// server rendered it and the move list, whose links (?step=N) load any other state.
+// step, the move list and, for whoever may read them, what the agents logged at each
+// step, which this script writes as text. Without this script, the page still shows a
+// state as the server rendered it (with its logs) and the move list, whose links
+// (?step=N) load any other state.
 (function () {
   "use strict";
 
@@ -28,9 +30,20 @@
   var moveList = root.querySelector("[data-replay-moves]");
   var moveLinks = Array.prototype.slice.call(root.querySelectorAll("[data-step]"));
   var faultBoxes = Array.prototype.slice.call(document.querySelectorAll("[data-replay-fault]"));
-  // Panels that belong to one step each (an LLM seat's conversation, what the agents
-  // logged while choosing the move), rendered and escaped by the server, in groups: each group shows the panel of the current step.
+  // Panels that belong to one step each (an LLM seat's conversation), rendered and
+  // escaped by the server, in groups: each group shows the panel of the current step.
   var panelGroups = Array.prototype.slice.call(document.querySelectorAll("[data-step-panels]"));
+  // What the agents logged, by frame, from the page's document: [[frame, [[label, step,
+  // log]]]]. One panel is written at a time: every step's panel as HTML weighed several
+  // times more than the logs themselves.
+  var logBox = root.querySelector("[data-move-logs]");
+  var logData = document.getElementById("replay-logs");
+  var logsByFrame = {};
+  if (logBox && logData) {
+    JSON.parse(logData.textContent).forEach(function (frame) {
+      logsByFrame[frame[0]] = frame[1];
+    });
+  }
   // The move list's items by step, to tell what was played (fault lines excluded).
   var items = {};
   moveLinks.forEach(function (link) {
@@ -84,6 +97,37 @@
     });
   }
 
+  // The agents' logs of the current step, written as text (never as HTML: they come
+  // from the agents).
+  function showLogs() {
+    if (!logBox || !logData) {
+      return;
+    }
+    var shown = logBox.querySelector("[data-move-log-step]");
+    if (shown) {
+      logBox.removeChild(shown);
+    }
+    var entries = logsByFrame[current];
+    logBox.querySelector("[data-move-log-none]").hidden = Boolean(entries);
+    if (!entries) {
+      return;
+    }
+    var el = window.ArenaBoards.element;
+    var section = el("section", "move-log");
+    section.setAttribute("data-move-log-step", String(current));
+    section.setAttribute("aria-label", "Agent logs for step " + current);
+    section.appendChild(el("h2", "", "Agent logs · step " + current));
+    entries.forEach(function (entry) {
+      var article = el("article", "move-log-entry");
+      var heading = el("h3", "", entry[0] + " ");
+      heading.appendChild(el("span", "muted small", "while choosing move " + (entry[1] + 1)));
+      article.appendChild(heading);
+      article.appendChild(el("pre", "move-log-text", entry[2]));
+      section.appendChild(article);
+    });
+    logBox.insertBefore(section, logBox.firstChild);
+  }
+
   // An episode of a one-player game has neither a move list nor a move line: its
   // drawing says what was done.
   var previous = moveList ? moveList.querySelector(".move.current") : null;
@@ -111,13 +155,12 @@
       box.classList.toggle("is-now", current === last);
     });
     showPanels();
+    showLogs();
     if (window.history && window.history.replaceState) {
       window.history.replaceState(null, "", "?step=" + current);
     }
   }
 
-  // Shows the panel of the current step among ``panels`` (``attribute`` names its step),
-  // or ``none`` when there is no such panel.
   function delay() {
     return BASE_DELAY_MS / (parseFloat(speed.value) || 1);
   }
