@@ -49,6 +49,7 @@ from core.models.submissions import STEPS, resend_at_default
 from core.secrets import secret_encrypt
 from core.services.uploads import upload_content_store
 from environments.registry import load_info, make_environment
+from referee.openings import duel_openings, opening_turn
 
 #: Every factory-made user's password.
 PASSWORD = "correct horse battery staple"
@@ -441,17 +442,37 @@ class EvaluationFactory(ModelFactory[Evaluation]):
     )
 
 
-def play_first_legal_actions(environment_name: str, seed: int) -> dict[str, Any]:
-    """A real match in which every player takes its first legal action."""
+def play_first_legal_actions(
+    environment_name: str, seed: int, opening: list[list[Any]] | None = None
+) -> dict[str, Any]:
+    """A real match in which every player takes its first legal action, after the
+    ``opening`` steps if given."""
     environment = make_environment(environment_name)
     environment.reset(seed)
     actions: list[list[Any]] = []
+    for step in opening or []:
+        environment.step({seat: action for seat, action in enumerate(step) if action is not None})
+        actions.append(list(step))
     while not environment.is_terminal():
         movers = environment.to_move()
         chosen = {player: environment.legal_actions(player)[0] for player in movers}
         environment.step(chosen)
         actions.append([chosen.get(seat) for seat in range(environment.num_players)])
     return {"actions": actions, "scores": environment.scores()}
+
+
+def _opening(match: Any) -> list[list[Any]]:
+    """The opening the referee plays in this match of its duel (``referee.openings``): so
+    that, as in a real duel, its matches differ (identical ones count once)."""
+    name = match.duel.environment.name
+    turn = opening_turn(match.index, len(match.seats))
+    openings = duel_openings(
+        make_environment(name),
+        duel_seed=match.duel.seed,
+        moves=load_info(name).opening_moves,
+        turns=turn + 1,
+    )
+    return openings[turn]
 
 
 def _match_scores(match: Any) -> list[float]:
@@ -470,14 +491,17 @@ def _match_result(match: Any) -> str:
 
 
 class MatchFactory(ModelFactory[Match]):
-    """The next match of a duel, played for real (so it replays) by first legal actions."""
+    """The next match of a duel, played for real (so it replays) by first legal actions
+    after the duel's opening."""
 
     class Meta:
         model = Match
 
     class Params:
         played = factory.LazyAttribute(
-            lambda match: play_first_legal_actions(match.duel.environment.name, match.seed)
+            lambda match: play_first_legal_actions(
+                match.duel.environment.name, match.seed, _opening(match)
+            )
         )
 
     duel = factory.SubFactory(DuelFactory, finished=True)

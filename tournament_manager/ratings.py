@@ -1,9 +1,17 @@
-"""openskill ratings (Plackett-Luce, mu 25, sigma 25/3), updated from every match of two
-or more players."""
+"""openskill ratings (Plackett-Luce, mu 25, sigma 25/3), updated from every distinct match
+of two or more players.
+
+A match identical to an earlier one of its duel (the same seats, actions and scores) is
+evidence already counted: two deterministic agents in a game without an opening
+(``referee.openings``) replay one match over and over. It is rated once, so the ratings,
+the rated pairings and the leaderboard's match counts, which read them, count it once.
+"""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterable
 
 from django.db import transaction
 from django.db.models import F
@@ -31,7 +39,8 @@ def rating_for(competitor: Competitor) -> Rating:
 
 
 def ratings_update_from_duel(*, duel: Duel) -> None:
-    """Rate every match of a finished duel in order, logging each change: one team of one
+    """Rate every distinct match of a finished duel in order (``distinct_matches``), logging
+    each change: one team of one
     per player, ranked by the match's scores (equal scores tie), so a duel of more than two
     players updates every one of them at once; a duel of two counts its matches in its
     rated pairings (``RatedPairing``), in the same transaction.
@@ -51,7 +60,7 @@ def ratings_update_from_duel(*, duel: Duel) -> None:
         }
         ratings = [locked[competitor.pk] for competitor in competitors]
         changes = []
-        matches = list(duel.matches.order_by("index"))
+        matches = distinct_matches(duel.matches.order_by("index"))
         for match in matches:
             before = [(rating.mu, rating.sigma) for rating in ratings]
             teams = _MODEL.rate(
@@ -78,6 +87,21 @@ def ratings_update_from_duel(*, duel: Duel) -> None:
         RatingChange.objects.bulk_create(changes)
         if len(revisions) == 2 and duel.tournament_id is not None:
             _pairings_count(duel, revisions, matches)
+
+
+def distinct_matches(matches: Iterable[Match]) -> list[Match]:
+    """``matches`` (of one duel) less those identical to an earlier one: the same player in
+    each seat and the same actions, step by step. And the same scores: a match ended by a
+    fault does not record the answer at fault, so two that differ only in who failed (or
+    how) are two."""
+    seen: set[str] = set()
+    distinct = []
+    for match in matches:
+        played = json.dumps([match.seats, match.actions, match.scores], sort_keys=True)
+        if played not in seen:
+            seen.add(played)
+            distinct.append(match)
+    return distinct
 
 
 def _pairings_count(duel: Duel, revisions: list[Revision], matches: list[Match]) -> None:

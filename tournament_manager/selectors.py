@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q, QuerySet
 
 from core.models import (
     Duel,
@@ -199,7 +199,8 @@ class LadderProgress:
     """How a revision is doing in a running ladder it is entered in, for its page."""
 
     ladder: Tournament
-    #: Its matches in the ladder's played duels: each one rated.
+    #: Its rated matches in the ladder's played duels: each distinct one (a match identical
+    #: to an earlier one of its duel is not rated again, ``tournament_manager.ratings``).
     rated_matches: int
     #: When it plays next, in words: "playing now", "in about 2 minutes"...
     next_duel: str
@@ -222,8 +223,10 @@ def ladder_progress(revision_id: int, ladder_id: int) -> LadderProgress:
     by_status = dict(
         Duel.objects.filter(tournament=ladder, seats__revision_id=revision_id)
         .values("status")
-        .annotate(match_total=Sum("num_matches"))
-        .values_list("status", "match_total")
+        .annotate(
+            rated=Count("matches", filter=Q(matches__ratingchange__isnull=False), distinct=True)
+        )
+        .values_list("status", "rated")
     )
     return LadderProgress(
         ladder=ladder,
