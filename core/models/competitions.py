@@ -119,9 +119,11 @@ class Tournament(models.Model):
 
     @property
     def progress_percent(self) -> int:
-        if not self.duels_total:
+        """Duels played, of all it plays (a failed duel is not played: it is counted apart,
+        ``duels_failed``); 0 for a ladder, which has no number of duels to reach."""
+        if not self.duels_total or self.is_ladder:
             return 0
-        return round(100 * (self.duels_done + self.duels_failed) / self.duels_total)
+        return round(100 * self.duels_done / self.duels_total)
 
 
 class Participant(models.Model):

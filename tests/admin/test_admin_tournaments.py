@@ -432,3 +432,28 @@ def test_it_plays_a_four_player_tournament_and_shows_every_player_of_its_duel(
     assert (
         organizer_client.get(reverse("admin:core_match_change", args=[match.pk])).status_code == 200
     )
+
+
+def test_its_progress_counts_failed_duels_apart_and_gives_a_ladder_no_total(
+    organizer_client: Client, organizer: User
+) -> None:
+    round_robin = TournamentFactory(created_by=organizer, name="Spring round robin")
+    ladder = TournamentFactory(
+        created_by=organizer, name="Standing ladder", format=TournamentFormat.LADDER
+    )
+    Tournament.objects.filter(pk=round_robin.pk).update(
+        duels_total=4, duels_done=1, duels_failed=1, status=TournamentStatus.COMPLETED
+    )
+    Tournament.objects.filter(pk=ladder.pk).update(
+        duels_total=12, duels_done=11, duels_failed=1, status=TournamentStatus.COMPLETED
+    )
+
+    page = organizer_client.get(reverse("admin:core_tournament_changelist")).content.decode()
+    environment = organizer_client.get(round_robin.environment.get_absolute_url()).content
+    ladder_page = organizer_client.get(ladder.environment.get_absolute_url()).content.decode()
+
+    # One of four played: 25 %, the failed one apart (not 50 %).
+    assert "1 / 4 · 25%" in page and "(1 failed)" in page
+    assert "11 played" in page and "11 / 12" not in page
+    assert "1 / 4" in environment.decode()
+    assert "11 played" in ladder_page and "11 / 12" not in ladder_page

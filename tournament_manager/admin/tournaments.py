@@ -345,7 +345,7 @@ class TournamentAdmin(ArenaAdmin):
     def status_badge(self, tournament: Tournament) -> str:
         return status_badge(tournament.status, tournament.get_status_display())
 
-    @admin.display(description="duels done / total (failed)")
+    @admin.display(description="duels played / total (failed)")
     def progress(self, tournament: Tournament) -> str:
         if not tournament.duels_total:
             return EMPTY
@@ -354,13 +354,17 @@ class TournamentAdmin(ArenaAdmin):
             if tournament.duels_failed
             else ""
         )
-        summary = format_html(
-            "{} / {} · {}%{}",
-            tournament.duels_done,
-            tournament.duels_total,
-            tournament.progress_percent,
-            failed,
-        )
+        if tournament.is_ladder:
+            # A ladder pairs until it is stopped: no total to reach.
+            summary = format_html("{} played{}", tournament.duels_done, failed)
+        else:
+            summary = format_html(
+                "{} / {} · {}%{}",
+                tournament.duels_done,
+                tournament.duels_total,
+                tournament.progress_percent,
+                failed,
+            )
         if tournament.status != TournamentStatus.RUNNING:
             return summary
         # Live counts for running tournaments only (two queries each): few at a time.
