@@ -87,10 +87,15 @@ def _with_choices(message: dict[str, Any], game: Environment, player: int) -> di
     observation = message.get("observation")
     seen = observation if isinstance(observation, dict) else {}
     parts = game.choice_parts(seen, player, legal) if seen else [{} for _action in legal]
-    message["choices"] = [
-        {"action": action, "text": game.describe_action(action), "parts": part}
-        for action, part in zip(legal, parts, strict=True)
-    ]
+    choices: dict[tuple[str, bytes], dict[str, Any]] = {}
+    for action, part in zip(legal, parts, strict=True):
+        text = game.describe_action(action)
+        # One button a move: two actions the game names and draws alike are one move to a
+        # person (OpenSpiel's backgammon has an id for each order of the dice; both lead to
+        # the same position), and the first of them is played.
+        key = (text, orjson.dumps(part, option=orjson.OPT_SORT_KEYS))
+        choices.setdefault(key, {"action": action, "text": text, "parts": part})
+    message["choices"] = list(choices.values())
     if seen:
         message["view"] = game.observation_view(seen, player)
     return message

@@ -13,6 +13,7 @@ from core.errors import ArenaError
 from core.models import Duel, DuelStatus, Revision
 from core.services.human import human_game_create
 from core.services.online import seat_bus
+from edge.human import _with_choices
 from tests.factories import RevisionFactory, UserFactory
 from tests.support.human import asked, browser, bus_seat, in_process_bus, reply  # noqa: F401
 
@@ -115,3 +116,28 @@ def test_it_limits_the_rate_of_a_persons_requests(game, settings):
         reply(client, game, {"type": "action", "id": 2, "action": 0}, token)[0] for _ in range(4)
     ]
     assert statuses == [409, 409, 409, 429]
+
+
+class SameMoveTwice:
+    """A game naming two of its actions alike, as OpenSpiel's backgammon does for the two
+    orders of one roll's dice."""
+
+    def describe_action(self, action):
+        return "24/18 13/11" if action in (7, 9) else f"move {action}"
+
+    def choice_parts(self, observation, player, actions):
+        return [{} for _ in actions]
+
+    def observation_view(self, observation, player):
+        return {"kind": "text", "text": "board"}
+
+
+def test_it_offers_one_button_for_two_actions_that_are_the_same_move():
+    message = {"type": "act", "legal_actions": [7, 8, 9], "observation": {"board": []}}
+
+    offered = _with_choices(message, SameMoveTwice(), 0)["choices"]  # type: ignore[arg-type]
+
+    assert [(choice["action"], choice["text"]) for choice in offered] == [
+        (7, "24/18 13/11"),
+        (8, "move 8"),
+    ]
