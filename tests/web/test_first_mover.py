@@ -61,20 +61,23 @@ def test_a_chess_duel_and_its_replay_say_white_moves_first(client):
     assert seats.index("moves first") > seats.index("Seat 2")
 
 
-def play_page(user: User, environment: Environment) -> str:
+def play_page(user: User, environment: Environment, side: str = "first") -> str:
     opponent = RevisionFactory(validated=True, competitor__environment=environment)
-    duel = human_game_create(user=user, opponent=opponent)
+    duel = human_game_create(user=user, opponent=opponent, side=side)
     client = Client()
     client.force_login(user)
     return client.get(reverse("play", args=[duel.pk])).content.decode()
 
 
-def test_a_person_playing_chess_is_told_the_agent_opens_and_tic_tac_toe_that_they_do():
+def test_a_person_is_told_who_opens_as_the_game_says_on_the_side_they_chose():
     chess = environment_add_openspiel(spec="openspiel:chess")
     tic_tac_toe = RevisionFactory(validated=True).competitor.environment
 
-    against_chess = play_page(UserFactory(), chess)
+    # Moving second in chess is playing Black: the agent, White, opens.
+    as_black = play_page(UserFactory(), chess, side="second")
+    as_white = play_page(UserFactory(), chess, side="first")
     against_tic_tac_toe = play_page(UserFactory(), tic_tac_toe)
 
-    assert "moves first" in against_chess and "you move first" not in against_chess
+    assert "moves first" in as_black and "you move first" not in as_black
+    assert "you move first" in as_white
     assert "you move first" in against_tic_tac_toe
