@@ -114,6 +114,11 @@ class Environment:
         """An action as a person reads it in a replay's move list (``readable_action``)."""
         return readable_action(action)
 
+    def seat_side(self, seat: int) -> str:
+        """The side ``seat`` plays, as spectators are told it beside its name (``X``,
+        ``red``, ``White``); "" in a game whose seats have no side of their own."""
+        return ""
+
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         """What ``player`` sees, as text for a reader (an LLM's prompt). Built from the
         observation alone, never from the state, so that hidden information stays

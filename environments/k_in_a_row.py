@@ -164,6 +164,9 @@ class KInARow(Environment):
         """The side of a player's ``mark``, as a person is told "You play ..."."""
         return self.symbol_of(mark)
 
+    def seat_side(self, seat: int) -> str:
+        return self.sides[seat] if 0 <= seat < len(self.sides) else ""
+
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         # A board of its own to draw on (made once: its rays cost a little to compute).
         scratch = self.__dict__.get("_observer") or type(self)(self.configuration)

@@ -5,13 +5,16 @@ with its seed, the actions of each step, a match ends). A spectator's stream kee
 own copy of the game and applies them, exactly as a replay recomputes a match from its
 seed and actions, and shows the game's own picture (``Environment.view``, drawn by the
 browser as a replay draws it): a spectator sees what the match's public replay will show,
-and nothing of the seats' requests (their observations, legal actions or clocks).
+and nothing of the seats' requests (their observations or legal actions). Beside the board,
+each seat's player, its side in the game (``Environment.seat_side``), whether it is to move
+and its clock: the move limit and the time bank the referee tells after each step, which
+the page counts down for the seat to move.
 
 A game with hidden information (``Environment.hidden_information``: cards in a hand) is
 shown a match at a time, once the match is over, when its replay would show it anyway:
-during the match spectators see only that it is being played and how many moves it has
-had, so a running match never leaks what one seat holds to someone passing it on to the
-other.
+during the match spectators see only that it is being played, how many moves it has
+had, whose turn it is and the clocks, so a running match never leaks what one seat holds to
+someone passing it on to the other.
 """
 
 from __future__ import annotations
@@ -134,6 +137,10 @@ class Spectator:
         self.seats = [1, 2]
         self.steps = 0
         self.moves: list[str] = []
+        #: The match's move limit and each seat's time bank, in seconds; None from a
+        #: referee that did not tell them.
+        self.move_time: float | None = None
+        self.banks: list[float | None] = []
         self.results: dict[int, str] = {}
         self.broken = ""
         self._shown = True
@@ -158,11 +165,16 @@ class Spectator:
             self.steps = 0
             self.moves = []
             self.broken = ""
+            self.move_time = _seconds(event.get("move_time"))
+            self.banks = [_seconds(event.get("time_bank"))] * len(self.seats)
             if environment is not None:
                 environment.reset(int(event["seed"]))
         elif kind == "step" and event.get("match") == self.match:
             actions = event.get("actions") or []
             self.steps += 1
+            banks = event.get("banks")
+            if isinstance(banks, list) and len(banks) == len(self.seats):
+                self.banks = [_seconds(bank) for bank in banks]
             describe = environment.describe_action if environment is not None else show_action
             self.moves = [
                 f"{self._seat_label(seat)}: {describe(action)}"
@@ -188,6 +200,25 @@ class Spectator:
                 self.results[index] += f" ({str(event['reason'])[:300]})"
         self._shown = False
 
+    def _players(self, ended: bool) -> list[dict[str, Any]]:
+        """Each seat of the match being played: its player's name, side, turn and bank."""
+        environment = self.environment
+        if self.match is None:
+            return []
+        movers: set[int] = set()
+        if environment is not None and not self.broken and not ended:
+            movers = set(environment.to_move())
+        return [
+            {
+                "player": player,
+                "name": self._seat_label(seat),
+                "side": environment.seat_side(seat) if environment is not None else "",
+                "to_move": seat in movers,
+                "bank": self.banks[seat] if seat < len(self.banks) else None,
+            }
+            for seat, player in enumerate(self.seats)
+        ]
+
     def frame(self) -> dict[str, Any]:
         """What the page shows now."""
         ended = self.match is not None and self.match in self.results
@@ -212,6 +243,8 @@ class Spectator:
             "view": board,
             "moves": [] if concealed else self.moves,
             "status": status,
+            "seats": self._players(ended),
+            "move_time": self.move_time,
             "error": self.broken,
             "results": [
                 {"match": index, "result": text} for index, text in sorted(self.results.items())
@@ -230,3 +263,10 @@ class Spectator:
             frames.append(self.frame())
             self._shown = True
         return frames
+
+
+def _seconds(value: object) -> float | None:
+    """A number of seconds an event tells; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

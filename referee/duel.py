@@ -69,8 +69,9 @@ class Referee(AgentReferee):
         is one per player (an online agent's seat beside hosted ones).
 
         ``progress``, if given, is called on the referee's thread with each public event
-        of the duel as it happens: ``match`` (a match begins: its index, seed and first
-        player), ``step`` (the actions of a step, by seat, once applied) and
+        of the duel as it happens: ``match`` (a match begins: its index, seed, seats and
+        clock), ``step`` (the actions of a step, by seat, once applied, and each seat's
+        time bank after it) and
         ``match_end`` (its result and every player's score). It must return at once
         (buffer, do not send); what it raises is not the agents' fault and ends the duel
         in error."""
@@ -201,6 +202,9 @@ class Referee(AgentReferee):
                     "seed": seed,
                     "first_player": record.seats[0],
                     "seats": list(record.seats),
+                    # Each seat's clock: a move's limit, then the bank each seat starts with.
+                    "move_time": self.settings.move_time,
+                    "time_bank": self.settings.time_bank,
                 }
             )
         for seat, contestant in enumerate(seats):
@@ -245,7 +249,14 @@ class Referee(AgentReferee):
             record.actions.append(list(map(actions.get, seat_numbers)))
             if self.progress is not None:
                 self.progress(
-                    {"type": "step", "match": index, "step": step, "actions": record.actions[-1]}
+                    {
+                        "type": "step",
+                        "match": index,
+                        "step": step,
+                        "actions": record.actions[-1],
+                        # What each seat's bank holds after this step, for spectators' clocks.
+                        "banks": [round(bank, 3) for bank in banks],
+                    }
                 )
             record.timings.append(list(map(timings.get, seat_numbers)))
             step += 1

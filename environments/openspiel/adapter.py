@@ -244,6 +244,11 @@ class OpenSpielEnvironment(Environment):
             return NUMBERED_ACTION.sub("", text)
         return text
 
+    def seat_side(self, seat: int) -> str:
+        if self.short_name == "chess":
+            return CHESS_COLOURS.get(seat, "").strip(" ()")
+        return super().seat_side(seat)
+
     def render_observation(self, observation: dict[str, JSON], player: int) -> str:
         lines = [f"{self.short_name}, as player {player + 1} sees it:"]
         if "observation" in observation:

@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 
 from core.models import DuelStatus, LiveEvent
 from duel_runner.services import duel_play
+from reads.replays import player_labels
 from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload_validated  # noqa: F401
 
@@ -89,3 +90,61 @@ def test_it_shows_the_board_changing_while_played_then_links_the_replay(
     live.get_by_role("link", name="Replay of match 1").click()
     expect(page).to_have_url(re.compile(re.escape(f"{gateway.url}/duels/{duel.pk}/matches/1/")))
     expect(page.locator("#replay")).to_be_visible()
+
+
+#: Each seat as the live view shows it now, once it shows a seat to move: read in one go,
+#: so that no frame arriving meanwhile mixes two states.
+SEATS_WITH_A_MOVER = """() => {
+  const seats = [...document.querySelectorAll("#live [data-live-seats] li")];
+  if (!seats.some((seat) => seat.querySelector("[data-live-turn]"))) {
+    return null;
+  }
+  return seats.map((seat) => ({
+    name: seat.querySelector(".live-seat-name").textContent,
+    side: seat.querySelector("[data-live-side]")?.textContent ?? "",
+    clock: seat.querySelector("[data-live-clock]")?.textContent ?? "",
+    turn: seat.querySelector("[data-live-turn]")?.textContent ?? "",
+  }));
+}"""
+
+
+def test_it_shows_each_seats_player_side_clock_and_turn_beside_the_board(
+    gateway, page: Page, screenshot
+):
+    owner = make_user()
+    gateway.workers.start("uploads")
+    slow = upload_validated(owner, "tic_tac_toe", "slowpoke", SLOW_PLAYER)
+    rando = upload_validated(
+        owner, "tic_tac_toe", "rando", PLAYERS / "tic_tac_toe" / "random_player.py"
+    )
+    duel = queued_duel([slow, rando], num_matches=2, seed=4)
+    labels = player_labels(duel)
+
+    page.goto(f"{gateway.url}/duels/{duel.pk}/")
+    live = page.locator("#live")
+    expect(live.get_by_role("status")).to_contain_text("Waiting for the first match")
+
+    def play() -> None:
+        try:
+            duel_play(duel_id=duel.pk)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=play)
+    worker.start()
+    try:
+        seats = page.wait_for_function(SEATS_WITH_A_MOVER).json_value()
+        screenshot("seats")
+        expect(live).to_have_attribute("data-live-ended", "true", timeout=90_000)
+    finally:
+        worker.join(timeout=120)
+
+    assert sorted(seat["name"] for seat in seats) == sorted(labels.values())
+    assert sorted(seat["side"] for seat in seats) == ["O", "X"]
+    # Tic-tac-toe's clock (info.yml): 1 s a move, then a bank of 10 s for the match.
+    for seat in seats:
+        assert re.fullmatch(r"move [01]\.[0-9] s · bank (10|[0-9])\.[0-9] s", seat["clock"]), seat
+    assert [seat["turn"] for seat in seats].count("to move") == 1
+    # Once the duel is over, nobody is to move.
+    expect(live.locator("[data-live-turn]")).to_have_count(0)
+    expect(live.locator("[data-live-seats] li")).to_have_count(2)
