@@ -256,7 +256,7 @@ def test_it_shows_a_tournament_with_progress_standings_and_duels(client, tournam
     assert "1 / 0 / 0" in page and "0 / 0 / 1" in page
     assert duel.get_absolute_url() in page
     assert "alices-bot v1 won" in page
-    assert 'http-equiv="refresh"' not in page
+    assert 'http-equiv="refresh"' not in page and "data-refresh-seconds" not in page
 
 
 def test_it_shows_buchholz_in_the_standings_of_a_swiss_tournament_only(client, tournament):
@@ -279,7 +279,9 @@ def test_it_refreshes_a_running_tournament(client, tournament):
 
     response = client.get(tournament.get_absolute_url())
 
-    assert '<meta http-equiv="refresh" content="5">' in text(response)
+    # In place with JavaScript (tests/browser/test_tournament_refresh.py), reloaded without.
+    assert 'data-refresh-seconds="5"' in text(response) and "web/refresh.js" in text(response)
+    assert '<noscript><meta http-equiv="refresh" content="5"></noscript>' in text(response)
     assert "1 of 4 duels played (25%), 1 failed (25%)" in visible_text(response)
 
 
