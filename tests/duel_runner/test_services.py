@@ -24,6 +24,7 @@ from duel_runner.services import (
     duel_play,
     sandbox_backend_close,
 )
+from environments.registry import load_info
 from referee.results import DuelResult
 from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
@@ -146,19 +147,30 @@ def test_it_stores_what_each_agent_logged_at_each_move_with_its_match(client):
 
     first = duel.matches.get(index=0)
     [log] = MatchLog.objects.filter(match=first)
-    own_steps = [step for step, actions in enumerate(first.actions) if actions[0] is not None]
+    # Its moves: those after the referee's opening (``referee.openings``).
+    opening = load_info("sum_to_10").opening_moves
+    own_steps = [
+        step
+        for step, actions in enumerate(first.actions)
+        if actions[0] is not None and step >= opening
+    ]
+    step = own_steps[0]
     assert log.player == 1
     assert [move["step"] for move in log.moves] == own_steps
-    assert log.moves[0]["log"] == ("match 0 starts\nmatch 0 step 0: thinking <b>&amp;</b>\nchose 1")
+    assert log.moves[0]["log"] == (
+        f"match 0 starts\nmatch 0 step {step}: thinking <b>&amp;</b>\n"
+        f"chose {first.actions[step][0]}"
+    )
     # The second match's first move carries the end of the first (written after its last
     # answer), then its own start.
     second = MatchLog.objects.get(match__duel=duel, match__index=1, player=1)
     assert second.moves[0]["log"].startswith("match 0 ends: ")
     # Its owner reads them beside the replay, escaped.
-    url = first.get_absolute_url() + "?step=1"
+    url = first.get_absolute_url() + f"?step={step + 1}"
     client.force_login(owner)
     assert (
-        "match 0 step 0: thinking &lt;b&gt;&amp;amp;&lt;/b&gt;" in client.get(url).content.decode()
+        f"match 0 step {step}: thinking &lt;b&gt;&amp;amp;&lt;/b&gt;"
+        in client.get(url).content.decode()
     )
 
 

@@ -64,6 +64,8 @@ def play(
         matches=matches,
         move_time=MOVE_TIME,
         time_bank=TIME_BANK,
+        # Every move of the game an agent's: the checks below read each step as a seat's.
+        opening_moves=0,
     )
 
 
