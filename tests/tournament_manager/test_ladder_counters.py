@@ -55,7 +55,9 @@ def finish(ladder, one, two, *, status=DuelStatus.SUCCEEDED, minutes_ago=1):
         ended_at=ended,
     )
     if status == DuelStatus.SUCCEEDED:
-        MatchFactory(duel=duel, index=0)
+        # Won by player 1, as the duel says (the factory's own play could go either way
+        # from its opening).
+        MatchFactory(duel=duel, index=0, scores=[1.0, 0.0], result="PLAYER_1_WIN")
     tournament_duel_finished(duel=duel)
     return duel
 
