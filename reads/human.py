@@ -32,7 +32,7 @@ def faults_in_words(faults: list[dict[str, Any]], you: int, opponent: str) -> st
 
 
 def _outcome(result: str, you: int) -> str:
-    """"win", "loss" or "draw" for the person (player ``you``), "" without a result."""
+    """The person's outcome (player ``you``): "win", "loss", "draw", or "" without one."""
     if result == DuelResult.DRAW:
         return "draw"
     if result in (DuelResult.PLAYER_1_WIN, DuelResult.PLAYER_2_WIN):
