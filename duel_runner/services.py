@@ -195,6 +195,7 @@ def _match_row(duel: Duel, record: MatchRecord) -> Match:
         seed=record.seed,
         actions=record.actions,
         timings=record.timings,
+        opening=record.opening,
         result=record.result.value,
         error_msg=record.error_msg,
         faults=[fault.as_json() for fault in record.faults],

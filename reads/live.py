@@ -176,8 +176,10 @@ class Spectator:
             if isinstance(banks, list) and len(banks) == len(self.seats):
                 self.banks = [_seconds(bank) for bank in banks]
             describe = environment.describe_action if environment is not None else show_action
+            # An opening's step was the referee's, at random (``referee.openings``).
+            opening = "the opening, for " if event.get("opening") else ""
             self.moves = [
-                f"{self._seat_label(seat)}: {describe(action)}"
+                f"{opening}{self._seat_label(seat)}: {describe(action)}"
                 for seat, action in enumerate(actions)
                 if action is not None
             ]

@@ -267,15 +267,19 @@ def _frame(
         return {"step": 0, "moves": [], "time": None}
     actions = match.actions[step - 1]
     timings = match.timings[step - 1] if step - 1 < len(match.timings) else []
+    # The opening's steps were played by the referee, at random, for the seat (its
+    # ``opening``): shown as such, not as the player's choice.
+    opening = step <= match.opening
     moves = []
     for seat, action in enumerate(actions):
         if action is None:
             continue
         took = timings[seat] if seat < len(timings) else None
+        label = seat_labels[seat] if seat < len(seat_labels) else f"seat {seat}"
         moves.append(
             {
                 "seat": seat + 1,
-                "player": seat_labels[seat] if seat < len(seat_labels) else f"seat {seat}",
+                "player": f"The opening, for {label}," if opening else label,
                 "action": environment.describe_action(action),
                 "time": took,
             }

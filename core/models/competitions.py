@@ -471,6 +471,9 @@ class Match(models.Model):
     fault_player = models.PositiveSmallIntegerField(null=True, blank=True)
     fault_kind = models.CharField(max_length=32, blank=True)
     steps = models.PositiveIntegerField(default=0)
+    #: Its first steps that the referee played, the match's opening (``referee.openings``):
+    #: pages show them as the opening's, not a player's.
+    opening = models.PositiveSmallIntegerField(default=0)
     duration = models.FloatField(default=0)
 
     class Meta:

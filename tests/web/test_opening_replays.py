@@ -47,6 +47,13 @@ def test_a_played_match_with_an_opening_replays_on_its_page(client, duel: Duel, 
             [action] = [action for action in actions if action is not None]
             assert shown == environment.describe_action(action)
         assert "no longer replays" not in page
+        # Told as the opening's moves, not as a player's choice; the agents' moves after.
+        players = re.findall(
+            r'<span class="move-player">(.*?)</span>', html.unescape(page.split("move-list")[1])
+        )
+        assert match.opening == 2
+        assert all(player.startswith("The opening, for ") for player in players[:2])
+        assert not any(player.startswith("The opening") for player in players[2:])
     # Both matches begin alike, the seats swapped.
     first, second = duel.matches.order_by("index")
     assert first.actions[:2] == second.actions[:2] and first.seats == second.seats[::-1]
