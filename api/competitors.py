@@ -54,15 +54,13 @@ from reads.access import (
     get_own_competitor,
     get_revision_for_user,
 )
-from reads.selectors import (
+from reads.competitors import (
     NOTHING_TO_REVALIDATE,
-    PipelineStep,
     competitor_ladder_progress,
     competitor_paused,
-    pipeline_steps,
     revalidation_candidate,
-    revision_validation_duel,
 )
+from reads.selectors import PipelineStep, pipeline_steps, revision_validation_duel
 from tournament_manager.selectors import LadderProgress
 
 router = auth.ArenaRouter(tags=["competitors"], auth=auth.read)

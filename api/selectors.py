@@ -15,7 +15,8 @@ from core.models import (
     User,
 )
 from reads.access import Visitor, competitors_visible, duels_visible
-from reads.selectors import rating_changes, visible_tournaments
+from reads.competitors import rating_changes
+from reads.pages import visible_tournaments
 
 _COMPETITOR = ("competitor__environment", "competitor__owner")
 

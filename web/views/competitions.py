@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 from core.models import User
 from core.services.human import human_duel_seat
 from reads.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
+from reads.competitions import duel_page, tournament_page
 from reads.live import LIVE_PREFIX, duel_watchable
 from reads.llm import conversations_visible, turns_by_frame
 from reads.replays import (
@@ -18,7 +19,6 @@ from reads.replays import (
     move_logs_visible,
     player_labels,
 )
-from reads.selectors import duel_page, tournament_page
 from web.page_cache import cached_for_visitors
 
 

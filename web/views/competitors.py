@@ -2,7 +2,7 @@
 private, disable or enable it, delete it (``core.services.competitors``, as the API's
 ``PATCH`` and ``DELETE /competitors/...`` do), start a test duel
 (``core.services.requested_duels``), have it validated again when ladders paused it or an
-LLM player's server did not answer its validation (``reads.selectors.revalidation_candidate``)."""
+LLM player's server did not answer its validation (``reads.competitors.revalidation_candidate``)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from core.services.competitors import (
 from core.services.requested_duels import requested_duel_create
 from core.services.revisions import revision_revalidate
 from reads.access import AuthenticatedHttpRequest, get_competitor_for_user, get_own_competitor
-from reads.selectors import NOTHING_TO_REVALIDATE, revalidation_candidate
+from reads.competitors import NOTHING_TO_REVALIDATE, revalidation_candidate
 from web.forms import MoveLogsForm
 from web.views.submissions import render_competitor
 

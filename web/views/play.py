@@ -15,8 +15,8 @@ from core.models import Duel, DuelStatus, Revision
 from core.services.human import TooManyGames, human_game_create, human_game_rematch
 from reads.access import AuthenticatedHttpRequest, get_competitor_for_user
 from reads.human import game_rows, my_games, play_page
+from reads.pages import rows_page
 from reads.replays import game_board_assets
-from reads.selectors import rows_page
 
 #: Games a page of "My games" lists.
 GAME_ROWS = 25

@@ -19,9 +19,10 @@ from reads.access import (
     get_own_competitor,
     get_revision_for_user,
 )
+from reads.competitors import competitor_page
 from reads.llm import player_stats
 from reads.scores import revision_validation_evaluation
-from reads.selectors import competitor_page, revision_page
+from reads.selectors import revision_page
 from web.forms import LLMSettingsForm, MoveLogsForm, UploadForm
 from web.page_cache import cached_for_visitors
 
