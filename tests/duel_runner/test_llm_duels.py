@@ -55,7 +55,12 @@ def test_it_stores_every_llm_seats_conversation_with_its_match(server):
         assert conversation.competitor == duel.revisions()[0].competitor
         assert len(conversation.harness_hash) == 64
         seat = match.seats.index(1)
-        moves = [step for step, actions in enumerate(match.actions) if actions[seat] is not None]
+        # Its moves: the steps after the match's opening (the referee's) where it moved.
+        moves = [
+            step
+            for step, actions in enumerate(match.actions)
+            if actions[seat] is not None and step >= match.opening
+        ]
         assert [turn["step"] for turn in conversation.turns] == moves
         assert conversation.moves == len(moves) and conversation.requests >= len(moves)
         assert len(conversation.latencies_ms) == conversation.moves
