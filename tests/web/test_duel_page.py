@@ -157,3 +157,15 @@ def test_four_players_scores_are_shown_as_the_game_means_them(client):
     assert "⅙ : ⅙ : ⅔ : 1" in page
     assert "12.8333" not in page and "0.166667" not in page
     assert "12⅚ : 4⅙ : 4⅙ : 2⅚" in visible(client, tournament.get_absolute_url())
+
+
+def test_an_agents_list_of_duels_shows_what_happened_to_the_players(client, duel, match):
+    duel.seats.filter(number=2).update(errors=1)
+    competitor = duel.revisions()[1].competitor
+
+    page = client.get(competitor.get_absolute_url()).content.decode()
+
+    row = re.search(rf'<tr>\s*<td><a href="{duel.get_absolute_url()}">.*?</tr>', page, re.S)
+    assert row
+    assert '<span class="badge badge-bad">Played</span>' in row.group(0)
+    assert "Succeeded" not in words(row.group(0))
