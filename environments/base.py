@@ -110,6 +110,14 @@ class Environment:
         game), which an agent knowing the seed could foresee."""
         return seed
 
+    def first_to_move(self, seed: int) -> int | None:
+        """The seat that moves first in a match started from ``seed``, as the game says (in
+        chess White, OpenSpiel's second seat; in backgammon whoever the opening roll
+        favours); None when everyone moves at once. Resets the game."""
+        self.reset(seed)
+        movers = self.to_move()
+        return movers[0] if len(movers) == 1 else None
+
     def describe_action(self, action: JSON) -> str:
         """An action as a person reads it in a replay's move list (``readable_action``)."""
         return readable_action(action)

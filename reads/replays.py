@@ -200,11 +200,7 @@ def first_mover(environment: Environment | None, seed: int) -> int | None:
     says (in chess White, OpenSpiel's second seat; in backgammon whoever the opening roll
     favours; in poker the first to bet after the deal); None when everyone moves at once,
     or without the game. Resets ``environment``."""
-    if environment is None:
-        return None
-    environment.reset(seed)
-    movers = environment.to_move()
-    return movers[0] if len(movers) == 1 else None
+    return None if environment is None else environment.first_to_move(seed)
 
 
 def first_mover_label(match: Match, labels: dict[int, str], game: Environment | None) -> str:

@@ -229,9 +229,8 @@ def first_movers(result: DuelResult) -> list[str]:
     environment = make_environment(result.environment, players=len(result.players))
     movers = []
     for match in result.matches:
-        environment.reset(match.seed)
-        seats = environment.to_move()
-        movers.append(f"player {match.seats[seats[0]]}" if len(seats) == 1 else "all at once")
+        seat = environment.first_to_move(match.seed)
+        movers.append("all at once" if seat is None else f"player {match.seats[seat]}")
     return movers
 
 

@@ -103,9 +103,8 @@ def human_games_open(user: User) -> int:
 
 def _first_seat(game: GameEnvironment, seed: int) -> int:
     """The seat of the game's one match that moves first (in chess, White: the second)."""
-    game.reset(match_seed(seed, 0))
-    movers = game.to_move()
-    return movers[0] if len(movers) == 1 else 0
+    first = game.first_to_move(match_seed(seed, 0))
+    return 0 if first is None else first
 
 
 def human_game_create(*, user: User, opponent: Revision, side: str = "first") -> Duel:
