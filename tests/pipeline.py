@@ -6,6 +6,7 @@ Import the fixtures into a test module (``from tests.pipeline import pipeline``)
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import stat
@@ -129,3 +130,19 @@ def referee_when_queued(stop: threading.Event) -> None:
             duel_play(duel_id=duel.pk)
     finally:
         connection.close()
+
+
+@contextlib.contextmanager
+def referees_playing(count: int = 1) -> Iterator[None]:
+    """``count`` worker threads playing each queued game (``referee_when_queued``) while the
+    block runs: with two, two games are played at once (each claims its own job)."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=referee_when_queued, args=(stop,)) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)

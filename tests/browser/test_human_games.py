@@ -10,7 +10,6 @@ the pages' states, never on time.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -23,7 +22,7 @@ from tests.factories import UserFactory
 from tests.pipeline import (  # noqa: F401
     make_user,
     pipeline,
-    referee_when_queued,
+    referees_playing,
     upload_validated,
 )
 from tests.support.workers import wait_for
@@ -38,16 +37,8 @@ pytestmark = [
 @pytest.fixture
 def referees() -> Iterator[None]:
     """Two workers: each claims a queued game (the job's claim keeps them apart)."""
-    stop = threading.Event()
-    threads = [threading.Thread(target=referee_when_queued, args=(stop,)) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    try:
+    with referees_playing(2):
         yield
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
 
 
 def start(page: Page, url: str, side: str) -> Locator:

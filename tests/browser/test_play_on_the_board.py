@@ -11,7 +11,6 @@ game takes the same course; the test waits on the page's state, never on time.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -24,7 +23,7 @@ from tests.factories import UserFactory
 from tests.pipeline import (  # noqa: F401
     make_user,
     pipeline,
-    referee_when_queued,
+    referees_playing,
     upload_validated,
 )
 from tests.support.workers import wait_for
@@ -71,14 +70,8 @@ def play(turn):
 
 @pytest.fixture
 def referee() -> Iterator[None]:
-    stop = threading.Event()
-    thread = threading.Thread(target=referee_when_queued, args=(stop,))
-    thread.start()
-    try:
+    with referees_playing():
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=60)
 
 
 def start_game(
