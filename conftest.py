@@ -13,7 +13,7 @@ import importlib.util
 
 import pytest
 
-pytest_plugins = ["tests.support.sandboxes", "tests.support.redis"]
+pytest_plugins = ["tests.support.cpu_log", "tests.support.sandboxes", "tests.support.redis"]
 if importlib.util.find_spec("django") is not None:
     pytest_plugins += [
         "tests.support.stories",
