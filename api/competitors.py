@@ -70,7 +70,8 @@ router = auth.ArenaRouter(tags=["competitors"], auth=auth.read)
 
 
 class RatingOut(Schema):
-    """The openskill rating matchmaking uses (mu, sigma); the leaderboard is fitted apart."""
+    """A per-match openskill rating (mu, sigma), kept as the history of each rated match;
+    the leaderboard (its fitted score) is what ranks and pairs competitors."""
 
     mu: float
     sigma: float

@@ -8,10 +8,12 @@ from collections.abc import Iterable, Sequence
 
 from django.core.paginator import Page
 from django.db.models import F, QuerySet
+from django.urls import reverse
 
 from core.models import (
     Competitor,
     Duel,
+    DuelResult,
     DuelSeat,
     DuelStatus,
     Match,
@@ -62,6 +64,73 @@ class DuelRow:
     #: Its badge: what happened to its players (a fault, a validation failed), not only
     #: its job's status.
     outcome: DuelOutcome
+    #: On an agent's page: its first matches, each with that agent's result, linking
+    #: their replays (``competitor_match_marks``), and how many more the duel has.
+    marks: tuple[MatchMark, ...] = ()
+    more_matches: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchMark:
+    """One match of a duel from one player's side: "W" won, "D" drawn (or tied first),
+    "L" lost, "-" not scored (an error of no player)."""
+
+    url: str
+    index: int
+    mark: str
+
+    @property
+    def style(self) -> str:
+        return {"W": "good", "L": "bad"}.get(self.mark, "muted")
+
+    @property
+    def words(self) -> str:
+        said = {"W": "won", "D": "drawn", "L": "lost"}.get(self.mark, "not scored")
+        return f"Match {self.index + 1}: {said}"
+
+
+#: Matches marked on each duel of an agent's page; the duel's page lists them all.
+MATCH_MARKS = 10
+
+
+def competitor_match_marks(rows: list[DuelRow], competitor_id: int) -> list[DuelRow]:
+    """``rows`` with each played duel's first ``MATCH_MARKS`` matches marked from the side
+    of the competitor ``competitor_id`` (its duels' seats prefetched). One query."""
+    seat_of = {
+        row.duel.pk: seat.number
+        for row in rows
+        for seat in row.duel.players()
+        if seat.revision.competitor_id == competitor_id
+    }
+    found: dict[int, list[MatchMark]] = {}
+    counts: dict[int, int] = {}
+    matches = Match.objects.filter(
+        duel_id__in=[row.duel.pk for row in rows if row.duel.status == DuelStatus.SUCCEEDED]
+    ).values_list("duel_id", "index", "scores", "result")
+    for duel_id, index, scores, result in matches.order_by("duel_id", "index"):
+        counts[duel_id] = counts.get(duel_id, 0) + 1
+        marks = found.setdefault(duel_id, [])
+        if len(marks) < MATCH_MARKS and duel_id in seat_of:
+            mark = _mark(scores, seat_of[duel_id] - 1, result)
+            url = reverse("match", args=[duel_id, index])
+            marks.append(MatchMark(url, index, mark))
+    return [
+        dataclasses.replace(
+            row,
+            marks=tuple(found.get(row.duel.pk, ())),
+            more_matches=max(counts.get(row.duel.pk, 0) - MATCH_MARKS, 0),
+        )
+        for row in rows
+    ]
+
+
+def _mark(scores: list[float], own: int, result: str) -> str:
+    if result == DuelResult.ERROR or own >= len(scores):
+        return "-"
+    best_other = max(score for seat, score in enumerate(scores) if seat != own)
+    if scores[own] > best_other:
+        return "W"
+    return "D" if scores[own] == best_other else "L"
 
 
 def duel_row(duel: Duel) -> DuelRow:

@@ -39,7 +39,7 @@ from reads.access import (
     score_competitions_visible,
 )
 from reads.charts import ScorePoint, score_chart_svg
-from reads.competitions import duel_row
+from reads.competitions import competitor_match_marks, duel_row
 from reads.pages import REVISION_ROWS, TOURNAMENT_ROWS, rows_page, visible_tournaments
 from reads.scores import score_leaderboard
 from tournament_manager.selectors import (
@@ -170,7 +170,9 @@ def _competitor_duels(user: Visitor, competitor: Competitor, number: str | None)
         .order_by("-created_at", "-pk")
     )
     page = rows_page(duels, number, COMPETITOR_DUEL_ROWS)
-    page.object_list = [duel_row(duel) for duel in page.object_list]
+    page.object_list = competitor_match_marks(
+        [duel_row(duel) for duel in page.object_list], competitor.pk
+    )
     return page
 
 

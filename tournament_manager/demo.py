@@ -14,8 +14,19 @@ from pathlib import Path
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
-from core.models import Environment, Revision, Tournament, TournamentStatus, User
+from core.models import (
+    DuelStatus,
+    Environment,
+    LeaderboardEntry,
+    Revision,
+    ScoreCompetition,
+    Tournament,
+    TournamentStatus,
+    User,
+)
 from core.services.revisions import Reuse
+from referee.match_points import score_text
+from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.selectors import latest_validated_revisions
 from tournament_manager.services.tournaments import tournament_cancel
 
@@ -134,3 +145,65 @@ def login_path() -> str:
         except NoReverseMatch:
             continue
     return "/admin/"
+
+
+def score_lines(competition: ScoreCompetition) -> list[str]:
+    """The demo's table of a score competition: each agent's mean return and interval."""
+    lines: list[str] = []
+    evaluations = sorted(
+        competition.evaluations.select_related("revision__competitor"),
+        key=lambda evaluation: (
+            evaluation.status != DuelStatus.SUCCEEDED,
+            -(evaluation.mean_return or 0.0),
+        ),
+    )
+    lines.append(f"  {'agent':<24} {'mean return':>12}  95 % interval")
+    for evaluation in evaluations:
+        name = evaluation.revision.competitor.name
+        if evaluation.status != DuelStatus.SUCCEEDED or evaluation.mean_return is None:
+            lines.append(f"  {name:<24} {evaluation.get_status_display().lower():>12}")
+            continue
+        interval = (
+            f"{evaluation.ci_low:.1f} to {evaluation.ci_high:.1f}"
+            if evaluation.ci_low is not None and evaluation.ci_high is not None
+            else "-"
+        )
+        lines.append(f"  {name:<24} {evaluation.mean_return:>12.1f}  {interval}")
+    lines.append(f"  leaderboard: {competition.get_absolute_url()}")
+    return lines
+
+
+def standings_lines(tournament: Tournament) -> list[str]:
+    """The demo's table of a tournament's standings beside the leaderboard."""
+    lines: list[str] = []
+    participants = tournament.participants.select_related("revision__competitor__owner").order_by(
+        "rank", "-points"
+    )
+    leaderboard_refit(environment=tournament.environment)
+    entries = {
+        entry.competitor_id: entry
+        for entry in LeaderboardEntry.objects.filter(environment=tournament.environment)
+    }
+    lines.append(
+        f"  {'rank':>4}  {'player':<22} {'owner':<16} {'points':>6}  {'W-D-L':<8} "
+        f"{'score':>6}  leaderboard (Elo ± sd, rank range)"
+    )
+    for participant in participants:
+        competitor = participant.revision.competitor
+        entry = entries.get(competitor.pk)
+        if entry is None:
+            shown = "     —"
+        elif entry.is_provisional:
+            # Too few matches to rank: where it could rank says nothing yet.
+            shown = f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, provisional"
+        else:
+            shown = (
+                f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, {entry.rank_best}-{entry.rank_worst}"
+            )
+        record = f"{participant.wins}-{participant.draws}-{participant.losses}"
+        lines.append(
+            f"  {participant.rank or '':>4}  {participant.revision!s:<22} "
+            f"{competitor.owner.display_name[:16]:<16} {participant.points:>6}  {record:<8} "
+            f"{score_text(participant.score):>6}  {shown}"
+        )
+    return lines

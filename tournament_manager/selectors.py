@@ -9,10 +9,12 @@ from django.conf import settings
 from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q, QuerySet
 
 from core.models import (
+    CompetitorKind,
     Duel,
     DuelSeat,
     DuelStatus,
     Environment,
+    Evaluation,
     JobKind,
     Revision,
     Tournament,
@@ -81,11 +83,17 @@ def paused_revisions(revision_ids: Iterable[int]) -> dict[int, str]:
 
 
 def others_waiting() -> bool:
-    """Whether a duel of a tournament other than a standing ladder waits for a worker:
-    organizers' tournaments take precedence over the standing ladders."""
-    return Duel.objects.filter(
-        status=DuelStatus.QUEUED, tournament__isnull=False, tournament__is_standing=False
-    ).exists()
+    """Whether a duel of a tournament other than a standing ladder, or an evaluation of a
+    score competition other than a standing one, waits for a worker: organizers'
+    competitions take precedence over the standing ones."""
+    return (
+        Duel.objects.filter(
+            status=DuelStatus.QUEUED, tournament__isnull=False, tournament__is_standing=False
+        ).exists()
+        or Evaluation.objects.filter(
+            status=DuelStatus.QUEUED, competition__isnull=False, competition__is_standing=False
+        ).exists()
+    )
 
 
 def _validated_in(environment: Environment) -> QuerySet[Revision]:
@@ -214,7 +222,7 @@ def ladder_progress(revision_id: int, ladder_id: int) -> LadderProgress:
     """How ``revision_id`` is doing in the ladder ``ladder_id`` it is entered in: its rated
     matches there, and when it should play next, from the ladder's own pace (its last
     ``PACE_DUELS`` duels' ends), the entries waiting, and, for a standing ladder, whether
-    other tournaments' duels come first. Three queries, four for a standing ladder."""
+    it rests and whether other tournaments' duels come first. At most eight queries."""
     ladder = (
         Tournament.objects.select_related("environment")
         .annotate(entries=Count("participants", filter=Q(participants__withdrawn=False)))
@@ -231,11 +239,11 @@ def ladder_progress(revision_id: int, ladder_id: int) -> LadderProgress:
     return LadderProgress(
         ladder=ladder,
         rated_matches=by_status.get(DuelStatus.SUCCEEDED) or 0,
-        next_duel=_next_duel(ladder, by_status),
+        next_duel=_next_duel(ladder, revision_id, by_status),
     )
 
 
-def _next_duel(ladder: Tournament, its_duels: dict[str, int]) -> str:
+def _next_duel(ladder: Tournament, revision_id: int, its_duels: dict[str, int]) -> str:
     if DuelStatus.RUNNING in its_duels:
         return "playing now"
     if DuelStatus.QUEUED in its_duels:
@@ -243,6 +251,11 @@ def _next_duel(ladder: Tournament, its_duels: dict[str, int]) -> str:
     entries: int = ladder.entries  # type: ignore[attr-defined]
     if entries < ladder.environment.players:
         return "once another agent joins: a duel needs an opponent"
+    if ladder.is_standing and _resting(ladder, revision_id):
+        return (
+            f"when a new agent or version joins: it has played its "
+            f"{settings.ARENA_STANDING_LADDER_DUELS} duels, and the ladder rests until then"
+        )
     if ladder.is_standing and others_waiting():
         return "once the organizers' tournaments waiting for a worker have been played"
     ends = [
@@ -258,6 +271,20 @@ def _next_duel(ladder: Tournament, its_duels: dict[str, int]) -> str:
     per_second = (len(ends) - 1) / max((ends[0] - ends[-1]).total_seconds(), 1.0)
     seconds = entries / (ladder.environment.players * per_second)
     return f"in about {_duration_in_words(seconds)}"
+
+
+def _resting(ladder: Tournament, revision_id: int) -> bool:
+    """Whether a standing ladder rests for this entry: it has played its
+    ``ARENA_STANDING_LADDER_DUELS`` and so has every other entry (the rule of
+    ``services.ladder._unsettled``; an online agent's owner queues it to play, so it never
+    rests)."""
+    settled = settings.ARENA_STANDING_LADDER_DUELS
+    entries = ladder.participants.filter(withdrawn=False)
+    return (
+        entries.filter(revision_id=revision_id, duels_played__gte=settled).exists()
+        and not entries.filter(duels_played__lt=settled).exists()
+        and not entries.filter(revision__competitor__kind=CompetitorKind.ONLINE).exists()
+    )
 
 
 def _duration_in_words(seconds: float) -> str:

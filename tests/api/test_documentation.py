@@ -86,6 +86,14 @@ def test_an_unknown_api_path_is_a_404_in_the_error_shape(client):
     assert json.loads(response.content)["error"]["code"] == "not_found"
 
 
+def test_it_points_readers_to_the_documentation_this_site_serves(client):
+    found = document(client)
+
+    assert "/docs/api/" in found["info"]["description"]
+    schemes = found["components"]["securitySchemes"].values()
+    assert all("See /docs/api/." in scheme.get("description", "") for scheme in schemes)
+
+
 def test_the_docs_page_refers_to_no_other_host(client):
     page = client.get("/api/v1/docs").content.decode()
 

@@ -43,6 +43,8 @@ def test_it_registers_with_the_invite_code_and_lands_logged_in(
 
     expect(page).to_have_url(live_server.url + "/")
     expect(page.get_by_role("status")).to_contain_text("Welcome, Ada! Your account is ready.")
+    # And what to do next.
+    expect(page.get_by_role("status")).to_contain_text("download its starter agent, and upload it")
     nav = page.get_by_role("navigation", name="Main")
     expect(nav.get_by_role("link", name="Ada")).to_have_attribute("href", reverse("profile"))
     expect(nav.get_by_role("button", name="Log out")).to_be_visible()

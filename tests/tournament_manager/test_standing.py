@@ -5,15 +5,20 @@ first, and an organizer closes it or sets its pace in the admin."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
+from django.utils import timezone
 
 from core.jobs import dispatch
 from core.models import (
+    Duel,
     DuelStatus,
     Environment,
     Evaluation,
+    LeaderboardEntry,
     ScoreCompetition,
     Tournament,
     TournamentFormat,
@@ -22,6 +27,11 @@ from core.models import (
 from reads.scores import score_leaderboard
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
 from tournament_manager.daemon import run_once
+from tournament_manager.score_competitions import (
+    score_competition_create,
+    score_competition_start,
+)
+from tournament_manager.selectors import ladder_progress
 from tournament_manager.services.tournaments import (
     tournament_cancel,
     tournament_create,
@@ -180,6 +190,26 @@ def test_a_one_player_games_uploads_are_scored_by_themselves_newest_shown(client
     assert "CartPole scores</a>: place 1, mean return" in line[: line.index("</div>")]
 
 
+def test_an_organizers_waiting_evaluations_come_before_a_one_player_games_scores(monkeypatch):
+    game = standing("cartpole")
+    owner = make_user()
+    steady = upload(owner, "cartpole", "steady", PLAYERS / "cartpole" / "constant.py")
+    workers_busy(monkeypatch)
+    organizers = score_competition_create(
+        environment=game, name="Course scores", episodes=3, created_by=owner
+    )
+    [waiting] = score_competition_start(competition=organizers)
+
+    run_once()
+
+    standing_scores = ScoreCompetition.objects.get(environment=game, is_standing=True)
+    assert not standing_scores.evaluations.exists()  # it waits while the organizer's waits
+    Evaluation.objects.filter(pk=waiting.pk).update(status=DuelStatus.CANCELLED)
+    run_once()
+    [evaluation] = standing_scores.evaluations.all()
+    assert evaluation.revision_id == steady.pk
+
+
 def test_an_agents_page_shows_its_progress_in_the_standing_ladder(client, monkeypatch):
     standing("sum_to_10")
     owner = make_user()
@@ -208,6 +238,43 @@ def test_an_agents_page_shows_its_progress_in_the_standing_ladder(client, monkey
     )
     assert history.index(f"#{waiting.pk}</a>") < history.index(f"#{played.pk}</a>")
     assert all(duel.get_absolute_url() in history for duel in ladder_duels)
+    # The played duel's matches, each marked from its side (won, drawn or lost) and
+    # linking its replay.
+    for match in played.matches.all():
+        assert f'<a href="{match.get_absolute_url()}" class="mark badge-' in history
+        seat = 0 if played.players()[0].revision_id == optimal.pk else 1
+        own, other = match.scores[seat], match.scores[1 - seat]
+        said = "won" if own > other else "lost" if own < other else "drawn"
+        assert f'title="Match {match.index + 1}: {said}"' in history
+
+
+def test_an_idle_entry_is_told_its_place_and_when_it_plays_next_from_the_ladders_pace(client):
+    game = standing("sum_to_10")
+    owner = make_user()
+    optimal = upload(owner, "sum_to_10", "optimal", SUM_TO_10 / "optimal.py")
+    upload(owner, "sum_to_10", "rando", SUM_TO_10 / "random_player.py")
+    run_once()
+    run_once()  # two duels played, none waiting
+    ladder = standing_ladder(game)
+    first, second = ladder.duels.order_by("pk")
+    # The ladder's pace: a duel a minute (two entries, two seats a duel: each plays one).
+    now = timezone.now()
+    Duel.objects.filter(pk=first.pk).update(ended_at=now - datetime.timedelta(minutes=1))
+    Duel.objects.filter(pk=second.pk).update(ended_at=now)
+    assert ladder_progress(optimal.pk, ladder.pk).next_duel == "in about a minute"
+    Duel.objects.filter(pk=first.pk).update(ended_at=now - datetime.timedelta(minutes=20))
+    assert ladder_progress(optimal.pk, ladder.pk).next_duel == "in about 20 minutes"
+    # Its place, once its rank is known: the range the leaderboard gives.
+    LeaderboardEntry.objects.filter(competitor=optimal.competitor).update(
+        rank=1, rank_best=1, rank_worst=2
+    )
+
+    page = client.get(optimal.competitor.get_absolute_url()).content.decode()
+
+    line = page[page.index("data-ladder-progress") :]
+    line = line[: line.index("</div>")]
+    assert "Sum to 10 ladder</a>: " in line
+    assert " rated matches, place 1 to 2, next duel in about 20 minutes" in line
 
 
 def test_it_rests_once_its_entries_have_played_their_duels_and_wakes_for_a_newcomer(settings):
@@ -223,6 +290,12 @@ def test_it_rests_once_its_entries_have_played_their_duels_and_wakes_for_a_newco
     run_once()
     run_once()
     assert ladder.duels.count() == 1  # both settled: an idle site costs nothing
+    # Its page says so, rather than promising a duel from the ladder's old pace.
+    resting = ladder_progress(ladder.participants.first().revision_id, ladder.pk)
+    assert resting.next_duel == (
+        "when a new agent or version joins: it has played its 1 duels, "
+        "and the ladder rests until then"
+    )
 
     newcomer = upload(owner, "sum_to_10", "newcomer", SUM_TO_10 / "random_player.py")
     run_once()

@@ -25,9 +25,10 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
-#: The most queries any public page may take (today 13: the competitor's, signed in, with
-#: its duels' history, a count and a slice, and its owner's test duel opponents).
-MOST = 13
+#: The most queries any public page may take (today 14: the competitor's, signed in, with
+#: its duels' history, a count, a slice, their seats and their matches' marks, and its
+#: owner's test duel opponents).
+MOST = 14
 
 
 class History:

@@ -35,7 +35,7 @@ from core.models import (
     TournamentStatus,
 )
 from core.services.scores import score_evaluations_queue
-from tournament_manager.selectors import latest_validated_revisions
+from tournament_manager.selectors import latest_validated_revisions, others_waiting
 from tournament_manager.services.tournaments import ladder_open, tournament_stop
 
 logger = logging.getLogger(__name__)
@@ -97,17 +97,21 @@ def standing_competitions_close() -> bool:
 
 def standing_scores_keep_up() -> bool:
     """Evaluate, in each open standing score competition, every newest validated revision
-    not evaluated there yet; returns whether any was queued. A pass that finds nothing to
-    queue (the usual one: it runs every second) takes no lock."""
+    not evaluated there yet, while no organizer's duel or evaluation waits for a worker;
+    returns whether any was queued. A pass that finds nothing to queue (the usual one: it
+    runs every second) takes no lock."""
     queued = False
-    for competition in ScoreCompetition.objects.filter(
+    competitions = ScoreCompetition.objects.filter(
         is_standing=True,
         started_at__isnull=False,
         environment__standing_competition=True,
         environment__is_active=True,
-    ).select_related("environment"):
-        if not _not_evaluated(competition):
-            continue
+    ).select_related("environment")
+    pending = [competition for competition in competitions if _not_evaluated(competition)]
+    # Idle capacity only: while an organizer's duel or evaluation waits, it queues none.
+    if not pending or others_waiting():
+        return False
+    for competition in pending:
         with transaction.atomic():
             # Its row held, as a start or an entry holds it: of two managers, one queues.
             locked = ScoreCompetition.objects.select_for_update().get(pk=competition.pk)

@@ -14,10 +14,8 @@ from core.embedded_worker import EmbeddedWorker, site_worker
 from core.errors import ArenaError
 from core.models import (
     Competitor,
-    DuelStatus,
     Environment,
     InviteCode,
-    LeaderboardEntry,
     MatchConversation,
     Revision,
     Role,
@@ -38,7 +36,6 @@ from core.services.environments import environments_import
 from core.services.llm import llm_player_register, llm_player_update
 from core.services.online import model_token_renew, online_model_register
 from core.services.revisions import competitor_get_or_create, revision_create_or_reuse
-from referee.match_points import score_text
 from tournament_manager.demo import (
     ATTENDEE_EMAIL,
     EXAMPLE_PLAYERS_DIR,
@@ -59,12 +56,13 @@ from tournament_manager.demo import (
     login_path,
     reference_players,
     round_robin_entrants,
+    score_lines,
+    standings_lines,
     unfinished_demo_tournaments_cancel,
 )
 from tournament_manager.demo import (
     shown_path as _shown_path,
 )
-from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.score_competitions import (
     score_competition_create,
     score_competition_start,
@@ -182,7 +180,7 @@ class Command(BaseCommand):
                 timeout=options["timeout"],
             )
             if tournament is not None:
-                self.print_standings(tournament)
+                self.stdout.write("\n".join(standings_lines(tournament)))
 
         base = f"http://127.0.0.1:{options['port']}"
         token_file = None
@@ -447,7 +445,7 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Already evaluated: {competition.name} (pass --fresh to evaluate again)"
             )
-            self.print_scores(competition)
+            self.stdout.write("\n".join(score_lines(competition)))
             return
         if competition is None or fresh:
             competition = score_competition_create(
@@ -477,29 +475,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"{line}; {left} still running"))
         else:
             self.stdout.write(self.style.SUCCESS(line))
-        self.print_scores(competition)
-
-    def print_scores(self, competition: ScoreCompetition) -> None:
-        evaluations = sorted(
-            competition.evaluations.select_related("revision__competitor"),
-            key=lambda evaluation: (
-                evaluation.status != DuelStatus.SUCCEEDED,
-                -(evaluation.mean_return or 0.0),
-            ),
-        )
-        self.stdout.write(f"  {'agent':<24} {'mean return':>12}  95 % interval")
-        for evaluation in evaluations:
-            name = evaluation.revision.competitor.name
-            if evaluation.status != DuelStatus.SUCCEEDED or evaluation.mean_return is None:
-                self.stdout.write(f"  {name:<24} {evaluation.get_status_display().lower():>12}")
-                continue
-            interval = (
-                f"{evaluation.ci_low:.1f} to {evaluation.ci_high:.1f}"
-                if evaluation.ci_low is not None and evaluation.ci_high is not None
-                else "-"
-            )
-            self.stdout.write(f"  {name:<24} {evaluation.mean_return:>12.1f}  {interval}")
-        self.stdout.write(f"  leaderboard: {competition.get_absolute_url()}")
+        self.stdout.write("\n".join(score_lines(competition)))
 
     def round_robin(
         self,
@@ -570,36 +546,3 @@ class Command(BaseCommand):
         else:
             self.stdout.write(self.style.WARNING(f"{line}. {tournament.error}".rstrip(". ")))
         return tournament
-
-    def print_standings(self, tournament: Tournament) -> None:
-        participants = tournament.participants.select_related(
-            "revision__competitor__owner"
-        ).order_by("rank", "-points")
-        leaderboard_refit(environment=tournament.environment)
-        entries = {
-            entry.competitor_id: entry
-            for entry in LeaderboardEntry.objects.filter(environment=tournament.environment)
-        }
-        self.stdout.write(
-            f"  {'rank':>4}  {'player':<22} {'owner':<16} {'points':>6}  {'W-D-L':<8} "
-            f"{'score':>6}  leaderboard (Elo ± sd, rank range)"
-        )
-        for participant in participants:
-            competitor = participant.revision.competitor
-            entry = entries.get(competitor.pk)
-            if entry is None:
-                shown = "     —"
-            elif entry.is_provisional:
-                # Too few matches to rank: where it could rank says nothing yet.
-                shown = f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, provisional"
-            else:
-                shown = (
-                    f"{entry.score:6.0f} ± {entry.score_sd:3.0f}, "
-                    f"{entry.rank_best}-{entry.rank_worst}"
-                )
-            record = f"{participant.wins}-{participant.draws}-{participant.losses}"
-            self.stdout.write(
-                f"  {participant.rank or '':>4}  {participant.revision!s:<22} "
-                f"{competitor.owner.display_name[:16]:<16} {participant.points:>6}  {record:<8} "
-                f"{score_text(participant.score):>6}  {shown}"
-            )
