@@ -41,11 +41,13 @@ import dataclasses
 import functools
 import math
 from collections.abc import Collection, Hashable, Iterable, Sequence
-from typing import NamedTuple
+from statistics import NormalDist
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import scipy.sparse as sparse
-from scipy.special import ndtri
+
+if TYPE_CHECKING:
+    import scipy.sparse as sparse
 
 #: The prior's sd of a strength, in natural units (log-odds): 2 is about 350 Elo points.
 PRIOR_SD = 2.0
@@ -179,7 +181,7 @@ class Fit:
         # "Surely ahead": ahead with probability at least SURELY_AHEAD, i.e. by at least
         # this many standard deviations (the gap is symmetric: i's over j is minus j's
         # over i).
-        sure = ndtri(SURELY_AHEAD)
+        sure = NormalDist().inv_cdf(SURELY_AHEAD)
         if self.covariance is None:
             surely_ahead, not_surely_behind = self._independent_counts(field, sure)
         else:
@@ -290,6 +292,10 @@ def fit(
     each one's variance (from ``probes`` draws, ``seed`` their randomness) beyond. Without
     ``uncertainty`` (strengths are all that is wanted: a ladder's order) the variances are
     only each player's own part, ``1/curvature``, and cost nothing more."""
+    # Here, not at the top: scipy costs every process that imports this module (the
+    # admin, the gateways, each command) about 0.3 s of CPU, and only a fit uses it.
+    import scipy.sparse as sparse
+
     players = tuple(players)
     n = len(players)
     table = games if isinstance(games, GameTable) else GameTable.of(games)
@@ -438,6 +444,8 @@ def _sampled_variances(
     posterior's error; and ``y = r / diag(H)`` has the known covariance
     ``D^-1 H D^-1`` (D the diagonal). The variance is that known one plus the mean of
     ``x^2 - y^2`` over the draws, which stays small where y follows x closely."""
+    import scipy.sparse as sparse
+
     n = matrix.shape[0] - 1
     diagonal = matrix.diagonal()
     # Drawn and solved in single precision (half the memory traffic), to a relative

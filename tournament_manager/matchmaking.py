@@ -44,7 +44,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import erfc
 
 #: The bonus of an agent with no duel yet; it shrinks to 0 at ``newcomer_duels`` duels.
 NEWCOMER_BONUS = 0.5
@@ -207,6 +206,8 @@ def hosted_duel_limit(hosted_agents: int, *, size: int, slots: int) -> int:
 def _uncertainty(gap: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """``Matchmaker.uncertainty`` of pairs whose ratings are ``gap`` apart with the
     combined sigma ``spread``: 0 when both are sure (no spread)."""
+    from scipy.special import erfc  # here: see bradley_terry.fit
+
     with np.errstate(divide="ignore", invalid="ignore"):
         chance = 0.5 * erfc(np.abs(gap) / (spread * math.sqrt(2)))
     return np.where(spread > 0, chance, 0.0)

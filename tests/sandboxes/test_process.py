@@ -17,7 +17,7 @@ from sandboxes.process import ProcessSandbox
 from sandboxes.process_agent import ProcessAgent
 from sandboxes.process_users import UserPool, processes_of_user
 from sandboxes.warm_pool import Reaper
-from tests.support.sandboxes import agent, hostile, sandbox_processes
+from tests.support.sandboxes import agent, hostile, leftover_processes, sandbox_processes
 
 
 def test_it_finds_each_process_of_a_user_and_counts_its_threads():
@@ -154,7 +154,7 @@ def test_an_escaped_process_keeps_its_user_id_taken_until_the_background_sweep_k
         assert reaper.flush(60)
         sandbox.close()
 
-    assert sandbox_processes({running.uid}) == []
+    assert leftover_processes({running.uid}) == []
     assert not running.workdir.exists()
     _, lock = UserPool(base=running.uid, count=1).acquire()
     UserPool.release(lock)

@@ -5,6 +5,7 @@ a well-behaved agent with the checks of who was blamed.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
@@ -21,7 +22,7 @@ from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.confinement import probe
 from sandboxes.docker import DockerSandbox
 from sandboxes.process import ProcessSandbox
-from sandboxes.process_users import UID_BASE, UID_COUNT
+from sandboxes.process_users import UID_BASE, UID_COUNT, UID_LOCKS
 from tests.support.docker import docker_base_image, leftover_containers
 from tests.support.require import require
 
@@ -46,6 +47,25 @@ def sandbox_processes(uids: set[int] | None = None) -> list[tuple[int, int, str]
         ours = uid in uids if uids is not None else UID_BASE <= uid < UID_BASE + UID_COUNT
         if ours and not fields["State"].startswith("Z"):
             found.append((int(entry.name), uid, fields["Name"].strip()))
+    return found
+
+
+def leftover_processes(uids: set[int]) -> list[tuple[int, int, str]]:
+    """The processes left under ``uids`` once the agents that ran under them are closed.
+    Each user id's lock (``UserPool``'s) is taken first, so that an agent another referee
+    (another test process) has started under that id since is not taken for a leftover;
+    an id whose lock another referee holds now is skipped."""
+    found = []
+    for uid in sorted(uids):
+        fd = os.open(UID_LOCKS / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            found += sandbox_processes({uid})
+        finally:
+            os.close(fd)
     return found
 
 
@@ -79,7 +99,7 @@ def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
     # The machine is left clean: no agent folder and no agent process survive.
     leftovers = [path.name for path in sandbox_root.iterdir() if not path.name.startswith("sdk-")]
     assert leftovers == []
-    assert sandbox_processes(sandbox.uids) == []
+    assert leftover_processes(sandbox.uids) == []
 
 
 def hostile(behaviour: str, at: int = 1, **variables: str) -> AgentSource:
