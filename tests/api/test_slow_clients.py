@@ -22,7 +22,7 @@ from tests.support.gateway import (
     ACT,
     GATEWAY_SETTINGS,
     Gateway,
-    gateway_started,
+    gateway_shared,
     online_model_registered,
 )
 from tests.support.workers import wait_for
@@ -47,8 +47,8 @@ SLOW_ADDRESSES = [f"127.0.0.{10 + n}" for n in range(20)]
 
 
 @pytest.fixture
-def slow_gateway(celery_workers: Any, redis_url: str, settings: Any) -> Gateway:
-    return gateway_started(celery_workers, redis_url, settings, **SLOW_SETTINGS)
+def slow_gateway(celery_workers, shared_gateways: Any, redis_url: str, settings: Any) -> Gateway:
+    return gateway_shared(shared_gateways, celery_workers, redis_url, settings, **SLOW_SETTINGS)
 
 
 def connection_from(gateway: Gateway, source: str) -> http.client.HTTPConnection:
@@ -298,10 +298,17 @@ def test_an_address_over_its_cap_is_refused_and_other_addresses_are_not(slow_gat
         stream.close()
 
 
-def test_behind_the_proxy_the_gateway_caps_no_address(celery_workers, redis_url, settings):
+def test_behind_the_proxy_the_gateway_caps_no_address(
+    celery_workers, shared_gateways, redis_url, settings
+):
     # Every connection comes from nginx then, which caps each client's own address.
-    gateway = gateway_started(
-        celery_workers, redis_url, settings, **SLOW_SETTINGS, ARENA_BEHIND_PROXY="1"
+    gateway = gateway_shared(
+        shared_gateways,
+        celery_workers,
+        redis_url,
+        settings,
+        **SLOW_SETTINGS,
+        ARENA_BEHIND_PROXY="1",
     )
     _, token = online_model_registered("proxied-bot")
 

@@ -2,7 +2,13 @@
 test's PostgreSQL database and a real Redis seat bus, for tests that talk to it the way
 online agents do: over HTTP, as well behaved or as hostile as they like; the test process
 stands in for the referee on the same bus (``bus``), asking online models (registered
-with ``online_model_registered``) for moves."""
+with ``online_model_registered``) for moves.
+
+A gateway's start costs about 3 s of CPU (Django, the API's schemas, uvicorn), more than
+most tests that talk to it: ``gateway_shared`` starts one for each set of settings once in
+a test process and hands it to each test that asks (its database rows, its pages' cache
+and its request rates are each test's own, as with a gateway of its own). A test that
+stops, kills or restarts its gateway starts its own with ``gateway_started``."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,7 +45,10 @@ ACT = b'{"type":"act","id":%d,"match":0,"step":0,"observation":{},"legal_actions
 class Gateway:
     host: str
     port: int
+    #: The test's workers (a test may start more beside the gateway).
     workers: Workers
+    #: A shared gateway's log; otherwise the log is the workers' "gateway".
+    log_file: Path | None = None
 
     @property
     def url(self) -> str:
@@ -73,13 +83,77 @@ class Gateway:
             connection.close()
 
     def log(self) -> str:
+        if self.log_file is not None:
+            return self.log_file.read_text(errors="replace")
         return self.workers.log("gateway")
 
 
+class SharedGateways:
+    """The gateways a test process's tests share, one for each set of settings, started
+    by the first test that asks and stopped at the end of the run (or started again if
+    one has died)."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.workers: Workers | None = None
+        self.started: dict[tuple[tuple[str, str], ...], tuple[subprocess.Popen[bytes], int]] = {}
+
+    def get(self, workers: Workers, redis_url: str, settings: Any, **environment: str) -> Gateway:
+        settings.ARENA_ONLINE_BUS_URL = settings.ARENA_RATES_URL = redis_url
+        if self.workers is None:
+            from django.conf import settings as process_settings
+
+            # The folders and database of the whole test process: the same for each test.
+            self.workers = Workers(redis_url, process_settings, self.log_dir)
+        key = tuple(sorted(environment.items()))
+        found = self.started.get(key)
+        if found is None or found[0].poll() is not None:
+            port = free_port()
+            process = self.workers.manage(
+                f"gateway-{port}",
+                "run_gateway",
+                "--port",
+                str(port),
+                ARENA_ONLINE_BUS_URL=redis_url,
+                **environment,
+            )
+            found = self.started[key] = (process, port)
+        process, port = found
+        log_file = self.log_dir / f"gateway-{port}.log"
+        gateway = Gateway("127.0.0.1", port, workers, log_file)
+        wait_until_up(gateway, process=process)
+        rates_reset()
+        return gateway
+
+    def stop(self) -> None:
+        if self.workers is not None:
+            self.workers.stop_all()
+
+
+@pytest.fixture(scope="session")
+def shared_gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedGateways]:
+    shared = SharedGateways(tmp_path_factory.mktemp("gateways"))
+    yield shared
+    shared.stop()
+
+
+def gateway_shared(
+    shared_gateways: SharedGateways,
+    workers: Workers,
+    redis_url: str,
+    settings: Any,
+    **environment: str,
+) -> Gateway:
+    """A gateway with these settings that this test process's tests share (see above)."""
+    return shared_gateways.get(workers, redis_url, settings, **environment)
+
+
 @pytest.fixture
-def gateway(celery_workers: Workers, redis_url: str, settings: Any) -> Iterator[Gateway]:
+def gateway(
+    celery_workers: Workers, redis_url: str, settings: Any, shared_gateways: SharedGateways
+) -> Gateway:
     """The gateway, with the test process's seat bus on the same Redis."""
-    yield gateway_started(celery_workers, redis_url, settings, **GATEWAY_SETTINGS)
+    return gateway_shared(shared_gateways, celery_workers, redis_url, settings, **GATEWAY_SETTINGS)
 
 
 @pytest.fixture
