@@ -4,8 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --system-packages
-# Tools the tests run but never import (checkov, for terraform/), in their own .venv-tools.
-scripts/setup_tools.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 # The docker sandbox's base image, built or reused before the tests so its progress is
@@ -28,18 +26,21 @@ checks() {
   NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
   rm -rf "$docs_site"
 }
+# Tools the tests run but never import (checkov, for terraform/), in their own .venv-tools.
 if [ $# -gt 0 ]; then
+  scripts/setup_tools.sh
   checks
   exec .venv/bin/pytest "$@"
 fi
 # Four lanes at once, each in its own processes, so that one's waits (agents, servers,
 # containers, health checks) are spent on another's work, and each about as long:
-# - the checks above;
+# - the checks above, then the tools' virtualenv and the terraform tests that run them;
 # - the production stack (tests/deploy/test_stack*.py: a compose deployment built,
 #   started, killed and restored), which mostly waits on containers, then the API's
 #   fuzzing with tokens (one long module);
 # - the Django-free layer (referee, sandboxes, environments, the SDK, the example
-#   players) in a virtualenv without Django, which proves it imports none, then the
+#   players) in a virtualenv without Django (made first, in the lane), which proves it
+#   imports none, then the
 #   anonymous and WSGI fuzzing and the soak benchmark's smoke run (long modules too);
 # - everything else in .venv, in two test processes (pytest-xdist), a module to each
 #   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
@@ -49,14 +50,20 @@ PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk
 STACK_TESTS=(tests/deploy/test_stack*.py)
 AFTER_STACK=(tests/api/test_fuzzing_tokens.py)
 AFTER_PURE=(tests/api/test_fuzzing.py tests/bench/test_bench_soak.py)
-scripts/setup_pure.sh
+TOOLS_TESTS=(tests/deploy/test_terraform.py)
 lanes="$(mktemp -d)"
 # Lanes still running when the script ends early are stopped. (A bare `kill $(jobs -p)`
 # with no job left fails, and under `set -e` its status 2 became the run's: a green run
 # exited 2.)
 trap 'jobs -p | xargs -r kill 2>/dev/null || true; rm -rf "$lanes"' EXIT
-echo "arena test: types, layers and the docs site, in the background (shown when done)"
-checks >"$lanes/checks.log" 2>&1 &
+echo "arena test: types, layers and the docs site, then ${TOOLS_TESTS[*]}, in the background (shown when done)"
+(
+  status=0
+  checks || status=$?
+  scripts/setup_tools.sh || status=$?
+  .venv/bin/pytest -p no:cacheprovider --durations=5 "${TOOLS_TESTS[@]}" || status=$?
+  exit "$status"
+) >"$lanes/checks.log" 2>&1 &
 checks_lane=$!
 echo "arena test: the production stack, then ${AFTER_STACK[*]}, in the background"
 (
@@ -69,6 +76,7 @@ stack_lane=$!
 echo "arena test: the Django-free layer (.venv-pure, no Django installed), then ${AFTER_PURE[*]}, in the background"
 (
   status=0
+  scripts/setup_pure.sh || exit
   .venv-pure/bin/python -m pytest -p no:cacheprovider \
     -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 "${PURE_TESTS[@]}" \
     || status=$?
@@ -80,7 +88,8 @@ echo "arena test: everything else, in .venv, two test processes"
 status=0
 .venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=40 \
   "${PURE_TESTS[@]/#/--ignore=}" "${STACK_TESTS[@]/#/--ignore=}" \
-  "${AFTER_STACK[@]/#/--ignore=}" "${AFTER_PURE[@]/#/--ignore=}" || status=$?
+  "${AFTER_STACK[@]/#/--ignore=}" "${AFTER_PURE[@]/#/--ignore=}" \
+  "${TOOLS_TESTS[@]/#/--ignore=}" || status=$?
 for lane in checks pure stack; do
   lane_status=0
   pid_name="${lane}_lane"
