@@ -34,34 +34,39 @@ if [ $# -gt 0 ]; then
 fi
 # Four lanes at once, each in its own processes, so that one's waits (agents, servers,
 # containers, health checks) are spent on another's work, and each about as long:
-# - the checks above, then the tools' virtualenv and the terraform tests that run them;
+# - the checks above, then the tools' virtualenv and the modules of AFTER_CHECKS;
 # - the production stack (tests/deploy/test_stack*.py: a compose deployment built,
-#   started, killed and restored), which mostly waits on containers, then the API's
-#   fuzzing with tokens (one long module);
+#   started, killed and restored), which mostly waits on containers, then the soak
+#   benchmark's smoke run;
 # - the Django-free layer (referee, sandboxes, environments, the SDK, the example
 #   players) in a virtualenv without Django (made first, in the lane), which proves it
 #   imports none, then the
-#   anonymous and WSGI fuzzing and the soak benchmark's smoke run (long modules too);
+#   anonymous and WSGI fuzzing (a long module too);
 # - everything else in .venv, in two test processes (pytest-xdist), a module to each
 #   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
 # The lanes beside the main one write to logs that are shown when they end; the run
 # fails if any lane does.
 PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
 STACK_TESTS=(tests/deploy/test_stack*.py)
-AFTER_STACK=(tests/api/test_fuzzing_tokens.py)
-AFTER_PURE=(tests/api/test_fuzzing.py tests/bench/test_bench_soak.py)
-TOOLS_TESTS=(tests/deploy/test_terraform.py)
+AFTER_STACK=(tests/bench/test_bench_soak.py)
+AFTER_PURE=(tests/api/test_fuzzing.py)
+# After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
+# modules that start a second Docker engine (one after the other), the jobs benchmark's
+# smoke run (which mostly waits) and the fuzzing with tokens.
+AFTER_CHECKS=(tests/deploy/test_terraform.py tests/bench/test_bench_hosts.py
+  tests/duel_runner/test_second_host.py tests/bench/test_bench_jobs.py
+  tests/api/test_fuzzing_tokens.py)
 lanes="$(mktemp -d)"
 # Lanes still running when the script ends early are stopped. (A bare `kill $(jobs -p)`
 # with no job left fails, and under `set -e` its status 2 became the run's: a green run
 # exited 2.)
 trap 'jobs -p | xargs -r kill 2>/dev/null || true; rm -rf "$lanes"' EXIT
-echo "arena test: types, layers and the docs site, then ${TOOLS_TESTS[*]}, in the background (shown when done)"
+echo "arena test: types, layers and the docs site, then ${AFTER_CHECKS[*]}, in the background (shown when done)"
 (
   status=0
   checks || status=$?
   scripts/setup_tools.sh || status=$?
-  .venv/bin/pytest -p no:cacheprovider --durations=5 "${TOOLS_TESTS[@]}" || status=$?
+  .venv/bin/pytest -p no:cacheprovider --durations=10 "${AFTER_CHECKS[@]}" || status=$?
   exit "$status"
 ) >"$lanes/checks.log" 2>&1 &
 checks_lane=$!
@@ -89,7 +94,7 @@ status=0
 .venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=40 \
   "${PURE_TESTS[@]/#/--ignore=}" "${STACK_TESTS[@]/#/--ignore=}" \
   "${AFTER_STACK[@]/#/--ignore=}" "${AFTER_PURE[@]/#/--ignore=}" \
-  "${TOOLS_TESTS[@]/#/--ignore=}" || status=$?
+  "${AFTER_CHECKS[@]/#/--ignore=}" || status=$?
 for lane in checks pure stack; do
   lane_status=0
   pid_name="${lane}_lane"
