@@ -125,9 +125,10 @@ def competitor_match_marks(rows: list[DuelRow], competitor_id: int) -> list[Duel
 
 
 def _mark(scores: list[float], own: int, result: str) -> str:
-    if result == DuelResult.ERROR or own >= len(scores):
+    others = [score for seat, score in enumerate(scores) if seat != own]
+    if result == DuelResult.ERROR or own >= len(scores) or not others:
         return "-"
-    best_other = max(score for seat, score in enumerate(scores) if seat != own)
+    best_other = max(others)
     if scores[own] > best_other:
         return "W"
     return "D" if scores[own] == best_other else "L"
