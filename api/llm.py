@@ -23,10 +23,11 @@ from ninja.responses import Status
 from pydantic import field_validator
 
 from api import auth
+from api.environments import environment_named
 from api.errors import documented
 from api.pagination import paginated
 from api.params import Id, Number, Slug
-from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
+from core.models import Competitor, LLMPlayer, MatchConversation, User
 from core.models.llm import (
     MAX_TOKENS_RANGE,
     MODEL_NAME_MAX,
@@ -296,9 +297,7 @@ def _jsonl(lines: Any) -> HttpResponse:
 def llm_player_create(
     request: AuthenticatedHttpRequest, payload: LLMPlayerIn
 ) -> Status[Competitor]:
-    environment = Environment.objects.filter(name=payload.environment).first()
-    if environment is None:
-        raise Http404(f"No environment named {payload.environment!r}.")
+    environment = environment_named(payload.environment)
     if payload.api_key and payload.api_key_ref:
         raise _invalid("give api_key or api_key_ref, not both")
     competitor = llm_player_register(
