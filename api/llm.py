@@ -38,7 +38,7 @@ from core.models.llm import (
 )
 from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
-from core.services.llm import llm_player_register, llm_player_update
+from core.services.llm import llm_player_register, llm_player_update, llm_settings
 from llm.prompts import SUPPORTED_HARNESS_VERSIONS
 from reads.access import AuthenticatedHttpRequest, get_duel_for_user, get_match_for_user, is_owner
 from reads.llm import (
@@ -304,17 +304,8 @@ def llm_player_create(
         owner=request.user,
         environment=environment,
         name=payload.name,
-        base_url=payload.base_url,
-        model=payload.model,
-        api_key=payload.api_key,
-        api_key_ref=payload.api_key_ref,
-        temperature=payload.temperature,
-        top_p=payload.top_p,
-        max_tokens=payload.max_tokens,
-        seed=payload.seed,
-        request_timeout=payload.request_timeout,
-        harness_version=payload.harness_version,
         is_public=payload.public,
+        **llm_settings(payload.dict()),
     )
     return Status(201, _visible_player(request, competitor.pk))
 
