@@ -23,10 +23,11 @@ from ninja.responses import Status
 from pydantic import field_validator
 
 from api import auth
+from api.environments import environment_named
 from api.errors import documented
 from api.pagination import paginated
 from api.params import Id, Number, Slug
-from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
+from core.models import Competitor, LLMPlayer, MatchConversation, User
 from core.models.llm import (
     MAX_TOKENS_RANGE,
     MODEL_NAME_MAX,
@@ -37,7 +38,7 @@ from core.models.llm import (
 )
 from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
-from core.services.llm import llm_player_register, llm_player_update
+from core.services.llm import llm_player_register, llm_player_update, llm_settings
 from llm.prompts import SUPPORTED_HARNESS_VERSIONS
 from reads.access import AuthenticatedHttpRequest, get_duel_for_user, get_match_for_user, is_owner
 from reads.llm import (
@@ -296,26 +297,15 @@ def _jsonl(lines: Any) -> HttpResponse:
 def llm_player_create(
     request: AuthenticatedHttpRequest, payload: LLMPlayerIn
 ) -> Status[Competitor]:
-    environment = Environment.objects.filter(name=payload.environment).first()
-    if environment is None:
-        raise Http404(f"No environment named {payload.environment!r}.")
+    environment = environment_named(payload.environment)
     if payload.api_key and payload.api_key_ref:
         raise _invalid("give api_key or api_key_ref, not both")
     competitor = llm_player_register(
         owner=request.user,
         environment=environment,
         name=payload.name,
-        base_url=payload.base_url,
-        model=payload.model,
-        api_key=payload.api_key,
-        api_key_ref=payload.api_key_ref,
-        temperature=payload.temperature,
-        top_p=payload.top_p,
-        max_tokens=payload.max_tokens,
-        seed=payload.seed,
-        request_timeout=payload.request_timeout,
-        harness_version=payload.harness_version,
         is_public=payload.public,
+        **llm_settings(payload.dict()),
     )
     return Status(201, _visible_player(request, competitor.pk))
 

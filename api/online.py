@@ -29,6 +29,7 @@ from ninja.responses import Status
 
 from api import auth
 from api.auth import ArenaRouter
+from api.environments import environment_named
 from api.errors import documented, error_body
 from api.online_docs import SEQ_DESCRIPTION
 from api.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Pagination
@@ -36,7 +37,7 @@ from api.params import Slug
 from api.presence import presence_seen, stopped_refusal
 from api.tokens import Holder, poll_connection, token_checks
 from core.errors import ArenaError
-from core.models import Competitor, Environment, OnlineSeat, Revision
+from core.models import Competitor, OnlineSeat, Revision
 from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.services.online import (
     model_token_create,
@@ -215,11 +216,11 @@ def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
     summary="Register an online model and get its token",
 )
 def model_register(request: AuthenticatedHttpRequest, payload: ModelIn) -> Status[ModelRegistered]:
-    environment = Environment.objects.filter(name=payload.environment).first()
-    if environment is None:
-        raise Http404(f"No environment named {payload.environment!r}.")
     competitor, secret = online_model_register(
-        owner=request.user, environment=environment, name=payload.name, is_public=payload.public
+        owner=request.user,
+        environment=environment_named(payload.environment),
+        name=payload.name,
+        is_public=payload.public,
     )
     return Status(
         201,

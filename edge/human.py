@@ -25,7 +25,8 @@ in two tabs, never see or answer each other's requests.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import functools
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import orjson
@@ -205,7 +206,7 @@ def _posted_game(request: HttpRequest, pk: int) -> tuple[DuelSeat, Duel] | JsonR
     if limited is not None:
         return limited
     # process_view reads only the view's csrf_exempt flag: None is a view without it (the
-    # callers have it, for the check to happen here).
+    # views have it from _game_post, for the check to happen here).
     csrf = CsrfViewMiddleware(HttpResponse).process_view(request, None, (), {})  # type: ignore[arg-type]
     if csrf is not None:
         return _refusal(
@@ -219,12 +220,26 @@ def _posted_game(request: HttpRequest, pk: int) -> tuple[DuelSeat, Duel] | JsonR
     return found
 
 
-@csrf_exempt  # checked in _posted_game, to answer a failure in JSON
-def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
-    found = _posted_game(request, pk)
-    if isinstance(found, JsonResponse):
-        return found
-    seat, duel = found
+def _game_post(
+    view: Callable[[HttpRequest, DuelSeat, Duel], HttpResponse],
+) -> Callable[[HttpRequest, int], HttpResponse]:
+    """A page's POST about the person's own game: ``view`` gets their seat and the game
+    once ``_posted_game``'s checks pass; a failed one is answered in JSON."""
+
+    @csrf_exempt  # checked in _posted_game, to answer a failure in JSON
+    @functools.wraps(view)
+    def checked(request: HttpRequest, pk: int) -> HttpResponse:
+        found = _posted_game(request, pk)
+        if isinstance(found, JsonResponse):
+            return found
+        seat, duel = found
+        return view(request, seat, duel)
+
+    return checked
+
+
+@_game_post
+def human_reply(request: HttpRequest, seat: DuelSeat, duel: Duel) -> HttpResponse:
     try:
         accepted = async_to_sync(_submit)(_bus_seat(seat, duel), request.body)
     except ReplyRefused as refused:
@@ -232,12 +247,8 @@ def human_reply(request: HttpRequest, pk: int) -> HttpResponse:
     return JsonResponse({"accepted": accepted}, status=202)
 
 
-@csrf_exempt  # checked in _posted_game, to answer a failure in JSON
-def human_resign(request: HttpRequest, pk: int) -> HttpResponse:
-    found = _posted_game(request, pk)
-    if isinstance(found, JsonResponse):
-        return found
-    seat, duel = found
+@_game_post
+def human_resign(request: HttpRequest, seat: DuelSeat, duel: Duel) -> HttpResponse:
     if not async_to_sync(seat_bus().resign)(_bus_seat(seat, duel)):
         return _refusal(409, "not_playing", "This game is not being played: nothing to resign.")
     return JsonResponse({"resigned": True}, status=202)
@@ -255,12 +266,8 @@ async def _moved(seat: str) -> bool:
     return False
 
 
-@csrf_exempt  # checked in _posted_game, to answer a failure in JSON
-def human_abort(request: HttpRequest, pk: int) -> HttpResponse:
-    found = _posted_game(request, pk)
-    if isinstance(found, JsonResponse):
-        return found
-    seat, duel = found
+@_game_post
+def human_abort(request: HttpRequest, seat: DuelSeat, duel: Duel) -> HttpResponse:
     user = request.user
     assert isinstance(user, User)
     bus_seat = _bus_seat(seat, duel)

@@ -213,6 +213,31 @@ class Environment:
         )
 
 
+class AlternatingTurns(Environment):
+    """Two players moving in turn until one wins or neither can (k-in-a-row games,
+    Quarto). ``_reset`` and the moves keep whose turn it is (``current``), whether the
+    match is over (``terminal``) and who won (``winning_player``); the rest follows."""
+
+    current: int
+    terminal: bool
+    winning_player: int | None
+
+    def check_turn(self, player: int) -> None:
+        if self.terminal:
+            raise IllegalAction(player, "the match is already over")
+        if player != self.current:
+            raise IllegalAction(player, "it is not this player's turn")
+
+    def to_move(self) -> list[int]:
+        return [] if self.terminal else [self.current]
+
+    def is_terminal(self) -> bool:
+        return self.terminal
+
+    def winner(self) -> int | None:
+        return self.winning_player
+
+
 def shares_beaten(values: list[float]) -> list[float]:
     """Each player's match score from a number where more is better (points, chips won):
     the share of the other players it beat, a tie counting half. 1 for the sole best, 0 for

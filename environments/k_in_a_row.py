@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import html
 
-from environments.base import JSON, Environment, IllegalAction
+from environments.base import JSON, AlternatingTurns
 
 # (row step, column step): horizontal, vertical, diagonal, anti-diagonal.
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 
-class KInARow(Environment):
+class KInARow(AlternatingTurns):
     """A game on ``rows`` x ``columns`` cells; a subclass says where a move's mark goes."""
 
     #: Each player's side as the status names it (player 1's first).
@@ -40,16 +40,10 @@ class KInARow(Environment):
         self.current = 0
         self.moves_played = 0
         self.terminal = False
-        self.winning_player: int | None = None
+        self.winning_player = None
         self.winning_line: list[int] = []
         self.last_action: int | None = None
         self.last_cell: int | None = None
-
-    def check_turn(self, player: int) -> None:
-        if self.terminal:
-            raise IllegalAction(player, "the match is already over")
-        if player != self.current:
-            raise IllegalAction(player, "it is not this player's turn")
 
     def place(self, cell: int, action: int) -> None:
         """The current player's mark goes on ``cell``; then a win, a draw or the next turn."""
@@ -151,9 +145,6 @@ class KInARow(Environment):
                 winning += [cell, *forward[:ahead], *backward[:behind]]
         return sorted(set(winning))
 
-    def to_move(self) -> list[int]:
-        return [] if self.terminal else [self.current]
-
     def board_text(self) -> str:
         raise NotImplementedError
 
@@ -253,12 +244,6 @@ class KInARow(Environment):
 
     def observation(self, player: int) -> dict[str, JSON]:
         return {"board": self.board[:], "mark": player + 1}
-
-    def is_terminal(self) -> bool:
-        return self.terminal
-
-    def winner(self) -> int | None:
-        return self.winning_player
 
     def state(self) -> dict[str, JSON]:
         return {

@@ -34,7 +34,7 @@ PRICE_FIELDS = ("price_input_per_million", "price_output_per_million")
 
 
 def llm_settings(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The player's settings among ``values`` (a form's cleaned data): what
+    """The player's settings among ``values`` (a form's cleaned data, an API payload): what
     ``llm_player_register`` and ``llm_player_update`` take besides who and where."""
     return {name: values[name] for name in UPDATABLE_FIELDS if name in values}
 

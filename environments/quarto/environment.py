@@ -11,7 +11,7 @@ from typing import Any, TypeGuard
 
 from environments.base import (
     JSON,
-    Environment,
+    AlternatingTurns,
     IllegalAction,
     require_int,
     require_object,
@@ -60,7 +60,7 @@ def _shared_attributes(pieces: list[int]) -> list[str]:
     return shared
 
 
-class Quarto(Environment):
+class Quarto(AlternatingTurns):
     name = "quarto"
 
     def __init__(self, configuration: dict[str, JSON] | None = None) -> None:
@@ -81,7 +81,7 @@ class Quarto(Environment):
         self.placed = 0
         self.current = 0
         self.terminal = False
-        self.winning_player: int | None = None
+        self.winning_player = None
         self.winning_line: list[int] = []
         self.winning_attributes: list[str] = []
         self.last_action: dict[str, int | None] | None = None
@@ -91,9 +91,6 @@ class Quarto(Environment):
 
     def _is_first_move(self) -> bool:
         return self.piece_in_hand is None
-
-    def to_move(self) -> list[int]:
-        return [] if self.terminal else [self.current]
 
     def legal_actions(self, player: int) -> list[JSON]:
         if self.terminal or player != self.current:
@@ -107,10 +104,7 @@ class Quarto(Environment):
         return [{"square": square, "piece": piece} for square in empty for piece in available]
 
     def check_action(self, player: int, action: JSON) -> None:
-        if self.terminal:
-            raise IllegalAction(player, "the match is already over")
-        if player != self.current:
-            raise IllegalAction(player, "it is not this player's turn")
+        self.check_turn(player)
         require_object(player, action, ACTION_KEYS, '{"square": ..., "piece": ...}')
         self._check_square(player, action["square"])
         self._check_piece(player, action["piece"])
@@ -201,12 +195,6 @@ class Quarto(Environment):
             "available": self._available(),
             "mark": player + 1,
         }
-
-    def is_terminal(self) -> bool:
-        return self.terminal
-
-    def winner(self) -> int | None:
-        return self.winning_player
 
     def state(self) -> dict[str, JSON]:
         return {

@@ -6,33 +6,23 @@
 (function () {
   "use strict";
   var boards = window.ArenaBoards;
-  var SVG = "http://www.w3.org/2000/svg";
+  var svg = boards.svg;
   var SIZE = 300;
   var LINK = 62; // pixels
   var PIVOT = SIZE / 2;
   var SAID = ["Torque -1 on the joint", "No torque", "Torque +1 on the joint"];
-
-  function shape(tag, className, attributes) {
-    var node = document.createElementNS(SVG, tag);
-    node.setAttribute("class", className);
-    Object.keys(attributes).forEach(function (name) {
-      node.setAttribute(name, String(attributes[name]));
-    });
-    return node;
-  }
 
   function fixed(value) {
     return value.toFixed(1);
   }
 
   function link(from, to) {
-    return shape("line", "acrobot-link", {
+    return svg("line", "acrobot-link", {
       x1: fixed(from[0]), y1: fixed(from[1]), x2: fixed(to[0]), y2: fixed(to[1]),
     });
   }
 
   boards.register("acrobot", function (box, view) {
-    var el = boards.element;
     var angles = view.angles || [0, 0];
     var push = Number(view.push) || 0;
     var upper = (Number(angles[0]) * Math.PI) / 180;
@@ -43,27 +33,21 @@
     var joint = [PIVOT + Math.sin(upper) * LINK, PIVOT + Math.cos(upper) * LINK];
     var end = [joint[0] + Math.sin(lower) * LINK, joint[1] + Math.cos(lower) * LINK];
     var rise = -Math.cos(upper) - Math.cos(lower);
-    var drawing = shape("svg", "acrobot-drawing", { viewBox: "0 0 " + SIZE + " " + SIZE });
-    drawing.setAttribute("role", "img");
-    drawing.appendChild(shape("line", "acrobot-goal", {
+    var drawing = svg("svg", "acrobot-drawing", { viewBox: "0 0 " + SIZE + " " + SIZE });
+    drawing.appendChild(svg("line", "acrobot-goal", {
       x1: 20, y1: PIVOT - LINK, x2: SIZE - 20, y2: PIVOT - LINK,
     }));
     drawing.appendChild(link(pivot, joint));
     drawing.appendChild(link(joint, end));
-    drawing.appendChild(shape("circle", "acrobot-pivot", { cx: PIVOT, cy: PIVOT, r: 6 }));
-    drawing.appendChild(shape("circle", "acrobot-joint" + (push ? " acrobot-torque" : ""), {
+    drawing.appendChild(svg("circle", "acrobot-pivot", { cx: PIVOT, cy: PIVOT, r: 6 }));
+    drawing.appendChild(svg("circle", "acrobot-joint" + (push ? " acrobot-torque" : ""), {
       cx: fixed(joint[0]), cy: fixed(joint[1]), r: 6,
     }));
 
     var said = ["push" in view ? SAID[push + 1] : "Start"];
     var where = Math.abs(rise).toFixed(2) + (rise < 0 ? " below" : " above") + " the pivot";
     said.push("the free end is " + where + " (the goal is 1 above)");
-    var text = said.join(" · ");
-    drawing.setAttribute("aria-label", text);
-    var frame = el("figure", "acrobot");
-    frame.appendChild(drawing);
-    frame.appendChild(el("figcaption", "acrobot-caption", text));
-    box.appendChild(frame);
+    boards.figure(box, "acrobot", drawing, said.join(" · "));
     return false;
   });
 })();

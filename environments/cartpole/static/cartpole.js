@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   var boards = window.ArenaBoards;
-  var SVG = "http://www.w3.org/2000/svg";
+  var svg = boards.svg;
   // CartPole-v1 ends an episode past these: the track's ends and the pole's lean.
   var TRACK_END = 2.4;
   var FALLEN = 12;
@@ -13,22 +13,13 @@
   var RAIL = 200; // the height of the push arrow; the cart stands on RAIL + 16
   var POLE = 140;
 
-  function shape(tag, className, attributes) {
-    var node = document.createElementNS(SVG, tag);
-    node.setAttribute("class", className);
-    Object.keys(attributes).forEach(function (name) {
-      node.setAttribute(name, String(attributes[name]));
-    });
-    return node;
-  }
-
   function fixed(value) {
     return value.toFixed(1);
   }
 
   // A line from the pole's foot at `angle` radians from upright.
   function leaning(className, foot, top, angle) {
-    return shape("line", className, {
+    return svg("line", className, {
       x1: fixed(foot),
       y1: top,
       x2: fixed(foot + Math.sin(angle) * POLE),
@@ -57,7 +48,6 @@
   }
 
   boards.register("cartpole", function (box, view) {
-    var el = boards.element;
     var x = Number(view.x) || 0;
     var angle = Number(view.angle) || 0;
     var push = Number(view.push) || 0;
@@ -65,39 +55,33 @@
     var cart = WIDTH / 2 + x * SCALE;
     var top = RAIL - 16;
     var ends = TRACK_END * SCALE;
-    var drawing = shape("svg", "cartpole-drawing", { viewBox: "0 0 " + WIDTH + " 240" });
-    drawing.setAttribute("role", "img");
-    drawing.appendChild(shape("line", "cartpole-track", {
+    var drawing = svg("svg", "cartpole-drawing", { viewBox: "0 0 " + WIDTH + " 240" });
+    drawing.appendChild(svg("line", "cartpole-track", {
       x1: WIDTH / 2 - ends, y1: RAIL + 16, x2: WIDTH / 2 + ends, y2: RAIL + 16,
     }));
     [-1, 1].forEach(function (end) {
       var at = WIDTH / 2 + end * ends;
       var mark = { x1: at, y1: RAIL - 6, x2: at, y2: RAIL + 24 };
-      drawing.appendChild(shape("line", "cartpole-end", mark));
+      drawing.appendChild(svg("line", "cartpole-end", mark));
       // How far the pole may lean before the episode ends.
       drawing.appendChild(leaning("cartpole-limit", cart, top, (end * FALLEN * Math.PI) / 180));
     });
-    drawing.appendChild(shape("rect", "cartpole-cart", {
+    drawing.appendChild(svg("rect", "cartpole-cart", {
       x: fixed(cart - 30), y: top, width: 60, height: 32, rx: 4,
     }));
     if (push) {
       // The last action's push: an arrow on the side it pushes from, pointing at the cart.
       var tip = cart - push * 33;
-      drawing.appendChild(shape("path", "cartpole-push", {
+      drawing.appendChild(svg("path", "cartpole-push", {
         d: "M" + fixed(cart - push * 52) + " " + RAIL + "L" + fixed(tip) + " " + RAIL +
           "m" + -push * 8 + " -6l" + push * 8 + " 6l" + -push * 8 + " 6",
       }));
     }
     var pole = "cartpole-pole" + (fallen ? " cartpole-fallen" : "");
     drawing.appendChild(leaning(pole, cart, top, (angle * Math.PI) / 180));
-    drawing.appendChild(shape("circle", "cartpole-axle", { cx: fixed(cart), cy: top, r: 5 }));
+    drawing.appendChild(svg("circle", "cartpole-axle", { cx: fixed(cart), cy: top, r: 5 }));
 
-    var text = describe(x, angle, push, fallen);
-    drawing.setAttribute("aria-label", text);
-    var frame = el("figure", "cartpole");
-    frame.appendChild(drawing);
-    frame.appendChild(el("figcaption", "cartpole-caption", text));
-    box.appendChild(frame);
+    boards.figure(box, "cartpole", drawing, describe(x, angle, push, fallen));
     return false;
   });
 })();

@@ -4,22 +4,13 @@
 (function () {
   "use strict";
   var boards = window.ArenaBoards;
-  var SVG = "http://www.w3.org/2000/svg";
+  var svg = boards.svg;
   var LOW = -1.2;
   var HIGH = 0.6;
   var GOAL = 0.5;
   var WIDTH = 600;
   var HEIGHT = 260;
   var SAID = ["Pushed left", "Coasted", "Pushed right"];
-
-  function shape(tag, className, attributes) {
-    var node = document.createElementNS(SVG, tag);
-    node.setAttribute("class", className);
-    Object.keys(attributes).forEach(function (name) {
-      node.setAttribute(name, String(attributes[name]));
-    });
-    return node;
-  }
 
   function fixed(value) {
     return value.toFixed(1);
@@ -37,16 +28,16 @@
       var at = point(LOW + ((HIGH - LOW) * i) / 60);
       path.push((i ? "L" : "M") + fixed(at[0]) + " " + fixed(at[1]));
     }
-    return shape("path", "mountain-car-hill", { d: path.join("") });
+    return svg("path", "mountain-car-hill", { d: path.join("") });
   }
 
   function flag() {
     var foot = point(GOAL);
-    var group = shape("g", "mountain-car-goal", {
+    var group = svg("g", "mountain-car-goal", {
       transform: "translate(" + fixed(foot[0]) + " " + fixed(foot[1]) + ")",
     });
-    group.appendChild(shape("line", "mountain-car-pole", { x1: 0, y1: 0, x2: 0, y2: -40 }));
-    group.appendChild(shape("path", "mountain-car-flag", { d: "M0 -40l22 6l-22 6z" }));
+    group.appendChild(svg("line", "mountain-car-pole", { x1: 0, y1: 0, x2: 0, y2: -40 }));
+    group.appendChild(svg("path", "mountain-car-flag", { d: "M0 -40l22 6l-22 6z" }));
     return group;
   }
 
@@ -58,13 +49,13 @@
     var tilt = (Math.atan2(ahead[1] - here[1], ahead[0] - here[0]) * 180) / Math.PI;
     var place = "translate(" + fixed(here[0]) + " " + fixed(here[1]) + ")";
     var tilted = place + " rotate(" + fixed(tilt) + ")";
-    var group = shape("g", "mountain-car-car", { transform: tilted });
+    var group = svg("g", "mountain-car-car", { transform: tilted });
     var body = { x: -20, y: -22, width: 40, height: 16, rx: 3 };
-    group.appendChild(shape("rect", "mountain-car-body", body));
-    group.appendChild(shape("circle", "mountain-car-wheel", { cx: -12, cy: -5, r: 5 }));
-    group.appendChild(shape("circle", "mountain-car-wheel", { cx: 12, cy: -5, r: 5 }));
+    group.appendChild(svg("rect", "mountain-car-body", body));
+    group.appendChild(svg("circle", "mountain-car-wheel", { cx: -12, cy: -5, r: 5 }));
+    group.appendChild(svg("circle", "mountain-car-wheel", { cx: 12, cy: -5, r: 5 }));
     if (push) {
-      group.appendChild(shape("path", "mountain-car-push", {
+      group.appendChild(svg("path", "mountain-car-push", {
         d: "M" + push * 24 + " -14L" + push * 40 + " -14" +
           "m" + -push * 7 + " -5l" + push * 7 + " 5l" + -push * 7 + " 5",
       }));
@@ -73,11 +64,9 @@
   }
 
   boards.register("mountain_car", function (box, view) {
-    var el = boards.element;
     var x = Math.max(LOW, Math.min(HIGH, Number(view.x) || 0));
     var push = Number(view.push) || 0;
-    var drawing = shape("svg", "mountain-car-drawing", { viewBox: "0 0 " + WIDTH + " " + HEIGHT });
-    drawing.setAttribute("role", "img");
+    var drawing = svg("svg", "mountain-car-drawing", { viewBox: "0 0 " + WIDTH + " " + HEIGHT });
     drawing.appendChild(hill());
     drawing.appendChild(flag());
     drawing.appendChild(car(x, push));
@@ -87,12 +76,7 @@
     if (x >= GOAL) {
       said.push("the car reached the flag");
     }
-    var text = said.join(" · ");
-    drawing.setAttribute("aria-label", text);
-    var frame = el("figure", "mountain-car");
-    frame.appendChild(drawing);
-    frame.appendChild(el("figcaption", "mountain-car-caption", text));
-    box.appendChild(frame);
+    boards.figure(box, "mountain-car", drawing, said.join(" · "));
     return false;
   });
 })();

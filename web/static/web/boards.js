@@ -16,6 +16,7 @@
 (function () {
   "use strict";
 
+  var SVG = "http://www.w3.org/2000/svg";
   var drawers = {};
   var drawnOnce = false;
 
@@ -30,6 +31,28 @@
       node.textContent = String(text);
     }
     return node;
+  }
+
+  // An SVG element with a class and attributes, for the drawers that draw a picture
+  // (CartPole, Mountain Car, Acrobot).
+  function svg(tag, className, attributes) {
+    var node = document.createElementNS(SVG, tag);
+    node.setAttribute("class", className);
+    Object.keys(attributes).forEach(function (name) {
+      node.setAttribute(name, String(attributes[name]));
+    });
+    return node;
+  }
+
+  // A drawing in `box` as a figure whose caption (`className`-caption) says in words what
+  // it shows; the same words are the drawing's accessible name.
+  function figure(box, className, drawing, text) {
+    drawing.setAttribute("role", "img");
+    drawing.setAttribute("aria-label", text);
+    var frame = element("figure", className);
+    frame.appendChild(drawing);
+    frame.appendChild(element("figcaption", className + "-caption", text));
+    box.appendChild(frame);
   }
 
   // A button that plays `choice` when clicked (or runs `onClick` instead).
@@ -98,6 +121,8 @@
     },
     draw: draw,
     element: element,
+    svg: svg,
+    figure: figure,
     moveButton: moveButton,
   };
 })();
