@@ -37,7 +37,8 @@ fi
 # - the checks above, then the tools' virtualenv and the modules of AFTER_CHECKS;
 # - the production stack (tests/deploy/test_stack*.py: a compose deployment built,
 #   started, killed and restored), which mostly waits on containers, then the soak
-#   benchmark's smoke run and the docker builds' tests (they wait on builds too);
+#   benchmark's smoke run, the docker builds' tests (they wait on builds too) and the
+#   pipeline's recovery from killed workers;
 # - the Django-free layer (referee, sandboxes, environments, the SDK, the example
 #   players) in a virtualenv without Django (made first, in the lane), which proves it
 #   imports none, then the
@@ -48,14 +49,16 @@ fi
 # fails if any lane does.
 PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
 STACK_TESTS=(tests/deploy/test_stack*.py)
-AFTER_STACK=(tests/bench/test_bench_soak.py tests/builder/test_docker_build.py)
+AFTER_STACK=(tests/bench/test_bench_soak.py tests/builder/test_docker_build.py
+  tests/tournament_manager/test_pipeline_recovery.py)
 AFTER_PURE=(tests/api/test_fuzzing.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
 # modules that start a second Docker engine (one after the other), the jobs benchmark's
-# smoke run and the embedded server's (which mostly wait) and the fuzzing with tokens.
+# smoke run, the embedded server's and the demo's (which mostly wait) and the fuzzing with
+# tokens.
 AFTER_CHECKS=(tests/deploy/test_terraform.py tests/bench/test_bench_hosts.py
   tests/duel_runner/test_second_host.py tests/bench/test_bench_jobs.py
-  tests/edge/test_embedded_server.py tests/api/test_fuzzing_tokens.py)
+  tests/edge/test_embedded_server.py tests/commands/test_demo.py tests/api/test_fuzzing_tokens.py)
 lanes="$(mktemp -d)"
 # Lanes still running when the script ends early are stopped. (A bare `kill $(jobs -p)`
 # with no job left fails, and under `set -e` its status 2 became the run's: a green run
