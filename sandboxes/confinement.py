@@ -16,7 +16,7 @@ Two modes (``Confinement.mode``), one command line:
 
 - ``userns``: bubblewrap makes a user namespace first; the agent keeps the user id it
   was started with, has no capability and may make no user namespace of its own. Root
-  takes the agent's own user id before it starts bubblewrap (the jail does), so this is
+  takes the agent's own user id before it starts bubblewrap (``launcher``), so this is
   the mode of root too wherever the kernel lets users make user namespaces;
 - ``setpriv``: root, where users may not make user namespaces (so neither may the
   agent): bubblewrap makes the namespaces and mounts with root's rights, then ``setpriv``
@@ -28,9 +28,9 @@ why; the sandbox then runs agents unconfined and the platform refuses to run unt
 agents unless its operator accepts that knowingly (``docs/sandboxes.md``).
 
 The last steps before the agent are ``env -i`` (the agent's environment, and nothing of
-bubblewrap's or root's) and ``/bin/sh``, which puts the agent's streams back (the jail
-keeps them away from bubblewrap's own processes), sends one byte on the jail's
-``READY_FD`` and closes it: the referee learns from it (``SCM_CREDENTIALS``) that the
+bubblewrap's or root's) and ``/bin/sh``, which puts the agent's streams back (the
+launcher keeps them away from bubblewrap's own processes), sends one byte on
+``jail.READY_FD`` and closes it: the referee learns from it (``SCM_CREDENTIALS``) that the
 sandbox is set up and the agent's process id as the host sees it, and nothing the agent
 does can forge either (it runs after that byte, without the descriptor). bubblewrap
 reads its options from a file (``--args``), so the host paths they name do not show in
@@ -43,7 +43,6 @@ import dataclasses
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -51,8 +50,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from sandboxes import jail
-from sandboxes.base import SAFE_PATH, SHM_MB, TMPFS_MB
+from sandboxes.base import SAFE_PATH, SHM_MB, TMPFS_MB, SandboxError
 
+#: Where the agent's stdin and stdout wait while bubblewrap starts (``launcher``), and the
+#: file bubblewrap reads its options from (it closes it).
+AGENT_STDIN_FD = 4
+AGENT_STDOUT_FD = 5
+OPTIONS_FD = 6
 #: Inside the sandbox: the agent's files, the SDK, the writable scratch folder.
 AGENT_DIR = "/agent"
 SDK_DIR = "/opt/arena/sdk"
@@ -62,8 +66,8 @@ SCRATCH_DIR = "/tmp"
 #: A failed redirection ends the shell before the byte: the sandbox's failure, not the
 #: agent's (the referee decides by the byte alone).
 READY_SCRIPT = (
-    f"exec 0<&{jail.AGENT_STDIN_FD} 1>&{jail.AGENT_STDOUT_FD} "
-    f"{jail.AGENT_STDIN_FD}<&- {jail.AGENT_STDOUT_FD}>&- "
+    f"exec 0<&{AGENT_STDIN_FD} 1>&{AGENT_STDOUT_FD} "
+    f"{AGENT_STDIN_FD}<&- {AGENT_STDOUT_FD}>&- "
     f"&& printf . >&{jail.READY_FD} && exec {jail.READY_FD}>&- && "
     'exec "$@"'
 )
@@ -74,6 +78,19 @@ RUNTIME_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SETPRIV = "/usr/bin/setpriv"
 ENV = "/usr/bin/env"
 SHELL = "/bin/sh"
+#: Starts bubblewrap (``launcher``): unlike ``SHELL`` it can name descriptors above 9.
+BASH = "/bin/bash"
+#: bash's ``ulimit`` option for each limit a sandbox sets, and its unit in bytes (bash
+#: counts sizes in KiB).
+ULIMIT_OPTIONS = {
+    "RLIMIT_CPU": ("t", 1),
+    "RLIMIT_DATA": ("d", 1024),
+    "RLIMIT_AS": ("v", 1024),
+    "RLIMIT_NPROC": ("u", 1),
+    "RLIMIT_FSIZE": ("f", 1024),
+    "RLIMIT_NOFILE": ("n", 1),
+    "RLIMIT_CORE": ("c", 1024),
+}
 #: The hostname the agent sees (not the host's).
 HOSTNAME = "arena-agent"
 #: Where the runtime must never come from: binding one of these would show the agent
@@ -315,7 +332,19 @@ def checked_view(confinement: Confinement, view: AgentView) -> str:
     return failure
 
 
-def launch_config(
+def _limits(rlimits: Mapping[str, tuple[int, int]]) -> list[str]:
+    """bash's ``ulimit`` steps for ``rlimits`` (RLIMIT_* names, soft and hard), exact:
+    both set to the hard limit first (as root, raising or lowering), then the soft one."""
+    steps = []
+    for name, (soft, hard) in rlimits.items():
+        option, unit = ULIMIT_OPTIONS[name]
+        if soft % unit or hard % unit:
+            raise SandboxError(f"{name} must be a multiple of {unit} bytes, not {soft}:{hard}")
+        steps += [f"ulimit -SH -{option} {hard // unit}", f"ulimit -S -{option} {soft // unit}"]
+    return steps
+
+
+def launcher(
     confinement: Confinement,
     view: AgentView,
     *,
@@ -325,23 +354,65 @@ def launch_config(
     environment: Mapping[str, str],
     command: Sequence[str],
     rlimits: Mapping[str, tuple[int, int]],
-) -> dict[str, object]:
-    """The jail's settings (``jail.main``) for an agent run confined, as the user ``uid``
-    (root's choice; None for the caller's); its report descriptor is the launcher's."""
-    return {
-        "confined": True,
-        "bwrap": confinement.bwrap,
-        "bwrap_options": bwrap_options(confinement, view, agent_dir=agent_dir, sdk_dir=sdk_dir),
-        "command": inner_command(confinement, uid=uid, environment=environment, command=command),
-        # userns: root takes the agent's own user id before bubblewrap starts (setpriv:
-        # bubblewrap needs root's rights, and setpriv switches inside).
-        "uid": uid if confinement.mode == "userns" else None,
-        "gid": uid if confinement.mode == "userns" else None,
-        "workdir": "/",
-        # bubblewrap's own: the agent's comes after the switch (``inner_command``).
-        "env": {"PATH": SAFE_PATH},
-        "rlimits": dict(rlimits),
-    }
+    report_fd: int,
+) -> tuple[list[str], int]:
+    """How to start an agent confined, as the user ``uid`` (root's choice; None for the
+    caller's), which reports on ``report_fd``: the command, to run in a session of its
+    own with the agent's stdin, stdout and log as its three streams, and ``report_fd`` and
+    the returned descriptor passed on; and that descriptor, bubblewrap's options file, for
+    the caller to close once it is started.
+
+    The command is a bash step, then bubblewrap (in ``userns`` mode through ``setpriv``,
+    which takes the agent's user id first; in ``setpriv`` mode bubblewrap needs root's
+    rights, and setpriv switches inside, ``inner_command``). The bash step does what a
+    Python launcher would at a quarter of its start's cost: moves the report descriptor to
+    ``jail.READY_FD`` and the options to ``OPTIONS_FD``, sets the agent's streams
+    aside (``AGENT_STDIN_FD``, ``AGENT_STDOUT_FD``) and gives bubblewrap
+    ``/dev/null`` and the log instead, so that bubblewrap's own processes, which keep
+    their standard streams as long as the agent runs, never hold the agent's; then the
+    limits and the umask. Its script is fixed but for the limits (numbers); every other
+    value is an argument, never read as code."""
+    options = os.memfd_create("bwrap-options")
+    try:
+        text = "\0".join(bwrap_options(confinement, view, agent_dir=agent_dir, sdk_dir=sdk_dir))
+        os.write(options, (text + "\0").encode())
+        os.lseek(options, 0, os.SEEK_SET)
+    except OSError:
+        os.close(options)
+        raise
+    script = " && ".join(
+        [
+            "report=$1 options=$2",
+            "shift 2",
+            # Out of the way of 3 to 6 first (bash takes descriptors from 10 up), whatever
+            # numbers the two had.
+            'exec {ready}>&"$report" {args}<&"$options" {report}>&- {options}<&-',
+            f"exec {AGENT_STDIN_FD}<&0 {AGENT_STDOUT_FD}>&1 0</dev/null 1>&2 "
+            f'{jail.READY_FD}>&"$ready" {OPTIONS_FD}<&"$args" {{ready}}>&- {{args}}<&-',
+            *_limits(rlimits),
+            "umask 077",
+            'exec "$@"',
+        ]
+    )
+    switch = []
+    if uid is not None and confinement.mode == "userns":
+        switch = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    assert confinement.bwrap is not None
+    inner = inner_command(confinement, uid=uid, environment=environment, command=command)
+    return [
+        BASH,
+        "-c",
+        script,
+        "arena-launcher",
+        str(report_fd),
+        str(options),
+        *switch,
+        confinement.bwrap,
+        "--args",
+        str(OPTIONS_FD),
+        "--",
+        *inner,
+    ], options
 
 
 def trial(confinement: Confinement, view: AgentView, command: Sequence[str]) -> str:
@@ -350,37 +421,39 @@ def trial(confinement: Confinement, view: AgentView, command: Sequence[str]) -> 
     as_root = os.geteuid() == 0
     with tempfile.TemporaryDirectory(prefix="arena-confinement-probe-") as folder:
         os.chmod(folder, 0o755)
-        config = launch_config(
-            confinement,
-            view,
-            agent_dir=Path(folder),
-            sdk_dir=Path(folder),
-            uid=PROBE_UID if as_root else None,
-            environment={"PATH": SAFE_PATH},
-            command=command,
-            rlimits={},
-        )
         read_end, write_end = os.pipe()
-        config["ready_fd"] = write_end
+        options: int | None = None
         try:
+            launch, options = launcher(
+                confinement,
+                view,
+                agent_dir=Path(folder),
+                sdk_dir=Path(folder),
+                uid=PROBE_UID if as_root else None,
+                environment={"PATH": SAFE_PATH},
+                command=command,
+                rlimits={},
+                report_fd=write_end,
+            )
             done = subprocess.run(
-                [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)],
+                launch,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=60,
-                pass_fds=(write_end,),
+                pass_fds=(write_end, options),
                 start_new_session=True,
                 cwd="/",
                 env={"PATH": SAFE_PATH},
             )
+            os.close(write_end)
+            write_end = -1
+            reported = os.read(read_end, 1) == b"."
         except (OSError, subprocess.SubprocessError) as error:
             return str(error)
         finally:
-            os.close(write_end)
-        try:
-            reported = os.read(read_end, 1) == b"."
-        finally:
-            os.close(read_end)
+            for descriptor in (read_end, write_end, options):
+                if descriptor is not None and descriptor >= 0:
+                    os.close(descriptor)
     if reported and done.returncode == 0:
         return ""
     return done.stderr.decode(errors="replace").strip() or f"exit status {done.returncode}"

@@ -314,6 +314,7 @@ class ProcessSandbox:
         uid, uid_lock = self._take_user() if self.isolate_users else (None, None)
         token = os.urandom(8).hex()
         workdir: Path | None = None
+        options: int | None = None  # bubblewrap's options file, confined
         # The byte that says the sandbox is set up, with the agent's process id (``jail``).
         report, report_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -334,7 +335,7 @@ class ProcessSandbox:
             command = self._command(source, workdir)
             environment = self._environment(source, workdir, token)
             if self._view is not None:
-                config = confinement.launch_config(
+                launch, options = confinement.launcher(
                     self.confinement,
                     self._view,
                     agent_dir=workdir,
@@ -343,7 +344,9 @@ class ProcessSandbox:
                     environment=environment,
                     command=command,
                     rlimits=rlimits,
+                    report_fd=report_end.fileno(),
                 )
+                passed = (report_end.fileno(), options)
             else:
                 config = {
                     "uid": uid,
@@ -353,16 +356,18 @@ class ProcessSandbox:
                     "env": environment,
                     "rlimits": rlimits,
                     "unshare_network": self.isolate_users,
+                    "ready_fd": report_end.fileno(),
                 }
-            config["ready_fd"] = report_end.fileno()
+                launch = [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)]
+                passed = (report_end.fileno(),)
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", jail.__file__, jail.encode(config)],
+                launch,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(report_end.fileno(),),
+                pass_fds=passed,
                 cwd="/",
                 env={"PATH": SAFE_PATH},
             )
@@ -377,6 +382,8 @@ class ProcessSandbox:
             raise SandboxError(f"cannot start the agent in the process sandbox: {error}") from error
         finally:
             report_end.close()
+            if options is not None:
+                os.close(options)
         return ProcessAgent(
             process=process,
             workdir=workdir,

@@ -31,6 +31,9 @@ from sandboxes.warm_pool import Reaper
 #: How long ``ProcessAgent.close`` waits for the agent's log to end once its group is
 #: killed (at once, unless something that escaped the group still holds the pipe).
 LOG_END_WAIT = 0.05
+#: How long a sweep waits for a confined agent's PID namespace to end after the kill of
+#: its init (the kernel's work, at once) before it kills by user id instead.
+NAMESPACE_END_WAIT = 5.0
 
 
 def remove_tree(path: Path) -> None:
@@ -194,11 +197,26 @@ class ProcessAgent:
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(self._init_fd, signal.SIGKILL)
 
+    def _namespace_ended(self) -> bool:
+        """Confined: whether the agent's PID namespace has ended, and with it everything
+        the agent started. The kernel kills and reaps every process of a namespace before
+        its init ends (a process there cannot start one outside it), and bubblewrap's
+        first process, the only other one under the agent's user id, is reaped: nothing
+        of the agent can run any more. False where that cannot be told (its init was
+        never seen: the sweep kills by user id instead)."""
+        if not self.confined or self._init_fd is None or self.process.returncode is None:
+            return False
+        ended = select.poll()
+        ended.register(self._init_fd, select.POLLIN)
+        return bool(ended.poll(NAMESPACE_END_WAIT * 1000))
+
     def _kill_escaped(self) -> None:
-        """Kill what left the agent's process group: every process of its user id, or
-        without one, every process that carries its token."""
+        """Kill what left the agent's process group: every process of its user id (no
+        fork needed when its PID namespace is known to have ended), or without one, every
+        process that carries its token."""
         if self.uid is not None:
-            kill_user_processes(self.uid)
+            if not self._namespace_ended():
+                kill_user_processes(self.uid)
         elif not self.confined:
             # (Confined, nothing is left: its PID namespace ended with its init.)
             # Without a uid of its own, find the agent's escaped descendants by the
@@ -223,8 +241,7 @@ class ProcessAgent:
         self._closed = True
         self._kill_group()
         if self._reaper is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
+            self._wait_exit(5.0)
             self._drain.join(timeout=LOG_END_WAIT)
             # Confined, the kill took the sandbox's init, and with it the kernel kills all of
             # the agent's PID namespace: nothing of it can be left outside.
@@ -232,6 +249,20 @@ class ProcessAgent:
                 self._reaper.submit(self._sweep_in_background)
                 return
         self._sweep()
+
+    def _wait_exit(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the launched process to end, and reap it
+        (Popen.wait would poll, sleeping up to twice as long as it took to end)."""
+        if self.process.returncode is not None:
+            return
+        if self.exit_fd is not None:
+            exited = select.poll()
+            exited.register(self.exit_fd, select.POLLIN)
+            exited.poll(timeout * 1000)
+            self.process.poll()
+        else:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=timeout)
 
     def _group_left(self) -> bool:
         """Whether any process of the agent's group still exists, dying or a zombie (one
@@ -253,10 +284,10 @@ class ProcessAgent:
     def _sweep(self) -> None:
         """What follows the group's kill: what escaped it is killed (never the group again,
         whose number may have been given to another agent's since), then the streams, the
-        folder and the user id are let go."""
+        folder and the user id are let go, said to have nothing left under it (what
+        ``_kill_escaped`` does not kill, it raises for, and the id stays taken)."""
+        self._wait_exit(5.0)
         self._kill_escaped()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
         # With every writer dead the drain thread reads the last of the log and hits
         # EOF; the flag only matters if something escaped with the pipe still open.
         self._drain.join(timeout=1)
@@ -274,4 +305,4 @@ class ProcessAgent:
             self._init_fd = None
         remove_tree(self.workdir)
         if self.uid_lock is not None:
-            UserPool.release(self.uid_lock)
+            UserPool.release(self.uid_lock, nothing_left=True)

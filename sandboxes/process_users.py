@@ -116,8 +116,18 @@ def kill_user_processes(uid: int) -> None:
     raise SandboxError(f"processes of sandbox user {uid} survive SIGKILL")
 
 
+#: What a user id's lock file holds while no process runs under the id (``UserPool``).
+_LEFT_CLEAN = b"nothing left\n"
+
+
 class UserPool:
-    """Unprivileged user ids, one per running agent, shared by every referee on the host."""
+    """Unprivileged user ids, one per running agent, shared by every referee on the host.
+
+    Taking one kills whatever runs under it, unless its lock file says its last holder
+    let it go with nothing left (``release``): the kill forks this process, a few
+    milliseconds of CPU per agent that a referee which swept the id need not spend again.
+    A holder that dies never says it (the file is emptied when the id is taken), so what
+    it left is killed by the next one."""
 
     def __init__(
         self, directory: Path = UID_LOCKS, base: int = UID_BASE, count: int = UID_COUNT
@@ -138,11 +148,20 @@ class UserPool:
             except BlockingIOError:
                 os.close(fd)
                 continue
-            # A referee that died may have left processes behind under this uid.
-            kill_user_processes(uid)
+            # A referee that died holding it may have left processes behind under this
+            # uid; one that let it go with nothing left said so in the lock file.
+            if os.pread(fd, len(_LEFT_CLEAN), 0) != _LEFT_CLEAN:
+                kill_user_processes(uid)
+            # Said before any process of the new holder exists: if it dies holding the
+            # uid, the next one kills what it left.
+            os.ftruncate(fd, 0)
             return uid, fd
         raise SandboxError(f"all {self.count} sandbox user ids are in use")
 
     @staticmethod
-    def release(fd: int) -> None:
+    def release(fd: int, *, nothing_left: bool = False) -> None:
+        """Let the user id go; ``nothing_left``: every process that ran under it is known
+        to be dead (killed and waited for), so its next holder need not kill again."""
+        if nothing_left:
+            os.pwrite(fd, _LEFT_CLEAN, 0)
         os.close(fd)

@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -361,3 +362,66 @@ def test_a_sandbox_root_only_root_may_reach_still_confines_its_agents(tmp_path):
 
     assert backend.confined and backend.confinement.mode == "setpriv"
     assert result.as_json()["errors"] == [0, 0] and not result.infrastructure_error
+
+
+REPORTS_HOW_IT_STARTED = """
+import os, resource, sys
+from arena_sdk import agent
+
+LIMITS = ("CPU", "DATA", "AS", "NPROC", "FSIZE", "NOFILE", "CORE")
+print("limits", {name: resource.getrlimit(getattr(resource, "RLIMIT_" + name)) for name in LIMITS})
+print("umask", oct(os.umask(0o077)))
+targets = []
+for fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+    try:
+        targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:  # the listing's own, closed since
+        pass
+print("descriptors", " ".join(targets), flush=True)
+
+
+@agent
+def first(turn):
+    return turn.legal_actions[0]
+"""
+
+
+@pytest.mark.usefixtures("confined")
+@pytest.mark.parametrize("mode", ["userns", "setpriv"])
+def test_a_confined_agent_starts_with_its_limits_its_umask_and_its_streams_only(
+    mode, sandbox_root, tmp_path
+):
+    # setpriv mode: as root, below a sandbox root only root may reach (as above).
+    if mode == "setpriv":
+        require(os.geteuid() == 0, "not root: the setpriv mode is root's")
+    root = sandbox_root if mode == "userns" else tmp_path / "sandboxes"
+    folder = sandbox_root / "reports-how-it-started"
+    folder.mkdir()
+    (folder / "main.py").write_text(REPORTS_HOW_IT_STARTED)
+    backend = ProcessSandbox(root)
+    try:
+        running = backend.start(AgentSource.from_path(folder), limits=SandboxLimits(), label="p1")
+        try:
+            deadline = time.monotonic() + 60
+            while "descriptors" not in running.log() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert running.termination() is None  # loaded, waiting for its handshake
+        finally:
+            running.close()
+    finally:
+        backend.close()
+
+    log = running.log()
+    limits = {
+        name.removeprefix("RLIMIT_"): limit
+        for name, limit in backend._rlimits(SandboxLimits()).items()
+    }
+    assert backend.confinement.mode == mode
+    assert f"limits {limits}" in log
+    assert "umask 0o77" in log
+    # /dev/null for stdin, the log for stdout and stderr, and the SDK's copies of the
+    # protocol's two streams: nothing of the launcher's (its report socket, bubblewrap's
+    # options) and nothing of the referee's.
+    targets = log.split("descriptors ", 1)[1].splitlines()[0].split()
+    assert targets[0] == "/dev/null" and len(targets) == 5, targets
+    assert all(target.startswith("pipe:") for target in targets[1:]), targets

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from referee.channel import Channel
-from sandboxes import process_users
+from sandboxes import process_agent, process_users
 from sandboxes.base import AgentSource, SandboxError, SandboxLimits
 from sandboxes.process import ProcessSandbox
 from sandboxes.process_agent import ProcessAgent
 from sandboxes.process_users import UserPool, processes_of_user
-from sandboxes.warm_pool import Reaper
+from sandboxes.warm_pool import Reaper, wait_until_reading
 from tests.support.sandboxes import agent, hostile, leftover_processes, sandbox_processes
 
 
@@ -77,6 +77,59 @@ def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there
         assert scans  # it was there (a zombie until reaped): /proc was read
     finally:
         UserPool.release(lock)
+
+
+def _counted_kills(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
+    kills: list[int] = []
+    kill = process_users.kill_user_processes
+
+    def counted_kill(uid: int) -> None:
+        kills.append(uid)
+        kill(uid)
+
+    monkeypatch.setattr(module, "kill_user_processes", counted_kill)
+    return kills
+
+
+@pytest.mark.usefixtures("needs_root")
+def test_a_user_id_let_go_with_nothing_left_is_taken_again_without_a_kill(monkeypatch):
+    kills = _counted_kills(monkeypatch, process_users)
+    uid, lock = UserPool().acquire()
+    UserPool.release(lock, nothing_left=True)
+    kills.clear()
+
+    taken, lock = UserPool(base=uid, count=1).acquire()
+    assert (taken, kills) == (uid, [])
+    # Let go without saying so (as a referee that dies does): the next holder kills.
+    UserPool.release(lock)
+    taken, lock = UserPool(base=uid, count=1).acquire()
+    UserPool.release(lock, nothing_left=True)
+    assert kills == [uid]
+
+
+@pytest.mark.usefixtures("needs_root", "confined")
+def test_a_confined_agents_sweep_kills_nothing_by_user_id_once_its_namespace_ended(
+    sandbox_root, monkeypatch
+):
+    kills = _counted_kills(monkeypatch, process_agent)
+    sandbox = ProcessSandbox(sandbox_root, confine=True)
+    try:
+        running = sandbox.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1")
+        assert wait_until_reading(running.agent_pid, timeout=60)  # it runs: its init is known
+        running.close()
+        assert sandbox.flush(60)
+    finally:
+        sandbox.close()
+
+    assert kills == []
+    assert running.uid is not None
+    assert leftover_processes({running.uid}) == []
+    assert not running.workdir.exists()
+    # Nor does the next agent's start under that user id.
+    taking = _counted_kills(monkeypatch, process_users)
+    _, lock = UserPool(base=running.uid, count=1).acquire()
+    UserPool.release(lock, nothing_left=True)
+    assert taking == []
 
 
 ESCAPES_WITHOUT_ITS_LOG = """

@@ -381,8 +381,34 @@ def test_a_protocol_line_is_one_object_with_whitespace_around_it(line: bytes) ->
 
 
 @pytest.mark.parametrize(
-    "line", [b'{"type":"act"} {"type":"act"}\n', b'{"type":"act"}x', b"", b"[1]\n", b'{"id":1}']
+    "line",
+    [
+        b'{"type":"act"} {"type":"act"}\n',
+        b'{"type":"act"}x',
+        b"",
+        b"[1]\n",
+        b'{"id":1}',
+        b'{"type":"act"',
+        b'{"type":"act",}\n',
+    ],
 )
 def test_anything_else_is_refused(line: bytes) -> None:
     with pytest.raises(ValueError):
         protocol.decode(line)
+
+
+MESSAGE = {"type": "act", "id": 1, "observation": {"board": [0, 1.5, None, True]}, "name": "é\n"}
+
+
+def test_the_json_module_reads_and_writes_the_same_lines_where_its_c_half_is_missing(
+    monkeypatch,
+) -> None:
+    line = protocol.encode(MESSAGE)
+    monkeypatch.setattr(protocol, "_scan", None)
+    monkeypatch.setattr(protocol, "_encode", None)
+
+    assert protocol.encode(MESSAGE) == line
+    assert protocol.decode(line) == MESSAGE
+    assert protocol.decode(b"  " + line) == MESSAGE
+    with pytest.raises(ValueError):
+        protocol.decode(line + b"x")
