@@ -346,9 +346,9 @@ class ProcessSandbox:
                     rlimits=rlimits,
                     report_fd=report_end.fileno(),
                 )
-                passed = (report_end.fileno(), options)
+                passed: tuple[int, ...] = (report_end.fileno(), options)
             else:
-                config = {
+                config: dict[str, object] = {
                     "uid": uid,
                     "gid": uid,
                     "workdir": str(workdir),

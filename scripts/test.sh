@@ -18,13 +18,16 @@ fi
 # folder; the settings page's freshness is a test). With arguments (e.g. -k hostile)
 # they run first and everything else runs in .venv in one process, as pytest would;
 # without, in the background beside the tests (a lane of their own).
+# Each check's failure is counted here: called as `checks || status=$?`, bash runs a
+# function without `set -e`, and a failed mypy would otherwise pass unseen.
 checks() {
-  .venv/bin/mypy
-  .venv/bin/lint-imports
-  local docs_site
+  local docs_site failed=0
+  .venv/bin/mypy || failed=1
+  .venv/bin/lint-imports || failed=1
   docs_site="$(mktemp -d)"
-  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site"
+  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$docs_site" || failed=1
   rm -rf "$docs_site"
+  return "$failed"
 }
 # Tools the tests run but never import (checkov, for terraform/), in their own .venv-tools.
 if [ $# -gt 0 ]; then

@@ -71,7 +71,8 @@ def _c_json() -> tuple[Any, Any] | None:
         from _json import encode_basestring, make_encoder, make_scanner
 
         encoder = make_encoder(None, _plain, encode_basestring, None, ":", ",", False, False, False)
-        scanner = make_scanner(_DecoderSettings())
+        # A duck-typed stand-in for json.JSONDecoder: what the C scanner reads of it.
+        scanner = make_scanner(_DecoderSettings())  # type: ignore[arg-type]
         if "".join(encoder({"a": [1, "\u00e9"]}, 0)) != '{"a":[1,"\u00e9"]}':
             return None
     except Exception:
