@@ -171,7 +171,7 @@ class LadderProgressOut(Schema):
     #: Its matches in the ladder's played duels, each one rated.
     rated_matches: int
     #: When it plays next, in words: "playing now", "queued, waiting for a worker", "in
-    #: about 2 minutes", "once the organizers' tournaments waiting for a worker have been
+    #: about 2 minutes", "once the organizers' competitions waiting for a worker have been
     #: played"...
     next_duel: str
 

@@ -222,7 +222,7 @@ def ladder_progress(revision_id: int, ladder_id: int) -> LadderProgress:
     """How ``revision_id`` is doing in the ladder ``ladder_id`` it is entered in: its rated
     matches there, and when it should play next, from the ladder's own pace (its last
     ``PACE_DUELS`` duels' ends), the entries waiting, and, for a standing ladder, whether
-    it rests and whether other tournaments' duels come first. At most eight queries."""
+    it rests and whether other tournaments' duels come first. At most six queries."""
     ladder = (
         Tournament.objects.select_related("environment")
         .annotate(entries=Count("participants", filter=Q(participants__withdrawn=False)))
@@ -257,7 +257,7 @@ def _next_duel(ladder: Tournament, revision_id: int, its_duels: dict[str, int]) 
             f"{settings.ARENA_STANDING_LADDER_DUELS} duels, and the ladder rests until then"
         )
     if ladder.is_standing and others_waiting():
-        return "once the organizers' tournaments waiting for a worker have been played"
+        return "once the organizers' competitions waiting for a worker have been played"
     ends = [
         ended
         for ended in Duel.objects.filter(tournament=ladder, ended_at__isnull=False)
@@ -273,18 +273,30 @@ def _next_duel(ladder: Tournament, revision_id: int, its_duels: dict[str, int]) 
     return f"in about {_duration_in_words(seconds)}"
 
 
-def _resting(ladder: Tournament, revision_id: int) -> bool:
-    """Whether a standing ladder rests for this entry: it has played its
-    ``ARENA_STANDING_LADDER_DUELS`` and so has every other entry (the rule of
-    ``services.ladder._unsettled``; an online agent's owner queues it to play, so it never
-    rests)."""
-    settled = settings.ARENA_STANDING_LADDER_DUELS
-    entries = ladder.participants.filter(withdrawn=False)
-    return (
-        entries.filter(revision_id=revision_id, duels_played__gte=settled).exists()
-        and not entries.filter(duels_played__lt=settled).exists()
-        and not entries.filter(revision__competitor__kind=CompetitorKind.ONLINE).exists()
+def asks_for_duels(duels_played: int, *, online: bool) -> bool:
+    """In a standing ladder, whether an entry still asks for duels: fewer than
+    ``ARENA_STANDING_LADDER_DUELS`` played by its revision, or an online agent (its owner
+    queued it to play). A settled entry plays only as an unsettled one's opponent, so a
+    standing ladder whose entries are all settled rests: an idle site costs no CPU, and
+    an LLM player does not spend its owner's tokens forever. ``_asking_for_duels`` is the
+    same rule as a filter of a ladder's entries."""
+    return online or duels_played < settings.ARENA_STANDING_LADDER_DUELS
+
+
+def _asking_for_duels() -> Q:
+    return Q(duels_played__lt=settings.ARENA_STANDING_LADDER_DUELS) | Q(
+        revision__competitor__kind=CompetitorKind.ONLINE
     )
+
+
+def _resting(ladder: Tournament, revision_id: int) -> bool:
+    """Whether a standing ladder rests for this entry: neither it nor any other entry asks
+    for duels (``asks_for_duels``). One query."""
+    counts = ladder.participants.filter(withdrawn=False).aggregate(
+        own=Count("pk", filter=Q(revision_id=revision_id)),
+        asking=Count("pk", filter=_asking_for_duels()),
+    )
+    return counts["own"] > 0 and counts["asking"] == 0
 
 
 def _duration_in_words(seconds: float) -> str:

@@ -27,6 +27,7 @@ from core.services.online import online_present
 from tournament_manager.bradley_terry import UNFITTED_SCORE, UNFITTED_SCORE_SD
 from tournament_manager.matchmaking import LadderAgent, Matchmaker, hosted_duel_limit
 from tournament_manager.selectors import (
+    asks_for_duels,
     latest_validated_revisions,
     others_waiting,
     paused_revisions,
@@ -142,12 +143,7 @@ def ladder_matchmake(
 
 
 def _unsettled(agent: LadderAgent) -> bool:
-    """In a standing ladder, whether the entry still asks for duels: fewer than
-    ``ARENA_STANDING_LADDER_DUELS`` played by its revision, or an online agent (its owner
-    queued it to play). A settled entry plays only as an unsettled one's opponent, so a
-    standing ladder whose entries are all settled rests: an idle site costs no CPU, and
-    an LLM player does not spend its owner's tokens forever."""
-    return agent.online or agent.duels < settings.ARENA_STANDING_LADDER_DUELS
+    return asks_for_duels(agent.duels, online=agent.online)
 
 
 def _settled_resting(agents: list[LadderAgent]) -> list[LadderAgent]:
