@@ -13,7 +13,7 @@ import pytest
 from core.services.accounts import api_token_create
 from core.services.online import online_model_register
 from tests.factories import EnvironmentFactory, TournamentFactory, UserFactory
-from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_shared, gateway_started
+from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_started
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -28,7 +28,7 @@ TIGHT = {
 
 @pytest.fixture
 def gateway(celery_workers, shared_gateways, redis_url, settings) -> Iterator[Gateway]:
-    yield gateway_shared(shared_gateways, celery_workers, redis_url, settings, **TIGHT)
+    yield shared_gateways.get(celery_workers, redis_url, settings, **TIGHT)
 
 
 def flood(gateway: Gateway, path: str, token: str | None, times: int = 8) -> list[int]:

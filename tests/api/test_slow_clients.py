@@ -22,7 +22,6 @@ from tests.support.gateway import (
     ACT,
     GATEWAY_SETTINGS,
     Gateway,
-    gateway_shared,
     online_model_registered,
 )
 from tests.support.workers import wait_for
@@ -48,7 +47,7 @@ SLOW_ADDRESSES = [f"127.0.0.{10 + n}" for n in range(20)]
 
 @pytest.fixture
 def slow_gateway(celery_workers, shared_gateways: Any, redis_url: str, settings: Any) -> Gateway:
-    return gateway_shared(shared_gateways, celery_workers, redis_url, settings, **SLOW_SETTINGS)
+    return shared_gateways.get(celery_workers, redis_url, settings, **SLOW_SETTINGS)
 
 
 def connection_from(gateway: Gateway, source: str) -> http.client.HTTPConnection:
@@ -302,8 +301,7 @@ def test_behind_the_proxy_the_gateway_caps_no_address(
     celery_workers, shared_gateways, redis_url, settings
 ):
     # Every connection comes from nginx then, which caps each client's own address.
-    gateway = gateway_shared(
-        shared_gateways,
+    gateway = shared_gateways.get(
         celery_workers,
         redis_url,
         settings,

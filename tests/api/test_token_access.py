@@ -30,7 +30,7 @@ from core.models import Environment, User
 from core.services.accounts import api_token_create
 from core.services.online import online_model_register
 from tests.factories import LLMPlayerFactory
-from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_shared
+from tests.support.gateway import GATEWAY_SETTINGS, Gateway
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -158,7 +158,7 @@ def test_every_operation_answers_each_kind_of_caller_as_its_access_says(
         competitor__is_public=False,
         competitor__environment=duel.revisions()[0].competitor.environment,
     )
-    gateway = gateway_shared(shared_gateways, celery_workers, redis_url, settings, **UNLIMITED)
+    gateway = shared_gateways.get(celery_workers, redis_url, settings, **UNLIMITED)
     environment = duel.revisions()[0].competitor.environment
     callers = tokens(alice, bob, environment)
     world = {
@@ -202,7 +202,7 @@ def test_every_operation_answers_each_kind_of_caller_as_its_access_says(
 def test_a_model_token_is_told_why_it_may_not_act_as_its_owner(
     celery_workers, shared_gateways, redis_url, settings, alice
 ):
-    gateway = gateway_shared(shared_gateways, celery_workers, redis_url, settings, **UNLIMITED)
+    gateway = shared_gateways.get(celery_workers, redis_url, settings, **UNLIMITED)
     environment = alice.competitors.get().environment.name
     _, model_token = online_model_register(
         owner=alice, environment=alice.competitors.get().environment, name="alices-model"

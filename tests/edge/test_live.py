@@ -15,15 +15,14 @@ import pytest
 
 from core.models import Duel, DuelResult, DuelStatus, LiveEvent
 from tests.factories import DuelFactory, EnvironmentFactory, MatchFactory, TournamentFactory
-from tests.support.gateway import GATEWAY_SETTINGS, Gateway, gateway_shared
+from tests.support.gateway import GATEWAY_SETTINGS, Gateway
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def live_gateway(celery_workers, shared_gateways, redis_url, settings) -> Gateway:
-    return gateway_shared(
-        shared_gateways,
+    return shared_gateways.get(
         celery_workers,
         redis_url,
         settings,

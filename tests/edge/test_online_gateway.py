@@ -32,7 +32,6 @@ from tests.support.gateway import (
     ACT,
     GATEWAY_SETTINGS,
     Gateway,
-    gateway_shared,
     online_model_registered,
 )
 from tests.support.sandboxes import agent
@@ -210,8 +209,7 @@ def test_it_cuts_off_a_slow_sender(gateway, bus, model):
 def hourly_gateway(celery_workers, shared_gateways, redis_url, settings) -> Gateway:
     """A gateway that lets a model send 100 requests an hour: a flood of 240 goes past it
     however slowly this machine sends them (at ``40/s`` a loaded machine never did)."""
-    return gateway_shared(
-        shared_gateways,
+    return shared_gateways.get(
         celery_workers,
         redis_url,
         settings,
@@ -503,8 +501,8 @@ def test_a_stream_that_runs_out_of_time_just_ends(
     celery_workers, shared_gateways, redis_url, settings, bus
 ):
     """Its client reconnects and resumes; nothing says its token stopped playing."""
-    gateway = gateway_shared(
-        shared_gateways, celery_workers, redis_url, settings, ARENA_ONLINE_STREAM_SECONDS="1"
+    gateway = shared_gateways.get(
+        celery_workers, redis_url, settings, ARENA_ONLINE_STREAM_SECONDS="1"
     )
     competitor, token = online_model_registered("brief-bot")
     ask(bus, competitor, 7)

@@ -5,7 +5,7 @@ stands in for the referee on the same bus (``bus``), asking online models (regis
 with ``online_model_registered``) for moves.
 
 A gateway's start costs about 3 s of CPU (Django, the API's schemas, uvicorn), more than
-most tests that talk to it: ``gateway_shared`` starts one for each set of settings once in
+most tests that talk to it: ``shared_gateways`` starts one for each set of settings once in
 a test process and hands it to each test that asks (its database rows, its pages' cache
 and its request rates are each test's own, as with a gateway of its own). A test that
 stops, kills or restarts its gateway starts its own with ``gateway_started``."""
@@ -137,23 +137,12 @@ def shared_gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared
     shared.stop()
 
 
-def gateway_shared(
-    shared_gateways: SharedGateways,
-    workers: Workers,
-    redis_url: str,
-    settings: Any,
-    **environment: str,
-) -> Gateway:
-    """A gateway with these settings that this test process's tests share (see above)."""
-    return shared_gateways.get(workers, redis_url, settings, **environment)
-
-
 @pytest.fixture
 def gateway(
     celery_workers: Workers, redis_url: str, settings: Any, shared_gateways: SharedGateways
 ) -> Gateway:
     """The gateway, with the test process's seat bus on the same Redis."""
-    return gateway_shared(shared_gateways, celery_workers, redis_url, settings, **GATEWAY_SETTINGS)
+    return shared_gateways.get(celery_workers, redis_url, settings, **GATEWAY_SETTINGS)
 
 
 @pytest.fixture
