@@ -39,6 +39,7 @@ from reads.replays import (
     player_labels,
     result_text,
 )
+from referee.results import ranks_from_scores
 from tournament_manager.selectors import (
     TournamentProgress,
     tournament_progress,
@@ -125,13 +126,12 @@ def competitor_match_marks(rows: list[DuelRow], competitor_id: int) -> list[Duel
 
 
 def _mark(scores: list[float], own: int, result: str) -> str:
-    others = [score for seat, score in enumerate(scores) if seat != own]
-    if result == DuelResult.ERROR or own >= len(scores) or not others:
+    if result == DuelResult.ERROR or own >= len(scores) or len(scores) < 2:
         return "-"
-    best_other = max(others)
-    if scores[own] > best_other:
-        return "W"
-    return "D" if scores[own] == best_other else "L"
+    ranks = ranks_from_scores(scores)
+    if ranks[own] > 1:
+        return "L"
+    return "D" if ranks.count(1) > 1 else "W"
 
 
 def duel_row(duel: Duel) -> DuelRow:
