@@ -42,6 +42,8 @@ LABEL_REVISION = "arena.revision"
 
 #: The engine's API answers within seconds; image imports and builds stream for longer.
 API_TIMEOUT = 120
+#: How long an image prune waits for another one on the same engine to end.
+PRUNE_WAIT = float(API_TIMEOUT)
 #: The memory (without swap) of each step of a build: a revision's dependencies are
 #: installed by pip, whose needs are modest; a runaway step must not take the host's.
 BUILD_MEMORY_BYTES = 2 * 1024**3
@@ -336,10 +338,26 @@ def images_prune_dangling(labels: dict[str, str], *, older_than: str | None = No
     }
     if older_than is not None:
         filters["until"] = older_than
+    # The engine runs one prune at a time and refuses a second with 409 (another worker's
+    # clean-up, or the host's timer): wait for it, as its filters need not be ours.
+    deadline = time.monotonic() + PRUNE_WAIT
     with _engine_errors("prune images"):
-        answer = client().images.prune(filters=filters)
+        while True:
+            try:
+                answer = client().images.prune(filters=filters)
+                break
+            except docker.errors.APIError as error:
+                if not _prune_running(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
     deleted = answer.get("ImagesDeleted") or []
     return [str(entry["Deleted"]) for entry in deleted if entry.get("Deleted")]
+
+
+def _prune_running(error: docker.errors.APIError) -> bool:
+    return error.status_code == 409 and "prune operation is already running" in str(
+        error.explanation
+    )
 
 
 def image_remove(image: str) -> bool:

@@ -7,9 +7,11 @@ none of them, no agent folder and no process of the agents' user remains.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import os
 import socket
+import threading
 import time
 from typing import Any
 
@@ -321,3 +323,18 @@ def test_it_accepts_a_long_agent_name(docker_backend):
     log = exchange_one_move(docker_backend, agent("random_agent.py"), label=long_name)
 
     assert "Traceback" not in log
+
+
+def test_image_prunes_at_once_on_one_engine_each_wait_their_turn(docker_base_image):
+    """The engine refuses a second prune while one runs (409); a worker's clean-up and the
+    host's timer may well meet, and neither may fail for it."""
+    labels = {docker_engine.LABEL_ROLE: "prune-test", "arena.test": os.urandom(4).hex()}
+    start = threading.Barrier(8)
+
+    def prune() -> list[str]:
+        start.wait()
+        return docker_engine.images_prune_dangling(labels)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = [pool.submit(prune) for _ in range(8)]
+        assert [answer.result() for answer in answers] == [[]] * 8
