@@ -27,6 +27,7 @@ if importlib.util.find_spec("django") is not None:
         "tests.support.page_cache",
         "tests.support.rates",
         "tests.support.fuzzing",
+        "tests.support.clock",
     ]
 
 

@@ -17,7 +17,7 @@ from api.pagination import paginated
 from api.params import Id, Number, Slug
 from api.selectors import duels_for, matches_of
 from core.models import Duel, DuelResult, DuelSeat, DuelStatus, Match
-from core.models.competitions import MAX_PLAYERS
+from core.models.tournaments import MAX_PLAYERS
 from reads.access import get_duel_for_user, get_match_for_user
 from reads.competitions import SeatView, duel_players
 from reads.replays import (

@@ -36,6 +36,7 @@ from core.models import (
     Tournament,
     User,
 )
+from core.models.submissions import managers
 
 #: Whoever makes the request: ``request.user``.
 Visitor = Union[User, AnonymousUser]  # noqa: UP007 (a runtime alias, not an annotation)
@@ -73,7 +74,8 @@ def can_see_logs(user: Visitor, competitor: Competitor, *, finished: bool) -> bo
 
 
 def is_owner(user: Visitor, competitor: Competitor) -> bool:
-    return isinstance(user, User) and competitor.owner_id == user.pk
+    """Its owner, or a member of its team (``Competitor.is_managed_by``)."""
+    return isinstance(user, User) and competitor.is_managed_by(user)
 
 
 def can_see_tournament(user: Visitor, tournament: Tournament) -> bool:
@@ -106,7 +108,7 @@ def competitors_visible(user: Visitor, path: str = "") -> Q:
         return Q()
     public = Q(**{_field(path, "is_public"): True})
     if isinstance(user, User):
-        return public | Q(**{_field(path, "owner"): user})
+        return public | managers(user, path)
     return public
 
 
@@ -182,13 +184,14 @@ def get_revision_for_user(
 
 
 def get_own_revision(user: Visitor, pk: int) -> Revision:
-    """One of the user's own revisions, by id; anyone else's is a 404."""
+    """One of the user's own revisions (or their team's), by id; anyone else's is a 404."""
     if not isinstance(user, User):
         raise Http404("No such revision")
     return get_object_or_404(
-        Revision.objects.select_related("competitor__environment", "competitor__owner"),
+        Revision.objects.select_related("competitor__environment", "competitor__owner").filter(
+            managers(user, "competitor")
+        ),
         pk=pk,
-        competitor__owner=user,
     )
 
 

@@ -31,6 +31,7 @@ from core.models import (
 )
 from tournament_manager.leaderboard import leaderboard_refit
 from tournament_manager.selectors import others_waiting
+from tournament_manager.services.competitions import competitions_advance
 from tournament_manager.services.ladder import ladder_matchmake, ladder_refresh_entries
 from tournament_manager.services.participants import participant_withdraw
 from tournament_manager.services.settlement import tournament_settle
@@ -159,6 +160,7 @@ def refit_leaderboards() -> bool:
 
 #: In order: what a later step decides depends on what the earlier ones changed.
 STEPS: tuple[Callable[[], bool], ...] = (
+    competitions_advance,
     launch_scheduled_tournaments,
     drop_finished_live_events,
     withdraw_disabled_participants,

@@ -1,19 +1,7 @@
 """Arena's shared data model; every app reads and writes these tables through services."""
 
 from core.models.accounts import ApiToken, InviteCode, Role, TokenScope, User
-from core.models.competitions import (
-    Duel,
-    DuelResult,
-    DuelSeat,
-    DuelStatus,
-    LiveEvent,
-    Match,
-    MatchLog,
-    Participant,
-    Tournament,
-    TournamentFormat,
-    TournamentStatus,
-)
+from core.models.competitions import Competition, CompetitionPhase, PhasePlays
 from core.models.jobs import Job, JobKind, JobStatus
 from core.models.llm import LLMPlayer, MatchConversation
 from core.models.online import OnlineSeat
@@ -34,9 +22,25 @@ from core.models.submissions import (
     StepStatus,
     UploadContent,
 )
+from core.models.teams import Team, TeamInvitation, TeamMember
+from core.models.tournaments import (
+    Duel,
+    DuelResult,
+    DuelSeat,
+    DuelStatus,
+    LiveEvent,
+    Match,
+    MatchLog,
+    Participant,
+    Tournament,
+    TournamentFormat,
+    TournamentStatus,
+)
 
 __all__ = [
     "ApiToken",
+    "Competition",
+    "CompetitionPhase",
     "Competitor",
     "CompetitorKind",
     "DisabledBy",
@@ -59,6 +63,7 @@ __all__ = [
     "MatchLog",
     "OnlineSeat",
     "Participant",
+    "PhasePlays",
     "RatedPairing",
     "Rating",
     "RatingChange",
@@ -66,6 +71,9 @@ __all__ = [
     "Role",
     "ScoreCompetition",
     "StepStatus",
+    "Team",
+    "TeamInvitation",
+    "TeamMember",
     "TokenScope",
     "Tournament",
     "TournamentFormat",

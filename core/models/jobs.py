@@ -17,9 +17,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from core.models.competitions import Duel
 from core.models.scores import Evaluation
 from core.models.submissions import Revision, resend_at_default
+from core.models.tournaments import Duel
 
 
 class JobKind(models.TextChoices):

@@ -20,8 +20,8 @@ from django.db import models
 from django.db.models import Q
 
 from core.errors import ArenaError
-from core.models.competitions import MAX_PLAYERS, Match
 from core.models.submissions import Competitor
+from core.models.tournaments import MAX_PLAYERS, Match
 from core.secrets import (
     SECRET_REF_HELP,
     SECRET_REF_PATTERN,

@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from core.models.competitions import Duel, Match, Tournament
 from core.models.submissions import Competitor, Environment, Revision
+from core.models.tournaments import Duel, Match, Tournament
 
 DEFAULT_MU = 25.0
 DEFAULT_SIGMA = 25.0 / 3

@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
-from core.models.competitions import DuelSeat, DuelStatus, Refereed
 from core.models.submissions import Competitor, CompetitorKind, Environment, Revision
+from core.models.tournaments import DuelSeat, DuelStatus, Refereed
 from referee.scores import episode_seeds
 
 #: Episodes per agent at most: an evaluation is one task, within ARENA_DUEL_TIMEOUT_SECONDS.

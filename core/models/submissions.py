@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 if TYPE_CHECKING:
+    from core.models.accounts import User
     from core.models.jobs import Job
 
 
@@ -114,6 +115,18 @@ class CompetitorQuerySet(models.QuerySet["Competitor"]):
         person is shown by name in their games, listed on "My games")."""
         return self.exclude(kind=CompetitorKind.HUMAN)
 
+    def managed_by(self, user: User) -> CompetitorQuerySet:
+        """Those ``user`` manages: their own, and their teams' (``Competitor.is_managed_by``)."""
+        return self.filter(managers(user))
+
+
+def managers(user: User, path: str = "") -> Q:
+    """The condition ``Competitor.is_managed_by`` checks, on the competitors reached
+    through ``path`` ("" for the competitor itself, else a relation ending at one). A
+    person is in one team per competition, so it matches a competitor once."""
+    prefix = f"{path}__" if path else ""
+    return Q(**{f"{prefix}owner": user}) | Q(**{f"{prefix}team__memberships__user": user})
+
 
 class Competitor(models.Model):
     """An agent entered in one environment by its owner: uploads make the revisions of a
@@ -145,6 +158,15 @@ class Competitor(models.Model):
     kind = models.CharField(
         max_length=8, choices=CompetitorKind.choices, default=CompetitorKind.HOSTED
     )
+    #: Entered in a competition by this team, whose members all manage it (upload, logs,
+    #: settings) as its owner does; the competition's rules bind its uploads.
+    team = models.ForeignKey(
+        "core.Team",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="competitors",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = CompetitorQuerySet.as_manager()
@@ -162,6 +184,13 @@ class Competitor(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("competitor", args=[self.environment.name, self.name])
+
+    def is_managed_by(self, user: User) -> bool:
+        """Its owner, and every member of its team, may upload its versions, read its
+        private logs and change it."""
+        if self.owner_id == user.pk:
+            return True
+        return self.team is not None and self.team.memberships.filter(user=user).exists()
 
     @property
     def disabled_message(self) -> str:
@@ -312,6 +341,9 @@ class Revision(models.Model):
     #: its last successful build; empty for the process sandbox.
     image = models.CharField(max_length=200, blank=True)
     is_disabled = models.BooleanField(default=False)
+    #: Marked final by its team for its competition's final tournament (``Competition.
+    #: final_submissions`` at most per team, one per competitor).
+    marked_final_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     build_status = models.CharField(

@@ -32,7 +32,7 @@ from core.models import (
     Revision,
     User,
 )
-from core.models.competitions import DuelQuerySet
+from core.models.tournaments import DuelQuerySet
 from core.services.revisions import competitor_create_unbuilt, revision_create_unbuilt
 from environments.base import Environment as GameEnvironment
 from environments.registry import InvalidEnvironmentInfo, UnknownEnvironment, make_environment

@@ -102,11 +102,13 @@ def model_token_renew(*, competitor: Competitor, name: str) -> tuple[ApiToken, s
 
 
 def running_ladders(environment: Environment) -> list[Tournament]:
+    """The game's running ladders that new agents join (not a competition's final)."""
     return list(
         Tournament.objects.filter(
             environment=environment,
             format=TournamentFormat.LADDER,
             status=TournamentStatus.RUNNING,
+            open_entry=True,
         )
     )
 

@@ -14,6 +14,7 @@ from django.db.models import Max
 from core.errors import ArenaError
 from core.jobs.lifecycle import idle, job_done, job_reset, jobs_queue
 from core.models import (
+    Competition,
     Competitor,
     Duel,
     Environment,
@@ -23,10 +24,13 @@ from core.models import (
     RatingChange,
     Revision,
     StepStatus,
+    Team,
     User,
 )
 from core.models.submissions import STEPS
+from core.services.competitions import upload_refusal as competition_upload_refusal
 from core.services.confinement import upload_refusal
+from core.services.teams import team_for
 from core.services.uploads import (
     UploadLimits,
     UploadRejected,
@@ -38,16 +42,28 @@ from core.services.uploads import (
 
 
 def competitor_get_or_create(
-    *, owner: User, environment: Environment, name: str, is_public: bool = False
+    *,
+    owner: User,
+    environment: Environment,
+    name: str,
+    is_public: bool = False,
+    team: Team | None = None,
 ) -> Competitor:
-    """The owner's competitor of that name, created if new; another owner's name is refused."""
+    """The competitor of that name that ``owner`` manages (theirs, or their team's),
+    created if new (entered in ``team``'s competition with a team); another's name is
+    refused, as is one outside the team's competition."""
     competitor, created = Competitor.objects.get_or_create(
         environment=environment,
         name=name,
-        defaults={"owner": owner, "is_public": is_public},
+        defaults={"owner": owner, "is_public": is_public, "team": team},
     )
-    if not created and competitor.owner_id != owner.pk:
+    if not created and not competitor.is_managed_by(owner):
         raise ArenaError(f"the name {name!r} is taken in {environment.title}; choose another name")
+    if not created and team is not None and competitor.team_id != team.pk:
+        raise ArenaError(
+            f"{name} is not entered in {team.competition.title}; choose another name for "
+            "the competition's agent"
+        )
     return competitor
 
 
@@ -89,6 +105,9 @@ def revision_create(
     with transaction.atomic():
         # The row lock serialises concurrent uploads, so versions never collide.
         Competitor.objects.select_for_update().get(pk=competitor.pk)
+        closed = competition_upload_refusal(competitor)
+        if closed:
+            raise UploadRejected(closed)
         latest = competitor.revisions.aggregate(latest=Max("version"))["latest"] or 0
         revision = Revision(
             competitor=competitor,
@@ -252,16 +271,28 @@ def revision_upload(
     is_public: bool,
     filename: str,
     content: bytes,
+    competition: Competition | None = None,
 ) -> Revision:
-    """The next revision of the owner's competitor, created with the competitor if new.
+    """The next revision of the owner's competitor, created with the competitor if new
+    (for ``competition``: entered by the owner's team, a team of one made if they have
+    none).
 
     One transaction: when the upload is refused (ArenaError, UploadRejected) a competitor
     created for it disappears too, so a refused upload leaves no row behind. The build
     starts once the transaction commits.
     """
     with transaction.atomic():
+        team = None
+        if competition is not None:
+            if competition.environment_id != environment.pk:
+                raise ArenaError(f"{competition.title} is played in {competition.environment}")
+            team = team_for(user=owner, competition=competition)
         competitor = competitor_get_or_create(
-            owner=owner, environment=environment, name=competitor_name, is_public=is_public
+            owner=owner,
+            environment=environment,
+            name=competitor_name,
+            is_public=is_public,
+            team=team,
         )
         return revision_create(
             competitor=competitor,

@@ -5,8 +5,19 @@ from django.contrib import admin
 from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from core.models import Competitor, Match, MatchLog, Tournament, User
+from core.models import (
+    Competition,
+    CompetitionPhase,
+    Competitor,
+    Match,
+    MatchLog,
+    Team,
+    TeamMember,
+    Tournament,
+    User,
+)
 from tests.factories import (
     ApiTokenFactory,
     DuelFactory,
@@ -17,6 +28,7 @@ from tests.factories import (
     MatchFactory,
     ParticipantFactory,
     RatingChangeFactory,
+    RevisionFactory,
     TournamentFactory,
     UserFactory,
 )
@@ -40,6 +52,13 @@ def one_of_everything(alice: User, bob: User, organizer: User, invite: object) -
     MatchConversationFactory(match=MatchFactory(duel=duel, index=1))
     LLMPlayerFactory(competitor__owner=bob)
     EvaluationFactory(finished=True)
+    cup = Competition.objects.create(
+        environment=tournament.environment, slug="cup", title="Cup", created_by=organizer
+    )
+    CompetitionPhase.objects.create(competition=cup, name="development", starts_at=timezone.now())
+    team = Team.objects.create(competition=cup, name="Blue", created_by=bob)
+    TeamMember.objects.create(team=team, competition=cup, user=bob)
+    RevisionFactory(competitor__team=team, competitor__owner=bob, validated=True)
 
 
 def test_it_registers_every_core_model() -> None:
@@ -61,6 +80,8 @@ def test_it_registers_every_core_model() -> None:
         "MatchConversation",
         "ScoreCompetition",
         "Evaluation",
+        "Competition",
+        "Team",
     }
 
 

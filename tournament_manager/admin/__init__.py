@@ -1,6 +1,13 @@
 """The organizers' admin of environments (and their leaderboards), tournaments, duels,
-matches, ratings and score competitions (see ``core.admin``)."""
+matches, ratings, score competitions, and competitions with their teams (see ``core.admin``)."""
 
-from tournament_manager.admin import duels, environments, ratings, scores, tournaments
+from tournament_manager.admin import (
+    competitions,
+    duels,
+    environments,
+    ratings,
+    scores,
+    tournaments,
+)
 
-__all__ = ["duels", "environments", "ratings", "scores", "tournaments"]
+__all__ = ["competitions", "duels", "environments", "ratings", "scores", "tournaments"]

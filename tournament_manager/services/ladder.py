@@ -33,7 +33,12 @@ from tournament_manager.selectors import (
     paused_revisions,
 )
 from tournament_manager.services.participants import participant_withdraw
-from tournament_manager.services.scheduling import ACTIVE, duels_create, duels_start
+from tournament_manager.services.scheduling import (
+    ACTIVE,
+    duels_create,
+    duels_start,
+    ladder_duels_scheduled,
+)
 from tournament_manager.services.settlement import tournament_settle
 
 logger = logging.getLogger(__name__)
@@ -44,8 +49,11 @@ def ladder_refresh_entries(*, tournament: Tournament) -> bool:
 
     A revision validated since joins and replaces its competitor's previous one, which
     is withdrawn (its duels stay; ratings are per competitor, so nothing is lost); a
-    revision no longer valid (disabled) leaves. Returns whether anything changed.
+    revision no longer valid (disabled) leaves. Returns whether anything changed. A
+    ladder closed to new entries (``Tournament.open_entry`` off) keeps its own.
     """
+    if not tournament.open_entry:
+        return False
     newest = {
         revision.competitor_id: revision
         for revision in latest_validated_revisions(tournament.environment)
@@ -112,6 +120,12 @@ def ladder_matchmake(
     active_hosted = active.count() - active_networked
     slots = pace - active_hosted
     online_slots = settings.ARENA_ONLINE_CONCURRENT_DUELS - active_networked
+    # A ladder of a fixed length schedules no more duels than it has left to play.
+    left = (
+        None if ladder.duels_limit is None else ladder.duels_limit - ladder_duels_scheduled(ladder)
+    )
+    if left is not None and left <= 0:
+        return 0
     if slots <= 0 and online_slots <= 0:
         return 0
     size = ladder.environment.players
@@ -126,6 +140,8 @@ def ladder_matchmake(
     pairs = ladder_matchmaker().groupings(idle, size=size, slots=slots, online_slots=online_slots)
     if ladder.is_standing:
         pairs = [group for group in pairs if any(_unsettled(agent) for agent in group)]
+    if left is not None:
+        pairs = pairs[:left]
     if not pairs:
         return 0
     with transaction.atomic():

@@ -46,3 +46,9 @@ def duels_start(duels: Sequence[Duel]) -> None:
 
 def duels_cancel_queued(duels: QuerySet[Duel], why: str) -> int:
     return jobs_cancel(jobs=Job.objects.filter(duel__in=duels), why=f"Not played: {why}.")
+
+
+def ladder_duels_scheduled(ladder: Tournament) -> int:
+    """The duels a ladder has scheduled and not cancelled: what a ladder of a fixed length
+    (``Tournament.duels_limit``) counts towards its end."""
+    return Duel.objects.filter(tournament=ladder).exclude(status=DuelStatus.CANCELLED).count()

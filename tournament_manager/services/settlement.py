@@ -40,6 +40,8 @@ class _Tally:
     """A tournament's duels counted by status, and what the stored counts should be."""
 
     total: int
+    #: Not cancelled: what a ladder of a fixed length counts towards its end.
+    scheduled: int
     done: int
     failed: int
     active: int
@@ -66,6 +68,7 @@ def _tally(tournament: Tournament) -> _Tally:
         total += rounds_left * (players // 2)
     return _Tally(
         total=total,
+        scheduled=scheduled,
         done=counts.get(DuelStatus.SUCCEEDED, 0),
         failed=counts.get(DuelStatus.FAILED, 0),
         active=sum(counts.get(status, 0) for status in ACTIVE),
@@ -74,8 +77,10 @@ def _tally(tournament: Tournament) -> _Tally:
 
 
 def _is_over(tournament: Tournament, tally: _Tally) -> bool:
-    if tournament.is_ladder or tally.active:
+    if tally.active:
         return False
+    if tournament.is_ladder:  # until stopped, or its fixed length played
+        return tournament.duels_limit is not None and tally.scheduled >= tournament.duels_limit
     if tournament.format == TournamentFormat.SWISS:
         return (
             bool(tally.failed)

@@ -52,6 +52,7 @@ def standing_competitions_open() -> bool:
         environment=OuterRef("pk"),
         format=TournamentFormat.LADDER,
         status=TournamentStatus.RUNNING,
+        open_entry=True,
     )
     standing_score = ScoreCompetition.objects.filter(environment=OuterRef("pk"), is_standing=True)
     wanted = Environment.objects.filter(standing_competition=True, is_active=True)
