@@ -210,16 +210,7 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_bench(
-        argv,
-        prog="python -m bench.bench_leaderboard",
-        description=__doc__,
-        quick_help="smoke run: 20 agents",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
-    )
+    return run_bench(argv, sys.modules[__name__], quick_help="smoke run: 20 agents")
 
 
 if __name__ == "__main__":

@@ -354,13 +354,10 @@ def main(argv: list[str] | None = None) -> int:
         del arguments[at : at + 2]
     return run_bench(
         arguments,
-        prog="python -m bench.bench_scale",
-        description=__doc__,
+        sys.modules[__name__],
         quick_help="smoke run: 30 and 60 agents, 20 matches each",
         measure=lambda plan, report: measure(plan, report=report, postgres=postgres),
         full=full,
-        quick=QUICK,
-        table=table,
     )
 
 
