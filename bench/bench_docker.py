@@ -319,16 +319,7 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_bench(
-        argv,
-        prog="python -m bench.bench_docker",
-        description=__doc__,
-        quick_help="a fast smoke run (one round)",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
-    )
+    return run_bench(argv, sys.modules[__name__], quick_help="a fast smoke run (one round)")
 
 
 if __name__ == "__main__":

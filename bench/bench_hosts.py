@@ -52,9 +52,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.support import REPOSITORY, games_import, machine, machine_summary, postgres_server
+from bench.support import (
+    PLAYERS,
+    REPOSITORY,
+    games_import,
+    machine,
+    machine_summary,
+    postgres_server,
+)
 
-PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
 DUEL_PROCESSES = 2
 
@@ -458,13 +464,10 @@ def main(argv: list[str] | None = None) -> int:
         arguments.remove("--shared-cores")
     return run_bench(
         arguments,
-        prog="python -m bench.bench_hosts",
-        description=__doc__,
+        sys.modules[__name__],
         quick_help="one round of a 3-agent round robin, 4 matches a duel",
-        measure=measure,
         full=dataclasses.replace(FULL, shared_cores=shared),
         quick=dataclasses.replace(QUICK, shared_cores=shared),
-        table=table,
     )
 
 

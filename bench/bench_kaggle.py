@@ -66,14 +66,12 @@ from bench.bench_referee import (
     bench_ping_pong,
 )
 from bench.cli import run_bench
-from bench.support import machine, machine_summary
+from bench.support import RANDOM_PLAYER, REPOSITORY, machine, machine_summary
 from environments.registry import load_info
 from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.process import ProcessSandbox
 
-ROOT = Path(__file__).resolve().parent.parent
-RANDOM_PLAYER = ROOT / "example_players" / "connect_four" / "random_player.py"
-DEFAULT_KAGGLE_PYTHON = ROOT / ".venv-kaggle" / "bin" / "python"
+DEFAULT_KAGGLE_PYTHON = REPOSITORY / ".venv-kaggle" / "bin" / "python"
 TARGET_RATIO = 30.0
 POOL_SIZE = 4
 
@@ -387,13 +385,8 @@ def _options(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     return run_bench(
         argv,
-        prog="python -m bench.bench_kaggle",
-        description=__doc__,
+        sys.modules[__name__],
         quick_help="a fast smoke run (one round, short duels)",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
         add_options=_options,
     )
 

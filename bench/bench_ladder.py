@@ -52,11 +52,9 @@ from unittest import mock
 
 from bench.cli import run_bench
 from bench.ranking import kendall_tau
-from bench.support import games_import, machine, machine_summary
+from bench.support import PLAYERS, RANDOM_PLAYER, games_import, machine, machine_summary
 
-ROOT = Path(__file__).resolve().parent.parent
-MINIMAX = ROOT / "example_players" / "connect_four" / "minimax.py"
-RANDOM_PLAYER = ROOT / "example_players" / "connect_four" / "random_player.py"
+MINIMAX = PLAYERS / "minimax.py"
 SEED = 20261123
 SHARES = (0.25, 0.5, 1.0)
 TARGET_TAU = 0.9
@@ -417,16 +415,7 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_bench(
-        argv,
-        prog="python -m bench.bench_ladder",
-        description=__doc__,
-        quick_help="smoke run: 3 agents, 2 repetitions",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
-    )
+    return run_bench(argv, sys.modules[__name__], quick_help="smoke run: 3 agents, 2 repetitions")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.fields import bench_field, rated, tallied, tally_store
+from bench.fields import FinishedDuel, bench_field, finished_duels, rated, tallied, tally_store
 from bench.support import machine, machine_summary
 
 SEED = 20261123
@@ -87,7 +87,7 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
     """The environment, its competitors and the rated history, written in bulk."""
     from django.utils import timezone
 
-    from core.models import Duel, DuelResult, DuelStatus, Match, Tournament
+    from core.models import DuelResult, Match, Tournament
 
     name = f"bench_{agents}"
     environment, owner, revisions, ratings = bench_field(name, agents)
@@ -96,20 +96,17 @@ def _fill(agents: int, history: list[tuple[int, int, int]]) -> Any:
     )
     now = timezone.now()
     pairs = range(0, len(history), 2)
-    duels = Duel.objects.bulk_seated(
+    duels = finished_duels(
+        environment,
         [
-            Duel(
-                tournament=tournament,
-                environment=environment,
-                num_matches=2,
+            FinishedDuel(
+                tournament,
                 seed=i,
-                status=DuelStatus.SUCCEEDED,
-                result=DuelResult.DRAW,
+                seats=(revisions[history[i][0]], revisions[history[i][1]]),
                 ended_at=now,
             )
             for i in pairs
         ],
-        [(revisions[history[i][0]], revisions[history[i][1]]) for i in pairs],
     )
     matches = []
     for i, (_, _, result) in enumerate(history):
@@ -210,16 +207,7 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_bench(
-        argv,
-        prog="python -m bench.bench_leaderboard",
-        description=__doc__,
-        quick_help="smoke run: 20 agents",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
-    )
+    return run_bench(argv, sys.modules[__name__], quick_help="smoke run: 20 agents")
 
 
 if __name__ == "__main__":

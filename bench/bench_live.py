@@ -171,14 +171,7 @@ def table(figures: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     return run_bench(
-        argv,
-        prog="python -m bench.bench_live",
-        description=__doc__,
-        quick_help="a fast smoke run (one round, ten matches)",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
+        argv, sys.modules[__name__], quick_help="a fast smoke run (one round, ten matches)"
     )
 
 

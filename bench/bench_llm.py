@@ -64,10 +64,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.cli import run_bench
-from bench.support import machine, machine_summary
+from bench.support import RANDOM_PLAYER, REPOSITORY, machine, machine_summary
 
-ROOT = Path(__file__).resolve().parent.parent
-SDK_PATH = ROOT / "sdk"
+SDK_PATH = REPOSITORY / "sdk"
 if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
     sys.path.insert(0, str(SDK_PATH))
 
@@ -82,8 +81,7 @@ from sandboxes.base import AgentSource  # noqa: E402
 from sandboxes.llm import LLMSandbox  # noqa: E402
 from sandboxes.process import ProcessSandbox  # noqa: E402
 
-TIC_TAC_TOE_RANDOM = ROOT / "example_players" / "tic_tac_toe" / "random_player.py"
-CONNECT_FOUR_RANDOM = ROOT / "example_players" / "connect_four" / "random_player.py"
+TIC_TAC_TOE_RANDOM = REPOSITORY / "example_players" / "tic_tac_toe" / "random_player.py"
 #: A hosted duel counts as not slowed down when it keeps this share of its speed alone.
 TARGET_HOSTED_RATIO = 0.9
 HOSTED_DUEL_MATCHES = 10
@@ -146,7 +144,7 @@ class ServerProcess:
     def __init__(self, delay: float = 0.0) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bench.bench_llm", "--serve", str(delay)],
-            cwd=ROOT,
+            cwd=REPOSITORY,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -347,7 +345,7 @@ def _hosted_until(stop: threading.Event | float, backend: ProcessSandbox, seed: 
     does: on a loaded machine one duel can outlast the whole window, and a run of none
     would be no figure at all."""
     run = HostedRun()
-    sources = (AgentSource.from_path(CONNECT_FOUR_RANDOM),) * 2
+    sources = (AgentSource.from_path(RANDOM_PLAYER),) * 2
     cpu_before = time.thread_time()
 
     def stopped() -> bool:
@@ -462,7 +460,7 @@ def _load_round(
                 *(sys.executable, "-m", "bench.bench_llm", "--llm-duels", url),
                 *(str(duels), str(matches), str(seed)),
             ],
-            cwd=ROOT,
+            cwd=REPOSITORY,
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -532,7 +530,7 @@ def _load(
                     *(sys.executable, "-m", "bench.bench_llm", "--load-round", server.url),
                     *(str(argument) for argument in arguments),
                 ],
-                cwd=ROOT,
+                cwd=REPOSITORY,
                 stdout=subprocess.PIPE,
                 text=True,
                 check=True,
@@ -791,13 +789,8 @@ def main(argv: list[str] | None = None) -> int:
         return profile()
     return run_bench(
         argv,
-        prog="python -m bench.bench_llm",
-        description=__doc__,
+        sys.modules[__name__],
         quick_help="smoke run: one round of 2 matches, 3 LLM duels at once",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
     )
 
 

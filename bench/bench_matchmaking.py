@@ -42,6 +42,7 @@ import dataclasses
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -95,6 +96,23 @@ def strengths(records: Sequence[float], scale: float) -> np.ndarray:
     return -np.concatenate([[0.0], np.cumsum(gaps)])
 
 
+def match_points(truth: np.ndarray, first: int, second: int, rng: np.random.Generator) -> float:
+    """One match drawn from the model: the first mover's points (1, 0.5 or 0)."""
+    if rng.random() < DRAWS:
+        return 0.5
+    chance = 1 / (1 + math.exp(-(truth[first] - truth[second] + ADVANTAGE)))
+    return float(rng.random() < chance)
+
+
+def order_tau(order: Sequence[int]) -> float:
+    """Kendall's tau of a ranking of the field, best first, against the true order (agent 0
+    strongest)."""
+    measured = [0.0] * len(order)
+    for place, agent in enumerate(order):
+        measured[agent] = -place
+    return kendall_tau([-agent for agent in range(len(order))], measured)
+
+
 class Ladder:
     """One simulated ladder: its matches, the online ratings and the duels played."""
 
@@ -114,11 +132,7 @@ class Ladder:
     def play(self, one: int, two: int) -> None:
         """A duel: each agent first once; the ratings moved after every match."""
         for first, second in ((one, two), (two, one)):
-            if self.rng.random() < DRAWS:
-                points = 0.5
-            else:
-                chance = 1 / (1 + math.exp(-(self.truth[first] - self.truth[second] + ADVANTAGE)))
-                points = float(self.rng.random() < chance)
+            points = match_points(self.truth, first, second, self.rng)
             record = self.games.setdefault((first, second), [0, 0.0])
             record[0] += 1
             record[1] += points
@@ -158,11 +172,7 @@ class Ladder:
         )
 
     def tau(self) -> float:
-        order = self.published()
-        measured = [0.0] * self.size
-        for place, agent in enumerate(order):
-            measured[agent] = -place
-        return kendall_tau([-agent for agent in range(self.size)], measured)
+        return order_tau(self.published())
 
 
 Policy = Callable[[Ladder, list[int], int], list[tuple[int, int]]]
@@ -315,14 +325,7 @@ def table(figures: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     return run_bench(
-        argv,
-        prog="python -m bench.bench_matchmaking",
-        description=__doc__,
-        quick_help="6 agents, 4 ladders per cell (a smoke run)",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
+        argv, sys.modules[__name__], quick_help="6 agents, 4 ladders per cell (a smoke run)"
     )
 
 

@@ -52,10 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.support import games_import, machine, machine_summary
+from bench.support import RANDOM_PLAYER, REPOSITORY, games_import, machine, machine_summary
 
-ROOT = Path(__file__).resolve().parent.parent
-RANDOM_PLAYER = ROOT / "example_players" / "connect_four" / "random_player.py"
 TARGET_MS = 2.0
 
 
@@ -109,7 +107,7 @@ class GatewayProcess:
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "manage.py", "run_gateway", "--port", str(self.port)],
-                cwd=ROOT,
+                cwd=REPOSITORY,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -147,7 +145,7 @@ def _clients(server: str, tokens: list[str], duels: int) -> subprocess.Popen[str
     --clients``, reading its tokens from stdin."""
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.bench_online", "--clients", server, str(duels)],
-        cwd=ROOT,
+        cwd=REPOSITORY,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -162,7 +160,7 @@ def _clients(server: str, tokens: list[str], duels: int) -> subprocess.Popen[str
 
 def _run_clients(server: str, duels: int) -> int:
     """The client side: one ``OnlineClient`` per token, each for ``duels`` duels."""
-    sys.path.insert(0, str(ROOT / "sdk"))
+    sys.path.insert(0, str(REPOSITORY / "sdk"))
     from arena_sdk.adapters import load_agent
     from arena_sdk.online import OnlineClient
 
@@ -571,13 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_clients(argv[1], int(argv[2]))
     return run_bench(
         argv,
-        prog="python -m bench.bench_online",
-        description=__doc__,
+        sys.modules[__name__],
         quick_help="smoke run: one round, 6 agents at once, 20 idle connections",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
     )
 
 

@@ -52,7 +52,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import bench_parser, figures_report
-from bench.fields import tallied, tally_store, validated_revisions
+from bench.fields import (
+    FinishedDuel,
+    finished_duels,
+    tallied,
+    tally_store,
+    validated_revisions,
+)
 from bench.support import REPOSITORY, checkout_prepare, machine, machine_summary, postgres_server
 
 SEED = 20261127
@@ -113,9 +119,7 @@ def fill(plan: Plan, rng: random.Random) -> dict[str, list[str]]:
 
     from core.models import (
         Competitor,
-        Duel,
         DuelResult,
-        DuelStatus,
         Match,
         Participant,
         Rating,
@@ -189,21 +193,18 @@ def fill(plan: Plan, rng: random.Random) -> dict[str, list[str]]:
         for index, one in enumerate(entrants)
         for two in entrants[index + 1 :]
     ]
-    duels = Duel.objects.bulk_seated(
+    duels = finished_duels(
+        environment,
         [
-            Duel(
-                tournament=ladder if number < in_ladder else round_robin,
-                environment=environment,
-                num_matches=2,
+            FinishedDuel(
+                ladder if number < in_ladder else round_robin,
                 seed=number,
-                status=DuelStatus.SUCCEEDED,
-                result=DuelResult.DRAW,
-                started_at=now,
+                seats=(revisions[one], revisions[two]),
                 ended_at=now,
+                started_at=now,
             )
-            for number in range(len(pairs))
+            for number, (one, two) in enumerate(pairs)
         ],
-        [(revisions[one], revisions[two]) for one, two in pairs],
     )
     matches = []
     for duel in duels:

@@ -38,7 +38,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
@@ -51,7 +50,7 @@ from django.conf import settings  # noqa: E402
 
 from bench.cli import run_bench  # noqa: E402
 from bench.ranking import kendall_tau  # noqa: E402
-from bench.support import check_clean, machine  # noqa: E402
+from bench.support import PLAYERS, check_clean, machine  # noqa: E402
 from referee.duel import run_duel  # noqa: E402
 from referee.results import DuelResult  # noqa: E402
 from sandboxes.base import AgentSource  # noqa: E402
@@ -61,8 +60,6 @@ from tournament_manager.ratings import _MODEL  # noqa: E402
 
 ENVIRONMENT = "connect_four"
 SEED = 20261122
-ROOT = Path(__file__).resolve().parent.parent
-PLAYERS = ROOT / "example_players" / "connect_four"
 
 #: From the issue: the ladder ranks at tau >= 0.9 within half the round robin's matches.
 TARGET_TAU = 0.9
@@ -369,16 +366,7 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_bench(
-        argv,
-        prog="python -m bench.bench_ratings",
-        description=__doc__,
-        quick_help="a smoke run (4 agents, 2 matches)",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
-    )
+    return run_bench(argv, sys.modules[__name__], quick_help="a smoke run (4 agents, 2 matches)")
 
 
 if __name__ == "__main__":

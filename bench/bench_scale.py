@@ -48,7 +48,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.fields import Tally, bench_field, rated, tallied, tally_store
+from bench.fields import (
+    FinishedDuel,
+    Tally,
+    bench_field,
+    finished_duels,
+    rated,
+    tallied,
+    tally_store,
+)
 from bench.support import machine, machine_summary, throwaway_database
 
 SEED = 20261126
@@ -104,9 +112,7 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
     from django.utils import timezone
 
     from core.models import (
-        Duel,
         DuelResult,
-        DuelStatus,
         Match,
         Participant,
         Rating,
@@ -137,20 +143,17 @@ def _fill(agents: int, matches_per_agent: int, rng: random.Random) -> tuple[Any,
     for start in range(0, len(pending), CHUNK):
         chunk = pending[start : start + CHUNK]
         with transaction.atomic():
-            duels = Duel.objects.bulk_seated(
+            duels = finished_duels(
+                environment,
                 [
-                    Duel(
-                        tournament=ladder,
-                        environment=environment,
-                        num_matches=2,
+                    FinishedDuel(
+                        ladder,
                         seed=start + i,
-                        status=DuelStatus.SUCCEEDED,
-                        result=DuelResult.DRAW,
+                        seats=(revisions[one], revisions[two]),
                         ended_at=now - datetime.timedelta(seconds=len(pending) - start - i),
                     )
-                    for i in range(len(chunk))
+                    for i, (one, two) in enumerate(chunk)
                 ],
-                [(revisions[one], revisions[two]) for one, two in chunk],
             )
             matches = []
             for duel, (one, two) in zip(duels, chunk, strict=True):
@@ -354,13 +357,10 @@ def main(argv: list[str] | None = None) -> int:
         del arguments[at : at + 2]
     return run_bench(
         arguments,
-        prog="python -m bench.bench_scale",
-        description=__doc__,
+        sys.modules[__name__],
         quick_help="smoke run: 30 and 60 agents, 20 matches each",
         measure=lambda plan, report: measure(plan, report=report, postgres=postgres),
         full=full,
-        quick=QUICK,
-        table=table,
     )
 
 

@@ -38,23 +38,23 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from bench.bench_matchmaking import (
-    ADVANTAGE,
-    DRAWS,
     NEIGHBOUR_RECORDS,
     SEED,
     Ladder,
     by_leaderboard,
+    match_points,
+    order_tau,
     strengths,
 )
 from bench.cli import run_bench
-from bench.ranking import kendall_tau
 from bench.support import machine, machine_summary
 from tournament_manager import pairing
 
@@ -98,11 +98,7 @@ def duel_points(truth: np.ndarray, one: int, two: int, rng: np.random.Generator)
     """Two matches, each agent first once: 2 points to the winner, 1 each for a draw."""
     score = 0.0
     for first, second, sign in ((one, two, 1), (two, one, -1)):
-        if rng.random() < DRAWS:
-            points = 0.5
-        else:
-            chance = 1 / (1 + math.exp(-(truth[first] - truth[second] + ADVANTAGE)))
-            points = float(rng.random() < chance)
+        points = match_points(truth, first, second, rng)
         score += points if sign == 1 else 1 - points
     if score > 1:
         return 2, 0
@@ -139,13 +135,6 @@ def swiss(truth: np.ndarray, seeds: list[int], rounds: int, rng: np.random.Gener
     return sorted(seeds, key=lambda agent: (-points[agent], -buchholz[agent], seed_of[agent]))
 
 
-def tau_of(order: Sequence[int], size: int) -> float:
-    measured = [0.0] * size
-    for place, agent in enumerate(order):
-        measured[agent] = -place
-    return kendall_tau([-agent for agent in range(size)], measured)
-
-
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     truth = strengths(plan.records, 1.0)
     size = len(truth)
@@ -163,7 +152,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                 # The same draws for every seeding: only the seeds differ.
                 seeds = seeded(ladder, how, np.random.default_rng([SEED, index, 1]))
                 order = swiss(truth, seeds, rounds, np.random.default_rng([SEED, index]))
-                taus[how].append(tau_of(order, size))
+                taus[how].append(order_tau(order))
                 firsts[how] += order[0] == 0
         for how in SEEDINGS:
             differences = [
@@ -222,14 +211,7 @@ def table(figures: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     return run_bench(
-        argv,
-        prog="python -m bench.bench_seeding",
-        description=__doc__,
-        quick_help="6 agents, 6 tournaments per cell (a smoke run)",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
+        argv, sys.modules[__name__], quick_help="6 agents, 6 tournaments per cell (a smoke run)"
     )
 
 

@@ -81,9 +81,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import bench_parser, figures_report
-from bench.support import REPOSITORY, games_import, machine, machine_summary
+from bench.support import PLAYERS, REPOSITORY, games_import, machine, machine_summary
 
-PLAYERS = REPOSITORY / "example_players" / "connect_four"
 ENVIRONMENT = "connect_four"
 OWNER_EMAIL = "soak@example.org"
 #: A job past its lease or its re-send time by this much was missed by the watchdog
@@ -182,7 +181,7 @@ def site_upload(count: int) -> dict[str, Any]:
         email=OWNER_EMAIL, display_name="Soak", password="a long soak password 2026"
     )
     environment = Environment.objects.get(name=ENVIRONMENT)
-    players = Path(__file__).resolve().parent.parent / "example_players" / ENVIRONMENT
+    players = REPOSITORY / "example_players" / ENVIRONMENT
     for name in agent_names(count):
         with transaction.atomic():
             competitor = competitor_get_or_create(

@@ -217,16 +217,7 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_bench(
-        argv,
-        prog="python -m bench.bench_tournament",
-        description=__doc__,
-        quick_help="a smoke run (4 agents, 2 matches)",
-        measure=measure,
-        full=FULL,
-        quick=QUICK,
-        table=table,
-    )
+    return run_bench(argv, sys.modules[__name__], quick_help="a smoke run (4 agents, 2 matches)")
 
 
 if __name__ == "__main__":

@@ -42,9 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import bench_parser, figures_report
-from bench.support import REPOSITORY, games_import, machine, machine_summary
+from bench.support import RANDOM_PLAYER, REPOSITORY, games_import, machine, machine_summary
 
-PLAYER = REPOSITORY / "example_players" / "connect_four" / "random_player.py"
 ENVIRONMENT = "connect_four"
 TARGET_SECONDS = 10.0
 REQUIREMENTS_AGENT = """\
@@ -135,7 +134,7 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
     image = base_image_build().tag  # warm: reused, or built once before anything is timed
     games_import()
     owner = User.objects.create_user("bench@example.org", "a long enough password")
-    player = PLAYER.read_text()
+    player = RANDOM_PLAYER.read_text()
     uploads = 0
 
     def unique(source: str) -> str:
@@ -174,7 +173,7 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
         "machine": machine(),
         "image": image,
         "rounds": rounds,
-        "agent": str(PLAYER.relative_to(REPOSITORY)),
+        "agent": str(RANDOM_PLAYER.relative_to(REPOSITORY)),
         "requirements": requirements,
         "medians": medians,
         "target_seconds": TARGET_SECONDS,

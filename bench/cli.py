@@ -7,36 +7,44 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
 def run_bench(
     argv: list[str] | None,
+    benchmark: ModuleType,
     *,
-    prog: str,
-    description: str | None,
     quick_help: str,
-    measure: Callable[..., dict[str, Any]],
-    full: object,
-    quick: object,
-    table: Callable[[dict[str, Any]], str],
+    measure: Callable[..., dict[str, Any]] | None = None,
+    full: object | None = None,
+    quick: object | None = None,
     add_options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> int:
-    """Measure with the full or quick plan, print the table, optionally write the figures.
+    """Run a benchmark module (``sys.modules[__name__]``): its docstring is the command's
+    help; it measures with the module's ``FULL`` plan, or its ``QUICK`` one, prints the
+    module's ``table`` of the figures, and optionally writes them.
 
-    ``add_options`` adds a benchmark's own options; ``measure`` then also gets them, parsed,
-    as ``options``."""
-    parser = bench_parser(prog=prog, description=description, quick_help=quick_help)
+    ``measure``, ``full`` and ``quick`` stand in for the module's own where its command
+    line changes them. ``add_options`` adds a benchmark's own options; ``measure`` then
+    also gets them, parsed, as ``options``."""
+    # Run with ``python -m``, the module is __main__; its spec keeps its own name.
+    name = benchmark.__spec__.name if benchmark.__spec__ is not None else benchmark.__name__
+    parser = bench_parser(
+        prog=f"python -m {name}", description=benchmark.__doc__, quick_help=quick_help
+    )
     if add_options is not None:
         add_options(parser)
     arguments = parser.parse_args(argv)
     extra = {"options": arguments} if add_options is not None else {}
-    figures = measure(
-        quick if arguments.quick else full,
-        report=lambda line: print(line, file=sys.stderr, flush=True),
-        **extra,
+    if arguments.quick:
+        plan = benchmark.QUICK if quick is None else quick
+    else:
+        plan = benchmark.FULL if full is None else full
+    figures = (benchmark.measure if measure is None else measure)(
+        plan, report=lambda line: print(line, file=sys.stderr, flush=True), **extra
     )
-    figures_report(figures, table(figures), arguments.json)
+    figures_report(figures, benchmark.table(figures), arguments.json)
     return 0
 
 

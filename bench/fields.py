@@ -4,7 +4,8 @@ referee)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 
@@ -76,6 +77,40 @@ def bench_field(name: str, agents: int, *, is_public: bool = False) -> BenchFiel
     revisions = validated_revisions(competitors)
     ratings = Rating.objects.bulk_create(Rating(competitor=c) for c in competitors)
     return BenchField(environment, owner, revisions, ratings)
+
+
+class FinishedDuel(NamedTuple):
+    """A duel of a written history: its tournament, its seed, the revisions in seats 1
+    and 2, and when it ended (and started, where a page shows it)."""
+
+    tournament: Any
+    seed: int
+    seats: tuple[Any, Any]
+    ended_at: datetime.datetime
+    started_at: datetime.datetime | None = None
+
+
+def finished_duels(environment: Any, duels: Sequence[FinishedDuel]) -> list[Any]:
+    """Two-match duels that succeeded, seated, in bulk; their result is a stand-in draw
+    (the matches written after them say who won)."""
+    from core.models import Duel, DuelResult, DuelStatus
+
+    return Duel.objects.bulk_seated(
+        [
+            Duel(
+                tournament=duel.tournament,
+                environment=environment,
+                num_matches=2,
+                seed=duel.seed,
+                status=DuelStatus.SUCCEEDED,
+                result=DuelResult.DRAW,
+                started_at=duel.started_at,
+                ended_at=duel.ended_at,
+            )
+            for duel in duels
+        ],
+        [duel.seats for duel in duels],
+    )
 
 
 def rated(matches: Iterable[Any], players: Iterable[tuple[Any, Any]], batch_size: int) -> None:

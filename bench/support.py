@@ -19,6 +19,9 @@ from referee.results import DuelResult
 
 #: The checkout the benchmarks run from.
 REPOSITORY = Path(__file__).resolve().parent.parent
+#: The example players of Connect Four, the game most benchmarks play, and the random one.
+PLAYERS = REPOSITORY / "example_players" / "connect_four"
+RANDOM_PLAYER = PLAYERS / "random_player.py"
 
 
 def machine() -> dict[str, Any]:

@@ -67,34 +67,42 @@ lanes="$(mktemp -d)"
 # with no job left fails, and under `set -e` its status 2 became the run's: a green run
 # exited 2.)
 trap 'jobs -p | xargs -r kill 2>/dev/null || true; rm -rf "$lanes"' EXIT
-echo "arena test: types, layers and the docs site, then ${AFTER_CHECKS[*]}, in the background (shown when done)"
-(
-  status=0
+# Each lane runs all its steps and fails if any of them did.
+lane_pytest() {
+  .venv/bin/pytest -p no:cacheprovider --durations=10 "$@"
+}
+checks_lane() {
+  local status=0
   checks || status=$?
   scripts/setup_tools.sh || status=$?
-  .venv/bin/pytest -p no:cacheprovider --durations=10 "${AFTER_CHECKS[@]}" || status=$?
-  exit "$status"
-) >"$lanes/checks.log" 2>&1 &
-checks_lane=$!
-echo "arena test: the production stack, then ${AFTER_STACK[*]}, in the background"
-(
-  status=0
-  .venv/bin/pytest -p no:cacheprovider --durations=10 "${STACK_TESTS[@]}" || status=$?
-  .venv/bin/pytest -p no:cacheprovider --durations=10 "${AFTER_STACK[@]}" || status=$?
-  exit "$status"
-) >"$lanes/stack.log" 2>&1 &
-stack_lane=$!
-echo "arena test: the Django-free layer (.venv-pure, no Django installed), then ${AFTER_PURE[*]}, in the background"
-(
-  status=0
-  scripts/setup_pure.sh || exit
+  lane_pytest "${AFTER_CHECKS[@]}" || status=$?
+  return "$status"
+}
+stack_lane() {
+  local status=0
+  lane_pytest "${STACK_TESTS[@]}" || status=$?
+  lane_pytest "${AFTER_STACK[@]}" || status=$?
+  return "$status"
+}
+pure_lane() {
+  local status=0
+  scripts/setup_pure.sh || return
   .venv-pure/bin/python -m pytest -p no:cacheprovider \
     -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 "${PURE_TESTS[@]}" \
     || status=$?
-  .venv/bin/pytest -p no:cacheprovider --durations=10 "${AFTER_PURE[@]}" || status=$?
-  exit "$status"
-) >"$lanes/pure.log" 2>&1 &
-pure_lane=$!
+  lane_pytest "${AFTER_PURE[@]}" || status=$?
+  return "$status"
+}
+declare -A lane_pids
+# Starts the lane $1 (the function ${1}_lane), which runs $2, writing to its log.
+lane_start() {
+  echo "arena test: $2, in the background (shown when done)"
+  "${1}_lane" >"$lanes/$1.log" 2>&1 &
+  lane_pids[$1]=$!
+}
+lane_start checks "types, layers and the docs site, then ${AFTER_CHECKS[*]}"
+lane_start stack "the production stack, then ${AFTER_STACK[*]}"
+lane_start pure "the Django-free layer (.venv-pure, no Django installed), then ${AFTER_PURE[*]}"
 echo "arena test: everything else, in .venv, two test processes"
 status=0
 .venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=40 \
@@ -103,8 +111,7 @@ status=0
   "${AFTER_CHECKS[@]/#/--ignore=}" || status=$?
 for lane in checks pure stack; do
   lane_status=0
-  pid_name="${lane}_lane"
-  wait "${!pid_name}" || lane_status=$?
+  wait "${lane_pids[$lane]}" || lane_status=$?
   echo "arena test: the ${lane} lane's output"
   cat "$lanes/$lane.log"
   if [ "$lane_status" -ne 0 ]; then

@@ -104,7 +104,7 @@ resource "aws_key_pair" "admin" {
 resource "aws_instance" "control" {
   ami                    = local.ami_id
   instance_type          = var.control_instance_type
-  subnet_id              = aws_subnet.control.id
+  subnet_id              = aws_subnet.arena["control"].id
   private_ip             = local.control_private_ip
   vpc_security_group_ids = [aws_security_group.control.id]
   iam_instance_profile   = aws_iam_instance_profile.host.name
@@ -153,7 +153,7 @@ resource "aws_instance" "worker" {
   count                  = var.worker_count
   ami                    = local.ami_id
   instance_type          = var.worker_instance_type
-  subnet_id              = aws_subnet.workers.id
+  subnet_id              = aws_subnet.arena["workers"].id
   vpc_security_group_ids = [aws_security_group.workers.id]
   iam_instance_profile   = aws_iam_instance_profile.host.name
   key_name               = one(aws_key_pair.admin[*].key_name)

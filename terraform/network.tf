@@ -6,11 +6,15 @@
 locals {
   availability_zone = var.availability_zone != "" ? var.availability_zone : "${var.aws_region}a"
   subnet_newbits    = 24 - tonumber(split("/", var.vpc_cidr)[1])
-  control_cidr      = cidrsubnet(var.vpc_cidr, local.subnet_newbits, 0)
-  workers_cidr      = cidrsubnet(var.vpc_cidr, local.subnet_newbits, 1)
+  # Each kind of machine's subnet: the control machine's the VPC's first /24, the
+  # workers' the second.
+  subnet_cidrs = {
+    control = cidrsubnet(var.vpc_cidr, local.subnet_newbits, 0)
+    workers = cidrsubnet(var.vpc_cidr, local.subnet_newbits, 1)
+  }
   # Fixed, so that the workers' boot configuration can name it without waiting for the
   # control machine (and without a cycle between the two).
-  control_private_ip = cidrhost(local.control_cidr, 10)
+  control_private_ip = cidrhost(local.subnet_cidrs.control, 10)
 }
 
 resource "aws_vpc" "arena" {
@@ -35,22 +39,25 @@ resource "aws_internet_gateway" "arena" {
   tags = { Name = var.name }
 }
 
-resource "aws_subnet" "control" {
+resource "aws_subnet" "arena" {
+  for_each                = local.subnet_cidrs
   vpc_id                  = aws_vpc.arena.id
-  cidr_block              = local.control_cidr
+  cidr_block              = each.value
   availability_zone       = local.availability_zone
   map_public_ip_on_launch = false
 
-  tags = { Name = "${var.name}-control" }
+  tags = { Name = "${var.name}-${each.key}" }
 }
 
-resource "aws_subnet" "workers" {
-  vpc_id                  = aws_vpc.arena.id
-  cidr_block              = local.workers_cidr
-  availability_zone       = local.availability_zone
-  map_public_ip_on_launch = false
+# The subnets were two resources before: existing deployments keep theirs.
+moved {
+  from = aws_subnet.control
+  to   = aws_subnet.arena["control"]
+}
 
-  tags = { Name = "${var.name}-workers" }
+moved {
+  from = aws_subnet.workers
+  to   = aws_subnet.arena["workers"]
 }
 
 resource "aws_route_table" "control" {
@@ -65,7 +72,7 @@ resource "aws_route_table" "control" {
 }
 
 resource "aws_route_table_association" "control" {
-  subnet_id      = aws_subnet.control.id
+  subnet_id      = aws_subnet.arena["control"].id
   route_table_id = aws_route_table.control.id
 }
 
@@ -81,7 +88,7 @@ resource "aws_eip" "nat" {
 resource "aws_nat_gateway" "workers" {
   count         = var.worker_count > 0 ? 1 : 0
   allocation_id = aws_eip.nat[0].id
-  subnet_id     = aws_subnet.control.id
+  subnet_id     = aws_subnet.arena["control"].id
 
   tags = { Name = "${var.name}-workers" }
 
@@ -102,7 +109,7 @@ resource "aws_route" "workers_outbound" {
 }
 
 resource "aws_route_table_association" "workers" {
-  subnet_id      = aws_subnet.workers.id
+  subnet_id      = aws_subnet.arena["workers"].id
   route_table_id = aws_route_table.workers.id
 }
 
