@@ -40,14 +40,9 @@ class EnvironmentOut(Schema):
     limits: Limits
 
     @staticmethod
-    def resolve_limits(environment: Environment) -> Limits:
-        return Limits(
-            move_time=environment.move_time,
-            time_bank=environment.time_bank,
-            startup_time=environment.startup_time,
-            memory_mb=environment.memory_mb,
-            cpu_seconds=environment.cpu_seconds,
-        )
+    def resolve_limits(environment: Environment) -> Environment:
+        # The limits are the environment's own fields, which ``Limits`` reads.
+        return environment
 
 
 class EnvironmentDetailOut(EnvironmentOut):
