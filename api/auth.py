@@ -26,6 +26,8 @@ holder for tokens, per address for anonymous requests.
 from __future__ import annotations
 
 import enum
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -326,7 +328,11 @@ _ArenaAuth = (TokenAuth, ModelTokenAuth)
 class ArenaRouter(Router):
     """A router whose every operation says who may call it: its ``auth`` (or the
     router's) must be one of this module's, and the OpenAPI document gets its access as
-    ``x-arena-access``; reads also list "no token" as allowed (an empty requirement)."""
+    ``x-arena-access``; reads also list "no token" as allowed (an empty requirement).
+
+    Every operation also says what it does, in one place: its function's docstring, whose
+    first line is the document's summary and whose paragraphs after it are the
+    description (``operation_text``)."""
 
     def __init__(self, *, tags: list[str], auth: TokenAuth | ModelTokenAuth | None = None) -> None:
         super().__init__(tags=tags, auth=NOT_SET if auth is None else auth)
@@ -346,4 +352,21 @@ class ArenaRouter(Router):
             # empty requirement, which in OpenAPI means "or no authentication".
             extra["security"] = [{}]
         kwargs["openapi_extra"] = {**extra, **(kwargs.get("openapi_extra") or {})}
+        if kwargs.get("summary") or kwargs.get("description"):
+            raise TypeError(f"{args[0]!r}: an operation's docstring is its summary and description")
+        kwargs["summary"], kwargs["description"] = operation_text(args[0], args[2])
         super().add_api_operation(*args, **kwargs)
+        # ninja takes the whole docstring for a missing description: an operation whose
+        # docstring is its summary alone has none.
+        self.path_operations[args[0]].operations[-1].description = kwargs["description"]
+
+
+def operation_text(path: str, view: Callable[..., Any]) -> tuple[str, str | None]:
+    """An operation's summary, its docstring's first line, and its description, the
+    paragraphs after it, each folded onto one line (line breaks are the source's, not the
+    text's)."""
+    summary, _, rest = inspect.cleandoc(view.__doc__ or "").partition("\n")
+    if not summary:
+        raise TypeError(f"{path!r}: every operation has a docstring, its summary first")
+    paragraphs = [" ".join(paragraph.split("\n")) for paragraph in rest.strip().split("\n\n")]
+    return summary, "\n\n".join(paragraphs) or None

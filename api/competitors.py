@@ -314,44 +314,40 @@ class RatingChangeFilters(FilterSchema):
 COMPETITOR = "/competitors/{environment}/{name}"
 
 
-@router.get(
-    "/competitors",
-    response=documented({200: list[CompetitorOut]}),
-    summary="Competitors you may see",
-    description="Public competitors, and your own; every one for organizers. "
-    "`mine=true` keeps only yours.",
-)
+@router.get("/competitors", response=documented({200: list[CompetitorOut]}))
 @paginated
 def competitors_list(
     request: HttpRequest, filters: Query[CompetitorFilters], mine: bool = False
 ) -> QuerySet[Competitor]:
+    """Competitors you may see
+
+    Public competitors, and your own; every one for organizers. `mine=true` keeps only
+    yours.
+    """
     return filters.filter(competitors_for(user=request.user, owned_only=mine))
 
 
-@router.get(
-    COMPETITOR,
-    response=documented({200: CompetitorDetailOut}, 404),
-    summary="One competitor",
-)
+@router.get(COMPETITOR, response=documented({200: CompetitorDetailOut}, 404))
 def competitor_detail(request: HttpRequest, environment: Slug, name: Slug) -> Competitor:
+    """One competitor"""
     competitor = get_competitor_for_user(request.user, environment, name)
     return competitor_with_summary(competitor)
 
 
 @router.patch(
-    COMPETITOR,
-    auth=auth.submit,
-    response=documented({200: CompetitorDetailOut}, 400, 404),
-    summary="Change one of your competitors' settings",
-    description="For an upload, an LLM player and an online model alike. `share_logs`: "
-    "whether everyone may read its agent's logs (each finished duel's and evaluation's, at "
-    "each move in its replays, its validation's, an LLM player's conversations) while it is "
-    "public. `is_public`: whether anyone may see it. `is_disabled`: take it out of play "
-    "(it leaves every tournament and ladder; what it played stays) or back in.",
+    COMPETITOR, auth=auth.submit, response=documented({200: CompetitorDetailOut}, 400, 404)
 )
 def competitor_change(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug, payload: CompetitorPatch
 ) -> Competitor:
+    """Change one of your competitors' settings
+
+    For an upload, an LLM player and an online model alike. `share_logs`: whether everyone
+    may read its agent's logs (each finished duel's and evaluation's, at each move in its
+    replays, its validation's, an LLM player's conversations) while it is public.
+    `is_public`: whether anyone may see it. `is_disabled`: take it out of play (it leaves
+    every tournament and ladder; what it played stays) or back in.
+    """
     competitor = get_own_competitor(request.user, environment, name)
     changes = payload.dict(exclude_unset=True)
     with transaction.atomic():
@@ -366,20 +362,18 @@ def competitor_change(
     return competitor_with_summary(competitor)
 
 
-@router.delete(
-    COMPETITOR,
-    auth=auth.submit,
-    response=documented({200: CompetitorDeletionOut}, 404),
-    summary="Delete one of your competitors",
-    description="Deletes each of its revisions as `DELETE /submissions/{id}` does: erased "
-    "when nothing but its own validation refers to it. When every revision goes, the "
-    "competitor goes too and its name is free. When one is kept (it played others, is in a "
-    "tournament or on the leaderboard, or a worker holds it), the competitor is withdrawn "
-    "instead: disabled, so it plays no more, while what it played stays for its opponents.",
-)
+@router.delete(COMPETITOR, auth=auth.submit, response=documented({200: CompetitorDeletionOut}, 404))
 def competitor_remove(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug
 ) -> CompetitorDeletion:
+    """Delete one of your competitors
+
+    Deletes each of its revisions as `DELETE /submissions/{id}` does: erased when nothing
+    but its own validation refers to it. When every revision goes, the competitor goes too
+    and its name is free. When one is kept (it played others, is in a tournament or on the
+    leaderboard, or a worker holds it), the competitor is withdrawn instead: disabled, so it
+    plays no more, while what it played stays for its opponents.
+    """
     return competitor_delete(competitor=get_own_competitor(request.user, environment, name))
 
 
@@ -390,20 +384,19 @@ class TestDuelIn(Schema):
 
 
 @router.post(
-    f"{COMPETITOR}/test-duels",
-    auth=auth.submit,
-    response=documented({201: DuelOut}, 400, 404),
-    summary="Start a test duel of one of your competitors against an agent of your choice",
-    description="Unrated and queued at once: your competitor's newest validated revision "
-    "(seat 1) against the opponent's, a duel of the game's usual number of matches, kept "
-    "with its replays (`GET /duels/{id}`). Two-player games; uploaded agents and LLM "
-    "players (not online models, which play when their client is connected). At most "
-    "`ARENA_TEST_DUELS_PER_HOUR` a user an hour (12 by default): past it, a 400 says when "
-    "the next may start.",
+    f"{COMPETITOR}/test-duels", auth=auth.submit, response=documented({201: DuelOut}, 400, 404)
 )
 def test_duel_start(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug, payload: TestDuelIn
 ) -> Status[Duel]:
+    """Start a test duel of one of your competitors against an agent of your choice
+
+    Unrated and queued at once: your competitor's newest validated revision (seat 1) against
+    the opponent's, a duel of the game's usual number of matches, kept with its replays
+    (`GET /duels/{id}`). Two-player games; uploaded agents and LLM players (not online
+    models, which play when their client is connected). At most `ARENA_TEST_DUELS_PER_HOUR`
+    a user an hour (12 by default): past it, a 400 says when the next may start.
+    """
     competitor = get_own_competitor(request.user, environment, name)
     opponent = get_competitor_for_user(request.user, environment, payload.opponent)
     duel = requested_duel_create(user=request.user, competitor=competitor, opponent=opponent)
@@ -414,17 +407,19 @@ def test_duel_start(
     f"{COMPETITOR}/revalidation",
     auth=auth.submit,
     response=documented({202: RevisionOut}, 400, 404),
-    summary="Have one of your competitors validated again",
-    description="While ladders pause it (its last duels all failed, played by no one), its "
-    "newest validated revision is validated again (an upload by self-play, an LLM player by "
-    "one request to its server), and ladders pair it again once that passes; an LLM "
-    "player's newest revision whose validation failed (its server did not answer) may be "
-    "too. Otherwise a 400 says why (an upload's fix is a new revision). A validation "
-    "already queued or running is not started twice. The answer is the revision.",
 )
 def revalidation_start(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug
 ) -> Status[Revision]:
+    """Have one of your competitors validated again
+
+    While ladders pause it (its last duels all failed, played by no one), its newest
+    validated revision is validated again (an upload by self-play, an LLM player by one
+    request to its server), and ladders pair it again once that passes; an LLM player's
+    newest revision whose validation failed (its server did not answer) may be too.
+    Otherwise a 400 says why (an upload's fix is a new revision). A validation already
+    queued or running is not started twice. The answer is the revision.
+    """
     competitor = get_own_competitor(request.user, environment, name)
     revision = revalidation_candidate(request.user, competitor)
     if revision is None:
@@ -433,44 +428,37 @@ def revalidation_start(
     return Status(202, get_revision_for_user(request.user, environment, name, revision.version))
 
 
-@router.get(
-    f"{COMPETITOR}/revisions",
-    response=documented({200: list[RevisionOut]}, 404),
-    summary="A competitor's revisions, newest first",
-)
+@router.get(f"{COMPETITOR}/revisions", response=documented({200: list[RevisionOut]}, 404))
 @paginated
 def revisions_list(
     request: HttpRequest, environment: Slug, name: Slug, filters: Query[RevisionFilters]
 ) -> QuerySet[Revision]:
+    """A competitor's revisions, newest first"""
     competitor = get_competitor_for_user(request.user, environment, name)
     return filters.filter(revisions_of(competitor))
 
 
 @router.get(
-    f"{COMPETITOR}/revisions/{{version}}",
-    response=documented({200: RevisionDetailOut}, 404),
-    summary="One revision, with its build, validation and publication logs",
+    f"{COMPETITOR}/revisions/{{version}}", response=documented({200: RevisionDetailOut}, 404)
 )
 def revision_detail(
     request: HttpRequest, environment: Slug, name: Slug, version: Number
 ) -> Revision:
+    """One revision, with its build, validation and publication logs"""
     return get_revision_for_user(request.user, environment, name, version)
 
 
-@router.get(
-    f"{COMPETITOR}/ratings",
-    response=documented({200: list[RatingChangeOut]}, 404),
-    summary="A competitor's openskill history, oldest first",
-    description=(
-        "Every change of its openskill rating: after each rated match, and resets. openskill "
-        "is a per-match estimate kept as this history; it steers nothing (the ladder and "
-        "Swiss seeding follow the leaderboard, which measured better), and the score the "
-        "site shows is the leaderboard's (`/leaderboard/{name}`)."
-    ),
-)
+@router.get(f"{COMPETITOR}/ratings", response=documented({200: list[RatingChangeOut]}, 404))
 @paginated
 def rating_changes_list(
     request: HttpRequest, environment: Slug, name: Slug, filters: Query[RatingChangeFilters]
 ) -> QuerySet[RatingChange]:
+    """A competitor's openskill history, oldest first
+
+    Every change of its openskill rating: after each rated match, and resets. openskill is a
+    per-match estimate kept as this history; it steers nothing (the ladder and Swiss seeding
+    follow the leaderboard, which measured better), and the score the site shows is the
+    leaderboard's (`/leaderboard/{name}`).
+    """
     competitor = get_competitor_for_user(request.user, environment, name)
     return filters.filter(rating_changes_of(competitor))

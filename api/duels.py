@@ -277,52 +277,39 @@ class MatchFilters(FilterSchema):
 # --- operations ---------------------------------------------------------------------
 
 
-@router.get(
-    "/duels",
-    response=documented({200: list[DuelOut]}),
-    summary="Duels you may see, newest first",
-)
+@router.get("/duels", response=documented({200: list[DuelOut]}))
 @paginated
 def duels_list(request: HttpRequest, filters: Query[DuelFilters]) -> QuerySet[Duel]:
+    """Duels you may see, newest first"""
     return filters.filter(duels_for(user=request.user))
 
 
-@router.get(
-    "/duels/{duel_id}",
-    response=documented({200: DuelDetailOut}, 404),
-    summary="One duel, with its agents' logs when you may see them",
-)
+@router.get("/duels/{duel_id}", response=documented({200: DuelDetailOut}, 404))
 def duel_detail(request: HttpRequest, duel_id: Id) -> Duel:
+    """One duel, with its agents' logs when you may see them"""
     return get_duel_for_user(request.user, duel_id)
 
 
-@router.get(
-    "/duels/{duel_id}/matches",
-    response=documented({200: list[MatchOut]}, 404),
-    summary="A duel's matches, in order",
-)
+@router.get("/duels/{duel_id}/matches", response=documented({200: list[MatchOut]}, 404))
 @paginated
 def matches_list(
     request: HttpRequest, duel_id: Id, filters: Query[MatchFilters]
 ) -> QuerySet[Match]:
+    """A duel's matches, in order"""
     return filters.filter(matches_of(get_duel_for_user(request.user, duel_id)))
 
 
-@router.get(
-    "/duels/{duel_id}/matches/{index}",
-    response=documented({200: MatchOut}, 404),
-    summary="One match",
-)
+@router.get("/duels/{duel_id}/matches/{index}", response=documented({200: MatchOut}, 404))
 def match_detail(request: HttpRequest, duel_id: Id, index: Number) -> Match:
+    """One match"""
     return get_match_for_user(request.user, duel_id, index)
 
 
-@router.get(
-    "/duels/{duel_id}/matches/{index}/replay",
-    response=documented({200: ReplayOut}, 404),
-    summary="A match's replay: seed, actions, timings, faults and every state",
-    description="Games are deterministic: a match stores its seed and actions, and the "
-    "states are recomputed from them by the game itself.",
-)
+@router.get("/duels/{duel_id}/matches/{index}/replay", response=documented({200: ReplayOut}, 404))
 def match_replay(request: HttpRequest, duel_id: Id, index: Number) -> ReplayStates:
+    """A match's replay: seed, actions, timings, faults and every state
+
+    Games are deterministic: a match stores its seed and actions, and the states are
+    recomputed from them by the game itself.
+    """
     return match_states(get_match_for_user(request.user, duel_id, index))

@@ -40,14 +40,9 @@ class EnvironmentOut(Schema):
     limits: Limits
 
     @staticmethod
-    def resolve_limits(environment: Environment) -> Limits:
-        return Limits(
-            move_time=environment.move_time,
-            time_bank=environment.time_bank,
-            startup_time=environment.startup_time,
-            memory_mb=environment.memory_mb,
-            cpu_seconds=environment.cpu_seconds,
-        )
+    def resolve_limits(environment: Environment) -> Environment:
+        # The limits are the environment's own fields, which ``Limits`` reads.
+        return environment
 
 
 class EnvironmentDetailOut(EnvironmentOut):
@@ -92,34 +87,29 @@ class EnvironmentFilters(FilterSchema):
     is_active: bool | None = None
 
 
-@router.get(
-    "/environments", response=documented({200: list[EnvironmentOut]}), summary="Every environment"
-)
+@router.get("/environments", response=documented({200: list[EnvironmentOut]}))
 @paginated
 def environments_list(
     request: HttpRequest, filters: Query[EnvironmentFilters]
 ) -> QuerySet[Environment]:
+    """Every environment"""
     return filters.filter(Environment.objects.order_by("name"))
 
 
-@router.get(
-    "/environments/{name}",
-    response=documented({200: EnvironmentDetailOut}, 404),
-    summary="One environment, with rules",
-)
+@router.get("/environments/{name}", response=documented({200: EnvironmentDetailOut}, 404))
 def environment_detail(request: HttpRequest, name: Slug) -> Environment:
+    """One environment, with rules"""
     return environment_named(name)
 
 
-@router.get(
-    "/leaderboard/{name}",
-    response=documented({200: LeaderboardOut}, 404),
-    summary="The published leaderboard of an environment",
-    description="Ranked entries best first, then the provisional ones (fewer rated matches "
-    "than `provisional_below_matches`). `score` is on the Elo scale, 1500 the field's mean; "
-    "`rank_best`..`rank_worst` is the 95 % interval of the rank.",
-)
+@router.get("/leaderboard/{name}", response=documented({200: LeaderboardOut}, 404))
 def leaderboard(request: HttpRequest, name: Slug) -> LeaderboardOut:
+    """The published leaderboard of an environment
+
+    Ranked entries best first, then the provisional ones (fewer rated matches than
+    `provisional_below_matches`). `score` is on the Elo scale, 1500 the field's mean;
+    `rank_best`..`rank_worst` is the 95 % interval of the rank.
+    """
     environment = environment_named(name)
     rows = leaderboard_rows(user=request.user, environment=environment)
     return LeaderboardOut(

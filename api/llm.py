@@ -285,18 +285,16 @@ def _jsonl(lines: Any) -> HttpResponse:
 # --- players --------------------------------------------------------------------------
 
 
-@router.post(
-    "/llm/players",
-    auth=auth.submit,
-    response=documented({201: LLMPlayerOut}, 400, 404),
-    summary="Register an LLM player",
-    description="A competitor whose moves a model chooses, prompted by Arena's harness "
-    "through its OpenAI-compatible server. It plays in ladders and tournaments like any "
-    "agent; nothing is uploaded, built or self-played.",
-)
+@router.post("/llm/players", auth=auth.submit, response=documented({201: LLMPlayerOut}, 400, 404))
 def llm_player_create(
     request: AuthenticatedHttpRequest, payload: LLMPlayerIn
 ) -> Status[Competitor]:
+    """Register an LLM player
+
+    A competitor whose moves a model chooses, prompted by Arena's harness through its
+    OpenAI-compatible server. It plays in ladders and tournaments like any agent; nothing is
+    uploaded, built or self-played.
+    """
     environment = environment_named(payload.environment)
     if payload.api_key and payload.api_key_ref:
         raise _invalid("give api_key or api_key_ref, not both")
@@ -314,17 +312,15 @@ def _invalid(message: str) -> HttpError:
     return HttpError(422, message[0].upper() + message[1:] + ".")
 
 
-@router.get(
-    "/llm/players",
-    auth=auth.read,
-    response=documented({200: list[LLMPlayerOut]}),
-    summary="LLM players you may see",
-    description="Public ones and your own; every one for organizers.",
-)
+@router.get("/llm/players", auth=auth.read, response=documented({200: list[LLMPlayerOut]}))
 @paginated
 def llm_players_list(
     request: HttpRequest, filters: Query[LLMPlayerFilters], mine: bool = False
 ) -> QuerySet[Competitor]:
+    """LLM players you may see
+
+    Public ones and your own; every one for organizers.
+    """
     players = _players(request)
     if mine:
         players = (
@@ -334,26 +330,24 @@ def llm_players_list(
 
 
 @router.get(
-    "/llm/players/{player_id}",
-    auth=auth.read,
-    response=documented({200: LLMPlayerOut}, 404),
-    summary="One LLM player",
+    "/llm/players/{player_id}", auth=auth.read, response=documented({200: LLMPlayerOut}, 404)
 )
 def llm_player_detail(request: HttpRequest, player_id: Id) -> Competitor:
+    """One LLM player"""
     return _visible_player(request, player_id)
 
 
 @router.patch(
-    "/llm/players/{player_id}",
-    auth=auth.submit,
-    response=documented({200: LLMPlayerOut}, 400, 404),
-    summary="Change one of your LLM players",
-    description="A change of what plays (server, model, sampling, limits, harness version, "
-    "key) makes a new version, whose leaderboard entry starts afresh.",
+    "/llm/players/{player_id}", auth=auth.submit, response=documented({200: LLMPlayerOut}, 400, 404)
 )
 def llm_player_change(
     request: AuthenticatedHttpRequest, player_id: Id, payload: LLMPlayerPatch
 ) -> Competitor:
+    """Change one of your LLM players
+
+    A change of what plays (server, model, sampling, limits, harness version, key) makes a
+    new version, whose leaderboard entry starts afresh.
+    """
     competitor = _visible_player(request, player_id)
     if not is_owner(request.user, competitor):
         raise Http404(f"You have no LLM player with id {player_id}.")
@@ -373,16 +367,15 @@ def llm_player_change(
 
 
 @router.get(
-    "/llm/models/{path:model}",
-    auth=auth.read,
-    response=documented({200: ModelStatsOut}, 404),
-    summary="A model's statistics, per environment and player",
-    description="From the conversations of every match its players played: games, wins, "
-    "losses, draws, shares of illegal and unparseable answers, retries, forfeits, tokens, "
-    "median latency and cost (at the organizers' prices). The same numbers as the site's "
-    "page of the model.",
+    "/llm/models/{path:model}", auth=auth.read, response=documented({200: ModelStatsOut}, 404)
 )
 def llm_model_stats(request: HttpRequest, model: ModelName) -> dict[str, Any]:
+    """A model's statistics, per environment and player
+
+    From the conversations of every match its players played: games, wins, losses, draws,
+    shares of illegal and unparseable answers, retries, forfeits, tokens, median latency and
+    cost (at the organizers' prices). The same numbers as the site's page of the model.
+    """
     page = model_page(user=request.user, model=model)
     if page.summary is None and not LLMPlayer.objects.filter(model=model).exists():
         raise Http404(f"No LLM player plays a model named {model!r}.")
@@ -412,17 +405,17 @@ MATCH = "/duels/{duel_id}/matches/{index}"
 
 
 @router.get(
-    f"{MATCH}/conversations",
-    auth=auth.read,
-    response=documented({200: list[ConversationOut]}, 404),
-    summary="A match's LLM conversations, by player",
-    description="For each LLM seat whose logs you may read (its conversations are its "
-    "agent's log), every request and answer of every move.",
+    f"{MATCH}/conversations", auth=auth.read, response=documented({200: list[ConversationOut]}, 404)
 )
 @paginated
 def match_conversations(
     request: HttpRequest, duel_id: Id, index: Number
 ) -> QuerySet[MatchConversation]:
+    """A match's LLM conversations, by player
+
+    For each LLM seat whose logs you may read (its conversations are its agent's log), every
+    request and answer of every move.
+    """
     match = get_match_for_user(request.user, duel_id, index)
     return conversations_visible(request.user, match)
 
@@ -430,11 +423,11 @@ def match_conversations(
 @router.get(
     f"{MATCH}/conversations.jsonl",
     response=documented({}, 404),
-    summary="A match's LLM conversations, as JSON lines",
     auth=auth.read,
     openapi_extra=_JSONL_RESPONSE,
 )
 def match_conversations_jsonl(request: HttpRequest, duel_id: Id, index: Number) -> HttpResponse:
+    """A match's LLM conversations, as JSON lines"""
     match = get_match_for_user(request.user, duel_id, index)
     return _jsonl(conversations_jsonl(user=request.user, matches=[match]))
 
@@ -442,11 +435,11 @@ def match_conversations_jsonl(request: HttpRequest, duel_id: Id, index: Number) 
 @router.get(
     "/duels/{duel_id}/conversations.jsonl",
     response=documented({}, 404),
-    summary="A duel's LLM conversations, as JSON lines",
     auth=auth.read,
     openapi_extra=_JSONL_RESPONSE,
 )
 def duel_conversations_jsonl(request: HttpRequest, duel_id: Id) -> HttpResponse:
+    """A duel's LLM conversations, as JSON lines"""
     duel = get_duel_for_user(request.user, duel_id)
     matches = list(duel_matches(duel))
     for match in matches:

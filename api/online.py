@@ -209,13 +209,9 @@ def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
 # --- registering models (user tokens) -------------------------------------------------------
 
 
-@router.post(
-    "/models",
-    auth=auth.models,
-    response=documented({201: ModelRegistered}, 400, 404),
-    summary="Register an online model and get its token",
-)
+@router.post("/models", auth=auth.models, response=documented({201: ModelRegistered}, 400, 404))
 def model_register(request: AuthenticatedHttpRequest, payload: ModelIn) -> Status[ModelRegistered]:
+    """Register an online model and get its token"""
     competitor, secret = online_model_register(
         owner=request.user,
         environment=environment_named(payload.environment),
@@ -228,14 +224,13 @@ def model_register(request: AuthenticatedHttpRequest, payload: ModelIn) -> Statu
     )
 
 
-@router.get(
-    "/models", auth=auth.models, response=documented({200: PagedModelOut}), summary="Your models"
-)
+@router.get("/models", auth=auth.models, response=documented({200: PagedModelOut}))
 def models_list(
     request: AuthenticatedHttpRequest,
     limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT),
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> dict[str, Any]:
+    """Your models"""
     models = (
         Competitor.objects.filter(owner=request.user, kind="online")
         .select_related("environment", "online_seat")
@@ -251,11 +246,11 @@ def models_list(
     "/models/{environment}/{name}/tokens",
     auth=auth.models,
     response=documented({201: TokenOut}, 404),
-    summary="Another token for one of your models",
 )
 def model_token_new(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug
 ) -> Status[TokenOut]:
+    """Another token for one of your models"""
     competitor = _own_model(request, environment, name)
     count = competitor.model_tokens.count() + 1
     _, secret = model_token_create(competitor=competitor, name=f"{name} model token {count}")
@@ -266,13 +261,15 @@ def model_token_new(
     "/models/{environment}/{name}/versions",
     auth=auth.models,
     response=documented({201: ModelOut}, 404),
-    summary="A new version of one of your models",
-    description="Say that the model changed: its leaderboard entry starts afresh, as after "
-    "an upload; its ratings carry on.",
 )
 def model_version_new(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug
 ) -> Status[ModelOut]:
+    """A new version of one of your models
+
+    Say that the model changed: its leaderboard entry starts afresh, as after an upload; its
+    ratings carry on.
+    """
     competitor = _own_model(request, environment, name)
     online_revision_create(competitor=competitor, created_by=request.user)
     return Status(201, _model_out(competitor))
@@ -326,13 +323,9 @@ async def _status(holder: Holder) -> StatusOut:
     )
 
 
-@router.get(
-    "/status",
-    auth=auth.play,
-    response=documented({200: StatusOut}),
-    summary="Where your model stands",
-)
+@router.get("/status", auth=auth.play, response=documented({200: StatusOut}))
 async def status(request: HttpRequest) -> StatusOut:
+    """Where your model stands"""
     return await _status(_holder(request))
 
 
@@ -342,15 +335,13 @@ def _join(competitor_id: int) -> None:
     )
 
 
-@router.post(
-    "/queue",
-    auth=auth.play,
-    response=documented({200: StatusOut}, 409),
-    summary="Join the matchmaking queue",
-    description="Your model is paired as soon as a good opponent is free, while its stream "
-    "is open. 409 when no ladder runs in its environment.",
-)
+@router.post("/queue", auth=auth.play, response=documented({200: StatusOut}, 409))
 async def queue_join(request: HttpRequest) -> StatusOut | HttpResponse:
+    """Join the matchmaking queue
+
+    Your model is paired as soon as a good opponent is free, while its stream is open. 409
+    when no ladder runs in its environment.
+    """
     holder = _holder(request)
     try:
         await sync_to_async(_join)(holder.model_id)
@@ -359,32 +350,20 @@ async def queue_join(request: HttpRequest) -> StatusOut | HttpResponse:
     return await _status(holder)
 
 
-@router.delete(
-    "/queue",
-    auth=auth.play_unrated,
-    response=documented({200: StatusOut}),
-    summary="Leave the matchmaking queue",
-    description="No new duel starts; a duel in play goes on, and leaving it loses it. Never "
-    "refused for the request rate, so that a client can always stop.",
-)
+@router.delete("/queue", auth=auth.play_unrated, response=documented({200: StatusOut}))
 async def queue_leave(request: HttpRequest) -> StatusOut:
+    """Leave the matchmaking queue
+
+    No new duel starts; a duel in play goes on, and leaving it loses it. Never refused for
+    the request rate, so that a client can always stop.
+    """
     holder = _holder(request)
     competitor = await sync_to_async(Competitor.objects.get)(pk=holder.competitor_id)
     await sync_to_async(online_queue_leave)(competitor=competitor)
     return await _status(holder)
 
 
-@router.get(
-    "/next",
-    auth=auth.play,
-    response=documented({200: EventsOut}, 400),
-    summary="The next events (long poll)",
-    description="For clients that cannot hold a stream: the events after `after` (or, "
-    "without it, as the stream would start), waiting up to `wait` seconds for one (at most "
-    "the server's `ARENA_ONLINE_POLL_SECONDS`, 60 by default). Your model counts as "
-    "connected during a poll and for 15 s after it. A poll whose token stops playing "
-    "(revoked, its model disabled or deleted) is answered 401 within a second.",
-)
+@router.get("/next", auth=auth.play, response=documented({200: EventsOut}, 400))
 async def events_next(
     request: HttpRequest,
     after: str | None = Query(
@@ -392,6 +371,14 @@ async def events_next(
     ),
     wait: float = Query(25.0, ge=0, le=MAX_POLL_SECONDS),
 ) -> EventsOut | HttpResponse:
+    """The next events (long poll)
+
+    For clients that cannot hold a stream: the events after `after` (or, without it, as the
+    stream would start), waiting up to `wait` seconds for one (at most the server's
+    `ARENA_ONLINE_POLL_SECONDS`, 60 by default). Your model counts as connected during a
+    poll and for 15 s after it. A poll whose token stops playing (revoked, its model
+    disabled or deleted) is answered 401 within a second.
+    """
     holder = _holder(request)
     try:
         cursor = seq_check(after)

@@ -128,35 +128,31 @@ class ScoreCompetitionFilters(FilterSchema):
     environment: Annotated[Slug | None, FilterLookup("environment__name")] = None
 
 
-@router.get(
-    "/score-competitions",
-    response=documented({200: list[ScoreCompetitionOut]}),
-    summary="Score competitions you may see, newest first",
-)
+@router.get("/score-competitions", response=documented({200: list[ScoreCompetitionOut]}))
 @paginated
 def score_competitions_list(
     request: HttpRequest, filters: Query[ScoreCompetitionFilters]
 ) -> QuerySet[ScoreCompetition]:
+    """Score competitions you may see, newest first"""
     return filters.filter(visible_score_competitions(request.user).order_by("-created_at", "-pk"))
 
 
 @router.get(
     "/score-competitions/{competition_id}",
     response=documented({200: ScoreCompetitionDetailOut}, 404),
-    summary="One score competition, with its leaderboard",
-    description="`mean_return` is the mean over the competition's episodes; `ci_low`.."
-    "`ci_high` its 95 % confidence interval, Student's t over the episodes.",
 )
 def score_competition_detail(request: HttpRequest, competition_id: Id) -> ScoreCompetition:
+    """One score competition, with its leaderboard
+
+    `mean_return` is the mean over the competition's episodes; `ci_low`..`ci_high` its 95 %
+    confidence interval, Student's t over the episodes.
+    """
     return get_score_competition_for_user(request.user, competition_id)
 
 
-@router.get(
-    "/evaluations/{evaluation_id}",
-    response=documented({200: EvaluationOut}, 404),
-    summary="One evaluation, with every episode",
-)
+@router.get("/evaluations/{evaluation_id}", response=documented({200: EvaluationOut}, 404))
 def evaluation_detail(request: HttpRequest, evaluation_id: Id) -> Evaluation:
+    """One evaluation, with every episode"""
     return get_evaluation_for_user(request.user, evaluation_id)
 
 
@@ -178,16 +174,18 @@ class EntryOut(Schema):
     "/score-competitions/{competition_id}/entries",
     auth=auth.submit,
     response=documented({201: EntryOut}, 400, 404),
-    summary="Enter one of your online agents or LLM players",
-    description="It is evaluated on the competition's episodes like a hosted agent: at once "
-    "in a started competition (an online agent's client must be connected to play them, "
-    "`python -m arena_sdk connect --no-join`), else when the competition starts; and again "
-    "in each re-run until it is withdrawn. Hosted agents need no entry; a competitor of "
-    "another game, disabled, or already entered is refused.",
 )
 def score_entry_add(
     request: AuthenticatedHttpRequest, competition_id: Id, payload: EntryIn
 ) -> Status[dict[str, Any]]:
+    """Enter one of your online agents or LLM players
+
+    It is evaluated on the competition's episodes like a hosted agent: at once in a started
+    competition (an online agent's client must be connected to play them, `python -m
+    arena_sdk connect --no-join`), else when the competition starts; and again in each
+    re-run until it is withdrawn. Hosted agents need no entry; a competitor of another game,
+    disabled, or already entered is refused.
+    """
     competition = get_score_competition_for_user(request.user, competition_id)
     competitor = get_own_entrant(
         request.user, environment=competition.environment, name=payload.competitor
@@ -209,14 +207,15 @@ class WithdrawalOut(Schema):
     "/score-competitions/{competition_id}/entries/{name}",
     auth=auth.submit,
     response=documented({200: WithdrawalOut}, 400, 404),
-    summary="Withdraw one of your entered online agents or LLM players",
-    description="It is not evaluated again; its evaluation still queued is removed, one "
-    "played stays on the leaderboard until the competition is re-run. Refused while it is "
-    "being evaluated.",
 )
 def score_entry_delete(
     request: AuthenticatedHttpRequest, competition_id: Id, name: Slug
 ) -> dict[str, Any]:
+    """Withdraw one of your entered online agents or LLM players
+
+    It is not evaluated again; its evaluation still queued is removed, one played stays on
+    the leaderboard until the competition is re-run. Refused while it is being evaluated.
+    """
     competition = get_score_competition_for_user(request.user, competition_id)
     competitor = get_own_entrant(request.user, environment=competition.environment, name=name)
     score_entry_withdraw(competition=competition, competitor=competitor)

@@ -81,21 +81,19 @@ def _refuse_oversized(file: UploadedFile) -> None:
         raise HttpError(413, f"The file is {file.size:,} bytes; at most {limit:,} are allowed.")
 
 
-@router.post(
-    "/submissions",
-    response=documented({201: RevisionOut}, 400, 404, 413),
-    summary="Upload an agent: a new revision of your competitor",
-    description="A multipart form: `environment`, `competitor`, `is_public` and `file` (a "
-    "single `.py` file, or a `.zip` with `main.py`, `agent.py` or an executable named "
-    "`agent` at its top). The revision is then built and validated by self-play, as an "
-    "upload on the site is: follow its `build` and `validation`. A refused upload "
-    "(`upload_rejected`, 422; a file over the size limit, 413; a name another user "
-    "has, 400) stores nothing.",
-)
+@router.post("/submissions", response=documented({201: RevisionOut}, 400, 404, 413))
 @takes_upload
 def submission_create(
     request: AuthenticatedHttpRequest, submission: Form[SubmissionIn], file: File[UploadedFile]
 ) -> Status[Revision]:
+    """Upload an agent: a new revision of your competitor
+
+    A multipart form: `environment`, `competitor`, `is_public` and `file` (a single `.py`
+    file, or a `.zip` with `main.py`, `agent.py` or an executable named `agent` at its top).
+    The revision is then built and validated by self-play, as an upload on the site is:
+    follow its `build` and `validation`. A refused upload (`upload_rejected`, 422; a file
+    over the size limit, 413; a name another user has, 400) stores nothing.
+    """
     _refuse_oversized(file)
     revision = revision_upload(
         owner=request.user,
@@ -108,37 +106,30 @@ def submission_create(
     return Status(201, revision)
 
 
-@router.get(
-    "/submissions",
-    response=documented({200: list[RevisionOut]}),
-    summary="Your submissions, newest first",
-)
+@router.get("/submissions", response=documented({200: list[RevisionOut]}))
 @paginated
 def submissions_list(
     request: AuthenticatedHttpRequest, filters: Query[SubmissionFilters]
 ) -> QuerySet[Revision]:
+    """Your submissions, newest first"""
     return filters.filter(submissions_of(request.user))
 
 
-@router.get(
-    "/submissions/{submission_id}",
-    response=documented({200: RevisionDetailOut}, 404),
-    summary="One of your submissions, with its logs",
-)
+@router.get("/submissions/{submission_id}", response=documented({200: RevisionDetailOut}, 404))
 def submission_detail(request: HttpRequest, submission_id: Id) -> Revision:
+    """One of your submissions, with its logs"""
     return get_own_revision(request.user, submission_id)
 
 
-@router.delete(
-    "/submissions/{submission_id}",
-    response=documented({200: DeletionOut}, 404),
-    summary="Delete one of your submissions",
-    description="Erases it when nothing but its own validation refers to it: the revision, "
-    "its self-play and its file go (and the competitor, when it was its last revision, "
-    "freeing the name). A revision that is entered in a tournament, played duels against "
-    "others, is on the leaderboard or changed ratings, or that a worker is building or "
-    "validating right now, is withdrawn instead: disabled, so it plays no more, while "
-    "everything it played stays for its opponents.",
-)
+@router.delete("/submissions/{submission_id}", response=documented({200: DeletionOut}, 404))
 def submission_delete(request: HttpRequest, submission_id: Id) -> RevisionDeletion:
+    """Delete one of your submissions
+
+    Erases it when nothing but its own validation refers to it: the revision, its self-play
+    and its file go (and the competitor, when it was its last revision, freeing the name). A
+    revision that is entered in a tournament, played duels against others, is on the
+    leaderboard or changed ratings, or that a worker is building or validating right now, is
+    withdrawn instead: disabled, so it plays no more, while everything it played stays for
+    its opponents.
+    """
     return revision_delete(revision=get_own_revision(request.user, submission_id))

@@ -101,22 +101,16 @@ class TournamentFilters(FilterSchema):
     format: TournamentFormat | None = None
 
 
-@router.get(
-    "/tournaments",
-    response=documented({200: list[TournamentOut]}),
-    summary="Tournaments you may see, newest first",
-)
+@router.get("/tournaments", response=documented({200: list[TournamentOut]}))
 @paginated
 def tournaments_list(
     request: HttpRequest, filters: Query[TournamentFilters]
 ) -> QuerySet[Tournament]:
+    """Tournaments you may see, newest first"""
     return filters.filter(tournaments_for(user=request.user))
 
 
-@router.get(
-    "/tournaments/{tournament_id}",
-    response=documented({200: TournamentDetailOut}, 404),
-    summary="One tournament, with its standings",
-)
+@router.get("/tournaments/{tournament_id}", response=documented({200: TournamentDetailOut}, 404))
 def tournament_detail(request: HttpRequest, tournament_id: Id) -> Tournament:
+    """One tournament, with its standings"""
     return get_tournament_for_user(request.user, tournament_id)

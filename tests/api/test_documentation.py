@@ -159,3 +159,30 @@ def test_it_builds_the_document_once_and_serves_it_from_memory(client, monkeypat
     assert json.loads(first.content) == json.loads(second.content)
     assert "/api/v1/tournaments/{tournament_id}" in json.loads(second.content)["paths"]
     assert builds == ["/api/v1/"]
+
+
+def test_an_operations_docstring_is_its_summary_and_description(client):
+    paths = document(client)["paths"]
+
+    registering = paths["/api/v1/llm/players"]["post"]
+    assert registering["summary"] == "Register an LLM player"
+    # One line: the docstring's line breaks are the source's, not the text's.
+    assert registering["description"] == (
+        "A competitor whose moves a model chooses, prompted by Arena's harness through its "
+        "OpenAI-compatible server. It plays in ladders and tournaments like any agent; "
+        "nothing is uploaded, built or self-played."
+    )
+    # A docstring of one line is a summary alone.
+    assert "description" not in paths["/api/v1/llm/players/{player_id}"]["get"]
+
+
+def test_an_operation_without_a_docstring_is_refused_when_it_is_added():
+    from api.auth import ArenaRouter, read
+
+    router = ArenaRouter(tags=["tests"], auth=read)
+
+    with pytest.raises(TypeError, match="docstring"):
+
+        @router.get("/anything")
+        def anything(request):
+            return {}

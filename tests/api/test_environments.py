@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_it_lists_environments_with_their_limits(client):
-    EnvironmentFactory(name="tic_tac_toe")
+    game = EnvironmentFactory(name="tic_tac_toe")
 
     response = client.get("/api/v1/environments")
 
@@ -27,12 +27,12 @@ def test_it_lists_environments_with_their_limits(client):
     [environment] = body(response)["items"]
     assert environment["name"] == "tic_tac_toe"
     assert environment["players"] == 2
-    assert set(environment["limits"]) == {
-        "move_time",
-        "time_bank",
-        "startup_time",
-        "memory_mb",
-        "cpu_seconds",
+    assert environment["limits"] == {
+        "move_time": game.move_time,
+        "time_bank": game.time_bank,
+        "startup_time": game.startup_time,
+        "memory_mb": game.memory_mb,
+        "cpu_seconds": game.cpu_seconds,
     }
     detail = body(client.get("/api/v1/environments/tic_tac_toe"))
     assert "marking an empty cell" in detail["rules"]

@@ -6,14 +6,17 @@ LLM player's server did not answer its validation (``reads.competitors.revalidat
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from core.errors import ArenaError, sentence
-from core.models import DisabledBy
+from core.models import Competitor, DisabledBy
 from core.services.competitors import (
     competitor_delete,
     competitor_deletion_message,
@@ -29,12 +32,36 @@ from reads.competitors import NOTHING_TO_REVALIDATE, revalidation_candidate
 from web.forms import MoveLogsForm
 from web.views.submissions import render_competitor
 
+OwnerAction = Callable[[AuthenticatedHttpRequest, Competitor], HttpResponse]
 
-@login_required
-@require_POST
-def move_logs(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+
+def _owner_action(*methods: str) -> Callable[[OwnerAction], Callable[..., HttpResponse]]:
+    """An action of a competitor's owner, by one of ``methods``, on its page: the view gets
+    the URL's competitor (a 404 for anyone else's), and what the action refuses (an
+    ``ArenaError``) is said on that page."""
+
+    def decorator(view: OwnerAction) -> Callable[..., HttpResponse]:
+        @login_required
+        @require_http_methods(list(methods))
+        @functools.wraps(view)
+        def action(
+            request: AuthenticatedHttpRequest, environment_name: str, name: str
+        ) -> HttpResponse:
+            competitor = get_own_competitor(request.user, environment_name, name)
+            try:
+                return view(request, competitor)
+            except ArenaError as error:
+                messages.error(request, sentence(error.message))
+                return redirect(competitor)
+
+        return action
+
+    return decorator
+
+
+@_owner_action("POST")
+def move_logs(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """Its owner shares its agent's logs with everyone, or stops sharing them."""
-    competitor = get_own_competitor(request.user, environment_name, name)
     form = MoveLogsForm(request.POST)
     if not form.is_valid():
         return render_competitor(request, competitor, logs_form=form)
@@ -51,20 +78,18 @@ def move_logs(request: AuthenticatedHttpRequest, environment_name: str, name: st
     return redirect(competitor)
 
 
-def _posted_switch(request: AuthenticatedHttpRequest, name: str) -> bool | None:
-    """A form's on/off field ("1" or "0"); None for anything else."""
-    return {"1": True, "0": False}.get(request.POST.get(name, ""))
+def _posted_switch(request: AuthenticatedHttpRequest, name: str, *, refusal: str) -> bool:
+    """A form's on/off field ("1" or "0"); anything else is refused with ``refusal``."""
+    switch = {"1": True, "0": False}.get(request.POST.get(name, ""))
+    if switch is None:
+        raise ArenaError(refusal)
+    return switch
 
 
-@login_required
-@require_POST
-def visibility(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+@_owner_action("POST")
+def visibility(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """Public or private, as the form's ``public`` says ("1" or "0")."""
-    competitor = get_own_competitor(request.user, environment_name, name)
-    public = _posted_switch(request, "public")
-    if public is None:
-        messages.error(request, "Choose public or private.")
-        return redirect(competitor)
+    public = _posted_switch(request, "public", refusal="Choose public or private.")
     published = competitor_set_public(competitor=competitor, is_public=public)
     if competitor.is_public:
         messages.success(
@@ -79,28 +104,18 @@ def visibility(request: AuthenticatedHttpRequest, environment_name: str, name: s
     return redirect(competitor)
 
 
-@login_required
-@require_POST
-def play_state(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+@_owner_action("POST")
+def play_state(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """Disable or enable, as the form's ``disabled`` says ("1" or "0")."""
-    competitor = get_own_competitor(request.user, environment_name, name)
-    disabled = _posted_switch(request, "disabled")
-    if disabled is None:
-        messages.error(request, "Choose to disable or to enable it.")
-        return redirect(competitor)
-    if disabled:
+    if _posted_switch(request, "disabled", refusal="Choose to disable or to enable it."):
         competitor_disable(competitor=competitor, by=DisabledBy.OWNER)
         messages.success(
             request,
             f"{competitor.name} is disabled: within seconds it leaves every tournament and "
             "ladder it is in and plays no more; what it played stays. Enable it to play again.",
         )
-        return redirect(competitor)
-    try:
-        competitor_enable(competitor=competitor, by=DisabledBy.OWNER)
-    except ArenaError as error:
-        messages.error(request, sentence(error.message))
     else:
+        competitor_enable(competitor=competitor, by=DisabledBy.OWNER)
         messages.success(
             request,
             f"{competitor.name} is enabled: its newest validated revision rejoins the "
@@ -109,18 +124,12 @@ def play_state(request: AuthenticatedHttpRequest, environment_name: str, name: s
     return redirect(competitor)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def remove(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+@_owner_action("GET", "POST")
+def remove(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """A page that asks first (what goes, what stays), then the delete."""
-    competitor = get_own_competitor(request.user, environment_name, name)
     if request.method == "GET":
         return render(request, "web/competitor_delete.html", {"competitor": competitor})
-    try:
-        deletion = competitor_delete(competitor=competitor)
-    except ArenaError as error:
-        messages.error(request, sentence(error.message))
-        return redirect(competitor)
+    deletion = competitor_delete(competitor=competitor)
     message = competitor_deletion_message(deletion)
     if deletion.kept is not None:
         messages.warning(request, message)
@@ -129,23 +138,18 @@ def remove(request: AuthenticatedHttpRequest, environment_name: str, name: str) 
     return redirect("profile")
 
 
-@login_required
-@require_POST
-def test_duel(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+@_owner_action("POST")
+def test_duel(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """A test duel against the agent the form names; its page shows it played, then its
     replays."""
-    competitor = get_own_competitor(request.user, environment_name, name)
-    opponent_name = request.POST.get("opponent", "")
+    environment_name = competitor.environment.name
     try:
-        opponent = get_competitor_for_user(request.user, environment_name, opponent_name)
+        opponent = get_competitor_for_user(
+            request.user, environment_name, request.POST.get("opponent", "")
+        )
     except Http404:
-        messages.error(request, "Pick an opponent from the list.")
-        return redirect(competitor)
-    try:
-        duel = requested_duel_create(user=request.user, competitor=competitor, opponent=opponent)
-    except ArenaError as error:
-        messages.error(request, sentence(error.message))
-        return redirect(competitor)
+        raise ArenaError("Pick an opponent from the list.") from None
+    duel = requested_duel_create(user=request.user, competitor=competitor, opponent=opponent)
     messages.success(
         request,
         f"Test duel of {competitor.name} against {opponent.name}: unrated, played now.",
@@ -153,22 +157,14 @@ def test_duel(request: AuthenticatedHttpRequest, environment_name: str, name: st
     return redirect("duel", pk=duel.pk)
 
 
-@login_required
-@require_POST
-def revalidate(request: AuthenticatedHttpRequest, environment_name: str, name: str) -> HttpResponse:
+@_owner_action("POST")
+def revalidate(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """Its owner's re-validation: of its newest validated revision while ladders pause it,
     or of an LLM player's newest whose validation failed."""
-    competitor = get_own_competitor(request.user, environment_name, name)
     revision = revalidation_candidate(request.user, competitor)
     if revision is None:
-        messages.error(request, sentence(NOTHING_TO_REVALIDATE.format(name=competitor.name)))
-        return redirect(competitor)
-    try:
-        queued = revision_revalidate(revision=revision)
-    except ArenaError as error:
-        messages.error(request, sentence(error.message))
-        return redirect(competitor)
-    if queued:
+        raise ArenaError(NOTHING_TO_REVALIDATE.format(name=competitor.name))
+    if revision_revalidate(revision=revision):
         messages.success(request, f"{revision} is being validated again.")
     else:
         messages.info(request, f"{revision}'s validation is already queued or running.")
