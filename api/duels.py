@@ -19,7 +19,6 @@ from api.selectors import duels_for, matches_of
 from core.models import Duel, DuelResult, DuelSeat, DuelStatus, Match
 from core.models.tournaments import MAX_PLAYERS
 from reads.access import get_duel_for_user, get_match_for_user
-from reads.competitions import SeatView, duel_players
 from reads.replays import (
     FaultNote,
     ReplayStates,
@@ -28,6 +27,7 @@ from reads.replays import (
     move_logs_visible,
     player_labels,
 )
+from reads.tournaments import SeatView, duel_players
 
 router = auth.ArenaRouter(tags=["duels"], auth=auth.read)
 

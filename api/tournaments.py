@@ -17,7 +17,7 @@ from api.params import Id, Slug
 from api.selectors import tournaments_for
 from core.models import Tournament, TournamentFormat, TournamentStatus
 from reads.access import get_tournament_for_user
-from reads.competitions import StandingRow, tournament_standings
+from reads.tournaments import StandingRow, tournament_standings
 from referee.match_points import exact_score, score_number
 
 router = auth.ArenaRouter(tags=["tournaments"], auth=auth.read)

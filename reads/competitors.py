@@ -39,9 +39,9 @@ from reads.access import (
     score_competitions_visible,
 )
 from reads.charts import ScorePoint, score_chart_svg
-from reads.competitions import competitor_match_marks, duel_row
 from reads.pages import REVISION_ROWS, TOURNAMENT_ROWS, rows_page, visible_tournaments
 from reads.scores import score_leaderboard
+from reads.tournaments import competitor_match_marks, duel_row
 from tournament_manager.selectors import (
     LadderProgress,
     ladder_progress,

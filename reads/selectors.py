@@ -31,7 +31,6 @@ from reads.access import (
     competitors_visible,
     duels_visible,
 )
-from reads.competitions import DuelRow, duel_row
 from reads.pages import (
     LEADERBOARD_ROWS,
     LEADERBOARD_TOP,
@@ -40,6 +39,7 @@ from reads.pages import (
     rows_page,
     visible_tournaments,
 )
+from reads.tournaments import DuelRow, duel_row
 
 
 @dataclasses.dataclass(frozen=True)

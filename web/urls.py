@@ -9,7 +9,6 @@ from django.views import View
 from web.forms import EmailAuthenticationForm
 from web.views import (
     accounts,
-    competitions,
     competitors,
     docs,
     environments,
@@ -17,6 +16,7 @@ from web.views import (
     play,
     scores,
     submissions,
+    tournaments,
 )
 
 COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
@@ -66,8 +66,8 @@ urlpatterns = [
     path("games/", play.games, name="my_games"),
     path(REVISION, submissions.revision, name="revision"),
     path(REVISION + "source", submissions.revision_source, name="revision_source"),
-    path("tournaments/<int:pk>/", competitions.tournament, name="tournament"),
-    path("duels/<int:pk>/", competitions.duel, name="duel"),
+    path("tournaments/<int:pk>/", tournaments.tournament, name="tournament"),
+    path("duels/<int:pk>/", tournaments.duel, name="duel"),
     path("scores/<int:pk>/", scores.score_competition, name="score_competition"),
     path("scores/<int:pk>/entries/", scores.score_entry, name="score_entry"),
     path("scores/<int:pk>/entries/withdraw/", scores.score_entry_remove, name="score_entry_remove"),
@@ -78,7 +78,7 @@ urlpatterns = [
         name="evaluation_conversations",
     ),
     path("evaluations/<int:pk>/episodes/<int:index>/", scores.episode, name="evaluation_episode"),
-    path("duels/<int:duel_pk>/matches/<int:index>/", competitions.match, name="match"),
+    path("duels/<int:duel_pk>/matches/<int:index>/", tournaments.match, name="match"),
     path(
         "duels/<int:pk>/conversations.jsonl",
         llm.duel_conversations,

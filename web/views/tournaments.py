@@ -8,7 +8,6 @@ from django.views.decorators.http import require_GET
 from core.models import User
 from core.services.human import human_duel_seat
 from reads.access import get_duel_for_user, get_match_for_user, get_tournament_for_user
-from reads.competitions import duel_page, tournament_page
 from reads.live import LIVE_PREFIX, duel_watchable
 from reads.llm import conversations_visible, turns_by_frame
 from reads.replays import (
@@ -19,6 +18,7 @@ from reads.replays import (
     move_logs_visible,
     player_labels,
 )
+from reads.tournaments import duel_page, tournament_page
 from web.page_cache import cached_for_visitors
 
 
