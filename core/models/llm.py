@@ -20,7 +20,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.errors import ArenaError
-from core.models.competitions import MAX_PLAYERS, Match
+from core.models.competitions import Match, one_per_player_of_match
 from core.models.submissions import Competitor
 from core.secrets import (
     SECRET_REF_HELP,
@@ -196,13 +196,7 @@ class MatchConversation(models.Model):
 
     class Meta:
         ordering = ["match", "player"]
-        constraints = [
-            models.UniqueConstraint(fields=["match", "player"], name="conversation_unique"),
-            models.CheckConstraint(
-                condition=Q(player__gte=1) & Q(player__lte=MAX_PLAYERS),
-                name="conversation_player_valid",
-            ),
-        ]
+        constraints = one_per_player_of_match("conversation")
 
     def __str__(self) -> str:
         return f"{self.model} as player {self.player} in {self.match}"
