@@ -11,6 +11,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from core.models.jobs import JobStatus
 from core.models.submissions import Competitor, Environment, Revision
 
 
@@ -167,12 +168,8 @@ class Participant(models.Model):
         return f"{self.revision} in {self.tournament}"
 
 
-class DuelStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+#: A duel's (and an evaluation's) status: a copy of its job's, written by ``core.jobs``.
+DuelStatus = JobStatus
 
 
 class DuelResult(models.TextChoices):
