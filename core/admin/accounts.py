@@ -19,6 +19,7 @@ from core.admin.base import (
     ArenaAdmin,
     OrganizerPermissions,
     ReadOnlyAdmin,
+    SelectedUpdates,
     acting_user,
     admin_changelist_link,
     admin_link,
@@ -79,7 +80,7 @@ class UserEditForm(UserChangeForm):
 
 
 @admin.register(User)
-class UserAdmin(OrganizerPermissions, DjangoUserAdmin):
+class UserAdmin(OrganizerPermissions, SelectedUpdates, DjangoUserAdmin):
     form = UserEditForm
     add_form = UserCreateForm
     can_delete = True
@@ -168,8 +169,9 @@ class UserAdmin(OrganizerPermissions, DjangoUserAdmin):
 
     @admin.action(description="Make organizer (may use the admin)")
     def make_organizer(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
-        count = queryset.update(role=Role.ORGANIZER, is_staff=True)
-        self.message_user(request, f"{count} user(s) are organizers now.", messages.SUCCESS)
+        self.update_selected(
+            request, queryset, role=Role.ORGANIZER, is_staff=True, done="are organizers now"
+        )
 
     @admin.action(description="Make attendee (no admin access)")
     def make_attendee(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
@@ -181,9 +183,8 @@ class UserAdmin(OrganizerPermissions, DjangoUserAdmin):
             queryset = queryset.exclude(pk=user.pk)
         if not user.is_superuser:
             queryset = queryset.exclude(is_superuser=True)
-        count = queryset.update(role=Role.ATTENDEE)
+        self.update_selected(request, queryset, role=Role.ATTENDEE, done="are attendees now")
         queryset.filter(is_superuser=False).update(is_staff=False)
-        self.message_user(request, f"{count} user(s) are attendees now.", messages.SUCCESS)
 
     @admin.action(description="Send a password reset e-mail")
     def send_password_reset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
@@ -263,8 +264,7 @@ class InviteCodeAdmin(ArenaAdmin):
 
     @admin.action(description="Deactivate")
     def deactivate(self, request: HttpRequest, queryset: QuerySet[InviteCode]) -> None:
-        count = queryset.update(is_active=False)
-        self.message_user(request, f"{count} invite code(s) deactivated.", messages.SUCCESS)
+        self.update_selected(request, queryset, is_active=False, done="deactivated")
 
 
 @admin.register(ApiToken)

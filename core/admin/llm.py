@@ -25,23 +25,11 @@ from core.admin.base import (
     public_link,
 )
 from core.models import Competitor, Environment, LLMPlayer, MatchConversation, User
-from core.models.llm import SUMMARY_COUNTERS
+from core.models.llm import PLAYING_FIELDS, SUMMARY_COUNTERS
 from core.services.llm import PRICE_FIELDS, llm_player_register, llm_player_update, llm_settings
 
-_SETTINGS = (
-    "base_url",
-    "model",
-    "api_key",
-    "api_key_ref",
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "seed",
-    "request_timeout",
-    "harness_version",
-    "price_input_per_million",
-    "price_output_per_million",
-)
+#: What plays, the key, and the prices.
+_SETTINGS = (*PLAYING_FIELDS, "api_key", "api_key_ref", *PRICE_FIELDS)
 
 
 class LLMPlayerChangeForm(forms.ModelForm):

@@ -438,13 +438,11 @@ class RevisionAdmin(ArenaAdmin):
 
     @admin.action(description="Disable (out of new tournaments)")
     def disable(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
-        count = queryset.update(is_disabled=True)
-        self.message_user(request, f"{count} revision(s) disabled.", messages.SUCCESS)
+        self.update_selected(request, queryset, is_disabled=True, done="disabled")
 
     @admin.action(description="Enable")
     def enable(self, request: HttpRequest, queryset: QuerySet[Revision]) -> None:
-        count = queryset.update(is_disabled=False)
-        self.message_user(request, f"{count} revision(s) enabled.", messages.SUCCESS)
+        self.update_selected(request, queryset, is_disabled=False, done="enabled")
 
     @admin.action(description="Create a tournament from the selected revisions")
     def create_tournament(

@@ -17,9 +17,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from core.models.scores import Evaluation
 from core.models.submissions import Revision, resend_at_default
-from core.models.tournaments import Duel
 
 
 class JobKind(models.TextChoices):
@@ -42,6 +40,8 @@ SUBJECT_FIELDS = {
 
 
 class JobStatus(models.TextChoices):
+    """A job's status, and the copy its duel or evaluation keeps (``DuelStatus``)."""
+
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
@@ -88,11 +88,12 @@ class Job(models.Model):
     revision = models.ForeignKey(
         Revision, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs"
     )
+    # By name: a duel's and an evaluation's models take their status from this module.
     duel = models.OneToOneField(
-        Duel, null=True, blank=True, on_delete=models.CASCADE, related_name="job"
+        "core.Duel", null=True, blank=True, on_delete=models.CASCADE, related_name="job"
     )
     evaluation = models.OneToOneField(
-        Evaluation, null=True, blank=True, on_delete=models.CASCADE, related_name="job"
+        "core.Evaluation", null=True, blank=True, on_delete=models.CASCADE, related_name="job"
     )
 
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)

@@ -21,7 +21,7 @@ from django.db.models import Q
 
 from core.errors import ArenaError
 from core.models.submissions import Competitor
-from core.models.tournaments import MAX_PLAYERS, Match
+from core.models.tournaments import Match, one_per_player_of_match
 from core.secrets import (
     SECRET_REF_HELP,
     SECRET_REF_PATTERN,
@@ -41,7 +41,8 @@ MODEL_NAME_MAX = 200
 #: A model's name: printable, no control characters (it goes into URLs and requests).
 MODEL_NAME_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 
-#: What changes how the player plays: a change of any makes a new revision.
+#: What changes how the player plays (its ``LLMConfig``, but for the key): a change of any
+#: makes a new revision.
 PLAYING_FIELDS = (
     "base_url",
     "model",
@@ -145,17 +146,8 @@ class LLMPlayer(models.Model):
         refusal = url_refusal(self.base_url, by=self.competitor.owner)
         if refusal:
             raise ArenaError(f"the LLM player {self.competitor.name} may not play: {refusal}")
-        return LLMConfig(
-            base_url=self.base_url,
-            model=self.model,
-            api_key=self.api_key(),
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_tokens=self.max_tokens,
-            seed=self.seed,
-            request_timeout=self.request_timeout,
-            harness_version=self.harness_version,
-        )
+        playing = {field: getattr(self, field) for field in PLAYING_FIELDS}
+        return LLMConfig(api_key=self.api_key(), **playing)
 
 
 #: The counters of a conversation's summary (``llm.records``), stored as columns.
@@ -204,13 +196,7 @@ class MatchConversation(models.Model):
 
     class Meta:
         ordering = ["match", "player"]
-        constraints = [
-            models.UniqueConstraint(fields=["match", "player"], name="conversation_unique"),
-            models.CheckConstraint(
-                condition=Q(player__gte=1) & Q(player__lte=MAX_PLAYERS),
-                name="conversation_player_valid",
-            ),
-        ]
+        constraints = one_per_player_of_match("conversation")
 
     def __str__(self) -> str:
         return f"{self.model} as player {self.player} in {self.match}"

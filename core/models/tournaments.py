@@ -11,6 +11,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from core.models.jobs import JobStatus
 from core.models.submissions import Competitor, Environment, Revision
 
 
@@ -181,12 +182,8 @@ class Participant(models.Model):
         return f"{self.revision} in {self.tournament}"
 
 
-class DuelStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+#: A duel's (and an evaluation's) status: a copy of its job's, written by ``core.jobs``.
+DuelStatus = JobStatus
 
 
 class DuelResult(models.TextChoices):
@@ -200,6 +197,20 @@ class DuelResult(models.TextChoices):
 
 #: The most players a duel seats.
 MAX_PLAYERS = 6
+
+
+def player_number(field: str) -> Q:
+    """The check that ``field`` holds a duel player's number: 1 to ``MAX_PLAYERS``."""
+    return Q(**{f"{field}__gte": 1}) & Q(**{f"{field}__lte": MAX_PLAYERS})
+
+
+def one_per_player_of_match(name: str) -> list[models.BaseConstraint]:
+    """The constraints of a table that keeps a row per player of a match (its logs, its
+    conversations), named ``<name>_...``."""
+    return [
+        models.UniqueConstraint(fields=["match", "player"], name=f"{name}_unique"),
+        models.CheckConstraint(condition=player_number("player"), name=f"{name}_player_valid"),
+    ]
 
 
 class DuelQuerySet(models.QuerySet["Duel"]):
@@ -453,8 +464,7 @@ class DuelSeat(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["duel", "number"], name="duel_seat_unique"),
             models.CheckConstraint(
-                condition=Q(number__gte=1) & Q(number__lte=MAX_PLAYERS),
-                name="duel_seat_number_valid",
+                condition=player_number("number"), name="duel_seat_number_valid"
             ),
             models.CheckConstraint(condition=Q(score__gte=0), name="duel_seat_score_positive"),
         ]
@@ -496,12 +506,10 @@ class Match(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["duel", "index"], name="match_index_unique"),
             models.CheckConstraint(
-                condition=Q(first_player__gte=1) & Q(first_player__lte=MAX_PLAYERS),
-                name="match_first_player_valid",
+                condition=player_number("first_player"), name="match_first_player_valid"
             ),
             models.CheckConstraint(
-                condition=Q(fault_player__isnull=True)
-                | (Q(fault_player__gte=1) & Q(fault_player__lte=MAX_PLAYERS)),
+                condition=Q(fault_player__isnull=True) | player_number("fault_player"),
                 name="match_fault_player_valid",
             ),
             models.CheckConstraint(
@@ -531,13 +539,7 @@ class MatchLog(models.Model):
 
     class Meta:
         ordering = ["match", "player"]
-        constraints = [
-            models.UniqueConstraint(fields=["match", "player"], name="match_log_unique"),
-            models.CheckConstraint(
-                condition=Q(player__gte=1) & Q(player__lte=MAX_PLAYERS),
-                name="match_log_player_valid",
-            ),
-        ]
+        constraints = one_per_player_of_match("match_log")
 
     def __str__(self) -> str:
         return f"player {self.player}'s log in {self.match}"

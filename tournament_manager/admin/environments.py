@@ -211,13 +211,11 @@ class EnvironmentAdmin(ArenaAdmin):
 
     @admin.action(description="Open to uploads")
     def open_uploads(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
-        count = queryset.update(is_active=True)
-        self.message_user(request, f"{count} environment(s) open to uploads.", messages.SUCCESS)
+        self.update_selected(request, queryset, is_active=True, done="open to uploads")
 
     @admin.action(description="Close to uploads")
     def close_uploads(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
-        count = queryset.update(is_active=False)
-        self.message_user(request, f"{count} environment(s) closed to uploads.", messages.SUCCESS)
+        self.update_selected(request, queryset, is_active=False, done="closed to uploads")
 
     @admin.action(description="Refit the leaderboard now")
     def refit_leaderboards(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
