@@ -14,6 +14,7 @@ from core.models import (
     Tournament,
     User,
 )
+from core.models.submissions import managers
 from reads.access import Visitor, competitors_visible, duels_visible
 from reads.competitors import rating_changes
 from reads.pages import visible_tournaments
@@ -25,7 +26,7 @@ def competitors_for(*, user: Visitor, owned_only: bool = False) -> QuerySet[Comp
     competitors = Competitor.objects.listed().filter(competitors_visible(user))
     if owned_only:
         competitors = (
-            competitors.filter(owner=user) if isinstance(user, User) else competitors.none()
+            competitors.filter(managers(user)) if isinstance(user, User) else competitors.none()
         )
     return competitors.select_related("environment", "owner", "rating").order_by(
         "environment__name", "name"
@@ -53,9 +54,9 @@ def revisions_of(competitor: Competitor) -> QuerySet[Revision]:
 
 
 def submissions_of(user: User) -> QuerySet[Revision]:
-    """Every revision of the user's competitors, newest first."""
+    """Every revision of the user's competitors (and their teams'), newest first."""
     return (
-        Revision.objects.filter(competitor__owner=user)
+        Revision.objects.filter(managers(user, "competitor"))
         .select_related(*_COMPETITOR)
         .prefetch_related("jobs")
         .order_by("-created_at", "-pk")

@@ -23,7 +23,7 @@ from core.models import (
     TournamentStatus,
     User,
 )
-from core.models.submissions import STEPS
+from core.models.submissions import STEPS, managers
 from reads.access import (
     Visitor,
     can_see_competitor,
@@ -164,7 +164,7 @@ def environment_page(
     *, user: Visitor, environment: Environment, tournaments_page: str | None = None
 ) -> EnvironmentPage:
     own = (
-        environment.competitors.listed().filter(owner=user).order_by("name")
+        environment.competitors.listed().filter(managers(user)).order_by("name")
         if isinstance(user, User)
         else Competitor.objects.none()
     )

@@ -45,7 +45,7 @@ def requested_duel_create(*, user: User, competitor: Competitor, opponent: Compe
     """A duel of the user's ``competitor`` (seat 1) against ``opponent`` (seat 2), each's
     newest validated revision, of the game's usual length, queued now. The caller checked
     that the user owns ``competitor`` and may see ``opponent``. ArenaError says why not."""
-    if competitor.owner_id != user.pk:
+    if not competitor.is_managed_by(user):
         raise ArenaError(f"{competitor.name} is not yours: test duels play your own agents")
     environment = competitor.environment
     if opponent.environment_id != environment.pk:
