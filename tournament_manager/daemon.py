@@ -1,6 +1,8 @@
 """The tournament manager's work, one pass at a time (``manage.py run_tournament_manager``).
 
-It runs tournaments and ladders, keeps each game's standing competition open
+It runs tournaments and ladders, keeps competitions to their schedule (the final launched
+at the deadline, its standings published: ``tournament_manager.services.competitions``),
+keeps each game's standing competition open
 (``tournament_manager.services.standing``), and refits the published leaderboards
 (``tournament_manager.leaderboard``). Work whose worker died or whose queue message was
 lost is the watchdog's (``manage.py run_watchdog``, ``core.jobs.watchdog.jobs_recover``).

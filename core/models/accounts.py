@@ -38,7 +38,15 @@ class User(AbstractBaseUser, PermissionsMixin):
     email = models.EmailField(unique=True)
     display_name = models.CharField(max_length=80)
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.ATTENDEE)
-    team = models.CharField(max_length=80, blank=True)
+    #: Free text shown beside the person's name (a school, a company); a competition's
+    #: teams are ``core.models.teams.Team``.
+    team = models.CharField(
+        "affiliation",
+        max_length=80,
+        blank=True,
+        help_text="Shown beside the name (a school, a lab, a company). Not a competition's "
+        "team: those are formed on the competition's page.",
+    )
     is_active = models.BooleanField(default=True)
     #: May use the admin; organizers have it, set together with the role.
     is_staff = models.BooleanField(default=False)

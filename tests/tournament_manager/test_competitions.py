@@ -306,3 +306,16 @@ def test_nobody_joins_a_team_after_the_deadline(clock: Clock):
     clock.to(DEADLINE)
     with pytest.raises(ArenaError, match="its deadline has passed"):
         invitation_accept(invitation=invitation_find(code), user=person("Latecomer"))
+
+
+def test_a_swiss_final_plays_the_rounds_the_organizer_set(clock: Clock, sent):
+    cup = competition(final_format=TournamentFormat.SWISS, final_rounds=2)
+    clock.to(OPENS)
+    for name in ("One", "Two", "Three", "Four"):
+        validated(upload(person(name), cup, f"{name.lower()}-bot"))
+    clock.to(DEADLINE)
+    run_once()
+    cup.refresh_from_db()
+    final = cup.final_tournament
+    assert final.format == TournamentFormat.SWISS and final.rounds == 2
+    assert Duel.objects.filter(tournament=final, round=1).count() == 2

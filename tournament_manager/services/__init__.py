@@ -38,5 +38,8 @@ The modules, each importing only those listed before it:
 - ``round_robin``: who plays whom in a round robin;
 - ``swiss``: the rounds of a Swiss tournament;
 - ``ladder``: a ladder's entries and its matchmaking;
-- ``tournaments``: the lifecycle, from draft to launched, cancelled or stopped.
+- ``tournaments``: the lifecycle, from draft to launched, cancelled or stopped;
+- ``standing``: each game's standing ladder and score competition;
+- ``competitions``: a competition's final launched at its deadline and published, a team
+  disqualified.
 """
