@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0040_competitions_and_teams'),
+        ("core", "0040_competitions_and_teams"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='user',
-            name='team',
-            field=models.CharField(blank=True, help_text="Shown beside the name (a school, a lab, a company). Not a competition's team: those are formed on the competition's page.", max_length=80, verbose_name='affiliation'),
+            model_name="user",
+            name="team",
+            field=models.CharField(
+                blank=True,
+                help_text="Shown beside the name (a school, a lab, a company). Not a competition's team: those are formed on the competition's page.",
+                max_length=80,
+                verbose_name="affiliation",
+            ),
         ),
     ]
