@@ -238,3 +238,11 @@ def test_marking_an_unvalidated_revision_is_refused_and_no_one_else_may(cup, ali
         refused.content.decode()
     )
     assert signed_in(bob).post(url, {"version": building.version, "final": "1"}).status_code == 404
+
+
+def test_the_join_page_asks_a_visitor_to_log_in_first(client, cup):
+    page = client.get("/c/cup/join/").content.decode()
+
+    assert "Log in</a>" in page and "next=/c/cup/join/" in page
+    refused = client.post("/c/cup/join/", {"code": "anything"})
+    assert refused.status_code == 302 and refused["Location"].startswith("/accounts/login/")

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import ArenaError, sentence
-from core.models import Competition, TeamInvitation
+from core.models import Competition, TeamInvitation, User
 from core.services.revisions import revision_upload
 from core.services.teams import (
     invitation_accept,
@@ -160,13 +161,16 @@ def invitation_take(request: AuthenticatedHttpRequest, slug: str, pk: int) -> Ht
     return redirect(competition)
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
-def join(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    """The invitation link's page: its script puts the fragment's code into the form."""
+def join(request: HttpRequest, slug: str) -> HttpResponse:
+    """The invitation link's page: its script puts the fragment's code into the form. A
+    visitor not signed in sees it too, with a link to log in: the script keeps the code
+    in the tab's storage meanwhile, as the login's redirects drop the fragment."""
     competition = get_competition_for_user(request.user, slug)
+    if request.method == "POST" and not isinstance(request.user, User):
+        return redirect_to_login(request.path)
     form = JoinForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and isinstance(request.user, User) and form.is_valid():
         try:
             invitation = invitation_find(form.cleaned_data["code"])
             if invitation.team.competition_id != competition.pk:
