@@ -24,6 +24,7 @@ from django.utils import timezone
 from core.models import (
     Competition,
     CompetitionPhase,
+    Competitor,
     Revision,
     Team,
     TeamInvitation,
@@ -156,4 +157,30 @@ def competition_page(*, user: Visitor, competition: Competition) -> CompetitionP
         teams=competition.teams.count(),
         standings=competition_standings(user=user, competition=competition, phase=phase),
         final_standings=final_standings,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class CompetitorFinals:
+    """A team's agent's final marks, for its page."""
+
+    competition: Competition
+    #: Before the deadline: its revisions may be marked final or unmarked.
+    is_open: bool
+    #: The revisions the team would play the final with now (marked, or its newest).
+    playing: set[int]
+
+
+def competitor_finals(*, user: Visitor, competitor: Competitor) -> CompetitorFinals | None:
+    """Its final marks for a member of its team (None for anyone else, or an agent
+    entered in no competition)."""
+    team = competitor.team
+    if team is None or not isinstance(user, User) or not competitor.is_managed_by(user):
+        return None
+    competition = team.competition
+    deadline = competition.deadline
+    return CompetitorFinals(
+        competition=competition,
+        is_open=deadline is None or timezone.now() < deadline,
+        playing={revision.pk for revision in final_revisions(team)},
     )

@@ -76,6 +76,43 @@ class SubmissionForm(UploadForm):
         return self.cleaned_data["name"].strip()
 
 
+class CompetitionUploadForm(UploadForm):
+    """An agent's upload to a competition: its name, then its file (kept private)."""
+
+    name = forms.CharField(
+        label="Competitor name",
+        max_length=64,
+        validators=[validate_slug],
+        help_text="Letters, digits, hyphens and underscores; a name your team uses adds a "
+        "new revision to that agent.",
+    )
+
+    field_order = ["name", "file"]
+
+    def clean_name(self) -> str:
+        return self.cleaned_data["name"].strip()
+
+
+class TeamForm(forms.Form):
+    name = forms.CharField(label="Team name", max_length=80)
+
+
+class InvitationForm(forms.Form):
+    email = forms.EmailField(
+        label="E-mail address",
+        required=False,
+        help_text="Only that person may accept it; leave it empty for a link anyone may use once.",
+    )
+
+
+class JoinForm(forms.Form):
+    code = forms.CharField(
+        label="Invitation code",
+        max_length=64,
+        help_text="The part of the link after the #: the page fills it in for you.",
+    )
+
+
 class MoveLogsForm(forms.Form):
     """Its owner's choice: whether everyone may read its agent's logs (``can_see_logs``)."""
 

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from core.errors import ArenaError, sentence
 from core.models import Competitor, DisabledBy
+from core.services.competitions import final_mark
 from core.services.competitors import (
     competitor_delete,
     competitor_deletion_message,
@@ -155,6 +156,25 @@ def test_duel(request: AuthenticatedHttpRequest, competitor: Competitor) -> Http
         f"Test duel of {competitor.name} against {opponent.name}: unrated, played now.",
     )
     return redirect("duel", pk=duel.pk)
+
+
+@_owner_action("POST")
+def final(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
+    """A team's member marks one of its validated revisions final, or unmarks it, as the
+    form's ``final`` says ("1" or "0"), before the competition's deadline."""
+    mark = _posted_switch(request, "final", refusal="Choose to mark or to unmark it.")
+    version = request.POST.get("version", "")
+    revision = (
+        competitor.revisions.filter(version=int(version)).first() if version.isdigit() else None
+    )
+    if revision is None:
+        raise ArenaError("Pick one of its revisions.")
+    final_mark(revision=revision, user=request.user, final=mark)
+    if mark:
+        messages.success(request, f"{revision} is marked final: the team plays the final with it.")
+    else:
+        messages.success(request, f"{revision} is no longer marked final.")
+    return redirect(competitor)
 
 
 @_owner_action("POST")

@@ -19,6 +19,7 @@ from reads.access import (
     get_own_competitor,
     get_revision_for_user,
 )
+from reads.competitions import competitor_finals
 from reads.competitors import competitor_page
 from reads.llm import player_stats
 from reads.scores import revision_validation_evaluation
@@ -104,6 +105,7 @@ def render_competitor(
         {
             "page": page,
             "competitor": competitor,
+            "finals": competitor_finals(user=request.user, competitor=competitor),
             "form": form,
             "llm_form": llm_form,
             "logs_form": logs_form or MoveLogsForm(initial={"share_logs": competitor.share_logs}),
