@@ -48,7 +48,7 @@ from core.services.teams import (
     team_of,
     team_rename,
 )
-from reads.access import AuthenticatedHttpRequest, get_own_competitor
+from reads.access import AuthenticatedHttpRequest, can_see_tournament, get_own_competitor
 from reads.competitions import (
     CompetitionPage,
     TeamView,
@@ -91,7 +91,8 @@ class FinalOut(Schema):
     #: ``error``), then its tournament's status ("running", "completed"...), and
     #: "published" once its standings are.
     status: str
-    #: Its tournament (``GET /tournaments/{id}``) once launched.
+    #: Its tournament (``GET /tournaments/{id}``) once launched, when you may see it (a
+    #: held-out final's is the organizers' until published).
     tournament: int | None
     #: Why it could not be launched at the deadline.
     error: str
@@ -120,7 +121,8 @@ class CompetitionOut(Schema):
         return phase.name if phase else None
 
     @staticmethod
-    def resolve_final(competition: Competition) -> dict[str, Any]:
+    def resolve_final(competition: Competition, context: dict[str, Any]) -> dict[str, Any]:
+        request: HttpRequest = context["request"]
         tournament = competition.final_tournament
         if competition.is_published:
             status = "published"
@@ -133,7 +135,11 @@ class CompetitionOut(Schema):
         return {
             "format": competition.final_format,
             "status": status,
-            "tournament": tournament.pk if tournament else None,
+            "tournament": (
+                tournament.pk
+                if tournament is not None and can_see_tournament(request.user, tournament)
+                else None
+            ),
             "error": competition.final_error,
             "published_at": competition.final_published_at,
         }

@@ -18,16 +18,20 @@ from core.models import (
     Revision,
     Team,
     TeamMember,
+    TournamentStatus,
 )
 from core.services.teams import team_create
 from tests.factories import (
     EnvironmentFactory,
     LeaderboardEntryFactory,
+    ParticipantFactory,
     RevisionFactory,
+    TournamentFactory,
     example_player_source,
 )
 from tests.support.clock import Clock
 from tests.support.responses import body, ok
+from tournament_manager.services.competitions import final_publish
 
 pytestmark = pytest.mark.django_db
 
@@ -310,6 +314,38 @@ def test_standings_show_to_everyone_while_public_and_only_to_the_team_while_priv
     assert ok(client.get(CUP))["standings"] is None
     own = ok(client.get(CUP, **bearer(bob)))["standings"]
     assert [row["competitor"] for row in own] == ["noughts-bot"]
+
+
+def test_a_held_out_final_shows_its_standings_once_published(
+    client, cup, clock, alice, organizer, bearer
+):
+    final = TournamentFactory(
+        environment=cup.environment, status=TournamentStatus.COMPLETED, is_public=False
+    )
+    ParticipantFactory(
+        tournament=final,
+        revision__competitor__owner=alice,
+        revision__competitor__name="crosses-bot",
+        revision__competitor__is_public=True,
+        rank=1,
+    )
+    Competition.objects.filter(pk=cup.pk).update(final_tournament=final, final_hidden=True)
+    clock.to(DEADLINE + timedelta(days=1))
+
+    held_out = ok(client.get(CUP))
+    assert (held_out["final"]["status"], held_out["final_standings"]) == ("completed", None)
+    assert held_out["final"]["tournament"] is None
+    seen = ok(client.get(CUP, **bearer(organizer)))["final_standings"]
+    assert [row["competitor"] for row in seen] == ["crosses-bot"]
+
+    final_publish(competition=Competition.objects.get(pk=cup.pk))
+    published = ok(client.get(CUP))
+
+    assert published["final"]["status"] == "published"
+    assert published["final"]["tournament"] == final.pk
+    assert [(row["rank"], row["competitor"]) for row in published["final_standings"]] == [
+        (1, "crosses-bot")
+    ]
 
 
 def test_an_invitation_code_is_in_no_url_and_no_log(client, cup, alice, bob, bearer, caplog):
