@@ -33,6 +33,7 @@ from api.selectors import submissions_of
 from core.models import Revision, StepStatus
 from core.services.revisions import RevisionDeletion, revision_delete, revision_upload
 from reads.access import AuthenticatedHttpRequest, get_own_revision
+from reads.competitions import get_competition_for_user
 
 router = auth.ArenaRouter(tags=["submissions"], auth=auth.submit)
 
@@ -45,6 +46,9 @@ class SubmissionIn(Schema):
     #: Applies when the competitor is created: anyone may then see its code (its logs only
     #: once you share them, ``share_logs``).
     is_public: bool = False
+    #: A competition over ``environment`` (its slug): the upload is your team's, within
+    #: the competition's limits (a team of one is made for you if you have none).
+    competition: Slug | None = None
 
 
 class DeletionOut(Deletion):
@@ -93,8 +97,16 @@ def submission_create(
     The revision is then built and validated by self-play, as an upload on the site is:
     follow its `build` and `validation`. A refused upload (`upload_rejected`, 422; a file
     over the size limit, 413; a name another user has, 400) stores nothing.
+
+    With `competition` (a competition's slug), the upload is your team's agent in it (a
+    team of one is made for you if you are in none): refused (`upload_rejected`, 422)
+    before the competition opens, while its uploads are closed, or over its daily or
+    total limit, the message saying when the next upload is allowed.
     """
     _refuse_oversized(file)
+    competition = None
+    if submission.competition is not None:
+        competition = get_competition_for_user(request.user, submission.competition)
     revision = revision_upload(
         owner=request.user,
         environment=environment_named(submission.environment),
@@ -102,6 +114,7 @@ def submission_create(
         is_public=submission.is_public,
         filename=file.name or "",
         content=file.read(),
+        competition=competition,
     )
     return Status(201, revision)
 

@@ -7,6 +7,7 @@ from typing import Any
 from ninja import NinjaAPI, Swagger
 
 from api import (
+    competitions,
     competitors,
     duels,
     environments,
@@ -59,12 +60,13 @@ api = ArenaAPI(
     title="Arena API",
     version="1",
     description=(
-        "Environments, leaderboards, competitors, tournaments, duels and replays, as on the "
-        "site; uploads of your agents; online play. Send an API token (create one on your "
-        "profile page) as `Authorization: Bearer <token>`; reads also work without one, for "
-        "what is public. An online model's model token plays that model alone. Each "
-        "operation says who may call it in `x-arena-access`; the rules, rates and limits "
-        "are in the documentation this site serves at /docs/api/ (docs/api.md in Arena's "
+        "Environments, leaderboards, competitors, tournaments, competitions and teams, duels "
+        "and replays, as on the site; uploads of your agents; online play. Send an API token "
+        "(create one on your profile page) as `Authorization: Bearer <token>`; reads also "
+        "work without one, for what is public. An online model's model token plays that "
+        "model alone. Each operation says who may call it in `x-arena-access`; the rules, "
+        "rates and limits are in the documentation this site serves at /docs/api/ "
+        "(docs/api.md in Arena's "
         'repository). Every error is `{"error": {"code", "message", "details"}}`. '
         "Lists take `limit` (at most 100) and `offset`, and answer "
         '`{"count", "next", "previous", "items"}`.'
@@ -81,6 +83,7 @@ api.add_decorator(limit_request_body, mode="view")
 api.add_router("", environments.router)
 api.add_router("", competitors.router)
 api.add_router("", tournaments.router)
+api.add_router("", competitions.router)
 api.add_router("", duels.router)
 api.add_router("", submissions.router)
 api.add_router("/online", online.router)

@@ -43,6 +43,10 @@ def test_it_documents_every_operation_with_its_success_and_error_schemas(client)
         "/api/v1/duels/{duel_id}/matches/{index}/replay",
         "/api/v1/submissions",
         "/api/v1/submissions/{submission_id}",
+        "/api/v1/competitions",
+        "/api/v1/competitions/{slug}",
+        "/api/v1/competitions/{slug}/join",
+        "/api/v1/competitors/{environment}/{name}/revisions/{version}/final",
     }
     for path, method, operation in found:
         responses = operation["responses"]
@@ -131,8 +135,15 @@ def test_the_document_says_reads_need_no_token_and_submissions_and_play_do(clien
             needed = [token]
         elif path.startswith("/api/v1/llm/players") and method in ("post", "patch"):
             needed = [token]  # a user token with 'submit' registers and changes them
-        elif path.startswith("/api/v1/competitors/") and method in ("patch", "delete", "post"):
-            needed = [token]  # a user token with 'submit': settings, delete, test duels
+        elif path.startswith("/api/v1/competitors/") and method in (
+            "patch",
+            "delete",
+            "post",
+            "put",
+        ):
+            needed = [token]  # a user token with 'submit': settings, delete, test duels, finals
+        elif path.startswith("/api/v1/competitions/") and method != "get":
+            needed = [token]  # a user token with 'submit': one's team, invitations, joining
         elif path.endswith("/entries") or path.endswith("/entries/{name}"):
             needed = [token]  # a user token with 'submit' enters one's agents
         else:

@@ -171,6 +171,8 @@ def test_every_operation_answers_each_kind_of_caller_as_its_access_says(
         "player_id": alice.competitors.get(name="alices-secret-llm").pk,
         "model": "rule-based",
         "competition_id": 1,
+        "slug": "no-such-cup",
+        "invitation_id": 1,
         "evaluation_id": 1,
     }
     walked = set()
