@@ -116,8 +116,10 @@ def competition_standings(
     """The game's published leaderboard, its rows of the competition's teams' agents; for
     a visitor who may not see them all (the phase's standings private), only their team's,
     and None when that leaves them nothing to see."""
-    entries = leaderboard_entries(competition.environment).filter(
-        competitor__team__competition=competition
+    entries = (
+        leaderboard_entries(competition.environment)
+        .filter(competitor__team__competition=competition)
+        .select_related("competitor__team")
     )
     if (phase is None or not phase.standings_public) and not is_organizer(user):
         team = team_of(user=user, competition=competition) if isinstance(user, User) else None
