@@ -15,21 +15,27 @@ from django.utils import timezone
 from core.models import (
     Competition,
     CompetitionPhase,
+    Participant,
     PhasePlays,
     Revision,
     StepStatus,
     Team,
     TeamInvitation,
+    Tournament,
+    TournamentStatus,
     User,
 )
 from core.services.teams import invitation_create, team_create, team_of
 from tests.factories import (
     CompetitorFactory,
     EnvironmentFactory,
+    ParticipantFactory,
     RevisionFactory,
+    TournamentFactory,
     UserFactory,
     example_player_source,
 )
+from tournament_manager.services.competitions import final_publish
 
 pytestmark = pytest.mark.django_db
 
@@ -246,3 +252,31 @@ def test_the_join_page_asks_a_visitor_to_log_in_first(client, cup):
     assert "Log in</a>" in page and "next=/c/cup/join/" in page
     refused = client.post("/c/cup/join/", {"code": "anything"})
     assert refused.status_code == 302 and refused["Location"].startswith("/accounts/login/")
+
+
+def test_a_published_final_shows_its_winners_and_a_held_out_one_shows_nothing(
+    client, cup, organizer
+):
+    """The final's standings on the competition's page: the organizers' only while held
+    out, everyone's with the winning team once published."""
+    teams = []
+    for name in ("Crosses", "Noughts"):
+        team = Team.objects.create(competition=cup, name=name)
+        teams.append(RevisionFactory(competitor__team=team, validated=True))
+    final = TournamentFactory(environment=cup.environment, is_public=False)
+    winner, loser = (ParticipantFactory(tournament=final, revision=r) for r in teams)
+    Participant.objects.filter(pk=winner.pk).update(rank=1, points=2)
+    Participant.objects.filter(pk=loser.pk).update(rank=2)
+    Competition.objects.filter(pk=cup.pk).update(final_tournament=final, final_hidden=True)
+
+    held = client.get("/c/cup/").content.decode()
+    assert "data-final-standings" not in held and "Crosses" not in held
+    organizers = signed_in(organizer).get("/c/cup/").content.decode()
+    assert "Not published yet: only the organizers see them." in organizers
+
+    cup.refresh_from_db()
+    Tournament.objects.filter(pk=final.pk).update(status=TournamentStatus.COMPLETED)
+    final_publish(competition=cup)
+    page = client.get("/c/cup/").content.decode()
+    assert "Final standings published on" in page
+    assert "Winners: <strong>Crosses</strong>" in page
