@@ -395,7 +395,12 @@ def invitation_make(
     Refused (400) when the team is full or the deadline has passed.
     """
     team = _own_team(request, get_competition_for_user(request.user, slug))
-    invitation, code = invitation_create(team=team, by=request.user, email=payload.email or "")
+    invitation, code = invitation_create(
+        team=team,
+        by=request.user,
+        email=payload.email or "",
+        page_url=request.build_absolute_uri(team.competition.get_absolute_url()),
+    )
     return Status(
         201,
         {

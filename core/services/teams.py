@@ -14,12 +14,18 @@ The rules, as on Kaggle:
 
 from __future__ import annotations
 
+import logging
+from smtplib import SMTPException
+
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.errors import ArenaError
 from core.models import Competition, Revision, Team, TeamInvitation, TeamMember, User
 from core.models.teams import hash_invitation
+
+logger = logging.getLogger(__name__)
 
 
 def team_of(*, user: User, competition: Competition) -> Team | None:
@@ -83,9 +89,13 @@ def team_rename(*, team: Team, user: User, name: str) -> None:
     team.name = name
 
 
-def invitation_create(*, team: Team, by: User, email: str = "") -> tuple[TeamInvitation, str]:
+def invitation_create(
+    *, team: Team, by: User, email: str = "", page_url: str = ""
+) -> tuple[TeamInvitation, str]:
     """An invitation to the team, by link (no ``email``) or for one address; returns it
-    with its code, shown once (only its hash is kept)."""
+    with its code, shown once (only its hash is kept). One for an address is mailed to
+    it, pointing to the competition's page (``page_url``), where that person accepts it
+    signed in with that address: the mail holds no code."""
     _member(team, by)
     _joinable(team.competition, team)
     email = email.strip().lower()
@@ -99,7 +109,33 @@ def invitation_create(*, team: Team, by: User, email: str = "") -> tuple[TeamInv
         created_by=by,
         expires_at=timezone.now() + TeamInvitation.default_expiry(),
     )
+    if email:
+        _invitation_mailed(invitation, page_url)
     return invitation, code
+
+
+def _invitation_mailed(invitation: TeamInvitation, page_url: str) -> None:
+    """The invitation told to its address; a mail server that refuses it loses nothing:
+    the invitation waits on the competition's page all the same."""
+    team = invitation.team
+    competition = team.competition
+    inviter = invitation.created_by
+    lines = [
+        f"{inviter or 'A member'} invites you to team {team.name} in {competition.title}.",
+        "",
+        f"Sign in (or sign up) with this address, {invitation.email}, and accept it on the "
+        f"competition's page{': ' + page_url if page_url else ''}.",
+        f"It is valid until {invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
+    ]
+    try:
+        send_mail(
+            f"An invitation to team {team.name} ({competition.title})",
+            "\n".join(lines),
+            None,
+            [invitation.email],
+        )
+    except (OSError, SMTPException):
+        logger.warning("the invitation to %s could not be mailed", team, exc_info=True)
 
 
 def invitation_revoke(*, invitation: TeamInvitation, by: User) -> None:

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
@@ -168,6 +169,10 @@ def test_an_invitation_by_address_is_accepted_on_the_page_by_that_person(cup, al
     team_create(competition=cup, user=alice, name="Crosses")
     signed_in(alice).post("/c/cup/team/invitations/", {"email": "bob@example.com"})
     invitation = TeamInvitation.objects.get(email="bob@example.com")
+    [mailed] = mail.outbox
+    assert mailed.to == ["bob@example.com"]
+    assert mailed.subject == "An invitation to team Crosses (The cup)"
+    assert "accept it on the competition's page: http://testserver/c/cup/" in mailed.body
     bobs = signed_in(bob)
 
     page = bobs.get("/c/cup/").content.decode()

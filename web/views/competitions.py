@@ -109,7 +109,12 @@ def team_invite(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         return redirect(competition)
     email = form.cleaned_data["email"]
     try:
-        _, code = invitation_create(team=team, by=request.user, email=email)
+        _, code = invitation_create(
+            team=team,
+            by=request.user,
+            email=email,
+            page_url=request.build_absolute_uri(competition.get_absolute_url()),
+        )
     except ArenaError as error:
         return _refused(request, competition, error)
     if email:
