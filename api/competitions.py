@@ -24,7 +24,7 @@ from api import auth
 from api.environments import LeaderboardEntryOut
 from api.errors import documented
 from api.pagination import paginated
-from api.params import Id, Number, Slug
+from api.params import PRINTABLE, Id, Number, Slug
 from api.tournaments import StandingOut
 from core.errors import ArenaError
 from core.models import (
@@ -279,13 +279,17 @@ def _standing(row: LeaderboardRow) -> dict[str, Any]:
 
 
 class TeamIn(Schema):
-    name: str = Field(min_length=1, max_length=80)
+    name: str = Field(min_length=1, max_length=80, pattern=PRINTABLE)
+
+
+#: An address: something@somewhere, no space nor control character.
+EMAIL = r"^[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+$"
 
 
 class InvitationIn(Schema):
     #: Only that person may accept it (the code is for you to send them); none: a link,
     #: for whoever has the code.
-    email: str | None = Field(None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")
+    email: str | None = Field(None, max_length=254, pattern=EMAIL)
 
 
 class InvitationCreatedOut(InvitationOut):
@@ -296,7 +300,7 @@ class InvitationCreatedOut(InvitationOut):
 
 class JoinIn(Schema):
     #: An invitation's code.
-    code: str = Field(min_length=1, max_length=200)
+    code: str = Field(min_length=1, max_length=200, pattern=PRINTABLE)
 
 
 class LeftOut(Schema):

@@ -26,7 +26,7 @@ from api import auth
 from api.environments import environment_named
 from api.errors import documented
 from api.pagination import paginated
-from api.params import Id, Number, Slug
+from api.params import PRINTABLE, Id, Number, Slug
 from core.models import Competitor, LLMPlayer, MatchConversation, User
 from core.models.llm import (
     MAX_TOKENS_RANGE,
@@ -78,7 +78,7 @@ MaxTokens = Annotated[int, Field(ge=MAX_TOKENS_RANGE[0], le=MAX_TOKENS_RANGE[1])
 Timeout = Annotated[float, Field(ge=REQUEST_TIMEOUT_RANGE[0], le=REQUEST_TIMEOUT_RANGE[1])]
 Seed = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 HarnessVersion = Literal[SUPPORTED_HARNESS_VERSIONS]  # type: ignore[valid-type]
-ApiKey = Annotated[str, Field(max_length=1000, pattern=r"^[^\x00-\x1f\x7f]*$")]
+ApiKey = Annotated[str, Field(max_length=1000, pattern=PRINTABLE)]
 ApiKeyRef = Annotated[str, Field(max_length=300)]
 
 

@@ -13,3 +13,6 @@ Slug = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", max_length=64)]
 Id = Annotated[int, Field(ge=1, le=2**63 - 1)]
 #: A version or a match's index (a PostgreSQL integer).
 Number = Annotated[int, Field(ge=0, le=2**31 - 1)]
+#: A line of text a person gave (a team's name): no control character, which PostgreSQL
+#: refuses (NUL) or a page would show garbled.
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"

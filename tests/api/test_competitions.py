@@ -381,3 +381,20 @@ def test_the_team_operations_need_a_token_with_the_submit_scope(client, cup, ali
 
     assert (anonymous["code"], read_only["code"]) == ("unauthorized", "forbidden")
     assert not Team.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "payload"),
+    [
+        ("/team", {"name": "Nul\x00team"}),
+        ("/team/invitations", {"email": "bob\x00@example.org"}),
+        ("/join", {"code": "abc\x00"}),
+    ],
+)
+def test_a_control_character_in_a_body_is_a_422_not_a_database_error(
+    client, cup, alice, bearer, path, payload
+):
+    alices = bearer(alice, "submit")
+    if path != "/team":
+        assert post(client, f"{CUP}/team", {"name": "Crosses"}, alices).status_code == 201
+    assert refusal(post(client, f"{CUP}{path}", payload, alices), 422)
