@@ -11,7 +11,12 @@
     return;
   }
   var key = "arena-invitation:" + window.location.pathname;
-  var code = decodeURIComponent(window.location.hash.replace(/^#/, ""));
+  var code = window.location.hash.replace(/^#/, "");
+  try {
+    code = decodeURIComponent(code);
+  } catch (error) {
+    // a mangled link (a stray "%"): the code as it came; the server says if it is wrong
+  }
   var storage = null;
   try {
     storage = window.sessionStorage;
