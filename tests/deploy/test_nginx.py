@@ -169,31 +169,13 @@ def test_with_a_certificate_the_configuration_serves_https_and_passes_nginx_t(fo
 
 
 def test_start_sh_renders_the_configuration_and_becomes_nginx(folder):
-    script = NGINX_DIR / "start.sh"
-    port, closed = free_port(), free_port()
-    process = subprocess.Popen(
-        [
-            str(script),
-            *("--web", f"127.0.0.1:{closed}", "--gateway", f"127.0.0.1:{closed}"),
-            *("--resolver", "", "--http-port", str(port)),
-            *("--tls-dir", str(folder / "tls"), "--acme-dir", str(folder / "acme")),
-            *("--maintenance-flag", str(folder / "maintenance" / "on")),
-            *("--access-log", str(folder / "run" / "access.log")),
-        ],
-        env={
-            **os.environ,
-            "PYTHON": sys.executable,
-            "ARENA_NGINX_RUNTIME_DIR": str(folder / "run"),
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process, port = _start_sh(folder)
     try:
-        health = _when_listening(port, "/_arena/health")
-        page = _when_listening(port, "/")
+        health = _when_listening(process, port, "/_arena/health")
+        page = _when_listening(process, port, "/")
     finally:
         process.terminate()  # nginx itself: the script exec'd it
-        _, errors = process.communicate(timeout=15)
+        _, errors = process.communicate(timeout=60)
 
     assert health.status == 200
     assert page.status == 503  # no site behind it: the maintenance page
@@ -202,22 +184,64 @@ def test_start_sh_renders_the_configuration_and_becomes_nginx(folder):
     assert process.returncode == 0  # it stopped on SIGTERM, as nginx does
 
 
-def _when_listening(port: int, path: str, timeout: float = 30) -> http.client.HTTPResponse:
-    """GET ``path`` on ``port`` once something listens there (the answer, read)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        try:
-            connection.request("GET", path)
-            response = connection.getresponse()
-            response.read()
-            return response
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-        finally:
-            connection.close()
+def _start_sh(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``nginx/start.sh`` started on a free port, and the port. A port found free can be
+    taken by another test's server before nginx binds it: then again on another."""
+    for _ in range(5):
+        port, closed = free_port(), free_port()
+        process = subprocess.Popen(
+            [
+                str(NGINX_DIR / "start.sh"),
+                *("--web", f"127.0.0.1:{closed}", "--gateway", f"127.0.0.1:{closed}"),
+                *("--resolver", "", "--http-port", str(port)),
+                *("--tls-dir", str(folder / "tls"), "--acme-dir", str(folder / "acme")),
+                *("--maintenance-flag", str(folder / "maintenance" / "on")),
+                *("--access-log", str(folder / "run" / "access.log")),
+            ],
+            env={
+                **os.environ,
+                "PYTHON": sys.executable,
+                "ARENA_NGINX_RUNTIME_DIR": str(folder / "run"),
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        if _listening_or_gone(process, port):
+            return process, port
+        errors = process.communicate()[1]
+        if b"Address already in use" not in errors:
+            pytest.fail(f"nginx/start.sh ended before listening:\n{errors.decode()}")
+    pytest.fail("no free port stayed free for nginx five times running")
+
+
+def _listening_or_gone(process: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether something listens on ``port`` (True) or ``process`` ended first (False),
+    however long its start takes on a loaded machine (ten minutes at the very most: a
+    guard against a hang, not a measure of speed)."""
+    guard = time.monotonic() + 600
+    while process.poll() is None:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        if time.monotonic() > guard:
+            pytest.fail(f"nginx/start.sh neither listens on {port} nor ends")
+        time.sleep(0.1)
+    return False
+
+
+def _when_listening(
+    process: subprocess.Popen[bytes], port: int, path: str
+) -> http.client.HTTPResponse:
+    """GET ``path`` on ``port``, where ``process`` listens (the answer, read)."""
+    assert _listening_or_gone(process, port), "nginx ended"
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        return response
+    finally:
+        connection.close()
 
 
 # --- routing ------------------------------------------------------------------------------
