@@ -74,6 +74,16 @@ urlpatterns = [
     path("c/<slug:slug>/team/invitations/", competitions.team_invite, name="competition_invite"),
     path("c/<slug:slug>/team/leave/", competitions.team_quit, name="competition_team_leave"),
     path(
+        "c/<slug:slug>/team/rename/",
+        competitions.team_name_change,
+        name="competition_team_rename",
+    ),
+    path(
+        "c/<slug:slug>/team/invitations/<int:pk>/revoke/",
+        competitions.invitation_withdraw,
+        name="competition_invitation_revoke",
+    ),
+    path(
         "c/<slug:slug>/invitations/<int:pk>/accept/",
         competitions.invitation_take,
         name="competition_invitation_accept",

@@ -285,3 +285,31 @@ def test_a_published_final_shows_its_winners_and_a_held_out_one_shows_nothing(
     page = client.get("/c/cup/").content.decode()
     assert "Final standings published on" in page
     assert "Winners: <strong>Crosses</strong>" in page
+
+
+def test_a_member_renames_the_team_and_revokes_an_invitation(cup, alice, bob):
+    team = team_create(competition=cup, user=alice, name="Crosses")
+    invitation, code = invitation_create(team=team, by=alice)
+    alices = signed_in(alice)
+
+    renamed = alices.post("/c/cup/team/rename/", {"name": "Noughts"}, follow=True)
+    assert "Your team is named Noughts now." in renamed.content.decode()
+    page = alices.get("/c/cup/").content.decode()
+    assert f"/c/cup/team/invitations/{invitation.pk}/revoke/" in page
+
+    revoked = alices.post(f"/c/cup/team/invitations/{invitation.pk}/revoke/", follow=True)
+    assert "The invitation is revoked" in revoked.content.decode()
+    refused = signed_in(bob).post("/c/cup/join/", {"code": code})
+    assert refused.status_code == 400
+    assert team_of(user=bob, competition=cup) is None
+
+
+def test_no_one_outside_the_team_revokes_its_invitations(cup, alice, bob):
+    team = team_create(competition=cup, user=alice, name="Crosses")
+    invitation, _ = invitation_create(team=team, by=alice)
+
+    refused = signed_in(bob).post(f"/c/cup/team/invitations/{invitation.pk}/revoke/", follow=True)
+
+    assert "No such invitation of your team." in refused.content.decode()
+    invitation.refresh_from_db()
+    assert invitation.revoked_at is None

@@ -25,9 +25,11 @@ from core.services.teams import (
     invitation_accept,
     invitation_create,
     invitation_find,
+    invitation_revoke,
     team_create,
     team_leave,
     team_of,
+    team_rename,
 )
 from reads.access import AuthenticatedHttpRequest
 from reads.competitions import competition_page, competitions_listed, get_competition_for_user
@@ -127,6 +129,42 @@ def team_invite(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     link = request.build_absolute_uri(reverse("competition_join", args=[competition.slug]))
     # Rendered, not redirected: the code is shown once and kept nowhere but in its hash.
     return render_competition(request, competition, invitation_link=f"{link}#{code}")
+
+
+@login_required
+@require_POST
+def team_name_change(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    competition = get_competition_for_user(request.user, slug)
+    team = team_of(user=request.user, competition=competition)
+    form = TeamForm(request.POST)
+    if team is None:
+        return _refused(request, competition, ArenaError("you are in no team here"))
+    if not form.is_valid():
+        messages.error(request, "Give the team a name (at most 80 characters).")
+        return redirect(competition)
+    try:
+        team_rename(team=team, user=request.user, name=form.cleaned_data["name"])
+    except ArenaError as error:
+        return _refused(request, competition, error)
+    messages.success(request, f"Your team is named {team.name} now.")
+    return redirect(competition)
+
+
+@login_required
+@require_POST
+def invitation_withdraw(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Revoke one of the team's open invitations: its code or address no longer joins."""
+    competition = get_competition_for_user(request.user, slug)
+    team = team_of(user=request.user, competition=competition)
+    invitation = TeamInvitation.objects.filter(pk=pk, team=team).select_related("team").first()
+    if team is None or invitation is None:
+        return _refused(request, competition, ArenaError("no such invitation of your team"))
+    try:
+        invitation_revoke(invitation=invitation, by=request.user)
+    except ArenaError as error:
+        return _refused(request, competition, error)
+    messages.success(request, "The invitation is revoked: it no longer lets anyone join.")
+    return redirect(competition)
 
 
 @login_required
