@@ -219,6 +219,9 @@ class CompetitionDetailOut(CompetitionOut):
     standings: list[CompetitionStandingOut] | None
     #: The final's, once published; None before.
     final_standings: list[StandingOut] | None
+    #: The competition's own ladder (of a phase that plays one; its latest), when the
+    #: caller may see it: its standings and duels are ``/tournaments/{id}``'s.
+    ladder_id: int | None
 
     @staticmethod
     def resolve_phases(competition: Competition, context: dict[str, Any]) -> list[Any]:
@@ -256,6 +259,11 @@ class CompetitionDetailOut(CompetitionOut):
     @staticmethod
     def resolve_final_standings(competition: Competition, context: dict[str, Any]) -> Any:
         return _page(competition, context).final_standings
+
+    @staticmethod
+    def resolve_ladder_id(competition: Competition, context: dict[str, Any]) -> int | None:
+        ladder = _page(competition, context).ladder
+        return None if ladder is None else ladder.pk
 
 
 def _standing(row: LeaderboardRow) -> dict[str, Any]:
@@ -340,7 +348,8 @@ def competition_detail(request: HttpRequest, slug: Slug) -> Competition:
 
     Times are ISO 8601 with their time zone (UTC). `standings` are the game's leaderboard
     rows of the teams' agents, while the running phase's standings are public (otherwise
-    your team's rows only, or None); `final_standings` once the final is published.
+    your team's rows only, or None); `final_standings` once the final is published;
+    `ladder_id`: the competition's own ladder, of a phase that plays one.
     """
     return get_competition_for_user(request.user, slug)
 

@@ -28,11 +28,12 @@ from core.models import (
     Revision,
     Team,
     TeamInvitation,
+    Tournament,
     User,
 )
 from core.services.competitions import final_revisions, team_uploads
 from core.services.teams import team_of
-from reads.access import Visitor, is_organizer
+from reads.access import Visitor, can_see_tournament, is_organizer
 from reads.selectors import LeaderboardRow, leaderboard_entries, leaderboard_rows
 from reads.tournaments import StandingRow, tournament_standings
 
@@ -95,6 +96,10 @@ class CompetitionPage:
     standings: list[LeaderboardRow] | None
     #: The final's standings, once published or for the organizers (else None).
     final_standings: list[StandingRow] | None
+    #: The competition's own ladder (of a phase that plays one), its latest, when the
+    #: visitor may see it, and its standings.
+    ladder: Tournament | None = None
+    ladder_standings: list[StandingRow] | None = None
 
 
 def team_view(team: Team) -> TeamView:
@@ -143,6 +148,9 @@ def competition_page(*, user: Visitor, competition: Competition) -> CompetitionP
             ).select_related("team")
             if invitation.is_open() and (team is None or invitation.team_id != team.pk)
         ]
+    ladder = competition.ladders.order_by("-started_at", "-pk").first()
+    if ladder is not None and not can_see_tournament(user, ladder):
+        ladder = None
     final = competition.final_tournament
     final_standings = None
     if final is not None and (competition.is_published or is_organizer(user)):
@@ -159,6 +167,10 @@ def competition_page(*, user: Visitor, competition: Competition) -> CompetitionP
         teams=competition.teams.count(),
         standings=competition_standings(user=user, competition=competition, phase=phase),
         final_standings=final_standings,
+        ladder=ladder,
+        ladder_standings=(
+            tournament_standings(user=user, tournament=ladder) if ladder is not None else None
+        ),
     )
 
 

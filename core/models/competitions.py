@@ -143,6 +143,9 @@ class PhasePlays(models.TextChoices):
     #: The game's standing ladder, where every validated revision is rated; the
     #: competition shows its standings for the teams' agents.
     LADDER = "ladder", "The game's ladder (rated with everyone)"
+    #: A ladder of the competition's own, which only its teams' agents join, opened at the
+    #: phase's start and stopped at its end (``Tournament.entrants``).
+    OWN_LADDER = "own_ladder", "A ladder of its teams' agents only"
     #: The final tournament of the teams' final revisions, launched at the phase's start.
     FINAL = "final", "The final tournament"
     NOTHING = "nothing", "Nothing"
@@ -167,7 +170,7 @@ class CompetitionPhase(models.Model):
         blank=True,
         help_text="Uploads per team in this phase, at most; empty: no limit.",
     )
-    plays = models.CharField(max_length=8, choices=PhasePlays.choices, default=PhasePlays.LADDER)
+    plays = models.CharField(max_length=10, choices=PhasePlays.choices, default=PhasePlays.LADDER)
     standings_public = models.BooleanField(
         default=True,
         help_text="Its standings are shown to everyone; otherwise to the organizers only "

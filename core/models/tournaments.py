@@ -60,6 +60,16 @@ class Tournament(models.Model):
     #: the tournament manager: it schedules duels only while no other tournament's duel
     #: waits for a worker.
     is_standing = models.BooleanField(default=False, editable=False)
+    #: A competition's own ladder (a phase that plays one): only the agents of its teams
+    #: join it; online play and the game's standing ladder do not count it as the game's.
+    entrants = models.ForeignKey(
+        "core.Competition",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="ladders",
+        editable=False,
+    )
     concurrent_duels = models.PositiveIntegerField(
         null=True,
         blank=True,

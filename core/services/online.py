@@ -109,6 +109,7 @@ def running_ladders(environment: Environment) -> list[Tournament]:
             format=TournamentFormat.LADDER,
             status=TournamentStatus.RUNNING,
             open_entry=True,
+            entrants__isnull=True,
         )
     )
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 
 from core.errors import ArenaError
 from core.models import (
     Competition,
     CompetitionPhase,
+    Competitor,
     Duel,
     DuelResult,
     PhasePlays,
@@ -27,6 +29,7 @@ from core.models import (
     User,
 )
 from core.services.competitions import final_mark
+from core.services.online import running_ladders
 from core.services.revisions import revision_upload
 from core.services.teams import (
     invitation_accept,
@@ -38,6 +41,7 @@ from core.services.teams import (
 )
 from core.services.uploads import UploadRejected
 from reads.access import can_see_logs, can_see_tournament
+from reads.competitions import competition_page
 from tests.factories import EnvironmentFactory, UserFactory, example_player_source
 from tests.support.clock import Clock
 from tournament_manager.daemon import run_once
@@ -319,3 +323,37 @@ def test_a_swiss_final_plays_the_rounds_the_organizer_set(clock: Clock, sent):
     final = cup.final_tournament
     assert final.format == TournamentFormat.SWISS and final.rounds == 2
     assert Duel.objects.filter(tournament=final, round=1).count() == 2
+
+
+def test_a_phase_that_plays_its_own_ladder_opens_it_for_its_teams_and_stops_it_after(
+    clock: Clock, sent
+):
+    cup = competition()
+    cup.phases.filter(name="development").update(plays=PhasePlays.OWN_LADDER)
+    CompetitionPhase.objects.create(
+        competition=cup,
+        name="break",
+        starts_at=OPENS + timedelta(days=2),
+        plays=PhasePlays.NOTHING,
+    )
+    clock.to(OPENS + timedelta(minutes=1))
+    entries = {validated(upload(person(name), cup, f"{name.lower()}-bot")) for name in "AB"}
+    outsider = validated(upload(person("Outside"), cup, "outside-bot"))
+    Competitor.objects.filter(pk=outsider.competitor_id).update(team=None)
+
+    run_once()
+    [ladder] = cup.ladders.all()
+    assert ladder.status == TournamentStatus.RUNNING and ladder.is_ladder
+    assert set(ladder.participants.filter(withdrawn=False)) == set(
+        ladder.participants.filter(revision__in=entries)
+    )
+    assert ladder.participants.count() == 2  # the outsider is not in it
+    assert running_ladders(cup.environment) == []  # not the game's: online play joins none
+    assert competition_page(user=AnonymousUser(), competition=cup).ladder == ladder
+
+    clock.to(OPENS + timedelta(days=2, minutes=1))
+    run_once()
+    ladder.refresh_from_db()
+    assert ladder.status == TournamentStatus.COMPLETED
+    run_once()
+    assert cup.ladders.count() == 1  # its phase is over: not opened again

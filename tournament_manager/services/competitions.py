@@ -9,6 +9,7 @@ competitions.upload_refusal``); nothing has to run for that.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,6 +17,7 @@ from django.utils import timezone
 from core.errors import ArenaError
 from core.models import (
     Competition,
+    CompetitionPhase,
     DisabledBy,
     PhasePlays,
     Revision,
@@ -26,16 +28,21 @@ from core.models import (
 )
 from core.services.competitions import final_revisions
 from core.services.competitors import competitor_disable
-from tournament_manager.services.tournaments import tournament_create, tournament_launch
+from tournament_manager.services.tournaments import (
+    tournament_create,
+    tournament_launch,
+    tournament_stop,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def competitions_advance() -> bool:
-    """Launch every final whose deadline has come, and publish every final that ended
-    and is not held out; returns whether it did either."""
+    """Open and stop the competitions' own ladders with their phases, launch every final
+    whose deadline has come, and publish every final that ended and is not held out;
+    returns whether it did any of it."""
     now = timezone.now()
-    did_work = False
+    did_work = phase_ladders_keep(now)
     due = Competition.objects.filter(
         final_tournament__isnull=True,
         final_error="",
@@ -52,6 +59,58 @@ def competitions_advance() -> bool:
     for competition in ended:
         did_work |= final_publish(competition=competition)
     return did_work
+
+
+def phase_ladders_keep(now: datetime) -> bool:
+    """A phase that plays the competition's own ladder opens it at its start (once: one
+    an organizer stopped stays stopped) and stops it when it ends; returns whether it
+    opened or stopped one."""
+    did_work = False
+    running = Tournament.objects.filter(
+        entrants__isnull=False, status=TournamentStatus.RUNNING
+    ).select_related("entrants")
+    for ladder in running:
+        assert ladder.entrants is not None
+        phase = ladder.entrants.phase_at(now)
+        if (
+            phase is None
+            or phase.plays != PhasePlays.OWN_LADDER
+            or (ladder.started_at is not None and ladder.started_at < phase.starts_at)
+        ):
+            try:
+                tournament_stop(tournament=ladder)
+            except ArenaError:
+                continue  # another manager (or an organizer) stopped it first
+            logger.info("%s: its ladder stopped with its phase", ladder.entrants)
+            did_work = True
+    playing = Competition.objects.filter(
+        phases__plays=PhasePlays.OWN_LADDER, phases__starts_at__lte=now
+    ).distinct()
+    for competition in playing:
+        phase = competition.phase_at(now)
+        if phase is not None and phase.plays == PhasePlays.OWN_LADDER:
+            did_work |= _phase_ladder_open(competition, phase) is not None
+    return did_work
+
+
+def _phase_ladder_open(competition: Competition, phase: CompetitionPhase) -> Tournament | None:
+    with transaction.atomic():
+        # Its row held: of two managers at the phase's start, one opens it.
+        Competition.objects.select_for_update().get(pk=competition.pk)
+        if competition.ladders.filter(started_at__gte=phase.starts_at).exists():
+            return None
+        ladder = tournament_create(
+            environment=competition.environment,
+            name=f"{competition.title}: {phase.name}",
+            revisions=[],
+            format=TournamentFormat.LADDER,
+        )
+        ladder.entrants = competition
+        ladder.is_public = competition.is_public and phase.standings_public
+        ladder.save(update_fields=["entrants", "is_public"])
+        launched = tournament_launch(tournament=ladder)
+    logger.info("%s: its %s ladder opened", competition, phase.name)
+    return launched
 
 
 def final_launch(*, competition: Competition) -> Tournament | None:

@@ -50,7 +50,8 @@ def ladder_refresh_entries(*, tournament: Tournament) -> bool:
     A revision validated since joins and replaces its competitor's previous one, which
     is withdrawn (its duels stay; ratings are per competitor, so nothing is lost); a
     revision no longer valid (disabled) leaves. Returns whether anything changed. A
-    ladder closed to new entries (``Tournament.open_entry`` off) keeps its own.
+    ladder closed to new entries (``Tournament.open_entry`` off) keeps its own; a
+    competition's own (``Tournament.entrants``) takes its teams' agents only.
     """
     if not tournament.open_entry:
         return False
@@ -58,6 +59,15 @@ def ladder_refresh_entries(*, tournament: Tournament) -> bool:
         revision.competitor_id: revision
         for revision in latest_validated_revisions(tournament.environment)
     }
+    if tournament.entrants_id is not None:  # a competition's own: its teams' agents only
+        entered = set(
+            Competitor.objects.filter(
+                team__competition=tournament.entrants_id, team__disqualified_at__isnull=True
+            ).values_list("pk", flat=True)
+        )
+        newest = {
+            competitor: revision for competitor, revision in newest.items() if competitor in entered
+        }
     changed = False
     for participant in tournament.participants.filter(withdrawn=False).select_related("revision"):
         replacement = newest.get(participant.revision.competitor_id)

@@ -53,6 +53,7 @@ def standing_competitions_open() -> bool:
         format=TournamentFormat.LADDER,
         status=TournamentStatus.RUNNING,
         open_entry=True,
+        entrants__isnull=True,
     )
     standing_score = ScoreCompetition.objects.filter(environment=OuterRef("pk"), is_standing=True)
     wanted = Environment.objects.filter(standing_competition=True, is_active=True)
