@@ -313,3 +313,22 @@ def test_no_one_outside_the_team_revokes_its_invitations(cup, alice, bob):
     assert "No such invitation of your team." in refused.content.decode()
     invitation.refresh_from_db()
     assert invitation.revoked_at is None
+
+
+def test_the_page_shows_the_competitions_own_ladder_and_its_entries(client, cup):
+    team = Team.objects.create(competition=cup, name="Crosses")
+    entry = RevisionFactory(competitor__team=team, competitor__name="crosses-bot", validated=True)
+    ladder = TournamentFactory(
+        environment=cup.environment,
+        format="ladder",
+        status=TournamentStatus.RUNNING,
+        started_at=timezone.now(),
+        entrants=cup,
+    )
+    ParticipantFactory(tournament=ladder, revision=entry)
+
+    page = client.get("/c/cup/").content.decode()
+
+    assert "The competition's ladder" in page
+    assert f'href="{ladder.get_absolute_url()}"' in page
+    assert "crosses-bot" in page and "<td>Crosses</td>" in page
