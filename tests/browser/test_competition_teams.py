@@ -12,8 +12,8 @@ from django.utils import timezone
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from core.models import Competition, CompetitionPhase, PhasePlays, Revision, User
-from core.services.teams import team_create
-from tests.factories import CompetitorFactory, EnvironmentFactory, RevisionFactory
+from core.services.teams import invitation_create, team_create
+from tests.factories import PASSWORD, CompetitorFactory, EnvironmentFactory, RevisionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -114,3 +114,24 @@ def test_a_member_marks_a_revision_final_on_its_agents_page(
     screenshot("marked")
     page.goto(live_server.url + cup.get_absolute_url())
     expect(page.locator("[data-finals]")).to_contain_text("marked final")
+
+
+def test_a_link_opened_before_logging_in_still_joins_after_the_login(
+    live_server, page: Page, screenshot, cup, alice, carol
+):
+    """The login's redirects drop the link's fragment: the tab keeps the code."""
+    team = team_create(competition=cup, user=alice, name="Crosses")
+    _, code = invitation_create(team=team, by=alice)
+
+    page.goto(f"{live_server.url}/c/cup/join/#{code}")
+    page.locator("[data-join-login]").get_by_role("link", name="Log in").click()
+    page.get_by_label("E-mail address").fill(carol.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.locator("main").get_by_role("button", name="Log in").click()
+
+    expect(page).to_have_url(f"{live_server.url}/c/cup/join/")
+    expect(page.get_by_label("Invitation code")).to_have_value(code)
+    page.get_by_role("button", name="Accept the invitation").click()
+    expect(page.get_by_text("You joined team Crosses.")).to_be_visible()
+    expect(page.locator("[data-members]")).to_contain_text("Carol")
+    screenshot("joined-after-login")
