@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Field, FilterLookup, FilterSchema, Query, Schema
@@ -28,7 +27,6 @@ from api.selectors import (
 from core.errors import ArenaError
 from core.models import (
     Competitor,
-    DisabledBy,
     Duel,
     LeaderboardEntry,
     Rating,
@@ -40,10 +38,7 @@ from core.services.competitors import (
     CompetitorDeletion,
     competitor_delete,
     competitor_deletion_message,
-    competitor_disable,
-    competitor_enable,
-    competitor_set_public,
-    competitor_share_logs,
+    competitor_update,
 )
 from core.services.requested_duels import requested_duel_create
 from core.services.revisions import RevisionDeletion, revision_revalidate
@@ -350,15 +345,12 @@ def competitor_change(
     """
     competitor = get_own_competitor(request.user, environment, name)
     changes = payload.dict(exclude_unset=True)
-    with transaction.atomic():
-        if changes.get("share_logs") is not None:
-            competitor_share_logs(competitor=competitor, share=changes["share_logs"])
-        if changes.get("is_public") is not None:
-            competitor_set_public(competitor=competitor, is_public=changes["is_public"])
-        if changes.get("is_disabled") is True:
-            competitor_disable(competitor=competitor, by=DisabledBy.OWNER)
-        elif changes.get("is_disabled") is False:
-            competitor_enable(competitor=competitor, by=DisabledBy.OWNER)
+    competitor_update(
+        competitor=competitor,
+        share_logs=changes.get("share_logs"),
+        is_public=changes.get("is_public"),
+        is_disabled=changes.get("is_disabled"),
+    )
     return competitor_with_summary(competitor)
 
 

@@ -80,6 +80,29 @@ def competitor_enable(*, competitor: Competitor, by: DisabledBy) -> None:
     competitor.is_disabled, competitor.disabled_by = False, ""
 
 
+def competitor_update(
+    *,
+    competitor: Competitor,
+    share_logs: bool | None = None,
+    is_public: bool | None = None,
+    is_disabled: bool | None = None,
+) -> Revision | None:
+    """Its owner's changes, each one given (None: unchanged), together: the API's ``PATCH``
+    and the buttons of its page. Returns the revision queued for publication when it was
+    made public (``competitor_set_public``)."""
+    published = None
+    with transaction.atomic():
+        if share_logs is not None:
+            competitor_share_logs(competitor=competitor, share=share_logs)
+        if is_public is not None:
+            published = competitor_set_public(competitor=competitor, is_public=is_public)
+        if is_disabled is True:
+            competitor_disable(competitor=competitor, by=DisabledBy.OWNER)
+        elif is_disabled is False:
+            competitor_enable(competitor=competitor, by=DisabledBy.OWNER)
+    return published
+
+
 @dataclasses.dataclass(frozen=True)
 class CompetitorDeletion:
     #: The competitor, disabled, when something keeps it; None once erased.

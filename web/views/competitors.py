@@ -16,15 +16,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from core.errors import ArenaError, sentence
-from core.models import Competitor, DisabledBy
+from core.models import Competitor
 from core.services.competitions import final_mark
 from core.services.competitors import (
     competitor_delete,
     competitor_deletion_message,
-    competitor_disable,
-    competitor_enable,
-    competitor_set_public,
-    competitor_share_logs,
+    competitor_update,
 )
 from core.services.requested_duels import requested_duel_create
 from core.services.revisions import revision_revalidate
@@ -67,7 +64,7 @@ def move_logs(request: AuthenticatedHttpRequest, competitor: Competitor) -> Http
     if not form.is_valid():
         return render_competitor(request, competitor, logs_form=form)
     share = form.cleaned_data["share_logs"]
-    competitor_share_logs(competitor=competitor, share=share)
+    competitor_update(competitor=competitor, share_logs=share)
     if not share:
         messages.success(request, "Saved: its logs are yours and the organizers' only.")
     elif competitor.is_public:
@@ -91,7 +88,7 @@ def _posted_switch(request: AuthenticatedHttpRequest, name: str, *, refusal: str
 def visibility(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """Public or private, as the form's ``public`` says ("1" or "0")."""
     public = _posted_switch(request, "public", refusal="Choose public or private.")
-    published = competitor_set_public(competitor=competitor, is_public=public)
+    published = competitor_update(competitor=competitor, is_public=public)
     if competitor.is_public:
         messages.success(
             request,
@@ -108,15 +105,15 @@ def visibility(request: AuthenticatedHttpRequest, competitor: Competitor) -> Htt
 @_owner_action("POST")
 def play_state(request: AuthenticatedHttpRequest, competitor: Competitor) -> HttpResponse:
     """Disable or enable, as the form's ``disabled`` says ("1" or "0")."""
-    if _posted_switch(request, "disabled", refusal="Choose to disable or to enable it."):
-        competitor_disable(competitor=competitor, by=DisabledBy.OWNER)
+    disabled = _posted_switch(request, "disabled", refusal="Choose to disable or to enable it.")
+    competitor_update(competitor=competitor, is_disabled=disabled)
+    if disabled:
         messages.success(
             request,
             f"{competitor.name} is disabled: within seconds it leaves every tournament and "
             "ladder it is in and plays no more; what it played stays. Enable it to play again.",
         )
     else:
-        competitor_enable(competitor=competitor, by=DisabledBy.OWNER)
         messages.success(
             request,
             f"{competitor.name} is enabled: its newest validated revision rejoins the "
