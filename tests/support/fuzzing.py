@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 import schemathesis
+from django.utils import timezone
 from schemathesis.config import SchemathesisConfig
 
-from core.models import Duel, Tournament, User
+from core.models import Competition, CompetitionPhase, Duel, Tournament, User
 from core.services.accounts import api_token_create
 from core.services.online import online_model_register
+from core.services.teams import team_create
 from sandboxes.redis_seat_bus import RedisSeatBus
 from tests.factories import (
     EnvironmentFactory,
@@ -91,6 +93,11 @@ def world(
     model, model_token = online_model_register(
         owner=alice, environment=environment, name="alices-model"
     )
+    cup = Competition.objects.create(
+        environment=tournament.environment, slug="fuzzed-cup", title="Fuzzed cup"
+    )
+    CompetitionPhase.objects.create(competition=cup, name="development", starts_at=timezone.now())
+    team_create(competition=cup, user=alice, name="Alice's team")
     gateway = gateway_started(celery_workers, redis_url, settings, **FUZZED_GATEWAY)
     bus = RedisSeatBus(redis_url)
     bus.seat_open(model.seat, duel=1, announcement=b'{"type":"duel","duel":1}')
@@ -137,6 +144,8 @@ def world(
             "competition_id": evaluation.competition_id
         },
         "/api/v1/evaluations/{evaluation_id}": {"evaluation_id": evaluation.pk},
+        "/api/v1/competitions": {},
+        "/api/v1/competitions/{slug}": {"slug": cup.slug},
     }
     return FuzzedWorld(gateway, user_token, model_token, reads)
 
