@@ -10,6 +10,9 @@ copies it into the form, which POSTs it.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -19,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import ArenaError, sentence
-from core.models import Competition, TeamInvitation, User
+from core.models import Competition, Team, TeamInvitation, User
 from core.services.revisions import revision_upload
 from core.services.teams import (
     invitation_accept,
@@ -78,115 +81,115 @@ def _refused(request: HttpRequest, competition: Competition, error: ArenaError) 
     return redirect(competition)
 
 
-@login_required
-@require_POST
-def team_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    competition = get_competition_for_user(request.user, slug)
+#: A view given the request, the competition (and the visitor's team), then the URL's ids.
+MemberAction = Callable[..., HttpResponse | None]
+TeamAction = Callable[..., HttpResponse | None]
+
+
+def _member_action(view: MemberAction) -> Callable[..., HttpResponse]:
+    """A signed-in visitor's POST on a competition's page: the view gets the competition
+    (a 404 when the visitor may not see it); a refusal (ArenaError) is said on the page,
+    and a view that returns None has said its success: back to the page."""
+
+    @functools.wraps(view)
+    @login_required
+    @require_POST
+    def action(request: AuthenticatedHttpRequest, slug: str, **ids: int) -> HttpResponse:
+        competition = get_competition_for_user(request.user, slug)
+        try:
+            response = view(request, competition, **ids)
+        except ArenaError as error:
+            return _refused(request, competition, error)
+        return response or redirect(competition)
+
+    return action
+
+
+def _team_action(view: TeamAction) -> Callable[..., HttpResponse]:
+    """A member's action on their team, as ``_member_action``; one in no team is refused."""
+
+    @functools.wraps(view)
+    def with_team(
+        request: AuthenticatedHttpRequest, competition: Competition, **ids: int
+    ) -> HttpResponse | None:
+        team = team_of(user=request.user, competition=competition)
+        if team is None:
+            raise ArenaError("you are in no team here")
+        return view(request, competition, team, **ids)
+
+    return _member_action(with_team)
+
+
+def _team_name(request: AuthenticatedHttpRequest) -> str:
     form = TeamForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Give the team a name (at most 80 characters).")
-        return redirect(competition)
-    try:
-        team = team_create(
-            competition=competition, user=request.user, name=form.cleaned_data["name"]
-        )
-    except ArenaError as error:
-        return _refused(request, competition, error)
+        raise ArenaError("give the team a name (at most 80 characters)")
+    return str(form.cleaned_data["name"])
+
+
+@_member_action
+def team_new(request: AuthenticatedHttpRequest, competition: Competition) -> None:
+    team = team_create(competition=competition, user=request.user, name=_team_name(request))
     messages.success(request, f"Team {team.name} is formed: invite your teammates.")
-    return redirect(competition)
 
 
-@login_required
-@require_POST
-def team_invite(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+@_team_action
+def team_invite(
+    request: AuthenticatedHttpRequest, competition: Competition, team: Team
+) -> HttpResponse | None:
     """An invitation by address (its code goes nowhere: the invitee accepts it on this
     page, signed in with that address) or by link, shown once, here."""
-    competition = get_competition_for_user(request.user, slug)
     form = InvitationForm(request.POST)
-    team = team_of(user=request.user, competition=competition)
-    if team is None:
-        return _refused(request, competition, ArenaError("form or join a team first"))
     if not form.is_valid():
-        messages.error(request, "Enter an e-mail address, or leave it empty for a link.")
-        return redirect(competition)
+        raise ArenaError("enter an e-mail address, or leave it empty for a link")
     email = form.cleaned_data["email"]
-    try:
-        _, code = invitation_create(
-            team=team,
-            by=request.user,
-            email=email,
-            page_url=request.build_absolute_uri(competition.get_absolute_url()),
-        )
-    except ArenaError as error:
-        return _refused(request, competition, error)
+    _, code = invitation_create(
+        team=team,
+        by=request.user,
+        email=email,
+        page_url=request.build_absolute_uri(competition.get_absolute_url()),
+    )
     if email:
         messages.success(
             request,
             f"{email} is invited: signed in with that address, they accept it on this page "
             f"(within {TeamInvitation.default_expiry().days} days).",
         )
-        return redirect(competition)
+        return None
     link = request.build_absolute_uri(reverse("competition_join", args=[competition.slug]))
     # Rendered, not redirected: the code is shown once and kept nowhere but in its hash.
     return render_competition(request, competition, invitation_link=f"{link}#{code}")
 
 
-@login_required
-@require_POST
-def team_name_change(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    competition = get_competition_for_user(request.user, slug)
-    team = team_of(user=request.user, competition=competition)
-    form = TeamForm(request.POST)
-    if team is None:
-        return _refused(request, competition, ArenaError("you are in no team here"))
-    if not form.is_valid():
-        messages.error(request, "Give the team a name (at most 80 characters).")
-        return redirect(competition)
-    try:
-        team_rename(team=team, user=request.user, name=form.cleaned_data["name"])
-    except ArenaError as error:
-        return _refused(request, competition, error)
+@_team_action
+def team_name_change(
+    request: AuthenticatedHttpRequest, competition: Competition, team: Team
+) -> None:
+    team_rename(team=team, user=request.user, name=_team_name(request))
     messages.success(request, f"Your team is named {team.name} now.")
-    return redirect(competition)
 
 
-@login_required
-@require_POST
-def invitation_withdraw(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+@_team_action
+def invitation_withdraw(
+    request: AuthenticatedHttpRequest, competition: Competition, team: Team, pk: int
+) -> None:
     """Revoke one of the team's open invitations: its code or address no longer joins."""
-    competition = get_competition_for_user(request.user, slug)
-    team = team_of(user=request.user, competition=competition)
     invitation = TeamInvitation.objects.filter(pk=pk, team=team).select_related("team").first()
-    if team is None or invitation is None:
-        return _refused(request, competition, ArenaError("no such invitation of your team"))
-    try:
-        invitation_revoke(invitation=invitation, by=request.user)
-    except ArenaError as error:
-        return _refused(request, competition, error)
+    if invitation is None:
+        raise ArenaError("no such invitation of your team")
+    invitation_revoke(invitation=invitation, by=request.user)
     messages.success(request, "The invitation is revoked: it no longer lets anyone join.")
-    return redirect(competition)
 
 
-@login_required
-@require_POST
-def team_quit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    competition = get_competition_for_user(request.user, slug)
-    team = team_of(user=request.user, competition=competition)
-    if team is None:
-        return _refused(request, competition, ArenaError("you are in no team here"))
-    try:
-        team_leave(team=team, user=request.user)
-    except ArenaError as error:
-        return _refused(request, competition, error)
+@_team_action
+def team_quit(request: AuthenticatedHttpRequest, competition: Competition, team: Team) -> None:
+    team_leave(team=team, user=request.user)
     messages.success(request, f"You left team {team.name}.")
-    return redirect(competition)
 
 
-@login_required
-@require_POST
-def invitation_take(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+@_member_action
+def invitation_take(request: AuthenticatedHttpRequest, competition: Competition, pk: int) -> None:
     """Accept an invitation meant for the visitor's address (listed on the page)."""
-    competition = get_competition_for_user(request.user, slug)
     invitation = (
         TeamInvitation.objects.filter(
             pk=pk, team__competition=competition, email=request.user.email.lower()
@@ -194,14 +197,10 @@ def invitation_take(request: AuthenticatedHttpRequest, slug: str, pk: int) -> Ht
         .select_related("team__competition")
         .first()
     )
-    try:
-        if invitation is None or not invitation.is_open():
-            raise ArenaError("this invitation is not valid: it was used, revoked or has expired")
-        team = invitation_accept(invitation=invitation, user=request.user)
-    except ArenaError as error:
-        return _refused(request, competition, error)
+    if invitation is None or not invitation.is_open():
+        raise ArenaError("this invitation is not valid: it was used, revoked or has expired")
+    team = invitation_accept(invitation=invitation, user=request.user)
     messages.success(request, f"You joined team {team.name}.")
-    return redirect(competition)
 
 
 @require_http_methods(["GET", "POST"])
