@@ -9,7 +9,7 @@ Override anything: ``RevisionFactory(competitor=bot, validated=True)``.
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +20,8 @@ from factory.django import DjangoModelFactory
 
 from core.models import (
     ApiToken,
+    Competition,
+    CompetitionPhase,
     Competitor,
     CompetitorKind,
     Duel,
@@ -34,6 +36,7 @@ from core.models import (
     Match,
     MatchConversation,
     Participant,
+    PhasePlays,
     Rating,
     RatingChange,
     Revision,
@@ -377,6 +380,36 @@ def queued_duel(revisions: list[Revision], **fields: Any) -> Duel:
     duel = Duel.objects.seated(revisions, **fields)
     _job_of(duel, "duel")
     return duel
+
+
+def scheduled_competition(
+    *,
+    opens: datetime,
+    deadline: datetime,
+    daily_limit: int | None = None,
+    total_limit: int | None = None,
+    **fields: Any,
+) -> Competition:
+    """A tic-tac-toe competition ("cup", "The cup" unless ``fields`` say otherwise) with a
+    development phase from ``opens`` (its upload limits) and a final at ``deadline``."""
+    competition = Competition.objects.create(
+        **{"environment": EnvironmentFactory(), "slug": "cup", "title": "The cup", **fields}
+    )
+    CompetitionPhase.objects.create(
+        competition=competition,
+        name="development",
+        starts_at=opens,
+        daily_limit=daily_limit,
+        total_limit=total_limit,
+    )
+    CompetitionPhase.objects.create(
+        competition=competition,
+        name="final",
+        starts_at=deadline,
+        uploads_open=False,
+        plays=PhasePlays.FINAL,
+    )
+    return competition
 
 
 class ScoreCompetitionFactory(ModelFactory[ScoreCompetition]):

@@ -14,7 +14,6 @@ from core.models import (
     Competition,
     CompetitionPhase,
     Competitor,
-    PhasePlays,
     Revision,
     Team,
     TeamMember,
@@ -22,12 +21,12 @@ from core.models import (
 )
 from core.services.teams import team_create
 from tests.factories import (
-    EnvironmentFactory,
     LeaderboardEntryFactory,
     ParticipantFactory,
     RevisionFactory,
     TournamentFactory,
     example_player_source,
+    scheduled_competition,
 )
 from tests.support.clock import Clock
 from tests.support.responses import body, ok
@@ -46,24 +45,16 @@ def cup(clock: Clock, settings, tmp_path) -> Competition:
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.ARENA_BUILD_ROOT = tmp_path / "builds"
     clock.to(OPENS + timedelta(hours=1))
-    made = Competition.objects.create(
-        environment=EnvironmentFactory(),
+    return scheduled_competition(
+        opens=OPENS,
+        deadline=DEADLINE,
+        daily_limit=2,
+        total_limit=4,
         slug="tic-tac-toe-cup",
         title="Tic-tac-toe cup",
         team_size_limit=2,
         final_submissions=1,
     )
-    CompetitionPhase.objects.create(
-        competition=made, name="development", starts_at=OPENS, daily_limit=2, total_limit=4
-    )
-    CompetitionPhase.objects.create(
-        competition=made,
-        name="final",
-        starts_at=DEADLINE,
-        uploads_open=False,
-        plays=PhasePlays.FINAL,
-    )
-    return made
 
 
 def post(client, url, payload, headers):

@@ -11,9 +11,9 @@ from django.test import Client
 from django.utils import timezone
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from core.models import Competition, CompetitionPhase, PhasePlays, Revision, User
+from core.models import Competition, Revision, User
 from core.services.teams import invitation_create, team_create
-from tests.factories import PASSWORD, CompetitorFactory, EnvironmentFactory, RevisionFactory
+from tests.factories import PASSWORD, CompetitorFactory, RevisionFactory, scheduled_competition
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,20 +21,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def cup() -> Competition:
     now = timezone.now()
-    cup = Competition.objects.create(
-        environment=EnvironmentFactory(), slug="cup", title="The cup", team_size_limit=3
+    return scheduled_competition(
+        opens=now - timedelta(days=1), deadline=now + timedelta(days=2), team_size_limit=3
     )
-    CompetitionPhase.objects.create(
-        competition=cup, name="development", starts_at=now - timedelta(days=1)
-    )
-    CompetitionPhase.objects.create(
-        competition=cup,
-        name="final",
-        starts_at=now + timedelta(days=2),
-        uploads_open=False,
-        plays=PhasePlays.FINAL,
-    )
-    return cup
 
 
 def sign_in(context: BrowserContext, user: User, url: str) -> None:

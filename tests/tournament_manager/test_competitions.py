@@ -42,7 +42,7 @@ from core.services.teams import (
 from core.services.uploads import UploadRejected
 from reads.access import can_see_logs, can_see_tournament
 from reads.competitions import competition_page
-from tests.factories import EnvironmentFactory, UserFactory, example_player_source
+from tests.factories import UserFactory, example_player_source, scheduled_competition
 from tests.support.clock import Clock
 from tournament_manager.daemon import run_once
 from tournament_manager.services.competitions import final_publish, team_disqualify
@@ -55,25 +55,19 @@ DEADLINE = OPENS + timedelta(days=3)
 
 
 def competition(**fields: object) -> Competition:
-    made = Competition.objects.create(
-        environment=EnvironmentFactory(),
-        slug="tic-tac-toe-cup",
-        title="Tic-tac-toe cup",
-        team_size_limit=2,
-        final_submissions=1,
-        **fields,
+    return scheduled_competition(
+        opens=OPENS,
+        deadline=DEADLINE,
+        daily_limit=2,
+        total_limit=4,
+        **{
+            "slug": "tic-tac-toe-cup",
+            "title": "Tic-tac-toe cup",
+            "team_size_limit": 2,
+            "final_submissions": 1,
+            **fields,
+        },
     )
-    CompetitionPhase.objects.create(
-        competition=made, name="development", starts_at=OPENS, daily_limit=2, total_limit=4
-    )
-    CompetitionPhase.objects.create(
-        competition=made,
-        name="final",
-        starts_at=DEADLINE,
-        uploads_open=False,
-        plays=PhasePlays.FINAL,
-    )
-    return made
 
 
 def upload(user: User, cup: Competition, name: str) -> Revision:

@@ -15,9 +15,7 @@ from django.utils import timezone
 
 from core.models import (
     Competition,
-    CompetitionPhase,
     Participant,
-    PhasePlays,
     Revision,
     StepStatus,
     Team,
@@ -29,12 +27,12 @@ from core.models import (
 from core.services.teams import invitation_create, team_create, team_of
 from tests.factories import (
     CompetitorFactory,
-    EnvironmentFactory,
     ParticipantFactory,
     RevisionFactory,
     TournamentFactory,
     UserFactory,
     example_player_source,
+    scheduled_competition,
 )
 from tournament_manager.services.competitions import final_publish
 
@@ -44,29 +42,15 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def cup() -> Competition:
     now = timezone.now()
-    cup = Competition.objects.create(
-        environment=EnvironmentFactory(),
-        slug="cup",
-        title="The cup",
+    return scheduled_competition(
+        opens=now - timedelta(days=1),
+        deadline=now + timedelta(days=2),
+        daily_limit=1,
+        total_limit=10,
         description="Play noughts and crosses.",
         team_size_limit=2,
         final_submissions=1,
     )
-    CompetitionPhase.objects.create(
-        competition=cup,
-        name="development",
-        starts_at=now - timedelta(days=1),
-        daily_limit=1,
-        total_limit=10,
-    )
-    CompetitionPhase.objects.create(
-        competition=cup,
-        name="final",
-        starts_at=now + timedelta(days=2),
-        uploads_open=False,
-        plays=PhasePlays.FINAL,
-    )
-    return cup
 
 
 def signed_in(user: User) -> Client:
