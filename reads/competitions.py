@@ -50,7 +50,7 @@ def competitions_listed(user: Visitor) -> QuerySet[Competition]:
     return (
         Competition.objects.filter(competitions_visible(user))
         .select_related("environment", "final_tournament")
-        .order_by("-created_at")
+        .order_by("-created_at", "-pk")
     )
 
 

@@ -261,24 +261,53 @@ class Proxy:
             connection.close()
 
     def start(self) -> None:
-        """Render the configuration now (certificates found or not) and run nginx."""
-        self.config.write_text(nginx_config_render(deployment=self.deployment))
-        self.process = subprocess.Popen(
-            [NGINX, "-e", str(self.error_log), "-c", str(self.config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            **_as_nobody(),
-        )
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"nginx did not start:\n{_read(self.error_log)}")
-            try:
-                socket.create_connection(("127.0.0.1", self.deployment.http_port), 0.2).close()
+        """Render the configuration now (certificates found or not) and run nginx, once it
+        listens on each of its ports. A port found free can be taken by another test's
+        server before nginx binds it (nginx then ends, after its retries): again on new
+        ports then."""
+        for _ in range(5):
+            self.config.write_text(nginx_config_render(deployment=self.deployment))
+            self.error_log.unlink(missing_ok=True)
+            self.process = subprocess.Popen(
+                [NGINX, "-e", str(self.error_log), "-c", str(self.config)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                **_as_nobody(),
+            )
+            if self._listening():
                 return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"nginx did not listen within 15 s:\n{_read(self.error_log)}")
+            errors = _read(self.error_log)
+            if "Address already in use" not in errors:
+                raise RuntimeError(f"nginx did not start:\n{errors}")
+            https_port = free_port()
+            self.deployment = dataclasses.replace(
+                self.deployment,
+                http_port=free_port(),
+                https_port=https_port,
+                public_https_port=https_port,
+            )
+        raise RuntimeError("no free port stayed free for nginx five times running")
+
+    def _listening(self) -> bool:
+        """Whether nginx listens on all its ports (True) or ended first (False), however
+        long that takes on a loaded machine (ten minutes at the very most: a guard against
+        a hang, not a measure of speed). Listening on one port is not enough: nginx binds
+        them in turn, and ends if a later one is taken."""
+        assert self.process is not None
+        ports = [self.deployment.http_port]
+        if self.certificate.is_file():
+            ports.append(self.deployment.https_port)
+        guard = time.monotonic() + 600
+        while self.process.poll() is None:
+            if all(_accepts(port) for port in ports):
+                if "Address already in use" not in _read(self.error_log):
+                    return True
+                # Another server holds one of them: nginx retries, then ends.
+                self.process.wait()
+            if time.monotonic() > guard:
+                raise RuntimeError(f"nginx neither listens nor ends:\n{_read(self.error_log)}")
+            time.sleep(0.05)
+        return False
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -312,6 +341,11 @@ class Proxy:
             served = secure.getpeercert(binary_form=True)
         assert served is not None
         return served
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _read(path: Path) -> str:
