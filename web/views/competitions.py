@@ -169,11 +169,12 @@ def team_name_change(
     messages.success(request, f"Your team is named {team.name} now.")
 
 
-@_team_action
+@_member_action
 def invitation_withdraw(
-    request: AuthenticatedHttpRequest, competition: Competition, team: Team, pk: int
+    request: AuthenticatedHttpRequest, competition: Competition, pk: int
 ) -> None:
     """Revoke one of the team's open invitations: its code or address no longer joins."""
+    team = team_of(user=request.user, competition=competition)
     invitation = TeamInvitation.objects.filter(pk=pk, team=team).select_related("team").first()
     if invitation is None:
         raise ArenaError("no such invitation of your team")
