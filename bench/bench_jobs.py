@@ -102,7 +102,6 @@ ENVIRONMENT = "connect_four"
 BASELINE = "0dbc1bf"
 TOLERANCE = 0.05
 SEED = 20261126
-ROLES = ("baseline", "candidate")
 CHILD_TIMEOUT_SECONDS = 1800
 
 
@@ -546,8 +545,8 @@ def _summarized(samples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for row in ROWS:
         sides = {
-            role: _summary([value for f in samples[role] for value in row.values(f)])
-            for role in ROLES
+            role: _summary([value for f in measured for value in row.values(f)])
+            for role, measured in samples.items()
         }
         baseline, candidate = sides["baseline"], sides["candidate"]
         ratio = candidate["median"] / baseline["median"] if baseline and candidate else None
@@ -568,7 +567,7 @@ def measure(
     postgres: str | None,
     report: Callable[[str], None],
 ) -> dict[str, Any]:
-    from bench.support import checkout_prepare, git, machine, throwaway_database
+    from bench.support import ROLES, checkouts_prepare, git, machine, throwaway_database
 
     folder = Path(tempfile.mkdtemp(prefix="arena-bench-jobs-"))
     folder.chmod(0o755)
@@ -579,10 +578,7 @@ def measure(
         # Last out: git forgets a temporary worktree that could not be removed with it.
         stack.callback(git, REPOSITORY, "worktree", "prune")
         stack.callback(shutil.rmtree, folder, ignore_errors=True)
-        checkouts = {
-            "baseline": checkout_prepare("baseline", baseline, folder, stack),
-            "candidate": checkout_prepare("candidate", candidate, folder, stack),
-        }
+        checkouts = checkouts_prepare(baseline, candidate, folder, stack)
         database = _database_description(postgres)
         report(f"database: {database}")
         for number in range(plan.rounds):
@@ -611,10 +607,7 @@ def measure(
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
         "database": database,
-        "checkouts": {
-            role: {**dataclasses.asdict(checkout), "path": str(checkout.path)}
-            for role, checkout in checkouts.items()
-        },
+        "checkouts": {role: checkout.figures() for role, checkout in checkouts.items()},
         "agents": [agent.name for agent in plan.agents],
         "matches_per_duel": plan.matches,
         "duels": len(plan.agents) * (len(plan.agents) - 1) // 2,

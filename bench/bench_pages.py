@@ -59,13 +59,19 @@ from bench.fields import (
     tally_store,
     validated_revisions,
 )
-from bench.support import REPOSITORY, checkout_prepare, machine, machine_summary, postgres_server
+from bench.support import (
+    REPOSITORY,
+    ROLES,
+    checkouts_prepare,
+    machine,
+    machine_summary,
+    postgres_server,
+)
 
 SEED = 20261127
 #: The commit before this work: the pages as issue 27 measured them.
 BASELINE = "c91c05a"
 ENVIRONMENT = "connect_four"
-ROLES = ("baseline", "candidate")
 #: Pages of each kind in the readers' list.
 SAMPLED = 40
 
@@ -470,10 +476,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         folder = Path(tempfile.mkdtemp(prefix="arena-bench-pages-"))
         stack.callback(subprocess.run, ["rm", "-rf", str(folder)], check=False)
-        checkouts = {
-            "baseline": checkout_prepare("baseline", plan.baseline, folder, stack),
-            "candidate": checkout_prepare("candidate", str(REPOSITORY), folder, stack),
-        }
+        checkouts = checkouts_prepare(plan.baseline, str(REPOSITORY), folder, stack)
         database_url = stack.enter_context(postgres_server())
         cache_url = stack.enter_context(redis_server()).rsplit("/", 1)[0] + "/2"
         report(f"bench_pages: {plan.agents} agents, {plan.duels} ladder duels: writing them")
@@ -492,9 +495,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         return {
             "plan": dataclasses.asdict(plan),
             "machine": machine_summary(machine()),
-            "checkouts": {
-                role: dataclasses.asdict(c) | {"path": str(c.path)} for role, c in checkouts.items()
-            },
+            "checkouts": {role: checkout.figures() for role, checkout in checkouts.items()},
             "runs": runs,
         }
 

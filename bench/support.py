@@ -83,6 +83,10 @@ class Checkout:
     #: A worktree made for this run, removed at its end.
     temporary: bool
 
+    def figures(self) -> dict[str, Any]:
+        """The checkout in a benchmark's figures (JSON: the path as text)."""
+        return {**dataclasses.asdict(self), "path": str(self.path)}
+
 
 def git(folder: Path, *arguments: str) -> str | None:
     """What ``git -C folder arguments`` printed, or None when it failed."""
@@ -117,6 +121,20 @@ def checkout_prepare(role: str, spec: str, folder: Path, stack: contextlib.ExitS
         changed=bool(git(path, "status", "--porcelain", "--untracked-files=no")),
         temporary=temporary,
     )
+
+
+#: The two checkouts a comparison measures, in the order its figures give them.
+ROLES = ("baseline", "candidate")
+
+
+def checkouts_prepare(
+    baseline: str, candidate: str, folder: Path, stack: contextlib.ExitStack
+) -> dict[str, Checkout]:
+    """The baseline and the candidate (``checkout_prepare``), by role (``ROLES``)."""
+    return {
+        role: checkout_prepare(role, spec, folder, stack)
+        for role, spec in zip(ROLES, (baseline, candidate), strict=True)
+    }
 
 
 # --- throwaway databases --------------------------------------------------------------

@@ -25,6 +25,14 @@ from core.services.accounts import invite_problem
 from core.services.uploads import upload_limits
 
 
+def competitor_name_field(label: str, help_text: str) -> forms.CharField:
+    """A competitor's name, as its URL and the leaderboard show it (surrounding spaces are
+    dropped, as by any ``CharField``)."""
+    return forms.CharField(
+        label=label, max_length=64, validators=[validate_slug], help_text=help_text
+    )
+
+
 class UploadForm(forms.Form):
     """A new revision: a single ``.py`` file or a ``.zip`` archive."""
 
@@ -56,12 +64,10 @@ class UploadForm(forms.Form):
 class SubmissionForm(UploadForm):
     """A first upload from the environment page: names the competitor too."""
 
-    name = forms.CharField(
-        label="Competitor name",
-        max_length=64,
-        validators=[validate_slug],
-        help_text="Letters, digits, hyphens and underscores; a name you already use adds "
-        "a new revision to that competitor.",
+    name = competitor_name_field(
+        "Competitor name",
+        "Letters, digits, hyphens and underscores; a name you already use adds a new revision "
+        "to that competitor.",
     )
     is_public = forms.BooleanField(
         label="Public",
@@ -72,25 +78,17 @@ class SubmissionForm(UploadForm):
 
     field_order = ["name", "is_public", "file"]
 
-    def clean_name(self) -> str:
-        return self.cleaned_data["name"].strip()
-
 
 class CompetitionUploadForm(UploadForm):
     """An agent's upload to a competition: its name, then its file (kept private)."""
 
-    name = forms.CharField(
-        label="Competitor name",
-        max_length=64,
-        validators=[validate_slug],
-        help_text="Letters, digits, hyphens and underscores; a name your team uses adds a "
-        "new revision to that agent.",
+    name = competitor_name_field(
+        "Competitor name",
+        "Letters, digits, hyphens and underscores; a name your team uses adds a new revision "
+        "to that agent.",
     )
 
     field_order = ["name", "file"]
-
-    def clean_name(self) -> str:
-        return self.cleaned_data["name"].strip()
 
 
 class TeamForm(forms.Form):
@@ -133,11 +131,8 @@ class OnlineModelForm(forms.Form):
 
     prefix = "online"  # beside the upload form on the environment page
 
-    name = forms.CharField(
-        label="Model name",
-        max_length=64,
-        validators=[validate_slug],
-        help_text="Its name on the leaderboard: letters, digits, hyphens and underscores.",
+    name = competitor_name_field(
+        "Model name", "Its name on the leaderboard: letters, digits, hyphens and underscores."
     )
     is_public = forms.BooleanField(
         label="Public",
@@ -145,9 +140,6 @@ class OnlineModelForm(forms.Form):
         initial=PUBLIC_BY_DEFAULT,
         help_text="Anyone may then see its page (its name and games show either way).",
     )
-
-    def clean_name(self) -> str:
-        return self.cleaned_data["name"].strip()
 
 
 class EmailAuthenticationForm(AuthenticationForm):
@@ -322,14 +314,8 @@ class LLMSettingsForm(forms.Form):
 class LLMPlayerForm(LLMSettingsForm):
     """A new LLM player, from the environment page."""
 
-    name = forms.CharField(
-        label="Player name",
-        max_length=64,
-        validators=[validate_slug],
-        help_text="Its name on the leaderboard: letters, digits, hyphens and underscores.",
+    name = competitor_name_field(
+        "Player name", "Its name on the leaderboard: letters, digits, hyphens and underscores."
     )
 
     field_order = ["name", "base_url", "model", "api_key", "api_key_ref"]
-
-    def clean_name(self) -> str:
-        return self.cleaned_data["name"].strip()
