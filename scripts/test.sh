@@ -6,13 +6,19 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --system-packages
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# The docker sandbox's base image, built or reused before the tests so its progress is
-# shown (the first build runs debootstrap, about 1.5 minutes). When it cannot be built
-# the tests that need it say why.
-if timeout 10 docker version >/dev/null 2>&1; then
-  .venv/bin/python manage.py build_base_image >/dev/null \
-    || echo "arena test: the base image could not be built; the docker sandbox tests will say why"
-fi
+# The docker sandbox's base image, built or reused (the first build runs debootstrap, about
+# 1.5 minutes), its progress shown on the run's own output (fd 3) whatever lane builds it.
+# When it cannot be built the tests that need it say why. With arguments it is made before
+# the tests; without, by the stack's lane, which needs it first, while the other lanes
+# start: a test of theirs that needs it meanwhile waits for that build (one build at a
+# time per cache folder, sandboxes.base_image's lock), and the rest never wait.
+exec 3>&1
+base_image() {
+  if timeout 10 docker version >/dev/null 2>&1; then
+    .venv/bin/python manage.py build_base_image 2>&3 >/dev/null \
+      || echo "arena test: the base image could not be built; the docker sandbox tests will say why" >&3
+  fi
+}
 # The slower checks: types, the layers contract, and the documentation site, strict (a
 # broken link or anchor, or a page missing from the nav, fails; built into a temporary
 # folder; the settings page's freshness is a test). With arguments (e.g. -k hostile)
@@ -31,6 +37,7 @@ checks() {
 }
 # Tools the tests run but never import (checkov, for terraform/), in their own .venv-tools.
 if [ $# -gt 0 ]; then
+  base_image
   scripts/setup_tools.sh
   checks
   exec .venv/bin/pytest "$@"
@@ -38,7 +45,8 @@ fi
 # Four lanes at once, each in its own processes, so that one's waits (agents, servers,
 # containers, health checks) are spent on another's work, and each about as long:
 # - the checks above, then the tools' virtualenv and the modules of AFTER_CHECKS;
-# - the production stack (tests/deploy/test_stack*.py: a compose deployment built,
+# - the base image, then the production stack (tests/deploy/test_stack*.py: a compose
+#   deployment built,
 #   started, killed and restored), which mostly waits on containers, then the soak
 #   benchmark's smoke run, the docker builds' tests (they wait on builds too) and the
 #   pipeline's recovery from killed workers;
@@ -80,6 +88,7 @@ checks_lane() {
 }
 stack_lane() {
   local status=0
+  base_image
   lane_pytest "${STACK_TESTS[@]}" || status=$?
   lane_pytest "${AFTER_STACK[@]}" || status=$?
   return "$status"

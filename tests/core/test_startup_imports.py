@@ -1,6 +1,7 @@
 """Every Arena process starts with Django (a worker, a gateway, each ``manage.py``
-command): scipy, which only a leaderboard fit or a ladder's pairing uses, is imported
-then, not at start (it cost each process about 0.3 s of CPU)."""
+command): scipy, which only a leaderboard fit or a ladder's pairing uses, and the Docker
+SDK (with requests and urllib3), which only a build or a docker duel uses, are imported
+then, not at start (each cost each process about 0.3 s of CPU)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
 import django
 django.setup()
 import api.v1, web.urls
-print(" ".join(name for name in ("scipy", "scipy.sparse") if name in sys.modules))
+print(" ".join(name for name in ("scipy", "scipy.sparse", "docker") if name in sys.modules))
 """
 
 
-def test_a_django_process_starts_without_scipy():
+def test_a_django_process_starts_without_scipy_or_the_docker_sdk():
     run = subprocess.run(
         [sys.executable, "-c", STARTED], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
@@ -41,3 +42,16 @@ def test_a_leaderboard_fit_imports_it_when_it_runs():
 
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["scipy", "scipy.sparse"]
+
+
+def test_a_build_imports_the_docker_sdk_when_it_runs():
+    # What the builder's receiver does when a revision's build is missing on this host.
+    building = STARTED.replace(
+        "import api.v1, web.urls", "from builder.services import revision_build_here"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", building], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["docker"]

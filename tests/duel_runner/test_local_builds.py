@@ -93,7 +93,7 @@ def test_it_builds_once_when_two_duels_want_it_at_the_same_moment(another_host, 
         time.sleep(0.3)  # long enough for the other thread to arrive meanwhile
         real(revision=revision)
 
-    monkeypatch.setattr("builder.receivers.revision_build_here", slow_build)
+    monkeypatch.setattr(builder_services, "revision_build_here", slow_build)
     made: list[int] = []
 
     def play() -> None:
