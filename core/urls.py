@@ -3,6 +3,10 @@ from django.urls import include, path
 
 from core.health import healthz
 
+# Each app's admin module registers its pages here rather than at every process's start
+# (settings: SimpleAdminConfig).
+admin.autodiscover()
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

@@ -35,6 +35,8 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
+# The apps' admin modules register with the URLconf, not at start (SimpleAdminConfig).
+admin.autodiscover()
 CORE_MODELS = [model for model in admin.site._registry if model._meta.app_label == "core"]
 
 

@@ -136,6 +136,7 @@ def _changelists() -> list[str]:
     from django.contrib import admin
     from django.urls import reverse
 
+    admin.autodiscover()  # as the URLconf does (SimpleAdminConfig)
     return [
         reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
         for model in admin.site._registry
