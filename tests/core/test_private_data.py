@@ -149,8 +149,9 @@ def test_a_django_process_puts_an_older_instance_right_at_start(tmp_path):
         "DATABASE_URL": f"sqlite:///{var / 'arena.sqlite3'}",
     }
 
+    # A command that opens (so creates) the database without migrating it for a minute.
     done = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
+        [sys.executable, "manage.py", "migrate", "--plan", "--verbosity", "0"],
         cwd=ROOT,
         env=environment,
         capture_output=True,
