@@ -39,30 +39,59 @@ if [ "$want_system" = 1 ]; then
 fi
 "$PYTHON" -m venv --help >/dev/null 2>&1 && "$PYTHON" -c 'import ensurepip' 2>/dev/null \
   || missing+=(python3-venv)
+system_packages_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ " ${missing[*]} " == *" postgresql "* ]] && command -v pg_lsclusters >/dev/null; then
+    # The package creates and may start a default cluster; the tests never use it
+    # (they start their own), so leave no server running that we did not ask for.
+    pg_lsclusters --no-header | while read -r version name _port status _rest; do
+      if [ "$status" = online ]; then pg_ctlcluster "$version" "$name" stop || true; fi
+    done
+  fi
+  if [[ " ${missing[*]} " == *" nginx "* ]]; then
+    # Likewise the package may start a server on port 80 (and at every boot): the tests
+    # run their own nginx on loopback.
+    if command -v systemctl >/dev/null && systemctl is-enabled --quiet nginx 2>/dev/null; then
+      systemctl disable --now nginx >/dev/null 2>&1 || true
+    fi
+    /usr/sbin/nginx -s quit 2>/dev/null || true
+  fi
+}
+# The packages install while the virtualenv below is made (both mostly wait on downloads),
+# unless the virtualenv needs one of them (python3-venv); the Docker engine waits for them.
+packages_pid=
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     say "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    if [[ " ${missing[*]} " == *" postgresql "* ]] && command -v pg_lsclusters >/dev/null; then
-      # The package creates and may start a default cluster; the tests never use it
-      # (they start their own), so leave no server running that we did not ask for.
-      pg_lsclusters --no-header | while read -r version name _port status _rest; do
-        if [ "$status" = online ]; then pg_ctlcluster "$version" "$name" stop || true; fi
-      done
-    fi
-    if [[ " ${missing[*]} " == *" nginx "* ]]; then
-      # Likewise the package may start a server on port 80 (and at every boot): the tests
-      # run their own nginx on loopback.
-      if command -v systemctl >/dev/null && systemctl is-enabled --quiet nginx 2>/dev/null; then
-        systemctl disable --now nginx >/dev/null 2>&1 || true
-      fi
-      /usr/sbin/nginx -s quit 2>/dev/null || true
+    if [[ " ${missing[*]} " == *" python3-venv "* ]]; then
+      system_packages_install
+    else
+      system_packages_install &
+      packages_pid=$!
     fi
   else
     say "not root: skipping system packages ${missing[*]} (tests that need them will say so)"
   fi
+fi
+
+stamp=.venv/.arena-installed
+wanted=$(cat pyproject.toml sdk/pyproject.toml | sha256sum | cut -c1-16)
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $("$PYTHON" --version)"
+  "$PYTHON" -m venv .venv
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  say "installing Python dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]" -e ./sdk
+  echo "$wanted" > "$stamp"
+fi
+
+# The system packages, if they were installed meanwhile (a failure there fails the setup).
+if [ -n "$packages_pid" ]; then
+  wait "$packages_pid"
 fi
 
 # The Docker engine: started here when root and nothing answers, in the background so it
@@ -84,17 +113,4 @@ if [ "$want_system" = 1 ] && [ -z "${DOCKER_HOST:-}" ] && ! docker_answers; then
   else
     say "not root: not starting a Docker engine (the docker sandbox tests will say so)"
   fi
-fi
-
-stamp=.venv/.arena-installed
-wanted=$(cat pyproject.toml sdk/pyproject.toml | sha256sum | cut -c1-16)
-if [ ! -x .venv/bin/python ]; then
-  say "creating .venv with $("$PYTHON" --version)"
-  "$PYTHON" -m venv .venv
-fi
-if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-  say "installing Python dependencies into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[dev]" -e ./sdk
-  echo "$wanted" > "$stamp"
 fi
