@@ -4,7 +4,7 @@ import pytest
 from django.contrib import admin
 from django.db.models import Model
 from django.test import Client
-from django.urls import reverse
+from django.urls import get_resolver, reverse
 from django.utils import timezone
 
 from core.models import (
@@ -36,7 +36,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 # The apps' admin modules register with the URLconf, not at start (SimpleAdminConfig).
-admin.autodiscover()
+get_resolver().url_patterns  # noqa: B018
 CORE_MODELS = [model for model in admin.site._registry if model._meta.app_label == "core"]
 
 

@@ -3,26 +3,13 @@ imports no LLM client unless an LLM seat plays (``openai`` alone took half a sec
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from tests.support.imports import imported_after
 
-ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("openai", "httpx2", "llm.harness", "llm.provider")
 
 
-def imported_after(code: str) -> list[str]:
-    """Which of ``HEAVY`` a fresh interpreter has imported after running ``code``."""
-    probe = f"{code}\nimport sys\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
-    run = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert run.returncode == 0, run.stderr
-    return run.stdout.split()
-
-
 def test_the_command_line_imports_no_llm_client_for_a_duel_of_programs():
-    assert imported_after("import referee.cli") == []
+    assert imported_after("import referee.cli", HEAVY) == []
 
 
 def test_an_llm_seat_imports_it_when_it_starts():
@@ -36,4 +23,4 @@ try:
 except SandboxError:
     pass
 """
-    assert "llm.harness" in imported_after(started)
+    assert "llm.harness" in imported_after(started, HEAVY)

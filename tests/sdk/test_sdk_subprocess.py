@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from arena_sdk import protocol
 
+from tests.support.imports import imported_after
+
 SDK_DIR = Path(__file__).resolve().parents[2] / "sdk"
 
 CHATTY_AGENT = """
@@ -190,13 +192,6 @@ def test_the_interpreter_is_torn_down_only_when_compiled_code_is_loaded(
 
 def test_a_served_agent_imports_neither_json_nor_re() -> None:
     # The json module imports re and compiles its expressions: a fifth of an agent's start.
-    probe = (
-        f"import sys; sys.path.insert(0, {str(SDK_DIR)!r}); import arena_sdk.__main__; "
-        "print(' '.join(name for name in ('json', 're') if name in sys.modules))"
-    )
-    completed = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=30
-    )
+    served = f"import sys; sys.path.insert(0, {str(SDK_DIR)!r}); import arena_sdk.__main__"
 
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split() == []
+    assert imported_after(served, ("json", "re"), interpreter_options=("-I", "-S")) == []
