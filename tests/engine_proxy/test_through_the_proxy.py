@@ -17,7 +17,7 @@ from referee.duel import run_duel
 from sandboxes import docker_engine
 from sandboxes.docker import DockerSandbox, confinement
 from sandboxes.docker_engine import LABEL_ROLE, EngineTimeout
-from tests.support.docker import leftover_containers
+from tests.support.docker import REMOVAL_BOUND, containers_left_after_removal
 from tests.support.engine_proxy import engine_proxy_running, using_engine_proxy
 from tests.support.sandboxes import player
 
@@ -55,7 +55,8 @@ def test_it_plays_a_duel_in_the_docker_sandbox(
         assert [fault for match in result.matches for fault in match.faults] == []
         assert all(len(match.actions) >= 7 for match in result.matches)
     assert backend.pool is not None and backend.pool.stats["taken"] >= 1
-    assert leftover_containers({LABEL_ROLE: "agent", **label}) == []
+    assert backend.flush(REMOVAL_BOUND)
+    assert containers_left_after_removal({LABEL_ROLE: "agent", **label}) == []
     assert through_engine_proxy.refusals() == []
 
 
@@ -130,7 +131,7 @@ def test_it_cancels_a_build_at_its_deadline_and_removes_its_step_container(
     dockerfile = (
         f"FROM {docker_base_image}\nUSER 0:0\n"
         f'LABEL arena.role="revision-deps" arena.instance="{instance}"\n'
-        "RUN echo started && sleep 60\n"
+        "RUN echo started && sleep 600\n"
     )
     began = time.monotonic()
 
@@ -142,9 +143,10 @@ def test_it_cancels_a_build_at_its_deadline_and_removes_its_step_container(
             deadline=time.monotonic() + 4, step_labels=step_labels,
         )  # fmt: skip
 
-    # The proxy dropped the engine's connection with the client's: the build stopped.
-    assert time.monotonic() - began < 30
-    assert leftover_containers(step_labels) == []
+    # The proxy dropped the engine's connection with the client's: the build stopped (a
+    # build left running would keep its step container for the step's ten minutes).
+    assert time.monotonic() - began < REMOVAL_BOUND
+    assert containers_left_after_removal(step_labels) == []
     docker_engine.images_prune_dangling(step_labels)
 
 

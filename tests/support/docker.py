@@ -9,6 +9,7 @@ or fail under ``ARENA_REQUIRE_ALL=1``.
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 
@@ -73,3 +74,19 @@ def leftover_containers(labels: dict[str, str]) -> list[str]:
         docker_engine.container_name(container)
         for container in docker_engine.containers_labelled(labels)
     ]
+
+
+#: How long a test waits for the engine to finish removing containers before it calls one
+#: left behind: far beyond a loaded machine's worst (a fork bomb's container, whose
+#: hundreds of processes the engine kills and reaps, was still there after the
+#: sandbox's own 30 s wait on CI's machine).
+REMOVAL_BOUND = 300.0
+
+
+def containers_left_after_removal(labels: dict[str, str]) -> list[str]:
+    """``leftover_containers(labels)`` once the engine has had ``REMOVAL_BOUND`` seconds to
+    finish the removals under way; empty as soon as they are done."""
+    deadline = time.monotonic() + REMOVAL_BOUND
+    while (left := leftover_containers(labels)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
