@@ -96,6 +96,34 @@ def test_a_duels_openings_differ_while_the_game_has_new_ones():
     assert openings != duel_openings(environment, duel_seed=4, moves=2, turns=12)
 
 
+def test_once_every_opening_was_given_a_duel_gives_them_all_again():
+    environment = make_environment("connect_four")
+
+    # Forty-nine openings of two moves; a 200-match duel has 100 turns.
+    openings = [json.dumps(opening) for opening in duel_openings(
+        environment, duel_seed=5, moves=2, turns=100
+    )]  # fmt: skip
+
+    assert len(set(openings[:49])) == 49
+    assert set(openings[49:98]) == set(openings[:49])
+    assert openings[49:98] != openings[:49]  # a new order
+
+
+def test_a_game_whose_every_opening_ends_the_match_gets_none():
+    # Nine marks fill the board: every such opening ends the match.
+    openings = duel_openings(make_environment("tic_tac_toe"), duel_seed=1, moves=9, turns=3)
+
+    assert openings == [[], [], []]
+
+
+def test_a_game_whose_seats_move_at_once_gets_each_pair_of_moves_once():
+    openings = duel_openings(make_environment("rock_paper_scissors"), duel_seed=2, moves=1, turns=9)
+
+    assert sorted(opening[0] for opening in openings) == sorted(
+        [a, b] for a in ("paper", "rock", "scissors") for b in ("paper", "rock", "scissors")
+    )
+
+
 def test_an_opening_never_ends_the_match():
     environment = make_environment("tic_tac_toe")
 
