@@ -88,7 +88,7 @@ def site(
     site = EmbeddedSite(
         tmp_path_factory.mktemp("embedded"),
         database=embedded_database,
-        ARENA_DUEL_LEASE_SECONDS="2",
+        ARENA_DUEL_LEASE_SECONDS="5",
         ARENA_EMBEDDED_WORKER_CONCURRENCY="2",
     )
     try:

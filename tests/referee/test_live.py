@@ -54,16 +54,20 @@ def test_it_tells_every_seat_score_and_rank_of_a_game_of_four(backend):
 def test_it_sends_events_in_order_in_few_batches_and_the_rest_on_close():
     batches: list[list[dict]] = []
     feed = LiveFeed(batches.append, interval=0.05, name="test")
+    started = time.monotonic()
     for number in range(10_000):
         feed.publish({"type": "step", "step": number})
     time.sleep(0.15)
     feed.publish({"type": "match_end"})
     feed.close()
+    elapsed = time.monotonic() - started
 
     sent = [event for batch in batches for event in batch]
     assert [event.get("step") for event in sent[:-1]] == list(range(10_000))
     assert sent[-1] == {"type": "match_end"}
-    assert len(batches) <= 5
+    # A batch an interval at most, and the rest on close (however slowly a loaded machine
+    # published): not a batch an event.
+    assert len(batches) <= elapsed / 0.05 + 2
 
 
 def test_it_stops_quietly_when_its_sink_fails_and_never_blocks_the_referee():
@@ -80,7 +84,8 @@ def test_it_stops_quietly_when_its_sink_fails_and_never_blocks_the_referee():
     started = time.perf_counter()
     for number in range(1000):
         feed.publish({"type": "step", "step": number})
-    assert time.perf_counter() - started < 0.5
+    # Appends to a list: a referee blocked on the broken sink would wait far longer.
+    assert time.perf_counter() - started < 5
     feed.close()
 
     assert feed.failed

@@ -2,12 +2,13 @@
 of several processes on one broker file (``tests/core/test_embedded_broker.py``).
 
     python -m tests.support.broker_clients produce URL QUEUES COUNT PREFIX
-    python -m tests.support.broker_clients consume URL QUEUES OUT_FILE IDLE_SECONDS
+    python -m tests.support.broker_clients consume URL QUEUES OUT_FILE IDLE_SECONDS [LINES]
     python -m tests.support.broker_clients hold URL QUEUE OUT_FILE
 
 ``produce`` sends COUNT messages ``PREFIX-<n>`` round the comma-separated QUEUES;
 ``consume`` acknowledges every message it gets, writing its id to OUT_FILE, until the
-queues stay empty for IDLE_SECONDS; ``hold`` takes one message, writes its id and waits,
+queues stay empty for IDLE_SECONDS or OUT_FILE (which several consumers may share) holds
+LINES ids; ``hold`` takes one message, writes its id and waits,
 never acknowledging it, until it is killed.
 """
 
@@ -33,7 +34,9 @@ def produce(url: str, queues: list[str], count: int, prefix: str) -> None:
             )
 
 
-def consume(url: str, queues: list[str], out_file: Path, idle_seconds: float) -> None:
+def consume(
+    url: str, queues: list[str], out_file: Path, idle_seconds: float, lines: int | None = None
+) -> None:
     with Connection(url) as connection, out_file.open("a") as out:
 
         def received(body: dict[str, Any], message: Message) -> None:
@@ -49,7 +52,9 @@ def consume(url: str, queues: list[str], out_file: Path, idle_seconds: float) ->
         )
         with consumer:
             last = time.monotonic()
-            while time.monotonic() - last < idle_seconds:
+            while time.monotonic() - last < idle_seconds and (
+                lines is None or out_file.read_text().count("\n") < lines
+            ):
                 try:
                     connection.drain_events(timeout=0.5)
                     last = time.monotonic()
@@ -77,7 +82,8 @@ if __name__ == "__main__":
     if command == "produce":
         produce(url, queues, int(sys.argv[4]), sys.argv[5])
     elif command == "consume":
-        consume(url, queues, Path(sys.argv[4]), float(sys.argv[5]))
+        lines = int(sys.argv[6]) if len(sys.argv) > 6 else None
+        consume(url, queues, Path(sys.argv[4]), float(sys.argv[5]), lines)
     elif command == "hold":
         hold(url, queues[0], Path(sys.argv[4]))
     else:

@@ -52,8 +52,11 @@ def browser() -> Iterator[Browser]:
         importlib.util.find_spec("playwright"),
         "playwright is not installed (scripts/setup.sh installs it)",
     )
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # The page's default timeout covers its actions; assertions (``expect``) have their
+    # own, five seconds unless set: too short for a page that waits on a worker.
+    expect.set_options(timeout=TIMEOUT_MS)
     # Playwright's sync API runs an asyncio loop in this thread for as long as it is
     # alive, so Django sees a "running event loop" here and would refuse every ORM
     # call the tests make (SynchronousOnlyOperation). The calls are in fact

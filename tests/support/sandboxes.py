@@ -99,7 +99,10 @@ class RecordingSandbox(ProcessSandbox):
 def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
     sandbox = RecordingSandbox(sandbox_root)
     yield sandbox
-    sandbox.close()  # sweeps run in the background: wait for them
+    sandbox.close()
+    # close() waits its own 10 s for the sweeps, which run in the background; a loaded
+    # machine may take longer, and what a test checks is that they all happen.
+    assert sandbox.flush(REMOVAL_BOUND), "an agent's sweep is still running"
     # The machine is left clean: no agent folder and no agent process survive.
     leftovers = [path.name for path in sandbox_root.iterdir() if not path.name.startswith("sdk-")]
     assert leftovers == []

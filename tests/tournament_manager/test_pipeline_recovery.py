@@ -47,10 +47,12 @@ pytestmark = [
 SLOW_APP = "tests.support.slow_app"
 QUEUES = "build,duels,publish"
 #: Short leases and re-sends, so a killed worker's job is recovered in seconds; the
-#: broker's own redelivery of the killed worker's message stays an hour away.
+#: broker's own redelivery of the killed worker's message stays an hour away. Five
+#: seconds: a healthy worker's heartbeat (a third of it) is never that late, even on a
+#: loaded machine, where two seconds left it little room.
 QUICK = {
-    "ARENA_REVISION_LEASE_SECONDS": "2",
-    "ARENA_DUEL_LEASE_SECONDS": "2",
+    "ARENA_REVISION_LEASE_SECONDS": "5",
+    "ARENA_DUEL_LEASE_SECONDS": "5",
     "ARENA_RESEND_AFTER_SECONDS": "1",
 }
 FINAL = {StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.NONE}
