@@ -173,7 +173,16 @@ class HeldReaper(Reaper):
         self.held.clear()
 
 
-@pytest.mark.usefixtures("needs_root")
+@pytest.fixture
+def log_end_waited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """close() leaves the sweep to the reaper only once the agent's log has ended, which it
+    waits 50 ms for: on a loaded machine the log's thread may take longer, and close()
+    then sweeps itself. The tests of the background sweep wait for the log as long as it
+    takes."""
+    monkeypatch.setattr(process_agent, "LOG_END_WAIT", 60.0)
+
+
+@pytest.mark.usefixtures("needs_root", "log_end_waited")
 def test_an_escaped_process_keeps_its_user_id_taken_until_the_background_sweep_kills_it(
     sandbox_root,
 ):
@@ -214,7 +223,7 @@ def test_an_escaped_process_keeps_its_user_id_taken_until_the_background_sweep_k
     shutil.rmtree(folder)
 
 
-@pytest.mark.usefixtures("needs_root", "confined")
+@pytest.mark.usefixtures("needs_root", "confined", "log_end_waited")
 def test_a_confined_agents_escaped_process_dies_with_its_pid_namespace(sandbox_root):
     # Confined, leaving the group does not leave the PID namespace: the kernel kills all of
     # it when the agent's first process dies. The user id stays taken until the sweep.
@@ -284,7 +293,7 @@ def test_a_process_that_escaped_with_the_agents_log_is_killed_before_close_retur
     sandbox.close()
 
 
-@pytest.mark.usefixtures("needs_root", "confined")
+@pytest.mark.usefixtures("needs_root", "confined", "log_end_waited")
 def test_a_confined_agents_daemon_is_killed_with_its_pid_namespace_by_close(sandbox_root):
     # The daemon keeps the sandbox's init alive, which stays in the agent's group: killing
     # the group kills the init, and the kernel the rest of the namespace, with no sweep.
@@ -316,7 +325,7 @@ class ReaperHeldUntilFlushed(HeldReaper):
         return super().flush(timeout)
 
 
-@pytest.mark.usefixtures("needs_root")
+@pytest.mark.usefixtures("needs_root", "log_end_waited")
 def test_a_start_waits_for_the_sweep_that_holds_the_last_free_user_id(sandbox_root):
     # One user id for this sandbox: the second agent gets it once the first one's sweep,
     # still pending, has run.
