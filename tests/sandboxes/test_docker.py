@@ -34,11 +34,23 @@ from tests.support.sandboxes import (
     processes_in_containers,
 )
 
+#: For the cases whose fault is the clock's: short, so that waiting them out is quick.
 FAST: dict[str, Any] = {"matches": 3, "move_time": 0.5, "time_bank": 0.5, "startup_time": 10.0}
+#: For the others: limits no honest agent reaches, even in a cold container on a loaded
+#: machine, so that only the fault under test is charged; such a duel must end well within
+#: one of them (``PATIENT_DUEL_BOUND``), so that one waited out by mistake still fails.
+PATIENT: dict[str, Any] = {"matches": 3, "move_time": 60.0, "time_bank": 0.0, "startup_time": 60.0}
+PATIENT_DUEL_BOUND = 60.0
 
 
 def duel(backend: DockerSandbox, source: AgentSource, **overrides: object) -> DuelResult:
     return duel_with_random_agent(backend, source, **{**FAST, **overrides})
+
+
+def patient_duel(backend: DockerSandbox, source: AgentSource, **overrides: object) -> DuelResult:
+    result = duel_with_random_agent(backend, source, **{**PATIENT, **overrides})
+    assert result.duration < PATIENT_DUEL_BOUND
+    return result
 
 
 def exchange_one_move(backend: DockerSandbox, source: AgentSource, label: str = "p2-alone") -> str:
@@ -95,7 +107,7 @@ def test_it_replays_the_same_duel_as_the_process_sandbox(docker_backend, sandbox
 
 def test_it_runs_an_executable_entry_point(docker_backend):
     # The hostile agent is an executable with a shebang line; this late it behaves.
-    result = duel(docker_backend, hostile("none", at=1000))
+    result = patient_duel(docker_backend, hostile("none", at=1000))
 
     assert not result.infrastructure_error
     assert fault_kinds(result) == []
@@ -199,7 +211,7 @@ def test_it_charges_a_sleeping_agent_with_timeouts_then_a_forfeit(docker_backend
 
 
 def test_it_charges_an_exit_mid_match_as_a_crash(docker_backend):
-    result = duel(docker_backend, hostile("exit", at=2))
+    result = patient_duel(docker_backend, hostile("exit", at=2))
 
     assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
@@ -207,7 +219,7 @@ def test_it_charges_an_exit_mid_match_as_a_crash(docker_backend):
 
 
 def test_it_charges_a_closed_stdout_as_a_crash(docker_backend):
-    result = duel(docker_backend, hostile("close_stdout"))
+    result = patient_duel(docker_backend, hostile("close_stdout"))
 
     assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
@@ -215,10 +227,8 @@ def test_it_charges_a_closed_stdout_as_a_crash(docker_backend):
 
 
 def test_it_charges_a_memory_hog_as_memory_exceeded(docker_backend):
-    # Time to reach the cap on a loaded machine, so it is charged for memory, not time.
-    result = duel(
-        docker_backend, hostile("memory"), limits=SandboxLimits(memory_mb=256), move_time=5.0
-    )
+    # Time to reach the cap on a loaded machine (PATIENT), so it is charged for memory.
+    result = patient_duel(docker_backend, hostile("memory"), limits=SandboxLimits(memory_mb=256))
 
     assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["memory_exceeded", "memory_exceeded", "forfeit"]
@@ -234,7 +244,7 @@ def test_it_stops_a_fork_bomb_at_the_process_limit(docker_backend):
 
 def test_it_stops_a_huge_file_in_the_tmpfs_at_the_file_size_limit(docker_backend):
     source = hostile("huge_file", HOSTILE_DIR="/tmp")
-    result = duel(docker_backend, source, limits=SandboxLimits(max_file_mb=8))
+    result = patient_duel(docker_backend, source, limits=SandboxLimits(max_file_mb=8))
 
     assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
@@ -242,7 +252,7 @@ def test_it_stops_a_huge_file_in_the_tmpfs_at_the_file_size_limit(docker_backend
 
 
 def test_it_refuses_a_huge_file_in_the_agents_folder(docker_backend):
-    result = duel(docker_backend, hostile("huge_file", HOSTILE_DIR="/agent"))
+    result = patient_duel(docker_backend, hostile("huge_file", HOSTILE_DIR="/agent"))
 
     assert_blamed_on_the_second_player(result)
     assert fault_kinds(result) == ["crash", "crash", "forfeit"]
@@ -251,7 +261,7 @@ def test_it_refuses_a_huge_file_in_the_agents_folder(docker_backend):
 
 def test_it_keeps_a_flooded_log_capped_without_blame(docker_backend):
     limits = SandboxLimits(log_bytes=32 * 1024)
-    result = duel(docker_backend, hostile("stderr_flood"), limits=limits, move_time=10.0)
+    result = patient_duel(docker_backend, hostile("stderr_flood"), limits=limits)
 
     assert result.as_json()["errors"][1] == 0
     assert len(result.logs[1]) < 40 * 1024
@@ -266,9 +276,10 @@ def test_in_a_game_of_four_only_the_exiting_player_is_charged(docker_backend, se
     sources = [agent("random_agent.py") for _ in range(3)]
     sources.insert(seat - 1, hostile("exit", at=2))
 
-    result = run_duel("lowest_unique", sources, backend=docker_backend, seed=7, **FAST)
+    result = run_duel("lowest_unique", sources, backend=docker_backend, seed=7, **PATIENT)
 
     assert not result.infrastructure_error
+    assert result.duration < PATIENT_DUEL_BOUND
     document = result.as_json()
     assert document["other_errors"] == 0
     assert fault_kinds(result, seat) == ["crash", "crash", "forfeit"]
