@@ -45,7 +45,7 @@ def test_it_plays_a_duel_in_the_docker_sandbox(
     try:
         first = run_duel("connect_four", (random_player, random_player), backend=backend, seed=3)
         # The second duel takes the containers the pool started through the proxy.
-        assert backend.pool is not None and backend.pool.wait_until_ready(30)
+        assert backend.pool is not None and backend.pool.wait_until_ready(120)
         second = run_duel("connect_four", (random_player, random_player), backend=backend, seed=4)
     finally:
         backend.close()
