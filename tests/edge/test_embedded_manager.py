@@ -13,6 +13,7 @@ from django.utils import timezone
 from core.models import Job, JobKind, JobStatus
 from edge.management.commands.run_gateway import Command
 from tests.factories import RevisionFactory
+from tests.support.processes import joined
 from tests.support.workers import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,5 +41,5 @@ def test_the_manager_thread_takes_up_a_build_whose_worker_died(sent):
         )
     finally:
         stopping.set()
-        manager.join(timeout=10)
+        joined(manager)
     assert ("builder.tasks.build_revision", revision.pk) in sent

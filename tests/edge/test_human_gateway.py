@@ -35,7 +35,7 @@ def session_of(user) -> str:
 
 
 def csrf_token(gateway: Gateway, session: str) -> str:
-    connection_ = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    connection_ = http.client.HTTPConnection(gateway.host, gateway.port, timeout=60)
     connection_.request("GET", "/accounts/profile/", headers={"Cookie": f"sessionid={session}"})
     response = connection_.getresponse()
     response.read()
@@ -75,7 +75,7 @@ def read_until(response: http.client.HTTPResponse, kind: str) -> dict:
 
 def send_reply(gateway: Gateway, duel: Duel, cookies: str, token: str, body: dict) -> int:
     """The page's POST of one reply, with its cookies and CSRF token; the status."""
-    poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=60)
     poster.request(
         "POST",
         f"/api/v1/online/human/{duel.pk}/reply",
@@ -111,7 +111,7 @@ def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
     stream.request("GET", f"/api/v1/online/human/{duel.pk}/events", headers={"Cookie": cookies})
     response = stream.getresponse()
     read_until(response, "hello")
-    poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    poster = http.client.HTTPConnection(gateway.host, gateway.port, timeout=60)
     poster.request(
         "POST",
         f"/api/v1/online/human/{duel.pk}/reply",

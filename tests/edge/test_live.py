@@ -47,7 +47,7 @@ class Stream:
     """One spectator's connection: its server-sent events, parsed as they come."""
 
     def __init__(self, gateway: Gateway, duel_id: int, last_event_id: str | None = None):
-        self.connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+        self.connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=60)
         headers = {"Accept": "text/event-stream"}
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id

@@ -150,7 +150,7 @@ def test_it_refuses_a_reply_when_no_duel_is_on(gateway, bus, model):
 
 def test_it_refuses_an_oversized_body_before_reading_it(gateway, model):
     _, token = model
-    with socket.create_connection((gateway.host, gateway.port), timeout=10) as client:
+    with socket.create_connection((gateway.host, gateway.port), timeout=60) as client:
         # Only the headers: the answer comes without the gateway waiting for the body.
         client.sendall(
             b"POST /api/v1/online/reply HTTP/1.1\r\nHost: x\r\n"
@@ -165,7 +165,7 @@ def test_it_refuses_an_oversized_body_before_reading_it(gateway, model):
 
 def test_it_refuses_an_oversized_body_sent_in_chunks_without_a_length(gateway, model):
     _, token = model
-    with socket.create_connection((gateway.host, gateway.port), timeout=10) as client:
+    with socket.create_connection((gateway.host, gateway.port), timeout=60) as client:
         client.sendall(
             b"POST /api/v1/online/reply HTTP/1.1\r\nHost: x\r\n"
             + f"Authorization: Bearer {token}\r\n".encode()
@@ -381,7 +381,7 @@ def test_it_tells_the_queue_why_it_cannot_join(gateway, model):
 def read_stream(
     gateway: Gateway, token: str, *, lines: int, last_event_id: str | None = None
 ) -> list[dict[str, Any]]:
-    connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=10)
+    connection = http.client.HTTPConnection(gateway.host, gateway.port, timeout=60)
     headers = {"Authorization": f"Bearer {token}"}
     if last_event_id:
         headers["Last-Event-ID"] = last_event_id

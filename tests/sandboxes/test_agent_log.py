@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from sandboxes.base import AgentLog, SandboxLimits
+from tests.support.processes import joined
 
 
 def pipe_ends() -> tuple[int, int]:
@@ -91,7 +92,7 @@ def test_it_keeps_the_first_bytes_of_a_move_and_says_how_many_were_cut(stream):
     os.write(write_end, b"next move")
     log.mark_move((0, 2))
     os.close(write_end)
-    reader.join(timeout=10)
+    joined(reader)
 
     moves = log.move_logs()
     assert moves[(0, 0)] == "x" * 100 + "\n[... 299900 more bytes of this move's log cut]"

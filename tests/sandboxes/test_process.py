@@ -17,6 +17,7 @@ from sandboxes.process import ProcessSandbox
 from sandboxes.process_agent import ProcessAgent
 from sandboxes.process_users import UserPool, processes_of_user
 from sandboxes.warm_pool import Reaper, wait_until_reading
+from tests.support.processes import ended
 from tests.support.sandboxes import agent, hostile, leftover_processes, sandbox_processes
 
 
@@ -51,7 +52,7 @@ def test_it_kills_what_a_referee_that_died_left_under_a_user_id():
     taken, lock = UserPool(base=uid, count=1).acquire()
     try:
         assert taken == uid
-        assert left_behind.wait(timeout=10) == -9
+        assert ended(left_behind) == -9
     finally:
         UserPool.release(lock)
 
@@ -73,7 +74,7 @@ def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there
 
         sleeper = _sleeper(uid)
         process_users.kill_user_processes(uid)
-        assert sleeper.wait(timeout=10) == -9
+        assert ended(sleeper) == -9
         assert scans  # it was there (a zombie until reaped): /proc was read
     finally:
         UserPool.release(lock)

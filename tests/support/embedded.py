@@ -156,8 +156,8 @@ class EmbeddedSite:
                 pytest.fail(f"the site stopped:\n{self.server_log()}", pytrace=False)
             try:
                 return requests.get(f"{self.url}/api/v1/environments", timeout=5).ok
-            except requests.ConnectionError:
-                return False
+            except (requests.ConnectionError, requests.Timeout):
+                return False  # not yet, or slow to answer its first request
 
         wait_for(answers, timeout=60, what="the site to answer")
         wait_for(lambda: " ready." in self.worker_log(), timeout=60, what="its worker to be ready")

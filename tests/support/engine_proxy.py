@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes import docker_engine
+from tests.support.processes import ended
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 REAL_ENGINE = "/var/run/docker.sock"
@@ -72,7 +73,7 @@ def engine_proxy_running(
         yield RunningProxy(socket=str(listen), log_path=log_path)
     finally:
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
+        ended(process)
         for path in (listen, log_path):
             path.unlink(missing_ok=True)
         folder.rmdir()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import ended
 from tests.support.require import require
 
 
@@ -65,7 +66,7 @@ def redis_server(*options: str) -> Iterator[str]:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        ended(process)
         shutil.rmtree(folder, ignore_errors=True)
 
 

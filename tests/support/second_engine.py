@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import ended
+
 PREFIX = "arena-test-engine-"
 DOCKERD = "/usr/sbin/dockerd"
 CGROUPS = Path("/sys/fs/cgroup")
@@ -102,7 +104,7 @@ class Engine:
                     self.process.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     self.process.kill()
-                    self.process.wait(timeout=10)
+                    ended(self.process)
         finally:
             _remove_root(self.root)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.processes import ended
 from tests.support.require import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +145,7 @@ class Workers:
     def kill(self, process: subprocess.Popen[bytes]) -> None:
         """SIGKILL the whole worker, pool children included: as if its machine died."""
         os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        ended(process)
 
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
@@ -158,7 +159,7 @@ class Workers:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+                ended(process)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from core.models import (
     TournamentStatus,
 )
 from tests.pipeline import PLAYERS, make_user, pipeline, upload  # noqa: F401
+from tests.support.processes import ended
 from tests.support.workers import wait_for
 from tournament_manager.ratings import distinct_matches
 from tournament_manager.services.tournaments import tournament_create, tournament_schedule
@@ -102,7 +103,7 @@ def test_the_manager_and_a_worker_play_a_scheduled_swiss_tournament(celery_worke
     assert (tournament.duels_total, tournament.duels_done, tournament.duels_failed) == (3, 3, 0)
 
     manager.send_signal(signal.SIGTERM)
-    assert manager.wait(timeout=20) == 0
+    assert ended(manager) == 0
     log = celery_workers.log("manager")
     assert "SIGTERM received" in log and "Tournament manager stopped." in log
 
@@ -162,4 +163,4 @@ def test_the_manager_recovers_a_round_robin_when_its_worker_is_killed(celery_wor
     assert distinct > 3 * 100  # few repeats once each match has an opening of its own
     assert RatingChange.objects.filter(duel__in=duels).count() == 2 * distinct
     manager.send_signal(signal.SIGTERM)
-    assert manager.wait(timeout=20) == 0
+    assert ended(manager) == 0
