@@ -1,5 +1,5 @@
 # Everyday targets; each works from a fresh clone (they set up .venv as needed).
-.PHONY: demo test setup base-image lint format docs docs-site bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages bench-kaggle bench-soak clean
+.PHONY: demo test setup base-image lint format docs docs-site bench bench-docker bench-upload bench-ladder bench-leaderboard bench-online bench-live bench-llm bench-hosts bench-jobs bench-pages bench-kaggle bench-soak bench-round-robin clean
 
 demo:            ## validate the reference players, a round robin per game, then serve the site
 	scripts/demo.sh
@@ -74,6 +74,9 @@ bench-pages:     ## the public pages: 32 readers through gunicorn on PostgreSQL,
 
 bench-soak:      ## a 50-agent ladder for 30 min, a worker killed and the broker restarted (embedded)
 	.venv/bin/python -m bench.bench_soak
+
+bench-round-robin: ## a 16-agent round robin of 10-match duels on a fresh site, end to end (embedded)
+	.venv/bin/python -m bench.bench_round_robin
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

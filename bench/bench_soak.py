@@ -445,16 +445,20 @@ def _trend(points: list[tuple[float, float]]) -> dict[str, Any]:
 
 
 class EmbeddedSite:
-    """``manage.py run_gateway --manager`` on a throwaway var folder."""
+    """``manage.py run_gateway --manager`` of the checkout ``root`` on a throwaway var
+    folder, with ``settings`` besides the defaults."""
 
     name = "embedded"
     #: Processes whose memory is judged flat.
     judged = ("gateway", "worker")
 
-    def __init__(self, plan: Plan, report: Callable[[str], None]) -> None:
+    def __init__(
+        self, settings: dict[str, str], report: Callable[[str], None], *, root: Path = REPOSITORY
+    ) -> None:
         from tests.support.redis import free_port
 
         self.report = report
+        self.root = root
         self.folder = Path(tempfile.mkdtemp(prefix="arena-soak-"))
         # Not under the private folder: the agents' own users must reach their folders.
         self.sandboxes = Path(tempfile.mkdtemp(prefix="arena-soak-sandboxes-"))
@@ -463,7 +467,7 @@ class EmbeddedSite:
             "ARENA_VAR_DIR": str(self.folder / "var"),
             "ARENA_SANDBOX": "process",
             "ARENA_SANDBOX_ROOT": str(self.sandboxes),
-            **dict(plan.settings),
+            **settings,
         }
         self.gateway: subprocess.Popen[bytes] | None = None
         self.log = self.folder / "gateway.log"
@@ -476,27 +480,50 @@ class EmbeddedSite:
         }
         return {**inherited, **self.settings, "DJANGO_SETTINGS_MODULE": "core.settings"}
 
-    def start(self) -> None:
-        # This process reads and writes the same database through Django.
-        os.environ.update(self.environment())
-        for name in ("DATABASE_URL", "ARENA_BROKER_URL"):
-            os.environ.pop(name, None)
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, join: bool = True) -> None:
+        """Migrate and serve; with ``join``, this process reads and writes the same
+        database through Django (``command``), which needs ``root`` to be this checkout."""
+        if join:
+            os.environ.update(self.environment())
+            for name in ("DATABASE_URL", "ARENA_BROKER_URL"):
+                os.environ.pop(name, None)
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
-            cwd=REPOSITORY,
+            cwd=self.root,
             env=self.environment(),
             check=True,
         )
-        import django
+        if join:
+            import django
 
-        django.setup()
+            django.setup()
         self._start_gateway()
+
+    def shell(self, code: str) -> Any:
+        """Python run by the checkout's ``manage.py shell``; the last line it printed, read
+        as JSON (as ``ComposeStack.django`` runs it in the web container)."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+            cwd=self.root,
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"bench: manage.py shell failed:\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
 
     def _start_gateway(self) -> None:
         with open(self.log, "ab") as log:
             self.gateway = subprocess.Popen(
                 [sys.executable, "manage.py", "run_gateway", "--manager", "--port", str(self.port)],
-                cwd=REPOSITORY,
+                cwd=self.root,
                 env=self.environment(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -603,14 +630,18 @@ HEALTHCHECKS = ("core.healthcheck", "inspect ping", "pg_isready", "redis-cli")
 
 
 class ComposeSite:
-    """``docker-compose.yml`` of a fresh clone of HEAD (``tests.support.compose_stack``)."""
+    """``docker-compose.yml`` of a fresh clone of the checkout ``root``'s HEAD
+    (``tests.support.compose_stack``); ``settings`` are its test settings'."""
 
     name = "compose"
     judged = ("gateway", "worker-duels", "web", "manager")
     services = ("gateway", "worker-duels", "web", "manager", "watchdog", "redis", "postgres")
 
-    def __init__(self, plan: Plan, report: Callable[[str], None]) -> None:
+    def __init__(
+        self, settings: dict[str, str], report: Callable[[str], None], *, root: Path = REPOSITORY
+    ) -> None:
         self.report = report
+        self.root = root
         self.folder = Path(tempfile.mkdtemp(prefix="arena-soak-compose-"))
         self.stack: Any = None
 
@@ -623,7 +654,7 @@ class ComposeSite:
         subprocess.run(
             ["git", "clone", "--quiet", "--no-checkout", str(REPOSITORY), str(clone)], check=True
         )
-        git(clone, "checkout", "--quiet", "--detach", git(REPOSITORY, "rev-parse", "HEAD"))
+        git(clone, "checkout", "--quiet", "--detach", git(self.root, "rev-parse", "HEAD"))
         host_data = Path(tempfile.mkdtemp(prefix="arena-compose-"))
         host_data.chmod(0o755)
         self.stack = ComposeStack(
@@ -635,12 +666,19 @@ class ComposeSite:
         self.report("starting the stack")
         self.stack.up()
 
+    @property
+    def url(self) -> str:
+        return str(self.stack.url)
+
+    def shell(self, code: str) -> Any:
+        return self.stack.django(code)
+
     def command(self, command: str, **arguments: Any) -> dict[str, Any]:
         code = (
             "import json; from bench.bench_soak import site_command; "
             f"site_command({command!r}, json.loads({json.dumps(arguments)!r}))"
         )
-        return dict(self.stack.django(code))
+        return dict(self.shell(code))
 
     def memory(self) -> dict[str, float]:
         from tests.support.compose_stack import agents_of
@@ -715,7 +753,7 @@ def _wait(what: str, predicate: Callable[[], bool], timeout: float) -> None:
 
 @contextlib.contextmanager
 def _site(stack: str, plan: Plan, report: Callable[[str], None]) -> Iterator[Any]:
-    site = (EmbeddedSite if stack == "embedded" else ComposeSite)(plan, report)
+    site = (EmbeddedSite if stack == "embedded" else ComposeSite)(dict(plan.settings), report)
     try:
         yield site
     finally:

@@ -60,8 +60,8 @@ fi
 # fails if any lane does.
 PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
 STACK_TESTS=(tests/deploy/test_stack*.py)
-AFTER_STACK=(tests/bench/test_bench_soak.py tests/builder/test_docker_build.py
-  tests/tournament_manager/test_pipeline_recovery.py)
+AFTER_STACK=(tests/bench/test_bench_soak.py tests/bench/test_bench_round_robin.py
+  tests/builder/test_docker_build.py tests/tournament_manager/test_pipeline_recovery.py)
 AFTER_PURE=(tests/api/test_fuzzing.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
 # modules that start a second Docker engine (one after the other), the jobs benchmark's
