@@ -37,8 +37,12 @@ ALLOWANCE = 0.2
 MOVE_TIME = 1.0
 TIME_BANK = 2.0
 STARTUP_TIME = 30.0
-#: For the online agent that never connects: the first match waits this long for it.
-NEVER_CONNECTS_STARTUP_TIME = 5.0
+#: For the online agent that never connects: its seat's grace period, and how long the first
+#: match waits for it. The grace must run out first, and with a margin a loaded machine
+#: cannot eat (at 5 s each, CI once saw the start-up time run out first: the agent was
+#: restarted rather than gone).
+NEVER_CONNECTS_GRACE = 1.0
+NEVER_CONNECTS_STARTUP_TIME = 10.0
 
 
 def _alive(bus: SeatBus) -> SeatBus:
@@ -74,9 +78,10 @@ def duel(
     matches: int = 3,
     seed: int = 11,
     allowance: float = ALLOWANCE,
+    grace: float = GRACE,
     **overrides: float,
 ) -> DuelResult:
-    remote = RemoteSandbox(bus, duel=1, grace=GRACE, allowance=allowance)
+    remote = RemoteSandbox(bus, duel=1, grace=grace, allowance=allowance)
     online = AgentSource.remote("online", seat=seat)
     sources = (online, opponent) if online_player == 1 else (opponent, online)
     backends = (remote, backend) if online_player == 1 else (backend, remote)
@@ -206,6 +211,7 @@ def test_it_charges_an_online_agent_that_never_connects(memory_bus, seat, backen
         agent("random_agent.py"),
         backend,
         online_player=online_player,
+        grace=NEVER_CONNECTS_GRACE,
         startup_time=NEVER_CONNECTS_STARTUP_TIME,
     )
 
