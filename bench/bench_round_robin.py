@@ -42,13 +42,11 @@ import contextlib
 import dataclasses
 import datetime
 import functools
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -192,10 +190,9 @@ def _wait(what: str, predicate: Callable[[], bool], timeout: float, every: float
         time.sleep(every)
 
 
-def _completed(tournament_url: str) -> bool:
-    """Whether the tournament's page of the API says it has completed."""
-    with urllib.request.urlopen(tournament_url, timeout=60) as answer:
-        return bool(json.loads(answer.read())["status"] == "completed")
+def _completed(site: EmbeddedSite | ComposeSite, tournament_id: int) -> bool:
+    """Whether the site's API says the tournament has completed."""
+    return bool(site.api(f"/tournaments/{tournament_id}")["status"] == "completed")
 
 
 @contextlib.contextmanager
@@ -239,7 +236,7 @@ def measure_checkout(
             )
             _wait(
                 f"round robin {number} to complete",
-                functools.partial(_completed, f"{site.url}/api/v1/tournaments/{launched['id']}"),
+                functools.partial(_completed, site, launched["id"]),
                 ROUND_TIMEOUT,
                 0.5,
             )

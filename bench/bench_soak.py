@@ -480,9 +480,14 @@ class EmbeddedSite:
         }
         return {**inherited, **self.settings, "DJANGO_SETTINGS_MODULE": "core.settings"}
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def api(self, path: str) -> Any:
+        """A public API read (``/api/v1...``), as JSON."""
+        import urllib.request
+
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.port}/api/v1{path}", timeout=60
+        ) as answer:
+            return json.loads(answer.read())
 
     def start(self, *, join: bool = True) -> None:
         """Migrate and serve; with ``join``, this process reads and writes the same
@@ -666,9 +671,9 @@ class ComposeSite:
         self.report("starting the stack")
         self.stack.up()
 
-    @property
-    def url(self) -> str:
-        return str(self.stack.url)
+    def api(self, path: str) -> Any:
+        """A public API read (``/api/v1...``) through nginx, as JSON."""
+        return self.stack.get(path)
 
     def shell(self, code: str) -> Any:
         return self.stack.django(code)
