@@ -53,7 +53,14 @@ from typing import Any
 
 from bench.bench_soak import ComposeSite, EmbeddedSite
 from bench.cli import bench_parser, figures_report
-from bench.support import PLAYERS, Checkout, checkout_prepare, machine, machine_summary
+from bench.support import (
+    PLAYERS,
+    Checkout,
+    checkout_prepare,
+    machine,
+    machine_summary,
+    wait_until,
+)
 
 ENVIRONMENT = "connect_four"
 OWNER_EMAIL = "round-robin@example.org"
@@ -150,7 +157,6 @@ tournament = Tournament.objects.get(pk=ID)
 duels = list(Duel.objects.filter(tournament=tournament).select_related("job"))
 jobs = [duel.job for duel in duels]
 print(json.dumps({
-    "status": tournament.status,
     "started_at": tournament.started_at.isoformat(),
     "ended_at": tournament.ended_at.isoformat(),
     "duels": len(duels),
@@ -180,14 +186,6 @@ def busy_cpu_seconds() -> float:
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait(what: str, predicate: Callable[[], bool], timeout: float, every: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench_round_robin: timed out after {timeout:.0f} s: {what}")
-        time.sleep(every)
 
 
 def _completed(site: EmbeddedSite | ComposeSite, tournament_id: int) -> bool:
@@ -223,7 +221,12 @@ def measure_checkout(
                 raise SystemExit(f"bench_round_robin: uploads failed:\n{failures}")
             return bool(state["validated"] >= plan.agents)
 
-        _wait(f"{plan.agents} agents built and validated", validated, VALIDATION_TIMEOUT, 3)
+        wait_until(
+            f"{plan.agents} agents built and validated",
+            validated,
+            timeout=VALIDATION_TIMEOUT,
+            every=3,
+        )
         report(
             f"{checkout.role}: {plan.agents} agents built and validated in "
             f"{time.monotonic() - set_up:.0f} s"
@@ -234,11 +237,11 @@ def measure_checkout(
             launched = site.shell(
                 site_code(LAUNCH, NAME=f"Round robin {number}", MATCHES=plan.matches)
             )
-            _wait(
+            wait_until(
                 f"round robin {number} to complete",
                 functools.partial(_completed, site, launched["id"]),
-                ROUND_TIMEOUT,
-                0.5,
+                timeout=ROUND_TIMEOUT,
+                every=0.5,
             )
             cpu = busy_cpu_seconds() - before
             played = site.shell(site_code(PLAYED, ID=launched["id"]))

@@ -81,7 +81,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import bench_parser, figures_report
-from bench.support import PLAYERS, REPOSITORY, games_import, machine, machine_summary
+from bench.support import (
+    PLAYERS,
+    REPOSITORY,
+    games_import,
+    machine,
+    machine_summary,
+    wait_until,
+)
 
 ENVIRONMENT = "connect_four"
 OWNER_EMAIL = "soak@example.org"
@@ -748,14 +755,6 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def _wait(what: str, predicate: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench_soak: timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(2)
-
-
 @contextlib.contextmanager
 def _site(stack: str, plan: Plan, report: Callable[[str], None]) -> Iterator[Any]:
     site = (EmbeddedSite if stack == "embedded" else ComposeSite)(dict(plan.settings), report)
@@ -777,7 +776,7 @@ def measure(plan: Plan, *, stack: str, report: Callable[[str], None]) -> dict[st
                 raise SystemExit("bench_soak: uploads failed:\n" + "\n".join(state["failed"]))
             return bool(state["validated"] >= plan.agents)
 
-        _wait(f"{plan.agents} agents to be built and validated", all_validated, 1800)
+        wait_until(f"{plan.agents} agents to be built and validated", all_validated, timeout=1800)
         report(f"{plan.agents} agents built and validated in {time.monotonic() - set_up:.0f} s")
         launched = site.command("launch")
         ladder = launched["ladder"]

@@ -10,7 +10,8 @@ import dataclasses
 import os
 import platform
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -49,6 +50,18 @@ def games_import() -> list[Any]:
     imported = environments_import()
     Environment.objects.update(standing_competition=False)
     return imported
+
+
+def wait_until(
+    what: str, predicate: Callable[[], bool], *, timeout: float, every: float = 2.0
+) -> None:
+    """Check ``predicate`` every ``every`` seconds until it holds; a benchmark that waited
+    ``timeout`` seconds for ``what`` stops with that said."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
 
 
 def check_clean(result: DuelResult) -> None:
