@@ -11,14 +11,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.validators import RegexValidator, URLValidator, validate_slug
 
 from core.models import InviteCode, TokenScope, User
-from core.models.llm import (
-    MAX_TOKENS_RANGE,
-    MODEL_NAME_MAX,
-    MODEL_NAME_PATTERN,
-    REQUEST_TIMEOUT_RANGE,
-    TEMPERATURE_RANGE,
-    TOP_P_RANGE,
-)
+from core.models import llm as llm_limits
 from core.models.submissions import PUBLIC_BY_DEFAULT
 from core.secrets import SECRET_REF_HELP, SECRET_REF_PATTERN
 from core.services.accounts import invite_problem
@@ -231,6 +224,11 @@ class TokenForm(forms.Form):
     )
 
 
+def _between(bounds: tuple[Any, Any]) -> dict[str, Any]:
+    """A number field's ``min_value`` and ``max_value``: the model's range for it."""
+    return {"min_value": bounds[0], "max_value": bounds[1]}
+
+
 class LLMSettingsForm(forms.Form):
     """What an LLM player plays with; its owner changes these on its page."""
 
@@ -245,8 +243,8 @@ class LLMSettingsForm(forms.Form):
         "API), e.g. <code>http://127.0.0.1:8000/v1</code>.",
     )
     model = forms.CharField(
-        max_length=MODEL_NAME_MAX,
-        validators=[RegexValidator(MODEL_NAME_PATTERN, "Printable characters only.")],
+        max_length=llm_limits.MODEL_NAME_MAX,
+        validators=[RegexValidator(llm_limits.MODEL_NAME_PATTERN, "Printable characters only.")],
         help_text="The model's name as the server knows it.",
     )
     api_key = forms.CharField(
@@ -265,23 +263,15 @@ class LLMSettingsForm(forms.Form):
         validators=[RegexValidator(SECRET_REF_PATTERN, f"Write {SECRET_REF_HELP}.")],
         help_text=f"{SECRET_REF_HELP}: the key is read there when it plays.",
     )
-    temperature = forms.FloatField(
-        required=False, min_value=TEMPERATURE_RANGE[0], max_value=TEMPERATURE_RANGE[1]
-    )
-    top_p = forms.FloatField(
-        label="Top p", required=False, min_value=TOP_P_RANGE[0], max_value=TOP_P_RANGE[1]
-    )
+    temperature = forms.FloatField(required=False, **_between(llm_limits.TEMPERATURE_RANGE))
+    top_p = forms.FloatField(label="Top p", required=False, **_between(llm_limits.TOP_P_RANGE))
     max_tokens = forms.IntegerField(
-        label="Max tokens per answer",
-        initial=512,
-        min_value=MAX_TOKENS_RANGE[0],
-        max_value=MAX_TOKENS_RANGE[1],
+        label="Max tokens per answer", initial=512, **_between(llm_limits.MAX_TOKENS_RANGE)
     )
     request_timeout = forms.FloatField(
         label="Request timeout (seconds)",
         initial=60,
-        min_value=REQUEST_TIMEOUT_RANGE[0],
-        max_value=REQUEST_TIMEOUT_RANGE[1],
+        **_between(llm_limits.REQUEST_TIMEOUT_RANGE),
         help_text="A longer wait counts as the server's failure (retried, then the duel "
         "ends unscored), never as the model's.",
     )

@@ -23,17 +23,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.errors import ArenaError, sentence
 from core.models import Competition, Team, TeamInvitation, User
+from core.services import teams
 from core.services.revisions import revision_upload
-from core.services.teams import (
-    invitation_accept,
-    invitation_create,
-    invitation_find,
-    invitation_revoke,
-    team_create,
-    team_leave,
-    team_of,
-    team_rename,
-)
 from reads.access import AuthenticatedHttpRequest
 from reads.competitions import competition_page, competitions_listed, get_competition_for_user
 from web.forms import CompetitionUploadForm, InvitationForm, JoinForm, TeamForm
@@ -112,7 +103,7 @@ def _team_action(view: TeamAction) -> Callable[..., HttpResponse]:
     def with_team(
         request: AuthenticatedHttpRequest, competition: Competition, **ids: int
     ) -> HttpResponse | None:
-        team = team_of(user=request.user, competition=competition)
+        team = teams.team_of(user=request.user, competition=competition)
         if team is None:
             raise ArenaError("you are in no team here")
         return view(request, competition, team, **ids)
@@ -129,7 +120,7 @@ def _team_name(request: AuthenticatedHttpRequest) -> str:
 
 @_member_action
 def team_new(request: AuthenticatedHttpRequest, competition: Competition) -> None:
-    team = team_create(competition=competition, user=request.user, name=_team_name(request))
+    team = teams.team_create(competition=competition, user=request.user, name=_team_name(request))
     messages.success(request, f"Team {team.name} is formed: invite your teammates.")
 
 
@@ -143,7 +134,7 @@ def team_invite(
     if not form.is_valid():
         raise ArenaError("enter an e-mail address, or leave it empty for a link")
     email = form.cleaned_data["email"]
-    _, code = invitation_create(
+    _, code = teams.invitation_create(
         team=team,
         by=request.user,
         email=email,
@@ -165,7 +156,7 @@ def team_invite(
 def team_name_change(
     request: AuthenticatedHttpRequest, competition: Competition, team: Team
 ) -> None:
-    team_rename(team=team, user=request.user, name=_team_name(request))
+    teams.team_rename(team=team, user=request.user, name=_team_name(request))
     messages.success(request, f"Your team is named {team.name} now.")
 
 
@@ -174,17 +165,17 @@ def invitation_withdraw(
     request: AuthenticatedHttpRequest, competition: Competition, pk: int
 ) -> None:
     """Revoke one of the team's open invitations: its code or address no longer joins."""
-    team = team_of(user=request.user, competition=competition)
+    team = teams.team_of(user=request.user, competition=competition)
     invitation = TeamInvitation.objects.filter(pk=pk, team=team).select_related("team").first()
     if invitation is None:
         raise ArenaError("no such invitation of your team")
-    invitation_revoke(invitation=invitation, by=request.user)
+    teams.invitation_revoke(invitation=invitation, by=request.user)
     messages.success(request, "The invitation is revoked: it no longer lets anyone join.")
 
 
 @_team_action
 def team_quit(request: AuthenticatedHttpRequest, competition: Competition, team: Team) -> None:
-    team_leave(team=team, user=request.user)
+    teams.team_leave(team=team, user=request.user)
     messages.success(request, f"You left team {team.name}.")
 
 
@@ -200,7 +191,7 @@ def invitation_take(request: AuthenticatedHttpRequest, competition: Competition,
     )
     if invitation is None or not invitation.is_open():
         raise ArenaError("this invitation is not valid: it was used, revoked or has expired")
-    team = invitation_accept(invitation=invitation, user=request.user)
+    team = teams.invitation_accept(invitation=invitation, user=request.user)
     messages.success(request, f"You joined team {team.name}.")
 
 
@@ -215,10 +206,10 @@ def join(request: HttpRequest, slug: str) -> HttpResponse:
     form = JoinForm(request.POST or None)
     if request.method == "POST" and isinstance(request.user, User) and form.is_valid():
         try:
-            invitation = invitation_find(form.cleaned_data["code"])
+            invitation = teams.invitation_find(form.cleaned_data["code"])
             if invitation.team.competition_id != competition.pk:
                 raise ArenaError(f"this invitation is not to a team of {competition.title}")
-            team = invitation_accept(invitation=invitation, user=request.user)
+            team = teams.invitation_accept(invitation=invitation, user=request.user)
         except ArenaError as error:
             form.add_error(None, sentence(error.message))
         else:
