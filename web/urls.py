@@ -20,8 +20,14 @@ from web.views import (
     tournaments,
 )
 
+ENVIRONMENT = "environments/<slug:name>/"
 COMPETITOR = "environments/<slug:environment_name>/competitors/<slug:name>/"
 REVISION = "environments/<slug:environment_name>/competitors/<slug:competitor_name>/v<int:version>/"
+COMPETITION = "c/<slug:slug>/"
+TEAM = COMPETITION + "team/"
+DUEL = "duels/<int:pk>/"
+MATCH = "duels/<int:duel_pk>/matches/<int:index>/"
+EVALUATION = "evaluations/<int:pk>/"
 
 
 def _account_page(route: str, view: type[View[Any]], name: str, **options: Any) -> URLPattern:
@@ -35,21 +41,15 @@ urlpatterns = [
     path("", environments.home, name="home"),
     # Where browsers and feed readers look without a page's <link rel="icon">.
     path("favicon.ico", environments.favicon, name="favicon"),
-    path("environments/<slug:name>/", environments.environment, name="environment"),
-    path("environments/<slug:name>/leaderboard/", environments.leaderboard, name="leaderboard"),
-    path("environments/<slug:name>/starter-agent/", environments.starter, name="starter_agent"),
+    path(ENVIRONMENT, environments.environment, name="environment"),
+    path(ENVIRONMENT + "leaderboard/", environments.leaderboard, name="leaderboard"),
+    path(ENVIRONMENT + "starter-agent/", environments.starter, name="starter_agent"),
     path(
-        "environments/<slug:name>/online-models/",
-        environments.online_model_create,
-        name="online_model_create",
+        ENVIRONMENT + "online-models/", environments.online_model_create, name="online_model_create"
     ),
+    path(ENVIRONMENT + "llm-players/", llm.llm_player_create, name="llm_player_create"),
     path(
-        "environments/<slug:name>/llm-players/",
-        llm.llm_player_create,
-        name="llm_player_create",
-    ),
-    path(
-        "environments/<slug:name>/static/<str:filename>",
+        ENVIRONMENT + "static/<str:filename>",
         environments.environment_static,
         name="environment_static",
     ),
@@ -63,63 +63,54 @@ urlpatterns = [
     path(COMPETITOR + "final/", competitors.final, name="competitor_final"),
     path(COMPETITOR + "revalidate/", competitors.revalidate, name="competitor_revalidate"),
     path(COMPETITOR + "play/", play.play_start, name="play_start"),
-    path("duels/<int:pk>/play/", play.play, name="play"),
-    path("duels/<int:pk>/rematch/", play.play_rematch, name="play_rematch"),
+    path(DUEL + "play/", play.play, name="play"),
+    path(DUEL + "rematch/", play.play_rematch, name="play_rematch"),
     path("games/", play.games, name="my_games"),
     path(REVISION, submissions.revision, name="revision"),
     path(REVISION + "source", submissions.revision_source, name="revision_source"),
     path("c/", competitions.competition_list, name="competitions"),
-    path("c/<slug:slug>/", competitions.competition, name="competition"),
-    path("c/<slug:slug>/teams/", competitions.team_new, name="competition_team_create"),
-    path("c/<slug:slug>/team/invitations/", competitions.team_invite, name="competition_invite"),
-    path("c/<slug:slug>/team/leave/", competitions.team_quit, name="competition_team_leave"),
+    path(COMPETITION, competitions.competition, name="competition"),
+    path(COMPETITION + "teams/", competitions.team_new, name="competition_team_create"),
+    path(TEAM + "invitations/", competitions.team_invite, name="competition_invite"),
+    path(TEAM + "leave/", competitions.team_quit, name="competition_team_leave"),
+    path(TEAM + "rename/", competitions.team_name_change, name="competition_team_rename"),
     path(
-        "c/<slug:slug>/team/rename/",
-        competitions.team_name_change,
-        name="competition_team_rename",
-    ),
-    path(
-        "c/<slug:slug>/team/invitations/<int:pk>/revoke/",
+        TEAM + "invitations/<int:pk>/revoke/",
         competitions.invitation_withdraw,
         name="competition_invitation_revoke",
     ),
     path(
-        "c/<slug:slug>/invitations/<int:pk>/accept/",
+        COMPETITION + "invitations/<int:pk>/accept/",
         competitions.invitation_take,
         name="competition_invitation_accept",
     ),
-    path("c/<slug:slug>/join/", competitions.join, name="competition_join"),
-    path("c/<slug:slug>/uploads/", competitions.upload, name="competition_upload"),
+    path(COMPETITION + "join/", competitions.join, name="competition_join"),
+    path(COMPETITION + "uploads/", competitions.upload, name="competition_upload"),
     path("tournaments/<int:pk>/", tournaments.tournament, name="tournament"),
-    path("duels/<int:pk>/", tournaments.duel, name="duel"),
+    path(DUEL, tournaments.duel, name="duel"),
     path("scores/<int:pk>/", scores.score_competition, name="score_competition"),
     path("scores/<int:pk>/entries/", scores.score_entry, name="score_entry"),
     path("scores/<int:pk>/entries/withdraw/", scores.score_entry_remove, name="score_entry_remove"),
-    path("evaluations/<int:pk>/", scores.evaluation, name="evaluation"),
+    path(EVALUATION, scores.evaluation, name="evaluation"),
     path(
-        "evaluations/<int:pk>/conversations.jsonl",
+        EVALUATION + "conversations.jsonl",
         scores.evaluation_conversations,
         name="evaluation_conversations",
     ),
-    path("evaluations/<int:pk>/episodes/<int:index>/", scores.episode, name="evaluation_episode"),
-    path("duels/<int:duel_pk>/matches/<int:index>/", tournaments.match, name="match"),
-    path(
-        "duels/<int:pk>/conversations.jsonl",
-        llm.duel_conversations,
-        name="duel_conversations",
-    ),
-    path(
-        "duels/<int:duel_pk>/matches/<int:index>/conversations.jsonl",
-        llm.match_conversations,
-        name="match_conversations",
-    ),
+    path(EVALUATION + "episodes/<int:index>/", scores.episode, name="evaluation_episode"),
+    path(MATCH, tournaments.match, name="match"),
+    path(DUEL + "conversations.jsonl", llm.duel_conversations, name="duel_conversations"),
+    path(MATCH + "conversations.jsonl", llm.match_conversations, name="match_conversations"),
     path("docs/", docs.docs, name="docs"),
     path("docs/<path:path>", docs.docs, name="docs_page"),
     path("llm/", llm.llm_index, name="llm_index"),
     # A model's name may hold slashes (``org/model``): the rest of the path is the name.
     path("llm/models/<path:model>/", llm.llm_model, name="llm_model"),
-    # Accounts: Django's views, with Arena's templates.
     path("accounts/register/", accounts.register, name="register"),
+    path("accounts/profile/", accounts.profile, name="profile"),
+    path("accounts/tokens/", accounts.token_create, name="token_create"),
+    path("accounts/tokens/<int:pk>/revoke/", accounts.token_revoke, name="token_revoke"),
+    # Accounts: Django's views, with Arena's templates.
     _account_page(
         "login/",
         auth_views.LoginView,
@@ -128,9 +119,6 @@ urlpatterns = [
         redirect_authenticated_user=True,
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/profile/", accounts.profile, name="profile"),
-    path("accounts/tokens/", accounts.token_create, name="token_create"),
-    path("accounts/tokens/<int:pk>/revoke/", accounts.token_revoke, name="token_revoke"),
     _account_page(
         "password/change/",
         auth_views.PasswordChangeView,
