@@ -29,7 +29,6 @@ from api.tournaments import StandingOut
 from core.errors import ArenaError
 from core.models import (
     Competition,
-    CompetitionPhase,
     PhasePlays,
     Revision,
     Team,
@@ -203,6 +202,15 @@ def _page(competition: Competition, context: dict[str, Any]) -> CompetitionPage:
     return page
 
 
+def _from_page(name: str) -> staticmethod[[Competition, dict[str, Any]], Any]:
+    """A resolver that answers the field as the caller's page (``_page``) has it."""
+
+    def resolve(competition: Competition, context: dict[str, Any]) -> Any:
+        return getattr(_page(competition, context), name)
+
+    return staticmethod(resolve)
+
+
 class CompetitionDetailOut(CompetitionOut):
     """With its phases, the caller's team and the standings they may see."""
 
@@ -223,31 +231,13 @@ class CompetitionDetailOut(CompetitionOut):
     #: caller may see it: its standings and duels are ``/tournaments/{id}``'s.
     ladder_id: int | None
 
-    @staticmethod
-    def resolve_phases(competition: Competition, context: dict[str, Any]) -> list[Any]:
-        return _page(competition, context).phases
-
-    @staticmethod
-    def resolve_next_phase(
-        competition: Competition, context: dict[str, Any]
-    ) -> CompetitionPhase | None:
-        return _page(competition, context).next_phase
-
-    @staticmethod
-    def resolve_closed(competition: Competition, context: dict[str, Any]) -> bool:
-        return _page(competition, context).closed
-
-    @staticmethod
-    def resolve_teams(competition: Competition, context: dict[str, Any]) -> int:
-        return _page(competition, context).teams
-
-    @staticmethod
-    def resolve_team(competition: Competition, context: dict[str, Any]) -> TeamView | None:
-        return _page(competition, context).team
-
-    @staticmethod
-    def resolve_invitations(competition: Competition, context: dict[str, Any]) -> list[Any]:
-        return _page(competition, context).invitations
+    resolve_phases = _from_page("phases")
+    resolve_next_phase = _from_page("next_phase")
+    resolve_closed = _from_page("closed")
+    resolve_teams = _from_page("teams")
+    resolve_team = _from_page("team")
+    resolve_invitations = _from_page("invitations")
+    resolve_final_standings = _from_page("final_standings")
 
     @staticmethod
     def resolve_standings(
@@ -255,10 +245,6 @@ class CompetitionDetailOut(CompetitionOut):
     ) -> list[dict[str, Any]] | None:
         rows = _page(competition, context).standings
         return None if rows is None else [_standing(row) for row in rows]
-
-    @staticmethod
-    def resolve_final_standings(competition: Competition, context: dict[str, Any]) -> Any:
-        return _page(competition, context).final_standings
 
     @staticmethod
     def resolve_ladder_id(competition: Competition, context: dict[str, Any]) -> int | None:
