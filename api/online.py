@@ -208,6 +208,9 @@ def _competitor_and_seat(competitor_id: int) -> tuple[Competitor, OnlineSeat]:
 
 # --- registering models (user tokens) -------------------------------------------------------
 
+#: One of your models, in the paths of its operations.
+MODEL = "/models/{environment}/{name}"
+
 
 @router.post("/models", auth=auth.models, response=documented({201: ModelRegistered}, 400, 404))
 def model_register(request: AuthenticatedHttpRequest, payload: ModelIn) -> Status[ModelRegistered]:
@@ -242,11 +245,7 @@ def models_list(
     return {**page, "items": _models_out(list(page["items"]))}
 
 
-@router.post(
-    "/models/{environment}/{name}/tokens",
-    auth=auth.models,
-    response=documented({201: TokenOut}, 404),
-)
+@router.post(f"{MODEL}/tokens", auth=auth.models, response=documented({201: TokenOut}, 404))
 def model_token_new(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug
 ) -> Status[TokenOut]:
@@ -257,11 +256,7 @@ def model_token_new(
     return Status(201, TokenOut(token=secret))
 
 
-@router.post(
-    "/models/{environment}/{name}/versions",
-    auth=auth.models,
-    response=documented({201: ModelOut}, 404),
-)
+@router.post(f"{MODEL}/versions", auth=auth.models, response=documented({201: ModelOut}, 404))
 def model_version_new(
     request: AuthenticatedHttpRequest, environment: Slug, name: Slug
 ) -> Status[ModelOut]:
