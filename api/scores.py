@@ -128,6 +128,11 @@ class ScoreCompetitionFilters(FilterSchema):
     environment: Annotated[Slug | None, FilterLookup("environment__name")] = None
 
 
+#: A score competition, and its entries, in the paths of their operations.
+COMPETITION = "/score-competitions/{competition_id}"
+ENTRIES = f"{COMPETITION}/entries"
+
+
 @router.get("/score-competitions", response=documented({200: list[ScoreCompetitionOut]}))
 @paginated
 def score_competitions_list(
@@ -137,10 +142,7 @@ def score_competitions_list(
     return filters.filter(visible_score_competitions(request.user).order_by("-created_at", "-pk"))
 
 
-@router.get(
-    "/score-competitions/{competition_id}",
-    response=documented({200: ScoreCompetitionDetailOut}, 404),
-)
+@router.get(COMPETITION, response=documented({200: ScoreCompetitionDetailOut}, 404))
 def score_competition_detail(request: HttpRequest, competition_id: Id) -> ScoreCompetition:
     """One score competition, with its leaderboard
 
@@ -170,11 +172,7 @@ class EntryOut(Schema):
     evaluation: int | None
 
 
-@router.post(
-    "/score-competitions/{competition_id}/entries",
-    auth=auth.submit,
-    response=documented({201: EntryOut}, 400, 404),
-)
+@router.post(ENTRIES, auth=auth.submit, response=documented({201: EntryOut}, 400, 404))
 def score_entry_add(
     request: AuthenticatedHttpRequest, competition_id: Id, payload: EntryIn
 ) -> Status[dict[str, Any]]:
@@ -204,7 +202,7 @@ class WithdrawalOut(Schema):
 
 
 @router.delete(
-    "/score-competitions/{competition_id}/entries/{name}",
+    f"{ENTRIES}/{{name}}",
     auth=auth.submit,
     response=documented({200: WithdrawalOut}, 400, 404),
 )
