@@ -115,6 +115,16 @@ def action(value: object) -> str:
     return show_action(value)
 
 
+#: What marks a tournament, a competition or an agent that only some may see.
+PRIVATE_BADGE = SafeString(' <span class="badge badge-muted">private</span>')
+
+
+@register.filter
+def private_badge(item: Any) -> str:
+    """After an object's name: the "private" badge, unless it is public."""
+    return "" if item.is_public else PRIVATE_BADGE
+
+
 @register.simple_block_tag
 def rows_table(content: SafeString, rows: object, *, empty: str, kind: str = "") -> SafeString:
     """A list page's table: ``content`` (its ``<thead>`` and ``<tbody>``) in a table that
