@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from django.template import engines
 
 
@@ -36,3 +38,12 @@ def test_it_wraps_a_table_of_rows_to_scroll_sideways():
 
 def test_it_says_the_empty_sentence_in_place_of_a_table_without_rows():
     assert rendered(TABLE, rows=[]) == '<p class="empty">Nothing yet.</p>'
+
+
+def test_it_marks_a_private_object_and_nothing_else():
+    private, public = SimpleNamespace(is_public=False), SimpleNamespace(is_public=True)
+
+    assert rendered("{{ item|private_badge }}", item=private) == (
+        ' <span class="badge badge-muted">private</span>'
+    )
+    assert rendered("{{ item|private_badge }}", item=public) == ""
