@@ -215,29 +215,28 @@ class CompetitionDetailOut(CompetitionOut):
     """With its phases, the caller's team and the standings they may see."""
 
     phases: list[PhaseOut]
+    resolve_phases = _from_page("phases")
     next_phase: PhaseOut | None
+    resolve_next_phase = _from_page("next_phase")
     #: The deadline has passed: uploads, teams and final marks are closed.
     closed: bool
+    resolve_closed = _from_page("closed")
     teams: int
+    resolve_teams = _from_page("teams")
     #: The caller's team; None anonymously or in none yet.
     team: TeamOut | None
+    resolve_team = _from_page("team")
     invitations: list[InvitedOut]
+    resolve_invitations = _from_page("invitations")
     #: The game's leaderboard rows of the teams' agents; None when the running phase's
     #: standings are private (then a team sees its own rows only).
     standings: list[CompetitionStandingOut] | None
     #: The final's, once published; None before.
     final_standings: list[StandingOut] | None
+    resolve_final_standings = _from_page("final_standings")
     #: The competition's own ladder (of a phase that plays one; its latest), when the
     #: caller may see it: its standings and duels are ``/tournaments/{id}``'s.
     ladder_id: int | None
-
-    resolve_phases = _from_page("phases")
-    resolve_next_phase = _from_page("next_phase")
-    resolve_closed = _from_page("closed")
-    resolve_teams = _from_page("teams")
-    resolve_team = _from_page("team")
-    resolve_invitations = _from_page("invitations")
-    resolve_final_standings = _from_page("final_standings")
 
     @staticmethod
     def resolve_standings(
