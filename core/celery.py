@@ -22,7 +22,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "core.settings")
 # start and throws their messages away (arena.W001 reaches the operator through
 # ``migrate``, ``check``, the demo and the admin's home); the URL checks alone import the
 # site, the API and the admin, which no task uses: 1.2 s of CPU of a worker's 2.7 at each
-# start (docs/developers/testing.md, "Where the time goes").
+# start (docs/developers/testing.md, "Where the suite's time goes").
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 # The embedded broker's scheme (``CELERY_BROKER_URL`` in the settings), by name: kombu
