@@ -75,6 +75,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -489,8 +490,6 @@ class EmbeddedSite:
 
     def api(self, path: str) -> Any:
         """A public API read (``/api/v1...``), as JSON."""
-        import urllib.request
-
         with urllib.request.urlopen(
             f"http://127.0.0.1:{self.port}/api/v1{path}", timeout=60
         ) as answer:
@@ -547,8 +546,6 @@ class EmbeddedSite:
             time.sleep(0.5)
 
     def _answers(self) -> bool:
-        import urllib.request
-
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=5):
                 return True
