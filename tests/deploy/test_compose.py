@@ -60,6 +60,26 @@ def test_every_long_running_service_has_a_healthcheck_and_starts_after_what_it_n
     assert control["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
+def test_a_heartbeat_healthcheck_reads_the_file_its_service_touches(control):
+    """A service checked by a heartbeat file's age (a worker, a daemon) is started with
+    ``--heartbeat`` naming that file: otherwise it would never become healthy."""
+    workers = compose_config("docker-compose.worker.yml")["services"]
+    checked = {
+        name: service
+        for name, service in [*control.items(), *(("machine " + n, s) for n, s in workers.items())]
+        if service.get("healthcheck", {}).get("test", [])[4:5] == ["file"]
+    }
+    assert {name for name in checked if "worker" in name} == {
+        "worker-build", "worker-duels", "worker-online", "worker-publish",
+        "machine worker-build", "machine worker-duels", "machine worker-online",
+    }  # fmt: skip
+    for name, service in checked.items():
+        heartbeat = service["healthcheck"]["test"][5]
+        command = service["command"]
+        assert "--heartbeat" in command, f"{name} never touches {heartbeat}"
+        assert command[command.index("--heartbeat") + 1] == heartbeat, name
+
+
 def test_only_nginx_publishes_ports(control):
     published = {name for name, service in control.items() if service.get("ports")}
     assert published == {"nginx"}

@@ -72,13 +72,15 @@ class Workers:
         pool: str = "prefork",
         concurrency: int = 1,
         hostname: str = "",
+        heartbeat: str = "",
         **environment: str,
     ) -> subprocess.Popen[bytes]:
         """A worker on ``queues`` (the build and duels queues by default; online duels
         run on ``online``, in threads); ``app`` is the Celery app's module. ``hostname``
         runs it in a UTS namespace of its own under that host name (root only), as a
         worker of another machine: its worker name (``core.leases``) and its containers'
-        owner say so."""
+        owner say so. ``heartbeat``: the file it touches while it consumes, as in
+        production (``--heartbeat``)."""
         namespace = (
             ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
             if hostname
@@ -106,6 +108,7 @@ class Workers:
                 "--without-mingle",
                 "--hostname",
                 f"{name}@%h",
+                *(["--heartbeat", heartbeat] if heartbeat else []),
             ],
             environment,
         )
