@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -59,8 +58,8 @@ import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from bench.cli import run_bench  # noqa: E402
-from bench.ranking import kendall_tau  # noqa: E402
-from bench.support import machine, machine_summary  # noqa: E402
+from bench.ranking import kendall_tau, tau_spread, tau_spread_text  # noqa: E402
+from bench.support import simulation_figures  # noqa: E402
 from tournament_manager import bradley_terry  # noqa: E402
 from tournament_manager.matchmaking import LadderAgent, hosted_duel_limit  # noqa: E402
 from tournament_manager.ratings import _MODEL as OPENSKILL  # noqa: E402
@@ -279,8 +278,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                     "matches": matches,
                     "share_at_target": hits / len(taus),
                     "share_interval": [low, high],
-                    "median_tau": statistics.median(taus),
-                    "tau_range": [min(taus), max(taus)],
+                    **tau_spread(taus),
                     "chance_9_of_10": at_least_9_of_10(hits / len(taus)),
                 }
             cells.append(cell)
@@ -288,16 +286,10 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                 f"gaps x{scale:g}, {name}: tau >= {TARGET_TAU} at 25 % in "
                 f"{cell['25 %']['share_at_target']:.1%} of {plan.ladders} ladders"
             )
-    return {
-        "benchmark": "bench_matchmaking",
-        "machine": machine_summary(machine()),
-        "agents": size,
-        "round_robin_matches": full,
-        "ladders_per_cell": plan.ladders,
-        "seed": SEED,
-        "wall_seconds": round(time.perf_counter() - started, 1),
-        "cells": cells,
-    }
+    settings = {"agents": size, "round_robin_matches": full, "ladders_per_cell": plan.ladders}
+    return simulation_figures(
+        "bench_matchmaking", settings=settings, seed=SEED, started=started, cells=cells
+    )
 
 
 def table(figures: dict[str, Any]) -> str:
@@ -313,12 +305,10 @@ def table(figures: dict[str, Any]) -> str:
         for label in ("25 %", "50 %"):
             point = cell[label]
             low, high = point["share_interval"]
-            least, most = point["tau_range"]
             lines.append(
                 f"| x{cell['scale']:g} | {cell['policy']} | {label} ({point['matches']}) | "
                 f"{point['share_at_target']:.1%} ({low:.1%} to {high:.1%}) | "
-                f"{point['median_tau']:.3f} ({least:.3f} to {most:.3f}) | "
-                f"{point['chance_9_of_10']:.0%} |"
+                f"{tau_spread_text(point)} | {point['chance_9_of_10']:.0%} |"
             )
     return "\n".join(lines)
 

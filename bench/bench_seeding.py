@@ -55,7 +55,8 @@ from bench.bench_matchmaking import (
     strengths,
 )
 from bench.cli import run_bench
-from bench.support import machine, machine_summary
+from bench.ranking import tau_spread, tau_spread_text
+from bench.support import simulation_figures
 from tournament_manager import pairing
 
 
@@ -164,8 +165,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                 {
                     "history_matches": matches,
                     "seeding": how,
-                    "median_tau": statistics.median(taus[how]),
-                    "tau_range": [min(taus[how]), max(taus[how])],
+                    **tau_spread(taus[how]),
                     "strongest_first": firsts[how] / plan.tournaments,
                     "tau_minus_leaderboard": [mean - half, mean, mean + half],
                 }
@@ -175,17 +175,15 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
                 f"{statistics.median(taus[how]):.3f}, strongest first in "
                 f"{firsts[how] / plan.tournaments:.0%}"
             )
-    return {
-        "benchmark": "bench_seeding",
-        "machine": machine_summary(machine()),
+    settings = {
         "agents": size,
         "rounds": rounds,
         "round_robin_matches": full,
         "tournaments_per_cell": plan.tournaments,
-        "seed": SEED,
-        "wall_seconds": round(time.perf_counter() - started, 1),
-        "cells": cells,
     }
+    return simulation_figures(
+        "bench_seeding", settings=settings, seed=SEED, started=started, cells=cells
+    )
 
 
 def table(figures: dict[str, Any]) -> str:
@@ -200,11 +198,9 @@ def table(figures: dict[str, Any]) -> str:
     ]
     for cell in figures["cells"]:
         low, mean, high = cell["tau_minus_leaderboard"]
-        least, most = cell["tau_range"]
         lines.append(
-            f"| {cell['history_matches']} | {cell['seeding']} | {cell['median_tau']:.3f} "
-            f"({least:.3f} to {most:.3f}) | {cell['strongest_first']:.0%} | "
-            f"{mean:+.3f} ({low:+.3f} to {high:+.3f}) |"
+            f"| {cell['history_matches']} | {cell['seeding']} | {tau_spread_text(cell)} | "
+            f"{cell['strongest_first']:.0%} | {mean:+.3f} ({low:+.3f} to {high:+.3f}) |"
         )
     return "\n".join(lines)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
+from typing import Any
 
 
 def kendall_tau(truth: Sequence[float], measured: Sequence[float]) -> float:
@@ -27,3 +29,14 @@ def kendall_tau(truth: Sequence[float], measured: Sequence[float]) -> float:
         (concordant + discordant + tied_truth) * (concordant + discordant + tied_measured)
     )
     return (concordant - discordant) / denominator if denominator else 0.0
+
+
+def tau_spread(taus: Sequence[float]) -> dict[str, Any]:
+    """The figures of many rankings' taus: their median and their range."""
+    return {"median_tau": statistics.median(taus), "tau_range": [min(taus), max(taus)]}
+
+
+def tau_spread_text(figures: dict[str, Any]) -> str:
+    """``tau_spread``'s figures in a table cell: the median, then the range."""
+    least, most = figures["tau_range"]
+    return f"{figures['median_tau']:.3f} ({least:.3f} to {most:.3f})"

@@ -40,6 +40,22 @@ def machine_summary(described: dict[str, Any]) -> str:
     return f"{described['cores']} cores, Python {described['python']}, {described['platform']}"
 
 
+def simulation_figures(
+    benchmark: str, *, settings: dict[str, Any], seed: int, started: float, cells: list[Any]
+) -> dict[str, Any]:
+    """The figures of a seeded simulation (no database, no agent): the benchmark, the
+    machine, its ``settings``, the seed, its wall time since ``started``
+    (``time.perf_counter()``) and its ``cells``, in that order."""
+    return {
+        "benchmark": benchmark,
+        "machine": machine_summary(machine()),
+        **settings,
+        "seed": seed,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "cells": cells,
+    }
+
+
 def games_import() -> list[Any]:
     """The games imported (``environments_import``), their standing competitions off: a
     benchmark times its own tournaments, and each game's standing ladder would play
