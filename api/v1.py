@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ninja import NinjaAPI, Swagger
@@ -20,6 +21,15 @@ from api import (
     tournaments,
 )
 from api.limits import limit_request_body
+
+
+class OwnFilesSwagger(Swagger):
+    """Swagger UI from the files ninja ships, which the site serves as its own static files
+    (``NINJA_FILES`` in the settings), never from a CDN. ninja renders that template only
+    when it is an installed app, which would import it in every process; otherwise it
+    renders the template named here, on the site's template engine: the same one."""
+
+    template_cdn = str(Path(Swagger.template_cdn).with_name("swagger.html"))
 
 
 class ArenaAPI(NinjaAPI):
@@ -74,9 +84,8 @@ api = ArenaAPI(
     urls_namespace="api-v1",
     openapi_url="/openapi.json",
     docs_url="/docs",
-    # Served from Arena's own static files (ninja's, "ninja" in INSTALLED_APPS); no
-    # validator badge, which Swagger UI would load from validator.swagger.io.
-    docs=Swagger(settings={"persistAuthorization": True, "validatorUrl": None}),
+    # No validator badge, which Swagger UI would load from validator.swagger.io.
+    docs=OwnFilesSwagger(settings={"persistAuthorization": True, "validatorUrl": None}),
 )
 errors.install(api)
 api.add_decorator(limit_request_body, mode="view")

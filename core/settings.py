@@ -8,6 +8,7 @@ broker), the ``process`` sandbox, debug on. Production sets ``ARENA_DEBUG=0``,
 from __future__ import annotations
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -134,8 +135,14 @@ INSTALLED_APPS = [
     "publisher",
     "api",
     "edge",
-    "ninja",  # the API documentation page's own files (no CDN)
 ]
+#: django-ninja's own files, for the API's documentation page (Swagger UI, served by the
+#: site, no CDN: api/v1.py): its templates and static files are the site's, found without
+#: importing ninja. Listed as an app, ninja (and pydantic) would be imported at every
+#: process's start, a worker's and a command's too: 0.15 to 0.2 s of CPU each.
+_ninja = find_spec("ninja")
+assert _ninja is not None and _ninja.submodule_search_locations
+NINJA_FILES = Path(_ninja.submodule_search_locations[0])
 
 AUTH_USER_MODEL = "core.User"
 LOGIN_URL = "login"
@@ -158,7 +165,7 @@ WSGI_APPLICATION = "core.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [NINJA_FILES / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -193,6 +200,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+STATICFILES_DIRS = [NINJA_FILES / "static"]
 #: Where ``collectstatic`` puts the site's static files (the production image:
 #: ``/srv/arena/static``, served by nginx).
 STATIC_ROOT = Path(env_str("ARENA_STATIC_ROOT", str(VAR_DIR / "static")))
