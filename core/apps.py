@@ -11,6 +11,11 @@ class CoreConfig(AppConfig):
         from django.core import checks
         from django.db.backends.signals import connection_created
 
+        # The Celery app, so that the apps' tasks (``@shared_task``) bind to it wherever
+        # they are sent from (a worker's ``celery -A core`` finds it by itself). Not in
+        # ``core/__init__.py``: the containers' healthchecks (``python -m
+        # core.healthcheck``, no Django) would import Celery each time, 0.3 s of CPU.
+        import core.celery  # noqa: F401
         from core.page_cache import watch_connection
         from core.private_data import data_files, data_folders, keep_private
         from core.services.confinement import check_confinement

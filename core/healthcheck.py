@@ -15,15 +15,17 @@ import os
 import socket
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 
 TIMEOUT = 5.0
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def check_http(url: str) -> str | None:
+    # Imported here: urllib.request (with http, email and ssl) is most of a check's start,
+    # and only this check uses it.
+    import urllib.error
+    import urllib.request
+
     allowed = os.environ.get("ARENA_ALLOWED_HOSTS", "").split(",")
     hosts = [host.strip() for host in allowed if host.strip()]  # as core/settings.py reads it
     request = urllib.request.Request(url)
@@ -32,7 +34,8 @@ def check_http(url: str) -> str | None:
         request.add_header("Host", hosts[0])
     try:
         # Straight to the container's own address, whatever proxy the environment names.
-        with DIRECT.open(request, timeout=TIMEOUT) as response:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with direct.open(request, timeout=TIMEOUT) as response:
             status = response.status
     except urllib.error.HTTPError as error:
         status = error.code

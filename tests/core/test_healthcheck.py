@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from core import healthcheck
+from tests.support.imports import imported_after
 
 
 def serve(status: int, seen: list[str]) -> HTTPServer:
@@ -67,6 +68,20 @@ def test_http_is_unhealthy_when_nothing_answers(capsys):
     url = f"http://127.0.0.1:{port}/healthz"
     assert healthcheck.main(["http", url]) == 1
     assert capsys.readouterr().err.startswith(f"unhealthy: {url}")
+
+
+def test_a_check_starts_with_the_standard_library_alone():
+    """A check runs every few seconds in every container: importing ``core`` must not
+    start Celery or Django (0.3 s of CPU a check), and only the HTTP check needs urllib's
+    client."""
+    heavy = ("celery", "django", "kombu", "urllib.request")
+    assert imported_after("import core.healthcheck", heavy) == []
+    assert (
+        imported_after(
+            "from core import healthcheck\nhealthcheck.check_tcp('127.0.0.1', '1')", heavy
+        )
+        == []
+    )
 
 
 def test_a_heartbeat_file_is_healthy_while_fresh(tmp_path, capsys):
