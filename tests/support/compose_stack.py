@@ -140,7 +140,7 @@ class ComposeStack:
 
     def up(self, *, wait: bool = True) -> None:
         """``up -d`` of the long-running services, then (if ``wait``) wait until they
-        are healthy: the workers' first healthcheck comes 30 s after they start."""
+        are healthy: each service's first healthcheck comes 5 to 15 s after it starts."""
         done = self.compose("up", "-d", *LONG_RUNNING, timeout=600, check=False)
         if done.returncode != 0:
             self.fail(
