@@ -85,7 +85,11 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   say "installing Python dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[dev]" -e ./sdk
+  # The packages' bytecode is compiled after the install on every core (pip compiles its
+  # 11,000 files one by one): the agents of the process sandbox run on this Python and
+  # cannot write bytecode themselves.
+  .venv/bin/python -m pip install -q --no-compile -e ".[dev]" -e ./sdk
+  .venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null
   echo "$wanted" > "$stamp"
 fi
 

@@ -17,7 +17,9 @@ import tomllib
 with open("pyproject.toml", "rb") as handle:
     print(" ".join(tomllib.load(handle)["tool"]["arena"]["tool-dependencies"]))
 ')
+  # Bytecode is made when a module is first imported, and kept: most of the tools'
+  # packages' files are never imported.
   # shellcheck disable=SC2086
-  .venv-tools/bin/python -m pip install -q $requirements
+  .venv-tools/bin/python -m pip install -q --no-compile $requirements
   echo "$wanted" > "$stamp"
 fi
