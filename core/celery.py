@@ -47,7 +47,7 @@ class Heartbeat(bootsteps.StartStopStep):
     the worker consumes from its broker, from the consumer's own loop, so the file goes
     stale when the broker is lost or the loop stops turning. The containers' healthcheck
     reads its age (``python -m core.healthcheck file FILE SECONDS``), as the daemons'
-    ``--heartbeat``: about 30 ms of CPU a check, where asking the worker over the broker
+    ``--heartbeat``: about 50 ms of CPU a check, where asking the worker over the broker
     (``celery inspect ping``) started Celery and Django for a second of CPU each time."""
 
     requires = ("celery.worker.consumer.tasks:Tasks",)

@@ -53,11 +53,11 @@ fi
 # - the base image, then the production stack (tests/deploy/test_stack*.py: a compose
 #   deployment built,
 #   started, killed and restored), which mostly waits on containers, then the soak
-#   benchmark's smoke run and the docker builds' tests (they wait on builds too);
+#   benchmark's smoke run, the docker builds' tests (they wait on builds too) and the
+#   anonymous and WSGI fuzzing;
 # - the Django-free layer (referee, sandboxes, environments, the SDK, the example
 #   players) in a virtualenv without Django (made first, in the lane), which proves it
-#   imports none, then the
-#   anonymous and WSGI fuzzing (a long module too);
+#   imports none, then the pipeline's recovery from killed workers;
 # - everything else in .venv, in two test processes (pytest-xdist), a module to each
 #   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
 # The lanes beside the main one write to logs that are shown when they end; the run
@@ -65,19 +65,17 @@ fi
 PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
 STACK_TESTS=(tests/deploy/test_stack*.py)
 AFTER_STACK=(tests/bench/test_bench_soak.py tests/bench/test_bench_round_robin.py
-  tests/builder/test_docker_build.py)
-AFTER_PURE=(tests/api/test_fuzzing.py)
+  tests/builder/test_docker_build.py tests/api/test_fuzzing.py)
+AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
 # modules that start a second Docker engine (one after the other), the jobs benchmark's
 # smoke run, the embedded server's and the demo's (which mostly wait), the fuzzing with
-# tokens, then modules that would make the other lanes the longest (run 14: this lane
-# ended 5 to 7 minutes before the others): the pipeline's recovery from killed workers,
-# the tournament and online benchmarks' smoke runs.
+# tokens, then the tournament and online benchmarks' smoke runs (from the main lane, which
+# was the longest). Lanes balanced by runs 14 and 15's durations.
 AFTER_CHECKS=(tests/deploy/test_terraform.py tests/bench/test_bench_hosts.py
   tests/duel_runner/test_second_host.py tests/bench/test_bench_jobs.py
   tests/edge/test_embedded_server.py tests/commands/test_demo.py tests/api/test_fuzzing_tokens.py
-  tests/tournament_manager/test_pipeline_recovery.py tests/bench/test_bench_tournament.py
-  tests/bench/test_bench_online.py)
+  tests/bench/test_bench_tournament.py tests/bench/test_bench_online.py)
 lanes="$(mktemp -d)"
 # Lanes still running when the script ends early are stopped. (A bare `kill $(jobs -p)`
 # with no job left fails, and under `set -e` its status 2 became the run's: a green run
