@@ -296,13 +296,16 @@ def orphan_labels(docker_base_image: str):
 
 def test_it_sweeps_the_containers_of_a_dead_worker_only(docker_base_image, orphan_labels):
     dead_worker = f"{socket.gethostname()}:999999999:0"
-    spec = {"image": docker_base_image, "command": ["sleep", "600"], "role": "agent"}
+    # A role of the test's own: every worker that starts on this machine's engine meanwhile
+    # (the other lanes' tests) sweeps the agents' orphans too, and could take this one first.
+    role = orphan_labels["arena.test"]
+    spec = {"image": docker_base_image, "command": ["sleep", "600"], "role": role}
     orphan = docker_engine.container_start(
         **spec, labels={**orphan_labels, docker_engine.LABEL_OWNER: dead_worker}
     )
     ours = docker_engine.container_start(**spec, labels=orphan_labels)
 
-    removed = docker_engine.sweep_orphans()
+    removed = docker_engine.sweep_orphans(roles=(role,))
 
     assert docker_engine.container_name(orphan) in removed
     assert docker_engine.container_name(ours) not in removed
