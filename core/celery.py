@@ -60,24 +60,21 @@ class Heartbeat(bootsteps.StartStopStep):
     def start(self, parent: Any) -> None:
         if self.path is None:
             return
-        self.beat()
-        self.entry = parent.timer.call_repeatedly(HEARTBEAT_SECONDS, self.beat)
+        self.path.touch()
+        self.entry = parent.timer.call_repeatedly(HEARTBEAT_SECONDS, self.path.touch)
 
     def stop(self, parent: Any) -> None:
         if self.entry is not None:
             self.entry.cancel()
             self.entry = None
 
-    def beat(self) -> None:
-        assert self.path is not None
-        self.path.touch()
-
 
 app.user_options["worker"].add(
     Option(
         ("--heartbeat",),
         default=None,
-        help="Touch this file every 10 s while consuming (python -m core.healthcheck file).",
+        help=f"Touch this file every {HEARTBEAT_SECONDS:.0f} s while consuming "
+        "(python -m core.healthcheck file).",
     )
 )
 app.steps["consumer"].add(Heartbeat)
