@@ -77,16 +77,17 @@ build() {  # name, Dockerfile, context, hash
     say "$tag exists: reused"
   else
     say "building $tag"
-    docker build -q --build-arg "BASE=$rootfs" -f "$dockerfile" -t "$tag" "$context" >/dev/null
+    docker build -q --force-rm --build-arg "BASE=$rootfs" -f "$dockerfile" -t "$tag" "$context" >/dev/null
   fi
   docker tag "$tag" "$name:$deployed"
   echo "$tag"
 }
 # The image's Python (Debian's) may need dependencies this machine's does not (markers
 # such as python_full_version < "3.11.3"): the dependencies stage says which one it
-# misses, this machine's pip fetches it, and the stage is tried again.
+# misses, this machine's pip fetches it, and the stage is tried again. Every build is
+# --force-rm: Docker's classic builder keeps a failed step's container otherwise.
 for _ in 1 2 3 4 5 6; do
-  if missing=$({ docker build -q --build-arg "BASE=$rootfs" --target dependencies . 2>&1 \
+  if missing=$({ docker build -q --force-rm --build-arg "BASE=$rootfs" --target dependencies . 2>&1 \
       >/dev/null || true; } | sed -n 's/.*No matching distribution found for \([^;]*\).*/\1/p' | head -1) \
       && [ -n "$missing" ]; then
     say "the image's Python also needs $missing: fetching it"

@@ -130,13 +130,22 @@ class ComposeStack:
 
     def build(self) -> None:
         """``scripts/build_images.sh``, with this test run's Python (it has Arena's
-        dependencies) rather than a second virtualenv in the clone."""
+        dependencies) rather than a second virtualenv in the clone; it must leave no
+        container behind. (Its first build of the dependencies' stage fails by design on
+        Debian's Python 3.11.2, which needs a wheel this one does not; Docker's classic
+        builder kept a failed step's container, one more at every upgrade.)"""
+        before = _build_step_containers()
         self.run(
             ["scripts/build_images.sh"],
             timeout=1200,
             ARENA_BUILD_PYTHON=sys.executable,
             PYTHONPATH=f"{self.folder}:{self.folder / 'sdk'}",
         )
+        left = _build_step_containers() - before
+        if left:
+            self.fail(
+                f"scripts/build_images.sh left {len(left)} stopped containers: {sorted(left)}"
+            )
 
     def up(self, *, wait: bool = True) -> None:
         """``up -d`` of the long-running services, then (if ``wait``) wait until they
@@ -496,3 +505,14 @@ def tournament_completed(stack: ComposeStack, tournament_id: int, *, timeout: fl
         what=f"tournament {tournament_id} to complete",
     )
     return stack.get(f"/tournaments/{tournament_id}")
+
+
+def _build_step_containers() -> set[str]:
+    """The stopped containers of the images' build steps: every image the script builds
+    starts from the base file system, whose role label its containers inherit."""
+    done = subprocess.run(
+        ["docker", "ps", "-aq", "--no-trunc", "--filter", "status=exited",
+         "--filter", "label=arena.role=rootfs"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return set(done.stdout.split())
