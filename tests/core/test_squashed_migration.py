@@ -21,8 +21,6 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from tests.support.require import require
 
-ORIGINALS = "arena_originals"
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -35,10 +33,13 @@ def through_the_originals() -> Iterator[BaseDatabaseWrapper]:
         connection.vendor == "postgresql",
         "PostgreSQL is missing: the schemas are read from its catalogs",
     )
+    # Named after the test database, which is this test process's own (pytest-xdist's
+    # processes may share a server).
+    name = f"{connection.settings_dict['NAME']}_originals"
     with connection.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE {ORIGINALS}")
-    own = {**connection.settings_dict, "NAME": ORIGINALS}
-    database = type(connections["default"])(own, alias=ORIGINALS)
+        cursor.execute(f"CREATE DATABASE {name}")
+    own = {**connection.settings_dict, "NAME": name}
+    database = type(connections["default"])(own, alias=name)
     try:
         url = "postgres://{}:{}@{}:{}/{}".format(
             *(quote(str(own[key]), safe="") for key in ("USER", "PASSWORD", "HOST", "PORT", "NAME"))
@@ -54,7 +55,7 @@ def through_the_originals() -> Iterator[BaseDatabaseWrapper]:
     finally:
         database.close()
         with connection.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {ORIGINALS}")
+            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
 
 
 MIGRATE_THROUGH_THE_ORIGINALS = """
