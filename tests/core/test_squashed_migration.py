@@ -11,7 +11,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from django.apps import apps
@@ -19,6 +18,7 @@ from django.conf import settings
 from django.db import connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from tests.support.database import database_url
 from tests.support.require import require
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,15 +38,15 @@ def through_the_originals() -> Iterator[BaseDatabaseWrapper]:
     name = f"{connection.settings_dict['NAME']}_originals"
     with connection.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE {name}")
-    own = {**connection.settings_dict, "NAME": name}
-    database = type(connections["default"])(own, alias=name)
+    database = type(connections["default"])({**connection.settings_dict, "NAME": name}, alias=name)
     try:
-        url = "postgres://{}:{}@{}:{}/{}".format(
-            *(quote(str(own[key]), safe="") for key in ("USER", "PASSWORD", "HOST", "PORT", "NAME"))
-        )
         subprocess.run(
             [sys.executable, "-c", MIGRATE_THROUGH_THE_ORIGINALS],
-            env={**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "core.settings"},
+            env={
+                **os.environ,
+                "DATABASE_URL": database_url(name),
+                "DJANGO_SETTINGS_MODULE": "core.settings",
+            },
             cwd=settings.BASE_DIR,
             check=True,
             timeout=600,

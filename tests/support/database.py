@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -88,6 +89,18 @@ def _use_database(url: str) -> None:
     # import time) would still be a SQLite one.
     connections["default"].close()
     del connections["default"]
+
+
+def database_url(name: str = "") -> str:
+    """The URL of the test database (or of ``name`` on its server), for the processes a
+    test starts (``DATABASE_URL``; the settings unquote each part)."""
+    from django.db import connection
+
+    database = {**connection.settings_dict, **({"NAME": name} if name else {})}
+    user, password, host, port, database_name = (
+        quote(str(database[key]), safe="") for key in ("USER", "PASSWORD", "HOST", "PORT", "NAME")
+    )
+    return f"postgres://{user}:{password}@{host}:{port}/{database_name}"
 
 
 #: How far apart the revision ids of two test processes start (pytest-xdist's workers).

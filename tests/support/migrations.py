@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 
@@ -20,8 +19,8 @@ class OriginalMigrations(MigrationLoader):
     follows the last of the migrations it replaces instead, as an old deployment's
     database does."""
 
-    def __init__(self, database: BaseDatabaseWrapper = connection) -> None:
-        super().__init__(database, replace_migrations=False)
+    def __init__(self) -> None:
+        super().__init__(connection, replace_migrations=False)
 
     def build_graph(self) -> None:
         super().build_graph()
@@ -29,15 +28,10 @@ class OriginalMigrations(MigrationLoader):
             self.graph.remove_replacement_node(key, squashed.replaces)
 
 
-def _executor() -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.loader = OriginalMigrations()
-    return executor
-
-
 def migrate(targets: list[tuple[str, str]]) -> Any:
     """The database at ``targets``; returns the apps (historical models) of that state."""
-    executor = _executor()
+    executor = MigrationExecutor(connection)
+    executor.loader = OriginalMigrations()
     executor.migrate(targets)
     return executor.loader.project_state(targets).apps
 

@@ -23,20 +23,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.database import database_url
 from tests.support.processes import ended
 from tests.support.require import require
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    from django.db import connection
-
-    database = connection.settings_dict
-    return (
-        f"postgres://{database['USER']}:{database['PASSWORD']}@{database['HOST']}:"
-        f"{database['PORT']}/{database['NAME']}"
-    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -125,7 +116,7 @@ class Workers:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "core.settings",
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "ARENA_BROKER_URL": self.broker,
             "ARENA_MEDIA_ROOT": str(settings.MEDIA_ROOT),
             "ARENA_BUILD_ROOT": str(settings.ARENA_BUILD_ROOT),
