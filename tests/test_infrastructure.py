@@ -156,3 +156,41 @@ def test_every_model_change_has_its_migration() -> None:
 
     # Exits with 1 (SystemExit) when a model differs from its migrations.
     call_command("makemigrations", "--check", "--dry-run", verbosity=0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_transactional_test_no_row_is_left_and_the_content_types_stay(
+    duel, match, ratings, leaderboard, validation_duel, invite
+) -> None:
+    from django.apps import apps
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+    from django.test import TransactionTestCase
+
+    from tests.support.database import empty_the_filled_tables
+
+    require(connection.vendor == "postgresql", "the deletion is PostgreSQL's")
+    made = (ContentType.objects.count(), Permission.objects.count())
+    kept = {ContentType._meta.db_table, Permission._meta.db_table}
+    tables = sorted(
+        {model._meta.db_table for model in apps.get_models(include_auto_created=True)} - kept
+    )
+    quote = connection.ops.quote_name
+
+    def filled() -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                " UNION ALL ".join(
+                    f"SELECT %s WHERE EXISTS (SELECT 1 FROM {quote(table)})" for table in tables
+                ),
+                tables,
+            )
+            return {table for (table,) in cursor.fetchall()}
+
+    assert {"core_duel", "core_match", "core_rating", "core_invitecode"} <= filled()
+
+    empty_the_filled_tables(TransactionTestCase())
+
+    assert filled() == set()
+    assert (ContentType.objects.count(), Permission.objects.count()) == made
+    assert made[0] >= len(apps.get_models())

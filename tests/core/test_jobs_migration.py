@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.support.migrations import latest, migrate
+from tests.support.migrations import database_at, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,11 +22,8 @@ LIFECYCLE = ("attempts", "lease_owner", "lease_expires_at", "resends", "resend_a
 
 @pytest.fixture
 def before_jobs() -> Iterator[object]:
-    apps = migrate(BEFORE)
-    try:
+    with database_at(BEFORE) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def old_competitor(apps):
@@ -138,11 +135,8 @@ STEP_FIELDS = ("status", "started_at", "ended_at", "error", "log")
 
 @pytest.fixture
 def before_step_jobs() -> Iterator[object]:
-    apps = migrate(BEFORE_STEPS)
-    try:
+    with database_at(BEFORE_STEPS) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def revision_states(now):

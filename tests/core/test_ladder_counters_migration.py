@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from core.models import Participant
-from tests.support.migrations import latest, migrate
+from tests.support.migrations import database_at, latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,11 +20,8 @@ BEFORE = [("core", "0030_score_competition_entries")]
 
 @pytest.fixture
 def before_counters() -> Iterator[Any]:
-    apps = migrate(BEFORE)
-    try:
+    with database_at(BEFORE) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def test_it_counts_each_ladder_entrys_duels_from_the_history(before_counters):

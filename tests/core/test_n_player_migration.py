@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.models import Duel, Match, Rating, RatingChange
-from tests.support.migrations import latest, migrate
+from tests.support.migrations import database_at, latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,11 +16,8 @@ AFTER = [("core", "0018_duels_of_more_than_two_players")]
 
 @pytest.fixture
 def before_n_players():
-    apps = migrate(BEFORE)
-    try:
+    with database_at(BEFORE) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def test_it_keeps_every_duel_match_and_rating_of_two_players(before_n_players):

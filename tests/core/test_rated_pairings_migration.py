@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from core.models import Environment, LeaderboardEntry, RatedPairing
-from tests.support.migrations import latest, migrate
+from tests.support.migrations import database_at, latest, migrate
 from tournament_manager.leaderboard import leaderboard_refit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,11 +20,8 @@ BEFORE = [("core", "0032_fit_cadence")]
 
 @pytest.fixture
 def before_pairings() -> Iterator[Any]:
-    apps = migrate(BEFORE)
-    try:
+    with database_at(BEFORE) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def test_it_counts_the_rated_matches_of_each_pairing_from_the_history(before_pairings):

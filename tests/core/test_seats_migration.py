@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.models import Duel, Match, MatchConversation, RatingChange
-from tests.support.migrations import latest, migrate
+from tests.support.migrations import database_at, latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,11 +22,8 @@ COLUMNS = ("wins", "score", "errors", "restarts", "log")
 
 @pytest.fixture
 def before_seats() -> Iterator[Any]:
-    apps = migrate(BEFORE)
-    try:
+    with database_at(BEFORE) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def old_world(apps: Any) -> dict[str, Any]:

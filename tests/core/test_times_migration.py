@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from core.models import Duel, Job
-from tests.support.migrations import latest, migrate
+from tests.support.migrations import database_at, latest, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,11 +22,8 @@ END = START + datetime.timedelta(minutes=3)
 
 @pytest.fixture
 def before_times() -> Iterator[Any]:
-    apps = migrate(BEFORE)
-    try:
+    with database_at(BEFORE) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def test_it_leaves_the_times_to_the_jobs_and_keeps_a_validations_own(before_times):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.support.migrations import latest, migrate
+from tests.support.migrations import database_at, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,11 +27,8 @@ def media_files() -> list[bytes]:
 @pytest.fixture
 def before_uploads_moved(settings, tmp_path) -> Iterator[object]:
     settings.MEDIA_ROOT = tmp_path / "media"
-    apps = migrate(BEFORE)
-    try:
+    with database_at(BEFORE) as apps:
         yield apps
-    finally:
-        migrate(latest())
 
 
 def old_revision(apps, competitor, version: int, content: bytes | None, sha256: str):
