@@ -40,31 +40,6 @@ PY
 )
 docker tag "$base" "arena-base:$deployed"
 
-# The application's pinned dependencies as wheels, fetched by this machine's pip (its
-# index and its configuration, which a build container would not have), so the image is
-# built with `pip install --no-index`: nothing is downloaded inside the build.
-say "wheels of the pinned dependencies (var/wheelhouse)"
-mkdir -p var/wheelhouse
-"$python" - > var/wheelhouse/requirements.txt <<'PY'
-import tomllib
-
-with open("pyproject.toml", "rb") as handle:
-    print("\n".join(tomllib.load(handle)["project"]["dependencies"]))
-PY
-"$python" -m pip wheel -q --disable-pip-version-check -r var/wheelhouse/requirements.txt \
-  -w var/wheelhouse >&2
-
-# The documentation site the web site serves at /docs/ (var/docs-site, copied into the
-# application image), built here by this machine's mkdocs: the image has no mkdocs.
-rm -rf var/docs-site
-if "$python" -m mkdocs --version >/dev/null 2>&1; then
-  say "the documentation site (var/docs-site)"
-  NO_MKDOCS_2_WARNING=1 "$python" -m mkdocs build --quiet --site-dir var/docs-site >&2
-else
-  say "no mkdocs in $python: the image serves no documentation site (/docs/ says so)"
-  mkdir -p var/docs-site
-fi
-
 # The hash of every file an image is made from (tracked or not, ignored files left out).
 inputs_hash() {
   git ls-files -z --cached --others --exclude-standard -- "$@" | sort -z | xargs -0 sha256sum \
@@ -82,6 +57,47 @@ build() {  # name, Dockerfile, context, hash
   docker tag "$tag" "$name:$deployed"
   echo "$tag"
 }
+# PostgreSQL's and Redis's images need only the root file system: they build meanwhile
+# (each mostly waits on its packages' download), their tags written to $work. Jobs still
+# running when the script ends early are stopped.
+work=$(mktemp -d)
+trap 'jobs -p | xargs -r kill 2>/dev/null || true; rm -rf "$work"' EXIT
+build arena-postgres images/postgres.Dockerfile images "$(inputs_hash images/postgres*)" \
+  > "$work/postgres" &
+postgres_job=$!
+build arena-redis images/redis.Dockerfile images "$(inputs_hash images/redis*)" > "$work/redis" &
+redis_job=$!
+
+# The application's pinned dependencies as wheels, fetched by this machine's pip (its
+# index and its configuration, which a build container would not have), so the image is
+# built with `pip install --no-index`: nothing is downloaded inside the build.
+say "wheels of the pinned dependencies (var/wheelhouse)"
+mkdir -p var/wheelhouse
+"$python" - > var/wheelhouse/requirements.txt <<'PY'
+import tomllib
+
+with open("pyproject.toml", "rb") as handle:
+    print("\n".join(tomllib.load(handle)["project"]["dependencies"]))
+PY
+"$python" -m pip wheel -q --disable-pip-version-check -r var/wheelhouse/requirements.txt \
+  -w var/wheelhouse >&2
+
+# The documentation site the web site serves at /docs/ (var/docs-site, copied into the
+# application image), built here by this machine's mkdocs: the image has no mkdocs. Built
+# while the dependencies' stage is, into $work (the builds meanwhile send this folder to
+# the engine), and moved into place before the application's image needs it.
+docs_site() {
+  if "$python" -m mkdocs --version >/dev/null 2>&1; then
+    say "the documentation site (var/docs-site)"
+    NO_MKDOCS_2_WARNING=1 "$python" -m mkdocs build --quiet --site-dir "$work/docs-site" >&2
+  else
+    say "no mkdocs in $python: the image serves no documentation site (/docs/ says so)"
+    mkdir -p "$work/docs-site"
+  fi
+}
+docs_site &
+docs_job=$!
+
 # The image's Python (Debian's) may need dependencies this machine's does not (markers
 # such as python_full_version < "3.11.3"): the dependencies stage says which one it
 # misses, this machine's pip fetches it, and the stage is tried again. Every build is
@@ -98,8 +114,13 @@ for _ in 1 2 3 4 5 6; do
     break
   fi
 done
+wait "$docs_job"
+rm -rf var/docs-site
+mv "$work/docs-site" var/docs-site
 # The application's also names its wheels (their file names carry their versions).
 app=$(build arena-app Dockerfile . "$(inputs_hash .) $(ls var/wheelhouse | sha256sum)")
-postgres=$(build arena-postgres images/postgres.Dockerfile images "$(inputs_hash images/postgres*)")
-redis=$(build arena-redis images/redis.Dockerfile images "$(inputs_hash images/redis*)")
+wait "$postgres_job"
+wait "$redis_job"
+postgres=$(cat "$work/postgres")
+redis=$(cat "$work/redis")
 say "done: $app, $postgres, $redis and $base, each also tagged :$deployed"
