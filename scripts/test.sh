@@ -53,24 +53,22 @@ fi
 # - the base image, then the production stack (tests/deploy/test_stack*.py: a compose
 #   deployment built,
 #   started, killed and restored), which mostly waits on containers, then the round robin
-#   benchmark's smoke run, the docker builds' tests (they wait on builds too) and the
-#   anonymous and WSGI fuzzing;
+#   benchmark's smoke run and the docker builds' tests (they wait on builds too);
 # - the Django-free layer (referee, sandboxes, environments, the SDK, the example
 #   players) in a virtualenv without Django (made first, in the lane), which proves it
-#   imports none, then the pipeline's recovery from killed workers and the soak
-#   benchmark's smoke run;
+#   imports none, then the pipeline's recovery from killed workers;
 # - everything else in .venv, in two test processes (pytest-xdist), a module to each
 #   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
 # The lanes beside the main one write to logs that are shown when they end; the run
 # fails if any lane does.
 PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
 STACK_TESTS=(tests/deploy/test_stack*.py)
-AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py
-  tests/api/test_fuzzing.py)
-# The soak benchmark's smoke run follows the Django-free layer: on a fresh machine (CI's)
-# the stack's lane builds every image first and ended 3.5 minutes after the others (run
-# 19, images removed before it).
-AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py tests/bench/test_bench_soak.py)
+# The anonymous and WSGI fuzzing and the soak benchmark's smoke run are the main lane's:
+# on a fresh machine (CI's) the stack's lane builds every image first, and with them the
+# stack's and the Django-free lanes ended 4 minutes after the main one (run 22, images
+# removed before it).
+AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py)
+AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
 # modules that start a second Docker engine (one after the other), the jobs benchmark's
 # smoke run, the embedded server's and the demo's (which mostly wait), the fuzzing with

@@ -99,7 +99,11 @@ def test_the_manager_and_a_worker_play_a_scheduled_swiss_tournament(celery_worke
     standings = list(tournament.participants.order_by("rank"))
     assert [p.byes for p in standings] == [1, 1, 1]
     assert sum(p.points for p in standings) == 3 * 2 + 3 * 2
-    assert standings[0].revision == optimal
+    assert [p.points for p in standings] == sorted((p.points for p in standings), reverse=True)
+    # Sum to 10 is won by its first player's right moves: the optimal player wins each
+    # match it starts and loses no duel. A random player wins a match it starts 1 time in
+    # 27 (the seeds are random): it may draw a duel, so who ranks first is chance.
+    assert next(p for p in standings if p.revision == optimal).losses == 0
     assert (tournament.duels_total, tournament.duels_done, tournament.duels_failed) == (3, 3, 0)
 
     manager.send_signal(signal.SIGTERM)

@@ -65,9 +65,14 @@ def test_it_plays_a_round_robin_to_the_end_with_standings():
     assert tournament.status == TournamentStatus.COMPLETED
     assert (tournament.duels_total, tournament.duels_done, tournament.duels_failed) == (3, 3, 0)
     standings = list(tournament.participants.order_by("rank"))
-    assert standings[0].revision == optimal
-    assert standings[0].points == 4 and standings[0].wins == 2 and standings[0].rank == 1
     assert sum(p.points for p in standings) == 6
+    assert [p.points for p in standings] == sorted((p.points for p in standings), reverse=True)
+    assert standings[0].rank == 1
+    # The optimal player wins each match it starts (sum to 10 is the first player's):
+    # it loses no duel. A random player wins a match it starts 1 time in 27 (the seeds
+    # are random), so a duel of four may end drawn 1 time in 729.
+    best = next(p for p in standings if p.revision == optimal)
+    assert best.losses == 0 and best.wins + best.draws == 2
     assert Match.objects.filter(duel__tournament=tournament).count() == 12
     for duel in tournament.duels.all():
         assert [m.first_player for m in duel.matches.order_by("index")] == [1, 2, 1, 2]
