@@ -167,7 +167,7 @@ def test_after_a_transactional_test_no_row_is_left_and_the_content_types_stay(
     from django.contrib.contenttypes.models import ContentType
     from django.test import TransactionTestCase
 
-    from tests.support.database import empty_the_filled_tables
+    from tests.support.database import empty_the_filled_tables, filled_tables
 
     require(connection.vendor == "postgresql", "the deletion is PostgreSQL's")
     made = (ContentType.objects.count(), Permission.objects.count())
@@ -175,22 +175,10 @@ def test_after_a_transactional_test_no_row_is_left_and_the_content_types_stay(
     tables = sorted(
         {model._meta.db_table for model in apps.get_models(include_auto_created=True)} - kept
     )
-    quote = connection.ops.quote_name
-
-    def filled() -> set[str]:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                " UNION ALL ".join(
-                    f"SELECT %s WHERE EXISTS (SELECT 1 FROM {quote(table)})" for table in tables
-                ),
-                tables,
-            )
-            return {table for (table,) in cursor.fetchall()}
-
-    assert {"core_duel", "core_match", "core_rating", "core_invitecode"} <= filled()
+    assert {"core_duel", "core_match", "core_rating", "core_invitecode"} <= filled_tables(tables)
 
     empty_the_filled_tables(TransactionTestCase())
 
-    assert filled() == set()
+    assert filled_tables(tables) == set()
     assert (ContentType.objects.count(), Permission.objects.count()) == made
     assert made[0] >= len(apps.get_models())
