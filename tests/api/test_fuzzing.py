@@ -14,11 +14,17 @@ and alice's online model in a duel with a request open, so that its stream and i
 poll have events to give. Streams end after a second (``ARENA_ONLINE_STREAM_SECONDS``)
 and long polls wait half a second at most, so that every request has an end.
 
-A fixed, derandomized number of examples per operation keeps the run short and the same
-on every machine: 50 with tokens through the gateway, the deep search (25 for the stream
-and the long poll); 20 anonymously (the refusals and the public's view of the same views);
-10 through the WSGI handler (the other transport of the same views).
-``ARENA_FUZZ_EXAMPLES=500`` searches deeper, 500 for each.
+A fixed, derandomized number of random examples per operation keeps the run short and
+the same on every machine: 50 with tokens through the gateway, the deep search (25 for
+the stream and the long poll); 20 anonymously (the refusals and the public's view of the
+same views); 10 through the WSGI handler (the other transport of the same views).
+``ARENA_FUZZ_EXAMPLES=500`` searches deeper, 500 for each. Beside them, the boundary
+cases schemathesis derives from the document (every parameter missing, empty, at and
+beyond its limits, of the wrong type: about 2,000 requests, the same whatever the
+transport) go anonymously through the gateway, and with tokens through the transport
+that serves the operation in production: the WSGI handler (gunicorn's) for the site's
+API, the gateway for online play. (Sent with tokens through both, they doubled the
+fuzzing's cost for the same cases on the same views.)
 
 This module: anonymously through the gateway, and with tokens through Django's WSGI
 handler; ``test_fuzzing_tokens.py``: with tokens through the gateway, and real rows.
@@ -29,12 +35,14 @@ from __future__ import annotations
 import pytest
 import schemathesis
 
+from tests.support.fuzzing import ONLINE_PLAY
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 anonymous = schemathesis.pytest.from_fixture("anonymous_schema")
 # Online play is the gateway's (nginx sends /api/v1/online/ to it), and fuzzed there. (A
 # lazy schema's own filters are the ones its tests use, not those of its fixture's schema.)
-through_wsgi = schemathesis.pytest.from_fixture("wsgi_schema").exclude(tag="online play")
+through_wsgi = schemathesis.pytest.from_fixture("wsgi_schema").exclude(tag=ONLINE_PLAY)
 
 
 @anonymous.parametrize()

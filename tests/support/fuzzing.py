@@ -39,6 +39,8 @@ ANONYMOUS_EXAMPLES = int(EXAMPLES or 20)
 #: With tokens through Django's WSGI handler: that the other transport answers as
 #: documented too; the views and their parameters are the gateway run's.
 WSGI_EXAMPLES = int(EXAMPLES or 10)
+#: The tag of the operations only the gateway serves (nginx sends /api/v1/online/ to it).
+ONLINE_PLAY = "online play"
 #: Online play's two reads of events, the stream and the long poll, hold their answer
 #: open (a second, half of one) whenever a request gets through: fewer examples keep the
 #: run short.
@@ -150,11 +152,16 @@ def world(
     return FuzzedWorld(gateway, user_token, model_token, reads)
 
 
-def fuzzing_config(*, tokens: FuzzedWorld | None, examples: int) -> SchemathesisConfig:
+def fuzzing_config(
+    *, tokens: FuzzedWorld | None, examples: int, boundaries_of: str = ""
+) -> SchemathesisConfig:
     """With ``tokens``, every request sends the token of the operation's security scheme
     (and none is generated); without, the requests are anonymous, or carry the random
     tokens schemathesis makes up. ``examples`` per operation (fewer for the two reads of
-    events, at most ``EVENTS_EXAMPLES``)."""
+    events, at most ``EVENTS_EXAMPLES``), generated at random; and the boundary cases
+    schemathesis derives from each operation's document (its coverage phase: every
+    parameter missing, empty, at and beyond its limits, of the wrong type), for every
+    operation, or with ``boundaries_of`` a tag, for the operations of that tag only."""
     auth = (
         {
             "TokenAuth": {"bearer": tokens.user_token},
@@ -175,7 +182,13 @@ def fuzzing_config(*, tokens: FuzzedWorld | None, examples: int) -> Schemathesis
                 # Unknown query parameters are ignored, as documented, not refused.
                 "allow-extra-parameters": False,
             },
+            **({"phases": {"coverage": {"enabled": False}}} if boundaries_of else {}),
             "operations": [
+                *(
+                    [{"include-tag": boundaries_of, "phases": {"coverage": {"enabled": True}}}]
+                    if boundaries_of
+                    else []
+                ),
                 *(
                     {
                         "include-operation-id": operation,
@@ -257,6 +270,10 @@ def served_document(world: FuzzedWorld, *, with_tokens: bool) -> schemathesis.Ba
         config=fuzzing_config(
             tokens=world if with_tokens else None,
             examples=EXAMPLES_PER_OPERATION if with_tokens else ANONYMOUS_EXAMPLES,
+            # With tokens, the boundary cases of the operations production serves through
+            # gunicorn go through the WSGI handler (``wsgi_schema``); the gateway's own
+            # (online play) here.
+            boundaries_of=ONLINE_PLAY if with_tokens else "",
         ),
     )
 
