@@ -31,6 +31,13 @@ if importlib.util.find_spec("django") is not None:
     ]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    if importlib.util.find_spec("pytest_django") is None:
+        # pyproject.toml's pytest settings name pytest-django's, which a run without it
+        # (the Django-free layer's, in .venv-pure) would warn is unknown.
+        parser.addini("DJANGO_SETTINGS_MODULE", "pytest-django's setting (no Django here)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests (``@pytest.mark.slow``) first, each module's in its order: with two
     test processes (``scripts/test.sh``: pytest-xdist, a module to each, in this order),
