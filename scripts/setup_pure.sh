@@ -26,7 +26,8 @@ PY
 )
   # No bytecode compiled ahead (pip compiles every file one by one, 11 of the install's 34
   # CPU-s): the tests write it for the modules they import, and the agents they start
-  # confined run on Debian's Python (sandboxes/process.py), not this one.
+  # confined run on Debian's Python (sandboxes/process.py), not this one (unconfined, where
+  # bubblewrap is missing, an agent under another user id compiles what it imports).
   # shellcheck disable=SC2086
   .venv-pure/bin/python -m pip install -q --no-compile $requirements -e ./sdk
   echo "$wanted" > "$stamp"

@@ -182,3 +182,37 @@ def test_after_a_transactional_test_no_row_is_left_and_the_content_types_stay(
     assert filled_tables(tables) == set()
     assert (ContentType.objects.count(), Permission.objects.count()) == made
     assert made[0] >= len(apps.get_models())
+
+
+def test_the_fuzzing_sends_each_operations_boundary_cases_with_tokens_through_one_transport():
+    """With tokens, the boundary cases (schemathesis's coverage phase) go through the
+    gateway for online play only, and through the WSGI handler for the rest
+    (``tests/support/fuzzing.py``): every operation has them through exactly one."""
+    import schemathesis
+
+    from core.wsgi import application
+    from tests.support.fuzzing import ONLINE_PLAY, fuzzing_config
+
+    def with_boundaries(boundaries_of: str | None) -> dict[str, bool]:
+        schema = schemathesis.openapi.from_wsgi(
+            "/api/v1/openapi.json",
+            application,
+            config=fuzzing_config(tokens=None, examples=1, boundaries_of=boundaries_of),
+        )
+        operations = [result.ok() for result in schema.get_all_operations()]
+        return {
+            operation.label: schema.config.phases_for(operation=operation).coverage.enabled
+            for operation in operations
+        }
+
+    gateway, wsgi = with_boundaries(ONLINE_PLAY), with_boundaries(None)
+    online = {
+        result.ok().label
+        for result in schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+        .include(tag=ONLINE_PLAY)
+        .get_all_operations()
+    }
+    assert online and online < set(gateway)
+    assert {label for label, enabled in gateway.items() if enabled} == online
+    # The WSGI run leaves online play out (test_fuzzing.py) and has every other's.
+    assert all(wsgi[label] for label in set(wsgi) - online)

@@ -153,7 +153,7 @@ def world(
 
 
 def fuzzing_config(
-    *, tokens: FuzzedWorld | None, examples: int, boundaries_of: str = ""
+    *, tokens: FuzzedWorld | None, examples: int, boundaries_of: str | None = None
 ) -> SchemathesisConfig:
     """With ``tokens``, every request sends the token of the operation's security scheme
     (and none is generated); without, the requests are anonymous, or carry the random
@@ -182,11 +182,11 @@ def fuzzing_config(
                 # Unknown query parameters are ignored, as documented, not refused.
                 "allow-extra-parameters": False,
             },
-            **({"phases": {"coverage": {"enabled": False}}} if boundaries_of else {}),
+            **({"phases": {"coverage": {"enabled": False}}} if boundaries_of is not None else {}),
             "operations": [
                 *(
                     [{"include-tag": boundaries_of, "phases": {"coverage": {"enabled": True}}}]
-                    if boundaries_of
+                    if boundaries_of is not None
                     else []
                 ),
                 *(
@@ -273,7 +273,7 @@ def served_document(world: FuzzedWorld, *, with_tokens: bool) -> schemathesis.Ba
             # With tokens, the boundary cases of the operations production serves through
             # gunicorn go through the WSGI handler (``wsgi_schema``); the gateway's own
             # (online play) here.
-            boundaries_of=ONLINE_PLAY if with_tokens else "",
+            boundaries_of=ONLINE_PLAY if with_tokens else None,
         ),
     )
 
