@@ -20,7 +20,7 @@ from sandboxes.base import AgentSource
 from sandboxes.llm import LLMSandbox
 from sandboxes.memory_seat_bus import MemorySeatBus
 from sandboxes.remote import RemoteSandbox
-from tests.support.online import BusClient
+from tests.support.online import BusClient, gateway_running
 from tests.support.sandboxes import AGENTS, PLAYERS, hostile, player
 
 SEEDS = episode_seeds(5, 4)
@@ -115,7 +115,10 @@ def test_it_evaluates_an_online_agent_on_the_same_episodes_as_a_hosted_one(backe
     )
     bus, remote, online = _remote_seat()
     assert online.seat is not None
-    with BusClient(bus, online.seat, PLAYERS / "cartpole" / "random_player.py") as client:
+    with (
+        gateway_running(bus),
+        BusClient(bus, online.seat, PLAYERS / "cartpole" / "random_player.py") as client,
+    ):
         evaluation = run_evaluation("cartpole", online, backend=remote, seeds=SEEDS)
 
     assert evaluation.infrastructure_error == "" and evaluation.faults == []

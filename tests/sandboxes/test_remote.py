@@ -14,6 +14,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from sandboxes.memory_seat_bus import MemorySeatBus
 from sandboxes.redis_seat_bus import RedisSeatBus
 from sandboxes.remote import RemoteSandbox
 from sandboxes.seat_bus import SeatBus
-from tests.support.online import BusClient
+from tests.support.online import BusClient, gateway_running
 from tests.support.sandboxes import PLAYERS, agent, hostile
 
 RANDOM = PLAYERS / "connect_four" / "random_player.py"
@@ -51,11 +52,15 @@ def _alive(bus: SeatBus) -> SeatBus:
 
 
 @pytest.fixture(params=["memory", "redis"])
-def bus(request: pytest.FixtureRequest) -> SeatBus:
+def bus(request: pytest.FixtureRequest) -> Iterator[SeatBus]:
     """A seat bus with a gateway alive: in memory, then in a real Redis."""
-    if request.param == "memory":
-        return _alive(MemorySeatBus())
-    return _alive(RedisSeatBus(request.getfixturevalue("redis_url")))
+    made = (
+        MemorySeatBus()
+        if request.param == "memory"
+        else RedisSeatBus(request.getfixturevalue("redis_url"))
+    )
+    with gateway_running(made) as alive:
+        yield alive
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import contextlib
 import io
 import queue
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from arena_sdk import Agent
 from arena_sdk.adapters import load_agent
 from arena_sdk.serve import serve
 
-from sandboxes.seat_bus import SeatBus
+from sandboxes.seat_bus import GATEWAY_TTL, SeatBus
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_submit
 
 
@@ -151,3 +152,25 @@ class BusClient:
             serve(self.agent, _Lines(self._lines), Replies())  # type: ignore[arg-type]
             if self._lines.empty() and self._stop.is_set():
                 return
+
+
+@contextlib.contextmanager
+def gateway_running(bus: SeatBus) -> Iterator[SeatBus]:
+    """``bus`` with a gateway's heartbeat on it for as long as the block runs, refreshed
+    well within ``GATEWAY_TTL``: a test that a loaded machine makes longer than that never
+    sees its seats told that no gateway runs."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    stop = threading.Event()
+    asyncio.run(bus.gateway_heartbeat(name))
+
+    def beat() -> None:
+        while not stop.wait(GATEWAY_TTL / 5):
+            asyncio.run(bus.gateway_heartbeat(name))
+
+    thread = threading.Thread(target=beat, name="test-gateway-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield bus
+    finally:
+        stop.set()
+        thread.join()
