@@ -164,7 +164,11 @@ def _debootstrap_tarball(
     if debootstrap is None:
         raise BaseImageError("debootstrap is not installed (apt-get install debootstrap)")
     report(f"debootstrap {DEBIAN_SUITE} with {', '.join(DEBIAN_PACKAGES)} from {mirror}")
-    staging = Path(tempfile.mkdtemp(dir=folder, prefix=".rootfs-"))
+    # Staged in the system's temporary folder, not in ``folder``: the cache is among
+    # Arena's data folders, which a Django process that starts meanwhile makes owner-only
+    # if they are open to others (core.private_data), and in a half-made root file system
+    # that would leave /usr and /etc unreadable to the agents' user.
+    staging = Path(tempfile.mkdtemp(prefix="arena-rootfs-"))
     partial = folder / f".rootfs-{key}.tar.partial"
     try:
         root = staging / "root"

@@ -193,14 +193,10 @@ def test_the_embedded_default_referees_an_online_evaluation_in_the_gateways_proc
     from core.services.online import online_model_register, seat_bus
     from core.services.scores import score_entry_create
     from duel_runner.online import OnlineDuelRunner
-    from tests.support.loops import run_apart
-    from tests.support.online import BusClient
+    from tests.support.online import BusClient, gateway_running
 
     settings.ARENA_ONLINE_BUS_URL = ""
     bus = seat_bus()
-    # Apart: a browser test before this one leaves Playwright's loop running in this
-    # thread (tests/support/loops.py).
-    run_apart(lambda: bus.gateway_heartbeat("test-gateway"))
     cup = ScoreCompetition.objects.create(
         environment=Environment.objects.get(name="cartpole"), name="Pole cup", episodes=2, seed=3
     )
@@ -210,7 +206,7 @@ def test_the_embedded_default_referees_an_online_evaluation_in_the_gateways_proc
     runner = OnlineDuelRunner(concurrency=2, poll_seconds=60)
     runner.start()
     try:
-        with BusClient(bus, model.seat, RANDOM) as client:
+        with gateway_running(bus), BusClient(bus, model.seat, RANDOM) as client:
             evaluation = score_entry_create(competition=cup, competitor=model)
             assert evaluation is not None
             assert client.duels_over.wait(60), client.events[-5:]

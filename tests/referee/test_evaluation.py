@@ -102,8 +102,8 @@ def test_it_charges_a_crash_at_start_to_every_episode_it_spoils(backend):
 
 
 def _remote_seat(grace: float = 1.0) -> tuple[MemorySeatBus, RemoteSandbox, AgentSource]:
+    """A remote seat on a bus of its own; the test runs it in ``gateway_running(bus)``."""
     bus = MemorySeatBus()
-    asyncio.run(bus.gateway_heartbeat(f"test-{uuid.uuid4().hex[:8]}"))
     seat = f"test-{uuid.uuid4().hex[:12]}"
     remote = RemoteSandbox(bus, duel=1, grace=grace, allowance=0.2)
     return bus, remote, AgentSource.remote("online", seat=seat)
@@ -129,11 +129,12 @@ def test_it_evaluates_an_online_agent_on_the_same_episodes_as_a_hosted_one(backe
 
 
 def test_it_charges_an_online_agent_that_never_comes_to_every_episode():
-    _, remote, online = _remote_seat(grace=0.5)
+    bus, remote, online = _remote_seat(grace=0.5)
 
-    evaluation = run_evaluation(
-        "cartpole", online, backend=remote, seeds=SEEDS[:3], startup_time=1.0
-    )
+    with gateway_running(bus):
+        evaluation = run_evaluation(
+            "cartpole", online, backend=remote, seeds=SEEDS[:3], startup_time=1.0
+        )
 
     assert evaluation.infrastructure_error == ""
     assert evaluation.returns == [0.0, 0.0, 0.0]  # CartPole's fault_return

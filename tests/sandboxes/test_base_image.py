@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import tarfile
 import time
 from pathlib import Path
 
 import arena_sdk
 import pytest
 
-from sandboxes import docker_engine
+from sandboxes import base_image, docker_engine
 from sandboxes.base_image import (
     DOCKERFILE,
     SDK_DIR,
@@ -93,3 +94,31 @@ def test_it_holds_python_numpy_the_sdk_and_an_unprivileged_user(docker_base_imag
     assert state.exit_code == 0, output
     assert output.split() == ["10001", "10001", "numpy", arena_sdk.__version__]
     assert docker_engine.containers_labelled(labels) == []
+
+
+def test_its_root_file_system_keeps_its_modes_when_arena_makes_its_data_private_meanwhile(
+    tmp_path, monkeypatch
+):
+    """The cache is one of Arena's data folders, which a Django process that starts while
+    debootstrap runs makes owner-only (``core.private_data.make_owner_only``, the same as
+    ``chmod -R go-rwx``). The root file system being made must not be in its reach: an
+    image whose /usr only root may enter runs no agent (CI's run 29 once built one)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    fake = tmp_path / "debootstrap"
+    # Called as debootstrap --variant=... --include=... SUITE ROOT MIRROR.
+    fake.write_text(
+        '#!/bin/sh\nset -e\nroot="$4"\n'
+        'mkdir -p "$root/usr/bin" "$root/etc"\n'
+        'chmod 755 "$root" "$root/usr" "$root/usr/bin" "$root/etc"\n'
+        f"chmod -R go-rwx {cache}\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(base_image.shutil, "which", lambda name: str(fake))
+    monkeypatch.setattr(base_image.os, "geteuid", lambda: 0)
+
+    tarball = base_image._debootstrap_tarball(cache, "test", mirror="unused", report=print)
+
+    with tarfile.open(tarball) as archive:
+        modes = {member.name: member.mode for member in archive.getmembers()}
+    assert modes["./usr"] == modes["./usr/bin"] == modes["./etc"] == 0o755, modes

@@ -46,11 +46,6 @@ NEVER_CONNECTS_GRACE = 1.0
 NEVER_CONNECTS_STARTUP_TIME = 10.0
 
 
-def _alive(bus: SeatBus) -> SeatBus:
-    asyncio.run(bus.gateway_heartbeat(f"test-{uuid.uuid4().hex[:8]}"))
-    return bus
-
-
 @pytest.fixture(params=["memory", "redis"])
 def bus(request: pytest.FixtureRequest) -> Iterator[SeatBus]:
     """A seat bus with a gateway alive: in memory, then in a real Redis."""
@@ -64,8 +59,9 @@ def bus(request: pytest.FixtureRequest) -> Iterator[SeatBus]:
 
 
 @pytest.fixture
-def memory_bus() -> SeatBus:
-    return _alive(MemorySeatBus())
+def memory_bus() -> Iterator[SeatBus]:
+    with gateway_running(MemorySeatBus()) as alive:
+        yield alive
 
 
 @pytest.fixture
@@ -310,8 +306,7 @@ class BrokenBus(MemorySeatBus):
 
 
 def test_it_ends_the_duel_in_error_when_the_seat_bus_fails(seat, backend):
-    bus = _alive(BrokenBus(publishes=6))
-    with BusClient(bus, seat, RANDOM):
+    with gateway_running(BrokenBus(publishes=6)) as bus, BusClient(bus, seat, RANDOM):
         result = duel(bus, seat, agent("random_agent.py"), backend)
 
     assert "the seat bus failed" in result.infrastructure_error
@@ -340,8 +335,7 @@ def test_it_lets_a_seats_keys_expire_on_redis(redis_url, seat, backend):
 
     from sandboxes.seat_bus import SEAT_KEYS_TTL
 
-    bus = _alive(RedisSeatBus(redis_url))
-    with BusClient(bus, seat, RANDOM):
+    with gateway_running(RedisSeatBus(redis_url)) as bus, BusClient(bus, seat, RANDOM):
         duel(bus, seat, agent("random_agent.py"), backend, matches=1)
 
     client = redis.Redis.from_url(redis_url)

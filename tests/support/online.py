@@ -24,6 +24,7 @@ from arena_sdk.serve import serve
 
 from sandboxes.seat_bus import GATEWAY_TTL, SeatBus
 from sandboxes.seat_gateway import ReplyRefused, event_lines, reply_submit
+from tests.support.loops import run_apart
 
 
 class _Lines(io.RawIOBase):
@@ -158,10 +159,11 @@ class BusClient:
 def gateway_running(bus: SeatBus) -> Iterator[SeatBus]:
     """``bus`` with a gateway's heartbeat on it for as long as the block runs, refreshed
     well within ``GATEWAY_TTL``: a test that a loaded machine makes longer than that never
-    sees its seats told that no gateway runs."""
+    sees its seats told that no gateway runs. The beats run apart, so a test whose thread
+    has an event loop running (a browser test's Playwright) can use it too."""
     name = f"test-{uuid.uuid4().hex[:8]}"
     stop = threading.Event()
-    asyncio.run(bus.gateway_heartbeat(name))
+    run_apart(lambda: bus.gateway_heartbeat(name))
 
     def beat() -> None:
         while not stop.wait(GATEWAY_TTL / 5):
