@@ -1,8 +1,8 @@
 """Where a test run's CPU goes: with ``ARENA_TEST_CPU_LOG=folder`` each test process
-writes one JSON line per test (its id, wall seconds, and the CPU seconds spent by the
-test process and by the children it reaped during the test, set-up and teardown
-included) to ``folder/<pid>.jsonl``. ``python -m tests.support.cpu_log folder`` sums
-them by test and by module. Off by default; see docs/developers/testing.md."""
+writes one JSON line per test (its id, when it began, its wall seconds, and the CPU
+seconds spent by the test process and by the children it reaped during the test, set-up
+and teardown included) to ``folder/<pid>.jsonl``. ``python -m tests.support.cpu_log
+folder`` sums them by test and by module. Off by default; see docs/developers/testing.md."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     if not folder:
         yield
         return
-    wall, own, children = (
+    began, wall, own, children = (
+        time.time(),
         time.monotonic(),
         _cpu(resource.RUSAGE_SELF),
         _cpu(resource.RUSAGE_CHILDREN),
@@ -37,6 +38,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     yield
     line = {
         "test": item.nodeid,
+        # When it began (the epoch's seconds): to match it with what other processes
+        # record meanwhile, such as the Docker engine's events.
+        "began": round(began, 3),
         "wall": round(time.monotonic() - wall, 3),
         "cpu": round(_cpu(resource.RUSAGE_SELF) - own, 3),
         "children": round(_cpu(resource.RUSAGE_CHILDREN) - children, 3),
