@@ -41,7 +41,6 @@ import datetime
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
+from bench.local_site import django_setup
 from bench.support import (
     PLAYERS,
     REPOSITORY,
@@ -59,6 +59,7 @@ from bench.support import (
     machine,
     machine_summary,
     postgres_server,
+    stop_process_group,
 )
 
 ENVIRONMENT = "connect_four"
@@ -148,19 +149,12 @@ class Worker:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+        stop_process_group(self.process, timeout=60)
 
 
 def _configure(database_url: str, broker_url: str, host: Host) -> None:
-    os.environ.update(
+    django_setup(
         {
-            "DJANGO_SETTINGS_MODULE": "core.settings",
             "DATABASE_URL": database_url,
             "ARENA_BROKER_URL": broker_url,
             # Its images are its own: nothing else on the engines is touched.
@@ -168,12 +162,6 @@ def _configure(database_url: str, broker_url: str, host: Host) -> None:
             **host.environment(),
         }
     )
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def _tournament(revisions: list[Any], name: str, matches: int) -> float:

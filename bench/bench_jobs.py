@@ -715,6 +715,9 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.child is not None:
         _child(json.loads(arguments.child), arguments.output)
         return 0
+    # Only the parent gets here: the child's checkout may have no bench.cli (see REPOSITORY).
+    from bench.cli import figures_report, report_progress
+
     plan = QUICK if arguments.quick else FULL
     if arguments.rounds:
         plan = dataclasses.replace(plan, rounds=arguments.rounds)
@@ -723,11 +726,9 @@ def main(argv: list[str] | None = None) -> int:
         baseline=arguments.baseline,
         candidate=arguments.candidate,
         postgres=arguments.postgres,
-        report=lambda line: print(line, file=sys.stderr, flush=True),
+        report=report_progress,
     )
-    print(table(figures))
-    if arguments.json is not None:
-        arguments.json.write_text(json.dumps(figures, indent=2) + "\n")
+    figures_report(figures, table(figures), arguments.json)
     return 0
 
 

@@ -38,7 +38,6 @@ import dataclasses
 import datetime
 import io
 import json
-import os
 import random
 import statistics
 import sys
@@ -51,6 +50,7 @@ from typing import Any
 from unittest import mock
 
 from bench.cli import run_bench
+from bench.local_site import django_setup, site_environment
 from bench.ranking import kendall_tau
 from bench.support import PLAYERS, RANDOM_PLAYER, games_import, machine, machine_summary
 
@@ -96,20 +96,13 @@ def _agent_zip(blunder_rate: float | None) -> bytes:
 def _setup(folder: Path) -> None:
     """Django on a throwaway SQLite database in ``folder``, migrated, games imported."""
     sandboxes = Path(tempfile.mkdtemp(prefix="bench-ladder-sandboxes-"))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
-    os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
-    os.environ["ARENA_MEDIA_ROOT"] = str(folder / "media")
-    os.environ["ARENA_BUILD_ROOT"] = str(folder / "builds")
-    os.environ["ARENA_SANDBOX_ROOT"] = str(sandboxes)
-    os.environ["ARENA_SANDBOX"] = "process"
-    # Tasks run in this process, eagerly: no broker or worker to wait for.
-    os.environ["ARENA_BROKER_URL"] = "eager"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    django_setup(
+        {
+            **site_environment(folder),
+            "ARENA_SANDBOX_ROOT": str(sandboxes),
+            "ARENA_SANDBOX": "process",
+        }
+    )
     games_import()
 
 

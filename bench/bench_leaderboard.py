@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-import os
 import random
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from typing import Any
 
 from bench.cli import run_bench
 from bench.fields import FinishedDuel, bench_field, finished_duels, rated, tallied, tally_store
+from bench.local_site import django_setup, site_environment
 from bench.support import machine, machine_summary
 
 SEED = 20261123
@@ -52,20 +52,6 @@ class Plan:
 
 FULL = Plan(fields=(50, 200, 500), matches_per_agent=200)
 QUICK = Plan(fields=(20,), matches_per_agent=20)
-
-
-def _setup(folder: Path) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
-    os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
-    os.environ["ARENA_MEDIA_ROOT"] = str(folder / "media")
-    # Tasks run in this process, eagerly: no broker or worker to wait for.
-    os.environ["ARENA_BROKER_URL"] = "eager"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def _history(agents: int, matches_per_agent: int, rng: random.Random) -> list[tuple[int, int, int]]:
@@ -156,7 +142,7 @@ def _online_seconds(agents: int, history: list[tuple[int, int, int]]) -> float:
 
 
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
-    _setup(Path(tempfile.mkdtemp(prefix="bench-leaderboard-")))
+    django_setup(site_environment(Path(tempfile.mkdtemp(prefix="bench-leaderboard-"))))
     from core.models import LeaderboardEntry
     from tournament_manager.leaderboard import leaderboard_refit
 

@@ -39,7 +39,6 @@ import json
 import os
 import resource
 import selectors
-import signal
 import socket
 import statistics
 import subprocess
@@ -52,7 +51,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import run_bench
-from bench.support import RANDOM_PLAYER, REPOSITORY, games_import, machine, machine_summary
+from bench.local_site import django_setup, site_environment
+from bench.support import (
+    RANDOM_PLAYER,
+    REPOSITORY,
+    games_import,
+    machine,
+    machine_summary,
+    stop_process_group,
+)
 
 TARGET_MS = 2.0
 
@@ -131,13 +138,7 @@ class GatewayProcess:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process, timeout=20)
 
 
 def _clients(server: str, tokens: list[str], duels: int) -> subprocess.Popen[str]:
@@ -190,26 +191,15 @@ def _run_clients(server: str, duels: int) -> int:
 
 def _setup(folder: Path) -> None:
     sandboxes = Path(tempfile.mkdtemp(prefix="bench-online-sandboxes-"))
-    os.environ.update(
+    django_setup(
         {
-            "DJANGO_SETTINGS_MODULE": "core.settings",
-            "DATABASE_URL": f"sqlite:///{folder / 'bench.sqlite3'}",
-            "ARENA_MEDIA_ROOT": str(folder / "media"),
-            "ARENA_BUILD_ROOT": str(folder / "builds"),
+            **site_environment(folder),
             "ARENA_SANDBOX_ROOT": str(sandboxes),
             "ARENA_SANDBOX": "process",
             "ARENA_ONLINE_BUS_URL": "",
             "ARENA_ONLINE_CONCURRENT_DUELS": "200",
         }
     )
-    # Tasks run in this process, eagerly: no broker or worker to wait for.
-    os.environ["ARENA_BROKER_URL"] = "eager"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
     from django.db import connection
 
     with connection.cursor() as cursor:

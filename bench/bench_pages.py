@@ -41,7 +41,6 @@ import contextlib
 import dataclasses
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.cli import bench_parser, figures_report
+from bench.cli import bench_parser, figures_report, plan_chosen, report_progress
 from bench.fields import (
     FinishedDuel,
     finished_duels,
@@ -59,6 +58,7 @@ from bench.fields import (
     tally_store,
     validated_revisions,
 )
+from bench.local_site import django_setup
 from bench.support import (
     REPOSITORY,
     ROLES,
@@ -66,6 +66,7 @@ from bench.support import (
     machine,
     machine_summary,
     postgres_server,
+    stop_process_group,
 )
 
 SEED = 20261127
@@ -91,17 +92,6 @@ QUICK = Plan(agents=30, duels=200, seconds=5, readers=8, workers=2, baseline=BAS
 
 
 # --- the history ---------------------------------------------------------------------
-
-
-def _setup_django(database_url: str, cache_url: str, folder: Path) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
-    os.environ.update(_server_environment(database_url, cache_url, folder))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def _random_game(seed: int) -> dict[str, Any]:
@@ -347,12 +337,7 @@ def _gunicorn(
             time.sleep(0.2)
         yield port, server.pid
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_process_group(server, timeout=30)
 
 
 async def _read(port: int, path: str) -> tuple[int, float]:
@@ -481,10 +466,10 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         cache_url = stack.enter_context(redis_server()).rsplit("/", 1)[0] + "/2"
         report(f"bench_pages: {plan.agents} agents, {plan.duels} ladder duels: writing them")
         started = time.perf_counter()
-        _setup_django(database_url, cache_url, folder)
+        environment = _server_environment(database_url, cache_url, folder)
+        django_setup(environment)
         pages_by_kind = fill(plan, rng)
         report(f"bench_pages: history written in {time.perf_counter() - started:.0f} s")
-        environment = _server_environment(database_url, cache_url, folder)
         runs = {}
         for role in ROLES:
             checkout = checkouts[role]
@@ -542,16 +527,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readers", type=int, default=None)
     parser.add_argument("--workers", type=int, default=None)
     arguments = parser.parse_args(argv)
-    plan = QUICK if arguments.quick else FULL
-    plan = dataclasses.replace(
-        plan,
-        **{
-            name: value
-            for name in ("baseline", "agents", "duels", "seconds", "readers", "workers")
-            if (value := getattr(arguments, name)) is not None
-        },
+    plan = plan_chosen(
+        arguments,
+        full=FULL,
+        quick=QUICK,
+        fields=("baseline", "agents", "duels", "seconds", "readers", "workers"),
     )
-    figures = measure(plan, report=lambda line: print(line, file=sys.stderr, flush=True))
+    figures = measure(plan, report=report_progress)
     figures_report(figures, table(figures), arguments.json)
     return 0
 

@@ -44,7 +44,6 @@ import datetime
 import functools
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -52,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_soak import ComposeSite, EmbeddedSite
-from bench.cli import bench_parser, figures_report
+from bench.cli import bench_parser, figures_report, plan_chosen, report_progress
 from bench.support import (
     PLAYERS,
     Checkout,
@@ -365,15 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matches", type=int, help="matches a duel (10)")
     parser.add_argument("--rounds", type=int, help="round robins, one after another (3)")
     arguments = parser.parse_args(argv)
-    plan = QUICK if arguments.quick else FULL
-    plan = dataclasses.replace(
-        plan,
-        **{
-            name: getattr(arguments, name)
-            for name in ("agents", "matches", "rounds")
-            if getattr(arguments, name) is not None
-        },
-    )
+    plan = plan_chosen(arguments, full=FULL, quick=QUICK, fields=("agents", "matches", "rounds"))
     if plan.agents < 2 or plan.matches < 1 or plan.rounds < 1:
         parser.error("a round robin needs two agents, a match a duel and a round")
     figures = measure(
@@ -381,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         stack=arguments.stack,
         baseline=arguments.baseline,
         candidate=arguments.candidate,
-        report=lambda line: print(line, file=sys.stderr, flush=True),
+        report=report_progress,
     )
     figures_report(figures, table(figures), arguments.json)
     return 0

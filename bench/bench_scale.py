@@ -57,6 +57,7 @@ from bench.fields import (
     tallied,
     tally_store,
 )
+from bench.local_site import django_setup, site_environment
 from bench.support import machine, machine_summary, throwaway_database
 
 SEED = 20261126
@@ -76,19 +77,6 @@ class Plan:
 
 FULL = Plan(fields=(100, 1_000, 10_000), matches_per_agent=MATCHES_PER_AGENT)
 QUICK = Plan(fields=(30, 60), matches_per_agent=20)
-
-
-def _setup(folder: Path, database_url: str) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["ARENA_MEDIA_ROOT"] = str(folder / "media")
-    os.environ["ARENA_BROKER_URL"] = "eager"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def _duels(agents: int, matches_per_agent: int, rng: random.Random) -> Iterator[tuple[int, int]]:
@@ -217,7 +205,7 @@ def measure(plan: Plan, *, report: Callable[[str], None], postgres: str | None =
     folder = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     # A database of its own, dropped afterwards (a SQLite file without a server).
     with throwaway_database(postgres, folder, f"bench_scale_{os.getpid()}") as database_url:
-        _setup(folder, database_url)
+        django_setup({**site_environment(folder), "DATABASE_URL": database_url})
         return _measure(plan, report=report, database=_describe(postgres))
 
 

@@ -81,7 +81,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.cli import bench_parser, figures_report
+from bench.cli import bench_parser, figures_report, plan_chosen, report_progress
 from bench.support import (
     PLAYERS,
     REPOSITORY,
@@ -966,24 +966,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, help="agents in the ladder (50)")
     parser.add_argument("--sample-seconds", type=float, help="seconds between samples (30)")
     arguments = parser.parse_args(argv)
-    plan = QUICK if arguments.quick else FULL
-    plan = dataclasses.replace(
-        plan,
-        **{
-            name: value
-            for name, value in (
-                ("minutes", arguments.minutes),
-                ("agents", arguments.agents),
-                ("sample_seconds", arguments.sample_seconds),
-            )
-            if value is not None
-        },
+    plan = plan_chosen(
+        arguments, full=FULL, quick=QUICK, fields=("minutes", "agents", "sample_seconds")
     )
     if plan.agents < 2:
         parser.error("a ladder needs at least two agents")
-    figures = measure(
-        plan, stack=arguments.stack, report=lambda line: print(line, file=sys.stderr, flush=True)
-    )
+    figures = measure(plan, stack=arguments.stack, report=report_progress)
     figures_report(
         figures, table(figures, every_seconds=300 if plan.minutes >= 10 else 30), arguments.json
     )

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import bench_parser, figures_report
+from bench.local_site import django_setup, site_environment
 from bench.support import RANDOM_PLAYER, REPOSITORY, games_import, machine, machine_summary
 
 ENVIRONMENT = "connect_four"
@@ -59,22 +60,15 @@ class UsesItsRequirements(Agent):
 
 def _configure(folder: Path, sandboxes: Path) -> None:
     """Django on throwaway folders and database, tasks in this process."""
-    os.environ["DJANGO_SETTINGS_MODULE"] = "core.settings"
-    os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
-    os.environ["ARENA_MEDIA_ROOT"] = str(folder / "media")
-    os.environ["ARENA_BUILD_ROOT"] = str(folder / "builds")
-    os.environ["ARENA_WHEEL_CACHE"] = str(folder / "wheels")
-    os.environ["ARENA_SANDBOX_ROOT"] = str(sandboxes)
-    # Its images are its own: nothing else on the engine is touched by the clean-up.
-    os.environ["ARENA_INSTANCE"] = f"bench-upload-{os.getpid()}"
-    # Tasks run in this process, eagerly: no broker or worker to wait for.
-    os.environ["ARENA_BROKER_URL"] = "eager"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    django_setup(
+        {
+            **site_environment(folder),
+            "ARENA_WHEEL_CACHE": str(folder / "wheels"),
+            "ARENA_SANDBOX_ROOT": str(sandboxes),
+            # Its images are its own: nothing else on the engine is touched by the clean-up.
+            "ARENA_INSTANCE": f"bench-upload-{os.getpid()}",
+        }
+    )
 
 
 def _zip(files: dict[str, str]) -> bytes:

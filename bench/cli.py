@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Plan = TypeVar("Plan", bound="DataclassInstance")
 
 
 def run_bench(
@@ -42,7 +48,7 @@ def run_bench(
     else:
         plan = benchmark.FULL if full is None else full
     figures = (benchmark.measure if measure is None else measure)(
-        plan, report=lambda line: print(line, file=sys.stderr, flush=True), **extra
+        plan, report=report_progress, **extra
     )
     figures_report(figures, benchmark.table(figures), arguments.json)
     return 0
@@ -57,6 +63,21 @@ def bench_parser(*, prog: str, description: str | None, quick_help: str) -> argp
     parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
     return parser
+
+
+def plan_chosen(
+    options: argparse.Namespace, *, full: Plan, quick: Plan, fields: Iterable[str]
+) -> Plan:
+    """The ``--quick`` plan or the full one, with each of ``fields`` that the command line
+    gave (an option of the field's name) in place of the plan's."""
+    plan = quick if options.quick else full
+    given = {name: value for name in fields if (value := getattr(options, name)) is not None}
+    return dataclasses.replace(plan, **given)
+
+
+def report_progress(line: str) -> None:
+    """A benchmark's progress, on standard error: standard output is for its table."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def figures_report(figures: dict[str, Any], table: str, json_path: Path | None) -> None:

@@ -1,7 +1,8 @@
 """What several benchmarks share: the machine they ran on, a duel that must have run
-cleanly, a reply read off a pipe, two checkouts of Arena side by side, and throwaway
-databases (PostgreSQL from ``tests.support.postgres``; Redis is
-``tests.support.redis.redis_server``)."""
+cleanly, a reply read off a pipe, a process group stopped, two checkouts of Arena side by
+side, and throwaway databases (PostgreSQL from ``tests.support.postgres``; Redis is
+``tests.support.redis.redis_server``). Django set up in the benchmark's own process is
+``bench.local_site``'s."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import dataclasses
 import os
 import platform
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -94,6 +96,18 @@ def read_reply(reply_fd: int) -> bytes:
     while not answer.endswith(b"\n"):
         answer += os.read(reply_fd, 1 << 16)
     return answer
+
+
+def stop_process_group(process: subprocess.Popen[Any], *, timeout: float) -> None:
+    """SIGTERM to the group of ``process`` (started with ``start_new_session``), and
+    SIGKILL if it has not ended ``timeout`` seconds later: what it started goes too."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 # --- two checkouts, side by side ------------------------------------------------------

@@ -2,10 +2,10 @@
 # (docker-compose.worker.yml), all Debian 12 booted by the same cloud-init template.
 #
 # Terraform provisions; it does not upgrade. A new Debian image or a changed boot
-# configuration never replaces a running machine (ignore_changes below): the control
-# machine holds the database on its root volume, and upgrades happen on the machines
-# (docs/operators/worker-hosts.md). New workers boot at repository_ref, so keep it at the
-# version the control machine runs.
+# configuration never replaces a running machine (modules/machine ignores them): the
+# control machine holds the database on its root volume, and upgrades happen on the
+# machines (docs/operators/worker-hosts.md). New workers boot at repository_ref, so keep
+# it at the version the control machine runs.
 
 data "aws_ami" "debian" {
   count       = var.ami_id == "" ? 1 : 0
@@ -101,41 +101,31 @@ resource "aws_key_pair" "admin" {
   public_key = var.ssh_public_key
 }
 
-resource "aws_instance" "control" {
-  ami                    = local.ami_id
-  instance_type          = var.control_instance_type
-  subnet_id              = aws_subnet.arena["control"].id
-  private_ip             = local.control_private_ip
-  vpc_security_group_ids = [aws_security_group.control.id]
-  iam_instance_profile   = aws_iam_instance_profile.host.name
-  key_name               = one(aws_key_pair.admin[*].key_name)
-  monitoring             = true
-  ebs_optimized          = true
-  user_data              = templatefile("${path.module}/templates/cloud-init.yaml.tftpl", local.control_cloud_init)
-
-  # IMDSv2 only, one hop: the host's own tools reach the instance role, containers on
-  # Docker's bridge (agents included) cannot.
-  metadata_options {
-    http_endpoint               = "enabled"
-    http_tokens                 = "required"
-    http_put_response_hop_limit = 1
+# Each kind of machine is a call of modules/machine, which holds what they share.
+locals {
+  deployment = {
+    ami_id           = local.ami_id
+    instance_profile = aws_iam_instance_profile.host.name
+    key_name         = one(aws_key_pair.admin[*].key_name)
+    kms_key_arn      = aws_kms_key.arena.arn
   }
+}
 
-  root_block_device {
-    volume_type = "gp3"
-    volume_size = var.control_volume_gb
-    encrypted   = true
-    kms_key_id  = aws_kms_key.arena.arn
+module "control" {
+  source = "./modules/machine"
+  names  = ["${var.name}-control"]
+  machine = {
+    instance_type     = var.control_instance_type
+    subnet_id         = aws_subnet.arena["control"].id
+    security_group_id = aws_security_group.control.id
+    volume_gb         = var.control_volume_gb
+    user_data         = templatefile("${path.module}/templates/cloud-init.yaml.tftpl", local.control_cloud_init)
+    private_ip        = local.control_private_ip
   }
-
-  lifecycle {
-    ignore_changes = [ami, user_data]
-  }
+  deployment = local.deployment
 
   # The machine reads its secrets as soon as it boots.
   depends_on = [aws_iam_role_policy.host_secrets]
-
-  tags = { Name = "${var.name}-control" }
 }
 
 resource "aws_eip" "control" {
@@ -145,41 +135,33 @@ resource "aws_eip" "control" {
 }
 
 resource "aws_eip_association" "control" {
-  instance_id   = aws_instance.control.id
+  instance_id   = module.control.ids[0]
   allocation_id = aws_eip.control.id
 }
 
-resource "aws_instance" "worker" {
-  count                  = var.worker_count
-  ami                    = local.ami_id
-  instance_type          = var.worker_instance_type
-  subnet_id              = aws_subnet.arena["workers"].id
-  vpc_security_group_ids = [aws_security_group.workers.id]
-  iam_instance_profile   = aws_iam_instance_profile.host.name
-  key_name               = one(aws_key_pair.admin[*].key_name)
-  monitoring             = true
-  ebs_optimized          = true
-  user_data              = templatefile("${path.module}/templates/cloud-init.yaml.tftpl", local.worker_cloud_init)
-
-  metadata_options {
-    http_endpoint               = "enabled"
-    http_tokens                 = "required"
-    http_put_response_hop_limit = 1
+module "worker" {
+  source = "./modules/machine"
+  names  = [for number in range(1, var.worker_count + 1) : "${var.name}-worker-${number}"]
+  machine = {
+    instance_type     = var.worker_instance_type
+    subnet_id         = aws_subnet.arena["workers"].id
+    security_group_id = aws_security_group.workers.id
+    volume_gb         = var.worker_volume_gb
+    user_data         = templatefile("${path.module}/templates/cloud-init.yaml.tftpl", local.worker_cloud_init)
   }
-
-  root_block_device {
-    volume_type = "gp3"
-    volume_size = var.worker_volume_gb
-    encrypted   = true
-    kms_key_id  = aws_kms_key.arena.arn
-  }
-
-  lifecycle {
-    ignore_changes = [ami, user_data]
-  }
+  deployment = local.deployment
 
   # A worker downloads packages and the repository through the NAT gateway at boot.
   depends_on = [aws_iam_role_policy.host_secrets, aws_route.workers_outbound]
+}
 
-  tags = { Name = "${var.name}-worker-${count.index + 1}" }
+# The machines were two resources of this file before: existing deployments keep theirs.
+moved {
+  from = aws_instance.control
+  to   = module.control.aws_instance.machine[0]
+}
+
+moved {
+  from = aws_instance.worker
+  to   = module.worker.aws_instance.machine
 }

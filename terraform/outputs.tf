@@ -18,12 +18,12 @@ output "control_public_dns" {
 
 output "control_private_ip" {
   description = "Private address of the control machine, where the workers reach PostgreSQL and Redis (CONTROL_HOST of scripts/make_secrets.sh)."
-  value       = aws_instance.control.private_ip
+  value       = module.control.private_ips[0]
 }
 
 output "worker_private_ips" {
   description = "Private addresses of the worker machines, in order."
-  value       = aws_instance.worker[*].private_ip
+  value       = module.worker.private_ips
 }
 
 output "ssh_command" {

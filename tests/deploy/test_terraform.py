@@ -29,6 +29,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
 BOOT_SCRIPT = TERRAFORM / "files" / "arena-boot.sh"
+#: The root module's files and its own modules' (modules/).
+TERRAFORM_FILES = sorted(TERRAFORM.rglob("*.tf"))
 CHECKOV = ROOT / ".venv-tools" / "bin" / "checkov"
 #: Plain Python values: no comment or block markers, strings without their quotes.
 PLAIN = SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
@@ -50,12 +52,14 @@ def _parsed(path: Path) -> dict[str, Any]:
 
 
 @functools.cache
-def _configuration() -> list[dict[str, Any]]:
-    return [_parsed(path) for path in sorted(TERRAFORM.glob("*.tf"))]
+def _configuration(*, modules: bool = False) -> list[dict[str, Any]]:
+    """The root module's files, parsed; with ``modules``, its own modules' too."""
+    return [_parsed(path) for path in TERRAFORM_FILES if modules or path.parent == TERRAFORM]
 
 
 def _named(kind: str) -> dict[str, dict[str, Any]]:
-    """The ``variable``, ``output`` or ``locals`` entries of every file, by name."""
+    """The ``variable``, ``output``, ``locals`` or ``module`` entries of the root module, by
+    name."""
     named: dict[str, dict[str, Any]] = {}
     for configuration in _configuration():
         for block in configuration.get(kind, []):
@@ -64,8 +68,10 @@ def _named(kind: str) -> dict[str, dict[str, Any]]:
 
 
 def _resources(resource_type: str) -> dict[str, dict[str, Any]]:
+    """The resources of a type, by name, in every file: a module's too, so that the checks
+    below see what it creates."""
     found = {}
-    for configuration in _configuration():
+    for configuration in _configuration(modules=True):
         for block in configuration.get("resource", []):
             found.update(block.get(resource_type, {}))
     return found
@@ -110,12 +116,12 @@ def _local_value(expression: str, locals_: dict[str, Any]) -> Any:
 
 
 def _cloud_init(instance: str) -> tuple[str, dict[str, Any]]:
-    """The rendered user data of an ``aws_instance`` and its parsed YAML. Values Terraform
-    computes (the env files, the compose options) are stood in for; the boot script is
-    the real one."""
-    user_data = _resources("aws_instance")[instance]["user_data"]
+    """The rendered user data of a kind of machine (a call of modules/machine) and its
+    parsed YAML. Values Terraform computes (the env files, the compose options) are stood
+    in for; the boot script is the real one."""
+    user_data = _named("module")[instance]["machine"]["user_data"]
     call = re.fullmatch(r'\$\{templatefile\("\$\{path\.module\}/(.+)", local\.(\w+)\)\}', user_data)
-    assert call, f"aws_instance.{instance} renders no template from a local: {user_data}"
+    assert call, f"module.{instance} renders no template from a local: {user_data}"
     template, local_name = call[1], call[2]
     locals_ = _named("locals")
     expressions = locals_[local_name]
@@ -146,7 +152,7 @@ def _written(cloud_config: dict[str, Any], path: str) -> dict[str, Any]:
     return entry
 
 
-@pytest.mark.parametrize("path", sorted(TERRAFORM.glob("*.tf")), ids=lambda path: path.name)
+@pytest.mark.parametrize("path", TERRAFORM_FILES, ids=lambda path: str(path.relative_to(TERRAFORM)))
 def test_it_parses_every_terraform_file(path: Path) -> None:
     assert _parsed(path)
 
@@ -259,7 +265,7 @@ def test_it_boots_each_machine_into_its_own_compose_files(
 
 def test_it_points_the_workers_at_the_control_machines_private_address() -> None:
     locals_ = _named("locals")
-    control = _resources("aws_instance")["control"]
+    control = _named("module")["control"]["machine"]
 
     assert control["private_ip"] == "${local.control_private_ip}"
     # make_secrets.sh names it in a worker's URLs; docker-compose.control.yml publishes
