@@ -9,12 +9,16 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
-Plan = TypeVar("Plan", bound="DataclassInstance")
+class _Dataclass(Protocol):
+    """Any dataclass instance: what ``dataclasses.replace`` takes."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+
+Plan = TypeVar("Plan", bound=_Dataclass)
 
 
 def run_bench(
