@@ -112,8 +112,11 @@ def revision_dockerfile(
         ]
     else:
         lines.append(f"FROM {base}")
-    # After the dependencies: a new revision with the same ones reuses their layer.
-    lines += [f"COPY agent {AGENT_DIR}", f"CMD {json.dumps(command)}", _label_line(labels)]
+    # After the dependencies: a new revision with the same ones reuses their layer. Before
+    # the agent's steps: the containers of those steps carry the revision's labels, so an
+    # abandoned build's are found and removed (a metadata step's container, never started,
+    # is left by the engine when the build is cancelled).
+    lines += [_label_line(labels), f"COPY agent {AGENT_DIR}", f"CMD {json.dumps(command)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -197,6 +200,7 @@ def revision_image_build(
             network_mode="none",
             deadline=deadline,
             step_labels={"arena.role": DEPS_ROLE, LABEL_INSTANCE: labels.get(LABEL_INSTANCE, "")},
+            build_labels=labels,
         )
     if replaced is not None and replaced != docker_engine.image_id(tag):
         # A rebuild took the tag; the old image goes now unless a duel still runs it

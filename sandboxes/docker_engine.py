@@ -176,6 +176,7 @@ def image_build(
     network_mode: str | None = None,
     deadline: float | None = None,
     step_labels: dict[str, str] | None = None,
+    build_labels: dict[str, str] | None = None,
 ) -> list[str]:
     """Build the Dockerfile at the top of the tar archive ``context``; returns the build log.
 
@@ -185,7 +186,9 @@ def image_build(
     bounds the whole build: past it the connection is closed, which makes the engine
     cancel the build and remove its container, and ``EngineTimeout`` is raised.
     ``step_labels``, set by a ``LABEL`` line before the recipe's ``RUN`` steps, let an
-    abandoned build's step containers be found even when the log never named them.
+    abandoned build's step containers be found even when the log never named them;
+    ``build_labels`` likewise, for labels that no other build's steps carry (a revision's):
+    every container carrying them is this build's.
     """
     fileobj = io.BytesIO(context) if isinstance(context, bytes) else context
     options: dict[str, Any] = {
@@ -229,7 +232,7 @@ def image_build(
     except (EngineTimeout, *_READ_TIMEOUTS) as error:
         if not isinstance(error, EngineTimeout) and time.monotonic() < deadline - 1:
             raise EngineUnavailable(_unavailable_message(error)) from error  # the engine left
-        _discard_step_containers(log, step_labels, began=began)
+        _discard_step_containers(log, step_labels, build_labels, began=began)
         raise EngineTimeout(f"Docker engine: building {tag} did not finish in time") from None
     except docker.errors.DockerException as error:
         raise EngineError(f"Docker engine: cannot build image {tag}: {error}") from error
@@ -252,6 +255,8 @@ def _read_build(
             raise EngineTimeout(f"Docker engine: building {tag} did not finish in time")
 
 
+#: In the command of the container of a build step that runs no process (COPY, CMD, LABEL).
+_METADATA_STEP = "#(nop)"
 #: After an abandoned build, how long the step containers are watched for: the engine
 #: may still be creating the one whose "Running in" line never reached the log.
 _STEP_SWEEP_SECONDS = 10.0
@@ -259,7 +264,11 @@ _STEP_SWEEP_QUIET_SECONDS = 1.5
 
 
 def _discard_step_containers(
-    log: list[str], step_labels: dict[str, str] | None, *, began: float
+    log: list[str],
+    step_labels: dict[str, str] | None,
+    build_labels: dict[str, str] | None = None,
+    *,
+    began: float,
 ) -> None:
     """Remove the containers of the steps an abandoned build was running.
 
@@ -268,7 +277,10 @@ def _discard_step_containers(
     line was still on the way). A container carrying ``step_labels``, created since the
     build ``began`` from the image of the last step the log finished, is this build's and
     is removed; another such container may be a concurrent build's, so it is only waited
-    for (the engine removes this build's own), up to ``_STEP_SWEEP_SECONDS``.
+    for (the engine removes this build's own), up to ``_STEP_SWEEP_SECONDS``. A container
+    carrying ``build_labels`` whose command is a step's without a process (``COPY``,
+    ``CMD``, ``LABEL``: created, committed, never started) is this build's alone, whatever
+    its image: removed, for the engine leaves those of a cancelled build behind.
     """
     steps = [match.group(1) for line in log if (match := _RUNNING_STEP.search(line))]
     if steps:
@@ -277,22 +289,31 @@ def _discard_step_containers(
             contextlib.suppress(docker.errors.NotFound),
         ):
             container_discard(client().containers.get(steps[-1]))
-    if not step_labels:
+    if not (step_labels or build_labels):
         return
     layers = [match.group(1) for line in log if (match := _STEP_LAYER.match(line))]
     parent = layers[-1] if layers else None
     give_up = time.monotonic() + _STEP_SWEEP_SECONDS
     quiet_since = time.monotonic()
     while time.monotonic() < give_up:
-        found = [
-            container
-            for container in containers_labelled(step_labels)
-            if int(container.attrs.get("Created") or 0) >= int(began) - 1
-        ]
-        for container in found:
-            image = str(container.attrs.get("ImageID") or container.attrs.get("Image") or "")
-            if parent is not None and image.removeprefix("sha256:").startswith(parent):
-                container_discard(container)
+        found = []
+        for labels, ours in ((step_labels, False), (build_labels, True)):
+            if not labels:
+                continue
+            for container in containers_labelled(labels):
+                if int(container.attrs.get("Created") or 0) < int(began) - 1:
+                    continue
+                image = str(container.attrs.get("ImageID") or container.attrs.get("Image") or "")
+                if ours:
+                    # Only a step's: a duel's agents of the revision's older image carry
+                    # the same labels.
+                    if _METADATA_STEP in str(container.attrs.get("Command") or ""):
+                        found.append(container)
+                        container_discard(container)
+                    continue
+                found.append(container)
+                if parent is not None and image.removeprefix("sha256:").startswith(parent):
+                    container_discard(container)
         now = time.monotonic()
         if found:
             quiet_since = now
