@@ -125,10 +125,12 @@ def production(celery_workers, redis_url, settings) -> Production:
     owner = make_user()
     # The seats' clocks are not what these tests check: a generous allowance (added to
     # each deadline, taken off each measured time) keeps a loaded machine, or a gateway
-    # restarting on one, from timing an agent out.
+    # restarting on one, from timing an agent out; and a grace longer than the default
+    # 30 s, which a slow restart and the client's backoff (up to 10 s) could outlast.
     common = {
         "ARENA_ONLINE_BUS_URL": redis_url,
         "ARENA_ONLINE_ALLOWANCE_SECONDS": "60",
+        "ARENA_ONLINE_GRACE_SECONDS": "120",
         **QUICK_LADDER,
     }
     celery_workers.start("hosted", **common)

@@ -102,7 +102,10 @@ def game_against_rando(gateway: Gateway) -> tuple[Duel, str, str]:
 
 
 def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
-    settings.ARENA_HUMAN_MOVE_SECONDS = 2.0
+    # A move's time is every seat's start-up limit and the person's grace from the start
+    # (before this test's stream is open): ten seconds, so that on a loaded machine only
+    # the closed page runs out of time, never rando's start or the page's ready (2 s could).
+    settings.ARENA_HUMAN_MOVE_SECONDS = 10.0
     settings.ARENA_HUMAN_TIME_BANK_SECONDS = 1.0
     duel, cookies, token = game_against_rando(gateway)
     playing = refereeing(duel.pk)
@@ -120,7 +123,7 @@ def test_a_person_who_closes_the_page_loses_by_timeout(gateway, settings):
     )
     assert poster.getresponse().status == 202
     asked = read_until(response, "act")
-    assert asked["time_left"] == {"move": 2.0, "bank": 1.0}
+    assert asked["time_left"] == {"move": 10.0, "bank": 1.0}
     stream.close()  # the tab is closed
     playing.join(timeout=60)
 

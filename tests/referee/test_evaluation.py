@@ -100,8 +100,12 @@ def test_it_charges_a_crash_at_start_to_every_episode_it_spoils(backend):
     assert evaluation.returns == [0.0, 0.0, 0.0]
 
 
-def _remote_seat(grace: float = 1.0) -> tuple[MemorySeatBus, RemoteSandbox, AgentSource]:
-    """A remote seat on a bus of its own; the test runs it in ``gateway_running(bus)``."""
+def _remote_seat(grace: float = 5.0) -> tuple[MemorySeatBus, RemoteSandbox, AgentSource]:
+    """A remote seat on a bus of its own; the test runs it in ``gateway_running(bus)``.
+
+    The grace runs from the seat's start until its client's stream is open: ``BusClient``
+    opens it in a thread of its own, which a loaded machine may start late (as
+    tests/sandboxes/test_remote.py's ``GRACE``, a limit an honest client never reaches)."""
     bus = MemorySeatBus()
     seat = f"test-{uuid.uuid4().hex[:12]}"
     remote = RemoteSandbox(bus, duel=1, grace=grace, allowance=0.2)

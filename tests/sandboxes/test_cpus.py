@@ -25,6 +25,15 @@ def two_cpus() -> None:
     require(len(CPUS) >= 2, f"this machine lets tests run on {len(CPUS)} CPU: nothing to share")
 
 
+@pytest.fixture
+def cpus_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's duels claim CPUs among themselves only. The host's locks are shared with
+    every duel other test processes play meanwhile (CI's lanes, on a loaded machine), and a
+    duel that finds every CPU taken is rightly not pinned."""
+    locks = tmp_path / "cpus"
+    monkeypatch.setattr("referee.duel.duel_cpu", lambda: duel_cpu(locks))
+
+
 def cpus_seen(log: str) -> set[str]:
     return set(re.findall(r"^cpus (\S+)$", log, re.M))
 
@@ -65,6 +74,7 @@ def test_with_every_cpu_taken_a_duel_is_not_pinned(tmp_path: Path, two_cpus):
     assert unpinned == CPUS
 
 
+@pytest.mark.usefixtures("cpus_of_their_own")
 def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, two_cpus):
     reporter = agent("reports_cpus.py")
     result = run_duel("connect_four", (reporter, reporter), backend=backend, seed=3, matches=2)

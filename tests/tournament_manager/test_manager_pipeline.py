@@ -76,7 +76,7 @@ def test_the_manager_and_a_worker_play_a_scheduled_swiss_tournament(celery_worke
                 pk=tournament.pk, status=TournamentStatus.COMPLETED
             ).exists()
         ),
-        timeout=30,
+        timeout=120,  # the manager's process boots first: slow on a loaded machine
         what="the manager to launch the tournament when it is due",
     )
     wait_for(
@@ -141,7 +141,7 @@ def test_the_manager_recovers_a_round_robin_when_its_worker_is_killed(celery_wor
     celery_workers.manage("watchdog", "run_watchdog", "--interval", "0.2", **short_lease)
     wait_for(
         lambda: tournament.duels.filter(status="running").exists(),
-        timeout=30,
+        timeout=120,  # after the manager's and the watchdog's processes boot
         what="the first worker to start a duel",
     )
 

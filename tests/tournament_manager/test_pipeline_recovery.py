@@ -266,10 +266,12 @@ def test_a_build_whose_worker_dies_every_time_fails_and_says_why(celery_workers,
     first = start_worker(celery_workers, "first", published, slow="build:120", **attempts)
     revision = upload(make_user(), "tic_tac_toe", "doomed", AGENT)
     celery_workers.manage("watchdog", "run_watchdog", "--interval", "0.2", **QUICK, **attempts)
-    wait_for(lambda: holding("build", revision.pk, 1), timeout=30, what="the first attempt")
+    # Each attempt waits for a worker process started just before it to boot, which a
+    # loaded machine slows several times: as long as the test above waits for a job.
+    wait_for(lambda: holding("build", revision.pk, 1), timeout=120, what="the first attempt")
     celery_workers.kill(first)
     second = start_worker(celery_workers, "second", published, slow="build:120", **attempts)
-    wait_for(lambda: holding("build", revision.pk, 2), timeout=30, what="the second attempt")
+    wait_for(lambda: holding("build", revision.pk, 2), timeout=120, what="the second attempt")
 
     celery_workers.kill(second)
 
