@@ -75,6 +75,12 @@ def _label_line(labels: dict[str, str]) -> str:
     return "LABEL " + " ".join(f"{name}={json.dumps(value)}" for name, value in labels.items())
 
 
+def revision_step_labels(labels: dict[str, str]) -> dict[str, str]:
+    """What the image and the containers of the steps of its last stage carry: the
+    revision's ``labels`` and its role (a duel's agents of the image are ``agent``'s)."""
+    return {"arena.role": ROLE, **labels}
+
+
 def revision_dockerfile(
     *, base: str, wheels: WheelSet | None, command: list[str], labels: dict[str, str]
 ) -> str:
@@ -113,10 +119,13 @@ def revision_dockerfile(
     else:
         lines.append(f"FROM {base}")
     # After the dependencies: a new revision with the same ones reuses their layer. Before
-    # the agent's steps: the containers of those steps carry the revision's labels, so an
-    # abandoned build's are found and removed (a metadata step's container, never started,
-    # is left by the engine when the build is cancelled).
-    lines += [_label_line(labels), f"COPY agent {AGENT_DIR}", f"CMD {json.dumps(command)}"]
+    # the agent's steps: the containers of those steps carry the revision's labels and
+    # role, so those a cancelled build leaves are found and removed (revision_step_labels).
+    lines += [
+        _label_line(revision_step_labels(labels)),
+        f"COPY agent {AGENT_DIR}",
+        f"CMD {json.dumps(command)}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -200,7 +209,7 @@ def revision_image_build(
             network_mode="none",
             deadline=deadline,
             step_labels={"arena.role": DEPS_ROLE, LABEL_INSTANCE: labels.get(LABEL_INSTANCE, "")},
-            build_labels=labels,
+            build_labels=revision_step_labels(labels),
         )
     if replaced is not None and replaced != docker_engine.image_id(tag):
         # A rebuild took the tag; the old image goes now unless a duel still runs it

@@ -33,9 +33,10 @@ LABEL_OWNER = "arena.owner"
 #: builder's short probes of an image (``docker_engine.container_run``).
 CREATE_ROLES = frozenset({"agent", "build"})
 #: The containers a worker may inspect, list, wait for, read, attach to and remove: its
-#: own, and the step containers of a revision's dependency stage, which a cancelled build
-#: removes (they inherit the stage's ``LABEL arena.role=revision-deps``).
-CONTAINER_ROLES = CREATE_ROLES | {"revision-deps"}
+#: own, and the step containers of a revision's build, which a cancelled build removes
+#: (they inherit their stage's ``LABEL arena.role=revision-deps``, or ``revision`` in the
+#: last stage; a revision's agents are created ``agent``).
+CONTAINER_ROLES = CREATE_ROLES | {"revision-deps", "revision"}
 #: Images: the imported Debian root file system, the base image, revisions' images and
 #: the cache of their dependency stage.
 IMAGE_ROLES = frozenset({"rootfs", "base", "revision", "revision-deps"})

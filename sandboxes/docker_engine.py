@@ -187,8 +187,9 @@ def image_build(
     cancel the build and remove its container, and ``EngineTimeout`` is raised.
     ``step_labels``, set by a ``LABEL`` line before the recipe's ``RUN`` steps, let an
     abandoned build's step containers be found even when the log never named them;
-    ``build_labels`` likewise, for labels that no other build's steps carry (a revision's):
-    every container carrying them is this build's.
+    ``build_labels`` likewise, for labels that no other build's steps carry (a revision's
+    last stage, ``arena.role=revision`` with the revision's own): every container carrying
+    them is this build's.
     """
     fileobj = io.BytesIO(context) if isinstance(context, bytes) else context
     options: dict[str, Any] = {
@@ -255,8 +256,6 @@ def _read_build(
             raise EngineTimeout(f"Docker engine: building {tag} did not finish in time")
 
 
-#: In the command of the container of a build step that runs no process (COPY, CMD, LABEL).
-_METADATA_STEP = "#(nop)"
 #: After an abandoned build, how long the step containers are watched for: the engine
 #: may still be creating the one whose "Running in" line never reached the log.
 _STEP_SWEEP_SECONDS = 10.0
@@ -278,9 +277,9 @@ def _discard_step_containers(
     build ``began`` from the image of the last step the log finished, is this build's and
     is removed; another such container may be a concurrent build's, so it is only waited
     for (the engine removes this build's own), up to ``_STEP_SWEEP_SECONDS``. A container
-    carrying ``build_labels`` whose command is a step's without a process (``COPY``,
-    ``CMD``, ``LABEL``: created, committed, never started) is this build's alone, whatever
-    its image: removed, for the engine leaves those of a cancelled build behind.
+    carrying ``build_labels`` (this build's alone) is removed whatever its image: the
+    engine leaves behind a cancelled build's steps that run no process (``COPY``, ``CMD``,
+    ``LABEL``: created, committed, never started).
     """
     steps = [match.group(1) for line in log if (match := _RUNNING_STEP.search(line))]
     if steps:
@@ -303,16 +302,11 @@ def _discard_step_containers(
             for container in containers_labelled(labels):
                 if int(container.attrs.get("Created") or 0) < int(began) - 1:
                     continue
-                image = str(container.attrs.get("ImageID") or container.attrs.get("Image") or "")
-                if ours:
-                    # Only a step's: a duel's agents of the revision's older image carry
-                    # the same labels.
-                    if _METADATA_STEP in str(container.attrs.get("Command") or ""):
-                        found.append(container)
-                        container_discard(container)
-                    continue
                 found.append(container)
-                if parent is not None and image.removeprefix("sha256:").startswith(parent):
+                image = str(container.attrs.get("ImageID") or container.attrs.get("Image") or "")
+                if ours or (
+                    parent is not None and image.removeprefix("sha256:").startswith(parent)
+                ):
                     container_discard(container)
         now = time.monotonic()
         if found:

@@ -150,6 +150,28 @@ def test_it_cancels_a_build_at_its_deadline_and_removes_its_step_container(
     docker_engine.images_prune_dangling(step_labels)
 
 
+def test_it_lets_a_cancelled_revision_build_remove_the_steps_of_its_last_stage(
+    engine_proxy, docker_base_image
+):
+    """The engine leaves a cancelled build's steps that run no process (created, never
+    started); those of a revision's last stage carry ``arena.role=revision`` and the
+    revision's labels, and a worker behind the proxy may list and remove them."""
+    labels = {LABEL_ROLE: "revision", "arena.revision": f"proxy-test-{token()}"}
+    began = time.time()
+    # Made on the engine itself, as the engine's builder makes them: a worker could not.
+    step = docker_engine.client().containers.create(
+        docker_base_image, command=["/bin/sh", "-c", "#(nop) ", "CMD []"], labels=labels
+    )
+    try:
+        with using_engine_proxy(engine_proxy):
+            docker_engine._discard_step_containers([], None, labels, began=began)
+            assert engine_proxy.refusals() == []
+
+        assert containers_left_after_removal(labels) == []
+    finally:
+        docker_engine.container_discard(step)
+
+
 def test_it_runs_the_builders_probe_of_an_image(through_engine_proxy, docker_base_image):
     code, output = docker_engine.container_run(
         image=docker_base_image,
