@@ -43,6 +43,7 @@ from engine_proxy.validators import (
 _NAME = r"[a-zA-Z0-9][a-zA-Z0-9_.-]*"
 _IMAGE_ID = re.compile(r"(?:sha256:)?[0-9a-f]{12,64}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CPU_LIST = re.compile(r"\d{1,4}(?:,\d{1,4}){0,1023}")
 
 
 def _create(policy: Policy, engine: Engine, call: Call, match: re.Match[str]) -> Forward:
@@ -92,6 +93,25 @@ def _start(policy: Policy, engine: Engine, call: Call, match: re.Match[str]) -> 
     for bind in strings(host.get("Binds"), "HostConfig.Binds"):
         check_bind(policy, bind)
     return Forward(f"/containers/{found['Id']}/start")
+
+
+def _pin(policy: Policy, engine: Engine, call: Call, match: re.Match[str]) -> Forward:
+    """An agent's container moved to its duel's CPU (``docker_engine.container_pin``): its
+    cpuset and nothing else, so no limit it was created with can be lifted."""
+    params(call, {})
+    document = call.document
+    if not isinstance(document, dict) or set(document) != {"CpusetCpus"}:
+        raise Refused("an update may set CpusetCpus only")
+    cpus = document["CpusetCpus"]
+    if not isinstance(cpus, str) or not _CPU_LIST.fullmatch(cpus):
+        raise Refused("CpusetCpus must list CPU numbers, such as 0 or 0,2")
+    reference = match.group("id")
+    found = arena_container(engine.container(call.version, reference), reference)
+    if labels(found, "the container").get(LABEL_ROLE) != "agent":
+        raise Refused(f"container {reference} is not an agent's: only agents are pinned")
+    return Forward(
+        f"/containers/{found['Id']}/update", body=json.dumps({"CpusetCpus": cpus}).encode()
+    )
 
 
 def _list_containers(policy: Policy, engine: Engine, call: Call, match: re.Match[str]) -> Forward:
@@ -268,6 +288,7 @@ ROUTES = [
     Route("POST", re.compile(r"/containers/create"), "json", _create),  # containers.create
     Route("POST", re.compile(rf"/containers/{_ID}/start"), "none", _start),
     Route("GET", re.compile(rf"/containers/{_ID}/json"), "none", _inspect_container),
+    Route("POST", re.compile(rf"/containers/{_ID}/update"), "json", _pin),  # container_pin
     Route(
         "POST",
         re.compile(rf"/containers/{_ID}/wait"),

@@ -493,6 +493,14 @@ def container_discard(container: Container) -> None:
                 raise
 
 
+def container_pin(container: Container, cpus: Iterable[int]) -> None:
+    """Run every process of the running ``container`` on ``cpus`` from now on (its
+    cgroup's cpuset: what it forks inherits it, and no process in it can leave)."""
+    listed = ",".join(str(cpu) for cpu in sorted(cpus))
+    with _engine_errors(f"pin container {container_name(container)} to CPUs {listed}"):
+        container.update(cpuset_cpus=listed)
+
+
 @contextlib.contextmanager
 def running_container(**spec: Any) -> Iterator[Container]:
     """``container_start(**spec)``; the container is killed and removed on the way out."""

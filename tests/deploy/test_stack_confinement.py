@@ -109,5 +109,5 @@ print(json.dumps(logs))
         check=True,
     )
     assert opened.stdout.split() == []
-    for folder in ("builds", "sandboxes", "wheels"):
+    for folder in ("builds", "sandboxes", "wheels", "cpus"):
         assert (compose_stack.host_data / folder).stat().st_mode & 0o077 == 0, folder

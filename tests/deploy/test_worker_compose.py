@@ -54,3 +54,21 @@ def test_every_worker_that_builds_has_a_writable_wheel_cache_on_the_host():
             cache = services[name]["environment"]["ARENA_WHEEL_CACHE"]
             assert cache == "/srv/data/wheels" and mounted(services[name], cache), (files, name)
             assert cache in services["prepare"]["command"], files
+
+
+def test_every_worker_that_plays_claims_cpus_among_all_of_its_hosts_workers():
+    # Each worker container has a /tmp of its own: the locks of the CPUs duels hold
+    # (sandboxes.cpus) must be the host's, or two workers' duels would claim one CPU.
+    for files in (["docker-compose.yml"], ["docker-compose.worker.yml"]):
+        services = compose_config(*files, environment={"ARENA_HOST_DATA": "/srv/data"})["services"]
+        assert "/srv/data/cpus" in services["prepare"]["command"], files
+        for name in WORKERS:
+            locks = [
+                volume
+                for volume in services[name]["volumes"]
+                if (volume["target"] if isinstance(volume, dict) else volume.split(":")[1])
+                == "/tmp/arena-sandbox-cpus"  # sandboxes.cpus.CPU_LOCKS in a worker
+            ]
+            assert len(locks) == 1, (files, name)
+            source = locks[0]["source"] if isinstance(locks[0], dict) else locks[0].split(":")[0]
+            assert source == "/srv/data/cpus", (files, name)

@@ -354,7 +354,6 @@ def test_it_refuses_to_attach_to_a_container_that_is_not_arenas(
         ("POST", "/pause"),
         ("PUT", "/archive?path=/"),
         ("GET", "/archive?path=/"),
-        ("POST", "/update"),
         ("POST", "/commit"),
     ],
 )
@@ -370,6 +369,92 @@ def test_it_refuses_calls_arena_never_makes_even_on_its_own_containers(
     assert engine_proxy.forwarded() == []
     assert engine.containers.get(foreign_container).status == "running"
     assert engine.containers.get(foreign_container).attrs["ExecIDs"] is None
+
+
+@pytest.fixture
+def started_container(
+    engine_proxy, engine, docker_base_image, agent_folder
+) -> Iterator[Callable[[str], str]]:
+    """Starts a container the sandbox would create (with the given role), made through
+    the proxy; returns its name."""
+    names: list[str] = []
+
+    def start(role: str) -> str:
+        config = sandbox_container(docker_base_image, agent_folder)
+        config["Labels"]["arena.role"] = role
+        name = f"arena-proxy-test-{os.urandom(4).hex()}"
+        names.append(name)
+        status, answer = create(engine_proxy, config, name)
+        assert status == 201, answer
+        engine.api.start(name)
+        return name
+
+    yield start
+    for name in names:
+        engine.api.remove_container(name, force=True)
+
+
+def pin(proxy: RunningProxy, container: str, body: Any) -> tuple[int, Any]:
+    data = json.dumps(body).encode()
+    return raw_call(proxy.socket, "POST", f"{V}/containers/{container}/update", data)
+
+
+def test_it_pins_an_agents_container_to_a_cpu(engine_proxy, engine, started_container):
+    name = started_container("agent")
+
+    status, answer = pin(engine_proxy, name, {"CpusetCpus": "0"})
+
+    assert status == 200, answer
+    assert engine.api.inspect_container(name)["HostConfig"]["CpusetCpus"] == "0"
+
+
+#: Updates the proxy refuses on an agent's container: (body, the reason it gives).
+HOSTILE_UPDATES: dict[str, tuple[Any, str]] = {
+    "a memory limit lifted beside the pin": (
+        {"CpusetCpus": "0", "Memory": 1 << 40},
+        "may set CpusetCpus only",
+    ),
+    "a process limit lifted": ({"PidsLimit": -1}, "may set CpusetCpus only"),
+    "a CPU quota lifted": ({"NanoCpus": 0, "CpuQuota": -1}, "may set CpusetCpus only"),
+    "a restart policy": ({"RestartPolicy": {"Name": "always"}}, "may set CpusetCpus only"),
+    "a list for a body": (["CpusetCpus", "0"], "may set CpusetCpus only"),
+    "a range of CPUs": ({"CpusetCpus": "0-1"}, "must list CPU numbers"),
+    "a number for a list": ({"CpusetCpus": 0}, "must list CPU numbers"),
+    "an empty list (every CPU)": ({"CpusetCpus": ""}, "must list CPU numbers"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_UPDATES, ids=list(HOSTILE_UPDATES))
+def test_it_refuses_to_update_an_agents_container_with(
+    case, engine_proxy, engine, started_container
+):
+    body, rule = HOSTILE_UPDATES[case]
+    name = started_container("agent")
+
+    status, answer = pin(engine_proxy, name, body)
+
+    assert status == 403, answer
+    assert rule in answer["message"]
+    assert [line for line in engine_proxy.forwarded() if "/update" in line] == []
+    host = engine.api.inspect_container(name)["HostConfig"]
+    assert (host["CpusetCpus"], host["Memory"], host["PidsLimit"]) == ("", 256 * 1024**2, 64)
+
+
+def test_it_pins_no_container_but_an_agents(
+    engine_proxy, engine, started_container, foreign_container
+):
+    builders = started_container("build")
+
+    for container, rule in (
+        (builders, "is not an agent's"),
+        (foreign_container, "is not Arena's"),
+    ):
+        status, answer = pin(engine_proxy, container, {"CpusetCpus": "0"})
+
+        assert status == 403, answer
+        assert rule in answer["message"]
+        assert engine.api.inspect_container(container)["HostConfig"]["CpusetCpus"] == ""
+    assert [line for line in engine_proxy.forwarded() if "/update" in line] == []
 
 
 # -- images, and everything else -----------------------------------------------------------

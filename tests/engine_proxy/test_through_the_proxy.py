@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import socket
 import tarfile
 import time
@@ -19,7 +20,7 @@ from sandboxes.docker import DockerSandbox, confinement
 from sandboxes.docker_engine import LABEL_ROLE, EngineTimeout
 from tests.support.docker import REMOVAL_BOUND, containers_left_after_removal
 from tests.support.engine_proxy import engine_proxy_running, using_engine_proxy
-from tests.support.sandboxes import player
+from tests.support.sandboxes import agent, player
 
 
 def tar_of(files: dict[str, bytes]) -> bytes:
@@ -57,6 +58,27 @@ def test_it_plays_a_duel_in_the_docker_sandbox(
     assert backend.pool is not None and backend.pool.stats["taken"] >= 1
     assert backend.flush(REMOVAL_BOUND)
     assert containers_left_after_removal({LABEL_ROLE: "agent", **label}) == []
+    assert through_engine_proxy.refusals() == []
+
+
+@pytest.mark.usefixtures("cpus_of_their_own", "two_cpus")
+def test_it_pins_a_turn_based_duels_containers_to_its_cpu(
+    through_engine_proxy, docker_base_image, sandbox_root
+):
+    label = {"arena.test": f"proxy-pin-{token()}"}
+    backend = DockerSandbox(sandbox_root, image=docker_base_image, labels=label)
+    # Each agent waits at its first move until the engine has pinned it (a minute at most).
+    waiter = agent("waits_for_one_cpu.py")
+    try:
+        result = run_duel(
+            "connect_four", (waiter, waiter), backend=backend, seed=3, matches=2, move_time=120
+        )
+    finally:
+        backend.close()
+
+    assert not result.infrastructure_error
+    seen = [set(re.findall(r"^cpus (\S+)$", log, re.M)) for log in result.logs]
+    assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0])), seen
     assert through_engine_proxy.refusals() == []
 
 

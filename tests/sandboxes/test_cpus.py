@@ -13,25 +13,11 @@ import pytest
 from referee.duel import run_duel
 from sandboxes.base import SandboxLimits
 from sandboxes.cpus import away_from_duels, duel_cpu
+from sandboxes.docker import DockerSandbox
 from sandboxes.process import ProcessSandbox
-from tests.support.require import require
 from tests.support.sandboxes import agent
 
 CPUS = os.sched_getaffinity(0)
-
-
-@pytest.fixture
-def two_cpus() -> None:
-    require(len(CPUS) >= 2, f"this machine lets tests run on {len(CPUS)} CPU: nothing to share")
-
-
-@pytest.fixture
-def cpus_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test's duels claim CPUs among themselves only. The host's locks are shared with
-    every duel other test processes play meanwhile (CI's lanes, on a loaded machine), and a
-    duel that finds every CPU taken is rightly not pinned."""
-    locks = tmp_path / "cpus"
-    monkeypatch.setattr("referee.duel.duel_cpu", lambda: duel_cpu(locks))
 
 
 def cpus_seen(log: str) -> set[str]:
@@ -87,6 +73,21 @@ def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, t
     # The agents too, once the matches are over: they end side by side.
     everything = ",".join(str(cpu) for cpu in sorted(CPUS))
     assert all(f"exiting on cpus {everything}" in log for log in result.logs), result.logs
+
+
+@pytest.mark.usefixtures("cpus_of_their_own")
+def test_a_turn_based_duel_s_containers_share_its_cpu(docker_backend: DockerSandbox, two_cpus):
+    # The engine pins them in the background: each agent waits for it at its first move
+    # (a minute at most; the move's limit is longer), then reports every move's CPUs.
+    waiter = agent("waits_for_one_cpu.py")
+    result = run_duel(
+        "connect_four", (waiter, waiter), backend=docker_backend, seed=3, matches=2, move_time=120
+    )
+
+    assert not result.infrastructure_error
+    seen = [cpus_seen(log) for log in result.logs]
+    assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0])), seen
+    assert os.sched_getaffinity(0) == CPUS  # the referee's thread given back its CPUs
 
 
 def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two_cpus):

@@ -20,6 +20,7 @@ from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.confinement import probe
+from sandboxes.cpus import duel_cpu
 from sandboxes.docker import DockerSandbox
 from sandboxes.process import ProcessSandbox
 from sandboxes.process_users import UID_BASE, UID_COUNT, UID_LOCKS
@@ -215,6 +216,22 @@ class RecordingDockerSandbox(DockerSandbox):
         assert running.container.id is not None  # a started container has its id
         self.container_ids.add(running.container.id)
         return running
+
+
+@pytest.fixture
+def two_cpus() -> None:
+    """Skips where this process may run on one CPU only (nothing to share)."""
+    count = len(os.sched_getaffinity(0))
+    require(count >= 2, f"this machine lets tests run on {count} CPU: nothing to share")
+
+
+@pytest.fixture
+def cpus_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's duels claim CPUs among themselves only. The host's locks are shared with
+    every duel other test processes play meanwhile (CI's lanes, on a loaded machine), and a
+    duel that finds every CPU taken is rightly not pinned."""
+    locks = tmp_path / "cpus"
+    monkeypatch.setattr("referee.duel.duel_cpu", lambda: duel_cpu(locks))
 
 
 @pytest.fixture
