@@ -5,15 +5,16 @@
     python -m bench.bench_docker --json figures.json
 
 Needs a Docker engine and the base image (``manage.py build_base_image``). Rows, each
-the median of several rounds, one of each per round:
+the median of several rounds, one of each per round, each duel once the background work
+of the one before (removals, the pool's next containers) is done:
 
 referee, process sandbox
     ``run_duel`` of two random Connect Four agents (written with the SDK), each a
     long-lived host process; moves counted from the match records and timed by the
     sum of match durations, so start-up is left out.
 referee, docker sandbox
-    The same duel with each agent in its own container, moves over the Unix
-    sockets of ``arena_sdk.bridge``. Start-up (two containers) is reported apart.
+    The same duel with each agent in its own container, moves over the pipes that
+    ``arena_sdk.bridge`` received. Start-up (two containers) is reported apart.
 200-match duel, wall time
     The whole ``run_duel`` call, start-up and shutdown included: process sandbox;
     docker sandbox starting both containers for the duel (cold); docker sandbox with a
@@ -23,7 +24,7 @@ referee, docker sandbox
 ping-pong rows
     One pre-encoded ``act``-sized line out and one reply line back per move, with a
     minimal Python agent: over pipes to a host process (process sandbox), over the
-    bridge's Unix sockets to a container (docker sandbox), and over the Docker
+    bridge's pipes to a container (docker sandbox), and over the Docker
     engine's attach streams to a container (stdin and multiplexed stdout through
     the daemon), the design the docker sandbox avoids. The first two with the bench
     and the agent on one CPU, as a duel's referee and agents play (``sandboxes.cpus``);
@@ -213,15 +214,27 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
         bench_duel(random_agent, process, matches=2, seed=SEED)
         bench_duel(random_agent, docker, matches=2, seed=SEED)  # type: ignore[arg-type]
         bench_duel(random_agent, pooled, matches=2, seed=SEED)  # type: ignore[arg-type]
+        sandboxes = (process, docker, pooled)
+
+        def settled() -> None:
+            """What an earlier duel left to the background (removals, the pool's next
+            containers) is done, so that each duel is timed alone."""
+            for sandbox in sandboxes:
+                sandbox.flush()
+            assert pooled.pool is not None
+            pooled.pool.wait_until_ready(60)
+
         for round_index in range(plan.rounds):
             seed = SEED + round_index
+            settled()
             process_duels.append(bench_duel(random_agent, process, plan.duel_matches, seed))
+            settled()
             docker_duels.append(
                 bench_duel(random_agent, docker, plan.duel_matches, seed)  # type: ignore[arg-type]
             )
-            assert pooled.pool is not None
-            pooled.pool.wait_until_ready(60)
+            settled()
             warm = bench_duel(random_agent, pooled, plan.duel_matches, seed)  # type: ignore[arg-type]
+            settled()
             walls["process"].append(process_duels[-1].wall_seconds)
             walls["docker"].append(docker_duels[-1].wall_seconds)
             walls["docker_warm"].append(warm.wall_seconds)
@@ -283,7 +296,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
 
 ROW_NAMES = {
     "process_referee": "referee, process sandbox (pipes)",
-    "docker_referee": "referee, docker sandbox (Unix sockets)",
+    "docker_referee": "referee, docker sandbox (pipes, bridge)",
     "pipe_ping_pong": "ping-pong, host process over pipes",
     "socket_ping_pong": "ping-pong, container over the bridge",
     "attach_ping_pong": "ping-pong, container over attach streams",

@@ -63,7 +63,7 @@ class Contestant:
             if grace:
                 # How it ended no longer matters: the duel is decided.
                 with contextlib.suppress(SandboxError):
-                    self.agent.termination(wait=grace)
+                    self.agent.wait_for_exit(grace)
             self.agent.close()
             self.stopped.append(self.agent)
         self.agent = None

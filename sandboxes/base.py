@@ -198,6 +198,12 @@ class SandboxedAgent(Protocol):
     def termination(self, wait: float = 0.0) -> Termination | None:
         """How the agent ended, waiting up to ``wait`` seconds; None if still running."""
 
+    def wait_for_exit(self, seconds: float) -> None:
+        """Give the agent told ``bye`` up to ``seconds`` to end by itself, returning as soon
+        as the sandbox can tell cheaply that it has: how it ended is not asked (that is
+        ``termination``, which in a container waits for the engine to learn of the exit,
+        tens of milliseconds later)."""
+
     def log(self) -> str:
         """The agent's stderr so far, capped to ``SandboxLimits.log_bytes``."""
 

@@ -8,12 +8,12 @@ bind-mounted read-only at ``/agent`` (its working folder), unless the image alre
 them there: a revision's own image (``AgentSource.image``, built by the builder with its
 dependencies in ``/opt/arena/deps``) is started as it is.
 
-Moves never cross the engine: before the container starts, the referee listens
-on a Unix socket in a host folder bind-mounted at ``/run/arena``; the container's
-command is ``python3 -m arena_sdk.bridge``, which connects three times (stdin,
-stdout, stderr) and execs the agent on those connections. The referee's request
-and reply fds are plain sockets, as fast as pipes to a host process; the engine
-is only asked to start, inspect and remove the container.
+Moves never cross the engine: before the container starts, the referee listens on a
+Unix socket in a host folder bind-mounted at ``/run/arena``; the container's command is
+``python3 -m arena_sdk.bridge``, which connects, receives the agent's ends of three pipes
+(stdin, stdout, stderr) on that connection and execs the agent on them. The referee's
+request and reply fds are plain pipes, as to a host process; the engine is only asked to
+start, pin, inspect and remove the container.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -73,11 +74,14 @@ DEPS_PATH = "/opt/arena/deps"
 #: the agent's (its own start-up limit begins with the handshake).
 CONNECT_TIMEOUT = 30.0
 #: What the engine keeps of a container's own output (the bridge's and init's
-#: messages; the agent's stderr goes to the referee over its socket).
+#: messages; the agent's stderr goes to the referee through its log pipe).
 ENGINE_LOG_BYTES = 256 * 1024
-#: How long reading a closed agent's log waits for its container's removal to finish.
+#: How long reading a closed agent's log waits for it to be whole.
 REMOVAL_WAIT = 10.0
 STREAMS = 3  # stdin, stdout, stderr: the order in which the bridge connects
+#: What the bridge asks for on its connection, and what the answer carries with the
+#: agent's ends of its pipes (``arena_sdk.bridge.PIPES``).
+PIPES = b"P"
 
 
 def _make_readable(folder: Path) -> None:
@@ -141,6 +145,44 @@ def _container_name(label: str, token: str) -> str:
     return f"arena-{_short_name(label, 40)}-{token}"
 
 
+class _Stream:
+    """One of the three streams the referee keeps of an agent: its end of a pipe handed to
+    the bridge, or a connection of a bridge older than the pipes (``arena_sdk.bridge``)."""
+
+    def __init__(self, descriptor: int = -1, *, connection: socket.socket | None = None) -> None:
+        self.connection = connection
+        self.descriptor = connection.fileno() if connection is not None else descriptor
+        self._closed = False
+
+    def fileno(self) -> int:
+        return self.descriptor
+
+    def cut(self) -> None:
+        """The agent reaches the referee here no more, while the descriptor's number stays
+        taken until ``close`` (the referee's threads may still name it): a connection is
+        shut down; a pipe's end is replaced by ``/dev/null``, so that the agent reads the
+        end of its requests and its writes fail."""
+        if self.connection is not None:
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            os.dup2(null, self.descriptor, inheritable=False)
+        finally:
+            os.close(null)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(OSError):
+            if self.connection is not None:
+                self.connection.close()
+            else:
+                os.close(self.descriptor)
+
+
 class DockerAgent:
     """A running agent in the docker sandbox (see ``SandboxedAgent``)."""
 
@@ -148,7 +190,7 @@ class DockerAgent:
         self,
         *,
         container: docker_engine.Container,
-        streams: list[socket.socket],
+        streams: list[_Stream],
         folder: Path,
         token: str,
         limits: SandboxLimits,
@@ -167,7 +209,7 @@ class DockerAgent:
         self.requests, self.replies, self.log_stream = streams
         self.request_fd = self.requests.fileno()
         self.reply_fd = self.replies.fileno()
-        # When the agent's process ends the container stops and its sockets close.
+        # When the agent's process ends the container stops and its streams close.
         self.exit_fd: int | None = None
         os.set_blocking(self.request_fd, False)
         os.set_blocking(self.reply_fd, False)
@@ -177,14 +219,19 @@ class DockerAgent:
         self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
         self._drain.start()
         self._closed = False
-        #: Set once the container is gone and its log read to the end.
-        self._removed = threading.Event()
 
     def log(self) -> str:
-        """The log so far; after ``close()``, the whole log (it waits for the removal)."""
-        if self._closed:
-            self._removed.wait(timeout=REMOVAL_WAIT)
+        """The log so far; after ``close()``, the whole log (``_whole_log``)."""
+        self._whole_log()
         return self._log.text()
+
+    def _whole_log(self) -> None:
+        """Once closed, wait until the log is whole: its reader ends when no process of the
+        agent holds the log any more (an agent told ``bye`` exits by itself within
+        milliseconds; else the kill ends it), not when the engine has removed the
+        container, which a duel's end need not wait for."""
+        if self._closed:
+            self._drain.join(timeout=REMOVAL_WAIT)
 
     def pin_to(self, cpus: set[int]) -> bool:
         """Its container's processes on ``cpus`` from now on (its cpuset, set by the engine:
@@ -223,15 +270,20 @@ class DockerAgent:
         self._log.mark_move(move)
 
     def move_logs(self) -> dict[MoveKey, str]:
-        """Each move's log; after ``close()``, complete (it waits for the removal)."""
-        if self._closed:
-            self._removed.wait(timeout=REMOVAL_WAIT)
+        """Each move's log; after ``close()``, complete (``_whole_log``)."""
+        self._whole_log()
         return self._log.move_logs()
+
+    def wait_for_exit(self, seconds: float) -> None:
+        """Until its log ends: no process of the agent holds it any more."""
+        self._drain.join(timeout=seconds)
 
     def termination(self, wait: float = 0.0) -> Termination | None:
         if self._termination is not None:
             return self._termination
         deadline = time.monotonic() + wait
+        # Its processes gone, its log ends: the engine need not be asked before that.
+        self._drain.join(timeout=wait)
         while True:
             try:
                 state = docker_engine.container_state(self.container)
@@ -246,7 +298,7 @@ class DockerAgent:
             if remaining <= 0:
                 return None
             # The engine notices an exit a few milliseconds after the process ends.
-            time.sleep(min(0.02, remaining))
+            time.sleep(min(0.005, remaining))
         # Everything in the container is dead, so the log is at its end: read it all.
         self._drain.join(timeout=0.5)
         log = self.log()
@@ -268,30 +320,23 @@ class DockerAgent:
         # Its requests end (a well-behaved agent exits on that) and nothing it writes
         # reaches the referee any more; the reaper kills it within moments.
         for stream in (self.requests, self.replies):
-            with contextlib.suppress(OSError):
-                stream.shutdown(socket.SHUT_RDWR)
+            stream.cut()
         self._reaper.submit(self._remove)
 
     def _remove(self) -> None:
         try:
-            try:
-                # Killing the container kills every process in it, forks included.
-                docker_engine.container_discard(self.container)
-            except EngineError as error:
-                # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
-                self._log.whole.write(
-                    f"\n[sandbox: could not remove the container: {error}]\n".encode()
-                )
-            # With every writer dead the drain thread reads the last of the log and hits EOF.
-            self._drain.join(timeout=1)
-            self._closing.set()
-            self._drain.join(timeout=1)
-            for stream in (self.requests, self.replies, self.log_stream):
-                with contextlib.suppress(OSError):
-                    stream.close()
-            shutil.rmtree(self.folder, ignore_errors=True)
-        finally:
-            self._removed.set()
+            # Killing the container kills every process in it, forks included.
+            docker_engine.container_discard(self.container)
+        except EngineError as error:
+            # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
+            logger.warning("arena docker sandbox: could not remove a container: %s", error)
+        # With every writer dead the drain thread reads the last of the log and hits EOF.
+        self._drain.join(timeout=1)
+        self._closing.set()
+        self._drain.join(timeout=1)
+        for stream in (self.requests, self.replies, self.log_stream):
+            stream.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _wait_until_reading(container: docker_engine.Container, *, timeout: float) -> bool:
@@ -443,37 +488,72 @@ class DockerSandbox:
 
     def _accept_streams(
         self, listener: socket.socket, container: docker_engine.Container
-    ) -> list[socket.socket]:
-        """The bridge's three connections, in the order it made them."""
+    ) -> list[_Stream]:
+        """The agent's three streams: pipes, handed to the bridge when it asks for them on
+        its connection; or the three connections of a bridge older than the pipes (in an
+        image built before them), in the order it made them. Which one it is shows at
+        once: the first connection asks, or a second one comes."""
         deadline = time.monotonic() + self.connect_timeout
-        streams: list[socket.socket] = []
+        connections: list[socket.socket] = []
         try:
-            while len(streams) < STREAMS:
+            while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise SandboxError(
                         f"the agent's container did not connect within {self.connect_timeout:g} s"
                         + self._engine_log(container)
                     )
-                listener.settimeout(min(0.25, remaining))
-                try:
-                    connection, _ = listener.accept()
-                except TimeoutError:
-                    state = docker_engine.container_state(container)
-                    if state is None or not state.running:
-                        code = None if state is None else state.exit_code
-                        raise SandboxError(
-                            f"the agent's container stopped before connecting (exit code {code})"
-                            + self._engine_log(container)
-                        ) from None
+                waiting = select.poll()
+                waiting.register(listener, select.POLLIN)
+                if len(connections) == 1:
+                    waiting.register(connections[0], select.POLLIN)
+                ready = {descriptor for descriptor, _ in waiting.poll(min(0.25, remaining) * 1000)}
+                if not ready:
+                    self._check_running(container)
                     continue
-                connection.setblocking(True)
-                streams.append(connection)
-        except BaseException:
-            for connection in streams:
+                if len(connections) == 1 and connections[0].fileno() in ready:
+                    return self._hand_pipes(connections.pop(), container)
+                if listener.fileno() in ready:
+                    connection, _ = listener.accept()
+                    connection.setblocking(True)
+                    connections.append(connection)
+                    if len(connections) == STREAMS:
+                        streams = [_Stream(connection=c) for c in connections]
+                        connections = []
+                        return streams
+        finally:
+            for connection in connections:
                 connection.close()
-            raise
-        return streams
+
+    def _check_running(self, container: docker_engine.Container) -> None:
+        state = docker_engine.container_state(container)
+        if state is None or not state.running:
+            code = None if state is None else state.exit_code
+            raise SandboxError(
+                f"the agent's container stopped before connecting (exit code {code})"
+                + self._engine_log(container)
+            )
+
+    def _hand_pipes(
+        self, connection: socket.socket, container: docker_engine.Container
+    ) -> list[_Stream]:
+        """Three pipes, the agent's ends sent to the bridge on ``connection``: the read end
+        of its requests and the write ends of its replies and its log."""
+        with connection:
+            if connection.recv(1) != PIPES:
+                self._check_running(container)  # it ended: says how
+                raise SandboxError("the agent's bridge did not ask for its streams")
+            requests, replies, log = os.pipe(), os.pipe(), os.pipe()
+            try:
+                socket.send_fds(connection, [PIPES], [requests[0], replies[1], log[1]])
+            except OSError:
+                for pair in (requests, replies, log):
+                    os.close(pair[0])
+                    os.close(pair[1])
+                raise
+            for descriptor in (requests[0], replies[1], log[1]):
+                os.close(descriptor)
+        return [_Stream(requests[1]), _Stream(replies[0]), _Stream(log[0])]
 
     @staticmethod
     def _engine_log(container: docker_engine.Container) -> str:

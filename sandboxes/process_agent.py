@@ -158,6 +158,9 @@ class ProcessAgent:
         pid = self.agent_pid()
         return pid is not None and pin_process(pid, cpus)
 
+    def wait_for_exit(self, seconds: float) -> None:
+        self.termination(wait=seconds)  # its pidfd: told at once
+
     def termination(self, wait: float = 0.0) -> Termination | None:
         if wait and self.exit_fd is not None:
             # Readable the moment the process ends (Popen.wait would poll, sleeping up to

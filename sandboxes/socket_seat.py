@@ -101,6 +101,9 @@ class SocketSeat:
             return Termination(0)
         return None
 
+    def wait_for_exit(self, seconds: float) -> None:
+        self._done.wait(seconds)
+
     def log(self) -> str:
         return self._log.text()
 

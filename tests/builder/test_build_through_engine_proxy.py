@@ -47,6 +47,9 @@ def test_it_builds_validates_and_prunes_a_revision_with_a_requirement(worker_beh
     assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
     assert "six 1.16.0 from /opt/arena/deps/six.py" in revision.job("validation").log
     Revision.objects.filter(pk=revision.pk).update(is_disabled=True)
+    # The validation's containers are removed in the background once its duel is over:
+    # an image still in use is rightly kept, until the next prune.
+    sandbox_backend_close()
     pruned = revision_images_prune()
     assert [(image.image, image.removed) for image in pruned][:1] == [(revision.image, True)]
     assert not docker_engine.image_exists(revision.image)

@@ -72,6 +72,14 @@ def docker_builds(pipeline, settings, docker_base_image: str) -> Iterator[None]:
     assert containers_left_after_removal(instance) == []
 
 
+def pruned_images():
+    """``revision_images_prune`` once the validations' containers, which are removed in the
+    background after their duels, are gone (an image a container still uses is rightly
+    kept until the next prune)."""
+    sandbox_backend_close()
+    return revision_images_prune()
+
+
 def in_image(image: str, script: str) -> str:
     """What ``sh -c script`` prints in a container of ``image`` (as its user, no network)."""
     code, output = docker_engine.container_run(
@@ -272,7 +280,7 @@ def test_it_prunes_the_image_of_a_superseded_revision_and_keeps_the_newest_valid
     second = upload(owner, "tic_tac_toe", "evolving", PLAYERS / "tic_tac_toe" / "minimax.py")
     assert first.is_valid and second.is_valid
 
-    pruned = revision_images_prune()
+    pruned = pruned_images()
 
     assert [(image.image, image.reason) for image in pruned] == [
         (first.image, "v2 of the competitor superseded it")
@@ -286,6 +294,7 @@ def test_it_prunes_the_image_of_a_disabled_revision_from_the_command_line(capsys
         make_user(), "tic_tac_toe", "retired", PLAYERS / "tic_tac_toe" / "random_player.py"
     )
     Revision.objects.filter(pk=revision.pk).update(is_disabled=True)
+    sandbox_backend_close()  # its validation's containers, removed in the background
 
     call_command("prune_images", "--keep-wheels")
 
@@ -300,6 +309,7 @@ def test_it_leaves_an_image_a_duel_of_this_host_holds_and_removes_it_later():
         make_user(), "tic_tac_toe", "retired", PLAYERS / "tic_tac_toe" / "random_player.py"
     )
     Revision.objects.filter(pk=revision.pk).update(is_disabled=True)
+    sandbox_backend_close()  # its validation's containers are gone: only the lock holds it
 
     with revision_host_lock(revision.pk, shared=True):  # as a duel starting it holds it
         pruned = revision_images_prune()

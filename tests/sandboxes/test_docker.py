@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import os
+import shutil
 import socket
 import threading
 import time
@@ -22,9 +23,10 @@ from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes import docker_engine, get_backend
 from sandboxes.base import AgentSource, SandboxLimits
-from sandboxes.docker import DockerSandbox
+from sandboxes.docker import DockerSandbox, container_command
 from tests.support.docker import leftover_containers
 from tests.support.sandboxes import (
+    PLAYERS,
     agent,
     assert_blamed_on_the_second_player,
     duel_with_random_agent,
@@ -352,3 +354,44 @@ def test_image_prunes_at_once_on_one_engine_each_wait_their_turn(docker_base_ima
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         answers = [pool.submit(prune) for _ in range(8)]
         assert [answer.result() for answer in answers] == [[]] * 8
+
+
+#: The bridge of an image built before the pipes (2026-12-01): three connections, which
+#: become the agent's stdin, stdout and stderr, and nothing asked.
+OLD_BRIDGE = """\
+import os, socket, sys
+path, command = sys.argv[1], sys.argv[3:]
+streams = []
+for _ in range(3):
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(path)
+    streams.append(connection)
+for target, connection in enumerate(streams):
+    os.dup2(connection.fileno(), target)
+os.execvp(command[0], command)
+"""
+
+
+def test_it_plays_with_the_bridge_of_an_image_built_before_the_pipes(
+    docker_backend, tmp_path, monkeypatch
+):
+    folder = tmp_path / "older"
+    folder.mkdir()
+    shutil.copy(PLAYERS / "connect_four" / "random_player.py", folder / "main.py")
+    (folder / "old_bridge.py").write_text(OLD_BRIDGE)
+    older = AgentSource.from_path(folder)
+    monkeypatch.setattr(
+        docker_backend,
+        "_command",
+        lambda source: [
+            "python3",
+            "/agent/old_bridge.py",
+            *container_command(source.entry, source.kind)[5:],
+        ],
+    )
+
+    result = run_duel("connect_four", (older, older), backend=docker_backend, seed=5, matches=4)
+
+    assert not result.infrastructure_error
+    assert [fault for match in result.matches for fault in match.faults] == []
+    assert all(len(match.actions) >= 7 for match in result.matches)
