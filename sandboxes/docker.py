@@ -35,6 +35,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from arena_sdk.bridge import PIPES, STREAMS
+
 from sandboxes import cpus as cpu_claims
 from sandboxes import docker_engine
 from sandboxes.base import (
@@ -78,10 +80,6 @@ CONNECT_TIMEOUT = 30.0
 ENGINE_LOG_BYTES = 256 * 1024
 #: How long reading a closed agent's log waits for it to be whole.
 REMOVAL_WAIT = 10.0
-STREAMS = 3  # stdin, stdout, stderr: the order in which the bridge connects
-#: What the bridge asks for on its connection, and what the answer carries with the
-#: agent's ends of its pipes (``arena_sdk.bridge.PIPES``).
-PIPES = b"P"
 
 
 def _make_readable(folder: Path) -> None:
@@ -149,9 +147,9 @@ class _Stream:
     """One of the three streams the referee keeps of an agent: its end of a pipe handed to
     the bridge, or a connection of a bridge older than the pipes (``arena_sdk.bridge``)."""
 
-    def __init__(self, descriptor: int = -1, *, connection: socket.socket | None = None) -> None:
+    def __init__(self, descriptor: int, connection: socket.socket | None = None) -> None:
+        self.descriptor = descriptor
         self.connection = connection
-        self.descriptor = connection.fileno() if connection is not None else descriptor
         self._closed = False
 
     def fileno(self) -> int:
@@ -298,7 +296,7 @@ class DockerAgent:
             if remaining <= 0:
                 return None
             # The engine notices an exit a few milliseconds after the process ends.
-            time.sleep(min(0.005, remaining))
+            time.sleep(min(0.02, remaining))
         # Everything in the container is dead, so the log is at its end: read it all.
         self._drain.join(timeout=0.5)
         log = self.log()
@@ -518,7 +516,7 @@ class DockerSandbox:
                     connection.setblocking(True)
                     connections.append(connection)
                     if len(connections) == STREAMS:
-                        streams = [_Stream(connection=c) for c in connections]
+                        streams = [_Stream(c.fileno(), c) for c in connections]
                         connections = []
                         return streams
         finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import socket
 import tarfile
 import time
@@ -20,7 +19,7 @@ from sandboxes.docker import DockerSandbox, confinement
 from sandboxes.docker_engine import LABEL_ROLE, EngineTimeout
 from tests.support.docker import REMOVAL_BOUND, containers_left_after_removal
 from tests.support.engine_proxy import engine_proxy_running, using_engine_proxy
-from tests.support.sandboxes import agent, player
+from tests.support.sandboxes import cpus_seen, player, reports_cpus
 
 
 def tar_of(files: dict[str, bytes]) -> bytes:
@@ -68,7 +67,7 @@ def test_it_pins_a_turn_based_duels_containers_to_its_cpu(
     label = {"arena.test": f"proxy-pin-{token()}"}
     backend = DockerSandbox(sandbox_root, image=docker_base_image, labels=label)
     # Each agent waits at its first move until the engine has pinned it (a minute at most).
-    waiter = agent("waits_for_one_cpu.py")
+    waiter = reports_cpus(wait_for_one_cpu=True)
     try:
         result = run_duel(
             "connect_four", (waiter, waiter), backend=backend, seed=3, matches=2, move_time=120
@@ -77,7 +76,7 @@ def test_it_pins_a_turn_based_duels_containers_to_its_cpu(
         backend.close()
 
     assert not result.infrastructure_error
-    seen = [set(re.findall(r"^cpus (\S+)$", log, re.M)) for log in result.logs]
+    seen = [cpus_seen(log) for log in result.logs]
     assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0])), seen
     assert through_engine_proxy.refusals() == []
 

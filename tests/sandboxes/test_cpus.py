@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import re
 import threading
 from pathlib import Path
 
@@ -15,13 +14,9 @@ from sandboxes.base import SandboxLimits
 from sandboxes.cpus import away_from_duels, duel_cpu
 from sandboxes.docker import DockerSandbox
 from sandboxes.process import ProcessSandbox
-from tests.support.sandboxes import agent
+from tests.support.sandboxes import cpus_seen, reports_cpus
 
 CPUS = os.sched_getaffinity(0)
-
-
-def cpus_seen(log: str) -> set[str]:
-    return set(re.findall(r"^cpus (\S+)$", log, re.M))
 
 
 def claims_at_once(locks: Path, count: int) -> list[tuple[int | None, set[int]]]:
@@ -62,7 +57,7 @@ def test_with_every_cpu_taken_a_duel_is_not_pinned(tmp_path: Path, two_cpus):
 
 @pytest.mark.usefixtures("cpus_of_their_own")
 def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, two_cpus):
-    reporter = agent("reports_cpus.py")
+    reporter = reports_cpus()
     result = run_duel("connect_four", (reporter, reporter), backend=backend, seed=3, matches=2)
 
     assert not result.infrastructure_error
@@ -79,7 +74,7 @@ def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, t
 def test_a_turn_based_duel_s_containers_share_its_cpu(docker_backend: DockerSandbox, two_cpus):
     # The engine pins them in the background: each agent waits for it at its first move
     # (a minute at most; the move's limit is longer), then reports every move's CPUs.
-    waiter = agent("waits_for_one_cpu.py")
+    waiter = reports_cpus(wait_for_one_cpu=True)
     result = run_duel(
         "connect_four", (waiter, waiter), backend=docker_backend, seed=3, matches=2, move_time=120
     )
@@ -91,7 +86,7 @@ def test_a_turn_based_duel_s_containers_share_its_cpu(docker_backend: DockerSand
 
 
 def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two_cpus):
-    reporter = agent("reports_cpus.py")
+    reporter = reports_cpus()
     result = run_duel(
         "rock_paper_scissors", (reporter, reporter), backend=backend, seed=3, matches=2
     )
@@ -103,7 +98,7 @@ def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two
 
 @pytest.mark.usefixtures("cpus_of_their_own")
 def test_two_duels_at_once_play_on_different_cpus(backend: ProcessSandbox, two_cpus):
-    reporter = agent("reports_cpus.py")
+    reporter = reports_cpus()
 
     def play(seed: int) -> set[str]:
         result = run_duel(
@@ -140,9 +135,9 @@ def test_an_agent_started_ahead_during_a_duel_loads_elsewhere_then_may_run_anywh
     sandbox = ProcessSandbox(sandbox_root, pool_size=2)
     try:
         with duel_cpu(sandbox_root / "cpus"):
-            sandbox.start(agent("reports_cpus.py"), limits=SandboxLimits(), label="p1").close()
+            sandbox.start(reports_cpus(), limits=SandboxLimits(), label="p1").close()
             assert sandbox.pool is not None and sandbox.pool.wait_until_ready(60)
-        warm = sandbox.start(agent("reports_cpus.py"), limits=SandboxLimits(), label="p1")
+        warm = sandbox.start(reports_cpus(), limits=SandboxLimits(), label="p1")
         try:
             assert warm.warm
             pid = warm.agent_pid()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -117,6 +118,19 @@ def hostile(behaviour: str, at: int = 1, **variables: str) -> AgentSource:
 
 def agent(name: str) -> AgentSource:
     return AgentSource.from_path(AGENTS / name)
+
+
+def reports_cpus(*, wait_for_one_cpu: bool = False) -> AgentSource:
+    """The agent that logs its CPUs at every move (``cpus_seen``); waiting first, at its
+    first move, until a sandbox that pins in the background has pinned it."""
+    return AgentSource.from_path(
+        AGENTS / "reports_cpus.py", {"WAIT_FOR_ONE_CPU": "1"} if wait_for_one_cpu else {}
+    )
+
+
+def cpus_seen(log: str) -> set[str]:
+    """The CPU lists ``reports_cpus`` logged, such as ``{"0"}`` or ``{"0,1"}``."""
+    return set(re.findall(r"^cpus (\S+)$", log, re.M))
 
 
 def player(relative: str) -> AgentSource:
