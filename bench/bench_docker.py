@@ -109,15 +109,17 @@ def bench_sandbox_ping_pong(
     request = protocol.encode(typical_request())
     running: SandboxedAgent = backend.start(agent, limits=SandboxLimits(), label="ping-pong")
     try:
+        # The reader below blocks: the referee's fds are non-blocking by contract.
+        os.set_blocking(running.reply_fd, True)
+        os.set_blocking(running.request_fd, True)
+        # One answer first: the agent is running (a process agent's pid is known then).
+        _exchange_pre_encoded(running.request_fd, running.reply_fd, 1, request)
         with duel_cpu() as cpu:
             if cpu is not None and isinstance(running, DockerAgent):
-                # Pinned now, not by the sandbox's pinner thread: nothing is timed before.
+                # Pinned now, not by a thread in the background: nothing is timed before.
                 docker_engine.container_pin(running.container, {cpu})
-            elif cpu is not None:
-                running.pin_to({cpu})
-            # The reader below blocks: the referee's fds are non-blocking by contract.
-            os.set_blocking(running.reply_fd, True)
-            os.set_blocking(running.request_fd, True)
+            elif cpu is not None and not running.pin_to({cpu}):
+                raise SystemExit("bench_docker: the ping-pong agent could not be pinned")
             _exchange_pre_encoded(running.request_fd, running.reply_fd, min(500, moves), request)
             started = time.perf_counter()
             _exchange_pre_encoded(running.request_fd, running.reply_fd, moves, request)
