@@ -57,6 +57,8 @@ from sandboxes.base import SAFE_PATH, SHM_MB, TMPFS_MB, SandboxError
 AGENT_STDIN_FD = 4
 AGENT_STDOUT_FD = 5
 OPTIONS_FD = 6
+#: A fork server's control socket (``arena_sdk.fork_server``), where it has one.
+CONTROL_FD = 7
 #: Inside the sandbox: the agent's files, the SDK, the writable scratch folder.
 AGENT_DIR = "/agent"
 SDK_DIR = "/opt/arena/sdk"
@@ -194,12 +196,19 @@ def _dirs(path: str, made: set[str]) -> list[str]:
 
 
 def bwrap_options(
-    confinement: Confinement, view: AgentView, *, agent_dir: Path, sdk_dir: Path
+    confinement: Confinement,
+    view: AgentView,
+    *,
+    agent_dir: Path,
+    sdk_dir: Path,
+    as_pid_1: bool = False,
 ) -> list[str]:
     """bubblewrap's options for an agent whose files are in ``agent_dir``, with the SDK
-    in ``sdk_dir`` (given to it in a file: ``--args``)."""
+    in ``sdk_dir`` (given to it in a file: ``--args``); ``as_pid_1``: the command is the
+    namespace's init itself (a fork server), not a child of bubblewrap's."""
     made: set[str] = set()
     options = [
+        *(["--as-pid-1"] if as_pid_1 else []),
         "--unshare-pid",
         "--unshare-net",
         "--unshare-ipc",
@@ -355,6 +364,7 @@ def launcher(
     command: Sequence[str],
     rlimits: Mapping[str, tuple[int, int]],
     report_fd: int,
+    control_fd: int | None = None,
 ) -> tuple[list[str], int]:
     """How to start an agent confined, as the user ``uid`` (root's choice; None for the
     caller's), which reports on ``report_fd``: the command, to run in a session of its
@@ -371,24 +381,41 @@ def launcher(
     ``/dev/null`` and the log instead, so that bubblewrap's own processes, which keep
     their standard streams as long as the agent runs, never hold the agent's; then the
     limits and the umask. Its script is fixed but for the limits (numbers); every other
-    value is an argument, never read as code."""
+    value is an argument, never read as code.
+
+    With ``control_fd`` the agent is a fork server (``arena_sdk.fork_server``): that
+    socket is passed on as ``CONTROL_FD`` and the command runs as PID 1 of its namespace."""
     options = os.memfd_create("bwrap-options")
     try:
-        text = "\0".join(bwrap_options(confinement, view, agent_dir=agent_dir, sdk_dir=sdk_dir))
+        text = "\0".join(
+            bwrap_options(
+                confinement,
+                view,
+                agent_dir=agent_dir,
+                sdk_dir=sdk_dir,
+                as_pid_1=control_fd is not None,
+            )
+        )
         os.write(options, (text + "\0").encode())
         os.lseek(options, 0, os.SEEK_SET)
     except OSError:
         os.close(options)
         raise
+    aside, control = [], []
+    if control_fd is not None:  # set aside first too, then put in its place
+        aside = ['exec {held}<&"$control" {control}<&-']
+        control = [f'exec {CONTROL_FD}<&"$held" {{held}}<&-']
     script = " && ".join(
         [
-            "report=$1 options=$2",
-            "shift 2",
+            "report=$1 options=$2 control=$3",
+            "shift 3",
             # Out of the way of 3 to 6 first (bash takes descriptors from 10 up), whatever
             # numbers the two had.
             'exec {ready}>&"$report" {args}<&"$options" {report}>&- {options}<&-',
+            *aside,
             f"exec {AGENT_STDIN_FD}<&0 {AGENT_STDOUT_FD}>&1 0</dev/null 1>&2 "
             f'{jail.READY_FD}>&"$ready" {OPTIONS_FD}<&"$args" {{ready}}>&- {{args}}<&-',
+            *control,
             *_limits(rlimits),
             "umask 077",
             'exec "$@"',
@@ -406,6 +433,7 @@ def launcher(
         "arena-launcher",
         str(report_fd),
         str(options),
+        "" if control_fd is None else str(control_fd),
         *switch,
         confinement.bwrap,
         "--args",

@@ -49,8 +49,9 @@ from sandboxes.base import (
     SandboxLimits,
     agent_environment,
 )
-from sandboxes.confinement import Confinement
+from sandboxes.confinement import CONTROL_FD, Confinement
 from sandboxes.cpus import PROCESS_CPUS, away_from_duels
+from sandboxes.fork_servers import ForkedAgent, ForkServer, ForkServers
 from sandboxes.process_agent import ProcessAgent, remove_tree
 from sandboxes.process_users import UID_BASE, UID_COUNT, UserPool, processes_of_user
 from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
@@ -64,6 +65,8 @@ DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
 #: Room in the address space on top of the memory limit: runtimes such as Node.js
 #: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
 ADDRESS_SPACE_EXTRA_MB = 4096
+#: The SDK's module that runs a fork server (``sandboxes.fork_servers``).
+FORK_SERVER = "arena_sdk.fork_server"
 #: How long closing the sandbox waits for its agents started ahead and its sweeps.
 SHUT_DOWN_SECONDS = 10.0
 
@@ -158,15 +161,20 @@ class ProcessSandbox:
         self._sdk_path: Path | None = None
         # Agents start side by side: one of them makes the copy, the other waits for it.
         self._sdk_lock = threading.Lock()
-        self.pool: WarmPool[ProcessAgent] | None = WarmPool.of_size(
-            pool_size, pool_idle_seconds, start=self._start_warm, discard=ProcessAgent.close
+        self.pool: WarmPool[ProcessAgent | ForkedAgent] | None = WarmPool.of_size(
+            pool_size, pool_idle_seconds, start=self._start_warm, discard=_close
+        )
+        #: Confined, the pool's Python agents are forked by a server kept per agent
+        #: (``sandboxes.fork_servers``).
+        self.fork_servers = (
+            ForkServers(pool_idle_seconds) if self.pool is not None and self.confined else None
         )
         #: Sweeps closed agents' user ids and removes their folders (``ProcessAgent.close``).
         self.reaper = Reaper("arena-process-reaper")
         # At exit (or when the sandbox is collected): no agent started ahead outlives us,
-        # and every sweep is done.
+        # every sweep is done, and no fork server is left.
         self._finalizer = weakref.finalize(
-            self, shut_down, self.pool, self.reaper, SHUT_DOWN_SECONDS
+            self, _shut_down, self.pool, self.reaper, self.fork_servers
         )
 
     @property
@@ -274,7 +282,9 @@ class ProcessSandbox:
             "RLIMIT_CORE": (0, 0),
         }
 
-    def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> ProcessAgent:
+    def start(
+        self, source: AgentSource, *, limits: SandboxLimits, label: str
+    ) -> ProcessAgent | ForkedAgent:
         if self.pool is None:
             return self._launch(source, limits=limits, label=label)
         key = WarmKey.of(source, limits, label)
@@ -288,16 +298,41 @@ class ProcessSandbox:
         self.pool.want(key)
         return agent
 
-    def _start_warm(self, key: Hashable) -> ProcessAgent:
+    def _start_warm(self, key: Hashable) -> ProcessAgent | ForkedAgent:
         assert isinstance(key, WarmKey)
         # Started and loaded on CPUs that no duel of this process plays on; ready once
         # it sleeps waiting for the handshake, where that can be told (at worst the
         # handshake waits for the rest, as when fresh), then free to run anywhere again.
+        agent: ProcessAgent | ForkedAgent
         with away_from_duels():
-            agent = self._launch(key.source, limits=key.limits, label=key.label)
+            if self.fork_servers is not None and key.source.kind is not EntryKind.EXECUTABLE:
+                agent = self._fork(key, self.fork_servers)
+            else:
+                agent = self._launch(key.source, limits=key.limits, label=key.label)
         wait_until_reading(agent.agent_pid, timeout=5.0)
         agent.pin_to(set(PROCESS_CPUS))
         return agent
+
+    def _fork(self, key: WarmKey, servers: ForkServers) -> ForkedAgent:
+        """The agent of ``key`` forked by an idle server of it, or by a new one."""
+        server = servers.take(key)
+        if server is None:
+            control, control_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                launched = self._launch(
+                    key.source, limits=key.limits, label=key.label, control=control_end
+                )
+            except SandboxError:
+                control.close()
+                raise
+            finally:
+                control_end.close()
+            server = ForkServer(key, launched, control)
+        try:
+            return server.fork(key.limits, self.reaper, servers)
+        except SandboxError:
+            server.discard()
+            raise
 
     def _take_user(self) -> tuple[int, int]:
         """A user id for a new agent; when none is free, once the sweeps pending here are
@@ -309,7 +344,16 @@ class ProcessSandbox:
                 raise
         return self.users.acquire()
 
-    def _launch(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> ProcessAgent:
+    def _launch(
+        self,
+        source: AgentSource,
+        *,
+        limits: SandboxLimits,
+        label: str,
+        control: socket.socket | None = None,
+    ) -> ProcessAgent:
+        """A fresh agent; with ``control`` (confined only), a fork server of it on that
+        socket instead (``sandboxes.fork_servers``)."""
         self._prepare_root()
         uid, uid_lock = self._take_user() if self.isolate_users else (None, None)
         token = os.urandom(8).hex()
@@ -333,6 +377,9 @@ class ProcessSandbox:
                 allowed = running + limits.max_processes
                 rlimits["RLIMIT_NPROC"] = (allowed, allowed)
             command = self._command(source, workdir)
+            if control is not None:
+                assert self._view is not None
+                command = [*command[:3], "-m", FORK_SERVER, source.entry, str(CONTROL_FD)]
             environment = self._environment(source, workdir, token)
             if self._view is not None:
                 launch, options = confinement.launcher(
@@ -345,8 +392,11 @@ class ProcessSandbox:
                     command=command,
                     rlimits=rlimits,
                     report_fd=report_end.fileno(),
+                    control_fd=None if control is None else control.fileno(),
                 )
                 passed: tuple[int, ...] = (report_end.fileno(), options)
+                if control is not None:
+                    passed += (control.fileno(),)
             else:
                 config: dict[str, object] = {
                     "uid": uid,
@@ -394,4 +444,21 @@ class ProcessSandbox:
             report=report,
             confined=self.confined,
             reaper=self.reaper,
+            as_init=control is not None,
         )
+
+
+def _close(agent: ProcessAgent | ForkedAgent) -> None:
+    agent.close()
+
+
+def _shut_down(
+    pool: WarmPool[ProcessAgent | ForkedAgent] | None,
+    reaper: Reaper,
+    servers: ForkServers | None,
+) -> None:
+    shut_down(pool, reaper, SHUT_DOWN_SECONDS)
+    if servers is not None:
+        servers.close()
+        # Their sweeps (each server's user id) too.
+        reaper.flush(SHUT_DOWN_SECONDS)

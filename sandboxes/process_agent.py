@@ -97,12 +97,14 @@ class ProcessAgent:
         report: socket.socket,
         confined: bool,
         reaper: Reaper | None = None,
+        as_init: bool = False,
     ) -> None:
         """``report`` receives the byte sent just before the agent's own code runs
         (``jail``, ``confinement``); ``confined``: run under bubblewrap, in a PID namespace
         of its own. ``reaper``, if given, takes the sweep of the agent's user id and the
         removal of its folder off ``close``'s path, when nothing of the agent is left on
-        its log (``close``)."""
+        its log (``close``). ``as_init``: confined, the agent is its namespace's init
+        itself (a fork server, ``sandboxes.fork_servers``), not bubblewrap's child."""
         assert process.stdin and process.stdout and process.stderr
         self.process = process
         self.workdir = workdir
@@ -127,6 +129,7 @@ class ProcessAgent:
         #: Confined, the sandbox's init (the agent's parent, PID 1 of its namespace), held
         #: from the report on: killed by ``close`` whatever process group it is in then.
         self._init_fd: int | None = None
+        self._as_init = as_init
         self._log = AgentLog(process.stderr.fileno(), limits)
         self._closing = threading.Event()
         self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
@@ -142,7 +145,9 @@ class ProcessAgent:
             if self._agent_pid is None:
                 self._agent_pid = _reported_pid(self._report)
                 if self._agent_pid is not None and self.confined:
-                    self._init_fd = _parent_pidfd(self._agent_pid)
+                    self._init_fd = (
+                        _pidfd(self._agent_pid) if self._as_init else _parent_pidfd(self._agent_pid)
+                    )
             return self._agent_pid
 
     def log(self) -> str:

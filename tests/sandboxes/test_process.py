@@ -6,6 +6,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,6 +58,18 @@ def test_it_kills_what_a_referee_that_died_left_under_a_user_id():
         UserPool.release(lock)
 
 
+def _zombies_of(uid: int) -> list[int]:
+    zombies = []
+    for entry in os.scandir("/proc"):
+        try:
+            status = Path(entry.path, "status").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if f"\nUid:\t{uid}\t" in status and "\nState:\tZ" in status:
+            zombies.append(int(entry.name))
+    return zombies
+
+
 @pytest.mark.usefixtures("needs_root")
 def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there(monkeypatch):
     scans: list[int] = []
@@ -66,9 +79,14 @@ def test_it_kills_a_users_processes_and_scans_proc_only_when_something_was_there
         scans.append(uid)
         return scan(uid)
 
-    monkeypatch.setattr(process_users, "processes_of_user", counted_scan)
     uid, lock = UserPool().acquire()
     try:
+        # Nothing of the user, zombies included: another test's agent under this id may
+        # have been let go while its zombie waits for this machine's init to reap it.
+        deadline = time.monotonic() + 120
+        while _zombies_of(uid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        monkeypatch.setattr(process_users, "processes_of_user", counted_scan)
         process_users.kill_user_processes(uid)
         assert scans == []  # nothing of the user: the kernel's count answered
 
@@ -263,7 +281,7 @@ def _daemon_left_behind(sandbox: ProcessSandbox) -> ProcessAgent:
     """An agent that has exited after starting a daemon in a session of its own, which
     holds its stdout and busy-loops."""
     running = sandbox.start(hostile("daemon", at=0), limits=SandboxLimits(), label="p1")
-    assert running.uid is not None
+    assert isinstance(running, ProcessAgent) and running.uid is not None
     channel = Channel(running, max_message_bytes=1 << 20)
     channel.send({"type": "hello"}, time.monotonic() + 30)
     deadline = time.monotonic() + 60

@@ -17,6 +17,7 @@ import pytest
 from referee.duel import run_duel
 from referee.results import FaultKind
 from sandboxes.base import AgentSource, SandboxLimits
+from sandboxes.fork_servers import ForkedAgent
 from sandboxes.process import ProcessSandbox
 from sandboxes.process_agent import ProcessAgent
 from sandboxes.warm_pool import wait_until_reading, waiting_for_input
@@ -30,7 +31,7 @@ class RecordingPooledSandbox(ProcessSandbox):
 
     def __init__(self, root: Path, **options: Any) -> None:
         super().__init__(root, pool_size=4, **options)
-        self.handed_out: list[ProcessAgent] = []
+        self.handed_out: list[ProcessAgent | ForkedAgent] = []
         self.launched: list[ProcessAgent] = []
 
     def start(self, source, *, limits, label):
@@ -38,8 +39,8 @@ class RecordingPooledSandbox(ProcessSandbox):
         self.handed_out.append(running)
         return running
 
-    def _launch(self, source, *, limits, label):
-        running = super()._launch(source, limits=limits, label=label)
+    def _launch(self, source, **options):
+        running = super()._launch(source, **options)
         self.launched.append(running)
         return running
 
@@ -61,7 +62,9 @@ def ready(sandbox: ProcessSandbox) -> None:
     assert sandbox.pool is not None and sandbox.pool.wait_until_ready(60)
 
 
-def start_warm(sandbox: ProcessSandbox, source: AgentSource, limits: SandboxLimits) -> ProcessAgent:
+def start_warm(
+    sandbox: ProcessSandbox, source: AgentSource, limits: SandboxLimits
+) -> ProcessAgent | ForkedAgent:
     """The first start has one started ahead; the second takes it."""
     sandbox.start(source, limits=limits, label="p1-warm").close()
     ready(sandbox)
@@ -70,7 +73,7 @@ def start_warm(sandbox: ProcessSandbox, source: AgentSource, limits: SandboxLimi
     return warm
 
 
-def confinement(running: ProcessAgent) -> dict[str, object]:
+def confinement(running: ProcessAgent | ForkedAgent) -> dict[str, object]:
     """What confines an agent's process, as the kernel sees it."""
     pid = running.agent_pid()
     limits = Path(f"/proc/{pid}/limits").read_text()
@@ -155,13 +158,14 @@ def test_it_never_gives_an_agent_to_a_second_duel_and_plays_the_same_duels(poole
     ]
     assert all(not r.infrastructure_error and not any(m.faults for m in r.matches) for r in results)
     assert len(pooled.handed_out) == 6
-    assert len({running.process.pid for running in pooled.handed_out}) == 6
+    assert len({running.agent_pid() for running in pooled.handed_out}) == 6
     assert sum(running.warm for running in pooled.handed_out) == 4  # all but the first duel's
-    # Each is killed once its duel is over, warm or not, and its folder removed (in the
-    # background: flush waits for that).
-    assert all(running.process.poll() is not None for running in pooled.handed_out)
+    # Each is killed once its duel is over, warm or not, and a fresh one's folder removed
+    # (in the background: flush waits for that); a forked one's folder is its server's.
+    assert all(running.termination() is not None for running in pooled.handed_out)
     assert pooled.flush(60)
-    assert all(not running.workdir.exists() for running in pooled.handed_out)
+    fresh = [running for running in pooled.handed_out if isinstance(running, ProcessAgent)]
+    assert fresh and all(not running.workdir.exists() for running in fresh)
     cold.close()
 
 

@@ -1,0 +1,341 @@
+"""Fork servers: a confined sandbox kept from one duel of an agent to the next.
+
+A fresh confined agent costs the machine some 35 ms of CPU before its own code runs
+(bash, setpriv and bubblewrap making namespaces and mounts, then an interpreter): on two
+cores, more than a 10-match duel's play. A fork server (``arena_sdk.fork_server``) is
+started once for an agent's files and limits, confined exactly as an agent is, with the
+SDK loaded and none of the agent's code; each duel's agent is a child it forks
+(``ForkServer.fork``), which takes its streams, reports as a fresh agent does, then loads
+the agent and serves it. A child costs about a millisecond.
+
+What a fresh sandbox gives, a child gets: when a child has ended the server kills
+everything else in its namespace and empties ``/tmp`` and ``/dev/shm`` before it says it
+is ready (the referee waits for that before handing the server another duel); a child's
+memory is the server's, which holds no code of the agent's. The server runs one child at a
+time, as PID 1 of its namespace (no process inside may signal it), and cannot be traced
+or read by its children. The referee trusts nothing else of it: a server that does not
+answer in time, or says anything unexpected, is killed with its namespace
+(``ForkServer.discard``) and the duel's agent comes from a new one.
+
+``ForkServers`` keeps the idle servers of a sandbox, per key (``warm_pool.WarmKey``), for
+``idle_seconds``; the warm pool asks it for its next agents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import threading
+import time
+from collections.abc import Hashable
+
+from sandboxes.base import (
+    AgentLog,
+    MoveKey,
+    SandboxError,
+    SandboxLimits,
+    Termination,
+    decode_exit_status,
+    termination_from,
+)
+from sandboxes.cpus import pin_process
+from sandboxes.process_agent import ProcessAgent, _pidfd, _reported_pid
+from sandboxes.warm_pool import Reaper
+
+#: The server's protocol (``arena_sdk.fork_server``).
+FORK = b"F"
+EXITED = b"X"
+READY = b"R"
+#: How long the server may take to fork and the child to report, and to clean up after it.
+REPORT_SECONDS = 5.0
+CLEAN_SECONDS = 5.0
+#: Idle servers kept for one key at most (a duel's seat needs one playing and one ready).
+IDLE_PER_KEY = 2
+
+
+class ForkServer:
+    """A running fork server: ``agent`` is its process as the sandbox started it."""
+
+    def __init__(self, key: Hashable, agent: ProcessAgent, control: socket.socket) -> None:
+        self.key = key
+        self.agent = agent
+        self.control = control
+        self.idle_since = time.monotonic()
+        self.broken = False
+
+    def _answer(self, timeout: float) -> bytes:
+        """The server's next message; b"" if it said nothing in time or is gone."""
+        ready = select.poll()
+        ready.register(self.control, select.POLLIN)
+        if not ready.poll(timeout * 1000):
+            return b""
+        try:
+            return self.control.recv(64)
+        except OSError:
+            return b""
+
+    def fork(self, limits: SandboxLimits, reaper: Reaper, servers: ForkServers) -> ForkedAgent:
+        """The next agent: a child of the server, reported (its process id known). The
+        server goes back to ``servers`` once the child's duel is over and it is clean."""
+        ends: list[int] = []
+        report, report_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        try:
+            request_read, request_fd = os.pipe()
+            reply_fd, reply_write = os.pipe()
+            log_fd, log_write = os.pipe()
+            ends = [request_read, reply_write, log_write]
+            socket.send_fds(self.control, [FORK], [*ends, report_end.fileno()])
+        except OSError as error:
+            report.close()
+            self.broken = True
+            raise SandboxError(f"the agent's fork server is gone: {error}") from error
+        finally:
+            report_end.close()
+            for descriptor in ends:
+                os.close(descriptor)
+        reported = select.poll()
+        reported.register(report, select.POLLIN)
+        pid = _reported_pid(report) if reported.poll(REPORT_SECONDS * 1000) else None
+        report.close()
+        agent = ForkedAgent(
+            server=self,
+            pid=pid,
+            request_fd=request_fd,
+            reply_fd=reply_fd,
+            log_fd=log_fd,
+            limits=limits,
+            reaper=reaper,
+            servers=servers,
+        )
+        if pid is None:
+            self.broken = True
+            agent.close()
+            raise SandboxError(f"the agent's fork server did not start it: {self.agent.log()}")
+        return agent
+
+    def exit_status(self, timeout: float) -> int | None:
+        """The child's exit status as the server reports it (bubblewrap's way), or None."""
+        answer = self._answer(timeout)
+        if not answer.startswith(EXITED) or not answer[1:].isdigit():
+            self.broken = True
+            return None
+        return int(answer[1:])
+
+    def wait_clean(self, timeout: float) -> bool:
+        """Whether the server says, in time, that nothing of its last child is left."""
+        if self.broken or self._answer(timeout) != READY:
+            self.broken = True
+            return False
+        self.idle_since = time.monotonic()
+        return True
+
+    def discard(self) -> None:
+        """Kill the server and everything in its namespace; let its user id go."""
+        self.broken = True
+        with contextlib.suppress(OSError):
+            self.control.close()
+        self.agent.close()
+
+
+class ForkedAgent:
+    """An agent forked by a ``ForkServer`` (see ``SandboxedAgent``)."""
+
+    confined = True
+
+    def __init__(
+        self,
+        *,
+        server: ForkServer,
+        pid: int | None,
+        request_fd: int,
+        reply_fd: int,
+        log_fd: int,
+        limits: SandboxLimits,
+        reaper: Reaper,
+        servers: ForkServers,
+    ) -> None:
+        self.server = server
+        self.pid = pid
+        #: The server's: its user id, its copy of the agent's files, its token.
+        self.uid = server.agent.uid
+        self.workdir = server.agent.workdir
+        self.token = server.agent.token
+        self.request_fd = request_fd
+        self.reply_fd = reply_fd
+        os.set_blocking(request_fd, False)
+        os.set_blocking(reply_fd, False)
+        self.exit_fd: int | None = _pidfd(pid) if pid is not None else None
+        self.warm = False
+        self._log = AgentLog(log_fd, limits)
+        self._closing = threading.Event()
+        self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
+        self._drain.start()
+        self._reaper = reaper
+        self._servers = servers
+        self._status: int | None = None
+        self._status_lock = threading.Lock()
+        self._closed = False
+
+    def agent_pid(self) -> int | None:
+        return self.pid
+
+    def log(self) -> str:
+        return self._log.text()
+
+    def mark_move(self, move: MoveKey | None) -> None:
+        self._log.mark_move(move)
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        return self._log.move_logs()
+
+    def pin_to(self, cpus: set[int]) -> bool:
+        return self.pid is not None and pin_process(self.pid, cpus)
+
+    def _ended(self, wait: float) -> bool:
+        if self.exit_fd is None:
+            return True
+        exited = select.poll()
+        exited.register(self.exit_fd, select.POLLIN)
+        return bool(exited.poll(wait * 1000))
+
+    def wait_for_exit(self, seconds: float) -> None:
+        self._ended(seconds)
+
+    def _exit_status(self) -> int | None:
+        """Asked of the server once the child has ended (it says so right after)."""
+        with self._status_lock:
+            if self._status is None and not self.server.broken:
+                self._status = self.server.exit_status(CLEAN_SECONDS)
+            return self._status
+
+    def termination(self, wait: float = 0.0) -> Termination | None:
+        if not self._ended(wait):
+            return None
+        status = self._exit_status()
+        self._drain.join(timeout=0.5)
+        if status == 0:
+            return Termination(0)
+        # A server that cannot say how its child ended: killed, as far as anyone knows.
+        returncode = decode_exit_status(status) if status is not None else -signal.SIGKILL
+        return termination_from(returncode, self.log())
+
+    def close(self) -> None:
+        """Kills the child's process group at once; the rest (the server's word on its exit
+        and its clean-up, the streams) goes to the reaper, which gives the server back
+        (``done``) or discards it."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            self._ended(CLEAN_SECONDS)
+        self._drain.join(timeout=0.05)
+        self._servers.cleaning(self.server)
+        self._reaper.submit(self._release)
+
+    def _release(self) -> None:
+        """Once the child has ended: the server's report and clean-up, then the streams."""
+        if self.pid is not None:
+            self._exit_status()
+        clean = self.server.wait_clean(CLEAN_SECONDS)
+        # Everything that held the log is gone now (or the server is about to be killed).
+        if clean:
+            self._servers.give_back(self.server)
+        else:
+            self._servers.lost(self.server)
+        self._drain.join(timeout=1)
+        self._closing.set()
+        self._drain.join(timeout=1)
+        for descriptor in (self.request_fd, self.reply_fd, self.exit_fd):
+            if descriptor is not None:
+                with contextlib.suppress(OSError):
+                    os.close(descriptor)
+        self.exit_fd = None
+
+
+class ForkServers:
+    """The idle fork servers of one sandbox, per key, each kept ``idle_seconds`` at most."""
+
+    def __init__(self, idle_seconds: float) -> None:
+        self.idle_seconds = idle_seconds
+        self._idle: dict[Hashable, list[ForkServer]] = {}
+        #: Servers whose child's duel is over, cleaning up, per key.
+        self._cleaning: dict[Hashable, int] = {}
+        self._changed = threading.Condition()
+        self._closed = False
+
+    def take(self, key: Hashable) -> ForkServer | None:
+        """An idle server for ``key``: one there is, else one cleaning up after its last
+        child once it is done (a few milliseconds; starting a server costs tens), else None."""
+        self._discard_expired()
+        deadline = time.monotonic() + CLEAN_SECONDS
+        with self._changed:
+            while True:
+                servers = self._idle.get(key)
+                if servers:
+                    return servers.pop()
+                remaining = deadline - time.monotonic()
+                if self._closed or not self._cleaning.get(key) or remaining <= 0:
+                    return None
+                self._changed.wait(remaining)
+
+    def cleaning(self, server: ForkServer) -> None:
+        """``server``'s child is closed: the server comes back (``give_back``) or not
+        (``lost``) once it has cleaned up."""
+        with self._changed:
+            self._cleaning[server.key] = self._cleaning.get(server.key, 0) + 1
+
+    def _cleaned(self, server: ForkServer) -> None:
+        left = self._cleaning.get(server.key, 0) - 1
+        if left > 0:
+            self._cleaning[server.key] = left
+        else:
+            self._cleaning.pop(server.key, None)
+        self._changed.notify_all()
+
+    def give_back(self, server: ForkServer) -> None:
+        """A clean server, idle from now on (discarded if there are enough, or if closed)."""
+        with self._changed:
+            servers = self._idle.setdefault(server.key, [])
+            keep = not self._closed and len(servers) < IDLE_PER_KEY
+            if keep:
+                servers.append(server)
+            elif not servers:
+                del self._idle[server.key]
+            self._cleaned(server)
+        if not keep:
+            server.discard()
+        self._discard_expired()
+
+    def lost(self, server: ForkServer) -> None:
+        """A server that did not clean up in time: killed."""
+        server.discard()
+        with self._changed:
+            self._cleaned(server)
+
+    def _discard_expired(self) -> None:
+        limit = time.monotonic() - self.idle_seconds
+        expired: list[ForkServer] = []
+        with self._changed:
+            for key, servers in list(self._idle.items()):
+                expired += [server for server in servers if server.idle_since < limit]
+                servers[:] = [server for server in servers if server.idle_since >= limit]
+                if not servers:
+                    del self._idle[key]
+        for server in expired:
+            server.discard()
+
+    def close(self) -> None:
+        """Discard every idle server; servers given back later are discarded too."""
+        with self._changed:
+            self._closed = True
+            servers = [server for group in self._idle.values() for server in group]
+            self._idle.clear()
+            self._changed.notify_all()
+        for server in servers:
+            server.discard()

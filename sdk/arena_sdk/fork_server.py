@@ -1,0 +1,194 @@
+"""``python -m arena_sdk.fork_server ENTRY CONTROL_FD``: the process sandbox's fork server.
+
+Started confined exactly as an agent is (its own user id, file system, PID and network
+namespaces), but as PID 1 of its namespace, with the SDK loaded and none of the agent's
+code: for each duel the referee sends it the ends of the agent's three streams and a
+report socket (one packet ``F`` on ``CONTROL_FD``, a ``SOCK_SEQPACKET`` socket), and it
+forks a child that takes them, reports, then loads ``ENTRY`` and serves it, as
+``python -m arena_sdk ENTRY`` would in a fresh sandbox. A child starts in about a
+millisecond where a fresh sandbox costs some 35 ms of the machine's CPU (bubblewrap's
+namespaces and mounts, then an interpreter).
+
+One child at a time. When it has ended the server says so with its exit status
+(``X`` and the status, 128 + N for signal N, as bubblewrap reports it), then kills every
+other process of its namespace (what the child left running: as PID 1 it is everybody's
+parent and nobody may signal it from inside), empties ``/tmp`` and ``/dev/shm``, and says
+``R``: the next child finds the sandbox as a fresh one would be. The server cannot be
+traced or read by its children (it is not dumpable; they are again), so what it says can
+be trusted as far as the referee needs: a silent or dead server is discarded, with its
+namespace, by the referee.
+
+Only the standard library, as the rest of the SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import stat
+import sys
+
+from arena_sdk.__main__ import _leave
+from arena_sdk.__main__ import main as serve_entry
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without its import (see agent.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+#: ``prctl`` options (linux/prctl.h).
+PR_SET_DUMPABLE = 4
+#: Emptied between two children: the agent's writable places.
+SCRATCH = ("/tmp", "/dev/shm")
+#: The request, and the two answers.
+FORK = b"F"
+EXITED = b"X"
+READY = b"R"
+#: The descriptors a fork request carries: the agent's stdin, stdout and log, then the report.
+STREAMS = 4
+
+
+def _prctl() -> Any:
+    """libc's ``prctl``, without leaving ``ctypes`` imported: an agent's exit takes a slower
+    path when ``ctypes`` is loaded (``arena_sdk.__main__._only_python_loaded``)."""
+    before = set(sys.modules)
+    import ctypes
+
+    function = ctypes.CDLL(None, use_errno=True).prctl
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+    return function
+
+
+def _exit_status(status: int) -> int:
+    """A ``waitpid`` status as bubblewrap reports one: the exit code, or 128 + signal."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _empty(folder: str) -> None:
+    """Remove everything in ``folder`` (the child may have taken its own rights away)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                os.chmod(entry.path, stat.S_IRWXU)
+                _empty(entry.path)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def _kill_the_rest() -> None:
+    """Kill every process of the namespace but this one, and reap them all (as PID 1, every
+    orphan is this process's child)."""
+    while True:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        reaped = False
+        while True:
+            try:
+                os.waitpid(-1, 0)
+                reaped = True
+            except ChildProcessError:
+                break
+        if not reaped:
+            return
+
+
+def _wait_for(child: int) -> int:
+    """Reap processes until ``child`` has ended; its status."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:  # never: the child is ours until we reap it
+            return 128 + signal.SIGKILL
+        if pid == child:
+            return _exit_status(status)
+
+
+def _become_agent(entry: str, streams: list[int], control: socket.socket, prctl: Any) -> None:
+    """In the child: take the streams, report, and serve the agent; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        stdin, stdout, log, report = streams
+        os.dup2(stdin, 0)
+        os.dup2(stdout, 1)
+        os.dup2(log, 2)
+        control.close()
+        for descriptor in (stdin, stdout, log):
+            os.close(descriptor)
+        # The byte that says the agent's own code is about to run; the kernel adds this
+        # process's id as the referee sees it (the referee's end has SO_PASSCRED).
+        os.write(report, b".")
+        os.close(report)
+        code = serve_entry([entry])
+        _leave()
+    except SystemExit as stop:
+        if stop.code is None:
+            code = 0
+        elif isinstance(stop.code, int):
+            code = stop.code
+        else:
+            print(stop.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code & 0xFF)
+
+
+def serve_forks(entry: str, control: socket.socket) -> int:
+    """Fork a child for each request on ``control`` until the referee closes it."""
+    prctl = _prctl()
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    while True:
+        try:
+            message, streams, _flags, _address = socket.recv_fds(control, 16, STREAMS)
+        except OSError:
+            return 0
+        if message != FORK or len(streams) != STREAMS:
+            for descriptor in streams:
+                os.close(descriptor)
+            return 0 if not message else 2
+        child = os.fork()
+        if child == 0:
+            _become_agent(entry, streams, control, prctl)
+        for descriptor in streams:
+            os.close(descriptor)
+        status = _wait_for(child)
+        try:
+            control.send(EXITED + str(status).encode())
+            _kill_the_rest()
+            for folder in SCRATCH:
+                _empty(folder)
+            control.send(READY)
+        except OSError:
+            return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not argv[1].isdigit():
+        print("usage: python -m arena_sdk.fork_server ENTRY CONTROL_FD", file=sys.stderr)
+        return 2
+    control = socket.socket(fileno=int(argv[1]))
+    return serve_forks(argv[0], control)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

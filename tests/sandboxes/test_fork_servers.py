@@ -1,0 +1,179 @@
+"""Fork servers (``sandboxes.fork_servers``, ``arena_sdk.fork_server``): a confined
+sandbox kept from one duel of an agent to the next, as an attacker would try it. Each
+agent here writes to its log what it finds of the machine at its start, then leaves what
+it can behind it: the next agent forked by the same server must find a fresh sandbox."""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.duel import run_duel
+from sandboxes.base import AgentSource, SandboxLimits
+from sandboxes.fork_servers import ForkedAgent
+from sandboxes.process import ProcessSandbox
+from sandboxes.process_agent import ProcessAgent
+from tests.support.sandboxes import needs_root, player, sandbox_processes
+
+__all__ = ["needs_root"]
+
+#: Says what it finds (its scratch folders, the processes it sees, whether it can read
+#: its server, a random draw), then leaves a file in each scratch folder and a daemon
+#: in a session of its own, then tries to stop its server.
+INTRUDER = textwrap.dedent(
+    """
+    import os, random, signal, sys, time
+
+    def readable(path):
+        try:
+            open(path, "rb").read(1)
+            return True
+        except OSError:
+            return False
+
+    seen = {
+        "tmp": sorted(os.listdir("/tmp")),
+        "shm": sorted(os.listdir("/dev/shm")),
+        "pids": sorted(int(name) for name in os.listdir("/proc") if name.isdigit()),
+        "me": os.getpid(),
+        "server_environ": readable("/proc/1/environ"),
+        "server_memory": readable("/proc/1/mem"),
+        "draw": random.random(),
+    }
+    print("SEEN", repr(seen), file=sys.stderr, flush=True)
+    for folder in ("/tmp", "/dev/shm"):
+        os.makedirs(f"{folder}/left/locked", exist_ok=True)
+        os.chmod(f"{folder}/left", 0)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(3600)
+        os._exit(0)
+    for sent in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.kill(1, sent)
+        except OSError:
+            pass
+
+    def act(observation, configuration):
+        return random.choice([c for c in range(7) if observation["board"][c] == 0])
+    """
+)
+
+
+class ServersRecorded(ProcessSandbox):
+    """A pooled process sandbox that remembers the fork servers it started."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, pool_size=4)
+        self.servers: list[ProcessAgent] = []
+
+    def _launch(self, source, **options):
+        running = super()._launch(source, **options)
+        if options.get("control") is not None:
+            self.servers.append(running)
+        return running
+
+
+@pytest.fixture
+def pooled(sandbox_root: Path) -> Iterator[ServersRecorded]:
+    sandbox = ServersRecorded(sandbox_root)
+    if sandbox.fork_servers is None:
+        sandbox.close()
+        pytest.skip(f"agents are not confined here: {sandbox.unconfined_reason}")
+    yield sandbox
+    sandbox.close()
+    assert [path.name for path in sandbox_root.iterdir() if not path.name.startswith("sdk-")] == []
+    assert all(server.process.poll() is not None for server in sandbox.servers)
+
+
+def intruder(root: Path) -> AgentSource:
+    folder = root / "intruder"
+    folder.mkdir()
+    os.chmod(root, 0o755)
+    (folder / "main.py").write_text(INTRUDER)
+    return AgentSource.from_path(folder)
+
+
+def seen(agent: ForkedAgent) -> dict[str, Any]:
+    line = next(line for line in agent.log().splitlines() if line.startswith("SEEN "))
+    found: dict[str, Any] = eval(line[5:])
+    return found
+
+
+def forked_in_turn(sandbox: ProcessSandbox, source: AgentSource, count: int) -> list[ForkedAgent]:
+    """``count`` agents of ``source`` from the pool, each closed (and its server clean
+    again) before the next is taken: every one after the first two comes from a server
+    that forked one of them before."""
+    limits = SandboxLimits()
+    sandbox.start(source, limits=limits, label="p1").close()
+    agents = []
+    for _ in range(count):
+        assert sandbox.pool is not None and sandbox.pool.wait_until_ready(60)
+        assert sandbox.flush(60)
+        running = sandbox.start(source, limits=limits, label="p1")
+        assert isinstance(running, ForkedAgent) and running.warm
+        agents.append(running)
+        running.close()
+        assert sandbox.flush(60)
+    return agents
+
+
+def test_an_agent_forked_after_another_finds_a_fresh_sandbox(pooled, tmp_path):
+    agents = forked_in_turn(pooled, intruder(tmp_path), 4)
+    servers = [agent.server for agent in agents]
+    # A server forked more than one of them (else nothing here was tried).
+    again = [agent for index, agent in enumerate(agents) if agent.server in servers[:index]]
+    assert again
+    for agent in agents:
+        found = seen(agent)
+        # Nothing left by the one before: no file, no process but the server (PID 1)
+        # and itself; the server cannot be read, and a draw is the agent's own.
+        assert found["tmp"] == [] and found["shm"] == []
+        assert found["pids"] == sorted({1, found["me"]})
+        assert found["server_environ"] is False and found["server_memory"] is False
+    draws = [seen(agent)["draw"] for agent in agents]
+    assert len(set(draws)) == len(draws)
+    # Its daemons are gone, and the servers it tried to stop still fork (the last one
+    # came from a server an intruder had tried).
+    assert all(not agent.server.broken for agent in again)
+
+
+def test_the_servers_agents_are_confined_and_leave_nothing_when_it_closes(
+    pooled, tmp_path, needs_root
+):
+    agents = forked_in_turn(pooled, intruder(tmp_path), 3)
+    uids = {agent.uid for agent in agents if agent.uid is not None}
+    assert len(uids) >= 2  # (a server's, and the one of the server after it)
+    pooled.close()
+    assert sandbox_processes(uids) == []
+
+
+def test_a_server_that_dies_is_replaced(pooled):
+    source = player("connect_four/random_player.py")
+    first = run_duel("connect_four", (source, source), backend=pooled, seed=1, matches=2)
+    assert pooled.pool is not None and pooled.pool.wait_until_ready(60)
+    assert pooled.flush(60)
+    # Every server, killed by its process (PID 1 of its namespace): their namespaces end,
+    # and with them the agents they forked for the pool.
+    assert pooled.servers
+    for server in pooled.servers:
+        os.kill(server.agent_pid() or 0, signal.SIGKILL)
+
+    again = run_duel("connect_four", (source, source), backend=pooled, seed=2, matches=2)
+    assert pooled.pool.wait_until_ready(60)
+    third = run_duel("connect_four", (source, source), backend=pooled, seed=3, matches=2)
+
+    for result in (first, third):
+        assert not result.infrastructure_error
+        assert not [fault for match in result.matches for fault in match.faults]
+    # The duel that met the dead servers' agents charged each its crash at the start,
+    # as for any agent that dies waiting in the pool, and played on with a restart.
+    assert not again.infrastructure_error
+    assert len(pooled.servers) > 2  # new ones were started
