@@ -261,8 +261,10 @@ class ForkedAgent:
 class ForkServers:
     """The idle fork servers of one sandbox, per key, each kept ``idle_seconds`` at most."""
 
-    def __init__(self, idle_seconds: float) -> None:
+    def __init__(self, idle_seconds: float, most: int) -> None:
+        """At most ``most`` idle servers in all (the oldest are discarded first)."""
         self.idle_seconds = idle_seconds
+        self.most = most
         self._idle: dict[Hashable, list[ForkServer]] = {}
         #: Servers whose child's duel is over, cleaning up, per key.
         self._cleaning: dict[Hashable, int] = {}
@@ -308,9 +310,26 @@ class ForkServers:
             elif not servers:
                 del self._idle[server.key]
             self._cleaned(server)
+            surplus = self._surplus_locked()
         if not keep:
             server.discard()
+        for extra in surplus:
+            extra.discard()
         self._discard_expired()
+
+    def _surplus_locked(self) -> list[ForkServer]:
+        """The oldest idle servers past ``most``, taken out."""
+        idle = sorted(
+            (server for servers in self._idle.values() for server in servers),
+            key=lambda server: server.idle_since,
+        )
+        surplus = idle[: max(0, len(idle) - self.most)]
+        for server in surplus:
+            servers = self._idle[server.key]
+            servers.remove(server)
+            if not servers:
+                del self._idle[server.key]
+        return surplus
 
     def lost(self, server: ForkServer) -> None:
         """A server that did not clean up in time: killed."""

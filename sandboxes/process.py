@@ -167,7 +167,9 @@ class ProcessSandbox:
         #: Confined, the pool's Python agents are forked by a server kept per agent
         #: (``sandboxes.fork_servers``).
         self.fork_servers = (
-            ForkServers(pool_idle_seconds) if self.pool is not None and self.confined else None
+            ForkServers(pool_idle_seconds, most=2 * pool_size)
+            if self.pool is not None and self.confined
+            else None
         )
         #: Sweeps closed agents' user ids and removes their folders (``ProcessAgent.close``).
         self.reaper = Reaper("arena-process-reaper")

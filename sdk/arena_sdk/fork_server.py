@@ -131,6 +131,8 @@ def _become_agent(entry: str, streams: list[int], control: socket.socket, prctl:
         # process's id as the referee sees it (the referee's end has SO_PASSCRED).
         os.write(report, b".")
         os.close(report)
+        # As ``python -m arena_sdk ENTRY`` has them.
+        sys.argv = [serve_entry.__code__.co_filename, entry]
         code = serve_entry([entry])
         _leave()
     except SystemExit as stop:

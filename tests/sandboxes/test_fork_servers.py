@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxLimits
-from sandboxes.fork_servers import ForkedAgent
+from sandboxes.fork_servers import ForkedAgent, ForkServers
 from sandboxes.process import ProcessSandbox
 from sandboxes.process_agent import ProcessAgent
 from tests.support.sandboxes import needs_root, player, sandbox_processes
@@ -177,3 +178,35 @@ def test_a_server_that_dies_is_replaced(pooled):
     # as for any agent that dies waiting in the pool, and played on with a restart.
     assert not again.infrastructure_error
     assert len(pooled.servers) > 2  # new ones were started
+
+
+class IdleServer:
+    """What ``ForkServers`` keeps of a server: its key, since when it is idle, its discard."""
+
+    def __init__(self, key: str, idle_since: float) -> None:
+        self.key = key
+        self.idle_since = idle_since
+        self.discarded = False
+
+    def discard(self) -> None:
+        self.discarded = True
+
+
+def test_idle_servers_are_bounded_per_key_and_in_all_oldest_first():
+    # (IdleServer stands in for a ForkServer: the ignores below say so to mypy.)
+    servers = ForkServers(idle_seconds=3600, most=3)
+    now = time.monotonic()
+    kept = [IdleServer(key, now + age) for key, age in (("a", 1), ("a", 2), ("b", 3))]
+    for server in kept:
+        servers.cleaning(server)  # type: ignore[arg-type]
+        servers.give_back(server)  # type: ignore[arg-type]
+    third_of_a, newest = IdleServer("a", now + 4), IdleServer("c", now + 5)
+    for server in (third_of_a, newest):
+        servers.cleaning(server)  # type: ignore[arg-type]
+        servers.give_back(server)  # type: ignore[arg-type]
+
+    assert third_of_a.discarded  # two per key at most
+    assert kept[0].discarded and not newest.discarded  # three in all: the oldest goes
+    assert servers.take("a") is kept[1] and servers.take("a") is None
+    servers.close()
+    assert kept[2].discarded and newest.discarded
