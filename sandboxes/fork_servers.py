@@ -316,6 +316,11 @@ class ForkServers:
         for extra in surplus:
             extra.discard()
         self._discard_expired()
+        if keep:
+            # Discarded once idle too long even if nothing asks for a server again.
+            timer = threading.Timer(self.idle_seconds + 0.1, self._discard_expired)
+            timer.daemon = True
+            timer.start()
 
     def _surplus_locked(self) -> list[ForkServer]:
         """The oldest idle servers past ``most``, taken out."""

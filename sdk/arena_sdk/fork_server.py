@@ -12,7 +12,8 @@ namespaces and mounts, then an interpreter).
 One child at a time. When it has ended the server says so with its exit status
 (``X`` and the status, 128 + N for signal N, as bubblewrap reports it), then kills every
 other process of its namespace (what the child left running: as PID 1 it is everybody's
-parent and nobody may signal it from inside), empties ``/tmp`` and ``/dev/shm``, and says
+parent and nobody may signal it from inside), removes its System V IPC objects, empties
+``/tmp`` and ``/dev/shm``, and says
 ``R``: the next child finds the sandbox as a fresh one would be. The server cannot be
 traced or read by its children (it is not dumpable; they are again), so what it says can
 be trusted as far as the referee needs: a silent or dead server is discarded, with its
@@ -49,16 +50,17 @@ READY = b"R"
 STREAMS = 4
 
 
-def _prctl() -> Any:
-    """libc's ``prctl``, without leaving ``ctypes`` imported: an agent's exit takes a slower
-    path when ``ctypes`` is loaded (``arena_sdk.__main__._only_python_loaded``)."""
+def _libc() -> Any:
+    """The C library (``prctl``, System V IPC), without leaving ``ctypes`` imported: an
+    agent's exit takes a slower path when ``ctypes`` is loaded
+    (``arena_sdk.__main__._only_python_loaded``)."""
     before = set(sys.modules)
     import ctypes
 
-    function = ctypes.CDLL(None, use_errno=True).prctl
+    libc = ctypes.CDLL(None, use_errno=True)
     for name in set(sys.modules) - before:
         del sys.modules[name]
-    return function
+    return libc
 
 
 def _exit_status(status: int) -> int:
@@ -84,6 +86,29 @@ def _empty(folder: str) -> None:
                 os.unlink(entry.path)
         except OSError:
             pass
+
+
+#: System V IPC objects a child may leave in the namespace (the server's IPC namespace
+#: outlives its children): each table in ``/proc/sysvipc``, and how to remove one.
+IPC_RMID = 0
+SYSV_IPC = (("shm", "shmctl"), ("sem", "semctl"), ("msg", "msgctl"))
+
+
+def _remove_sysv_ipc(libc: Any) -> None:
+    """Remove every System V shared memory segment, semaphore set and message queue of the
+    namespace (memory the kernel holds outside any process, counted by no limit)."""
+    for table, call in SYSV_IPC:
+        try:
+            with open(f"/proc/sysvipc/{table}") as listing:
+                rows = listing.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1 and fields[1].isdigit():
+                # shmctl(id, cmd, buf), semctl(id, num, cmd), msgctl(id, cmd, buf)
+                arguments = (0, IPC_RMID) if table == "sem" else (IPC_RMID, None)
+                getattr(libc, call)(int(fields[1]), *arguments)
 
 
 def _kill_the_rest() -> None:
@@ -114,12 +139,12 @@ def _wait_for(child: int) -> int:
             return _exit_status(status)
 
 
-def _become_agent(entry: str, streams: list[int], control: socket.socket, prctl: Any) -> None:
+def _become_agent(entry: str, streams: list[int], control: socket.socket, libc: Any) -> None:
     """In the child: take the streams, report, and serve the agent; never returns."""
     code = 1
     try:
         os.setsid()
-        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         stdin, stdout, log, report = streams
         os.dup2(stdin, 0)
         os.dup2(stdout, 1)
@@ -157,8 +182,8 @@ def _become_agent(entry: str, streams: list[int], control: socket.socket, prctl:
 
 def serve_forks(entry: str, control: socket.socket) -> int:
     """Fork a child for each request on ``control`` until the referee closes it."""
-    prctl = _prctl()
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc = _libc()
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     while True:
         try:
             message, streams, _flags, _address = socket.recv_fds(control, 16, STREAMS)
@@ -170,13 +195,14 @@ def serve_forks(entry: str, control: socket.socket) -> int:
             return 0 if not message else 2
         child = os.fork()
         if child == 0:
-            _become_agent(entry, streams, control, prctl)
+            _become_agent(entry, streams, control, libc)
         for descriptor in streams:
             os.close(descriptor)
         status = _wait_for(child)
         try:
             control.send(EXITED + str(status).encode())
             _kill_the_rest()
+            _remove_sysv_ipc(libc)
             for folder in SCRATCH:
                 _empty(folder)
             control.send(READY)

@@ -29,7 +29,7 @@ __all__ = ["needs_root"]
 #: in a session of its own, then tries to stop its server.
 INTRUDER = textwrap.dedent(
     """
-    import os, random, signal, sys, time
+    import ctypes, os, random, signal, sys, time
 
     def readable(path):
         try:
@@ -46,8 +46,13 @@ INTRUDER = textwrap.dedent(
         "server_environ": readable("/proc/1/environ"),
         "server_memory": readable("/proc/1/mem"),
         "draw": random.random(),
+        "ipc": [open(f"/proc/sysvipc/{t}").read().count("\\n") - 1 for t in ("shm", "sem", "msg")],
     }
     print("SEEN", repr(seen), file=sys.stderr, flush=True)
+    libc = ctypes.CDLL(None)
+    libc.shmget(0, 1 << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600: 1 MiB
+    libc.semget(0, 1, 0o1600)
+    libc.msgget(0, 0o1600)
     for folder in ("/tmp", "/dev/shm"):
         os.makedirs(f"{folder}/left/locked", exist_ok=True)
         os.chmod(f"{folder}/left", 0)
@@ -71,8 +76,8 @@ INTRUDER = textwrap.dedent(
 class ServersRecorded(ProcessSandbox):
     """A pooled process sandbox that remembers the fork servers it started."""
 
-    def __init__(self, root: Path) -> None:
-        super().__init__(root, pool_size=4)
+    def __init__(self, root: Path, **options: Any) -> None:
+        super().__init__(root, pool_size=4, **options)
         self.servers: list[ProcessAgent] = []
 
     def _launch(self, source, **options):
@@ -136,7 +141,7 @@ def test_an_agent_forked_after_another_finds_a_fresh_sandbox(pooled, tmp_path):
         found = seen(agent)
         # Nothing left by the one before: no file, no process but the server (PID 1)
         # and itself; the server cannot be read, and a draw is the agent's own.
-        assert found["tmp"] == [] and found["shm"] == []
+        assert found["tmp"] == [] and found["shm"] == [] and found["ipc"] == [0, 0, 0]
         assert found["pids"] == sorted({1, found["me"]})
         assert found["server_environ"] is False and found["server_memory"] is False
     draws = [seen(agent)["draw"] for agent in agents]
@@ -178,6 +183,24 @@ def test_a_server_that_dies_is_replaced(pooled):
     # as for any agent that dies waiting in the pool, and played on with a restart.
     assert not again.infrastructure_error
     assert len(pooled.servers) > 2  # new ones were started
+
+
+def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root):
+    sandbox = ServersRecorded(sandbox_root, pool_idle_seconds=0.5)
+    try:
+        source = player("connect_four/random_player.py")
+        run_duel("connect_four", (source, source), backend=sandbox, seed=1, matches=2)
+        assert sandbox.servers
+        # Nothing asks for a server again: each is killed on its own (a generous wait,
+        # for a loaded machine; it is over in about a second).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(
+            server.process.poll() is None for server in sandbox.servers
+        ):
+            time.sleep(0.1)
+        assert all(server.process.poll() is not None for server in sandbox.servers)
+    finally:
+        sandbox.close()
 
 
 class IdleServer:
