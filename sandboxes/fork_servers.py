@@ -42,7 +42,7 @@ from sandboxes.base import (
     termination_from,
 )
 from sandboxes.cpus import pin_process
-from sandboxes.process_agent import ProcessAgent, _pidfd, _reported_pid
+from sandboxes.process_agent import ProcessAgent, pidfd_of, reported_pid
 from sandboxes.warm_pool import Reaper
 
 #: The server's protocol (``arena_sdk.fork_server``).
@@ -99,7 +99,7 @@ class ForkServer:
                 os.close(descriptor)
         reported = select.poll()
         reported.register(report, select.POLLIN)
-        pid = _reported_pid(report) if reported.poll(REPORT_SECONDS * 1000) else None
+        pid = reported_pid(report) if reported.poll(REPORT_SECONDS * 1000) else None
         report.close()
         agent = ForkedAgent(
             server=self,
@@ -168,7 +168,7 @@ class ForkedAgent:
         self.reply_fd = reply_fd
         os.set_blocking(request_fd, False)
         os.set_blocking(reply_fd, False)
-        self.exit_fd: int | None = _pidfd(pid) if pid is not None else None
+        self.exit_fd: int | None = pidfd_of(pid) if pid is not None else None
         self.warm = False
         self._log = AgentLog(log_fd, limits)
         self._closing = threading.Event()

@@ -49,7 +49,7 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, onerror=make_writable_and_retry)
 
 
-def _pidfd(pid: int) -> int | None:
+def pidfd_of(pid: int) -> int | None:
     """A descriptor that polls readable when ``pid`` ends (Linux 5.3 and later)."""
     try:
         return os.pidfd_open(pid)
@@ -57,7 +57,7 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _reported_pid(report: socket.socket) -> int | None:
+def reported_pid(report: socket.socket) -> int | None:
     """The sender's process id of the byte on ``report`` (the kernel adds it as the
     receiver sees it: ``SO_PASSCRED``), or None while nothing came."""
     try:
@@ -120,7 +120,7 @@ class ProcessAgent:
         os.set_blocking(self.reply_fd, False)
         # An agent that daemonizes a child holding its stdout, then exits, is seen
         # ending at once rather than at its deadline.
-        self.exit_fd: int | None = _pidfd(process.pid)
+        self.exit_fd: int | None = pidfd_of(process.pid)
         self._report = report
         self._report.setblocking(False)
         #: The agent's own process as this host sees it, once it has reported.
@@ -143,10 +143,12 @@ class ProcessAgent:
         # Asked from several threads (the referee's, the warm pool's): one reads the byte.
         with self._report_lock:
             if self._agent_pid is None:
-                self._agent_pid = _reported_pid(self._report)
+                self._agent_pid = reported_pid(self._report)
                 if self._agent_pid is not None and self.confined:
                     self._init_fd = (
-                        _pidfd(self._agent_pid) if self._as_init else _parent_pidfd(self._agent_pid)
+                        pidfd_of(self._agent_pid)
+                        if self._as_init
+                        else _parent_pidfd(self._agent_pid)
                     )
             return self._agent_pid
 
