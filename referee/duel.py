@@ -20,8 +20,8 @@ self-play ``referee.validation``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
+import functools
 import os
 import random
 import time
@@ -33,7 +33,13 @@ from arena_sdk import protocol
 
 from environments.base import Environment, IllegalAction
 from environments.registry import load_info, make_environment
-from referee.agents import FAREWELL_TIME, MAX_RESTARTS, AgentReferee, Contestant
+from referee.agents import (
+    FAREWELL_TIME,
+    MAX_RESTARTS,
+    AgentReferee,
+    Contestant,
+    side_by_side,
+)
 from referee.channel import AgentFailure
 from referee.duel_settings import DuelSettings
 from referee.openings import Step, duel_openings, opening_turn
@@ -47,7 +53,7 @@ from referee.results import (
     seat_rotation,
 )
 from sandboxes.base import AgentSource, SandboxBackend, SandboxError
-from sandboxes.cpus import duel_cpu
+from sandboxes.cpus import claim_cpu
 
 #: Told each event of a running duel as it happens (``Referee.progress``).
 Progress = Callable[[dict[str, Any]], None]
@@ -318,35 +324,48 @@ class Referee(AgentReferee):
     # -- the duel -------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _shared_cpu(self) -> Iterator[None]:
+    def _shared_cpu(self) -> Iterator[Callable[[], None]]:
         """While the block runs, this thread and the agents on one CPU of their own, in a
         game played in turns (``sandboxes.cpus``), when every agent's sandbox can pin
-        it (the process sandbox's; not a container, a remote seat or an LLM player); the
-        agents started meanwhile too."""
-        running = [c.agent for c in self.contestants if c.agent is not None]
-        # Asking an agent to stay where it may run already says whether it can be pinned.
-        everywhere = os.sched_getaffinity(0)
-        if (
-            not self.settings.share_cpu
-            or self.environment.simultaneous
-            or len(running) < len(self.contestants)
-            or not all(agent.pin_to(everywhere) for agent in running)
-        ):
-            yield
+        it (the process sandbox's, a container; not a remote seat or an LLM player); the
+        agents started meanwhile too.
+
+        The CPU is claimed before the agents start, so that what their sandboxes start in
+        the background meanwhile (a warm pool's next agents, a fork server's clean-up)
+        runs on the other CPUs; the block calls what it yields once the agents have
+        answered their handshakes (started side by side on every CPU), which pins them
+        all, or lets the CPU go."""
+        if not self.settings.share_cpu or self.environment.simultaneous:
+            yield lambda: None
             return
-        with duel_cpu() as cpu:
-            if cpu is not None:
-                self.cpus = {cpu}
+        everywhere = os.sched_getaffinity(0)
+        with claim_cpu() as claim:
+
+            def settle() -> None:
+                if claim is None:
+                    return
+                running = [c.agent for c in self.contestants if c.agent is not None]
+                # Asking an agent to stay where it may run already says whether it can
+                # be pinned.
+                if len(running) < len(self.contestants) or not all(
+                    agent.pin_to(everywhere) for agent in running
+                ):
+                    claim.release()
+                    return
+                claim.pin_here()
+                self.cpus = {claim.cpu}
                 for agent in running:
                     agent.pin_to(self.cpus)
+
             try:
-                yield
+                yield settle
             finally:
-                self.cpus = None
-                # The agents leave the CPU too: at the duel's end they exit side by side.
-                for contestant in self.contestants:
-                    if contestant.agent is not None:
-                        contestant.agent.pin_to(everywhere)
+                if self.cpus is not None:
+                    self.cpus = None
+                    # The agents leave the CPU too: at the duel's end they exit side by side.
+                    for contestant in self.contestants:
+                        if contestant.agent is not None:
+                            contestant.agent.pin_to(everywhere)
 
     def play(self) -> DuelResult:
         result = DuelResult(
@@ -356,9 +375,10 @@ class Referee(AgentReferee):
         )
         started = time.monotonic()
         try:
-            # Started side by side on every CPU; then, in turns, played on one.
-            self._launch(list(self.contestants))
-            with self._shared_cpu():
+            with self._shared_cpu() as settle:
+                # Started side by side on every CPU; then, in turns, played on one.
+                self._launch(list(self.contestants))
+                settle()
                 for index in range(self.settings.matches):
                     result.matches.append(self._play_match(index))
         except Exception as error:
@@ -368,12 +388,10 @@ class Referee(AgentReferee):
                 contestant.say_bye()
             # Side by side: each wait for an agent to exit on its own costs an engine
             # round trip or two in the docker sandbox.
-            with concurrent.futures.ThreadPoolExecutor(len(self.contestants)) as pool:
-                for stopped in [
-                    pool.submit(contestant.stop, grace=FAREWELL_TIME)
-                    for contestant in self.contestants
-                ]:
-                    stopped.result()
+            for stopped in side_by_side(
+                functools.partial(Contestant.stop, grace=FAREWELL_TIME), self.contestants
+            ):
+                stopped.result()
         result.restarts = [contestant.restarts for contestant in self.contestants]
         result.logs = [contestant.log() for contestant in self.contestants]
         for contestant in self.contestants:

@@ -50,10 +50,37 @@ def away_from_duels() -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
+class CpuClaim:
+    """A CPU claimed for one duel (``claim_cpu``): held from the claim, so that work in
+    the background (``away_from_duels``) keeps off it even before anything runs on it."""
+
+    def __init__(self, cpu: int, descriptor: int) -> None:
+        self.cpu = cpu
+        self._descriptor: int | None = descriptor
+        #: The calling thread's CPUs before ``pin_here``, given back on release.
+        self._before: set[int] | None = None
+
+    def pin_here(self) -> None:
+        """Run the calling thread on the CPU until the claim is released."""
+        self._before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {self.cpu})
+
+    def release(self) -> None:
+        """Let the CPU go (from the thread that pinned itself, if one did). Idempotent."""
+        if self._descriptor is None:
+            return
+        _held.discard(self.cpu)
+        if self._before is not None:
+            os.sched_setaffinity(0, self._before)
+            self._before = None
+        os.close(self._descriptor)
+        self._descriptor = None
+
+
 @contextlib.contextmanager
-def duel_cpu(directory: Path = CPU_LOCKS) -> Iterator[int | None]:
-    """Claim a CPU that no other duel holds and run the calling thread on it while the
-    block runs; yields the CPU, or None (none free, or only one: nothing pinned)."""
+def claim_cpu(directory: Path = CPU_LOCKS) -> Iterator[CpuClaim | None]:
+    """Claim a CPU that no other duel holds while the block runs; yields the claim, or
+    None (none free, or only one: nothing to share)."""
     allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:
         yield None
@@ -61,7 +88,7 @@ def duel_cpu(directory: Path = CPU_LOCKS) -> Iterator[int | None]:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     cpus = sorted(allowed)
     start = os.getpid() % len(cpus)  # workers of one host try different CPUs first
-    claimed: tuple[int, int] | None = None
+    claim: CpuClaim | None = None
     for offset in range(len(cpus)):
         cpu = cpus[(start + offset) % len(cpus)]
         descriptor = os.open(directory / f"{cpu}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
@@ -70,20 +97,28 @@ def duel_cpu(directory: Path = CPU_LOCKS) -> Iterator[int | None]:
         except BlockingIOError:
             os.close(descriptor)
             continue
-        claimed = cpu, descriptor
+        claim = CpuClaim(cpu, descriptor)
         break
-    if claimed is None:
+    if claim is None:
         yield None
         return
-    cpu, descriptor = claimed
-    _held.add(cpu)
+    _held.add(claim.cpu)
     try:
-        os.sched_setaffinity(0, {cpu})
-        yield cpu
+        yield claim
     finally:
-        _held.discard(cpu)
-        os.sched_setaffinity(0, allowed)
-        os.close(descriptor)
+        claim.release()
+
+
+@contextlib.contextmanager
+def duel_cpu(directory: Path = CPU_LOCKS) -> Iterator[int | None]:
+    """Claim a CPU that no other duel holds and run the calling thread on it while the
+    block runs; yields the CPU, or None (none free, or only one: nothing pinned)."""
+    with claim_cpu(directory) as claim:
+        if claim is None:
+            yield None
+            return
+        claim.pin_here()
+        yield claim.cpu
 
 
 def pin_process(pid: int, cpus: set[int]) -> bool:

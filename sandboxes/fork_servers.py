@@ -77,9 +77,20 @@ class ForkServer:
         except OSError:
             return b""
 
+    def _run_here(self) -> None:
+        """Move the server to the CPUs the calling thread may run on (a warm pool's start
+        runs off the CPUs duels hold): its child, which inherits them, then loads there,
+        and its clean-ups after the child run there too, not on a duel's CPU."""
+        pid = self.agent.agent_pid()
+        cpus = os.sched_getaffinity(0)
+        with contextlib.suppress(OSError):
+            if pid is not None and os.sched_getaffinity(pid) != cpus:
+                pin_process(pid, cpus)
+
     def fork(self, limits: SandboxLimits, reaper: Reaper, servers: ForkServers) -> ForkedAgent:
         """The next agent: a child of the server, reported (its process id known). The
         server goes back to ``servers`` once the child's duel is over and it is clean."""
+        self._run_here()
         ends: list[int] = []
         report, report_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)

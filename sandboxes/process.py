@@ -69,6 +69,10 @@ ADDRESS_SPACE_EXTRA_MB = 4096
 FORK_SERVER = "arena_sdk.fork_server"
 #: How long closing the sandbox waits for its agents started ahead and its sweeps.
 SHUT_DOWN_SECONDS = 10.0
+#: How long ``start`` waits for an agent its warm pool is starting for the same key (a
+#: fork takes milliseconds) before it starts one of its own (tens of them, and both
+#: then compete for the CPU).
+WARM_WAIT = 2.0
 
 
 def _executable_by_anyone(path: Path) -> bool:
@@ -290,7 +294,7 @@ class ProcessSandbox:
         if self.pool is None:
             return self._launch(source, limits=limits, label=label)
         key = WarmKey.of(source, limits, label)
-        agent = self.pool.take(key)
+        agent = self.pool.take(key, wait=WARM_WAIT)
         if agent is None:
             agent = self._launch(source, limits=limits, label=label)
         else:

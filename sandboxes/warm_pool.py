@@ -118,6 +118,9 @@ def wait_until_reading(pid: Callable[[], int | None], *, timeout: float) -> bool
     """Wait until the process ``pid()`` names sleeps waiting for input; best effort:
     False at once where that cannot be told, or after ``timeout``."""
     deadline = time.monotonic() + timeout
+    # Often at once (a forked agent loads in a millisecond or two): looked at often at
+    # first, then every 10 ms (a fresh interpreter takes tens of them).
+    pause = 0.0005
     while time.monotonic() < deadline:
         current = pid()
         if current is not None:
@@ -126,7 +129,8 @@ def wait_until_reading(pid: Callable[[], int | None], *, timeout: float) -> bool
                 return False
             if waiting:
                 return True
-        time.sleep(0.01)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
     return False
 
 
@@ -206,6 +210,9 @@ class WarmPool(Generic[Agent]):
         #: being started, so the bound holds before a container exists.
         self._wanted: collections.deque[Hashable] = collections.deque()
         self._starting = 0
+        #: The same per key, and the callers of ``take`` waiting for one of them.
+        self._in_flight = collections.Counter[Hashable]()
+        self._takers = collections.Counter[Hashable]()
         #: Expired agents the background thread is discarding.
         self._discarding = 0
         self._closed = False
@@ -238,22 +245,49 @@ class WarmPool(Generic[Agent]):
             if not self._closed:
                 self._want_locked(key)
 
-    def take(self, key: Hashable) -> Agent | None:
-        """A ready agent for ``key`` (removed from the pool), or None."""
+    def take(self, key: Hashable, *, wait: float = 0.0) -> Agent | None:
+        """A ready agent for ``key`` (removed from the pool), or None. With ``wait``, when
+        none is ready but one is being started for ``key`` that no other caller waits for,
+        waits up to ``wait`` seconds for it: it is ready sooner than a new start would be,
+        and a new start beside it would slow both."""
         expired: list[Agent] = []
         found: Agent | None = None
         with self._lock:
             if self._closed:
                 return None
             expired = self._expire_locked(time.monotonic())
-            ready = self._ready.get(key)
-            if ready:
-                _, found = ready.popleft()
-                if not ready:
-                    del self._ready[key]
+            found = self._pop_locked(key)
+            if found is None and wait > 0 and self._in_flight[key] > self._takers[key]:
+                deadline = time.monotonic() + wait
+                self._takers[key] += 1
+                try:
+                    while found is None and not self._closed:
+                        found = self._pop_locked(key)
+                        remaining = deadline - time.monotonic()
+                        # Given up when its start failed and fewer are left than takers.
+                        if found is not None or remaining <= 0:
+                            break
+                        if self._in_flight[key] < self._takers[key]:
+                            break
+                        self._wake.wait(remaining)
+                finally:
+                    self._takers[key] -= 1
+                    if not self._takers[key]:
+                        del self._takers[key]
+                if found is not None:
+                    self.stats["waited"] += 1
             self.stats["taken" if found is not None else "missed"] += 1
         for agent in expired:
             self._discard(agent)
+        return found
+
+    def _pop_locked(self, key: Hashable) -> Agent | None:
+        ready = self._ready.get(key)
+        if not ready:
+            return None
+        _, found = ready.popleft()
+        if not ready:
+            del self._ready[key]
         return found
 
     def close(self) -> None:
@@ -262,6 +296,7 @@ class WarmPool(Generic[Agent]):
         with self._lock:
             self._closed = True
             self._starting -= len(self._wanted)
+            self._in_flight.subtract(self._wanted)
             self._wanted.clear()
             ready = [agent for agents in self._ready.values() for _, agent in agents]
             self._ready.clear()
@@ -284,6 +319,7 @@ class WarmPool(Generic[Agent]):
         if self.size <= 0 or held + self._starting >= self.size:
             return
         self._starting += 1
+        self._in_flight[key] += 1
         self._wanted.append(key)
         self._threads = [thread for thread in self._threads if thread.is_alive()]
         if len(self._threads) < min(self.starters, self._starting):
@@ -351,4 +387,7 @@ class WarmPool(Generic[Agent]):
                 self._discard(warm)
             with self._lock:
                 self._starting -= 1
+                self._in_flight[key] -= 1
+                if self._in_flight[key] <= 0:
+                    del self._in_flight[key]
                 self._wake.notify_all()

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from referee.duel import run_duel
-from sandboxes.base import SandboxLimits
-from sandboxes.cpus import away_from_duels, duel_cpu
+from sandboxes.base import SandboxedAgent, SandboxLimits
+from sandboxes.cpus import away_from_duels, claim_cpu, duel_cpu
 from sandboxes.docker import DockerSandbox
+from sandboxes.fork_servers import ForkedAgent
 from sandboxes.process import ProcessSandbox
 from tests.support.sandboxes import cpus_seen, reports_cpus
 
@@ -147,3 +148,45 @@ def test_an_agent_started_ahead_during_a_duel_loads_elsewhere_then_may_run_anywh
             warm.close()
     finally:
         sandbox.close()
+
+
+def test_a_forked_agent_asked_for_during_a_duel_loads_off_the_duel_s_cpu(
+    sandbox_root: Path, two_cpus
+):
+    """A fork server started while no duel held a CPU may run anywhere; its next child,
+    asked for while a duel holds one (its claim made before its agents start), loads on
+    the other CPUs: the server is moved there before it forks."""
+    sandbox = ProcessSandbox(sandbox_root, pool_size=2)
+    if sandbox.fork_servers is None:
+        pytest.skip(f"no fork servers here: {sandbox.unconfined_reason}")
+    limits = SandboxLimits()
+
+    def start() -> SandboxedAgent:
+        return sandbox.start(reports_cpus(), limits=limits, label="p1")
+
+    def settled() -> None:
+        assert sandbox.pool is not None and sandbox.pool.wait_until_ready(60)
+        assert sandbox.flush(60)
+
+    try:
+        # With no duel: the first server, then a second one while the first's child plays;
+        # the first is idle again at the end, free to run anywhere.
+        start().close()
+        settled()
+        start().close()
+        settled()
+        with claim_cpu(sandbox_root / "cpus") as claim:
+            assert claim is not None
+            taken = start()  # the pool asks the idle server for the next child now
+            assert taken.warm
+            settled()
+            taken.close()
+        ahead = start()
+        ahead.close()
+        settled()
+    finally:
+        sandbox.close()
+
+    assert ahead.warm and isinstance(ahead, ForkedAgent)
+    others = ",".join(str(cpu) for cpu in sorted(CPUS - {claim.cpu}))
+    assert f"loading on cpus {others}\n" in ahead.log(), ahead.log()

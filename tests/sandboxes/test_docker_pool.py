@@ -7,10 +7,12 @@ outlive the sandbox, the worker process or the orphan sweep.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Hashable, Iterator
 from pathlib import Path
@@ -342,3 +344,55 @@ def test_it_discards_what_is_left_when_closed():
     assert len(ready) == 2 and all(started.discarded for started in ready)
     assert pool.take("a") is None
     assert len(pool) == 0
+
+
+def gated_pool(gate: threading.Event) -> WarmPool[Started]:
+    """A pool whose starts wait for ``gate``; a start for the key "broken" fails."""
+
+    def start(key: Hashable) -> Started:
+        assert gate.wait(60)
+        if key == "broken":
+            raise RuntimeError("it would not start")
+        return Started(key)
+
+    return WarmPool(size=4, idle_seconds=60.0, start=start, discard=lambda started: None)
+
+
+def waiting_takers(pool: WarmPool[Started], key: str, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while pool._takers[key] < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert pool._takers[key] == count
+
+
+def test_a_taker_may_wait_for_the_agent_being_started_for_its_key():
+    gate = threading.Event()
+    pool = gated_pool(gate)
+    pool.want("a")
+    with concurrent.futures.ThreadPoolExecutor(1) as taker:
+        assert pool.take("a") is None  # not asked to wait: a miss
+        waiting = taker.submit(pool.take, "a", wait=60)
+        waiting_takers(pool, "a", 1)
+        # One is being started and one caller waits for it: the next one does not wait.
+        assert pool.take("a", wait=60) is None
+        assert pool.take("b", wait=60) is None  # nothing being started for b
+        gate.set()
+        got = waiting.result(timeout=60)
+
+    assert got is not None and got.key == "a"
+    assert pool.stats["waited"] == 1 and pool.stats["missed"] == 3
+    pool.close()
+
+
+def test_a_taker_stops_waiting_when_the_start_it_waits_for_fails():
+    gate = threading.Event()
+    pool = gated_pool(gate)
+    pool.want("broken")
+    with concurrent.futures.ThreadPoolExecutor(1) as taker:
+        waiting = taker.submit(pool.take, "broken", wait=600)
+        waiting_takers(pool, "broken", 1)
+        gate.set()
+        # Told at once that nothing is coming, not after its ten minutes.
+        assert waiting.result(timeout=120) is None
+    assert pool.stats["missed"] == 1
+    pool.close()

@@ -21,7 +21,7 @@ from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.confinement import probe
-from sandboxes.cpus import duel_cpu
+from sandboxes.cpus import claim_cpu
 from sandboxes.docker import DockerSandbox
 from sandboxes.process import ProcessSandbox
 from sandboxes.process_users import UID_BASE, UID_COUNT, UID_LOCKS
@@ -245,7 +245,7 @@ def cpus_of_their_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     every duel other test processes play meanwhile (CI's lanes, on a loaded machine), and a
     duel that finds every CPU taken is rightly not pinned."""
     locks = tmp_path / "cpus"
-    monkeypatch.setattr("referee.duel.duel_cpu", lambda: duel_cpu(locks))
+    monkeypatch.setattr("referee.duel.claim_cpu", lambda: claim_cpu(locks))
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Says on its log, at every move, which CPUs it may run on, then plays the first legal
-action; and at its exit, after the duel, where it may run then (for the tests of a
-duel's shared CPU, ``sandboxes.cpus``).
+action; where it may run as it loads, and at its exit, after the duel, where it may run
+then (for the tests of a duel's shared CPU, ``sandboxes.cpus``).
 
 With ``WAIT_FOR_ONE_CPU`` set, it first waits at its first move until it may run on one
 CPU only (a minute at most): a sandbox that pins its agents in the background (the
@@ -18,6 +18,7 @@ def _cpus() -> str:
 
 
 atexit.register(lambda: print("exiting on cpus " + _cpus(), flush=True))
+print("loading on cpus " + _cpus(), flush=True)
 
 
 class ReportsCpus(Agent):
