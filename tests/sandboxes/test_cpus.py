@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from referee.duel import run_duel
-from sandboxes.base import SandboxedAgent, SandboxLimits
+from sandboxes.base import SandboxLimits
 from sandboxes.cpus import away_from_duels, claim_cpu, duel_cpu
 from sandboxes.docker import DockerSandbox
 from sandboxes.fork_servers import ForkedAgent
 from sandboxes.process import ProcessSandbox
+from sandboxes.process_agent import ProcessAgent
 from tests.support.sandboxes import cpus_seen, reports_cpus
 
 CPUS = os.sched_getaffinity(0)
@@ -161,7 +162,7 @@ def test_a_forked_agent_asked_for_during_a_duel_loads_off_the_duel_s_cpu(
         pytest.skip(f"no fork servers here: {sandbox.unconfined_reason}")
     limits = SandboxLimits()
 
-    def start() -> SandboxedAgent:
+    def start() -> ProcessAgent | ForkedAgent:
         return sandbox.start(reports_cpus(), limits=limits, label="p1")
 
     def settled() -> None:
