@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import os
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from arena_sdk import protocol
 
@@ -24,51 +21,6 @@ from sandboxes.base import AgentSource, MoveKey, SandboxBackend, SandboxedAgent,
 MAX_RESTARTS = 1
 #: How long an agent may take to exit after ``bye`` before it is killed.
 FAREWELL_TIME = 0.5
-#: Threads that start and stop a duel's agents side by side, kept from one duel of this
-#: process to the next: starting two threads cost a short duel about a millisecond, as
-#: much as taking both agents from a warm pool and their handshakes (measured).
-HELPER_THREADS = 16
-
-Item = TypeVar("Item")
-Result = TypeVar("Result")
-
-_helpers: concurrent.futures.ThreadPoolExecutor | None = None
-_helpers_lock = threading.Lock()
-
-
-def _forget_helpers() -> None:
-    # A forked child (a worker process) has none of its parent's threads.
-    global _helpers, _helpers_lock
-    _helpers, _helpers_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_helpers)
-
-
-def side_by_side(
-    work: Callable[[Item], Result], items: Sequence[Item]
-) -> list[concurrent.futures.Future[Result]]:
-    """``work(item)`` for every item at once (a container takes a while to start or to
-    stop): the first on this thread, the others on the referees' helper threads. Returns
-    one future per item, in order, each done."""
-    global _helpers
-    if len(items) > 1:
-        with _helpers_lock:
-            if _helpers is None:
-                _helpers = concurrent.futures.ThreadPoolExecutor(
-                    HELPER_THREADS, thread_name_prefix="arena-referee"
-                )
-            helpers = _helpers
-        others = [helpers.submit(work, item) for item in items[1:]]
-    else:
-        others = []
-    first: concurrent.futures.Future[Result] = concurrent.futures.Future()
-    try:
-        first.set_result(work(items[0]))
-    except Exception as error:
-        first.set_exception(error)
-    concurrent.futures.wait(others)
-    return [first, *others]
 
 
 class Contestant:
@@ -189,14 +141,18 @@ class AgentReferee:
 
         for contestant in contestants:
             contestant.stop()
-        futures = side_by_side(start, contestants)
-        errors = [error for future in futures if (error := future.exception())]
-        if errors:
-            for future in futures:
-                if not future.exception():
-                    future.result().close()
-            raise errors[0]
-        started = [future.result() for future in futures]
+        if len(contestants) == 1:
+            started = [start(contestants[0])]
+        else:
+            with concurrent.futures.ThreadPoolExecutor(len(contestants)) as pool:
+                futures = [pool.submit(start, contestant) for contestant in contestants]
+            errors = [error for future in futures if (error := future.exception())]
+            if errors:
+                for future in futures:
+                    if not future.exception():
+                        future.result().close()
+                raise errors[0]
+            started = [future.result() for future in futures]
         for contestant, agent in zip(contestants, started, strict=True):
             if self.cpus is not None:
                 agent.pin_to(self.cpus)  # a restart, while the matches are played

@@ -206,12 +206,11 @@ class WarmPool(Generic[Agent]):
         self._lock = threading.Lock()
         #: Per key, the ready agents with the monotonic time each became ready, oldest first.
         self._ready: dict[Hashable, collections.deque[tuple[float, Agent]]] = {}
-        #: Keys waiting to be started, in order; ``_starting`` counts them with the one
-        #: being started, so the bound holds before a container exists.
+        #: Keys waiting to be started, in order; ``_in_flight`` counts them with the one
+        #: being started, per key, so the bound holds before a container exists.
         self._wanted: collections.deque[Hashable] = collections.deque()
-        self._starting = 0
-        #: The same per key, and the callers of ``take`` waiting for one of them.
         self._in_flight = collections.Counter[Hashable]()
+        #: The callers of ``take`` waiting for one of those, per key.
         self._takers = collections.Counter[Hashable]()
         #: Expired agents the background thread is discarding.
         self._discarding = 0
@@ -237,7 +236,7 @@ class WarmPool(Generic[Agent]):
 
     def __len__(self) -> int:
         with self._lock:
-            return sum(len(agents) for agents in self._ready.values()) + self._starting
+            return sum(len(agents) for agents in self._ready.values()) + self._starting()
 
     def want(self, key: Hashable) -> None:
         """Start one more agent for ``key`` in the background, if the pool has room."""
@@ -295,7 +294,6 @@ class WarmPool(Generic[Agent]):
         discarded as soon as it is ready. Idempotent."""
         with self._lock:
             self._closed = True
-            self._starting -= len(self._wanted)
             self._in_flight.subtract(self._wanted)
             self._wanted.clear()
             ready = [agent for agents in self._ready.values() for _, agent in agents]
@@ -309,20 +307,23 @@ class WarmPool(Generic[Agent]):
         ``close``'s callers)."""
         with self._lock:
             return self._wake.wait_for(
-                lambda: self._starting == 0 and self._discarding == 0, timeout
+                lambda: self._starting() == 0 and self._discarding == 0, timeout
             )
+
+    def _starting(self) -> int:
+        """Agents wanted or being started, for every key."""
+        return self._in_flight.total()
 
     # -- the background thread ------------------------------------------------------
 
     def _want_locked(self, key: Hashable) -> None:
         held = sum(len(agents) for agents in self._ready.values())
-        if self.size <= 0 or held + self._starting >= self.size:
+        if self.size <= 0 or held + self._starting() >= self.size:
             return
-        self._starting += 1
         self._in_flight[key] += 1
         self._wanted.append(key)
         self._threads = [thread for thread in self._threads if thread.is_alive()]
-        if len(self._threads) < min(self.starters, self._starting):
+        if len(self._threads) < min(self.starters, self._starting()):
             thread = threading.Thread(target=self._run, name="arena-sandbox-pool", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -386,7 +387,6 @@ class WarmPool(Generic[Agent]):
                 # so whoever waits for ``wait_until_ready`` then sees its removal queued.
                 self._discard(warm)
             with self._lock:
-                self._starting -= 1
                 self._in_flight[key] -= 1
                 if self._in_flight[key] <= 0:
                     del self._in_flight[key]

@@ -16,6 +16,7 @@ from sandboxes.docker import DockerSandbox
 from sandboxes.fork_servers import ForkedAgent
 from sandboxes.process import ProcessSandbox
 from sandboxes.process_agent import ProcessAgent
+from tests.support.require import require
 from tests.support.sandboxes import cpus_seen, reports_cpus
 
 CPUS = os.sched_getaffinity(0)
@@ -159,7 +160,8 @@ def test_a_forked_agent_asked_for_during_a_duel_loads_off_the_duel_s_cpu(
     the other CPUs: the server is moved there before it forks."""
     sandbox = ProcessSandbox(sandbox_root, pool_size=2)
     if sandbox.fork_servers is None:
-        pytest.skip(f"no fork servers here: {sandbox.unconfined_reason}")
+        sandbox.close()
+    require(sandbox.fork_servers is not None, f"no fork servers: {sandbox.unconfined_reason}")
     limits = SandboxLimits()
 
     def start() -> ProcessAgent | ForkedAgent:
