@@ -24,43 +24,30 @@ import os
 import re
 import select
 import shutil
-import signal
 import socket
 import stat
 import tempfile
-import threading
 import time
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 from arena_sdk.bridge import PIPES, STREAMS
 
-from sandboxes import cpus as cpu_claims
 from sandboxes import docker_engine
 from sandboxes.base import (
     SHM_MB,
     TMPFS_MB,
-    AgentLog,
     AgentSource,
     EntryKind,
-    MoveKey,
     SandboxError,
     SandboxLimits,
-    Termination,
     agent_environment,
-    decode_exit_status,
-    termination_from,
 )
+from sandboxes.docker_agent import DockerAgent, Stream, container_waits_for_input
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
-from sandboxes.warm_pool import (
-    Reaper,
-    WarmKey,
-    WarmPool,
-    shut_down,
-    wait_until_reading,
-)
+from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +65,6 @@ CONNECT_TIMEOUT = 30.0
 #: What the engine keeps of a container's own output (the bridge's and init's
 #: messages; the agent's stderr goes to the referee through its log pipe).
 ENGINE_LOG_BYTES = 256 * 1024
-#: How long reading a closed agent's log waits for it to be whole.
-REMOVAL_WAIT = 10.0
 
 
 def _make_readable(folder: Path) -> None:
@@ -141,219 +126,6 @@ def _short_name(label: str, length: int = 16) -> str:
 
 def _container_name(label: str, token: str) -> str:
     return f"arena-{_short_name(label, 40)}-{token}"
-
-
-class _Stream:
-    """One of the three streams the referee keeps of an agent: its end of a pipe handed to
-    the bridge, or a connection of a bridge older than the pipes (``arena_sdk.bridge``)."""
-
-    def __init__(self, descriptor: int, connection: socket.socket | None = None) -> None:
-        self.descriptor = descriptor
-        self.connection = connection
-        self._closed = False
-
-    def fileno(self) -> int:
-        return self.descriptor
-
-    def cut(self) -> None:
-        """The agent reaches the referee here no more, while the descriptor's number stays
-        taken until ``close`` (the referee's threads may still name it): a connection is
-        shut down; a pipe's end is replaced by ``/dev/null``, so that the agent reads the
-        end of its requests and its writes fail."""
-        if self.connection is not None:
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            os.dup2(null, self.descriptor, inheritable=False)
-        finally:
-            os.close(null)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with contextlib.suppress(OSError):
-            if self.connection is not None:
-                self.connection.close()
-            else:
-                os.close(self.descriptor)
-
-
-class DockerAgent:
-    """A running agent in the docker sandbox (see ``SandboxedAgent``)."""
-
-    def __init__(
-        self,
-        *,
-        container: docker_engine.Container,
-        streams: list[_Stream],
-        folder: Path,
-        token: str,
-        limits: SandboxLimits,
-        reaper: Reaper | None = None,
-    ) -> None:
-        self.container = container
-        self._reaper = reaper
-        #: The CPUs its container was last pinned to (None: wherever the engine runs it).
-        self.cpus: frozenset[int] | None = None
-        #: Taken from the warm pool (started before this duel asked for it).
-        self.warm = False
-        #: Run once when closed (the pool starts a replacement then).
-        self.on_close: Callable[[], None] | None = None
-        self.folder = folder
-        self.token = token
-        self.requests, self.replies, self.log_stream = streams
-        self.request_fd = self.requests.fileno()
-        self.reply_fd = self.replies.fileno()
-        # When the agent's process ends the container stops and its streams close.
-        self.exit_fd: int | None = None
-        os.set_blocking(self.request_fd, False)
-        os.set_blocking(self.reply_fd, False)
-        self._log = AgentLog(self.log_stream.fileno(), limits)
-        self._termination: Termination | None = None
-        self._closing = threading.Event()
-        self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
-        self._drain.start()
-        self._closed = False
-
-    def log(self) -> str:
-        """The log so far; after ``close()``, the whole log (``_whole_log``)."""
-        self._whole_log()
-        return self._log.text()
-
-    def _whole_log(self) -> None:
-        """Once closed, wait until the log is whole: its reader ends when no process of the
-        agent holds the log any more (an agent told ``bye`` exits by itself within
-        milliseconds; else the kill ends it), not when the engine has removed the
-        container, which a duel's end need not wait for."""
-        if self._closed:
-            self._drain.join(timeout=REMOVAL_WAIT)
-
-    def pin_to(self, cpus: set[int]) -> bool:
-        """Its container's processes on ``cpus`` from now on (its cpuset, set by the engine:
-        ``docker_engine.container_pin``). The engine call (about 7 ms) is made by a thread of
-        its own (both agents' side by side), so a duel's first moves do not wait for it: they
-        are played wherever the container runs until the pin lands. Asked for CPUs it may run on
-        already, nothing is done (True). A pinned container is never widened again (False): it
-        serves one duel and is removed at its end, which is when the referee gives its agents
-        back every CPU, and an engine call for a container about to be killed would only take
-        CPU from the next duel."""
-        wanted = frozenset(cpus)
-        if self.cpus is None and wanted >= cpu_claims.PROCESS_CPUS:
-            return True
-        if self.cpus is not None and wanted >= self.cpus:
-            return wanted == self.cpus
-        self.cpus = wanted
-        threading.Thread(
-            target=self._pin, args=(wanted,), name="arena-docker-pin", daemon=True
-        ).start()
-        return True
-
-    def _pin(self, cpus: frozenset[int]) -> None:
-        if self._closed:
-            return  # its duel is over: nothing left to speed up
-        try:
-            docker_engine.container_pin(self.container, cpus)
-        except EngineError as error:
-            # Closed or ended meanwhile (a short duel's agents exit after their farewell):
-            # nothing to pin. Else the engine or its proxy refused, which an operator hears.
-            with contextlib.suppress(SandboxError):
-                if self._closed or self.termination() is not None:
-                    return
-            logger.warning("arena docker sandbox: %s; its duel is played unpinned", error)
-
-    def mark_move(self, move: MoveKey | None) -> None:
-        self._log.mark_move(move)
-
-    def move_logs(self) -> dict[MoveKey, str]:
-        """Each move's log; after ``close()``, complete (``_whole_log``)."""
-        self._whole_log()
-        return self._log.move_logs()
-
-    def wait_for_exit(self, seconds: float) -> None:
-        """Until its log ends: no process of the agent holds it any more."""
-        self._drain.join(timeout=seconds)
-
-    def termination(self, wait: float = 0.0) -> Termination | None:
-        if self._termination is not None:
-            return self._termination
-        deadline = time.monotonic() + wait
-        # Its processes gone, its log ends: the engine need not be asked before that.
-        self._drain.join(timeout=wait)
-        while True:
-            try:
-                state = docker_engine.container_state(self.container)
-            except EngineError as error:
-                raise SandboxError(f"cannot tell how the agent's container is: {error}") from error
-            if state is None:
-                # Removed: only close() does that, and it kills first.
-                return Termination(-signal.SIGKILL)
-            if not state.running:
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            # The engine notices an exit a few milliseconds after the process ends.
-            time.sleep(min(0.02, remaining))
-        # Everything in the container is dead, so the log is at its end: read it all.
-        self._drain.join(timeout=0.5)
-        log = self.log()
-        returncode = decode_exit_status(state.exit_code)
-        self._termination = termination_from(returncode, log, oom_killed=state.oom_killed)
-        return self._termination
-
-    def close(self) -> None:
-        """Cut the agent off now; kill and remove its container in the background when
-        the sandbox has a reaper (``DockerSandbox.flush`` waits for that), else here."""
-        if self._closed:
-            return
-        self._closed = True
-        if self.on_close is not None:
-            self.on_close()
-        if self._reaper is None:
-            self._remove()
-            return
-        # Its requests end (a well-behaved agent exits on that) and nothing it writes
-        # reaches the referee any more; the reaper kills it within moments.
-        for stream in (self.requests, self.replies):
-            stream.cut()
-        self._reaper.submit(self._remove)
-
-    def _remove(self) -> None:
-        try:
-            # Killing the container kills every process in it, forks included.
-            docker_engine.container_discard(self.container)
-        except EngineError as error:
-            # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
-            logger.warning("arena docker sandbox: could not remove a container: %s", error)
-        # With every writer dead the drain thread reads the last of the log and hits EOF.
-        self._drain.join(timeout=1)
-        self._closing.set()
-        self._drain.join(timeout=1)
-        for stream in (self.requests, self.replies, self.log_stream):
-            stream.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _wait_until_reading(container: docker_engine.Container, *, timeout: float) -> bool:
-    """Wait until the agent in ``container`` (init's child) sleeps waiting for input;
-    best effort (root, an engine on this host, x86-64: ``warm_pool.wait_until_reading``)."""
-    try:
-        container.reload()
-        init = int(container.attrs["State"]["Pid"])
-    except Exception:  # the engine's or a sparse object's problem: not worth failing over
-        return False
-
-    def agent() -> int | None:
-        try:
-            children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
-        except OSError:
-            return -1  # no such process: waiting_for_input says it cannot tell
-        return int(children[0]) if children else None
-
-    return wait_until_reading(agent, timeout=timeout)
 
 
 class DockerSandbox:
@@ -486,7 +258,7 @@ class DockerSandbox:
 
     def _accept_streams(
         self, listener: socket.socket, container: docker_engine.Container
-    ) -> list[_Stream]:
+    ) -> list[Stream]:
         """The agent's three streams: pipes, handed to the bridge when it asks for them on
         its connection; or the three connections of a bridge older than the pipes (in an
         image built before them), in the order it made them. Which one it is shows at
@@ -516,7 +288,7 @@ class DockerSandbox:
                     connection.setblocking(True)
                     connections.append(connection)
                     if len(connections) == STREAMS:
-                        streams = [_Stream(c.fileno(), c) for c in connections]
+                        streams = [Stream(c.fileno(), c) for c in connections]
                         connections = []
                         return streams
         finally:
@@ -534,7 +306,7 @@ class DockerSandbox:
 
     def _hand_pipes(
         self, connection: socket.socket, container: docker_engine.Container
-    ) -> list[_Stream]:
+    ) -> list[Stream]:
         """Three pipes, the agent's ends sent to the bridge on ``connection``: the read end
         of its requests and the write ends of its replies and its log."""
         with connection:
@@ -551,7 +323,7 @@ class DockerSandbox:
                 raise
             for descriptor in (requests[0], replies[1], log[1]):
                 os.close(descriptor)
-        return [_Stream(requests[1]), _Stream(replies[0]), _Stream(log[0])]
+        return [Stream(requests[1]), Stream(replies[0]), Stream(log[0])]
 
     @staticmethod
     def _engine_log(container: docker_engine.Container) -> str:
@@ -610,7 +382,7 @@ class DockerSandbox:
         # Connected is not loaded: the agent still starts its interpreter and imports
         # its module. Ready once it waits for the handshake, when the engine's host
         # lets us see that; at worst the handshake waits for the rest, as when fresh.
-        _wait_until_reading(agent.container, timeout=min(5.0, self.connect_timeout))
+        container_waits_for_input(agent.container, timeout=min(5.0, self.connect_timeout))
         return agent
 
     def _files_in_image(self, source: AgentSource) -> bool:

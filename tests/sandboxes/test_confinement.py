@@ -30,7 +30,7 @@ import pytest
 
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxedAgent, SandboxLimits
-from sandboxes.docker import DockerAgent
+from sandboxes.docker_agent import DockerAgent
 from sandboxes.process import PROJECT_DIR, ProcessAgent, ProcessSandbox
 from tests.support.require import require
 from tests.support.sandboxes import AGENTS, agent, hostile

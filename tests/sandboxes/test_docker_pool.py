@@ -22,7 +22,8 @@ import pytest
 from referee.duel import run_duel
 from sandboxes import docker_engine
 from sandboxes.base import SandboxLimits
-from sandboxes.docker import DockerAgent, DockerSandbox
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_agent import DockerAgent
 from sandboxes.warm_pool import WarmPool
 from tests.support.docker import (
     REMOVAL_BOUND,
