@@ -415,6 +415,44 @@ class AgentLog:
         return self.whole.text()
 
 
+class LoggedAgent:
+    """What every agent whose stderr this host reads shares (the process sandbox's, a
+    forked one, a container's): its log (``AgentLog``), read by a thread of its own from
+    the start, and the three calls of ``SandboxedAgent`` about it."""
+
+    _log: AgentLog
+
+    def _read_log(self, fd: int, limits: SandboxLimits) -> None:
+        """Read ``fd`` as the agent's log from now on."""
+        self._log = AgentLog(fd, limits)
+        self._log_stop = threading.Event()
+        self._log_reader = threading.Thread(
+            target=self._log.run, args=(self._log_stop,), daemon=True
+        )
+        self._log_reader.start()
+
+    def _log_ended(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the log's end (no process holds it any more:
+        it is whole); whether it came."""
+        self._log_reader.join(timeout=timeout)
+        return not self._log_reader.is_alive()
+
+    def _stop_reading(self) -> None:
+        """Read the last of the log (a second at most), then stop reading it."""
+        self._log_reader.join(timeout=1)
+        self._log_stop.set()
+        self._log_reader.join(timeout=1)
+
+    def log(self) -> str:
+        return self._log.text()
+
+    def mark_move(self, move: MoveKey | None) -> None:
+        self._log.mark_move(move)
+
+    def move_logs(self) -> dict[MoveKey, str]:
+        return self._log.move_logs()
+
+
 FILE_SIZE_MARKERS = ("File too large", "EFBIG")
 MEMORY_ERROR_MARKERS = (
     "MemoryError",

@@ -18,7 +18,7 @@ from pathlib import Path
 from sandboxes import cpus as cpu_claims
 from sandboxes import docker_engine
 from sandboxes.base import (
-    AgentLog,
+    LoggedAgent,
     MoveKey,
     SandboxError,
     SandboxLimits,
@@ -73,7 +73,7 @@ class Stream:
                 os.close(self.descriptor)
 
 
-class DockerAgent:
+class DockerAgent(LoggedAgent):
     """A running agent in the docker sandbox (see ``SandboxedAgent``)."""
 
     def __init__(
@@ -103,17 +103,14 @@ class DockerAgent:
         self.exit_fd: int | None = None
         os.set_blocking(self.request_fd, False)
         os.set_blocking(self.reply_fd, False)
-        self._log = AgentLog(self.log_stream.fileno(), limits)
+        self._read_log(self.log_stream.fileno(), limits)
         self._termination: Termination | None = None
-        self._closing = threading.Event()
-        self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
-        self._drain.start()
         self._closed = False
 
     def log(self) -> str:
         """The log so far; after ``close()``, the whole log (``_whole_log``)."""
         self._whole_log()
-        return self._log.text()
+        return super().log()
 
     def _whole_log(self) -> None:
         """Once closed, wait until the log is whole: its reader ends when no process of the
@@ -121,7 +118,7 @@ class DockerAgent:
         milliseconds; else the kill ends it), not when the engine has removed the
         container, which a duel's end need not wait for."""
         if self._closed:
-            self._drain.join(timeout=REMOVAL_WAIT)
+            self._log_ended(REMOVAL_WAIT)
 
     def pin_to(self, cpus: set[int]) -> bool:
         """Its container's processes on ``cpus`` from now on (its cpuset, set by the engine:
@@ -156,24 +153,21 @@ class DockerAgent:
                     return
             logger.warning("arena docker sandbox: %s; its duel is played unpinned", error)
 
-    def mark_move(self, move: MoveKey | None) -> None:
-        self._log.mark_move(move)
-
     def move_logs(self) -> dict[MoveKey, str]:
         """Each move's log; after ``close()``, complete (``_whole_log``)."""
         self._whole_log()
-        return self._log.move_logs()
+        return super().move_logs()
 
     def wait_for_exit(self, seconds: float) -> None:
         """Until its log ends: no process of the agent holds it any more."""
-        self._drain.join(timeout=seconds)
+        self._log_ended(seconds)
 
     def termination(self, wait: float = 0.0) -> Termination | None:
         if self._termination is not None:
             return self._termination
         deadline = time.monotonic() + wait
         # Its processes gone, its log ends: the engine need not be asked before that.
-        self._drain.join(timeout=wait)
+        self._log_ended(wait)
         while True:
             try:
                 state = docker_engine.container_state(self.container)
@@ -190,7 +184,7 @@ class DockerAgent:
             # The engine notices an exit a few milliseconds after the process ends.
             time.sleep(min(0.02, remaining))
         # Everything in the container is dead, so the log is at its end: read it all.
-        self._drain.join(timeout=0.5)
+        self._log_ended(0.5)
         log = self.log()
         returncode = decode_exit_status(state.exit_code)
         self._termination = termination_from(returncode, log, oom_killed=state.oom_killed)
@@ -221,9 +215,7 @@ class DockerAgent:
             # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
             logger.warning("arena docker sandbox: could not remove a container: %s", error)
         # With every writer dead the drain thread reads the last of the log and hits EOF.
-        self._drain.join(timeout=1)
-        self._closing.set()
-        self._drain.join(timeout=1)
+        self._stop_reading()
         for stream in (self.requests, self.replies, self.log_stream):
             stream.close()
         shutil.rmtree(self.folder, ignore_errors=True)

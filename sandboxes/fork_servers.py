@@ -33,8 +33,7 @@ import time
 from collections.abc import Hashable
 
 from sandboxes.base import (
-    AgentLog,
-    MoveKey,
+    LoggedAgent,
     SandboxError,
     SandboxLimits,
     Termination,
@@ -152,7 +151,7 @@ class ForkServer:
         self.agent.close()
 
 
-class ForkedAgent:
+class ForkedAgent(LoggedAgent):
     """An agent forked by a ``ForkServer`` (see ``SandboxedAgent``)."""
 
     confined = True
@@ -181,10 +180,7 @@ class ForkedAgent:
         os.set_blocking(reply_fd, False)
         self.exit_fd: int | None = pidfd_of(pid) if pid is not None else None
         self.warm = False
-        self._log = AgentLog(log_fd, limits)
-        self._closing = threading.Event()
-        self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
-        self._drain.start()
+        self._read_log(log_fd, limits)
         self._reaper = reaper
         self._servers = servers
         self._status: int | None = None
@@ -193,15 +189,6 @@ class ForkedAgent:
 
     def agent_pid(self) -> int | None:
         return self.pid
-
-    def log(self) -> str:
-        return self._log.text()
-
-    def mark_move(self, move: MoveKey | None) -> None:
-        self._log.mark_move(move)
-
-    def move_logs(self) -> dict[MoveKey, str]:
-        return self._log.move_logs()
 
     def pin_to(self, cpus: set[int]) -> bool:
         return self.pid is not None and pin_process(self.pid, cpus)
@@ -227,7 +214,7 @@ class ForkedAgent:
         if not self._ended(wait):
             return None
         status = self._exit_status()
-        self._drain.join(timeout=0.5)
+        self._log_ended(0.5)
         if status == 0:
             return Termination(0)
         # A server that cannot say how its child ended: killed, as far as anyone knows.
@@ -245,7 +232,7 @@ class ForkedAgent:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
             self._ended(CLEAN_SECONDS)
-        self._drain.join(timeout=0.05)
+        self._log_ended(0.05)
         self._servers.cleaning(self.server)
         self._reaper.submit(self._release)
 
@@ -259,9 +246,7 @@ class ForkedAgent:
             self._servers.give_back(self.server)
         else:
             self._servers.lost(self.server)
-        self._drain.join(timeout=1)
-        self._closing.set()
-        self._drain.join(timeout=1)
+        self._stop_reading()
         for descriptor in (self.request_fd, self.reply_fd, self.exit_fd):
             if descriptor is not None:
                 with contextlib.suppress(OSError):

@@ -16,8 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandboxes.base import (
-    AgentLog,
-    MoveKey,
+    LoggedAgent,
     SandboxError,
     SandboxLimits,
     Termination,
@@ -82,7 +81,7 @@ def _parent_pidfd(pid: int) -> int | None:
         return None
 
 
-class ProcessAgent:
+class ProcessAgent(LoggedAgent):
     """A running agent in the process sandbox (see ``SandboxedAgent``)."""
 
     def __init__(
@@ -130,10 +129,7 @@ class ProcessAgent:
         #: from the report on: killed by ``close`` whatever process group it is in then.
         self._init_fd: int | None = None
         self._as_init = as_init
-        self._log = AgentLog(process.stderr.fileno(), limits)
-        self._closing = threading.Event()
-        self._drain = threading.Thread(target=self._log.run, args=(self._closing,), daemon=True)
-        self._drain.start()
+        self._read_log(process.stderr.fileno(), limits)
         self._reaper = reaper
         self._closed = False
 
@@ -151,15 +147,6 @@ class ProcessAgent:
                         else _parent_pidfd(self._agent_pid)
                     )
             return self._agent_pid
-
-    def log(self) -> str:
-        return self._log.text()
-
-    def mark_move(self, move: MoveKey | None) -> None:
-        self._log.mark_move(move)
-
-    def move_logs(self) -> dict[MoveKey, str]:
-        return self._log.move_logs()
 
     def pin_to(self, cpus: set[int]) -> bool:
         pid = self.agent_pid()
@@ -185,7 +172,7 @@ class ProcessAgent:
             return None
         # The report precedes the agent's code: without it, nothing of the agent ran.
         if self.agent_pid() is None:
-            self._drain.join(timeout=0.5)
+            self._log_ended(0.5)
             raise SandboxError(f"the process sandbox could not start the agent: {self.log()}")
         if returncode == 0:
             return Termination(returncode)
@@ -193,7 +180,7 @@ class ProcessAgent:
             # Reported by bubblewrap, which waited for the agent.
             returncode = decode_exit_status(returncode)
         # The drain thread may still hold the last words of the agent.
-        self._drain.join(timeout=0.5)
+        self._log_ended(0.5)
         log = self.log()
         return termination_from(returncode, log)
 
@@ -252,10 +239,10 @@ class ProcessAgent:
         self._kill_group()
         if self._reaper is not None:
             self._wait_exit(5.0)
-            self._drain.join(timeout=LOG_END_WAIT)
+            log_ended = self._log_ended(LOG_END_WAIT)
             # Confined, the kill took the sandbox's init, and with it the kernel kills all of
             # the agent's PID namespace: nothing of it can be left outside.
-            if not self._drain.is_alive() and (self.confined or not self._group_left()):
+            if log_ended and (self.confined or not self._group_left()):
                 self._reaper.submit(self._sweep_in_background)
                 return
         self._sweep()
@@ -300,9 +287,7 @@ class ProcessAgent:
         self._kill_escaped()
         # With every writer dead the drain thread reads the last of the log and hits
         # EOF; the flag only matters if something escaped with the pipe still open.
-        self._drain.join(timeout=1)
-        self._closing.set()
-        self._drain.join(timeout=1)
+        self._stop_reading()
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             with contextlib.suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
