@@ -1,8 +1,10 @@
 """Every misbehaviour ends with the right blame, in bounded time, leaving nothing behind.
 
 Player 1 is a well-behaved random agent, player 2 the hostile one; then a game of four
-with the hostile player in each seat in turn. The ``backend`` fixture checks after each
-test that no agent folder and no sandbox process remain.
+with the hostile player in each seat in turn. Each test runs with agents started fresh,
+then with agents forked by fork servers, as a worker's warm pool hands them out. The
+``backend`` fixture checks after each test that no agent folder and no sandbox process
+remain.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,13 +24,21 @@ from referee.results import DuelResult, Outcome
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.process import ProcessSandbox
 from tests.support.sandboxes import (
+    STARTS,
     agent,
+    agent_processes,
     assert_blamed_on_the_second_player,
+    checked_sandbox,
     duel_with_random_agent,
     fault_kinds,
     hostile,
-    sandbox_processes,
 )
+
+
+@pytest.fixture(params=STARTS)
+def backend(request: pytest.FixtureRequest, sandbox_root: Path) -> Iterator[ProcessSandbox]:
+    yield from checked_sandbox(request.param, sandbox_root)
+
 
 # The honest agent lives under these clocks too: its bank is the margin a loaded machine needs.
 FAST: dict[str, Any] = {"matches": 3, "move_time": 0.3, "time_bank": 1.0, "startup_time": 10.0}
@@ -77,9 +89,10 @@ def test_it_contains_a_fork_bomb_and_kills_every_copy(backend):
     assert set(fault_kinds(result)) <= {"timeout", "crash", "malformed_message", "forfeit"}
     if os.geteuid() == 0:
         # The well-behaved agent's user id is swept in the background, by a process that
-        # takes that id for a moment: once that is done, nothing runs under either.
+        # takes that id for a moment: once that is done, nothing of either agent runs (a
+        # forked agent's fork server waits for the next duel).
         assert backend.flush(60)
-        assert backend.uids and sandbox_processes(backend.uids) == []
+        assert backend.uids and agent_processes(backend.uids) == []
 
 
 def test_it_charges_megabytes_without_a_newline_as_oversized(backend):

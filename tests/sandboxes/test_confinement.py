@@ -31,6 +31,7 @@ import pytest
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxedAgent, SandboxLimits
 from sandboxes.docker_agent import DockerAgent
+from sandboxes.fork_servers import ForkedAgent
 from sandboxes.process import PROJECT_DIR, ProcessAgent, ProcessSandbox
 from tests.support.require import require
 from tests.support.sandboxes import AGENTS, agent, hostile
@@ -100,7 +101,7 @@ def searcher(host: dict[str, Any], victim: Path) -> AgentSource:
 
 def victim_folder(running: SandboxedAgent) -> Path:
     """Where the other agent's files are on the host."""
-    if isinstance(running, ProcessAgent):
+    if isinstance(running, (ProcessAgent, ForkedAgent)):
         return running.workdir
     assert isinstance(running, DockerAgent)
     return running.folder / "agent"

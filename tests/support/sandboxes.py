@@ -23,8 +23,10 @@ from sandboxes.base import AgentSource, SandboxBackend
 from sandboxes.confinement import probe
 from sandboxes.cpus import claim_cpu
 from sandboxes.docker import DockerSandbox
+from sandboxes.fork_servers import ForkedAgent
 from sandboxes.process import ProcessSandbox
 from sandboxes.process_users import UID_BASE, UID_COUNT, UID_LOCKS
+from sandboxes.warm_pool import WarmKey
 from tests.support.docker import (
     REMOVAL_BOUND,
     containers_left_after_removal,
@@ -54,6 +56,28 @@ def sandbox_processes(uids: set[int] | None = None) -> list[tuple[int, int, str]
         if ours and not fields["State"].startswith("Z"):
             found.append((int(entry.name), uid, fields["Name"].strip()))
     return found
+
+
+def _init_of_its_namespace(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    spaces = next(
+        (line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), []
+    )
+    return len(spaces) > 1 and spaces[-1] == "1"
+
+
+def agent_processes(uids: set[int]) -> list[tuple[int, int, str]]:
+    """``sandbox_processes(uids)`` but idle fork servers, which a pooled sandbox keeps
+    between duels: bubblewrap, and the server as the init of its PID namespace (every
+    agent it forks, and all they start, have other numbers there)."""
+    return [
+        found
+        for found in sandbox_processes(uids)
+        if found[2] != "bwrap" and not _init_of_its_namespace(found[0])
+    ]
 
 
 def leftover_processes(uids: set[int]) -> list[tuple[int, int, str]]:
@@ -86,21 +110,63 @@ def sandbox_root() -> Iterator[Path]:
 class RecordingSandbox(ProcessSandbox):
     """Remembers the user ids its agents ran under, to check none is left running."""
 
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
+    def __init__(self, root: Path, **options: Any) -> None:
+        super().__init__(root, **options)
         self.uids: set[int] = set()
 
     def start(self, source, *, limits, label):
-        running = super().start(source, limits=limits, label=label)
+        running = self._started(source, limits=limits, label=label)
         if running.uid is not None:
             self.uids.add(running.uid)
         return running
 
+    def _started(self, source, *, limits, label):
+        return super().start(source, limits=limits, label=label)
+
+
+class ForkingSandbox(RecordingSandbox):
+    """Every Python agent forked by its fork server (``sandboxes.fork_servers``), as a
+    worker's warm pool hands them out after an agent's first duel; executables start
+    fresh, as there."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, pool_size=2)
+        self.forked = 0
+
+    def _started(self, source, *, limits, label):
+        running = self._start_warm(WarmKey.of(source, limits, label))
+        running.warm = True
+        self.forked += isinstance(running, ForkedAgent)
+        return running
+
+
+#: How a test's agents start: fresh (a sandbox each), or forked by a fork server.
+STARTS = ("fresh", "forked")
+
 
 @pytest.fixture
 def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
-    sandbox = RecordingSandbox(sandbox_root)
+    yield from checked_sandbox("fresh", sandbox_root)
+
+
+@pytest.fixture
+def forked_backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
+    """The process sandbox with its Python agents forked by fork servers."""
+    yield from checked_sandbox("forked", sandbox_root)
+
+
+def checked_sandbox(start: str, sandbox_root: Path) -> Iterator[ProcessSandbox]:
+    """A process sandbox whose agents start as ``start`` says (``STARTS``); once the test
+    is done, checks that nothing of them is left: no folder, no process."""
+    sandbox = RecordingSandbox(sandbox_root) if start == "fresh" else ForkingSandbox(sandbox_root)
+    if start == "forked" and sandbox.fork_servers is None:
+        sandbox.close()
+        require(
+            False, f"agents are not confined here, so none is forked: {sandbox.unconfined_reason}"
+        )
     yield sandbox
+    # Every test of the forked kind has a Python agent: it must have been forked.
+    assert not isinstance(sandbox, ForkingSandbox) or sandbox.forked, "no agent was forked"
     sandbox.close()
     # close() waits its own 10 s for the sweeps, which run in the background; a loaded
     # machine may take longer, and what a test checks is that they all happen.
@@ -265,7 +331,13 @@ def docker_backend(
     assert survivors(backend.container_ids) == []
 
 
-@pytest.fixture(params=["process", "docker"])
+#: The fixture of each sandbox, and of the process sandbox's forked agents.
+BACKENDS = {"process": "backend", "forked": "forked_backend", "docker": "docker_backend"}
+
+
+@pytest.fixture(params=list(BACKENDS))
 def any_backend(request: pytest.FixtureRequest) -> ProcessSandbox | DockerSandbox:
-    """Each sandbox in turn, with the checks of ``backend`` and ``docker_backend``."""
-    return request.getfixturevalue("backend" if request.param == "process" else "docker_backend")
+    """Each sandbox in turn, and the process sandbox with its Python agents forked by fork
+    servers (as a worker's warm pool hands them out), with the checks of ``backend`` and
+    ``docker_backend``."""
+    return request.getfixturevalue(BACKENDS[request.param])
