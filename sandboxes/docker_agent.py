@@ -31,6 +31,8 @@ from sandboxes.warm_pool import Reaper, wait_until_reading
 
 logger = logging.getLogger(__name__)
 
+#: How long the engine may take to learn of an exit once the agent's log has ended.
+EXIT_NOTICE_WAIT = 5.0
 #: How long reading a closed agent's log waits for it to be whole.
 REMOVAL_WAIT = 10.0
 
@@ -167,7 +169,10 @@ class DockerAgent(LoggedAgent):
             return self._termination
         deadline = time.monotonic() + wait
         # Its processes gone, its log ends: the engine need not be asked before that.
-        self._log_ended(wait)
+        if self._log_ended(wait):
+            # Ended (or its log closed): the engine learns of an exit within milliseconds,
+            # later on a loaded machine, and only it can tell an out-of-memory kill.
+            deadline = max(deadline, time.monotonic() + EXIT_NOTICE_WAIT)
         while True:
             try:
                 state = docker_engine.container_state(self.container)

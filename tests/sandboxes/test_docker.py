@@ -236,6 +236,30 @@ def test_it_charges_a_memory_hog_as_memory_exceeded(docker_backend):
     assert fault_kinds(result) == ["memory_exceeded", "memory_exceeded", "forfeit"]
 
 
+def test_it_charges_a_memory_hog_as_such_when_the_engine_learns_of_its_end_late(
+    docker_backend, monkeypatch
+):
+    # A loaded machine's engine: each container still running for 0.7 s after its end,
+    # longer than the referee's wait for an agent that stopped talking (0.5 s).
+    told = docker_engine.container_state
+    ended_at: dict[str, float] = {}
+
+    def late(container):
+        state = told(container)
+        if state is None or state.running:
+            return state
+        first = ended_at.setdefault(container.id, time.monotonic())
+        if time.monotonic() - first < 0.7:
+            return dataclasses.replace(state, running=True, exit_code=None, oom_killed=False)
+        return state
+
+    monkeypatch.setattr(docker_engine, "container_state", late)
+    result = patient_duel(docker_backend, hostile("memory"), limits=SandboxLimits(memory_mb=256))
+
+    assert_blamed_on_the_second_player(result)
+    assert fault_kinds(result) == ["memory_exceeded", "memory_exceeded", "forfeit"]
+
+
 def test_it_stops_a_fork_bomb_at_the_process_limit(docker_backend):
     result = duel(docker_backend, hostile("fork_bomb"), limits=SandboxLimits(max_processes=32))
 
