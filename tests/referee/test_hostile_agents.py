@@ -24,9 +24,8 @@ from referee.results import DuelResult, Outcome
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.process import ProcessSandbox
 from tests.support.sandboxes import (
-    STARTS,
+    RecordingSandbox,
     agent,
-    agent_processes,
     assert_blamed_on_the_second_player,
     checked_sandbox,
     duel_with_random_agent,
@@ -35,9 +34,11 @@ from tests.support.sandboxes import (
 )
 
 
-@pytest.fixture(params=STARTS)
-def backend(request: pytest.FixtureRequest, sandbox_root: Path) -> Iterator[ProcessSandbox]:
-    yield from checked_sandbox(request.param, sandbox_root)
+@pytest.fixture(params=["process", "forked"])
+def backend(request: pytest.FixtureRequest, sandbox_root: Path) -> Iterator[RecordingSandbox]:
+    """Each test with agents started fresh, then forked (``any_backend``'s two kinds of
+    the process sandbox)."""
+    yield from checked_sandbox(sandbox_root, forked=request.param == "forked")
 
 
 # The honest agent lives under these clocks too: its bank is the margin a loaded machine needs.
@@ -92,7 +93,7 @@ def test_it_contains_a_fork_bomb_and_kills_every_copy(backend):
         # takes that id for a moment: once that is done, nothing of either agent runs (a
         # forked agent's fork server waits for the next duel).
         assert backend.flush(60)
-        assert backend.uids and agent_processes(backend.uids) == []
+        assert backend.uids and backend.agents_left() == []
 
 
 def test_it_charges_megabytes_without_a_newline_as_oversized(backend):

@@ -19,8 +19,8 @@ from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.fork_servers import ForkedAgent, ForkServers
 from sandboxes.process import ProcessSandbox
-from sandboxes.process_agent import ProcessAgent
-from tests.support.sandboxes import needs_root, player, sandbox_processes
+from tests.support.require import require
+from tests.support.sandboxes import ServersRecorded, needs_root, player, sandbox_processes
 
 __all__ = ["needs_root"]
 
@@ -73,26 +73,14 @@ INTRUDER = textwrap.dedent(
 )
 
 
-class ServersRecorded(ProcessSandbox):
-    """A pooled process sandbox that remembers the fork servers it started."""
-
-    def __init__(self, root: Path, **options: Any) -> None:
-        super().__init__(root, pool_size=4, **options)
-        self.servers: list[ProcessAgent] = []
-
-    def _launch(self, source, **options):
-        running = super()._launch(source, **options)
-        if options.get("control") is not None:
-            self.servers.append(running)
-        return running
-
-
 @pytest.fixture
 def pooled(sandbox_root: Path) -> Iterator[ServersRecorded]:
-    sandbox = ServersRecorded(sandbox_root)
+    sandbox = ServersRecorded(sandbox_root, pool_size=4)
     if sandbox.fork_servers is None:
         sandbox.close()
-        pytest.skip(f"agents are not confined here: {sandbox.unconfined_reason}")
+        require(
+            False, f"agents are not confined here, so none is forked: {sandbox.unconfined_reason}"
+        )
     yield sandbox
     sandbox.close()
     assert [path.name for path in sandbox_root.iterdir() if not path.name.startswith("sdk-")] == []
@@ -186,7 +174,7 @@ def test_a_server_that_dies_is_replaced(pooled):
 
 
 def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root):
-    sandbox = ServersRecorded(sandbox_root, pool_idle_seconds=0.5)
+    sandbox = ServersRecorded(sandbox_root, pool_size=4, pool_idle_seconds=0.5)
     try:
         source = player("connect_four/random_player.py")
         run_duel("connect_four", (source, source), backend=sandbox, seed=1, matches=2)

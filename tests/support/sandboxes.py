@@ -24,7 +24,7 @@ from sandboxes.confinement import probe
 from sandboxes.cpus import claim_cpu
 from sandboxes.docker import DockerSandbox
 from sandboxes.fork_servers import ForkedAgent
-from sandboxes.process import ProcessSandbox
+from sandboxes.process import ProcessAgent, ProcessSandbox
 from sandboxes.process_users import UID_BASE, UID_COUNT, UID_LOCKS
 from sandboxes.warm_pool import WarmKey
 from tests.support.docker import (
@@ -56,28 +56,6 @@ def sandbox_processes(uids: set[int] | None = None) -> list[tuple[int, int, str]
         if ours and not fields["State"].startswith("Z"):
             found.append((int(entry.name), uid, fields["Name"].strip()))
     return found
-
-
-def _init_of_its_namespace(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    spaces = next(
-        (line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), []
-    )
-    return len(spaces) > 1 and spaces[-1] == "1"
-
-
-def agent_processes(uids: set[int]) -> list[tuple[int, int, str]]:
-    """``sandbox_processes(uids)`` but idle fork servers, which a pooled sandbox keeps
-    between duels: bubblewrap, and the server as the init of its PID namespace (every
-    agent it forks, and all they start, have other numbers there)."""
-    return [
-        found
-        for found in sandbox_processes(uids)
-        if found[2] != "bwrap" and not _init_of_its_namespace(found[0])
-    ]
 
 
 def leftover_processes(uids: set[int]) -> list[tuple[int, int, str]]:
@@ -123,8 +101,26 @@ class RecordingSandbox(ProcessSandbox):
     def _started(self, source, *, limits, label):
         return super().start(source, limits=limits, label=label)
 
+    def agents_left(self) -> list[tuple[int, int, str]]:
+        """What still runs under its agents' user ids."""
+        return sandbox_processes(self.uids)
 
-class ForkingSandbox(RecordingSandbox):
+
+class ServersRecorded(ProcessSandbox):
+    """A process sandbox that remembers the fork servers it started."""
+
+    def __init__(self, root: Path, **options: Any) -> None:
+        super().__init__(root, **options)
+        self.servers: list[ProcessAgent] = []
+
+    def _launch(self, source, **options):
+        running = super()._launch(source, **options)
+        if options.get("control") is not None:
+            self.servers.append(running)
+        return running
+
+
+class ForkingSandbox(RecordingSandbox, ServersRecorded):
     """Every Python agent forked by its fork server (``sandboxes.fork_servers``), as a
     worker's warm pool hands them out after an agent's first duel; executables start
     fresh, as there."""
@@ -141,27 +137,31 @@ class ForkingSandbox(RecordingSandbox):
             self.not_forked += 1
         return running
 
-
-#: How a test's agents start: fresh (a sandbox each), or forked by a fork server.
-STARTS = ("fresh", "forked")
+    def agents_left(self) -> list[tuple[int, int, str]]:
+        """What still runs under its agents' user ids but its fork servers (bubblewrap and
+        the server), which wait for the next duel."""
+        servers = {
+            pid for server in self.servers for pid in (server.process.pid, server.agent_pid())
+        }
+        return [found for found in super().agents_left() if found[0] not in servers]
 
 
 @pytest.fixture
-def backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
-    yield from checked_sandbox("fresh", sandbox_root)
+def backend(sandbox_root: Path) -> Iterator[RecordingSandbox]:
+    yield from checked_sandbox(sandbox_root, forked=False)
 
 
 @pytest.fixture
-def forked_backend(sandbox_root: Path) -> Iterator[ProcessSandbox]:
+def forked_backend(sandbox_root: Path) -> Iterator[RecordingSandbox]:
     """The process sandbox with its Python agents forked by fork servers."""
-    yield from checked_sandbox("forked", sandbox_root)
+    yield from checked_sandbox(sandbox_root, forked=True)
 
 
-def checked_sandbox(start: str, sandbox_root: Path) -> Iterator[ProcessSandbox]:
-    """A process sandbox whose agents start as ``start`` says (``STARTS``); once the test
-    is done, checks that nothing of them is left: no folder, no process."""
-    sandbox = RecordingSandbox(sandbox_root) if start == "fresh" else ForkingSandbox(sandbox_root)
-    if start == "forked" and sandbox.fork_servers is None:
+def checked_sandbox(sandbox_root: Path, *, forked: bool) -> Iterator[RecordingSandbox]:
+    """A process sandbox whose agents start fresh, or are forked by fork servers; once the
+    test is done, checks that nothing of them is left: no folder, no process."""
+    sandbox = ForkingSandbox(sandbox_root) if forked else RecordingSandbox(sandbox_root)
+    if forked and sandbox.fork_servers is None:
         sandbox.close()
         require(
             False, f"agents are not confined here, so none is forked: {sandbox.unconfined_reason}"
