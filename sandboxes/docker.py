@@ -14,6 +14,13 @@ Unix socket in a host folder bind-mounted at ``/run/arena``; the container's com
 (stdin, stdout, stderr) on that connection and execs the agent on them. The referee's
 request and reply fds are plain pipes, as to a host process; the engine is only asked to
 start, pin, inspect and remove the container.
+
+With a warm pool, a Python agent's containers are kept from one duel to the next: each
+runs the agent's fork server (``sandboxes.fork_servers``) as its process 1, reached on a
+control socket the bridge receives instead of the three pipes (``arena_sdk.bridge
+--control``), and each duel's agent is a child it forks, which finds the container as a
+fresh one would be. A duel then costs the engine nothing; a fresh container costs it
+some 125 ms of CPU to create, start and remove.
 """
 
 from __future__ import annotations
@@ -26,14 +33,16 @@ import select
 import shutil
 import socket
 import stat
+import struct
 import tempfile
 import time
 import weakref
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena_sdk.bridge import PIPES, STREAMS
+from arena_sdk.bridge import CONTROL, PIPES, STREAMS
 
 from sandboxes import docker_engine
 from sandboxes.base import (
@@ -45,9 +54,17 @@ from sandboxes.base import (
     SandboxLimits,
     agent_environment,
 )
-from sandboxes.docker_agent import DockerAgent, Stream, container_waits_for_input
+from sandboxes.confinement import CONTROL_FD
+from sandboxes.cpus import PROCESS_CPUS, away_from_duels
+from sandboxes.docker_agent import (
+    DockerAgent,
+    ServerContainer,
+    Stream,
+    container_waits_for_input,
+)
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
-from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down
+from sandboxes.fork_servers import ForkedAgent, ForkServer, ForkServers
+from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +82,12 @@ CONNECT_TIMEOUT = 30.0
 #: What the engine keeps of a container's own output (the bridge's and init's
 #: messages; the agent's stderr goes to the referee through its log pipe).
 ENGINE_LOG_BYTES = 256 * 1024
+#: The SDK's module that runs a fork server.
+FORK_SERVER = "arena_sdk.fork_server"
+
+
+class StoppedBeforeConnecting(SandboxError):
+    """The container ended before it reached the referee (its bridge refused, or crashed)."""
 
 
 def _make_readable(folder: Path) -> None:
@@ -83,12 +106,32 @@ def container_command(entry: str, kind: EntryKind) -> list[str]:
     The builder makes it the ``CMD`` of every revision's image, so an image started by
     hand runs the agent the same way.
     """
-    bridge = ["python3", "-s", "-B", "-m", "arena_sdk.bridge", f"{SOCKET_DIR}/{SOCKET_NAME}"]
     if kind is EntryKind.EXECUTABLE:
         agent = [f"{AGENT_DIR}/{entry}"]
     else:
-        agent = ["python3", "-s", "-B", "-m", "arena_sdk", entry]
-    return [*bridge, "--", *agent]
+        agent = [*PYTHON, "-m", "arena_sdk", entry]
+    return [*BRIDGE, "--", *agent]
+
+
+PYTHON = ["python3", "-s", "-B"]
+BRIDGE = [*PYTHON, "-m", "arena_sdk.bridge", f"{SOCKET_DIR}/{SOCKET_NAME}"]
+
+
+def server_command(entry: str) -> list[str]:
+    """What a fork server's container runs: the bridge, which places the control socket
+    and execs the server (which counts the container's out-of-memory kills)."""
+    server = [*PYTHON, "-m", FORK_SERVER, entry, str(CONTROL_FD), "--oom-kills"]
+    return [*BRIDGE, "--control", str(CONTROL_FD), "--", *server]
+
+
+@dataclass
+class _Started:
+    """A container just started, and what it will connect to."""
+
+    container: docker_engine.Container
+    listener: socket.socket
+    folder: Path
+    token: str
 
 
 def confinement(*, memory_mb: int, max_processes: int) -> dict[str, Any]:
@@ -142,7 +185,9 @@ class DockerSandbox:
     (``WarmPool``): each ``start`` takes a ready one for the same image, agent files,
     limits and environment if there is one, and has another started for next time; a
     ready container waits at most ``pool_idle_seconds``. Ready containers are locked
-    down exactly as the others and are used by one duel only. ``close`` (also run at
+    down exactly as the others and are used by one duel only. With a pool, a Python
+    agent's containers run its fork server and are kept between duels (each duel's agent
+    is a child the server forks), unless ``fork`` is False. ``close`` (also run at
     exit) discards them and waits for the removals; the orphan sweep removes what a
     killed worker left. Use one long-lived sandbox per worker process for the pool to
     pay off.
@@ -162,6 +207,7 @@ class DockerSandbox:
         connect_timeout: float = CONNECT_TIMEOUT,
         pool_size: int = 0,
         pool_idle_seconds: float = 60.0,
+        fork: bool = True,
     ) -> None:
         # A folder of its own under the sandbox root. The engine mounts from it, so when
         # the referee runs in a container itself this path must be the same on the host.
@@ -172,12 +218,21 @@ class DockerSandbox:
         self.connect_timeout = connect_timeout
         self._images_checked: set[str] = set()
         self._reaper = Reaper()
-        self.pool: WarmPool[DockerAgent] | None = WarmPool.of_size(
-            pool_size, pool_idle_seconds, start=self._start_warm, discard=DockerAgent.close
+        self.pool: WarmPool[DockerAgent | ForkedAgent] | None = WarmPool.of_size(
+            pool_size, pool_idle_seconds, start=self._start_warm, discard=_close
         )
+        #: With a pool (and ``fork``), a Python agent's containers are kept between duels,
+        #: each running its fork server (``sandboxes.fork_servers``).
+        self.fork_servers = (
+            ForkServers(pool_idle_seconds, most=2 * pool_size)
+            if self.pool is not None and fork
+            else None
+        )
+        #: Images whose bridge cannot start a fork server (an image built before it could).
+        self._serverless: set[str] = set()
         # At exit (or when the sandbox is collected): no pooled container outlives us.
         self._finalizer = weakref.finalize(
-            self, shut_down, self.pool, self._reaper, connect_timeout
+            self, _shut_down, self.pool, self._reaper, self.fork_servers, connect_timeout
         )
 
     def close(self) -> None:
@@ -225,7 +280,13 @@ class DockerSandbox:
         )
 
     def _container_options(
-        self, limits: SandboxLimits, agent_dir: Path, socket_dir: Path, *, files_in_image: bool
+        self,
+        limits: SandboxLimits,
+        agent_dir: Path,
+        socket_dir: Path,
+        *,
+        files_in_image: bool,
+        server: bool,
     ) -> dict[str, Any]:
         mib = 1024 * 1024
         volumes = {str(socket_dir): {"bind": SOCKET_DIR, "mode": "ro"}}
@@ -234,8 +295,9 @@ class DockerSandbox:
         return {
             **confinement(memory_mb=limits.memory_mb, max_processes=limits.max_processes),
             "working_dir": AGENT_DIR,
-            # An init as process 1 reaps the zombies an agent's children leave.
-            "init": True,
+            # An init as process 1 reaps the zombies an agent's children leave; a fork
+            # server is process 1 itself (which no process inside may signal) and reaps.
+            "init": not server,
             "volumes": volumes,
             "ulimits": {
                 "cpu": (limits.cpu_seconds, limits.cpu_seconds + 1),
@@ -257,12 +319,18 @@ class DockerSandbox:
         return listener
 
     def _accept_streams(
-        self, listener: socket.socket, container: docker_engine.Container
-    ) -> list[Stream]:
+        self,
+        listener: socket.socket,
+        container: docker_engine.Container,
+        control: socket.socket | None = None,
+    ) -> tuple[list[Stream], int | None]:
         """The agent's three streams: pipes, handed to the bridge when it asks for them on
         its connection; or the three connections of a bridge older than the pipes (in an
         image built before them), in the order it made them. Which one it is shows at
-        once: the first connection asks, or a second one comes."""
+        once: the first connection asks, or a second one comes. With ``control`` (a fork
+        server's container), that socket is handed to the bridge instead
+        (``_hand_control``) and no stream is returned. With them, the process id of the
+        bridge (the server, once it has exec'ed) as seen here, if it is."""
         deadline = time.monotonic() + self.connect_timeout
         connections: list[socket.socket] = []
         try:
@@ -282,15 +350,20 @@ class DockerSandbox:
                     self._check_running(container)
                     continue
                 if len(connections) == 1 and connections[0].fileno() in ready:
-                    return self._hand_pipes(connections.pop(), container)
+                    connection = connections.pop()
+                    pid = self._peer_pid(connection)
+                    if control is not None:
+                        self._hand_control(connection, container, control)
+                        return [], pid
+                    return self._hand_pipes(connection, container), pid
                 if listener.fileno() in ready:
                     connection, _ = listener.accept()
                     connection.setblocking(True)
                     connections.append(connection)
-                    if len(connections) == STREAMS:
+                    if len(connections) == STREAMS and control is None:
                         streams = [Stream(c.fileno(), c) for c in connections]
                         connections = []
-                        return streams
+                        return streams, None
         finally:
             for connection in connections:
                 connection.close()
@@ -299,7 +372,7 @@ class DockerSandbox:
         state = docker_engine.container_state(container)
         if state is None or not state.running:
             code = None if state is None else state.exit_code
-            raise SandboxError(
+            raise StoppedBeforeConnecting(
                 f"the agent's container stopped before connecting (exit code {code})"
                 + self._engine_log(container)
             )
@@ -324,6 +397,25 @@ class DockerSandbox:
             for descriptor in (requests[0], replies[1], log[1]):
                 os.close(descriptor)
         return [Stream(requests[1]), Stream(replies[0]), Stream(log[0])]
+
+    def _hand_control(
+        self, connection: socket.socket, container: docker_engine.Container, control: socket.socket
+    ) -> None:
+        """``control`` sent to a fork server's bridge on ``connection``, once it asks."""
+        with connection:
+            if connection.recv(1) != CONTROL:
+                self._check_running(container)
+                raise StoppedBeforeConnecting("the fork server's bridge did not ask for control")
+            socket.send_fds(connection, [CONTROL], [control.fileno()])
+
+    @staticmethod
+    def _peer_pid(connection: socket.socket) -> int | None:
+        """The process id of the peer of ``connection`` as seen here (None: unseen)."""
+        credentials = connection.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+        )
+        pid, _uid, _gid = struct.unpack("3i", credentials)
+        return pid or None
 
     @staticmethod
     def _engine_log(container: docker_engine.Container) -> str:
@@ -356,28 +448,52 @@ class DockerSandbox:
                 removed.append(str(folder))
         return removed
 
-    def start(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
+    def start(
+        self, source: AgentSource, *, limits: SandboxLimits, label: str
+    ) -> DockerAgent | ForkedAgent:
         if self.pool is None:
             return self._launch(source, limits=limits, label=label)
-        key = WarmKey.of(
+        key = self._key(source, limits, label)
+        pool = self.pool
+        agent = pool.take(key)
+        if agent is not None:
+            agent.warm = True
+        elif self._forks(key):
+            # An idle server forks one in a millisecond (a new server costs a container).
+            agent = self._start_forked(key)
+        else:
+            agent = self._launch(source, limits=limits, label=label)
+        if isinstance(agent, ForkedAgent):
+            # Its next duel finds one ready: forked now by another of its servers.
+            pool.want(key)
+        else:
+            # This agent's next duel will want one: started once this duel is over, not
+            # beside it (a container's start takes the engine's CPU).
+            agent.on_close = lambda: pool.want(key)
+        return agent
+
+    def _key(self, source: AgentSource, limits: SandboxLimits, label: str) -> WarmKey:
+        return WarmKey.of(
             source,
             limits,
             label,
             image=source.image or self.image,
             files_copied=not self._files_in_image(source),
         )
-        pool = self.pool
-        agent = pool.take(key)
-        if agent is None:
-            agent = self._launch(source, limits=limits, label=label)
-        else:
-            agent.warm = True
-        # This agent's next duel will want one: started once this duel is over.
-        agent.on_close = lambda: pool.want(key)
-        return agent
 
-    def _start_warm(self, key: Hashable) -> DockerAgent:
+    def _forks(self, key: WarmKey) -> bool:
+        """Whether ``key``'s agents are forked by servers kept in containers: Python agents,
+        with a pool, from an image whose bridge can start a server."""
+        return (
+            self.fork_servers is not None
+            and key.source.kind is not EntryKind.EXECUTABLE
+            and (key.source.image or self.image) not in self._serverless
+        )
+
+    def _start_warm(self, key: Hashable) -> DockerAgent | ForkedAgent:
         assert isinstance(key, WarmKey)
+        if self._forks(key):
+            return self._start_forked(key)
         agent = self._launch(key.source, limits=key.limits, label=key.label)
         # Connected is not loaded: the agent still starts its interpreter and imports
         # its module. Ready once it waits for the handshake, when the engine's host
@@ -385,11 +501,86 @@ class DockerSandbox:
         container_waits_for_input(agent.container, timeout=min(5.0, self.connect_timeout))
         return agent
 
+    def _start_forked(self, key: WarmKey) -> DockerAgent | ForkedAgent:
+        """``key``'s agent forked by one of its servers (off the CPUs duels hold), loaded
+        where that can be seen; an agent in a container of its own if its image's bridge
+        cannot start a server."""
+        assert self.fork_servers is not None
+        try:
+            with away_from_duels():
+                agent = self._fork(key, self.fork_servers)
+        except StoppedBeforeConnecting as error:
+            image = key.source.image or self.image
+            self._serverless.add(image)
+            logger.warning(
+                "arena docker sandbox: no fork server in %s (%s); its agents are started "
+                "in containers of their own",
+                image,
+                error,
+            )
+            return self._launch(key.source, limits=key.limits, label=key.label)
+        if agent.pid is not None:
+            wait_until_reading(agent.agent_pid, timeout=5.0)
+        agent.pin_to(set(PROCESS_CPUS))
+        return agent
+
+    def _fork(self, key: WarmKey, servers: ForkServers) -> ForkedAgent:
+        """The agent of ``key`` forked by an idle server of it, or by a new one."""
+        server = servers.take(key)
+        if server is None:
+            control, control_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                holder = self._launch_server(key, control_end)
+            except SandboxError:
+                control.close()
+                raise
+            finally:
+                control_end.close()
+            server = ForkServer(key, holder, control)
+        try:
+            return server.fork(key.limits, self._reaper, servers)
+        except SandboxError:
+            server.discard()
+            raise
+
     def _files_in_image(self, source: AgentSource) -> bool:
         return source.image is not None or self.agent_files_in_image
 
     def _launch(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
         """A new container, connected and waiting for the referee's handshake."""
+        with self._container(source, limits=limits, label=label, server=False) as started:
+            streams, _pid = self._accept_streams(started.listener, started.container)
+        return DockerAgent(
+            container=started.container,
+            streams=streams,
+            folder=started.folder,
+            token=started.token,
+            limits=limits,
+            reaper=self._reaper,
+        )
+
+    def _launch_server(self, key: WarmKey, control: socket.socket) -> ServerContainer:
+        """A new container running ``key``'s fork server, on ``control``."""
+        with self._container(
+            key.source, limits=key.limits, label=key.label, server=True
+        ) as started:
+            _streams, pid = self._accept_streams(started.listener, started.container, control)
+        container = started.container
+        return ServerContainer(
+            container=container,
+            pid=pid,
+            folder=started.folder,
+            token=started.token,
+            reaper=self._reaper,
+            engine_log=lambda: self._engine_log(container),
+        )
+
+    @contextlib.contextmanager
+    def _container(
+        self, source: AgentSource, *, limits: SandboxLimits, label: str, server: bool
+    ) -> Iterator[_Started]:
+        """A container of ``source`` started (a fork server's with ``server``), for the
+        block to connect to; removed with its folder if the block fails."""
         token = os.urandom(8).hex()
         image = source.image or self.image
         files_in_image = self._files_in_image(source)
@@ -416,17 +607,21 @@ class DockerSandbox:
                 listener = cleanup.enter_context(self._listen(socket_dir))
                 container = docker_engine.container_start(
                     image=image,
-                    command=self._command(source),
+                    command=server_command(source.entry) if server else self._command(source),
                     role="agent",
                     labels={**self.labels, LABEL_SANDBOX: token},
                     environment=self._environment(source, token),
                     name=_container_name(label, token),
                     **self._container_options(
-                        limits, agent_dir, socket_dir, files_in_image=files_in_image
+                        limits,
+                        agent_dir,
+                        socket_dir,
+                        files_in_image=files_in_image,
+                        server=server,
                     ),
                 )
                 cleanup.callback(docker_engine.container_discard, container)
-                streams = self._accept_streams(listener, container)
+                yield _Started(container, listener, folder, token)
             except EngineError as error:
                 raise SandboxError(f"cannot start the agent's container: {error}") from error
             except OSError as error:
@@ -436,11 +631,20 @@ class DockerSandbox:
             cleanup.pop_all()
         listener.close()
         (socket_dir / SOCKET_NAME).unlink(missing_ok=True)
-        return DockerAgent(
-            container=container,
-            streams=streams,
-            folder=folder,
-            token=token,
-            limits=limits,
-            reaper=self._reaper,
-        )
+
+
+def _close(agent: DockerAgent | ForkedAgent) -> None:
+    agent.close()
+
+
+def _shut_down(
+    pool: WarmPool[DockerAgent | ForkedAgent] | None,
+    reaper: Reaper,
+    servers: ForkServers | None,
+    timeout: float,
+) -> None:
+    shut_down(pool, reaper, timeout)
+    if servers is not None:
+        servers.close()
+        # Their containers' removals too.
+        reaper.flush(timeout)

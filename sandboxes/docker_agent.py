@@ -243,3 +243,81 @@ def container_waits_for_input(container: docker_engine.Container, *, timeout: fl
         return int(children[0]) if children else None
 
     return wait_until_reading(agent, timeout=timeout)
+
+
+class ServerContainer:
+    """A container kept for one agent's duels: its command is the agent's fork server
+    (``sandboxes.fork_servers``), which the referee reaches on a control socket handed to
+    the container's bridge (``DockerSandbox._launch`` with ``control``). What holds the
+    server for ``ForkServer`` (``fork_servers.ServerHolder``)."""
+
+    uid: int | None = None
+
+    def __init__(
+        self,
+        *,
+        container: docker_engine.Container,
+        pid: int | None,
+        folder: Path,
+        token: str,
+        reaper: Reaper,
+        engine_log: Callable[[], str],
+    ) -> None:
+        self.container = container
+        #: The server's process id as seen here (None: the worker is in a container of
+        #: its own, beside this one).
+        self.pid = pid
+        self.folder = folder
+        self.workdir = folder / "agent"
+        self.token = token
+        self.cpus: frozenset[int] | None = None
+        self._reaper = reaper
+        self._engine_log = engine_log
+        self._closed = False
+
+    def agent_pid(self) -> int | None:
+        return self.pid
+
+    def log(self) -> str:
+        return self._engine_log()
+
+    def pin_to(self, cpus: set[int]) -> bool:
+        """Through the engine (its cpuset, as ``DockerAgent.pin_to``), for a server whose
+        processes are not seen from here: one child at a time, so it pins the child. Not
+        widened again between duels (an engine call a duel, where the next duel pins it
+        anyway): asked for CPUs it may run on already, nothing is done."""
+        wanted = frozenset(cpus)
+        if self.pid is not None:
+            return cpu_claims.pin_process(self.pid, set(wanted))
+        if self.cpus is not None and wanted >= self.cpus:
+            return True
+        if self.cpus is None and wanted >= cpu_claims.PROCESS_CPUS:
+            return True
+        self.cpus = wanted
+        threading.Thread(
+            target=self._pin, args=(wanted,), name="arena-docker-pin", daemon=True
+        ).start()
+        return True
+
+    def _pin(self, cpus: frozenset[int]) -> None:
+        if self._closed:
+            return
+        try:
+            docker_engine.container_pin(self.container, cpus)
+        except EngineError as error:
+            if not self._closed:
+                logger.warning("arena docker sandbox: %s; its duel is played unpinned", error)
+
+    def close(self) -> None:
+        """Kill and remove the container (in the background) and its folder."""
+        if self._closed:
+            return
+        self._closed = True
+        self._reaper.submit(self._remove)
+
+    def _remove(self) -> None:
+        try:
+            docker_engine.container_discard(self.container)
+        except EngineError as error:
+            logger.warning("arena docker sandbox: could not remove a container: %s", error)
+        shutil.rmtree(self.folder, ignore_errors=True)

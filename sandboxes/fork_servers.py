@@ -17,6 +17,14 @@ or read by its children. The referee trusts nothing else of it: a server that do
 answer in time, or says anything unexpected, is killed with its namespace
 (``ForkServer.discard``) and the duel's agent comes from a new one.
 
+What holds a server (``ServerHolder``) is the sandbox's: a bubblewrap process in the
+process sandbox, a container in the docker sandbox (``docker_agent.ServerContainer``),
+started with the server as its command. Where the referee cannot see the processes of
+the server's namespace (a worker in a container of its own, beside the agents'
+containers: a child reports process id 0), it learns of a child's end from the server's
+word alone, pins through the holder, and a child that must be killed costs its server:
+the holder is discarded, as a fresh agent's container would be.
+
 ``ForkServers`` keeps the idle servers of a sandbox, per key (``warm_pool.WarmKey``), for
 ``idle_seconds``; the warm pool asks it for its next agents.
 """
@@ -31,6 +39,8 @@ import socket
 import threading
 import time
 from collections.abc import Hashable
+from pathlib import Path
+from typing import Protocol
 
 from sandboxes.base import (
     LoggedAgent,
@@ -41,12 +51,13 @@ from sandboxes.base import (
     termination_from,
 )
 from sandboxes.cpus import pin_process
-from sandboxes.process_agent import ProcessAgent, pidfd_of, reported_pid
+from sandboxes.process_agent import pidfd_of, reported_pid
 from sandboxes.warm_pool import Reaper
 
 #: The server's protocol (``arena_sdk.fork_server``).
 FORK = b"F"
 EXITED = b"X"
+OUT_OF_MEMORY = b"M"
 READY = b"R"
 #: How long the server may take to fork and the child to report, and to clean up after it.
 REPORT_SECONDS = 5.0
@@ -55,10 +66,32 @@ CLEAN_SECONDS = 5.0
 IDLE_PER_KEY = 2
 
 
-class ForkServer:
-    """A running fork server: ``agent`` is its process as the sandbox started it."""
+class ServerHolder(Protocol):
+    """What holds a fork server, as its sandbox started it."""
 
-    def __init__(self, key: Hashable, agent: ProcessAgent, control: socket.socket) -> None:
+    #: Its user id on this host (None: the sandbox's fixed one, or none of its own).
+    uid: int | None
+    #: The copy of the agent's files it serves, and its token (each child's too).
+    workdir: Path
+    token: str
+
+    def agent_pid(self) -> int | None:
+        """The server's process id as seen here (None: not seen from here)."""
+
+    def pin_to(self, cpus: set[int]) -> bool:
+        """The server's processes (so its child's) on ``cpus``; whether they are."""
+
+    def log(self) -> str:
+        """What the server wrote (its messages, not its children's)."""
+
+    def close(self) -> None:
+        """Kill the server and everything of it; idempotent."""
+
+
+class ForkServer:
+    """A running fork server: ``agent`` is what holds it (``ServerHolder``)."""
+
+    def __init__(self, key: Hashable, agent: ServerHolder, control: socket.socket) -> None:
         self.key = key
         self.agent = agent
         self.control = control
@@ -113,7 +146,8 @@ class ForkServer:
         report.close()
         agent = ForkedAgent(
             server=self,
-            pid=pid,
+            # 0: the child reported from a namespace this process cannot see into.
+            pid=pid or None,
             request_fd=request_fd,
             reply_fd=reply_fd,
             log_fd=log_fd,
@@ -127,13 +161,25 @@ class ForkServer:
             raise SandboxError(f"the agent's fork server did not start it: {self.agent.log()}")
         return agent
 
-    def exit_status(self, timeout: float) -> int | None:
-        """The child's exit status as the server reports it (bubblewrap's way), or None."""
+    def child_ended(self, wait: float) -> bool:
+        """Whether the server has something to say (after a fork: its child has ended)."""
+        if self.broken:
+            return True
+        ready = select.poll()
+        ready.register(self.control, select.POLLIN)
+        return bool(ready.poll(wait * 1000))
+
+    def exit_status(self, timeout: float) -> tuple[int, bool] | None:
+        """The child's exit status as the server reports it (bubblewrap's way), and whether
+        the kernel killed a process of the server's container for its memory meanwhile;
+        None if the server says nothing in time, or something else."""
         answer = self._answer(timeout)
-        if not answer.startswith(EXITED) or not answer[1:].isdigit():
+        out_of_memory = answer.endswith(OUT_OF_MEMORY)
+        status = answer[1 : len(answer) - out_of_memory]
+        if not answer.startswith(EXITED) or not status.isdigit():
             self.broken = True
             return None
-        return int(answer[1:])
+        return int(status), out_of_memory
 
     def wait_clean(self, timeout: float) -> bool:
         """Whether the server says, in time, that nothing of its last child is left."""
@@ -169,6 +215,7 @@ class ForkedAgent(LoggedAgent):
         servers: ForkServers,
     ) -> None:
         self.server = server
+        #: As seen here; None where the server's namespace cannot be seen into.
         self.pid = pid
         #: The server's: its user id, its copy of the agent's files, its token.
         self.uid = server.agent.uid
@@ -183,7 +230,7 @@ class ForkedAgent(LoggedAgent):
         self._read_log(log_fd, limits)
         self._reaper = reaper
         self._servers = servers
-        self._status: int | None = None
+        self._status: tuple[int, bool] | None = None
         self._status_lock = threading.Lock()
         self._closed = False
 
@@ -191,11 +238,15 @@ class ForkedAgent(LoggedAgent):
         return self.pid
 
     def pin_to(self, cpus: set[int]) -> bool:
-        return self.pid is not None and pin_process(self.pid, cpus)
+        if self.pid is None:
+            # The server runs one child at a time: pinning the server's pins its child.
+            return self.server.agent.pin_to(cpus)
+        return pin_process(self.pid, cpus)
 
     def _ended(self, wait: float) -> bool:
         if self.exit_fd is None:
-            return True
+            # Unseen from here: the server says when it has reaped its child.
+            return self._status is not None or self.server.child_ended(wait)
         exited = select.poll()
         exited.register(self.exit_fd, select.POLLIN)
         return bool(exited.poll(wait * 1000))
@@ -203,7 +254,7 @@ class ForkedAgent(LoggedAgent):
     def wait_for_exit(self, seconds: float) -> None:
         self._ended(seconds)
 
-    def _exit_status(self) -> int | None:
+    def _exit_status(self) -> tuple[int, bool] | None:
         """Asked of the server once the child has ended (it says so right after)."""
         with self._status_lock:
             if self._status is None and not self.server.broken:
@@ -213,13 +264,15 @@ class ForkedAgent(LoggedAgent):
     def termination(self, wait: float = 0.0) -> Termination | None:
         if not self._ended(wait):
             return None
-        status = self._exit_status()
+        reported = self._exit_status()
         self._log_ended(0.5)
+        if reported is None:
+            # A server that cannot say how its child ended: killed, as far as anyone knows.
+            return termination_from(-signal.SIGKILL, self.log())
+        status, out_of_memory = reported
         if status == 0:
             return Termination(0)
-        # A server that cannot say how its child ended: killed, as far as anyone knows.
-        returncode = decode_exit_status(status) if status is not None else -signal.SIGKILL
-        return termination_from(returncode, self.log())
+        return termination_from(decode_exit_status(status), self.log(), oom_killed=out_of_memory)
 
     def close(self) -> None:
         """Kills the child's process group at once; the rest (the server's word on its exit
@@ -228,18 +281,24 @@ class ForkedAgent(LoggedAgent):
         if self._closed:
             return
         self._closed = True
-        if self.pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
+            if self.pid is not None:
                 os.killpg(self.pid, signal.SIGKILL)
-            self._ended(CLEAN_SECONDS)
+            elif not self._ended(0):
+                raise PermissionError("its processes are not seen from here")
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            # Out of reach from here: the server goes, and everything of it.
+            self.server.discard()
+        self._ended(CLEAN_SECONDS)
         self._log_ended(0.05)
         self._servers.cleaning(self.server)
         self._reaper.submit(self._release)
 
     def _release(self) -> None:
         """Once the child has ended: the server's report and clean-up, then the streams."""
-        if self.pid is not None:
-            self._exit_status()
+        self._exit_status()
         clean = self.server.wait_clean(CLEAN_SECONDS)
         # Everything that held the log is gone now (or the server is about to be killed).
         if clean:

@@ -1,4 +1,4 @@
-"""``python -m arena_sdk.fork_server ENTRY CONTROL_FD``: the process sandbox's fork server.
+"""``python -m arena_sdk.fork_server ENTRY CONTROL_FD [--oom-kills]``: a sandbox's fork server.
 
 Started confined exactly as an agent is (its own user id, file system, PID and network
 namespaces), but as PID 1 of its namespace, with the SDK loaded and none of the agent's
@@ -9,8 +9,14 @@ forks a child that takes them, reports, then loads ``ENTRY`` and serves it, as
 millisecond where a fresh sandbox costs some 35 ms of the machine's CPU (bubblewrap's
 namespaces and mounts, then an interpreter).
 
+The process sandbox starts it under bubblewrap, the docker sandbox as the command of a
+container kept for the agent (through ``arena_sdk.bridge --control``) with
+``--oom-kills``: the server then reads the container's memory cgroup, and tells a child
+killed for the container's memory from one killed otherwise.
+
 One child at a time. When it has ended the server says so with its exit status
-(``X`` and the status, 128 + N for signal N, as bubblewrap reports it), then kills every
+(``X`` and the status, 128 + N for signal N, as bubblewrap reports it; then ``M`` if the
+kernel killed a process of the container for its memory meanwhile), then kills every
 other process of its namespace (what the child left running: as PID 1 it is everybody's
 parent and nobody may signal it from inside), removes its System V IPC objects, empties
 ``/tmp`` and ``/dev/shm``, and says
@@ -45,6 +51,7 @@ SCRATCH = ("/tmp", "/dev/shm")
 #: The request, and the two answers.
 FORK = b"F"
 EXITED = b"X"
+OUT_OF_MEMORY = b"M"
 READY = b"R"
 #: The descriptors a fork request carries: the agent's stdin, stdout and log, then the report.
 STREAMS = 4
@@ -128,6 +135,25 @@ def _kill_the_rest() -> None:
             return
 
 
+#: Where a container sees the count of its processes killed for its memory (cgroup v2,
+#: then v1), each on a line ``oom_kill N``.
+OOM_KILL_COUNTS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+
+
+def _oom_kills() -> int:
+    """How many processes the kernel has killed for the container's memory (0: unknown)."""
+    for path in OOM_KILL_COUNTS:
+        try:
+            with open(path) as counts:
+                for line in counts:
+                    name, _, count = line.partition(" ")
+                    if name == "oom_kill":
+                        return int(count)
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
 def _wait_for(child: int) -> int:
     """Reap processes until ``child`` has ended; its status."""
     while True:
@@ -180,7 +206,7 @@ def _become_agent(entry: str, streams: list[int], control: socket.socket, libc: 
         os._exit(code & 0xFF)
 
 
-def serve_forks(entry: str, control: socket.socket) -> int:
+def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = False) -> int:
     """Fork a child for each request on ``control`` until the referee closes it."""
     libc = _libc()
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -193,14 +219,18 @@ def serve_forks(entry: str, control: socket.socket) -> int:
             for descriptor in streams:
                 os.close(descriptor)
             return 0 if not message else 2
+        killed_before = _oom_kills() if count_oom_kills else 0
         child = os.fork()
         if child == 0:
             _become_agent(entry, streams, control, libc)
         for descriptor in streams:
             os.close(descriptor)
         status = _wait_for(child)
+        exited = EXITED + str(status).encode()
+        if count_oom_kills and _oom_kills() > killed_before:
+            exited += OUT_OF_MEMORY
         try:
-            control.send(EXITED + str(status).encode())
+            control.send(exited)
             _kill_the_rest()
             _remove_sysv_ipc(libc)
             for folder in SCRATCH:
@@ -211,11 +241,15 @@ def serve_forks(entry: str, control: socket.socket) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not argv[1].isdigit():
-        print("usage: python -m arena_sdk.fork_server ENTRY CONTROL_FD", file=sys.stderr)
+    count_oom_kills = argv[2:] == ["--oom-kills"]
+    if len(argv) != 2 + count_oom_kills or not argv[1].isdigit():
+        print(
+            "usage: python -m arena_sdk.fork_server ENTRY CONTROL_FD [--oom-kills]",
+            file=sys.stderr,
+        )
         return 2
     control = socket.socket(fileno=int(argv[1]))
-    return serve_forks(argv[0], control)
+    return serve_forks(argv[0], control, count_oom_kills)
 
 
 if __name__ == "__main__":

@@ -62,12 +62,13 @@ def sdk_options(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def test_it_accepts_the_docker_sandboxs_container_as_the_sdk_sends_it(rules, tmp_path):
+@pytest.mark.parametrize("server", [False, True], ids=["agent", "fork-server"])
+def test_it_accepts_the_docker_sandboxs_container_as_the_sdk_sends_it(rules, tmp_path, server):
     folder = tmp_path / "docker" / "agent-1"
     (folder / "agent").mkdir(parents=True)
     (folder / "run").mkdir()
     options = DockerSandbox(tmp_path)._container_options(
-        SandboxLimits(), folder / "agent", folder / "run", files_in_image=False
+        SandboxLimits(), folder / "agent", folder / "run", files_in_image=False, server=server
     )
     labels = {LABEL_ROLE: "agent", LABEL_OWNER: "host:1:2", "arena.sandbox": "token"}
     config = as_the_sdk_sends_it("arena-base:x", sdk_options(options), labels)
@@ -90,7 +91,7 @@ def test_it_accepts_the_builders_probe_as_the_sdk_sends_it(rules):
 def test_it_refuses_a_bind_outside_its_roots_even_when_the_sandbox_makes_it(rules):
     elsewhere = Path("/var")
     options = DockerSandbox(elsewhere)._container_options(
-        SandboxLimits(), elsewhere, elsewhere, files_in_image=True
+        SandboxLimits(), elsewhere, elsewhere, files_in_image=True, server=False
     )
     labels = {LABEL_ROLE: "agent", LABEL_OWNER: "host:1:2"}
 

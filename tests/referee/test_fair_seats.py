@@ -171,6 +171,22 @@ def test_it_charges_only_the_hostile_agent_and_the_honest_one_wins(
     assert elapsed < case.wall_time_limit, f"the duel took {elapsed:.1f} s"
 
 
+#: A way to fail each, for a worker that cannot see its agents' processes: the clock's (the
+#: agent must be killed), memory (only the server can tell), a crash leaving a daemon.
+UNSEEN_CASES = [CASES[0], CASES[4], CASES[9], CASES[12], CASES[13]]
+
+
+@pytest.mark.parametrize("hostile_player", [1, 2], ids=["hostile-first", "hostile-second"])
+@pytest.mark.parametrize("case", UNSEEN_CASES, ids=[case.id for case in UNSEEN_CASES])
+def test_it_charges_the_same_where_the_agents_processes_are_not_seen(
+    docker_unseen_backend, case, hostile_player
+):
+    # (The forked docker agents of a worker in a container of its own: compose's.)
+    test_it_charges_only_the_hostile_agent_and_the_honest_one_wins(
+        docker_unseen_backend, case, hostile_player
+    )
+
+
 @pytest.mark.parametrize("hostile_player", [1, 2], ids=["hostile-first", "hostile-second"])
 def test_it_sees_a_closed_stdout_at_once_not_at_the_deadline(backend, hostile_player):
     case = Case("close_stdout", 0, restarted("crash"), 0.0)

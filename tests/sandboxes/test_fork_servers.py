@@ -1,7 +1,9 @@
 """Fork servers (``sandboxes.fork_servers``, ``arena_sdk.fork_server``): a confined
-sandbox kept from one duel of an agent to the next, as an attacker would try it. Each
-agent here writes to its log what it finds of the machine at its start, then leaves what
-it can behind it: the next agent forked by the same server must find a fresh sandbox."""
+sandbox kept from one duel of an agent to the next, as an attacker would try it, in the
+process sandbox (bubblewrap) and in the docker sandbox (a container kept per server).
+Each agent here writes to its log what it finds of the machine at its start, then leaves
+what it can behind it: the next agent forked by the same server must find a fresh
+sandbox."""
 
 from __future__ import annotations
 
@@ -17,10 +19,21 @@ import pytest
 
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxLimits
+from sandboxes.docker import DockerSandbox
 from sandboxes.fork_servers import ForkedAgent, ForkServers
 from sandboxes.process import ProcessSandbox
+from tests.support.docker import REMOVAL_BOUND
 from tests.support.require import require
-from tests.support.sandboxes import ServersRecorded, needs_root, player, sandbox_processes
+from tests.support.sandboxes import (
+    DockerServersRecorded,
+    ServersRecorded,
+    agent,
+    needs_root,
+    player,
+    sandbox_processes,
+    server_runs,
+    survivors,
+)
 
 __all__ = ["needs_root"]
 
@@ -73,18 +86,39 @@ INTRUDER = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def pooled(sandbox_root: Path) -> Iterator[ServersRecorded]:
-    sandbox = ServersRecorded(sandbox_root, pool_size=4)
+#: Where the servers run: each sandbox.
+SANDBOXES = ["process", "docker"]
+
+
+def servers_recorded(
+    kind: str, sandbox_root: Path, request: pytest.FixtureRequest, **options: Any
+) -> ServersRecorded | DockerServersRecorded:
+    if kind == "docker":
+        image = request.getfixturevalue("docker_base_image")
+        label = {"arena.test": f"{os.getpid()}-{request.node.name}"[:120]}
+        return DockerServersRecorded(sandbox_root, image=image, labels=label, **options)
+    sandbox = ServersRecorded(sandbox_root, **options)
     if sandbox.fork_servers is None:
         sandbox.close()
         require(
             False, f"agents are not confined here, so none is forked: {sandbox.unconfined_reason}"
         )
+    return sandbox
+
+
+@pytest.fixture(params=SANDBOXES)
+def pooled(
+    request: pytest.FixtureRequest, sandbox_root: Path
+) -> Iterator[ServersRecorded | DockerServersRecorded]:
+    sandbox = servers_recorded(request.param, sandbox_root, request, pool_size=4)
     yield sandbox
     sandbox.close()
-    assert [path.name for path in sandbox_root.iterdir() if not path.name.startswith("sdk-")] == []
-    assert all(server.process.poll() is not None for server in sandbox.servers)
+    assert sandbox.flush(REMOVAL_BOUND)
+    left = [path.name for path in sandbox_root.rglob("*") if path.parent.name in ("", "docker")]
+    assert [name for name in left if not name.startswith("sdk-")] == []
+    assert not any(server_runs(server) for server in sandbox.servers)
+    if isinstance(sandbox, DockerServersRecorded):
+        assert survivors(sandbox.container_ids) == []
 
 
 def intruder(root: Path) -> AgentSource:
@@ -101,7 +135,9 @@ def seen(agent: ForkedAgent) -> dict[str, Any]:
     return found
 
 
-def forked_in_turn(sandbox: ProcessSandbox, source: AgentSource, count: int) -> list[ForkedAgent]:
+def forked_in_turn(
+    sandbox: ProcessSandbox | DockerSandbox, source: AgentSource, count: int
+) -> list[ForkedAgent]:
     """``count`` agents of ``source`` from the pool, each closed (and its server clean
     again) before the next is taken: every one after the first two comes from a server
     that forked one of them before."""
@@ -123,26 +159,33 @@ def test_an_agent_forked_after_another_finds_a_fresh_sandbox(pooled, tmp_path):
     agents = forked_in_turn(pooled, intruder(tmp_path), 4)
     servers = [agent.server for agent in agents]
     # A server forked more than one of them (else nothing here was tried).
-    again = [agent for index, agent in enumerate(agents) if agent.server in servers[:index]]
+    again = [forked for index, forked in enumerate(agents) if forked.server in servers[:index]]
     assert again
-    for agent in agents:
-        found = seen(agent)
+    for forked in agents:
+        found = seen(forked)
         # Nothing left by the one before: no file, no process but the server (PID 1)
         # and itself; the server cannot be read, and a draw is the agent's own.
         assert found["tmp"] == [] and found["shm"] == [] and found["ipc"] == [0, 0, 0]
         assert found["pids"] == sorted({1, found["me"]})
         assert found["server_environ"] is False and found["server_memory"] is False
-    draws = [seen(agent)["draw"] for agent in agents]
+    draws = [seen(forked)["draw"] for forked in agents]
     assert len(set(draws)) == len(draws)
     # Its daemons are gone, and the servers it tried to stop still fork (the last one
     # came from a server an intruder had tried).
-    assert all(not agent.server.broken for agent in again)
+    assert all(not forked.server.broken for forked in again)
 
 
 def test_the_servers_agents_are_confined_and_leave_nothing_when_it_closes(
     pooled, tmp_path, needs_root
 ):
     agents = forked_in_turn(pooled, intruder(tmp_path), 3)
+    if isinstance(pooled, DockerServersRecorded):
+        # Each server in a container of its own (the image's user): none of their
+        # processes is left once the sandbox is closed.
+        assert len({agent.server for agent in agents}) >= 2
+        pooled.close()
+        assert survivors(pooled.container_ids) == []
+        return
     uids = {agent.uid for agent in agents if agent.uid is not None}
     assert len(uids) >= 2  # (a server's, and the one of the server after it)
     pooled.close()
@@ -173,8 +216,9 @@ def test_a_server_that_dies_is_replaced(pooled):
     assert len(pooled.servers) > 2  # new ones were started
 
 
-def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root):
-    sandbox = ServersRecorded(sandbox_root, pool_size=4, pool_idle_seconds=0.5)
+@pytest.mark.parametrize("kind", SANDBOXES)
+def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root, request, kind):
+    sandbox = servers_recorded(kind, sandbox_root, request, pool_size=4, pool_idle_seconds=0.5)
     try:
         source = player("connect_four/random_player.py")
         run_duel("connect_four", (source, source), backend=sandbox, seed=1, matches=2)
@@ -183,12 +227,13 @@ def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root):
         # for a loaded machine; it is over in about a second).
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and any(
-            server.process.poll() is None for server in sandbox.servers
+            server_runs(server) for server in sandbox.servers
         ):
             time.sleep(0.1)
-        assert all(server.process.poll() is not None for server in sandbox.servers)
+        assert not any(server_runs(server) for server in sandbox.servers)
     finally:
         sandbox.close()
+        sandbox.flush(REMOVAL_BOUND)
 
 
 class IdleServer:
@@ -221,3 +266,84 @@ def test_idle_servers_are_bounded_per_key_and_in_all_oldest_first():
     assert servers.take("a") is kept[1] and servers.take("a") is None
     servers.close()
     assert kept[2].discarded and newest.discarded
+
+
+def test_where_the_agents_processes_are_not_seen_a_server_goes_only_with_an_agent_to_kill(
+    docker_unseen_backend, tmp_path
+):
+    # A worker in a container of its own (compose's) cannot signal its agents' processes.
+    started: list[ForkedAgent] = []
+    start = docker_unseen_backend.start
+
+    def recorded(source, *, limits, label):
+        running = start(source, limits=limits, label=label)
+        started.append(running)
+        return running
+
+    docker_unseen_backend.start = recorded
+    honest = agent("random_agent.py")
+    result = run_duel("connect_four", (honest, honest), backend=docker_unseen_backend, seed=3)
+    assert not result.infrastructure_error
+    assert docker_unseen_backend.flush(REMOVAL_BOUND)
+    # Told goodbye, each agent ended by itself: its server is clean, kept for the next duel.
+    assert len(started) == 2 and all(running.pid is None for running in started)
+    assert not any(running.server.broken for running in started)
+
+    (tmp_path / "sleeper").mkdir()
+    os.chmod(tmp_path, 0o755)
+    (tmp_path / "sleeper" / "main.py").write_text("import time\ntime.sleep(3600)\n")
+    sleeper = start(AgentSource.from_path(tmp_path / "sleeper"), limits=SandboxLimits(), label="p1")
+    try:
+        assert isinstance(sleeper, ForkedAgent) and sleeper.pid is None
+    finally:
+        sleeper.close()
+    # One that does not end: killed with its server's container at once.
+    assert sleeper.server.broken
+    assert docker_unseen_backend.flush(REMOVAL_BOUND)
+    assert not server_runs(sleeper.server.agent)
+
+
+#: Takes memory a mebibyte at a time at its first move, until the sandbox stops it.
+MEMORY_HOG = textwrap.dedent(
+    """
+    hoard = []
+
+    def act(observation, configuration):
+        while True:
+            hoard.append(b"x" * (1 << 20))
+    """
+)
+
+
+@pytest.mark.parametrize("hog_seat", [1, 2], ids=["hog-first", "hog-second"])
+def test_a_forked_agent_over_its_memory_is_charged_with_it(pooled, tmp_path, hog_seat):
+    folder = tmp_path / "hog"
+    folder.mkdir()
+    os.chmod(tmp_path, 0o755)
+    (folder / "main.py").write_text(MEMORY_HOG)
+    sources = [agent("random_agent.py")] * 2
+    sources[hog_seat - 1] = AgentSource.from_path(folder)
+    limits = SandboxLimits(memory_mb=256)
+    started: list[Any] = []
+    start = pooled.start
+
+    def recorded(source, *, limits, label):
+        running = start(source, limits=limits, label=label)
+        started.append(running)
+        return running
+
+    pooled.start = recorded
+    duel = dict(backend=pooled, limits=limits, startup_time=60.0, move_time=60.0)
+    run_duel("connect_four", sources, seed=1, matches=1, **duel)
+    assert pooled.pool is not None and pooled.pool.wait_until_ready(60)
+    assert pooled.flush(60)
+    started.clear()
+
+    # Forked now, by a server the duel before started: the kernel's kill in a container
+    # is told from another by the server, bubblewrap's limit by the agent's own error.
+    result = run_duel("connect_four", sources, seed=2, matches=2, **duel)
+
+    assert not result.infrastructure_error
+    assert started and all(isinstance(running, ForkedAgent) for running in started)
+    faults = [[(f.player, f.kind.value) for f in match.faults] for match in result.matches]
+    assert faults == [[(hog_seat, "memory_exceeded")]] * 2

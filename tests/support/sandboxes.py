@@ -19,11 +19,14 @@ import pytest
 
 from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
+from sandboxes import docker_engine, fork_servers
 from sandboxes.base import AgentSource, EntryKind, SandboxBackend
 from sandboxes.confinement import probe
 from sandboxes.cpus import claim_cpu
 from sandboxes.docker import DockerSandbox
-from sandboxes.fork_servers import ForkedAgent
+from sandboxes.docker_agent import DockerAgent, ServerContainer
+from sandboxes.docker_engine import Container
+from sandboxes.fork_servers import ForkedAgent, ServerHolder
 from sandboxes.process import ProcessAgent, ProcessSandbox
 from sandboxes.process_users import UID_BASE, UID_COUNT, UID_LOCKS
 from sandboxes.warm_pool import WarmKey
@@ -297,9 +300,18 @@ class RecordingDockerSandbox(DockerSandbox):
 
     def start(self, source, *, limits, label):
         running = super().start(source, limits=limits, label=label)
-        assert running.container.id is not None  # a started container has its id
-        self.container_ids.add(running.container.id)
+        container = container_of(running)
+        assert container.id is not None  # a started container has its id
+        self.container_ids.add(container.id)
         return running
+
+
+def container_of(running: DockerAgent | ForkedAgent) -> Container:
+    """The container an agent of the docker sandbox runs in (its own, or its server's)."""
+    if isinstance(running, ForkedAgent):
+        assert isinstance(running.server.agent, ServerContainer)
+        return running.server.agent.container
+    return running.container
 
 
 @pytest.fixture
@@ -335,8 +347,98 @@ def docker_backend(
     assert survivors(backend.container_ids) == []
 
 
-#: The fixture of each sandbox, and of the process sandbox's forked agents.
-BACKENDS = {"process": "backend", "forked": "forked_backend", "docker": "docker_backend"}
+class DockerServersRecorded(RecordingDockerSandbox):
+    """A docker sandbox that remembers the fork servers' containers it started."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.servers: list[ServerContainer] = []
+
+    def _launch_server(self, key, control):
+        running = super()._launch_server(key, control)
+        assert running.container.id is not None
+        self.container_ids.add(running.container.id)
+        self.servers.append(running)
+        return running
+
+
+def server_runs(server: ServerHolder) -> bool:
+    """Whether a fork server still runs (its bubblewrap process, or its container)."""
+    if isinstance(server, ServerContainer):
+        state = docker_engine.container_state(server.container)
+        return state is not None and state.running
+    assert isinstance(server, ProcessAgent)
+    return server.process.poll() is None
+
+
+class ForkingDockerSandbox(RecordingDockerSandbox):
+    """The docker sandbox with every Python agent forked by its fork server, in a
+    container kept for it (as a worker's warm pool hands them out); executables start in
+    containers of their own, as there."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, pool_size=2, **kwargs)
+        self.not_forked = 0
+
+    def start(self, source, *, limits, label):
+        running = self._start_warm(self._key(source, limits, label))
+        running.warm = True
+        if source.kind is EntryKind.PYTHON and not isinstance(running, ForkedAgent):
+            self.not_forked += 1
+        container = container_of(running)
+        assert container.id is not None
+        self.container_ids.add(container.id)
+        return running
+
+
+@pytest.fixture
+def docker_forked_backend(
+    docker_base_image: str, sandbox_root: Path, request: pytest.FixtureRequest
+) -> Iterator[DockerSandbox]:
+    """The docker sandbox with its Python agents forked by fork servers; checks it leaves
+    nothing, as ``docker_backend``."""
+    yield from checked_forking_docker(docker_base_image, sandbox_root, request)
+
+
+@pytest.fixture
+def docker_unseen_backend(
+    docker_base_image: str,
+    sandbox_root: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[DockerSandbox]:
+    """``docker_forked_backend`` as a worker in a container of its own has it (the compose
+    stack's): no process of the agents' containers is seen from the worker, so a server
+    and its children report process id 0."""
+    reported = fork_servers.reported_pid
+    monkeypatch.setattr(DockerSandbox, "_peer_pid", staticmethod(lambda connection: None))
+    monkeypatch.setattr(
+        fork_servers, "reported_pid", lambda report: None if reported(report) is None else 0
+    )
+    yield from checked_forking_docker(docker_base_image, sandbox_root, request)
+
+
+def checked_forking_docker(
+    image: str, sandbox_root: Path, request: pytest.FixtureRequest
+) -> Iterator[DockerSandbox]:
+    test_label = {"arena.test": f"{os.getpid()}-{request.node.name}"[:120]}
+    backend = ForkingDockerSandbox(sandbox_root, image=image, labels=test_label)
+    yield backend
+    assert not backend.not_forked, f"{backend.not_forked} Python agents were started fresh"
+    backend.close()
+    assert backend.flush(REMOVAL_BOUND), "a container's removal is still running"
+    assert containers_left_after_removal(test_label) == []
+    assert list((sandbox_root / "docker").iterdir()) == []
+    assert survivors(backend.container_ids) == []
+
+
+#: The fixture of each sandbox, and of each sandbox's forked agents.
+BACKENDS = {
+    "process": "backend",
+    "forked": "forked_backend",
+    "docker": "docker_backend",
+    "docker-forked": "docker_forked_backend",
+}
 
 
 @pytest.fixture(params=list(BACKENDS))
