@@ -43,8 +43,10 @@ sandbox's removals and sweeps, a pool's next starts) is done, and is timed with 
 background work only. The ratio of a round is Arena's rate over kaggle's rate in that
 round; the table gives its median and range. The issue's target is 30 times.
 ``--docker`` adds the same N-match duel and the short duels in the docker sandbox, with
-both containers started for the duel (cold) and taken from a warm pool (as a worker that
-played the agent before), against the process sandbox's.
+both containers started for the duel (cold), with a warm pool of agents forked by fork
+servers in containers kept between duels (as a worker that played the agent before), and
+with a warm pool of a container per duel (``fork=False``, as before the fork servers),
+against the process sandbox's.
 """
 
 from __future__ import annotations
@@ -199,7 +201,11 @@ def _docker_backends() -> dict[str, SandboxBackend]:
         raise SystemExit(
             f"bench_kaggle: no image {cold.image}; run `python manage.py build_base_image`"
         )
-    return {"docker": cold, "docker_warm": DockerSandbox(pool_size=POOL_SIZE)}
+    return {
+        "docker": cold,
+        "docker_warm": DockerSandbox(pool_size=POOL_SIZE),
+        "docker_containers": DockerSandbox(pool_size=POOL_SIZE, fork=False),
+    }
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -355,9 +361,13 @@ def _row_names(figures: dict[str, Any]) -> dict[str, str]:
         ),
         "docker": f"Arena, docker cold, {matches}-match duel",
         "docker_warm": f"Arena, docker warm pool, {matches}-match duel",
+        "docker_containers": f"Arena, docker warm, a container a duel, {matches}-match duel",
         "docker_short": f"Arena, docker cold, {figures['matches_per_duel']}-match duels",
         "docker_warm_short": (
             f"Arena, docker warm pool, {figures['matches_per_duel']}-match duels"
+        ),
+        "docker_containers_short": (
+            f"Arena, docker warm, a container a duel, {figures['matches_per_duel']}-match duels"
         ),
         "pipe_floor": "floor: pipe ping-pong, per match",
         "json_floor": "floor: JSON ping-pong, per match",

@@ -63,7 +63,7 @@ from sandboxes.docker_agent import (
     container_waits_for_input,
 )
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
-from sandboxes.fork_servers import ForkedAgent, ForkServer, ForkServers
+from sandboxes.fork_servers import ForkedAgent, ForkServers
 from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
 
 logger = logging.getLogger(__name__)
@@ -526,22 +526,9 @@ class DockerSandbox:
 
     def _fork(self, key: WarmKey, servers: ForkServers) -> ForkedAgent:
         """The agent of ``key`` forked by an idle server of it, or by a new one."""
-        server = servers.take(key)
-        if server is None:
-            control, control_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                holder = self._launch_server(key, control_end)
-            except SandboxError:
-                control.close()
-                raise
-            finally:
-                control_end.close()
-            server = ForkServer(key, holder, control)
-        try:
-            return server.fork(key.limits, self._reaper, servers)
-        except SandboxError:
-            server.discard()
-            raise
+        return servers.fork(
+            key, key.limits, self._reaper, lambda control: self._launch_server(key, control)
+        )
 
     def _files_in_image(self, source: AgentSource) -> bool:
         return source.image is not None or self.agent_files_in_image

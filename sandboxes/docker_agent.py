@@ -132,14 +132,10 @@ class DockerAgent(LoggedAgent):
         back every CPU, and an engine call for a container about to be killed would only take
         CPU from the next duel."""
         wanted = frozenset(cpus)
-        if self.cpus is None and wanted >= cpu_claims.PROCESS_CPUS:
-            return True
-        if self.cpus is not None and wanted >= self.cpus:
-            return wanted == self.cpus
+        if not _engine_pin_needed(self.cpus, wanted):
+            return self.cpus is None or wanted == self.cpus
         self.cpus = wanted
-        threading.Thread(
-            target=self._pin, args=(wanted,), name="arena-docker-pin", daemon=True
-        ).start()
+        _in_background(self._pin, wanted)
         return True
 
     def _pin(self, cpus: frozenset[int]) -> None:
@@ -213,17 +209,32 @@ class DockerAgent(LoggedAgent):
         self._reaper.submit(self._remove)
 
     def _remove(self) -> None:
-        try:
-            # Killing the container kills every process in it, forks included.
-            docker_engine.container_discard(self.container)
-        except EngineError as error:
-            # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
-            logger.warning("arena docker sandbox: could not remove a container: %s", error)
+        _remove_container(self.container)
         # With every writer dead the drain thread reads the last of the log and hits EOF.
         self._stop_reading()
         for stream in (self.requests, self.replies, self.log_stream):
             stream.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _engine_pin_needed(pinned: frozenset[int] | None, wanted: frozenset[int]) -> bool:
+    """Whether a container pinned to ``pinned`` (None: never) needs the engine to run on
+    ``wanted`` only: not if it may run on all of them already."""
+    return not wanted >= (cpu_claims.PROCESS_CPUS if pinned is None else pinned)
+
+
+def _in_background(pin: Callable[[frozenset[int]], None], cpus: frozenset[int]) -> None:
+    """``pin(cpus)`` in a thread of its own: an engine call takes about 7 ms."""
+    threading.Thread(target=pin, args=(cpus,), name="arena-docker-pin", daemon=True).start()
+
+
+def _remove_container(container: docker_engine.Container) -> None:
+    try:
+        # Killing the container kills every process in it, forks included.
+        docker_engine.container_discard(container)
+    except EngineError as error:
+        # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
+        logger.warning("arena docker sandbox: could not remove a container: %s", error)
 
 
 def container_waits_for_input(container: docker_engine.Container, *, timeout: float) -> bool:
@@ -289,14 +300,9 @@ class ServerContainer:
         wanted = frozenset(cpus)
         if self.pid is not None:
             return cpu_claims.pin_process(self.pid, set(wanted))
-        if self.cpus is not None and wanted >= self.cpus:
-            return True
-        if self.cpus is None and wanted >= cpu_claims.PROCESS_CPUS:
-            return True
-        self.cpus = wanted
-        threading.Thread(
-            target=self._pin, args=(wanted,), name="arena-docker-pin", daemon=True
-        ).start()
+        if _engine_pin_needed(self.cpus, wanted):
+            self.cpus = wanted
+            _in_background(self._pin, wanted)
         return True
 
     def _pin(self, cpus: frozenset[int]) -> None:
@@ -316,8 +322,5 @@ class ServerContainer:
         self._reaper.submit(self._remove)
 
     def _remove(self) -> None:
-        try:
-            docker_engine.container_discard(self.container)
-        except EngineError as error:
-            logger.warning("arena docker sandbox: could not remove a container: %s", error)
+        _remove_container(self.container)
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -38,7 +38,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Protocol
 
@@ -325,6 +325,32 @@ class ForkServers:
         self._cleaning: dict[Hashable, int] = {}
         self._changed = threading.Condition()
         self._closed = False
+
+    def fork(
+        self,
+        key: Hashable,
+        limits: SandboxLimits,
+        reaper: Reaper,
+        launch: Callable[[socket.socket], ServerHolder],
+    ) -> ForkedAgent:
+        """The agent of ``key`` forked by an idle server of it, or by a new one: ``launch``
+        starts it on the end of a control socket (``SOCK_SEQPACKET``) it is given."""
+        server = self.take(key)
+        if server is None:
+            control, control_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                holder = launch(control_end)
+            except SandboxError:
+                control.close()
+                raise
+            finally:
+                control_end.close()
+            server = ForkServer(key, holder, control)
+        try:
+            return server.fork(limits, reaper, self)
+        except SandboxError:
+            server.discard()
+            raise
 
     def take(self, key: Hashable) -> ForkServer | None:
         """An idle server for ``key``: one there is, else one cleaning up after its last

@@ -51,7 +51,7 @@ from sandboxes.base import (
 )
 from sandboxes.confinement import CONTROL_FD, Confinement
 from sandboxes.cpus import PROCESS_CPUS, away_from_duels
-from sandboxes.fork_servers import ForkedAgent, ForkServer, ForkServers
+from sandboxes.fork_servers import ForkedAgent, ForkServers
 from sandboxes.process_agent import ProcessAgent, remove_tree
 from sandboxes.process_users import UID_BASE, UID_COUNT, UserPool, processes_of_user
 from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
@@ -321,24 +321,14 @@ class ProcessSandbox:
 
     def _fork(self, key: WarmKey, servers: ForkServers) -> ForkedAgent:
         """The agent of ``key`` forked by an idle server of it, or by a new one."""
-        server = servers.take(key)
-        if server is None:
-            control, control_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                launched = self._launch(
-                    key.source, limits=key.limits, label=key.label, control=control_end
-                )
-            except SandboxError:
-                control.close()
-                raise
-            finally:
-                control_end.close()
-            server = ForkServer(key, launched, control)
-        try:
-            return server.fork(key.limits, self.reaper, servers)
-        except SandboxError:
-            server.discard()
-            raise
+        return servers.fork(
+            key,
+            key.limits,
+            self.reaper,
+            lambda control: self._launch(
+                key.source, limits=key.limits, label=key.label, control=control
+            ),
+        )
 
     def _take_user(self) -> tuple[int, int]:
         """A user id for a new agent; when none is free, once the sweeps pending here are

@@ -68,6 +68,11 @@ STACK_TESTS=(tests/deploy/test_stack*.py)
 # stack's and the Django-free lanes ended 4 minutes after the main one (run 22, images
 # removed before it).
 AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py)
+# The docker sandbox's forked agents in the referee's and sandboxes' suites (the
+# docker-forked kind of any_backend, and a worker that cannot see its agents' processes)
+# run in the stack's lane too, after the rest: they mostly wait on containers and clocks,
+# and with them the Django-free lane, which runs in one process, was the longest.
+DOCKER_FORKED="docker-forked or processes_are_not_seen"
 AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
 # modules that start a second Docker engine (one after the other), the jobs benchmark's
@@ -99,13 +104,15 @@ stack_lane() {
   base_image
   lane_pytest "${STACK_TESTS[@]}" || status=$?
   lane_pytest "${AFTER_STACK[@]}" || status=$?
+  lane_pytest tests/referee tests/sandboxes -k "$DOCKER_FORKED" || status=$?
   return "$status"
 }
 pure_lane() {
   local status=0
   scripts/setup_pure.sh || return
   .venv-pure/bin/python -m pytest -p no:cacheprovider \
-    -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 "${PURE_TESTS[@]}" \
+    -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 \
+    -k "not ($DOCKER_FORKED)" "${PURE_TESTS[@]}" \
     || status=$?
   lane_pytest "${AFTER_PURE[@]}" || status=$?
   return "$status"
@@ -118,7 +125,7 @@ lane_start() {
   lane_pids[$1]=$!
 }
 lane_start checks "types, layers and the docs site, then ${AFTER_CHECKS[*]}"
-lane_start stack "the production stack, then ${AFTER_STACK[*]}"
+lane_start stack "the production stack, then ${AFTER_STACK[*]}, then the docker sandbox's forked agents"
 lane_start pure "the Django-free layer (.venv-pure, no Django installed), then ${AFTER_PURE[*]}"
 echo "arena test: everything else, in .venv, two test processes"
 status=0

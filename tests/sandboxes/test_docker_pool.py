@@ -35,6 +35,7 @@ from tests.support.sandboxes import (
     agent,
     player,
     processes_in_containers,
+    record_starts,
     survivors,
 )
 
@@ -142,15 +143,7 @@ def test_it_locks_a_pooled_container_down_exactly_like_a_fresh_one(pooled_backen
 
 def test_it_never_gives_a_container_to_a_second_duel(pooled_backend):
     random_player = player("connect_four/random_player.py")
-    started: list[DockerAgent] = []
-    original_start = pooled_backend.start
-
-    def recording_start(source, *, limits, label):
-        running = original_start(source, limits=limits, label=label)
-        started.append(running)
-        return running
-
-    pooled_backend.start = recording_start
+    started = record_starts(pooled_backend)
     results = []
     for seed in range(3):
         results.append(

@@ -30,6 +30,7 @@ from tests.support.sandboxes import (
     agent,
     needs_root,
     player,
+    record_starts,
     sandbox_processes,
     server_runs,
     survivors,
@@ -272,15 +273,8 @@ def test_where_the_agents_processes_are_not_seen_a_server_goes_only_with_an_agen
     docker_unseen_backend, tmp_path
 ):
     # A worker in a container of its own (compose's) cannot signal its agents' processes.
-    started: list[ForkedAgent] = []
     start = docker_unseen_backend.start
-
-    def recorded(source, *, limits, label):
-        running = start(source, limits=limits, label=label)
-        started.append(running)
-        return running
-
-    docker_unseen_backend.start = recorded
+    started = record_starts(docker_unseen_backend)
     honest = agent("random_agent.py")
     result = run_duel("connect_four", (honest, honest), backend=docker_unseen_backend, seed=3)
     assert not result.infrastructure_error
@@ -324,15 +318,7 @@ def test_a_forked_agent_over_its_memory_is_charged_with_it(pooled, tmp_path, hog
     sources = [agent("random_agent.py")] * 2
     sources[hog_seat - 1] = AgentSource.from_path(folder)
     limits = SandboxLimits(memory_mb=256)
-    started: list[Any] = []
-    start = pooled.start
-
-    def recorded(source, *, limits, label):
-        running = start(source, limits=limits, label=label)
-        started.append(running)
-        return running
-
-    pooled.start = recorded
+    started = record_starts(pooled)
     duel = dict(backend=pooled, limits=limits, startup_time=60.0, move_time=60.0)
     run_duel("connect_four", sources, seed=1, matches=1, **duel)
     assert pooled.pool is not None and pooled.pool.wait_until_ready(60)

@@ -20,7 +20,7 @@ import pytest
 from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes import docker_engine, fork_servers
-from sandboxes.base import AgentSource, EntryKind, SandboxBackend
+from sandboxes.base import AgentSource, EntryKind, SandboxBackend, SandboxLimits
 from sandboxes.confinement import probe
 from sandboxes.cpus import claim_cpu
 from sandboxes.docker import DockerSandbox
@@ -360,6 +360,20 @@ class DockerServersRecorded(RecordingDockerSandbox):
         self.container_ids.add(running.container.id)
         self.servers.append(running)
         return running
+
+
+def record_starts(sandbox: ProcessSandbox | DockerSandbox) -> list[Any]:
+    """The agents ``sandbox`` starts from now on, in order (its ``start`` wrapped)."""
+    started: list[Any] = []
+    start = sandbox.start
+
+    def recorded(source: AgentSource, *, limits: SandboxLimits, label: str) -> Any:
+        running = start(source, limits=limits, label=label)
+        started.append(running)
+        return running
+
+    sandbox.start = recorded  # type: ignore[method-assign]
+    return started
 
 
 def server_runs(server: ServerHolder) -> bool:
