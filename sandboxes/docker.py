@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_sdk.bridge import CONTROL, PIPES, STREAMS
+from arena_sdk.fork_server import AGENT_PYTHONPATH
 
 from sandboxes import docker_engine
 from sandboxes.base import (
@@ -82,12 +83,18 @@ CONNECT_TIMEOUT = 30.0
 #: What the engine keeps of a container's own output (the bridge's and init's
 #: messages; the agent's stderr goes to the referee through its log pipe).
 ENGINE_LOG_BYTES = 256 * 1024
-#: The SDK's module that runs a fork server.
-FORK_SERVER = "arena_sdk.fork_server"
 
 
 class StoppedBeforeConnecting(SandboxError):
-    """The container ended before it reached the referee (its bridge refused, or crashed)."""
+    """The container ended before it reached the referee, with ``exit_code`` (None: gone)."""
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+#: How a bridge older than the fork servers ends when asked for a control socket: its usage.
+BRIDGE_USAGE_ERROR = 2
 
 
 def _make_readable(folder: Path) -> None:
@@ -119,9 +126,18 @@ BRIDGE = [*PYTHON, "-m", "arena_sdk.bridge", f"{SOCKET_DIR}/{SOCKET_NAME}"]
 
 def server_command(entry: str) -> list[str]:
     """What a fork server's container runs: the bridge, which places the control socket
-    and execs the server (which counts the container's out-of-memory kills)."""
-    server = [*PYTHON, "-m", FORK_SERVER, entry, str(CONTROL_FD), "--oom-kills"]
-    return [*BRIDGE, "--control", str(CONTROL_FD), "--", *server]
+    and execs the server (which counts the container's out-of-memory kills). Both from
+    their files, with the SDK alone on ``PYTHONPATH`` (``server_environment``): nothing
+    of the agent's folder or dependencies is imported by them (``arena_sdk.fork_server``)."""
+    bridge = [*PYTHON, f"{SDK_PATH}/arena_sdk/bridge.py", f"{SOCKET_DIR}/{SOCKET_NAME}"]
+    server = [*PYTHON, f"{SDK_PATH}/arena_sdk/fork_server.py", entry, str(CONTROL_FD)]
+    return [*bridge, "--control", str(CONTROL_FD), "--", *server, "--oom-kills"]
+
+
+def server_environment(environment: dict[str, str]) -> dict[str, str]:
+    """An agent's ``environment`` for its fork server's container: the SDK alone on
+    ``PYTHONPATH``, the agent's own handed to each child."""
+    return {**environment, "PYTHONPATH": SDK_PATH, AGENT_PYTHONPATH: environment["PYTHONPATH"]}
 
 
 @dataclass
@@ -374,7 +390,8 @@ class DockerSandbox:
             code = None if state is None else state.exit_code
             raise StoppedBeforeConnecting(
                 f"the agent's container stopped before connecting (exit code {code})"
-                + self._engine_log(container)
+                + self._engine_log(container),
+                code,
             )
 
     def _hand_pipes(
@@ -504,12 +521,14 @@ class DockerSandbox:
     def _start_forked(self, key: WarmKey) -> DockerAgent | ForkedAgent:
         """``key``'s agent forked by one of its servers (off the CPUs duels hold), loaded
         where that can be seen; an agent in a container of its own if its image's bridge
-        cannot start a server."""
+        cannot start a server (it refuses ``--control``, as a bridge older than that)."""
         assert self.fork_servers is not None
         try:
             with away_from_duels():
                 agent = self._fork(key, self.fork_servers)
         except StoppedBeforeConnecting as error:
+            if error.exit_code != BRIDGE_USAGE_ERROR:
+                raise
             image = key.source.image or self.image
             self._serverless.add(image)
             logger.warning(
@@ -592,12 +611,15 @@ class DockerSandbox:
                 # (whatever the umask of the process that runs the sandbox).
                 os.chmod(socket_dir, 0o755)
                 listener = cleanup.enter_context(self._listen(socket_dir))
+                environment = self._environment(source, token)
+                if server:
+                    environment = server_environment(environment)
                 container = docker_engine.container_start(
                     image=image,
                     command=server_command(source.entry) if server else self._command(source),
                     role="agent",
                     labels={**self.labels, LABEL_SANDBOX: token},
-                    environment=self._environment(source, token),
+                    environment=environment,
                     name=_container_name(label, token),
                     **self._container_options(
                         limits,

@@ -65,8 +65,10 @@ DEFAULT_ROOT = Path(tempfile.gettempdir()) / "arena-sandboxes"
 #: Room in the address space on top of the memory limit: runtimes such as Node.js
 #: reserve gigabytes they never touch, so the real cap is RLIMIT_DATA.
 ADDRESS_SPACE_EXTRA_MB = 4096
-#: The SDK's module that runs a fork server (``sandboxes.fork_servers``).
-FORK_SERVER = "arena_sdk.fork_server"
+#: The file of the SDK that runs a fork server (``sandboxes.fork_servers``), as the agent
+#: sees it: run from its file, so that nothing of the agent's folder is imported by the
+#: server (``arena_sdk.fork_server``).
+FORK_SERVER = f"{confinement.SDK_DIR}/arena_sdk/fork_server.py"
 #: How long closing the sandbox waits for its agents started ahead and its sweeps.
 SHUT_DOWN_SECONDS = 10.0
 #: How long ``start`` waits for an agent its warm pool is starting for the same key (a
@@ -375,7 +377,7 @@ class ProcessSandbox:
             command = self._command(source, workdir)
             if control is not None:
                 assert self._view is not None
-                command = [*command[:3], "-m", FORK_SERVER, source.entry, str(CONTROL_FD)]
+                command = [*command[:3], FORK_SERVER, source.entry, str(CONTROL_FD)]
             environment = self._environment(source, workdir, token)
             if self._view is not None:
                 launch, options = confinement.launcher(

@@ -1,4 +1,5 @@
-"""``python -m arena_sdk.fork_server ENTRY CONTROL_FD [--oom-kills]``: a sandbox's fork server.
+"""``python3 -s -B SDK/arena_sdk/fork_server.py ENTRY CONTROL_FD [--oom-kills]``: a sandbox's
+fork server.
 
 Started confined exactly as an agent is (its own user id, file system, PID and network
 namespaces), but as PID 1 of its namespace, with the SDK loaded and none of the agent's
@@ -24,6 +25,14 @@ parent and nobody may signal it from inside), removes its System V IPC objects, 
 traced or read by its children (it is not dumpable; they are again), so what it says can
 be trusted as far as the referee needs: a silent or dead server is discarded, with its
 namespace, by the referee.
+
+It is started from its file, not with ``-m``, and with the SDK alone on ``PYTHONPATH``:
+``-m`` puts the working folder (the agent's) first on ``sys.path``, and a revision's
+dependencies come before the standard library, so a ``socket.py`` of the agent's would be
+the server's own and run beside every later child. The server's interpreter sees neither;
+each child is given the ``sys.path`` and ``PYTHONPATH`` a fresh ``python -m arena_sdk
+ENTRY`` would have (``_as_a_fresh_agent``; the agent's ``PYTHONPATH`` in
+``ARENA_AGENT_PYTHONPATH`` where it differs from the server's).
 
 Only the standard library, as the rest of the SDK.
 """
@@ -53,6 +62,8 @@ FORK = b"F"
 EXITED = b"X"
 OUT_OF_MEMORY = b"M"
 READY = b"R"
+#: The agent's ``PYTHONPATH``, where it is not the server's (its dependencies).
+AGENT_PYTHONPATH = "ARENA_AGENT_PYTHONPATH"
 #: The descriptors a fork request carries: the agent's stdin, stdout and log, then the report.
 STREAMS = 4
 
@@ -165,6 +176,22 @@ def _wait_for(child: int) -> int:
             return _exit_status(status)
 
 
+def _as_a_fresh_agent() -> None:
+    """``sys.path`` and ``PYTHONPATH`` as ``python -s -B -m arena_sdk ENTRY`` has them in the
+    agent's folder: that folder first, then the agent's ``PYTHONPATH``, then the
+    interpreter's own places (without this file's folder, where the server started)."""
+    server_path = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    agent_path = os.environ.pop(AGENT_PYTHONPATH, None)
+    if agent_path is None:
+        agent_path = os.environ.get("PYTHONPATH", "")
+    else:
+        os.environ["PYTHONPATH"] = agent_path
+    here = os.path.dirname(os.path.abspath(__file__))
+    own = [entry for entry in sys.path if entry != here and entry not in server_path]
+    agent = [entry for entry in agent_path.split(os.pathsep) if entry]
+    sys.path[:] = [os.getcwd(), *agent, *own]
+
+
 def _become_agent(entry: str, streams: list[int], control: socket.socket, libc: Any) -> None:
     """In the child: take the streams, report, and serve the agent; never returns."""
     code = 1
@@ -184,6 +211,7 @@ def _become_agent(entry: str, streams: list[int], control: socket.socket, libc: 
         os.close(report)
         # As ``python -m arena_sdk ENTRY`` has them.
         sys.argv = [serve_entry.__code__.co_filename, entry]
+        _as_a_fresh_agent()
         code = serve_entry([entry])
         _leave()
     except SystemExit as stop:

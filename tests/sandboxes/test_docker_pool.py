@@ -21,7 +21,7 @@ import pytest
 
 from referee.duel import run_duel
 from sandboxes import docker_engine
-from sandboxes.base import SandboxLimits
+from sandboxes.base import SandboxError, SandboxLimits
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_agent import DockerAgent
 from sandboxes.warm_pool import WarmPool
@@ -401,3 +401,55 @@ def test_a_taker_stops_waiting_when_the_start_it_waits_for_fails():
         assert waiting.result(timeout=120) is None
     assert pool.stats["missed"] == 1
     pool.close()
+
+
+def test_an_image_whose_bridge_predates_fork_servers_gets_a_container_per_agent(
+    docker_base_image, sandbox_root, test_label, monkeypatch
+):
+    # A revision image built on an older base image: its bridge refuses ``--control``
+    # with its usage (exit status 2), as this command does.
+    tried: list[str] = []
+
+    def old_bridge(entry: str) -> list[str]:
+        tried.append(entry)
+        return ["python3", "-c", "raise SystemExit(2)"]
+
+    monkeypatch.setattr("sandboxes.docker.server_command", old_bridge)
+    backend = RecordingDockerSandbox(
+        sandbox_root, image=docker_base_image, labels=test_label, pool_size=2
+    )
+    try:
+        first = backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1-old")
+        first.close()
+        assert backend.pool is not None and backend.pool.wait_until_ready(120)
+        second = backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1-old")
+        second.close()
+    finally:
+        backend.close()
+    assert backend.flush(REMOVAL_BOUND)
+
+    # Tried once, then a container per agent, warm from the pool as before fork servers.
+    assert tried == ["random_agent.py"]
+    assert isinstance(first, DockerAgent) and isinstance(second, DockerAgent) and second.warm
+    assert containers_left_after_removal(test_label) == []
+
+
+def test_a_server_that_stops_otherwise_is_an_error_not_a_fallback(
+    docker_base_image, sandbox_root, test_label, monkeypatch
+):
+    monkeypatch.setattr(
+        "sandboxes.docker.server_command", lambda entry: ["python3", "-c", "raise SystemExit(1)"]
+    )
+    backend = RecordingDockerSandbox(
+        sandbox_root, image=docker_base_image, labels=test_label, pool_size=2
+    )
+    try:
+        with pytest.raises(SandboxError, match="exit code 1"):
+            backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1-bad")
+        # Tried again next time: one failure says nothing of the image.
+        with pytest.raises(SandboxError, match="exit code 1"):
+            backend.start(agent("random_agent.py"), limits=SandboxLimits(), label="p1-bad")
+    finally:
+        backend.close()
+    assert backend.flush(REMOVAL_BOUND)
+    assert containers_left_after_removal(test_label) == []

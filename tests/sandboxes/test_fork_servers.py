@@ -333,3 +333,28 @@ def test_a_forked_agent_over_its_memory_is_charged_with_it(pooled, tmp_path, hog
     assert started and all(isinstance(running, ForkedAgent) for running in started)
     faults = [[(f.player, f.kind.value) for f in match.faults] for match in result.matches]
     assert faults == [[(hog_seat, "memory_exceeded")]] * 2
+
+
+#: What an upload may hold to take its fork server over, were the server to import from
+#: the agent's folder: the SDK's package, and modules of the standard library it loads.
+SHADOWS = {
+    "arena_sdk/__init__.py": "raise SystemExit('the SDK of the upload')\n",
+    "arena_sdk/fork_server.py": "raise SystemExit('the fork server of the upload')\n",
+    "socket.py": "raise SystemExit('the socket module of the upload')\n",
+    "stat.py": "raise SystemExit('the stat module of the upload')\n",
+}
+
+
+def test_a_server_loads_nothing_of_its_agents_folder(pooled, tmp_path):
+    folder = tmp_path / "shadows"
+    for name, text in {**SHADOWS, "main.py": INTRUDER}.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    os.chmod(tmp_path, 0o755)
+
+    agents = forked_in_turn(pooled, AgentSource.from_path(folder), 2)
+
+    # Its servers are the SDK's: they fork, clean up after each child and fork again, and
+    # each child is the agent (which finds its folder first on sys.path, as when fresh).
+    assert all(not forked.server.broken for forked in agents)
+    assert all(seen(forked)["tmp"] == [] for forked in agents)
