@@ -272,7 +272,7 @@ def main(argv: list[str]) -> int:
     count_oom_kills = argv[2:] == ["--oom-kills"]
     if len(argv) != 2 + count_oom_kills or not argv[1].isdigit():
         print(
-            "usage: python -m arena_sdk.fork_server ENTRY CONTROL_FD [--oom-kills]",
+            "usage: python3 -s -B SDK/arena_sdk/fork_server.py ENTRY CONTROL_FD [--oom-kills]",
             file=sys.stderr,
         )
         return 2
