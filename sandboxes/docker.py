@@ -19,8 +19,9 @@ With a warm pool, a Python agent's containers are kept from one duel to the next
 runs the agent's fork server (``sandboxes.fork_servers``) as its process 1, reached on a
 control socket the bridge receives instead of the three pipes (``arena_sdk.bridge
 --control``), and each duel's agent is a child it forks, which finds the container as a
-fresh one would be. A duel then costs the engine nothing; a fresh container costs it
-some 125 ms of CPU to create, start and remove.
+fresh one would be. A duel then costs the engine nothing where the worker sees the
+containers' processes (one pin of the server's container where it does not: compose); a
+fresh container costs it some 125 ms of CPU to create, start and remove.
 """
 
 from __future__ import annotations

@@ -123,23 +123,31 @@ class ForkServer:
         """The next agent: a child of the server, reported (its process id known). The
         server goes back to ``servers`` once the child's duel is over and it is clean."""
         self._run_here()
-        ends: list[int] = []
+        ends: list[int] = []  # the child's, closed here once sent
+        kept: list[int] = []  # the referee's, closed here if nothing is sent
         report, report_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         try:
-            request_read, request_fd = os.pipe()
-            reply_fd, reply_write = os.pipe()
-            log_fd, log_write = os.pipe()
-            ends = [request_read, reply_write, log_write]
+            # Its requests (the child reads), its replies and its log (the child writes).
+            read, write = os.pipe()
+            ends.append(read)
+            kept.append(write)
+            for _written_by_the_child in range(2):
+                read, write = os.pipe()
+                kept.append(read)
+                ends.append(write)
             socket.send_fds(self.control, [FORK], [*ends, report_end.fileno()])
         except OSError as error:
             report.close()
+            for descriptor in kept:
+                os.close(descriptor)
             self.broken = True
             raise SandboxError(f"the agent's fork server is gone: {error}") from error
         finally:
             report_end.close()
             for descriptor in ends:
                 os.close(descriptor)
+        request_fd, reply_fd, log_fd = kept
         reported = select.poll()
         reported.register(report, select.POLLIN)
         pid = reported_pid(report) if reported.poll(REPORT_SECONDS * 1000) else None
@@ -335,17 +343,22 @@ class ForkServers:
     ) -> ForkedAgent:
         """The agent of ``key`` forked by an idle server of it, or by a new one: ``launch``
         starts it on the end of a control socket (``SOCK_SEQPACKET``) it is given."""
-        server = self.take(key)
-        if server is None:
-            control, control_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        idle = self.take(key)
+        if idle is not None:
             try:
-                holder = launch(control_end)
+                return idle.fork(limits, reaper, self)
             except SandboxError:
-                control.close()
-                raise
-            finally:
-                control_end.close()
-            server = ForkServer(key, holder, control)
+                # Gone while idle (its container removed, say): a new one instead.
+                idle.discard()
+        control, control_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            holder = launch(control_end)
+        except SandboxError:
+            control.close()
+            raise
+        finally:
+            control_end.close()
+        server = ForkServer(key, holder, control)
         try:
             return server.fork(limits, reaper, self)
         except SandboxError:

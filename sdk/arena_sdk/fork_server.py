@@ -20,8 +20,9 @@ One child at a time. When it has ended the server says so with its exit status
 kernel killed a process of the container for its memory meanwhile), then kills every
 other process of its namespace (what the child left running: as PID 1 it is everybody's
 parent and nobody may signal it from inside), removes its System V IPC objects, empties
-``/tmp`` and ``/dev/shm``, and says
-``R``: the next child finds the sandbox as a fresh one would be. The server cannot be
+``/tmp``, ``/dev/shm`` and a container's ``/dev/mqueue``, and says ``R`` (if anything is
+left there, it exits instead, and the referee discards it): the next child finds the
+sandbox as a fresh one would be. The server cannot be
 traced or read by its children (it is not dumpable; they are again), so what it says can
 be trusted as far as the referee needs: a silent or dead server is discarded, with its
 namespace, by the referee.
@@ -55,8 +56,12 @@ if TYPE_CHECKING:
 
 #: ``prctl`` options (linux/prctl.h).
 PR_SET_DUMPABLE = 4
-#: Emptied between two children: the agent's writable places.
+#: Emptied between two children: the agent's writable places, and where a container shows
+#: its POSIX message queues (bubblewrap has none there: those stay, docs/sandboxes.md).
 SCRATCH = ("/tmp", "/dev/shm")
+MESSAGE_QUEUES = "/dev/mqueue"
+#: The server's exit status when it could not empty them: the referee discards it.
+NOT_CLEAN = 3
 #: The request, and the two answers.
 FORK = b"F"
 EXITED = b"X"
@@ -104,6 +109,17 @@ def _empty(folder: str) -> None:
                 os.unlink(entry.path)
         except OSError:
             pass
+
+
+def _emptied(folder: str, *, must_exist: bool) -> bool:
+    """Whether ``folder`` is empty now (what ``_empty`` could not remove stays: a path
+    too long for the kernel, a tree too deep)."""
+    try:
+        return not os.listdir(folder)
+    except FileNotFoundError:
+        return not must_exist
+    except OSError:
+        return False
 
 
 #: System V IPC objects a child may leave in the namespace (the server's IPC namespace
@@ -196,6 +212,7 @@ def _become_agent(entry: str, streams: list[int], control: socket.socket, libc: 
     """In the child: take the streams, report, and serve the agent; never returns."""
     code = 1
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
         libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         stdin, stdout, log, report = streams
@@ -238,6 +255,9 @@ def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = Fals
     """Fork a child for each request on ``control`` until the referee closes it."""
     libc = _libc()
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # The one signal Python handles by default: a handler would let a child signal process
+    # 1 of its namespace (the kernel drops only the signals an init does not handle).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             message, streams, _flags, _address = socket.recv_fds(control, 16, STREAMS)
@@ -261,8 +281,12 @@ def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = Fals
             control.send(exited)
             _kill_the_rest()
             _remove_sysv_ipc(libc)
-            for folder in SCRATCH:
+            for folder in (*SCRATCH, MESSAGE_QUEUES):
                 _empty(folder)
+            if not all(_emptied(folder, must_exist=True) for folder in SCRATCH) or not _emptied(
+                MESSAGE_QUEUES, must_exist=False
+            ):
+                return NOT_CLEAN  # the next child would find something: not ready, ever
             control.send(READY)
         except OSError:
             return 0

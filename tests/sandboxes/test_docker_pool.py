@@ -250,7 +250,11 @@ WORKER = textwrap.dedent(
         root, image=image, labels=json.loads(labels), pool_size=2, fork=fork == "fork"
     )
     source = AgentSource.from_path("tests/referee/agents/random_agent.py")
-    backend.start(source, limits=SandboxLimits(), label="p1-worker").close()
+    running = backend.start(source, limits=SandboxLimits(), label="p1-worker")
+    # The pool's start for the next duel is done before this agent ends (a fork server
+    # busy with it then cannot fork the next one: a second server).
+    assert backend.pool.wait_until_ready(120)
+    running.close()
     backend.flush()
     assert backend.pool.wait_until_ready(120)
     print(len(backend.pool), flush=True)
@@ -261,7 +265,7 @@ WORKER = textwrap.dedent(
 
 
 #: A worker's pool keeps a container per agent ready, or with fork servers an agent forked
-#: by one server and the idle server of the agent closed before (two containers).
+#: by one server and the idle server of the agent closed after (two containers).
 POOLS = {"containers": 1, "fork": 2}
 
 

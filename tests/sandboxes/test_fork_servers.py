@@ -61,12 +61,14 @@ INTRUDER = textwrap.dedent(
         "server_memory": readable("/proc/1/mem"),
         "draw": random.random(),
         "ipc": [open(f"/proc/sysvipc/{t}").read().count("\\n") - 1 for t in ("shm", "sem", "msg")],
+        "mqueue": sorted(os.listdir("/dev/mqueue")) if os.path.isdir("/dev/mqueue") else [],
     }
     print("SEEN", repr(seen), file=sys.stderr, flush=True)
     libc = ctypes.CDLL(None)
     libc.shmget(0, 1 << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600: 1 MiB
     libc.semget(0, 1, 0o1600)
     libc.msgget(0, 0o1600)
+    libc.mq_open(b"/left", os.O_CREAT | os.O_RDWR, 0o600, None)  # a POSIX message queue
     for folder in ("/tmp", "/dev/shm"):
         os.makedirs(f"{folder}/left/locked", exist_ok=True)
         os.chmod(f"{folder}/left", 0)
@@ -115,7 +117,11 @@ def pooled(
     yield sandbox
     sandbox.close()
     assert sandbox.flush(REMOVAL_BOUND)
-    left = [path.name for path in sandbox_root.rglob("*") if path.parent.name in ("", "docker")]
+    # No agent's folder is left (the process sandbox's in the root, the docker sandbox's
+    # under docker/), only the SDK's copy.
+    left = [path.name for path in sandbox_root.iterdir() if path.name != "docker"]
+    if (sandbox_root / "docker").is_dir():
+        left += [path.name for path in (sandbox_root / "docker").iterdir()]
     assert [name for name in left if not name.startswith("sdk-")] == []
     assert not any(server_runs(server) for server in sandbox.servers)
     if isinstance(sandbox, DockerServersRecorded):
@@ -167,6 +173,7 @@ def test_an_agent_forked_after_another_finds_a_fresh_sandbox(pooled, tmp_path):
         # Nothing left by the one before: no file, no process but the server (PID 1)
         # and itself; the server cannot be read, and a draw is the agent's own.
         assert found["tmp"] == [] and found["shm"] == [] and found["ipc"] == [0, 0, 0]
+        assert found["mqueue"] == []
         assert found["pids"] == sorted({1, found["me"]})
         assert found["server_environ"] is False and found["server_memory"] is False
     draws = [seen(forked)["draw"] for forked in agents]
@@ -202,7 +209,9 @@ def test_a_server_that_dies_is_replaced(pooled):
     # and with them the agents they forked for the pool.
     assert pooled.servers
     for server in pooled.servers:
-        os.kill(server.agent_pid() or 0, signal.SIGKILL)
+        pid = server.agent_pid()
+        assert pid is not None  # (a worker on this host sees its servers)
+        os.kill(pid, signal.SIGKILL)
 
     again = run_duel("connect_four", (source, source), backend=pooled, seed=2, matches=2)
     assert pooled.pool.wait_until_ready(60)
@@ -231,6 +240,8 @@ def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root, request,
             server_runs(server) for server in sandbox.servers
         ):
             time.sleep(0.1)
+        # Discarded by then; a busy engine may still be removing a container.
+        assert sandbox.flush(REMOVAL_BOUND)
         assert not any(server_runs(server) for server in sandbox.servers)
     finally:
         sandbox.close()
@@ -273,20 +284,26 @@ def test_where_the_agents_processes_are_not_seen_a_server_goes_only_with_an_agen
     docker_unseen_backend, tmp_path
 ):
     # A worker in a container of its own (compose's) cannot signal its agents' processes.
-    start = docker_unseen_backend.start
-    started = record_starts(docker_unseen_backend)
-    honest = agent("random_agent.py")
-    result = run_duel("connect_four", (honest, honest), backend=docker_unseen_backend, seed=3)
-    assert not result.infrastructure_error
+    honest = docker_unseen_backend.start(
+        agent("random_agent.py"), limits=SandboxLimits(), label="p1"
+    )
+    assert isinstance(honest, ForkedAgent) and honest.pid is None
+    # Its requests end (as after ``bye``): the SDK exits by itself, whenever that is.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, honest.request_fd)
+    os.close(null)
+    honest.wait_for_exit(REMOVAL_BOUND)
+    honest.close()
     assert docker_unseen_backend.flush(REMOVAL_BOUND)
-    # Told goodbye, each agent ended by itself: its server is clean, kept for the next duel.
-    assert len(started) == 2 and all(running.pid is None for running in started)
-    assert not any(running.server.broken for running in started)
+    # It ended by itself: its server is clean, kept for the next duel.
+    assert not honest.server.broken and server_runs(honest.server.agent)
 
     (tmp_path / "sleeper").mkdir()
     os.chmod(tmp_path, 0o755)
     (tmp_path / "sleeper" / "main.py").write_text("import time\ntime.sleep(3600)\n")
-    sleeper = start(AgentSource.from_path(tmp_path / "sleeper"), limits=SandboxLimits(), label="p1")
+    sleeper = docker_unseen_backend.start(
+        AgentSource.from_path(tmp_path / "sleeper"), limits=SandboxLimits(), label="p1"
+    )
     try:
         assert isinstance(sleeper, ForkedAgent) and sleeper.pid is None
     finally:
@@ -358,3 +375,33 @@ def test_a_server_loads_nothing_of_its_agents_folder(pooled, tmp_path):
     # each child is the agent (which finds its folder first on sys.path, as when fresh).
     assert all(not forked.server.broken for forked in agents)
     assert all(seen(forked)["tmp"] == [] for forked in agents)
+
+
+#: Leaves in /tmp a tree whose paths are longer than the kernel takes (4,096 bytes): no
+#: server can remove it by name.
+BEYOND_PATH_MAX = textwrap.dedent(
+    """
+    import os, sys
+    print("SEEN", repr({"tmp": sorted(os.listdir("/tmp"))}), file=sys.stderr, flush=True)
+    os.chdir("/tmp")
+    for _ in range(24):
+        os.mkdir("d" * 250)
+        os.chdir("d" * 250)
+
+    def act(observation, configuration):
+        return [c for c in range(7) if observation["board"][c] == 0][0]
+    """
+)
+
+
+def test_a_server_that_cannot_empty_its_scratch_is_not_used_again(pooled, tmp_path):
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    os.chmod(tmp_path, 0o755)
+    (folder / "main.py").write_text(BEYOND_PATH_MAX)
+
+    agents = forked_in_turn(pooled, AgentSource.from_path(folder), 3)
+
+    # Each found /tmp empty: no server forked again after such a child.
+    assert all(seen(forked)["tmp"] == [] for forked in agents)
+    assert len({forked.server for forked in agents}) == len(agents)
