@@ -242,10 +242,24 @@ def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root, request,
             time.sleep(0.1)
         # Discarded by then; a busy engine may still be removing a container.
         assert sandbox.flush(REMOVAL_BOUND)
-        assert not any(server_runs(server) for server in sandbox.servers)
+        running = [server for server in sandbox.servers if server_runs(server)]
+        assert not running, left_running(sandbox, running)
     finally:
         sandbox.close()
         sandbox.flush(REMOVAL_BOUND)
+
+
+def left_running(sandbox: ProcessSandbox | DockerSandbox, running: list[Any]) -> str:
+    """What the sandbox still holds, to say why a server was not discarded."""
+    servers, pool = sandbox.fork_servers, sandbox.pool
+    assert servers is not None and pool is not None
+    return (
+        f"{len(running)} of {len(sandbox.servers)} servers run; closed by the sandbox: "
+        f"{[getattr(server, '_closed', None) for server in running]}; idle: "
+        f"{ {str(key): len(idle) for key, idle in servers._idle.items()} }; cleaning: "
+        f"{ {str(key): count for key, count in servers._cleaning.items()} }; pool: "
+        f"{ {str(key): len(ready) for key, ready in pool._ready.items()} }, {dict(pool.stats)}"
+    )
 
 
 class IdleServer:
