@@ -249,7 +249,7 @@ class DockerSandbox:
         self._serverless: set[str] = set()
         # At exit (or when the sandbox is collected): no pooled container outlives us.
         self._finalizer = weakref.finalize(
-            self, _shut_down, self.pool, self._reaper, self.fork_servers, connect_timeout
+            self, shut_down, self.pool, self._reaper, connect_timeout, self.fork_servers
         )
 
     def close(self) -> None:
@@ -645,16 +645,3 @@ class DockerSandbox:
 
 def _close(agent: DockerAgent | ForkedAgent) -> None:
     agent.close()
-
-
-def _shut_down(
-    pool: WarmPool[DockerAgent | ForkedAgent] | None,
-    reaper: Reaper,
-    servers: ForkServers | None,
-    timeout: float,
-) -> None:
-    shut_down(pool, reaper, timeout)
-    if servers is not None:
-        servers.close()
-        # Their containers' removals too.
-        reaper.flush(timeout)

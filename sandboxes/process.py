@@ -182,7 +182,7 @@ class ProcessSandbox:
         # At exit (or when the sandbox is collected): no agent started ahead outlives us,
         # every sweep is done, and no fork server is left.
         self._finalizer = weakref.finalize(
-            self, _shut_down, self.pool, self.reaper, self.fork_servers
+            self, shut_down, self.pool, self.reaper, SHUT_DOWN_SECONDS, self.fork_servers
         )
 
     @property
@@ -448,15 +448,3 @@ class ProcessSandbox:
 
 def _close(agent: ProcessAgent | ForkedAgent) -> None:
     agent.close()
-
-
-def _shut_down(
-    pool: WarmPool[ProcessAgent | ForkedAgent] | None,
-    reaper: Reaper,
-    servers: ForkServers | None,
-) -> None:
-    shut_down(pool, reaper, SHUT_DOWN_SECONDS)
-    if servers is not None:
-        servers.close()
-        # Their sweeps (each server's user id) too.
-        reaper.flush(SHUT_DOWN_SECONDS)

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from sandboxes.base import AgentSource, SandboxError, SandboxLimits
 
@@ -176,14 +176,28 @@ class Reaper:
                     self._idle.notify_all()
 
 
-def shut_down(pool: WarmPool[Agent] | None, reaper: Reaper, timeout: float) -> None:
-    """What a sandbox does when it closes: discard the agents started ahead, then wait up to
-    ``timeout`` seconds for every removal."""
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def shut_down(
+    pool: WarmPool[Agent] | None,
+    reaper: Reaper,
+    timeout: float,
+    servers: Closable | None = None,
+) -> None:
+    """What a sandbox does when it closes: discard the agents started ahead, then its idle
+    fork servers (``servers``, ``fork_servers.ForkServers``), then wait up to ``timeout``
+    seconds for every removal."""
     if pool is not None:
         pool.close()
         # An agent being started when the pool closed is discarded once it is ready.
         pool.wait_until_ready(timeout)
     reaper.flush(timeout)
+    if servers is not None:
+        servers.close()
+        # Their removals (a user id's sweep, a container) too.
+        reaper.flush(timeout)
 
 
 class WarmPool(Generic[Agent]):

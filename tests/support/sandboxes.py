@@ -134,10 +134,8 @@ class ForkingSandbox(RecordingSandbox, ServersRecorded):
         self.not_forked = 0
 
     def _started(self, source, *, limits, label):
-        running = self._start_warm(WarmKey.of(source, limits, label))
-        running.warm = True
-        if source.kind is EntryKind.PYTHON and not isinstance(running, ForkedAgent):
-            self.not_forked += 1
+        running, forked = as_the_pool_hands_it_out(self, WarmKey.of(source, limits, label))
+        self.not_forked += not forked
         return running
 
     def agents_left(self) -> list[tuple[int, int, str]]:
@@ -147,6 +145,17 @@ class ForkingSandbox(RecordingSandbox, ServersRecorded):
             pid for server in self.servers for pid in (server.process.pid, server.agent_pid())
         }
         return [found for found in super().agents_left() if found[0] not in servers]
+
+
+def as_the_pool_hands_it_out(
+    sandbox: ProcessSandbox | DockerSandbox, key: WarmKey
+) -> tuple[Any, bool]:
+    """``key``'s agent as a worker's warm pool hands it out after the agent's first duel
+    (forked by a server of it, unless an executable), and whether it is so (a Python
+    agent that was not forked: False)."""
+    running = sandbox._start_warm(key)
+    running.warm = True
+    return running, key.source.kind is not EntryKind.PYTHON or isinstance(running, ForkedAgent)
 
 
 @pytest.fixture
@@ -335,16 +344,7 @@ def docker_backend(
     docker_base_image: str, sandbox_root: Path, request: pytest.FixtureRequest
 ) -> Iterator[DockerSandbox]:
     """A docker sandbox whose containers carry this test's label; checks it leaves nothing."""
-    test_label = {"arena.test": f"{os.getpid()}-{request.node.name}"[:120]}
-    backend = RecordingDockerSandbox(sandbox_root, image=docker_base_image, labels=test_label)
-    yield backend
-    backend.close()
-    # close() waits its connect timeout for the removals, which run in the background; a
-    # loaded engine may take longer, and what a test checks is that they all happen.
-    assert backend.flush(REMOVAL_BOUND), "a container's removal is still running"
-    assert containers_left_after_removal(test_label) == []
-    assert list((sandbox_root / "docker").iterdir()) == []
-    assert survivors(backend.container_ids) == []
+    yield from checked_docker(RecordingDockerSandbox, docker_base_image, sandbox_root, request)
 
 
 class DockerServersRecorded(RecordingDockerSandbox):
@@ -395,10 +395,8 @@ class ForkingDockerSandbox(RecordingDockerSandbox):
         self.not_forked = 0
 
     def start(self, source, *, limits, label):
-        running = self._start_warm(self._key(source, limits, label))
-        running.warm = True
-        if source.kind is EntryKind.PYTHON and not isinstance(running, ForkedAgent):
-            self.not_forked += 1
+        running, forked = as_the_pool_hands_it_out(self, self._key(source, limits, label))
+        self.not_forked += not forked
         container = container_of(running)
         assert container.id is not None
         self.container_ids.add(container.id)
@@ -411,7 +409,7 @@ def docker_forked_backend(
 ) -> Iterator[DockerSandbox]:
     """The docker sandbox with its Python agents forked by fork servers; checks it leaves
     nothing, as ``docker_backend``."""
-    yield from checked_forking_docker(docker_base_image, sandbox_root, request)
+    yield from checked_docker(ForkingDockerSandbox, docker_base_image, sandbox_root, request)
 
 
 @pytest.fixture
@@ -429,17 +427,25 @@ def docker_unseen_backend(
     monkeypatch.setattr(
         fork_servers, "reported_pid", lambda report: None if reported(report) is None else 0
     )
-    yield from checked_forking_docker(docker_base_image, sandbox_root, request)
+    yield from checked_docker(ForkingDockerSandbox, docker_base_image, sandbox_root, request)
 
 
-def checked_forking_docker(
-    image: str, sandbox_root: Path, request: pytest.FixtureRequest
+def checked_docker(
+    kind: type[RecordingDockerSandbox],
+    image: str,
+    sandbox_root: Path,
+    request: pytest.FixtureRequest,
 ) -> Iterator[DockerSandbox]:
+    """A docker sandbox of ``kind`` whose containers carry this test's label; once the test
+    is done, checks that nothing of it is left: no container, folder or process."""
     test_label = {"arena.test": f"{os.getpid()}-{request.node.name}"[:120]}
-    backend = ForkingDockerSandbox(sandbox_root, image=image, labels=test_label)
+    backend = kind(sandbox_root, image=image, labels=test_label)
     yield backend
-    assert not backend.not_forked, f"{backend.not_forked} Python agents were started fresh"
+    not_forked = getattr(backend, "not_forked", 0)
+    assert not not_forked, f"{not_forked} Python agents were started fresh"
     backend.close()
+    # close() waits its connect timeout for the removals, which run in the background; a
+    # loaded engine may take longer, and what a test checks is that they all happen.
     assert backend.flush(REMOVAL_BOUND), "a container's removal is still running"
     assert containers_left_after_removal(test_label) == []
     assert list((sandbox_root / "docker").iterdir()) == []
