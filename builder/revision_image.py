@@ -42,7 +42,13 @@ from typing import IO
 from builder.requirements import WheelSet
 from sandboxes import docker_engine
 from sandboxes.base import EntryKind
-from sandboxes.docker import AGENT_DIR, DEPS_PATH, SDK_PATH, confinement, container_command
+from sandboxes.docker_container import (
+    AGENT_DIR,
+    DEPS_PATH,
+    SDK_PATH,
+    confinement,
+    container_command,
+)
 
 REPOSITORY = "arena-revision"
 ROLE = "revision"

@@ -27,7 +27,7 @@ from core.services.uploads import UploadRejected
 from duel_runner.services import duel_play, revision_agent_source, sandbox_backend_close
 from sandboxes import docker_engine
 from sandboxes.base import EntryKind
-from sandboxes.docker import container_command
+from sandboxes.docker_container import container_command
 from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError
 from tests.factories import queued_duel
 from tests.pipeline import PLAYERS, make_user, make_zip, pipeline, upload, upload_zip  # noqa: F401

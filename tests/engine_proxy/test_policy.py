@@ -19,7 +19,8 @@ from engine_proxy.policy import Policy, Refused
 from engine_proxy.routes import route
 from engine_proxy.server import _strict_json
 from sandboxes.base import SandboxLimits
-from sandboxes.docker import DockerSandbox, confinement
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_container import confinement
 from sandboxes.docker_engine import LABEL_OWNER, LABEL_ROLE
 
 

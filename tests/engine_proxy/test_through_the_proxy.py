@@ -15,7 +15,8 @@ import pytest
 
 from referee.duel import run_duel
 from sandboxes import docker_engine
-from sandboxes.docker import DockerSandbox, confinement
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_container import confinement
 from sandboxes.docker_engine import LABEL_ROLE, EngineTimeout
 from tests.support.docker import REMOVAL_BOUND, containers_left_after_removal
 from tests.support.engine_proxy import engine_proxy_running, using_engine_proxy

@@ -23,7 +23,8 @@ from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
 from sandboxes import docker_engine, get_backend
 from sandboxes.base import AgentSource, SandboxLimits
-from sandboxes.docker import DockerSandbox, container_command
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_container import container_command
 from tests.support.docker import leftover_containers
 from tests.support.sandboxes import (
     PLAYERS,
