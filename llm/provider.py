@@ -147,6 +147,10 @@ class Provider:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                # The wait for a retry overran the move's clock (a loaded machine): still
+                # the provider's failure, as below.
+                if errors:
+                    raise self._clock_ran_out(errors)
                 raise OutOfTime()
             timeout = min(self.config.request_timeout, remaining)
             try:
@@ -156,7 +160,12 @@ class Provider:
             except _Retryable as failure:
                 if self._stopped.is_set():
                     raise Stopped() from None
-                if failure.clock_ran_out and not errors:
+                if failure.clock_ran_out:
+                    # Cut short by the move's clock: the model's timeout if the provider had
+                    # not failed before; else the provider's failure, named by its own error
+                    # (a loaded machine may leave a retry a sliver of the clock).
+                    if errors:
+                        raise self._clock_ran_out(errors) from None
                     raise OutOfTime() from None
                 failure = _Retryable(self.redact(str(failure)), failure.retry_after)
                 wait = self._wait_after(failure, len(errors))
@@ -174,11 +183,7 @@ class Provider:
                 # Once the provider has failed, running out of time is its failure too:
                 # the model never had its chance to answer.
                 if time.monotonic() + wait >= deadline:
-                    raise ProviderFailure(
-                        f"{self.config.describe()} failed {len(errors)} time(s) (the last: "
-                        f"{failure}), and the move's clock ran out before it could be "
-                        "asked again"
-                    ) from None
+                    raise self._clock_ran_out(errors) from None
                 if self._stopped.wait(wait):
                     raise Stopped() from None
                 continue
@@ -186,6 +191,13 @@ class Provider:
             completion.latency_ms = round((time.monotonic() - started) * 1000, 3)
             completion.provider_errors = errors
             return completion
+
+    def _clock_ran_out(self, errors: list[dict[str, Any]]) -> ProviderFailure:
+        return ProviderFailure(
+            f"{self.config.describe()} failed {len(errors)} time(s) (the last: "
+            f"{errors[-1]['error']}), and the move's clock ran out before it could be "
+            "asked again"
+        )
 
     def _wait_after(self, failure: _Retryable, failures_before: int) -> float:
         if failure.retry_after is not None:

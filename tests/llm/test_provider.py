@@ -236,3 +236,17 @@ def test_it_refuses_a_base_url_that_is_not_http():
     provider = Provider(config("ftp://models.example/v1"))
     with pytest.raises(ProviderFailure, match="is not an http:// or https:// URL"):
         ask(provider)
+
+
+def test_a_retry_the_moves_clock_cuts_short_is_named_by_the_providers_own_failure(server):
+    # The provider fails; its retry is then cut short by the move's clock, as on a loaded
+    # machine where the backoff leaves the retry a sliver of the clock: the failure is still
+    # the provider's, and said with its own error, not the retry's timeout.
+    replies = iter([Reply("overloaded", status=500), Reply(ANSWER, delay=4.0)])
+    server.brain = lambda request: next(replies)
+    provider = Provider(config(server.url))
+    with pytest.raises(ProviderFailure) as failure:
+        ask(provider, seconds=2.0)
+    provider.close()
+    assert "(the last: HTTP 500: overloaded)" in str(failure.value)
+    assert "the move's clock ran out" in str(failure.value)

@@ -232,6 +232,10 @@ def test_a_server_idle_past_the_pools_idle_time_is_killed(sandbox_root, request,
     try:
         source = player("connect_four/random_player.py")
         run_duel("connect_four", (source, source), backend=sandbox, seed=1, matches=2)
+        # The agents the duel's starts asked the pool for next are started by then (on a
+        # loaded machine a server may come up only after the duel's are gone): every
+        # server there will be is recorded.
+        assert sandbox.pool is not None and sandbox.pool.wait_until_ready(60)
         assert sandbox.servers
         # Nothing asks for a server again: each is killed on its own (a generous wait,
         # for a loaded machine; it is over in about a second).
