@@ -8,6 +8,7 @@ empty cell and ``player + 1`` for a player's mark, so kaggle agents play unchang
 
 from __future__ import annotations
 
+import functools
 import html
 
 from environments.base import JSON, AlternatingTurns
@@ -29,8 +30,10 @@ class KInARow(AlternatingTurns):
         self.rows = self.positive_int_setting("rows")
         self.columns = self.positive_int_setting("columns")
         self.inarow = self.positive_int_setting("inarow")
-        self.rays = self._rays()
-        self.win_shifts = self._win_shifts()
+        # Computed once per board, not per game: a duel makes a game, and a short duel
+        # would spend a tenth of a millisecond on them.
+        self.rays = _rays(self.rows, self.columns)
+        self.win_shifts = _win_shifts(self.columns, self.inarow)
         self.reset()
 
     def _reset(self) -> None:
@@ -64,30 +67,6 @@ class KInARow(AlternatingTurns):
         else:
             self.current = 1 - player
 
-    def _win_shifts(self) -> list[list[int]]:
-        """For each direction, the right shifts whose ANDs leave a bit set exactly where a
-        line of ``inarow`` marks starts.
-
-        Cell (row, column) is bit ``row * (columns + 1) + column``: a spare bit at the end
-        of each row keeps a line from running on into the next one. One direction's step is
-        1 bit (along a row), ``columns + 1`` (down a column) or one more or less (the
-        diagonals). ANDing the marks with themselves shifted by a step leaves the starts of
-        runs of two; with that shifted by two steps, runs of four: doubling, a few integer
-        operations a direction whatever the board, where following each line through the
-        last cell took a loop a cell.
-        """
-        width = self.columns + 1
-        shifts = []
-        for step in (1, width, width + 1, width - 1):
-            sequence = []
-            length = 1
-            while length < self.inarow:
-                more = min(length, self.inarow - length)
-                sequence.append(more * step)
-                length += more
-            shifts.append(sequence)
-        return shifts
-
     def _has_line(self, marks: int) -> bool:
         """Whether the marks hold a line of ``inarow`` (``_win_shifts``)."""
         for sequence in self.win_shifts:
@@ -97,31 +76,6 @@ class KInARow(AlternatingTurns):
             if starts:
                 return True
         return False
-
-    def _rays(self) -> list[list[tuple[list[int], list[int]]]]:
-        """For each cell and direction, the cells outward on either side, nearest first.
-
-        Computed once per configuration so that the win check after a move only
-        compares board cells, without any bounds arithmetic.
-        """
-        rows, columns = self.rows, self.columns
-        rays = []
-        for cell in range(rows * columns):
-            row, column = divmod(cell, columns)
-            cell_rays = []
-            for row_step, column_step in DIRECTIONS:
-                sides = []
-                for sign in (1, -1):
-                    side = []
-                    next_row, next_column = row + sign * row_step, column + sign * column_step
-                    while 0 <= next_row < rows and 0 <= next_column < columns:
-                        side.append(next_row * columns + next_column)
-                        next_row += sign * row_step
-                        next_column += sign * column_step
-                    sides.append(side)
-                cell_rays.append((sides[0], sides[1]))
-            rays.append(cell_rays)
-        return rays
 
     def _lines_through(self, cell: int, board: list[int] | None = None) -> list[int]:
         """Cells of every run of ``inarow`` or more marks through ``cell`` (of ``board``,
@@ -256,3 +210,59 @@ class KInARow(AlternatingTurns):
             "last_action": self.last_action,
             "winning_line": list(self.winning_line),
         }
+
+
+@functools.cache
+def _win_shifts(columns: int, inarow: int) -> tuple[tuple[int, ...], ...]:
+    """For each direction, the right shifts whose ANDs leave a bit set exactly where a
+    line of ``inarow`` marks starts.
+
+    Cell (row, column) is bit ``row * (columns + 1) + column``: a spare bit at the end
+    of each row keeps a line from running on into the next one. One direction's step is
+    1 bit (along a row), ``columns + 1`` (down a column) or one more or less (the
+    diagonals). ANDing the marks with themselves shifted by a step leaves the starts of
+    runs of two; with that shifted by two steps, runs of four: doubling, a few integer
+    operations a direction whatever the board, where following each line through the
+    last cell took a loop a cell.
+    """
+    width = columns + 1
+    shifts: list[tuple[int, ...]] = []
+    for step in (1, width, width + 1, width - 1):
+        sequence = []
+        length = 1
+        while length < inarow:
+            more = min(length, inarow - length)
+            sequence.append(more * step)
+            length += more
+        shifts.append(tuple(sequence))
+    return tuple(shifts)
+
+
+#: For each cell, for each direction, the cells outward on either side.
+Rays = tuple[tuple[tuple[tuple[int, ...], tuple[int, ...]], ...], ...]
+
+
+@functools.cache
+def _rays(rows: int, columns: int) -> Rays:
+    """For each cell and direction, the cells outward on either side, nearest first.
+
+    Computed once per board so that the win check after a move only compares board
+    cells, without any bounds arithmetic.
+    """
+    rays = []
+    for cell in range(rows * columns):
+        row, column = divmod(cell, columns)
+        cell_rays: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        for row_step, column_step in DIRECTIONS:
+            sides = []
+            for sign in (1, -1):
+                side = []
+                next_row, next_column = row + sign * row_step, column + sign * column_step
+                while 0 <= next_row < rows and 0 <= next_column < columns:
+                    side.append(next_row * columns + next_column)
+                    next_row += sign * row_step
+                    next_column += sign * column_step
+                sides.append(tuple(side))
+            cell_rays.append((sides[0], sides[1]))
+        rays.append(tuple(cell_rays))
+    return tuple(rays)
