@@ -160,6 +160,10 @@ class DockerAgent(LoggedAgent):
         """Until its log ends: no process of the agent holds it any more."""
         self._log_ended(seconds)
 
+    def has_ended(self) -> bool:
+        """Whether its log has ended: no process of it is left (told without the engine)."""
+        return self._log_ended(0)
+
     def termination(self, wait: float = 0.0) -> Termination | None:
         if self._termination is not None:
             return self._termination

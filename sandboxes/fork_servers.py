@@ -262,6 +262,10 @@ class ForkedAgent(LoggedAgent):
     def wait_for_exit(self, seconds: float) -> None:
         self._ended(seconds)
 
+    def has_ended(self) -> bool:
+        """Whether it has ended, or its server (whose namespace ends with it) is gone."""
+        return self._ended(0)
+
     def _exit_status(self) -> tuple[int, bool] | None:
         """Asked of the server once the child has ended (it says so right after)."""
         with self._status_lock:

@@ -155,6 +155,11 @@ class ProcessAgent(LoggedAgent):
     def wait_for_exit(self, seconds: float) -> None:
         self.termination(wait=seconds)  # its pidfd: told at once
 
+    def has_ended(self) -> bool:
+        """Whether its process has ended (a warm pool's agent is checked before it is
+        handed out)."""
+        return self.process.poll() is not None
+
     def termination(self, wait: float = 0.0) -> Termination | None:
         if wait and self.exit_fd is not None:
             # Readable the moment the process ends (Popen.wait would poll, sleeping up to

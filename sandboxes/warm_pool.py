@@ -210,6 +210,7 @@ class WarmPool(Generic[Agent]):
         idle_seconds: float,
         start: Callable[[Hashable], Agent],
         discard: Callable[[Agent], None],
+        ended: Callable[[Agent], bool] | None = None,
         starters: int = 2,
     ) -> None:
         self.size = size
@@ -217,6 +218,10 @@ class WarmPool(Generic[Agent]):
         self.idle_seconds = idle_seconds
         self._start = start
         self._discard = discard
+        #: Whether a ready agent has ended while it waited, as its sandbox can tell at once
+        #: (killed by the host's OOM killer, its fork server gone): such an agent is
+        #: discarded, never handed out, so that no duel charges it a crash it did not make.
+        self._ended = ended
         self._lock = threading.Lock()
         #: Per key, the ready agents with the monotonic time each became ready, oldest first.
         self._ready: dict[Hashable, collections.deque[tuple[float, Agent]]] = {}
@@ -231,7 +236,7 @@ class WarmPool(Generic[Agent]):
         self._closed = False
         self._wake = threading.Condition(self._lock)
         self._threads: list[threading.Thread] = []
-        #: Counters for benchmarks and tests: handed out, missed, started, expired.
+        #: Counters for benchmarks and tests: handed out, missed, started, expired, ended.
         self.stats = collections.Counter[str]()
 
     @classmethod
@@ -242,11 +247,12 @@ class WarmPool(Generic[Agent]):
         *,
         start: Callable[[Hashable], Agent],
         discard: Callable[[Agent], None],
+        ended: Callable[[Agent], bool] | None = None,
     ) -> WarmPool[Agent] | None:
         """A pool of ``size`` agents, or None for none (a size of 0)."""
         if size <= 0:
             return None
-        return cls(size=size, idle_seconds=idle_seconds, start=start, discard=discard)
+        return cls(size=size, idle_seconds=idle_seconds, start=start, discard=discard, ended=ended)
 
     def __len__(self) -> int:
         with self._lock:
@@ -263,19 +269,20 @@ class WarmPool(Generic[Agent]):
         none is ready but one is being started for ``key`` that no other caller waits for,
         waits up to ``wait`` seconds for it: it is ready sooner than a new start would be,
         and a new start beside it would slow both."""
-        expired: list[Agent] = []
+        # Ready agents too old to hand out, or ended while they waited: discarded here.
+        gone: list[Agent] = []
         found: Agent | None = None
         with self._lock:
             if self._closed:
                 return None
-            expired = self._expire_locked(time.monotonic())
-            found = self._pop_locked(key)
+            gone = self._expire_locked(time.monotonic())
+            found = self._pop_locked(key, gone)
             if found is None and wait > 0 and self._in_flight[key] > self._takers[key]:
                 deadline = time.monotonic() + wait
                 self._takers[key] += 1
                 try:
                     while found is None and not self._closed:
-                        found = self._pop_locked(key)
+                        found = self._pop_locked(key, gone)
                         remaining = deadline - time.monotonic()
                         # Given up when its start failed and fewer are left than takers.
                         if found is not None or remaining <= 0:
@@ -290,16 +297,22 @@ class WarmPool(Generic[Agent]):
                 if found is not None:
                     self.stats["waited"] += 1
             self.stats["taken" if found is not None else "missed"] += 1
-        for agent in expired:
+        for agent in gone:
             self._discard(agent)
         return found
 
-    def _pop_locked(self, key: Hashable) -> Agent | None:
+    def _pop_locked(self, key: Hashable, ended: list[Agent]) -> Agent | None:
+        """The oldest ready agent of ``key`` still running; those found ended on the way go
+        to ``ended``, for the caller to discard."""
         ready = self._ready.get(key)
-        if not ready:
-            return None
-        _, found = ready.popleft()
-        if not ready:
+        found: Agent | None = None
+        while ready and found is None:
+            _, found = ready.popleft()
+            if self._ended is not None and self._ended(found):
+                self.stats["ended"] += 1
+                ended.append(found)
+                found = None
+        if ready is not None and not ready:
             del self._ready[key]
         return found
 

@@ -179,6 +179,31 @@ def test_it_plays_the_same_duel_with_warm_containers(pooled_backend):
     assert [fault for match in warm.matches for fault in match.faults] == []
 
 
+def test_a_pooled_container_killed_while_it_waits_is_not_handed_out(pooled_backend):
+    random_player = player("connect_four/random_player.py")
+    sources = (random_player, random_player)
+    run_duel("connect_four", sources, backend=pooled_backend, seed=5, matches=2)
+    assert pooled_backend.pool is not None and pooled_backend.pool.wait_until_ready(120)
+    # Killed from outside (the host's OOM killer, an operator), as it waits.
+    waiting = [agent for agents in pooled_backend.pool._ready.values() for _, agent in agents]
+    assert waiting
+    for killed in waiting:
+        killed.container.kill()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(
+        (state := docker_engine.container_state(killed.container)) and state.running
+        for killed in waiting
+    ):
+        time.sleep(0.05)
+
+    result = run_duel("connect_four", sources, backend=pooled_backend, seed=6, matches=2)
+
+    # Started afresh instead: nobody is charged a crash the machine made.
+    assert not result.infrastructure_error and result.restarts == [0, 0]
+    assert [fault for match in result.matches for fault in match.faults] == []
+    assert pooled_backend.pool.stats["ended"] >= 1
+
+
 def test_it_does_not_serve_a_container_started_before_the_agent_changed(pooled_backend, tmp_path):
     source_file = tmp_path / "agent.py"
     source_file.write_text((REPOSITORY / "tests/referee/agents/random_agent.py").read_text())
@@ -317,6 +342,8 @@ class Started:
     def __init__(self, key: Hashable) -> None:
         self.key = key
         self.discarded = False
+        #: Its process ended while it waited in the pool.
+        self.ended = False
 
 
 def fake_pool(size: int, idle_seconds: float = 60.0) -> WarmPool[Started]:
@@ -353,6 +380,28 @@ def test_it_discards_what_is_left_when_closed():
     assert len(ready) == 2 and all(started.discarded for started in ready)
     assert pool.take("a") is None
     assert len(pool) == 0
+
+
+def test_it_discards_an_agent_that_ended_while_it_waited_and_hands_out_the_next():
+    discarded: list[Started] = []
+    pool = WarmPool(
+        size=3,
+        idle_seconds=60.0,
+        start=Started,
+        discard=discarded.append,
+        ended=lambda started: started.ended,
+    )
+    for _ in range(3):
+        pool.want("a")
+    assert pool.wait_until_ready(60)
+    oldest, second, newest = (agent for _, agent in pool._ready["a"])
+    oldest.ended = second.ended = True  # both died while waiting
+
+    assert pool.take("a") is newest
+    assert discarded == [oldest, second]
+    assert pool.take("a") is None
+    assert pool.stats["ended"] == 2 and pool.stats["taken"] == 1 and pool.stats["missed"] == 1
+    pool.close()
 
 
 def gated_pool(gate: threading.Event) -> WarmPool[Started]:

@@ -187,10 +187,12 @@ def test_it_does_not_serve_an_agent_started_before_its_files_changed(pooled):
     source_file.unlink()
 
 
-def test_an_agent_that_died_waiting_in_the_pool_is_charged_as_a_fresh_one(pooled):
-    # It starts a daemon that holds its streams and exits: what a cold start of it gets
-    # (a failed start, charged to its first match), the pool's copy must get, and the
-    # daemon must not outlive the duel.
+def test_an_agent_that_died_waiting_in_the_pool_is_started_afresh(pooled):
+    # It starts a daemon that holds its streams and exits. The pool's copy, dead, is not
+    # handed out (nothing may charge an agent for a death it did not make, such as the
+    # host's OOM killer's): the duel starts it afresh, as a worker without a pool would,
+    # and that start fails as its own (charged to its first match). The daemon must not
+    # outlive the duel.
     dies = pooled.root / "dies_waiting"
     dies.mkdir()
     (dies / "main.py").write_text(
@@ -211,8 +213,9 @@ def test_an_agent_that_died_waiting_in_the_pool_is_charged_as_a_fresh_one(pooled
     before = len(pooled.handed_out)
     second = run_duel("connect_four", (source, opponent), backend=pooled, seed=1, matches=2)
 
-    # The second duel's first copy of it came from the pool.
-    assert next(r.warm for r in pooled.handed_out[before:] if r.workdir.name.startswith("p1-"))
+    # The pool's copy had died: the second duel's first copy of it was a fresh start.
+    assert pooled.pool is not None and pooled.pool.stats["ended"] >= 1
+    assert not next(r.warm for r in pooled.handed_out[before:] if r.workdir.name.startswith("p1-"))
     for result in (first, second):
         faults = [fault for match in result.matches for fault in match.faults]
         assert {fault.player for fault in faults} == {1}
