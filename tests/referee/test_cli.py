@@ -59,7 +59,7 @@ def test_it_explains_an_unknown_environment_and_a_bad_agent(capsys):
 
 
 def test_it_plays_a_round_robin_and_replays_a_match(tmp_path, capsys):
-    players = sorted(str(path) for path in (PLAYERS / "tic_tac_toe").iterdir())
+    players = sorted(str(path) for path in (PLAYERS / "tic_tac_toe").glob("*.py"))
     code = main(
         [
             "round-robin",
