@@ -56,7 +56,9 @@ fi
 #   benchmark's smoke run and the docker builds' tests (they wait on builds too);
 # - the Django-free layer (referee, sandboxes, environments, the SDK, the example
 #   players) in a virtualenv without Django (made first, in the lane), which proves it
-#   imports none, then the pipeline's recovery from killed workers;
+#   imports none, in two test processes (its tests mostly wait on agents' clocks: alone on
+#   a quiet machine, 13:57 in one process at 14 % of a core, 7:12 in two), then the
+#   pipeline's recovery from killed workers;
 # - everything else in .venv, in two test processes (pytest-xdist), a module to each
 #   (three, tried, oversubscribed two cores: every lane took 25 % to 90 % longer).
 # The lanes beside the main one write to logs that are shown when they end; the run
@@ -71,7 +73,7 @@ AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_bui
 # The docker sandbox's forked agents in the referee's and sandboxes' suites (the
 # docker-forked kind of any_backend, and a worker that cannot see its agents' processes)
 # run in the stack's lane too, after the rest: they mostly wait on containers and clocks,
-# and with them the Django-free lane, which runs in one process, was the longest.
+# and with them the Django-free lane was the longest (when it ran in one process).
 DOCKER_FORKED="docker-forked or processes_are_not_seen"
 AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
@@ -110,7 +112,7 @@ stack_lane() {
 pure_lane() {
   local status=0
   scripts/setup_pure.sh || return
-  .venv-pure/bin/python -m pytest -p no:cacheprovider \
+  .venv-pure/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile \
     -o addopts="-ra --strict-markers --import-mode=importlib" --durations=20 \
     -k "not ($DOCKER_FORKED)" "${PURE_TESTS[@]}" \
     || status=$?
