@@ -25,7 +25,8 @@ included, see ``_configure_connection``) is sent again after ``ARENA_RESEND_AFTE
 Three changes to kombu's transport, each for several processes on one SQLite file:
 
 - write-ahead logging and a 30 s busy timeout, so readers never wait for the writer and a
-  writer waits for the other instead of failing with "database is locked";
+  writer waits for the other instead of failing with "database is locked" (and the switch
+  of a new file to write-ahead logging asked again while another process makes it);
 - an engine per process: a SQLite connection must never cross a fork (Celery's pool);
 - a taken message is deleted, where kombu keeps it forever, hidden and never read again,
   so the file would grow by every task ever run.
@@ -36,7 +37,9 @@ It polls the queues every ``polling_interval`` seconds when they are empty.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 from json import loads
 from pathlib import Path
 from queue import Empty
@@ -59,12 +62,32 @@ _ENGINES_LOCK = threading.Lock()
 
 def _configure_connection(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    # With write-ahead logging a commit is durable once checkpointed; a power loss may
-    # undo the last few messages (the watchdog sends them again), never corrupt
-    # the file.
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
+    try:
+        _write_ahead_logging(cursor)
+        # With write-ahead logging a commit is durable once checkpointed; a power loss may
+        # undo the last few messages (the watchdog sends them again), never corrupt
+        # the file.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def _write_ahead_logging(cursor: Any) -> None:
+    """The file in write-ahead logging mode. A new file is switched by the first connection;
+    while it does, SQLite refuses another connection's switch at once ("database is
+    locked", without the busy timeout's wait), which the web process, the worker and its
+    pool opening a new broker file together met: asked again until the file is in it."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal":
+                return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+        if time.monotonic() >= deadline:
+            raise sqlite3.OperationalError("the broker's file could not be put in WAL mode")
+        time.sleep(0.01)
 
 
 class Channel(sqlalchemy.Channel):

@@ -1,5 +1,6 @@
 """The embedded broker (``core/embedded_broker.py``): a SQLite file several processes send
-to and take from at once. Every message is delivered once; late acknowledgement holds
+to and take from at once. Processes opening a new file together all get it; every
+message is delivered once; late acknowledgement holds
 while the taking process lives; a message whose consumer was killed outright is not given
 back (the job watchdog recovers that work once its lease runs out, see
 ``tests/edge/test_embedded_server.py``).
@@ -8,16 +9,19 @@ back (the job watchdog recovers that work once its lease runs out, see
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kombu import Connection, Message, Queue
 
 import core.celery  # noqa: F401 - registers the embedded broker's scheme with kombu
+from core import embedded_broker
 from core.embedded_worker import routed_queues
 from tests.support.workers import ROOT, wait_for
 
@@ -68,6 +72,44 @@ def send(broker: str, queue: str, message_id: str) -> None:
         connection.Producer(serializer="json").publish(
             {"id": message_id}, exchange="", routing_key=queue
         )
+
+
+def _connect_at_once(path: str, start: Any, errors: Any) -> None:
+    """In a forked process: a connection to the broker's file, made as the broker makes
+    its own, once ``start`` lets every process go; any error goes to ``errors``."""
+    try:
+        start.wait(60)
+        connection = sqlite3.connect(path, timeout=embedded_broker.BUSY_TIMEOUT_SECONDS)
+        embedded_broker._configure_connection(connection, None)
+        mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+        connection.close()
+        if mode != "wal":
+            errors.put(f"journal mode {mode}")
+    except BaseException as error:  # reported to the test, whatever it is
+        errors.put(repr(error))
+
+
+def test_processes_opening_a_new_broker_file_together_all_get_it(tmp_path):
+    # The web process, the worker and its pool may open a new file at the same moment;
+    # the first switches it to write-ahead logging, and SQLite refused the others' switch
+    # at once ("database is locked"): in about one try in three here, with eight processes.
+    context = multiprocessing.get_context("fork")
+    errors = context.Queue()
+    for attempt in range(40):
+        path = str(tmp_path / f"broker-{attempt}.sqlite3")
+        start = context.Barrier(8)
+        processes = [
+            context.Process(target=_connect_at_once, args=(path, start, errors)) for _ in range(8)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(120)
+        assert [process.exitcode for process in processes] == [0] * 8
+        reported = []
+        while not errors.empty():
+            reported.append(errors.get())
+        assert reported == [], f"attempt {attempt}: {reported}"
 
 
 def test_it_delivers_every_message_once_to_several_processes_at_once(broker, tmp_path):
