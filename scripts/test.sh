@@ -65,17 +65,19 @@ fi
 # fails if any lane does.
 PURE_TESTS=(tests/referee tests/sandboxes tests/llm tests/environments tests/sdk tests/example_players tests/engine_proxy)
 STACK_TESTS=(tests/deploy/test_stack*.py)
-# The anonymous and WSGI fuzzing and the soak benchmark's smoke run are the main lane's:
-# on a fresh machine (CI's) the stack's lane builds every image first, and with them the
-# stack's and the Django-free lanes ended 4 minutes after the main one (run 22, images
-# removed before it).
+# The anonymous and WSGI fuzzing are the main lane's: on a fresh machine (CI's) the
+# stack's lane builds every image first, and with them the stack's and the Django-free
+# lanes ended 4 minutes after the main one (run 22, images removed before it).
 AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py)
 # The docker sandbox's forked agents in the referee's and sandboxes' suites (the
 # docker-forked kind of any_backend, and a worker that cannot see its agents' processes)
 # run in the stack's lane too, after the rest: they mostly wait on containers and clocks,
 # and with them the Django-free lane was the longest (when it ran in one process).
 DOCKER_FORKED="docker-forked or processes_are_not_seen"
-AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py)
+# After the Django-free layer (two processes, mostly waiting: it ended 6 minutes before
+# the main lane), the pipeline's recovery and the soak benchmark's smoke run (2:42, from
+# the main lane, which was the longest).
+AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py tests/bench/test_bench_soak.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
 # modules that start a second Docker engine (one after the other), the jobs benchmark's
 # smoke run, the embedded server's and the demo's (which mostly wait), the fuzzing with
