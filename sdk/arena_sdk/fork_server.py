@@ -22,7 +22,9 @@ other process of its namespace (what the child left running: as PID 1 it is ever
 parent and nobody may signal it from inside), removes its System V IPC objects, empties
 ``/tmp``, ``/dev/shm`` and a container's ``/dev/mqueue``, and says ``R`` (if anything is
 left there, it exits instead, and the referee discards it): the next child finds the
-sandbox as a fresh one would be. The server cannot be
+sandbox as a fresh one would be. Past half of its own CPU-time limit (its forks and
+clean-ups add up over its life) it exits instead of saying ``R`` too, between two
+children, before the kernel would kill it in the middle of one. The server cannot be
 traced or read by its children (it is not dumpable; they are again), so what it says can
 be trusted as far as the referee needs: a silent or dead server is discarded, with its
 namespace, by the referee.
@@ -62,6 +64,10 @@ SCRATCH = ("/tmp", "/dev/shm")
 MESSAGE_QUEUES = "/dev/mqueue"
 #: The server's exit status when it could not empty them: the referee discards it.
 NOT_CLEAN = 3
+#: Its exit status, instead of saying ready, once it has used half of its CPU-time limit
+#: (its own: forks and clean-ups): the referee discards it and starts another. At the
+#: limit the kernel would kill it, and with it a child it was forking.
+RETIRED = 4
 #: The request, and the two answers.
 FORK = b"F"
 EXITED = b"X"
@@ -84,6 +90,25 @@ def _libc() -> Any:
     for name in set(sys.modules) - before:
         del sys.modules[name]
     return libc
+
+
+def _cpu_budget() -> float | None:
+    """Seconds of CPU time this process may use before it retires: half of its soft
+    ``RLIMIT_CPU`` (None: unlimited). ``resource`` is not left imported, as ``_libc``."""
+    before = set(sys.modules)
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_CPU)
+    unlimited = resource.RLIM_INFINITY
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+    return None if soft == unlimited else soft / 2
+
+
+def _cpu_used() -> float:
+    """This process's own CPU time so far (its children's apart)."""
+    times = os.times()
+    return times.user + times.system
 
 
 def _exit_status(status: int) -> int:
@@ -254,6 +279,7 @@ def _become_agent(entry: str, streams: list[int], control: socket.socket, libc: 
 def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = False) -> int:
     """Fork a child for each request on ``control`` until the referee closes it."""
     libc = _libc()
+    budget = _cpu_budget()
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     # The one signal Python handles by default: a handler would let a child signal process
     # 1 of its namespace (the kernel drops only the signals an init does not handle).
@@ -287,6 +313,14 @@ def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = Fals
                 MESSAGE_QUEUES, must_exist=False
             ):
                 return NOT_CLEAN  # the next child would find something: not ready, ever
+            used = _cpu_used()
+            if budget is not None and used >= budget:
+                print(
+                    f"fork server: retired, {used:.2f} s of its {2 * budget:g} s of CPU time used",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return RETIRED
             control.send(READY)
         except OSError:
             return 0

@@ -432,3 +432,59 @@ def test_a_server_that_cannot_empty_its_scratch_is_not_used_again(pooled, tmp_pa
     # Each found /tmp empty: no server forked again after such a child.
     assert all(seen(forked)["tmp"] == [] for forked in agents)
     assert len({forked.server for forked in agents}) == len(agents)
+
+
+#: Leaves its server work: every file in /tmp is one the server removes (its own CPU
+#: time) before its next child.
+LITTERER = textwrap.dedent(
+    """
+    import random
+    from arena_sdk import Agent
+
+    for number in range(20000):
+        open(f"/tmp/litter-{number}", "w").close()
+
+
+    class Litterer(Agent):
+        def act(self, turn):
+            return random.choice(turn.legal_actions)
+    """
+)
+
+
+def test_a_server_retires_between_two_children_before_its_cpu_time_limit(
+    sandbox_root, request, tmp_path
+):
+    # A server's own CPU time (its forks and clean-ups) adds up over its life against the
+    # agent's CPU-time limit, at which the kernel would kill it: in the middle of a fork
+    # too, and with it that child. It goes at half of it instead, between two children.
+    sandbox = servers_recorded("process", sandbox_root, request, pool_size=2)
+    folder = tmp_path / "litterer"
+    folder.mkdir()
+    os.chmod(tmp_path, 0o755)
+    (folder / "main.py").write_text(LITTERER)
+    source = AgentSource.from_path(folder)
+    limits = SandboxLimits(cpu_seconds=1)
+    try:
+        sandbox.start(source, limits=limits, label="p1").close()
+        ended: list[Any] = []
+        # Each child costs its server about a tenth of a second here: until one retires.
+        for _ in range(60):
+            assert sandbox.pool is not None and sandbox.pool.wait_until_ready(60)
+            assert sandbox.flush(60)
+            running = sandbox.start(source, limits=limits, label="p1")
+            # Every one of them handed out from the pool, forked and running.
+            assert isinstance(running, ForkedAgent) and running.warm
+            assert not running.has_ended()
+            running.close()
+            assert sandbox.flush(60)
+            ended = [server for server in sandbox.servers if not server_runs(server)]
+            if ended:
+                break
+        # A server ended, and it retired, as its log says: it was not killed at its limit.
+        assert ended
+        for server in ended:
+            assert "fork server: retired" in server.log(), server.log()
+    finally:
+        sandbox.close()
+        assert sandbox.flush(REMOVAL_BOUND)
