@@ -83,7 +83,7 @@ def _write_ahead_logging(cursor: Any) -> None:
             if cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal":
                 return
         except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() >= deadline:
+            if "locked" not in str(error):
                 raise
         if time.monotonic() >= deadline:
             raise sqlite3.OperationalError("the broker's file could not be put in WAL mode")

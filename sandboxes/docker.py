@@ -172,7 +172,11 @@ class DockerSandbox:
         self._images_checked: set[str] = set()
         self._reaper = Reaper()
         self.pool: WarmPool[DockerAgent | ForkedAgent] | None = WarmPool.of_size(
-            pool_size, pool_idle_seconds, start=self._start_warm, discard=_close, ended=_has_ended
+            pool_size,
+            pool_idle_seconds,
+            start=self._start_warm,
+            discard=_close,
+            ended=lambda agent: agent.has_ended(),
         )
         #: With a pool (and ``fork``), a Python agent's containers are kept between duels,
         #: each running its fork server (``sandboxes.fork_servers``).
@@ -581,7 +585,3 @@ class DockerSandbox:
 
 def _close(agent: DockerAgent | ForkedAgent) -> None:
     agent.close()
-
-
-def _has_ended(agent: DockerAgent | ForkedAgent) -> bool:
-    return agent.has_ended()

@@ -168,7 +168,11 @@ class ProcessSandbox:
         # Agents start side by side: one of them makes the copy, the other waits for it.
         self._sdk_lock = threading.Lock()
         self.pool: WarmPool[ProcessAgent | ForkedAgent] | None = WarmPool.of_size(
-            pool_size, pool_idle_seconds, start=self._start_warm, discard=_close, ended=_has_ended
+            pool_size,
+            pool_idle_seconds,
+            start=self._start_warm,
+            discard=_close,
+            ended=lambda agent: agent.has_ended(),
         )
         #: Confined, the pool's Python agents are forked by a server kept per agent
         #: (``sandboxes.fork_servers``).
@@ -448,7 +452,3 @@ class ProcessSandbox:
 
 def _close(agent: ProcessAgent | ForkedAgent) -> None:
     agent.close()
-
-
-def _has_ended(agent: ProcessAgent | ForkedAgent) -> bool:
-    return agent.has_ended()

@@ -270,7 +270,7 @@ class WarmPool(Generic[Agent]):
         waits up to ``wait`` seconds for it: it is ready sooner than a new start would be,
         and a new start beside it would slow both."""
         # Ready agents too old to hand out, or ended while they waited: discarded here.
-        gone: list[Agent] = []
+        gone: list[Agent]
         found: Agent | None = None
         with self._lock:
             if self._closed:
