@@ -1,69 +1,23 @@
 """The squashed migration makes the schema that the 40 migrations it replaces make: a new
 database (which takes it) and an old deployment's (which went through the originals)
 have the same tables, columns, constraints and indexes, so that every later migration
-meets the same database."""
+meets the same database. The old deployment's database is the migrations' tests' own
+(``tests.support.migrations.database_at``), made from nothing through the originals."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.apps import apps
-from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from tests.support.database import database_url
+from tests.support.migrations import database_at, latest
 from tests.support.require import require
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def through_the_originals() -> Iterator[BaseDatabaseWrapper]:
-    """A database of its own on the test database's server, migrated from nothing through
-    the original migrations, one by one, as an old deployment's was: by a process of its
-    own, whose default database it is (their data migrations use the default one)."""
-    require(
-        connection.vendor == "postgresql",
-        "PostgreSQL is missing: the schemas are read from its catalogs",
-    )
-    # Named after the test database, which is this test process's own (pytest-xdist's
-    # processes may share a server).
-    name = f"{connection.settings_dict['NAME']}_originals"
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE {name}")
-    database = type(connections["default"])({**connection.settings_dict, "NAME": name}, alias=name)
-    try:
-        subprocess.run(
-            [sys.executable, "-c", MIGRATE_THROUGH_THE_ORIGINALS],
-            env={
-                **os.environ,
-                "DATABASE_URL": database_url(name),
-                "DJANGO_SETTINGS_MODULE": "core.settings",
-            },
-            cwd=settings.BASE_DIR,
-            check=True,
-            timeout=600,
-        )
-        yield database
-    finally:
-        database.close()
-        with connection.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
-
-
-MIGRATE_THROUGH_THE_ORIGINALS = """
-import django
-django.setup()
-from tests.support.migrations import migrate, latest
-migrate(latest())
-"""
 
 
 def schema(database: BaseDatabaseWrapper) -> dict[str, list[tuple[Any, ...]]]:
@@ -113,10 +67,14 @@ def schema(database: BaseDatabaseWrapper) -> dict[str, list[tuple[Any, ...]]]:
     }
 
 
-def test_a_new_database_has_the_schema_of_one_migrated_through_the_originals(
-    through_the_originals,
-):
-    new, old = schema(connection), schema(through_the_originals)
+def test_a_new_database_has_the_schema_of_one_migrated_through_the_originals():
+    require(
+        connection.vendor == "postgresql",
+        "PostgreSQL is missing: the schemas are read from its catalogs",
+    )
+    new = schema(connection)
+    with database_at(latest()):
+        old = schema(connection)
     assert len(new["columns"]) > 200 and len(new["constraints"]) > 100
     for part in new:
         assert new[part] == old[part], part

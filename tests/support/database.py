@@ -115,8 +115,8 @@ REVISION_IDS_APART = 1_000_000
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """pytest-django's test database; in the second and later of pytest-xdist's test
-    processes, with revision ids starting further on; on PostgreSQL, a copy of it as
-    made (``as_made``), for the migrations' tests.
+    processes, with revision ids starting further on; on PostgreSQL, the databases
+    that the migrations' tests made beside it dropped at the end.
 
     The processes share this machine's Docker engine, and a revision's image is tagged by
     its id and its upload's SHA-256 (``builder.revision_image``): two test databases that
@@ -136,32 +136,20 @@ def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[N
         elif connection.vendor == "sqlite":
             cursor.execute("DELETE FROM sqlite_sequence WHERE name = 'core_revision'")
             cursor.execute("INSERT INTO sqlite_sequence VALUES ('core_revision', %s)", [start - 1])
-    if connection.vendor != "postgresql":
-        yield
-        return
-    # Copied now, while nothing else is connected to it (PostgreSQL copies a database
-    # no one is connected to); about 0.1 s.
-    copy, original = (
-        connection.ops.quote_name(name) for name in (as_made(), connection.settings_dict["NAME"])
-    )
-    with django_db_blocker.unblock():
-        connection.close()
-        with connection._nodb_cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {copy}")
-            cursor.execute(f"CREATE DATABASE {copy} TEMPLATE {original}")
     yield
+    if connection.vendor != "postgresql":
+        return
+    # The databases that the migrations' tests made (``tests.support.migrations``).
+    from tests.support.migrations import state_prefix
+
     with django_db_blocker.unblock(), connection._nodb_cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS {copy} WITH (FORCE)")
-
-
-def as_made() -> str:
-    """The name of a copy of the test database as its migrations made it (content types
-    and permissions included), made when the test database is, dropped with it, and never
-    connected to: a template for a database of a test's own (``CREATE DATABASE ...
-    TEMPLATE``, ``tests.support.migrations.database_at``). On PostgreSQL."""
-    from django.db import connection
-
-    return f"{connection.settings_dict['NAME']}_as_made"
+        cursor.execute(
+            "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", [state_prefix()]
+        )
+        for (name,) in cursor.fetchall():
+            cursor.execute(
+                f"DROP DATABASE IF EXISTS {connection.ops.quote_name(name)} WITH (FORCE)"
+            )
 
 
 #: Rows that the database's creation makes (Django's ``post_migrate``: a content type
