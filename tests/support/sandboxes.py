@@ -61,11 +61,11 @@ def sandbox_processes(uids: set[int] | None = None) -> list[tuple[int, int, str]
     return found
 
 
-def leftover_processes(uids: set[int]) -> list[tuple[int, int, str]]:
-    """The processes left under ``uids`` once the agents that ran under them are closed.
-    Each user id's lock (``UserPool``'s) is taken first, so that an agent another referee
-    (another test process) has started under that id since is not taken for a leftover;
-    an id whose lock another referee holds now is skipped."""
+def leftover_processes(uids: set[int]) -> list[str]:
+    """The processes left under ``uids`` once the agents that ran under them are closed,
+    each described (``described``). Each user id's lock (``UserPool``'s) is taken first, so
+    that an agent another referee (another test process) has started under that id since
+    is not taken for a leftover; an id whose lock another referee holds now is skipped."""
     found = []
     for uid in sorted(uids):
         fd = os.open(UID_LOCKS / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
@@ -74,10 +74,39 @@ def leftover_processes(uids: set[int]) -> list[tuple[int, int, str]]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue
-            found += sandbox_processes({uid})
+            found += [described(pid, uid, name) for pid, uid, name in sandbox_processes({uid})]
         finally:
             os.close(fd)
     return found
+
+
+def described(pid: int, uid: int, name: str) -> str:
+    """A leftover process as a failure should show it: its state, its parent, its age,
+    whether it shares this process's PID namespace, and its command line."""
+
+    def read(*parts: str) -> str:
+        try:
+            return Path("/proc", str(pid), *parts).read_text(errors="replace")
+        except OSError as error:
+            return f"({error.strerror})"
+
+    fields = dict(line.split(":\t", 1) for line in read("status").splitlines() if ":\t" in line)
+    ticks = os.sysconf("SC_CLK_TCK")
+    try:
+        started = int(read("stat").rsplit(")", 1)[1].split()[19]) / ticks
+        age = f"{float(Path('/proc/uptime').read_text().split()[0]) - started:.1f} s old"
+    except (IndexError, ValueError):
+        age = "age unknown"
+    try:
+        namespace = os.readlink(f"/proc/{pid}/ns/pid")
+        ours = " (ours)" if namespace == os.readlink("/proc/self/ns/pid") else ""
+    except OSError:
+        namespace, ours = "unknown", ""
+    command = read("cmdline").replace("\0", " ").strip()
+    return (
+        f"pid {pid} {name} (uid {uid}): state {fields.get('State', '?').strip()}, parent "
+        f"{fields.get('PPid', '?').strip()}, {age}, PID namespace {namespace}{ours}: {command}"
+    )
 
 
 @pytest.fixture
