@@ -68,25 +68,25 @@ STACK_TESTS=(tests/deploy/test_stack*.py)
 # The anonymous and WSGI fuzzing are the main lane's: on a fresh machine (CI's) the
 # stack's lane builds every image first, and with them the stack's and the Django-free
 # lanes ended 4 minutes after the main one (run 22, images removed before it).
-AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py)
+AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py
+  tests/bench/test_bench_ladder.py tests/bench/test_bench_scale.py tests/bench/test_bench_llm.py
+  tests/bench/test_bench_upload.py)
 # The docker sandbox's forked agents in the referee's and sandboxes' suites (the
 # docker-forked kind of any_backend, and a worker that cannot see its agents' processes)
 # run in the stack's lane too, after the rest: they mostly wait on containers and clocks,
 # and with them the Django-free lane was the longest (when it ran in one process).
 DOCKER_FORKED="docker-forked or processes_are_not_seen"
 # After the Django-free layer (two processes, mostly waiting: it ended 6 minutes before
-# the main lane), the pipeline's recovery and the soak benchmark's smoke run (2:42, from
-# the main lane, which was the longest).
-AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py tests/bench/test_bench_soak.py)
+# the main lane), the pipeline's recovery, the soak benchmark's smoke run (2:42), and the
+# pipelines of a worker and of the manager (from the main lane, which was the longest).
+AFTER_PURE=(tests/tournament_manager/test_pipeline_recovery.py tests/bench/test_bench_soak.py
+  tests/duel_runner/test_celery_pipeline.py tests/tournament_manager/test_manager_pipeline.py)
 # After the checks, in one process: the terraform tests (checkov, in .venv-tools), the two
-# modules that start a second Docker engine (one after the other), the jobs benchmark's
-# smoke run, the embedded server's and the demo's (which mostly wait), the fuzzing with
-# tokens, then the tournament and online benchmarks' smoke runs (from the main lane, which
-# was the longest). Lanes balanced by runs 14 and 15's durations.
+# modules that start a second Docker engine (one after the other), the embedded server's
+# and the demo's (which mostly wait), and the fuzzing with tokens.
 AFTER_CHECKS=(tests/deploy/test_terraform.py tests/bench/test_bench_hosts.py
-  tests/duel_runner/test_second_host.py tests/bench/test_bench_jobs.py
-  tests/edge/test_embedded_server.py tests/commands/test_demo.py tests/api/test_fuzzing_tokens.py
-  tests/bench/test_bench_tournament.py tests/bench/test_bench_online.py)
+  tests/duel_runner/test_second_host.py tests/edge/test_embedded_server.py
+  tests/commands/test_demo.py tests/api/test_fuzzing_tokens.py)
 lanes="$(mktemp -d)"
 # Lanes still running when the script ends early are stopped. (A bare `kill $(jobs -p)`
 # with no job left fails, and under `set -e` its status 2 became the run's: a green run
