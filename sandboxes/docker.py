@@ -72,8 +72,8 @@ from sandboxes.docker_container import (
     server_environment,
 )
 from sandboxes.docker_engine import LABEL_ROLE, LABEL_SANDBOX, EngineError
-from sandboxes.fork_servers import ForkedAgent, ForkServers
-from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
+from sandboxes.fork_servers import ForkedAgent, ForkServers, started_ahead
+from sandboxes.warm_pool import Reaper, WarmKey, shut_down, wait_until_reading
 
 logger = logging.getLogger(__name__)
 
@@ -171,19 +171,10 @@ class DockerSandbox:
         self.connect_timeout = connect_timeout
         self._images_checked: set[str] = set()
         self._reaper = Reaper()
-        self.pool: WarmPool[DockerAgent | ForkedAgent] | None = WarmPool.of_size(
-            pool_size,
-            pool_idle_seconds,
-            start=self._start_warm,
-            discard=_close,
-            ended=lambda agent: agent.has_ended(),
-        )
         #: With a pool (and ``fork``), a Python agent's containers are kept between duels,
         #: each running its fork server (``sandboxes.fork_servers``).
-        self.fork_servers = (
-            ForkServers(pool_idle_seconds, most=2 * pool_size)
-            if self.pool is not None and fork
-            else None
+        self.pool, self.fork_servers = started_ahead(
+            pool_size, pool_idle_seconds, self._start_warm, forking=fork
         )
         #: Images whose bridge cannot start a fork server (an image built before it could).
         self._serverless: set[str] = set()
@@ -581,7 +572,3 @@ class DockerSandbox:
             cleanup.pop_all()
         listener.close()
         (socket_dir / SOCKET_NAME).unlink(missing_ok=True)
-
-
-def _close(agent: DockerAgent | ForkedAgent) -> None:
-    agent.close()

@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from sandboxes.base import (
     LoggedAgent,
@@ -52,7 +52,7 @@ from sandboxes.base import (
 )
 from sandboxes.cpus import pin_process
 from sandboxes.process_agent import pidfd_of, reported_pid
-from sandboxes.warm_pool import Reaper
+from sandboxes.warm_pool import Reaper, WarmPool
 
 #: The server's protocol (``arena_sdk.fork_server``).
 FORK = b"F"
@@ -461,3 +461,29 @@ class ForkServers:
             self._changed.notify_all()
         for server in servers:
             server.discard()
+
+
+class WarmAgent(Protocol):
+    def close(self) -> None: ...
+
+    def has_ended(self) -> bool: ...
+
+
+Warm = TypeVar("Warm", bound=WarmAgent)
+
+
+def started_ahead(
+    size: int, idle_seconds: float, start: Callable[[Hashable], Warm], *, forking: bool
+) -> tuple[WarmPool[Warm] | None, ForkServers | None]:
+    """A sandbox's agents started ahead of need (none for a ``size`` of 0), each closed when
+    discarded and never handed out once it has ended; with ``forking``, the fork servers
+    that start its Python agents (twice as many idle at most as the pool holds)."""
+    pool = WarmPool.of_size(
+        size,
+        idle_seconds,
+        start=start,
+        discard=lambda agent: agent.close(),
+        ended=lambda agent: agent.has_ended(),
+    )
+    servers = ForkServers(idle_seconds, most=2 * size) if pool is not None and forking else None
+    return pool, servers

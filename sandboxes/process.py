@@ -51,10 +51,10 @@ from sandboxes.base import (
 )
 from sandboxes.confinement import CONTROL_FD, Confinement
 from sandboxes.cpus import PROCESS_CPUS, away_from_duels
-from sandboxes.fork_servers import ForkedAgent, ForkServers
+from sandboxes.fork_servers import ForkedAgent, ForkServers, started_ahead
 from sandboxes.process_agent import ProcessAgent, remove_tree
 from sandboxes.process_users import UID_BASE, UID_COUNT, UserPool, processes_of_user
-from sandboxes.warm_pool import Reaper, WarmKey, WarmPool, shut_down, wait_until_reading
+from sandboxes.warm_pool import Reaper, WarmKey, shut_down, wait_until_reading
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 SDK_DIR = PROJECT_DIR / "sdk" / "arena_sdk"
@@ -167,19 +167,10 @@ class ProcessSandbox:
         self._sdk_path: Path | None = None
         # Agents start side by side: one of them makes the copy, the other waits for it.
         self._sdk_lock = threading.Lock()
-        self.pool: WarmPool[ProcessAgent | ForkedAgent] | None = WarmPool.of_size(
-            pool_size,
-            pool_idle_seconds,
-            start=self._start_warm,
-            discard=_close,
-            ended=lambda agent: agent.has_ended(),
-        )
         #: Confined, the pool's Python agents are forked by a server kept per agent
         #: (``sandboxes.fork_servers``).
-        self.fork_servers = (
-            ForkServers(pool_idle_seconds, most=2 * pool_size)
-            if self.pool is not None and self.confined
-            else None
+        self.pool, self.fork_servers = started_ahead(
+            pool_size, pool_idle_seconds, self._start_warm, forking=self.confined
         )
         #: Sweeps closed agents' user ids and removes their folders (``ProcessAgent.close``).
         self.reaper = Reaper("arena-process-reaper")
@@ -448,7 +439,3 @@ class ProcessSandbox:
             reaper=self.reaper,
             as_init=control is not None,
         )
-
-
-def _close(agent: ProcessAgent | ForkedAgent) -> None:
-    agent.close()
