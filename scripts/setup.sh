@@ -85,11 +85,11 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   say "installing Python dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  # The packages' bytecode is compiled after the install on every core (pip compiles its
-  # 11,000 files one by one): the agents of the process sandbox run on this Python and
-  # cannot write bytecode themselves.
+  # No bytecode compiled ahead (its 11,000 files took 56 CPU-s, most of them never
+  # imported): each process writes it for the modules it imports, once. Confined agents
+  # run on Debian's Python (sandboxes/process.py), not this one; unconfined, where
+  # bubblewrap is missing, an agent under another user id compiles what it imports.
   .venv/bin/python -m pip install -q --no-compile -e ".[dev]" -e ./sdk
-  .venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null
   echo "$wanted" > "$stamp"
 fi
 
