@@ -68,10 +68,9 @@ STACK_TESTS=(tests/deploy/test_stack*.py)
 # The anonymous and WSGI fuzzing are the main lane's: on a fresh machine (CI's) the
 # stack's lane builds every image first, and with them the stack's and the Django-free
 # lanes ended 4 minutes after the main one (run 22, images removed before it).
-# The LLM and upload benchmarks' smoke runs follow them (from the main lane; with the
-# ladder's and the scale's too, the stack's lane ended last in run 7, images removed).
-AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py
-  tests/bench/test_bench_llm.py tests/bench/test_bench_upload.py)
+# (With the ladder, scale, LLM and upload benchmarks' smoke runs after them too, the stack's
+# lane ended last in runs 7 and 8, every image removed first: they are the main lane's.)
+AFTER_STACK=(tests/bench/test_bench_round_robin.py tests/builder/test_docker_build.py)
 # The docker sandbox's forked agents in the referee's and sandboxes' suites (the
 # docker-forked kind of any_backend, and a worker that cannot see its agents' processes)
 # run in the stack's lane too, after the rest: they mostly wait on containers and clocks,
