@@ -42,10 +42,15 @@ class OriginalMigrations(MigrationLoader):
 
 def migrate(targets: Targets) -> Any:
     """The database at ``targets``; returns the apps (historical models) of that state."""
+    return _migrated(targets).project_state(targets).apps
+
+
+def _migrated(targets: Targets) -> OriginalMigrations:
+    """The database migrated to ``targets``; returns the graph it went by."""
     executor = MigrationExecutor(connection)
     executor.loader = OriginalMigrations()
     executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
+    return executor.loader
 
 
 def latest() -> Targets:
@@ -96,17 +101,24 @@ def _state(targets: Targets) -> str:
         key=lambda name: len(_made[name]),
         default=None,
     )
-    name = f"{state_prefix()}{len(_made)}"
+    name = _created(f"{state_prefix()}{len(_made)}", earlier)
+    with _connected_to(name):
+        # Its apps are not rendered here: ``database_at`` renders those it yields.
+        _migrated(targets)
+    _made[name] = applied
+    return name
+
+
+def _created(name: str, template: str | None) -> str:
+    """A new database ``name`` on the test database's server, a copy of ``template`` (or
+    empty), in place of any left by an earlier run; returns ``name``."""
     quote = connection.ops.quote_name
     with connection._nodb_cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+        cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)} WITH (FORCE)")
         cursor.execute(
             f"CREATE DATABASE {quote(name)}"
-            + (f" TEMPLATE {quote(earlier)}" if earlier is not None else "")
+            + (f" TEMPLATE {quote(template)}" if template is not None else "")
         )
-    with _connected_to(name):
-        migrate(targets)
-    _made[name] = applied
     return name
 
 
@@ -124,12 +136,8 @@ def database_at(targets: Targets) -> Iterator[Any]:
         finally:
             migrate(latest())
         return
-    state = _state(targets)
-    name = f"{state_prefix()}test"
+    name = _created(f"{state_prefix()}test", _state(targets))
     quote = connection.ops.quote_name
-    with connection._nodb_cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS {quote(name)} WITH (FORCE)")
-        cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(state)}")
     try:
         with _connected_to(name):
             yield OriginalMigrations().project_state(targets).apps
