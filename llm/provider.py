@@ -102,6 +102,10 @@ class Provider:
 
         self.config = config
         self._stopped = threading.Event()
+        #: The failed requests of the call to ``complete`` under way, while the provider
+        #: is failing (empty once it answered): read by the referee's thread when the
+        #: move's clock runs out (``failing_for``).
+        self._failing: list[dict[str, Any]] = []
         self._connection = SeatConnection()
         self._client: openai.OpenAI | None = None
         self._setup_error = ""
@@ -144,6 +148,7 @@ class Provider:
         """The model's answer to ``messages``, before ``deadline`` (``time.monotonic``)."""
         started = time.monotonic()
         errors: list[dict[str, Any]] = []
+        self._failing = errors
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -187,16 +192,23 @@ class Provider:
                 if self._stopped.wait(wait):
                     raise Stopped() from None
                 continue
+            self._failing = []
             completion.text = self.redact(completion.text)
             completion.latency_ms = round((time.monotonic() - started) * 1000, 3)
             completion.provider_errors = errors
             return completion
 
+    def failing_for(self) -> str | None:
+        """Why the model cannot answer now, if the provider is failing: asked when the
+        move's clock runs out, which is then the provider's failure, not the model's
+        timeout, however late the harness's own deadline came on a loaded machine."""
+        errors = self._failing
+        return str(self._clock_ran_out(errors)) if errors else None
+
     def _clock_ran_out(self, errors: list[dict[str, Any]]) -> ProviderFailure:
         return ProviderFailure(
             f"{self.config.describe()} failed {len(errors)} time(s) (the last: "
-            f"{errors[-1]['error']}), and the move's clock ran out before it could be "
-            "asked again"
+            f"{errors[-1]['error']}), and the move's clock ran out before it answered"
         )
 
     def _wait_after(self, failure: _Retryable, failures_before: int) -> float:

@@ -281,19 +281,26 @@ class AgentReferee:
             try:
                 if arrival.failure is not None:
                     if arrival.failure.kind is FaultKind.TIMEOUT and not arrival.failure.final:
-                        raise self._move_timeout(banks, seat)
+                        raise self._move_timeout(seats[seat], banks, seat)
                     raise arrival.failure
                 assert arrival.message is not None
                 # Kept to the microsecond, as the match record stores it.
                 timings[seat] = elapsed = round(arrival.at - sent[seat], 6)
                 charged = max(0.0, elapsed - seats[seat].allowance)
-                actions[seat] = self._action_from(arrival.message, seat, charged, banks)
+                actions[seat] = self._action_from(
+                    arrival.message, seats[seat], seat, charged, banks
+                )
             except AgentFailure as failure:
                 faults.append(self._charge(seats[seat], failure, step))
         return actions, timings, faults
 
     def _action_from(
-        self, reply: dict[str, Any], seat: int, elapsed: float, banks: list[float]
+        self,
+        reply: dict[str, Any],
+        contestant: Contestant,
+        seat: int,
+        elapsed: float,
+        banks: list[float],
     ) -> Any:
         kind = reply.get("type")
         if kind == protocol.ERROR:
@@ -314,10 +321,16 @@ class AgentReferee:
             banks[seat] -= overage
             if banks[seat] < 0:
                 # The reply arrived after the deadline but before we looked.
-                raise self._move_timeout(banks, seat)
+                raise self._move_timeout(contestant, banks, seat)
         return reply["action"]
 
-    def _move_timeout(self, banks: list[float], seat: int) -> AgentFailure:
+    def _move_timeout(self, contestant: Contestant, banks: list[float], seat: int) -> AgentFailure:
+        """The timeout to charge ``contestant`` for its move; raises ``SandboxError``
+        instead when its seat says Arena's failure kept it from answering (an LLM seat
+        whose provider is failing), so that the duel ends in error and nobody is charged."""
+        excuse = contestant.agent.timeout_excuse() if contestant.agent is not None else None
+        if excuse is not None:
+            raise SandboxError(excuse)
         return AgentFailure(
             FaultKind.TIMEOUT,
             f"no answer within the {self.settings.move_time} s move limit plus "

@@ -221,6 +221,12 @@ class SandboxedAgent(Protocol):
         """Run the agent's processes on ``cpus`` from now on (``sandboxes.cpus``), where
         the backend can; returns whether it did."""
 
+    def timeout_excuse(self) -> str | None:
+        """Arena's failure that is keeping the agent from answering, asked when its move's
+        clock runs out: the referee then ends the duel in error, unrated, instead of
+        charging the agent a timeout (an LLM seat whose provider is failing). None when
+        the time is the agent's own, as it always is for an agent that runs code."""
+
     def close(self) -> None:
         """Kill everything the agent started and remove its files. Its own processes are
         stopped and its logs complete when this returns; a sandbox may finish the rest
@@ -418,7 +424,7 @@ class AgentLog:
 class LoggedAgent:
     """What every agent whose stderr this host reads shares (the process sandbox's, a
     forked one, a container's): its log (``AgentLog``), read by a thread of its own from
-    the start, and the three calls of ``SandboxedAgent`` about it."""
+    the start, and the three calls of ``SandboxedAgent`` about it; its time is its own."""
 
     _log: AgentLog
 
@@ -451,6 +457,10 @@ class LoggedAgent:
 
     def move_logs(self) -> dict[MoveKey, str]:
         return self._log.move_logs()
+
+    def timeout_excuse(self) -> str | None:
+        """An agent that runs code answers in its own time."""
+        return None
 
 
 FILE_SIZE_MARKERS = ("File too large", "EFBIG")

@@ -92,6 +92,14 @@ class LLMAgent(SocketSeat):
             + ("".join(f"\n  refused {problem}" for problem in problems))
         )
 
+    def timeout_excuse(self) -> str | None:
+        """Arena's failure, or the provider's under way: a move's clock that runs out while
+        the model's server is failing is never the model's timeout."""
+        if self._failure is not None:
+            return self._failure
+        failing = self.harness.provider.failing_for()
+        return f"the model's server failed: {failing}" if failing else None
+
     def transcript(self, match: int) -> dict[str, Any] | None:
         """This seat's conversation in match ``match``, as it stands."""
         return self.harness.transcript(match)

@@ -119,6 +119,10 @@ class SocketSeat:
     def move_logs(self) -> dict[MoveKey, str]:
         return {}
 
+    def timeout_excuse(self) -> str | None:
+        """Arena's failure, if the seat has failed (it may not have ended yet)."""
+        return self._failure
+
     def _close_fds(self) -> None:
         for closing in (self._referee_end.close, self._relay_end.close):
             with contextlib.suppress(OSError):

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from llm import harness
 from llm.config import LLMConfig
 from llm.local_server import LocalLLMServer, Reply, rule_based
 from referee.duel import run_duel
@@ -261,6 +262,22 @@ def test_it_ends_the_duel_in_error_unrated_when_the_provider_keeps_failing(
     # Nobody is charged a fault: it is not the model's failure, nor its opponent's.
     assert result.errors_of(1) == result.errors_of(2) == 0
     assert_key_nowhere(result)
+
+
+def test_a_failing_provider_is_never_the_models_timeout_however_late_the_harness_hears(
+    server, backend, llm_player, monkeypatch
+):
+    # A loaded machine: the harness hears each request long after the referee sent it, so
+    # its own deadline, meant to come a little before the referee's, comes long after it,
+    # and the provider is still being retried when the referee's clock runs out.
+    monkeypatch.setattr(harness, "DEADLINE_MARGIN", -60.0)
+    failing = lambda request: Reply("overloaded", status=500)  # noqa: E731
+    result = play(server, backend, llm_player, failing, provider_retries=50)
+
+    assert result.result is Outcome.ERROR
+    assert "the model's server failed" in result.infrastructure_error
+    assert "HTTP 500: overloaded), and the move's clock ran out" in result.infrastructure_error
+    assert result.errors_of(1) == result.errors_of(2) == 0
 
 
 def test_it_gives_up_after_its_retries(server, backend, llm_player):
