@@ -325,6 +325,10 @@ class ForkedAgent(LoggedAgent):
         self.exit_fd = None
 
 
+#: The name of the thread that discards a sandbox's idle servers once they wait too long.
+EXPIRY_TIMER = "arena-fork-servers-expiry"
+
+
 class ForkServers:
     """The idle fork servers of one sandbox, per key, each kept ``idle_seconds`` at most."""
 
@@ -337,6 +341,9 @@ class ForkServers:
         self._cleaning: dict[Hashable, int] = {}
         self._changed = threading.Condition()
         self._closed = False
+        #: The one timer that discards the idle servers that waited too long, armed while
+        #: any is idle (``_expire_later``).
+        self._expiry: threading.Timer | None = None
 
     def fork(
         self,
@@ -415,10 +422,28 @@ class ForkServers:
             extra.discard()
         self._discard_expired()
         if keep:
-            # Discarded once idle too long even if nothing asks for a server again.
-            timer = threading.Timer(self.idle_seconds + 0.1, self._discard_expired)
-            timer.daemon = True
-            timer.start()
+            self._expire_later()
+
+    def _expire_later(self) -> None:
+        """Idle servers discarded once they have waited too long, even if nothing asks for
+        a server again: one timer at a time, set for the oldest (a timer for each server
+        given back kept a thread alive for ``idle_seconds`` each: two hundred in a process
+        that had played a hundred short duels in a few seconds)."""
+        with self._changed:
+            if self._expiry is not None or self._closed or not self._idle:
+                return
+            oldest = min(server.idle_since for group in self._idle.values() for server in group)
+            wait = max(0.0, oldest + self.idle_seconds - time.monotonic()) + 0.1
+            self._expiry = threading.Timer(wait, self._expire)
+            self._expiry.name = EXPIRY_TIMER
+            self._expiry.daemon = True
+            self._expiry.start()
+
+    def _expire(self) -> None:
+        with self._changed:
+            self._expiry = None
+        self._discard_expired()
+        self._expire_later()
 
     def _surplus_locked(self) -> list[ForkServer]:
         """The oldest idle servers past ``most``, taken out."""
@@ -459,6 +484,9 @@ class ForkServers:
             servers = [server for group in self._idle.values() for server in group]
             self._idle.clear()
             self._changed.notify_all()
+            if self._expiry is not None:
+                self._expiry.cancel()
+                self._expiry = None
         for server in servers:
             server.discard()
 

@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.docker import DockerSandbox
-from sandboxes.fork_servers import ForkedAgent, ForkServers
+from sandboxes.fork_servers import EXPIRY_TIMER, ForkedAgent, ForkServers
 from sandboxes.process import ProcessSandbox
 from tests.support.docker import REMOVAL_BOUND
 from tests.support.require import require
@@ -305,6 +306,40 @@ def test_idle_servers_are_bounded_per_key_and_in_all_oldest_first():
     assert servers.take("a") is kept[1] and servers.take("a") is None
     servers.close()
     assert kept[2].discarded and newest.discarded
+
+
+def expiry_timers() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == EXPIRY_TIMER]
+
+
+def test_one_timer_waits_for_the_idle_servers_however_many_are_given_back():
+    # A worker playing short duels gives a server back twice a duel: a timer each kept
+    # two hundred threads alive after a hundred duels.
+    servers = ForkServers(idle_seconds=3600, most=1000)
+    for index in range(200):
+        server = IdleServer(f"key-{index}", time.monotonic())
+        servers.cleaning(server)  # type: ignore[arg-type]
+        servers.give_back(server)  # type: ignore[arg-type]
+    assert len(expiry_timers()) == 1
+    servers.close()
+    for timer in expiry_timers():
+        timer.join(60)
+    assert expiry_timers() == []
+
+
+def test_each_idle_server_is_discarded_in_its_own_time_by_the_one_timer():
+    servers = ForkServers(idle_seconds=0.2, most=10)
+    now = time.monotonic()
+    # The second is idle from later on: the timer set for the first is set again for it.
+    first, second = IdleServer("a", now), IdleServer("b", now + 0.5)
+    for server in (first, second):
+        servers.cleaning(server)  # type: ignore[arg-type]
+        servers.give_back(server)  # type: ignore[arg-type]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not second.discarded:
+        time.sleep(0.05)
+    assert first.discarded and second.discarded
+    servers.close()
 
 
 def test_where_the_agents_processes_are_not_seen_a_server_goes_only_with_an_agent_to_kill(
