@@ -20,8 +20,8 @@ self-play ``referee.validation``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
+import functools
 import os
 import random
 import time
@@ -33,7 +33,7 @@ from arena_sdk import protocol
 
 from environments.base import Environment, IllegalAction
 from environments.registry import load_info, make_environment
-from referee.agents import FAREWELL_TIME, MAX_RESTARTS, AgentReferee, Contestant
+from referee.agents import FAREWELL_TIME, MAX_RESTARTS, AgentReferee, Contestant, side_by_side
 from referee.channel import AgentFailure
 from referee.duel_settings import DuelSettings
 from referee.openings import Step, duel_openings, opening_turn
@@ -382,12 +382,13 @@ class Referee(AgentReferee):
                 contestant.say_bye()
             # Side by side: each wait for an agent to exit on its own costs an engine
             # round trip or two in the docker sandbox.
-            with concurrent.futures.ThreadPoolExecutor(len(self.contestants)) as pool:
-                for stopped in [
-                    pool.submit(contestant.stop, grace=FAREWELL_TIME)
+            for stopped in side_by_side(
+                [
+                    functools.partial(contestant.stop, grace=FAREWELL_TIME)
                     for contestant in self.contestants
-                ]:
-                    stopped.result()
+                ]
+            ):
+                stopped.result()
         result.restarts = [contestant.restarts for contestant in self.contestants]
         result.logs = [contestant.log() for contestant in self.contestants]
         for contestant in self.contestants:
