@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import os
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -26,10 +27,27 @@ MAX_RESTARTS = 1
 #: How long an agent may take to exit after ``bye`` before it is killed.
 FAREWELL_TIME = 0.5
 
-#: The threads that start and stop a duel's agents side by side, kept from one duel to
-#: the next (``side_by_side``). Enough for the many duels a worker of network seats plays
-#: at once; a thread is started only when none is idle.
-_SIDE_BY_SIDE = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="referee-agents")
+
+class _Threads:
+    """The threads that start and stop a duel's agents side by side, kept from one duel to
+    the next (``side_by_side``). Enough for the many duels a worker of network seats plays
+    at once; a thread is started only when none is idle. A process forked from one that
+    has played gets a pool of its own: the threads are not in it, and its work would wait
+    for a thread its pool believes idle."""
+
+    def __init__(self) -> None:
+        self.pool = self._new()
+        os.register_at_fork(after_in_child=self._forked)
+
+    @staticmethod
+    def _new() -> concurrent.futures.ThreadPoolExecutor:
+        return concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="referee-agents")
+
+    def _forked(self) -> None:
+        self.pool = self._new()
+
+
+_THREADS = _Threads()
 
 
 def side_by_side(calls: list[Callable[[], T]]) -> list[concurrent.futures.Future[T]]:
@@ -37,7 +55,7 @@ def side_by_side(calls: list[Callable[[], T]]) -> list[concurrent.futures.Future
     start, or to stop); returns once all have ended, with their outcomes. The threads are
     kept: starting two for each duel and ending them again cost a warm 10-match duel
     about a tenth of its wall."""
-    futures = [_SIDE_BY_SIDE.submit(call) for call in calls]
+    futures = [_THREADS.pool.submit(call) for call in calls]
     concurrent.futures.wait(futures)
     return futures
 

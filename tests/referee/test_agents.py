@@ -1,0 +1,34 @@
+"""``referee.agents``: the threads that start and stop a duel's agents side by side."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from referee.agents import side_by_side
+
+
+def test_it_runs_the_calls_at_once_and_gives_each_outcome():
+    def fails() -> int:
+        raise ValueError("no")
+
+    first, second = side_by_side([lambda: 1, fails])
+
+    assert first.result() == 1
+    assert isinstance(second.exception(), ValueError)
+
+
+def test_a_process_forked_after_duels_still_starts_its_agents():
+    # Two threads kept idle in this process: a child forked now has neither, and a pool
+    # that counted them as idle would leave its calls waiting for ever.
+    side_by_side([lambda: time.sleep(0.2), lambda: time.sleep(0.2)])
+    time.sleep(0.5)  # both back to idle (a loaded machine only makes them later to be)
+    child = os.fork()
+    if child == 0:
+        signal.alarm(30)
+        futures = side_by_side([lambda: 3, lambda: 4])
+        os._exit(0 if [future.result() for future in futures] == [3, 4] else 1)
+    _, status = os.waitpid(child, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
