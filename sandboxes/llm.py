@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from llm.harness import Harness
 
 
+def _server_failed(why: str) -> str:
+    """The seat's failure when the model's server failed for good (the duel's error)."""
+    return f"the model's server failed: {why}"
+
+
 class LLMAgent(SocketSeat):
     """One start of an LLM seat: the harness in a thread, answering the referee."""
 
@@ -59,7 +64,7 @@ class LLMAgent(SocketSeat):
             try:
                 reply = self.harness.handle(message)
             except ProviderFailure as failure:
-                self._fail(f"the model's server failed: {failure}")
+                self._fail(_server_failed(str(failure)))
                 return
             except Exception as error:  # the harness is Arena's code: its bug is Arena's
                 self._fail(f"the LLM harness failed: {error!r}")
@@ -95,10 +100,8 @@ class LLMAgent(SocketSeat):
     def timeout_excuse(self) -> str | None:
         """Arena's failure, or the provider's under way: a move's clock that runs out while
         the model's server is failing is never the model's timeout."""
-        if self._failure is not None:
-            return self._failure
         failing = self.harness.provider.failing_for()
-        return f"the model's server failed: {failing}" if failing else None
+        return super().timeout_excuse() or (_server_failed(failing) if failing else None)
 
     def transcript(self, match: int) -> dict[str, Any] | None:
         """This seat's conversation in match ``match``, as it stands."""

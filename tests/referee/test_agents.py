@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 from referee.agents import side_by_side
 
 
 def test_it_runs_the_calls_at_once_and_gives_each_outcome():
+    # Each call waits for the other: one after the other, the first would wait in vain.
+    both = threading.Barrier(2, timeout=60)
+
     def fails() -> int:
+        both.wait()
         raise ValueError("no")
 
-    first, second = side_by_side([lambda: 1, fails])
+    first, second = side_by_side([lambda: both.wait() + 10, fails])
 
-    assert first.result() == 1
+    assert first.result() in (10, 11)
     assert isinstance(second.exception(), ValueError)
 
 

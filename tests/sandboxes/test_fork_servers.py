@@ -308,8 +308,15 @@ def test_idle_servers_are_bounded_per_key_and_in_all_oldest_first():
     assert kept[2].discarded and newest.discarded
 
 
-def expiry_timers() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name == EXPIRY_TIMER]
+def expiry_timers(servers: ForkServers) -> list[threading.Thread]:
+    """The live timers of ``servers`` (another sandbox of this test process may keep its
+    own)."""
+    return [
+        thread
+        for thread in threading.enumerate()
+        if thread.name == EXPIRY_TIMER
+        and getattr(getattr(thread, "function", None), "__self__", None) is servers
+    ]
 
 
 def test_one_timer_waits_for_the_idle_servers_however_many_are_given_back():
@@ -320,11 +327,11 @@ def test_one_timer_waits_for_the_idle_servers_however_many_are_given_back():
         server = IdleServer(f"key-{index}", time.monotonic())
         servers.cleaning(server)  # type: ignore[arg-type]
         servers.give_back(server)  # type: ignore[arg-type]
-    assert len(expiry_timers()) == 1
+    assert len(expiry_timers(servers)) == 1
     servers.close()
-    for timer in expiry_timers():
+    for timer in expiry_timers(servers):
         timer.join(60)
-    assert expiry_timers() == []
+    assert expiry_timers(servers) == []
 
 
 def test_each_idle_server_is_discarded_in_its_own_time_by_the_one_timer():
