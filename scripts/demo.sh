@@ -26,6 +26,10 @@ for arg in "$@"; do
 done
 port=${ARENA_PORT:-8000}
 
+# Python keeps each module's bytecode in __pycache__ (git ignores it): with
+# PYTHONDONTWRITEBYTECODE set, every command, worker and server the demo starts would
+# compile Django and Arena again (a `manage.py check` 4.1-4.8 s instead of 2.1).
+unset PYTHONDONTWRITEBYTECODE
 scripts/setup.sh
 # Arena's data in var/ is owner-only, the logs this script writes there too.
 umask 077

@@ -86,12 +86,27 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   say "installing Python dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   # No bytecode compiled ahead (its 11,000 files took 56 CPU-s, most of them never
-  # imported): each process writes it for the modules it imports, once. Confined agents
+  # imported): each process writes it for the modules it imports, once (Arena's own and
+  # PyYAML's are compiled below). Confined agents
   # run on Debian's Python (sandboxes/process.py), not this one; unconfined, where
   # bubblewrap is missing, an agent under another user id compiles what it imports.
   .venv/bin/python -m pip install -q --no-compile -e ".[dev]" -e ./sdk
   echo "$wanted" > "$stamp"
 fi
+
+# Bytecode for Arena's own modules and for PyYAML (the command line reads each game's
+# info.yml), written whatever PYTHONDONTWRITEBYTECODE says: where it is set (many images
+# and CI machines set it) no process would ever write it, and every start would compile
+# them again (a 1-match duel from the command line 0.36-0.42 s instead of 0.26-0.33).
+# Up-to-date files are skipped: about 0.4 s when nothing changed. The example players are
+# agents: they run on the agents' Python, in their sandbox, from a copy.
+arena_packages=()
+for init in */__init__.py; do
+  [ "${init%/__init__.py}" = example_players ] || arena_packages+=("${init%/__init__.py}")
+done
+yaml_folder=$(.venv/bin/python -c 'import os, yaml; print(os.path.dirname(yaml.__file__))')
+.venv/bin/python -m compileall -q -j 0 manage.py sdk/arena_sdk "${arena_packages[@]}" \
+  "$yaml_folder" >/dev/null
 
 # The system packages, if they were installed meanwhile (a failure there fails the setup).
 if [ -n "$packages_pid" ]; then
