@@ -446,16 +446,11 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    shared = "--shared-cores" in arguments
-    if shared:
-        arguments.remove("--shared-cores")
     return run_bench(
-        arguments,
+        argv,
         sys.modules[__name__],
         quick_help="one round of a 3-agent round robin, 4 matches a duel",
-        full=dataclasses.replace(FULL, shared_cores=shared),
-        quick=dataclasses.replace(QUICK, shared_cores=shared),
+        plan_options={"shared_cores": "both hosts on every core of the machine"},
     )
 
 

@@ -689,13 +689,7 @@ def table(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.bench_jobs",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--quick", action="store_true", help="1 round, 4 agents, 2 uploads")
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
         default=BASELINE,
@@ -707,29 +701,24 @@ def main(argv: list[str] | None = None) -> int:
         help="a folder or a git revision (default: this checkout, as it is)",
     )
     parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server (default: SQLite)")
-    parser.add_argument("--rounds", type=int, help=f"rounds of each (default {FULL.rounds})")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the figures here")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
-    arguments = parser.parse_args(argv)
-    if arguments.child is not None:
-        _child(json.loads(arguments.child), arguments.output)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        # ``_run_child``'s command: --child PLAN --output PATH.
+        _child(json.loads(argv[1]), Path(argv[3]))
         return 0
     # Only the parent gets here: the child's checkout may have no bench.cli (see REPOSITORY).
-    from bench.cli import figures_report, report_progress
+    from bench.cli import run_bench
 
-    plan = QUICK if arguments.quick else FULL
-    if arguments.rounds:
-        plan = dataclasses.replace(plan, rounds=arguments.rounds)
-    figures = measure(
-        plan,
-        baseline=arguments.baseline,
-        candidate=arguments.candidate,
-        postgres=arguments.postgres,
-        report=report_progress,
+    return run_bench(
+        argv,
+        sys.modules[__name__],
+        quick_help="1 round, 4 agents, 2 uploads",
+        plan_options={"rounds": f"rounds of each (default {FULL.rounds})"},
+        add_options=_options,
     )
-    figures_report(figures, table(figures), arguments.json)
-    return 0
 
 
 if __name__ == "__main__":

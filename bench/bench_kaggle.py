@@ -213,10 +213,14 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 
 def measure(
-    plan: Plan, *, report: Callable[[str], None], options: argparse.Namespace
+    plan: Plan,
+    *,
+    report: Callable[[str], None],
+    kaggle_python: Path = DEFAULT_KAGGLE_PYTHON,
+    docker: bool = False,
 ) -> dict[str, Any]:
     load_before = os.getloadavg()
-    kaggle = Kaggle(options.kaggle_python)
+    kaggle = Kaggle(kaggle_python)
     agent = AgentSource.from_path(RANDOM_PLAYER)
     process = ProcessSandbox()
     # As before issue 37, for the cost of confinement.
@@ -224,7 +228,7 @@ def measure(
     # As a worker runs duels: the agents' next copies start with each duel (warm pool).
     warm = ProcessSandbox(pool_size=POOL_SIZE)
     per_duel = load_info(ENVIRONMENT).matches_per_duel
-    extra = _docker_backends() if options.docker else {}
+    extra = _docker_backends() if docker else {}
     runs: dict[str, list[Run]] = {
         "kaggle": [],
         "arena": [],
@@ -329,7 +333,7 @@ def measure(
             "load_average_before": load_before,
             "load_average_after": os.getloadavg(),
         },
-        "kaggle": {"version": kaggle.version, "python": str(options.kaggle_python)},
+        "kaggle": {"version": kaggle.version, "python": str(kaggle_python)},
         "sandbox": {
             "confined": process.confined,
             "isolate_users": process.isolate_users,

@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.cli import bench_parser, figures_report, plan_chosen, report_progress
+from bench.cli import run_bench
 from bench.fields import (
     FinishedDuel,
     finished_duels,
@@ -75,6 +75,9 @@ BASELINE = "c91c05a"
 ENVIRONMENT = "connect_four"
 #: Pages of each kind in the readers' list.
 SAMPLED = 40
+#: How long a reader waits for a page: one that takes longer counts as an error (a page
+#: that never answers would otherwise hold the run for ever).
+READ_TIMEOUT = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -341,19 +344,26 @@ def _gunicorn(
 
 
 async def _read(port: int, path: str) -> tuple[int, float]:
-    """GET ``path`` on a new connection: (status, seconds); status 0 when it failed."""
+    """GET ``path`` on a new connection: (status, seconds); status 0 when it failed or took
+    more than ``READ_TIMEOUT``."""
     started = time.perf_counter()
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        response = await asyncio.wait_for(_get(port, path), READ_TIMEOUT)
+        status = int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/") else 0
+    except (OSError, ValueError, IndexError, TimeoutError):
+        status = 0
+    return status, time.perf_counter() - started
+
+
+async def _get(port: int, path: str) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
         request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
         writer.write(request.encode())
         await writer.drain()
-        response = await reader.read()
+        return await reader.read()
+    finally:
         writer.close()
-        status = int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/") else 0
-    except (OSError, ValueError, IndexError):
-        status = 0
-    return status, time.perf_counter() - started
 
 
 @dataclasses.dataclass
@@ -515,27 +525,19 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser(
-        prog="python -m bench.bench_pages",
-        description=__doc__,
+    return run_bench(
+        argv,
+        sys.modules[__name__],
         quick_help="a small history, 5 s a checkout",
+        plan_options={
+            "baseline": f"a git revision or folder ({BASELINE})",
+            "agents": "competitors (200)",
+            "duels": "the ladder's duels (4000)",
+            "seconds": "how long each checkout's pages are read (30)",
+            "readers": "readers at once (32)",
+            "workers": "the site's gunicorn workers (4)",
+        },
     )
-    parser.add_argument("--baseline", default=None, help=f"a git revision or folder ({BASELINE})")
-    parser.add_argument("--agents", type=int, default=None, help="competitors (200)")
-    parser.add_argument("--duels", type=int, default=None, help="the ladder's duels (4000)")
-    parser.add_argument("--seconds", type=float, default=None)
-    parser.add_argument("--readers", type=int, default=None)
-    parser.add_argument("--workers", type=int, default=None)
-    arguments = parser.parse_args(argv)
-    plan = plan_chosen(
-        arguments,
-        full=FULL,
-        quick=QUICK,
-        fields=("baseline", "agents", "duels", "seconds", "readers", "workers"),
-    )
-    figures = measure(plan, report=report_progress)
-    figures_report(figures, table(figures), arguments.json)
-    return 0
 
 
 if __name__ == "__main__":

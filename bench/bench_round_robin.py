@@ -38,20 +38,22 @@ baseline's is the last column.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import datetime
 import functools
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.bench_soak import ComposeSite, EmbeddedSite
-from bench.cli import bench_parser, figures_report, plan_chosen, report_progress
+from bench.bench_soak import ComposeSite, EmbeddedSite, stack_option
+from bench.cli import run_bench
 from bench.support import (
     PLAYERS,
     Checkout,
@@ -351,31 +353,29 @@ def table(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser(
-        prog="python -m bench.bench_round_robin",
-        description=__doc__,
-        quick_help="3 agents, 2-match duels, 1 round",
-    )
-    parser.add_argument("--stack", choices=("embedded", "compose"), default="embedded")
+def _options(parser: argparse.ArgumentParser) -> None:
+    stack_option(parser)
     parser.add_argument("--baseline", help="a folder or git revision measured first")
     parser.add_argument("--candidate", default=".", help="a folder or git revision (this one)")
-    parser.add_argument("--agents", type=int, help="agents in the round robin (16)")
-    parser.add_argument("--matches", type=int, help="matches a duel (10)")
-    parser.add_argument("--rounds", type=int, help="round robins, one after another (3)")
-    arguments = parser.parse_args(argv)
-    plan = plan_chosen(arguments, full=FULL, quick=QUICK, fields=("agents", "matches", "rounds"))
-    if plan.agents < 2 or plan.matches < 1 or plan.rounds < 1:
-        parser.error("a round robin needs two agents, a match a duel and a round")
-    figures = measure(
-        plan,
-        stack=arguments.stack,
-        baseline=arguments.baseline,
-        candidate=arguments.candidate,
-        report=report_progress,
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_bench(
+        argv,
+        sys.modules[__name__],
+        quick_help="3 agents, 2-match duels, 1 round",
+        plan_options={
+            "agents": "agents in the round robin (16)",
+            "matches": "matches a duel (10)",
+            "rounds": "round robins, one after another (3)",
+        },
+        plan_refusal=lambda plan: (
+            "a round robin needs two agents, a match a duel and a round"
+            if plan.agents < 2 or plan.matches < 1 or plan.rounds < 1
+            else None
+        ),
+        add_options=_options,
     )
-    figures_report(figures, table(figures), arguments.json)
-    return 0
 
 
 if __name__ == "__main__":

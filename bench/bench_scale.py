@@ -35,6 +35,7 @@ leaderboard page, competitor page
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import math
@@ -71,12 +72,13 @@ CHUNK = 20_000
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    fields: tuple[int, ...]
+    #: Agents in each field measured.
+    sizes: tuple[int, ...]
     matches_per_agent: int
 
 
-FULL = Plan(fields=(100, 1_000, 10_000), matches_per_agent=MATCHES_PER_AGENT)
-QUICK = Plan(fields=(30, 60), matches_per_agent=20)
+FULL = Plan(sizes=(100, 1_000, 10_000), matches_per_agent=MATCHES_PER_AGENT)
+QUICK = Plan(sizes=(30, 60), matches_per_agent=20)
 
 
 def _duels(agents: int, matches_per_agent: int, rng: random.Random) -> Iterator[tuple[int, int]]:
@@ -281,7 +283,7 @@ def _field_figures(environment: Any, ladder: Any) -> dict[str, Any]:
 
 def _measure(plan: Plan, *, report: Callable[[str], None], database: str) -> dict:
     rows = []
-    for agents in plan.fields:
+    for agents in plan.sizes:
         started = time.perf_counter()
         environment, ladder, matches = _fill(
             agents, plan.matches_per_agent, random.Random(SEED + agents)
@@ -331,24 +333,17 @@ def table(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server (default: SQLite)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    postgres = None
-    if "--postgres" in arguments:
-        at = arguments.index("--postgres")
-        postgres = arguments[at + 1]
-        del arguments[at : at + 2]
-    full = FULL
-    if "--sizes" in arguments:
-        at = arguments.index("--sizes")
-        full = Plan(tuple(int(size) for size in arguments[at + 1].split(",")), MATCHES_PER_AGENT)
-        del arguments[at : at + 2]
     return run_bench(
-        arguments,
+        argv,
         sys.modules[__name__],
         quick_help="smoke run: 30 and 60 agents, 20 matches each",
-        measure=lambda plan, report: measure(plan, report=report, postgres=postgres),
-        full=full,
+        plan_options={"sizes": "the fields' sizes, e.g. 100,1000 (100, 1,000 and 10,000)"},
+        add_options=_options,
     )
 
 

@@ -61,6 +61,7 @@ The machine's load (1-minute average) is in every sample.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import datetime
@@ -81,7 +82,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.cli import bench_parser, figures_report, plan_chosen, report_progress
+from bench.cli import run_bench
 from bench.support import (
     PLAYERS,
     REPOSITORY,
@@ -892,8 +893,10 @@ def _soak(site: Any, plan: Plan, ladder: int, report: Callable[[str], None]) -> 
 # --- the report ---------------------------------------------------------------------------
 
 
-def table(figures: dict[str, Any], *, every_seconds: float = 300) -> str:
-    """Markdown: the samples every ``every_seconds`` (and the last), the events, the checks."""
+def table(figures: dict[str, Any]) -> str:
+    """Markdown: the samples every five minutes (every 30 s in a run under ten minutes) and
+    the last, the events, the checks."""
+    every_seconds = 300 if figures["plan"]["minutes"] >= 10 else 30
     memory_columns = list(figures["samples"][0]["memory"])
     lines = [
         f"Soak of a {figures['plan']['agents']}-agent ladder on the {figures['stack']} stack, "
@@ -957,25 +960,25 @@ def table(figures: dict[str, Any], *, every_seconds: float = 300) -> str:
 VERDICTS = {True: "yes", False: "NO", None: "not judged (too short)"}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser(
-        prog="python -m bench.bench_soak", description=__doc__, quick_help="6 agents, 2 minutes"
-    )
+def stack_option(parser: argparse.ArgumentParser) -> None:
+    """``--stack``: the site measured, the embedded default or the compose stack."""
     parser.add_argument("--stack", choices=("embedded", "compose"), default="embedded")
-    parser.add_argument("--minutes", type=float, help="how long the ladder plays (30)")
-    parser.add_argument("--agents", type=int, help="agents in the ladder (50)")
-    parser.add_argument("--sample-seconds", type=float, help="seconds between samples (30)")
-    arguments = parser.parse_args(argv)
-    plan = plan_chosen(
-        arguments, full=FULL, quick=QUICK, fields=("minutes", "agents", "sample_seconds")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_bench(
+        argv,
+        sys.modules[__name__],
+        quick_help="6 agents, 2 minutes",
+        plan_options={
+            "minutes": "how long the ladder plays (30)",
+            "agents": "agents in the ladder (50)",
+            "sample_seconds": "seconds between samples (30)",
+        },
+        plan_refusal=lambda plan: "a ladder needs at least two agents" if plan.agents < 2 else None,
+        add_options=stack_option,
+        status=lambda figures: 1 if False in figures["verdict"].values() else 0,
     )
-    if plan.agents < 2:
-        parser.error("a ladder needs at least two agents")
-    figures = measure(plan, stack=arguments.stack, report=report_progress)
-    figures_report(
-        figures, table(figures, every_seconds=300 if plan.minutes >= 10 else 30), arguments.json
-    )
-    return 1 if False in figures["verdict"].values() else 0
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ Target: upload to validated under 10 s in the docker sandbox, on these 2-core ma
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import shutil
@@ -38,15 +39,28 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.cli import bench_parser, figures_report
+from bench.cli import run_bench
 from bench.local_site import django_setup, site_environment
 from bench.support import RANDOM_PLAYER, REPOSITORY, games_import, machine, machine_summary
 
 ENVIRONMENT = "connect_four"
 TARGET_SECONDS = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    #: Uploads per sandbox.
+    rounds: int
+    #: The requirements rows' requirements.txt; None (or empty) skips those rows.
+    requirements: str | None
+
+
+FULL = Plan(rounds=3, requirements="six==1.16.0\n")
+QUICK = Plan(rounds=1, requirements=None)
 REQUIREMENTS_AGENT = """\
 import six
 from arena_sdk import Agent
@@ -114,7 +128,25 @@ def _took(revision: Any, step: str) -> float:
     return (job.duration if job else None) or 0.0
 
 
-def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
+def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
+    """The rounds on throwaway folders, database and images, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-upload-"))
+    # Agents' folders: not under a private folder, the sandbox users must traverse it.
+    sandboxes = Path(tempfile.mkdtemp(prefix="bench-upload-sandboxes-"))
+    try:
+        _configure(folder, sandboxes)
+        try:
+            return _measure(plan.rounds, plan.requirements or None, report)
+        finally:
+            _remove_images()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(sandboxes, ignore_errors=True)
+
+
+def _measure(
+    rounds: int, requirements: str | None, report: Callable[[str], None]
+) -> dict[str, Any]:
     from django.conf import settings
 
     from builder.requirements import pip_wheel
@@ -144,11 +176,9 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
         for mode in rows:
             settings.ARENA_SANDBOX = mode
             rows[mode].append(_upload(owner, f"plain-{mode}", "main.py", unique(player).encode()))
-        print(
+        report(
             f"round {round_index + 1}/{rounds}: "
-            + ", ".join(f"{mode} {values[-1]['seconds']:.2f} s" for mode, values in rows.items()),
-            file=sys.stderr,
-            flush=True,
+            + ", ".join(f"{mode} {values[-1]['seconds']:.2f} s" for mode, values in rows.items())
         )
     if requirements:
         settings.ARENA_SANDBOX = "docker"
@@ -157,7 +187,7 @@ def measure(*, rounds: int, requirements: str | None) -> dict[str, Any]:
         for row in ("docker_requirements_cold", "docker_requirements_warm"):
             files = {"main.py": unique(REQUIREMENTS_AGENT), "requirements.txt": requirements}
             rows[row] = [_upload(owner, "with-requirements", "bot.zip", _zip(files))]
-            print(f"{row}: {rows[row][0]['seconds']:.2f} s", file=sys.stderr, flush=True)
+            report(f"{row}: {rows[row][0]['seconds']:.2f} s")
     medians = {
         row: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         for row, runs in rows.items()
@@ -226,35 +256,16 @@ def table(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_parser(
-        prog="python -m bench.bench_upload",
-        description=__doc__,
+    return run_bench(
+        argv,
+        sys.modules[__name__],
         quick_help="one round, no requirements rows",
+        plan_options={
+            "rounds": "uploads per sandbox (3)",
+            "requirements": "requirements.txt of the requirements rows (six==1.16.0); ''"
+            " skips them",
+        },
     )
-    parser.add_argument("--rounds", type=int, default=3, help="uploads per sandbox (default 3)")
-    parser.add_argument(
-        "--requirements",
-        default="six==1.16.0\n",
-        help="requirements.txt of the requirements rows (default six==1.16.0); '' skips them",
-    )
-    arguments = parser.parse_args(argv)
-    folder = Path(tempfile.mkdtemp(prefix="bench-upload-"))
-    # Agents' folders: not under a private folder, the sandbox users must traverse it.
-    sandboxes = Path(tempfile.mkdtemp(prefix="bench-upload-sandboxes-"))
-    try:
-        _configure(folder, sandboxes)
-        try:
-            figures = measure(
-                rounds=1 if arguments.quick else arguments.rounds,
-                requirements=None if arguments.quick else (arguments.requirements or None),
-            )
-        finally:
-            _remove_images()
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(sandboxes, ignore_errors=True)
-    figures_report(figures, table(figures), arguments.json)
-    return 0
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterable
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar, Protocol, TypeVar
 
 
@@ -23,44 +24,76 @@ Plan = TypeVar("Plan", bound=_Dataclass)
 
 def run_bench(
     argv: list[str] | None,
-    benchmark: ModuleType,
+    benchmark: types.ModuleType,
     *,
     quick_help: str,
-    measure: Callable[..., dict[str, Any]] | None = None,
-    full: object | None = None,
-    quick: object | None = None,
+    plan_options: Mapping[str, str] | None = None,
+    plan_refusal: Callable[[Any], str | None] | None = None,
     add_options: Callable[[argparse.ArgumentParser], None] | None = None,
+    status: Callable[[dict[str, Any]], int] | None = None,
 ) -> int:
     """Run a benchmark module (``sys.modules[__name__]``): its docstring is the command's
     help; it measures with the module's ``FULL`` plan, or its ``QUICK`` one, prints the
     module's ``table`` of the figures, and optionally writes them.
 
-    ``measure``, ``full`` and ``quick`` stand in for the module's own where its command
-    line changes them. ``add_options`` adds a benchmark's own options; ``measure`` then
-    also gets them, parsed, as ``options``."""
+    ``plan_options`` names the plan's fields the command line may set, with their help:
+    each is an option of the field's name (``sample_seconds``: ``--sample-seconds``) and of
+    its type (a bool is a flag), in place of the chosen plan's value; ``plan_refusal`` says
+    what is wrong with the plan so chosen, if anything (the command then fails with it).
+    ``add_options`` adds a benchmark's own options; its ``measure`` then also gets each,
+    parsed, as a keyword argument of its name (``--kaggle-python``: ``kaggle_python``).
+    ``status``: the exit status the figures call for (0 without it)."""
     # Run with ``python -m``, the module is __main__; its spec keeps its own name.
     name = benchmark.__spec__.name if benchmark.__spec__ is not None else benchmark.__name__
-    parser = bench_parser(
-        prog=f"python -m {name}", description=benchmark.__doc__, quick_help=quick_help
-    )
+    parser = _parser(prog=f"python -m {name}", description=benchmark.__doc__, quick_help=quick_help)
+    if plan_options:
+        kinds = typing.get_type_hints(type(benchmark.FULL))
+        for field, help_text in plan_options.items():
+            _plan_option(parser, field, kinds[field], help_text)
+    shared = set(vars(parser.parse_args([])))
     if add_options is not None:
         add_options(parser)
     arguments = parser.parse_args(argv)
-    extra = {"options": arguments} if add_options is not None else {}
-    if arguments.quick:
-        plan = benchmark.QUICK if quick is None else quick
-    else:
-        plan = benchmark.FULL if full is None else full
-    figures = (benchmark.measure if measure is None else measure)(
-        plan, report=report_progress, **extra
+    extra = {name: value for name, value in vars(arguments).items() if name not in shared}
+    plan = _plan_chosen(
+        arguments, full=benchmark.FULL, quick=benchmark.QUICK, fields=plan_options or ()
     )
+    refusal = plan_refusal(plan) if plan_refusal is not None else None
+    if refusal:
+        parser.error(refusal)
+    figures = benchmark.measure(plan, report=report_progress, **extra)
     figures_report(figures, benchmark.table(figures), arguments.json)
-    return 0
+    return 0 if status is None else status(figures)
 
 
-def bench_parser(*, prog: str, description: str | None, quick_help: str) -> argparse.ArgumentParser:
-    """The options every benchmark has, ``--quick`` and ``--json PATH``; a benchmark that
-    does more than measure one plan (``run_bench``) adds its own and reads them itself."""
+def _plan_option(parser: argparse.ArgumentParser, field: str, kind: Any, help_text: str) -> None:
+    """The option that sets the plan's ``field``, unset (None) unless given."""
+    option = "--" + field.replace("_", "-")
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        # ``str | None``: the option gives a str.
+        kind = next(each for each in typing.get_args(kind) if each is not type(None))
+    if typing.get_origin(kind) is tuple and typing.get_args(kind) == (int, ...):
+        parser.add_argument(option, dest=field, type=_whole_numbers, help=help_text)
+    elif kind is bool:
+        parser.add_argument(option, dest=field, action="store_true", default=None, help=help_text)
+    elif kind in (int, float, str):
+        parser.add_argument(option, dest=field, type=kind, help=help_text)
+    else:
+        raise TypeError(f"no command-line option for a plan's {field}: {kind}")
+
+
+def _whole_numbers(text: str) -> tuple[int, ...]:
+    """``100,1000``: (100, 1000)."""
+    try:
+        return tuple(int(number) for number in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not whole numbers separated by commas: {text!r}"
+        ) from None
+
+
+def _parser(*, prog: str, description: str | None, quick_help: str) -> argparse.ArgumentParser:
+    """The options every benchmark has, ``--quick`` and ``--json PATH``."""
     parser = argparse.ArgumentParser(
         prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -69,7 +102,7 @@ def bench_parser(*, prog: str, description: str | None, quick_help: str) -> argp
     return parser
 
 
-def plan_chosen(
+def _plan_chosen(
     options: argparse.Namespace, *, full: Plan, quick: Plan, fields: Iterable[str]
 ) -> Plan:
     """The ``--quick`` plan or the full one, with each of ``fields`` that the command line
