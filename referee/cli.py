@@ -461,6 +461,16 @@ def _evaluate(
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _command(argv)
+    except BrokenPipeError:
+        # Whatever read the output stopped reading (``| head``): nothing more to say, and
+        # nothing for Python to flush at exit into the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _command(argv: list[str] | None) -> int:
     arguments = _parser().parse_args(argv)
     overrides = {
         key: getattr(arguments, key, None)

@@ -136,6 +136,37 @@ def test_it_runs_as_a_module():
     assert "sum_to_10: optimal vs random_player" in completed.stdout
 
 
+def test_output_read_only_in_part_ends_the_command_quietly():
+    # ``python -m duel_runner run ... | head``: the reader closes the pipe early.
+    read_end, write_end = os.pipe()
+    command = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "duel_runner",
+            "run",
+            "sum_to_10",
+            str(PLAYERS / "sum_to_10/optimal.py"),
+            str(PLAYERS / "sum_to_10/random_player.py"),
+            # About 95 KB of output: more than the pipe holds.
+            "--matches",
+            "100",
+        ],
+        cwd=ROOT,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(write_end)
+    with os.fdopen(read_end) as output:
+        first_line = output.readline()
+    _, stderr = command.communicate(timeout=60)
+
+    assert first_line == "{\n"
+    assert command.returncode == 1
+    assert stderr == ""
+
+
 def test_it_plays_an_llm_player_and_writes_the_run_logs(tmp_path, capsys, monkeypatch):
     from llm.local_server import LocalLLMServer
 
