@@ -105,8 +105,10 @@ for init in */__init__.py; do
   [ "${init%/__init__.py}" = example_players ] || arena_packages+=("${init%/__init__.py}")
 done
 yaml_folder=$(.venv/bin/python -c 'import os, yaml; print(os.path.dirname(yaml.__file__))')
-.venv/bin/python -m compileall -q -j 0 manage.py sdk/arena_sdk "${arena_packages[@]}" \
-  "$yaml_folder" >/dev/null
+if ! .venv/bin/python -m compileall -q -j 0 manage.py sdk/arena_sdk "${arena_packages[@]}" \
+  "$yaml_folder" >/dev/null; then
+  say "could not compile every Arena module ahead (a read-only folder, or a file that does not parse): commands start slower"
+fi
 
 # The system packages, if they were installed meanwhile (a failure there fails the setup).
 if [ -n "$packages_pid" ]; then
