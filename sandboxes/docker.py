@@ -58,7 +58,6 @@ from sandboxes.docker_agent import (
     DockerAgent,
     ServerContainer,
     Stream,
-    container_waits_for_input,
 )
 from sandboxes.docker_container import (
     AGENT_DIR,
@@ -445,9 +444,11 @@ class DockerSandbox:
             return self._start_forked(key)
         agent = self._launch(key.source, limits=key.limits, label=key.label)
         # Connected is not loaded: the agent still starts its interpreter and imports
-        # its module. Ready once it waits for the handshake, when the engine's host
-        # lets us see that; at worst the handshake waits for the rest, as when fresh.
-        container_waits_for_input(agent.container, timeout=min(5.0, self.connect_timeout))
+        # its module. Ready once it waits for the handshake, where its process is seen
+        # from here (the engine's host); at worst the handshake waits for the rest, as
+        # when fresh.
+        if agent.pid is not None:
+            wait_until_reading(agent.agent_pid, timeout=min(5.0, self.connect_timeout))
         return agent
 
     def _start_forked(self, key: WarmKey) -> DockerAgent | ForkedAgent:
@@ -487,7 +488,8 @@ class DockerSandbox:
     def _launch(self, source: AgentSource, *, limits: SandboxLimits, label: str) -> DockerAgent:
         """A new container, connected and waiting for the referee's handshake."""
         with self._container(source, limits=limits, label=label, server=False) as started:
-            streams, _pid = self._accept_streams(started.listener, started.container)
+            # The bridge's process, which becomes the agent's (it execs it).
+            streams, pid = self._accept_streams(started.listener, started.container)
         return DockerAgent(
             container=started.container,
             streams=streams,
@@ -495,6 +497,7 @@ class DockerSandbox:
             token=started.token,
             limits=limits,
             reaper=self._reaper,
+            pid=pid,
         )
 
     def _launch_server(self, key: WarmKey, control: socket.socket) -> ServerContainer:

@@ -27,7 +27,7 @@ from sandboxes.base import (
     termination_from,
 )
 from sandboxes.docker_engine import EngineError
-from sandboxes.warm_pool import Reaper, wait_until_reading
+from sandboxes.warm_pool import Reaper
 
 logger = logging.getLogger(__name__)
 
@@ -87,10 +87,14 @@ class DockerAgent(LoggedAgent):
         token: str,
         limits: SandboxLimits,
         reaper: Reaper | None = None,
+        pid: int | None = None,
     ) -> None:
         self.container = container
         self._reaper = reaper
-        #: The CPUs its container was last pinned to (None: wherever the engine runs it).
+        #: The agent's process id as seen here (None: the worker is in a container of its
+        #: own, beside this one).
+        self.pid = pid
+        #: The CPUs the engine last pinned its container to (None: never).
         self.cpus: frozenset[int] | None = None
         #: Taken from the warm pool (started before this duel asked for it).
         self.warm = False
@@ -109,6 +113,9 @@ class DockerAgent(LoggedAgent):
         self._termination: Termination | None = None
         self._closed = False
 
+    def agent_pid(self) -> int | None:
+        return self.pid
+
     def log(self) -> str:
         """The log so far; after ``close()``, the whole log (``_whole_log``)."""
         self._whole_log()
@@ -123,14 +130,19 @@ class DockerAgent(LoggedAgent):
             self._log_ended(REMOVAL_WAIT)
 
     def pin_to(self, cpus: set[int]) -> bool:
-        """Its container's processes on ``cpus`` from now on (its cpuset, set by the engine:
-        ``docker_engine.container_pin``). The engine call (about 7 ms) is made by a thread of
-        its own (both agents' side by side), so a duel's first moves do not wait for it: they
-        are played wherever the container runs until the pin lands. Asked for CPUs it may run on
-        already, nothing is done (True). A pinned container is never widened again (False): it
-        serves one duel and is removed at its end, which is when the referee gives its agents
-        back every CPU, and an engine call for a container about to be killed would only take
-        CPU from the next duel."""
+        """Its processes on ``cpus`` from now on. Where its process is seen from here (the
+        worker on the engine's host), at once, as the process sandbox pins its agents
+        (what it forks later inherits that): the duel's first moves are played on the
+        duel's CPU (with the engine's pin, they were played elsewhere until it landed, about
+        7 ms, each move of them waking the other CPU). Otherwise through the engine (its
+        cpuset: ``docker_engine.container_pin``), by a thread of its own (both agents' side
+        by side), so a duel's first moves do not wait for it; asked for CPUs it may run on
+        already, nothing is done (True); a pinned container is never widened again (False):
+        it serves one duel and is removed at its end, which is when the referee gives its
+        agents back every CPU, and an engine call for a container about to be killed would
+        only take CPU from the next duel."""
+        if self.pid is not None:
+            return cpu_claims.pin_process(self.pid, cpus)
         wanted = frozenset(cpus)
         if not _engine_pin_needed(self.cpus, wanted):
             return self.cpus is None or wanted == self.cpus
@@ -239,25 +251,6 @@ def _remove_container(container: docker_engine.Container) -> None:
     except EngineError as error:
         # Not fatal to the duel: sweep_orphans() removes it at the next worker start.
         logger.warning("arena docker sandbox: could not remove a container: %s", error)
-
-
-def container_waits_for_input(container: docker_engine.Container, *, timeout: float) -> bool:
-    """Wait until the agent in ``container`` (init's child) sleeps waiting for input;
-    best effort (root, an engine on this host, x86-64: ``warm_pool.wait_until_reading``)."""
-    try:
-        container.reload()
-        init = int(container.attrs["State"]["Pid"])
-    except Exception:  # the engine's or a sparse object's problem: not worth failing over
-        return False
-
-    def agent() -> int | None:
-        try:
-            children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
-        except OSError:
-            return -1  # no such process: waiting_for_input says it cannot tell
-        return int(children[0]) if children else None
-
-    return wait_until_reading(agent, timeout=timeout)
 
 
 class ServerContainer:

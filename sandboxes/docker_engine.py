@@ -44,6 +44,9 @@ LABEL_REVISION = "arena.revision"
 API_TIMEOUT = 120
 #: How long an image prune waits for another one on the same engine to end.
 PRUNE_WAIT = float(API_TIMEOUT)
+#: How many times a removal is asked for when the engine's kill races the container's
+#: own end (``container_discard``).
+REMOVAL_ATTEMPTS = 3
 #: The memory (without swap) of each step of a build: a revision's dependencies are
 #: installed by pip, whose needs are modest; a runaway step must not take the host's.
 BUILD_MEMORY_BYTES = 2 * 1024**3
@@ -485,12 +488,20 @@ def container_discard(container: Container) -> None:
         _engine_errors(f"remove container {container_name(container)}"),
         contextlib.suppress(docker.errors.NotFound),
     ):
-        try:
-            container.remove(force=True, v=True)
-        except docker.errors.APIError as error:
-            # Removal already under way (a sweep, or the engine after --rm) is fine.
-            if "already in progress" not in str(error):
-                raise
+        for attempt in range(REMOVAL_ATTEMPTS):
+            try:
+                container.remove(force=True, v=True)
+                return
+            except docker.errors.APIError as error:
+                # Removal already under way (a sweep, or the engine after --rm) is fine.
+                if "already in progress" in str(error):
+                    return
+                # The engine's race with a container that was ending by itself: its kill
+                # found it stopped ("Could not kill running container ..., cannot remove -
+                # Container ... is not running"). Stopped now, so asking again removes it.
+                if "is not running" not in str(error) or attempt == REMOVAL_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
 
 
 def container_pin(container: Container, cpus: Iterable[int]) -> None:

@@ -74,7 +74,30 @@ def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, t
 
 
 @pytest.mark.usefixtures("cpus_of_their_own")
-def test_a_turn_based_duel_s_containers_share_its_cpu(docker_backend: DockerSandbox, two_cpus):
+def test_a_turn_based_duel_s_containers_share_its_cpu_from_the_first_move(
+    docker_backend: DockerSandbox, two_cpus
+):
+    # Here the containers' processes are seen (the tests run on the engine's host): each
+    # agent is pinned at once, as a process agent is, with no engine call to wait for.
+    reporter = reports_cpus()
+    result = run_duel(
+        "connect_four", (reporter, reporter), backend=docker_backend, seed=3, matches=2
+    )
+
+    assert not result.infrastructure_error
+    seen = [cpus_seen(log) for log in result.logs]
+    assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0])), seen
+    assert os.sched_getaffinity(0) == CPUS  # the referee's thread given back its CPUs
+    everything = ",".join(str(cpu) for cpu in sorted(CPUS))
+    assert all(f"exiting on cpus {everything}" in log for log in result.logs), result.logs
+
+
+@pytest.mark.usefixtures("cpus_of_their_own")
+def test_containers_whose_processes_are_not_seen_are_pinned_through_the_engine(
+    docker_backend: DockerSandbox, two_cpus, monkeypatch: pytest.MonkeyPatch
+):
+    # As from a worker in a container of its own: the bridge's process id is not seen.
+    monkeypatch.setattr(DockerSandbox, "_peer_pid", staticmethod(lambda connection: None))
     # The engine pins them in the background: each agent waits for it at its first move
     # (a minute at most; the move's limit is longer), then reports every move's CPUs.
     waiter = reports_cpus(wait_for_one_cpu=True)
@@ -85,7 +108,7 @@ def test_a_turn_based_duel_s_containers_share_its_cpu(docker_backend: DockerSand
     assert not result.infrastructure_error
     seen = [cpus_seen(log) for log in result.logs]
     assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0])), seen
-    assert os.sched_getaffinity(0) == CPUS  # the referee's thread given back its CPUs
+    assert os.sched_getaffinity(0) == CPUS
 
 
 def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two_cpus):
