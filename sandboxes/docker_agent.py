@@ -134,15 +134,16 @@ class DockerAgent(LoggedAgent):
         worker on the engine's host), at once, as the process sandbox pins its agents
         (what it forks later inherits that): the duel's first moves are played on the
         duel's CPU (with the engine's pin, they were played elsewhere until it landed, about
-        7 ms, each move of them waking the other CPU). Otherwise through the engine (its
-        cpuset: ``docker_engine.container_pin``), by a thread of its own (both agents' side
-        by side), so a duel's first moves do not wait for it; asked for CPUs it may run on
-        already, nothing is done (True); a pinned container is never widened again (False):
-        it serves one duel and is removed at its end, which is when the referee gives its
-        agents back every CPU, and an engine call for a container about to be killed would
-        only take CPU from the next duel."""
-        if self.pid is not None:
-            return cpu_claims.pin_process(self.pid, cpus)
+        7 ms, each move of them waking the other CPU). Otherwise, or where this process may
+        not move it (a worker without ``CAP_SYS_NICE`` and of another user id than the
+        agent's), through the engine (its cpuset: ``docker_engine.container_pin``), by a
+        thread of its own (both agents' side by side), so a duel's first moves do not wait
+        for it; asked for CPUs it may run on already, nothing is done (True); a pinned
+        container is never widened again (False): it serves one duel and is removed at its
+        end, which is when the referee gives its agents back every CPU, and an engine call
+        for a container about to be killed would only take CPU from the next duel."""
+        if self.pid is not None and cpu_claims.pin_process(self.pid, cpus):
+            return True
         wanted = frozenset(cpus)
         if not _engine_pin_needed(self.cpus, wanted):
             return self.cpus is None or wanted == self.cpus

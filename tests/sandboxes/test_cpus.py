@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from referee.duel import run_duel
+from sandboxes import cpus as cpus_module
 from sandboxes.base import SandboxLimits
 from sandboxes.cpus import away_from_duels, claim_cpu, duel_cpu
 from sandboxes.docker import DockerSandbox
@@ -93,11 +94,16 @@ def test_a_turn_based_duel_s_containers_share_its_cpu_from_the_first_move(
 
 
 @pytest.mark.usefixtures("cpus_of_their_own")
-def test_containers_whose_processes_are_not_seen_are_pinned_through_the_engine(
-    docker_backend: DockerSandbox, two_cpus, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("why", ["unseen", "unmovable"])
+def test_containers_this_worker_cannot_move_are_pinned_through_the_engine(
+    docker_backend: DockerSandbox, two_cpus, monkeypatch: pytest.MonkeyPatch, why: str
 ):
-    # As from a worker in a container of its own: the bridge's process id is not seen.
-    monkeypatch.setattr(DockerSandbox, "_peer_pid", staticmethod(lambda connection: None))
+    if why == "unseen":
+        # As from a worker in a container of its own: the bridge's process id is not seen.
+        monkeypatch.setattr(DockerSandbox, "_peer_pid", staticmethod(lambda connection: None))
+    else:
+        # Seen, but as from a worker that may not move another user's processes (EPERM).
+        monkeypatch.setattr(cpus_module, "pin_process", lambda pid, cpus: False)
     # The engine pins them in the background: each agent waits for it at its first move
     # (a minute at most; the move's limit is longer), then reports every move's CPUs.
     waiter = reports_cpus(wait_for_one_cpu=True)
