@@ -64,10 +64,12 @@ ENV PYTHONPATH=/opt/arena/app:/opt/arena/app/sdk \
     ARENA_DEBUG=0
 
 # Static files are part of the image (nginx serves them); bytecode compiled once, as the
-# code is read-only for the services.
+# code is read-only for the services. Only what was copied from the checkout (whatever
+# its umask) is made readable: a chmod of the virtualenv, readable already, would copy
+# all of it into this layer again (half a gigabyte, 2026-12-04).
 RUN ARENA_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput -v 0 \
     && python -m compileall -q /opt/arena/app \
-    && chmod -R a+rX /opt/arena /srv/arena/static
+    && chmod -R a+rX /opt/arena/app /opt/arena/docs-site /srv/arena/static
 
 USER arena
 # Each service's own check is set in docker-compose.yml; this one (the web site) is the
