@@ -1,6 +1,7 @@
 """docker-compose.yml for real: a fresh clone's stack (``tests.support.compose_stack``)
-comes up healthy and serves the site through nginx, and a worker container killed in the
-middle of a duel costs the duel one more attempt, never a second result."""
+comes up healthy and serves the site through nginx from an image that holds its
+virtualenv once, and a worker container killed in the middle of a duel costs the duel one
+more attempt, never a second result."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tests.support.compose_stack import (
     ONE_SHOTS,
     ComposeStack,
     agents_of,
+    docker,
     kill_container,
     players_upload,
     round_robin_launch,
@@ -43,6 +45,31 @@ def test_a_fresh_clone_comes_up_healthy(compose_stack: ComposeStack):
     # Only the host name the deployment serves.
     elsewhere = session.get(compose_stack.url, headers={"Host": "elsewhere.test"}, timeout=30)
     assert elsewhere.status_code == 400
+
+
+def test_the_application_image_holds_its_virtualenv_once(compose_stack: ComposeStack):
+    # A later step that touches every file of the virtualenv (a chmod -R over /opt/arena
+    # did) writes all of it into a layer again: half a gigabyte more for every host.
+    history = docker(
+        "history",
+        "--no-trunc",
+        "--human=false",
+        "--format",
+        "{{.Size}}\t{{.CreatedBy}}",
+        f"arena-app:{compose_stack.project}",
+    )
+    # Newest first: the layers above the virtualenv's copy come before it.
+    # (The first layer, the root file system, was created by no command.)
+    rows = [line.partition("\t") for line in history.splitlines()]
+    layers = [(int(size), created) for size, _tab, created in rows]
+    [copy] = [
+        i
+        for i, (_size, created) in enumerate(layers)
+        if "COPY" in created and created.rstrip().endswith("in /opt/arena/venv")
+    ]
+    virtualenv = layers[copy][0]
+    assert virtualenv > 100_000_000
+    assert all(size < virtualenv // 5 for size, _created in layers[:copy]), layers[:copy]
 
 
 def test_a_worker_container_killed_midway_plays_the_duel_again_once(
