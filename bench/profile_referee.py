@@ -7,10 +7,11 @@
 ``agent`` runs ``arena_sdk.serve`` in this process on a recorded stream of real
 requests (no pipes, no referee): the agent's own cost per ``act``, then a cProfile
 of it. ``referee`` plays a long duel of random agents with the ``process`` sandbox
-and splits CPU time between the referee and its agents (getrusage; the agents'
-start-up is measured on a one-match duel and subtracted), then shows a cProfile of
-the referee. In that profile ``posix.write`` and ``poll`` also hold the time the
-referee waited for an agent, not only its own work.
+and splits CPU time between the referee (getrusage, its whole duel) and its agents
+(their ``/proc`` stat from the second match's start to the last's: they are not
+children that getrusage counts), then shows a cProfile of the referee. In that
+profile ``posix.write`` and ``poll`` also hold the time the referee waited for an
+agent, not only its own work.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import random
 import resource
@@ -25,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 SDK_PATH = Path(__file__).resolve().parent.parent / "sdk"
 if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
@@ -122,35 +125,73 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _process_cpu(pid: int) -> float:
+    """The CPU seconds process ``pid`` has used so far (its ``/proc`` stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class AgentClock:
+    """The agents' CPU, read from ``/proc`` at two matches' starts: they are not this
+    process's children to be counted by ``getrusage`` (under bubblewrap the sandbox's
+    own init reaps them, and their end takes it down with them)."""
+
+    def __init__(self, backend: ProcessSandbox, first: int, last: int) -> None:
+        self.first, self.last = first, last
+        self.agents: list[Any] = []
+        self.readings: dict[int, float] = {}
+        start = backend.start
+
+        def recorded(*arguments: Any, **options: Any) -> Any:
+            agent = start(*arguments, **options)
+            self.agents.append(agent)
+            return agent
+
+        backend.start = recorded  # type: ignore[method-assign]
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event["type"] == "match" and event["match"] in (self.first, self.last):
+            pids = [agent.agent_pid() for agent in self.agents[-2:]]
+            self.readings[event["match"]] = sum(_process_cpu(pid) for pid in pids)
+
+    def seconds(self) -> float:
+        return self.readings[self.last] - self.readings[self.first]
+
+
 def profile_referee(matches: int) -> None:
+    if matches < 3:
+        raise SystemExit("profile_referee: --matches must be 3 or more")
     backend = ProcessSandbox()
     with tempfile.TemporaryDirectory(prefix="profile-referee-") as folder:
         path = Path(folder) / "random_agent.py"
         path.write_text(RANDOM_AGENT)
         agent = AgentSource.from_path(path)
-
-        def duel(count: int) -> tuple[int, float, float, float]:
-            own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
-            result = run_duel(
-                ENVIRONMENT, (agent, agent), backend=backend, matches=count, seed=SEED
-            )
-            moves = sum(len(match.actions) for match in result.matches)
-            return (
-                moves,
-                sum(match.duration for match in result.matches),
-                _cpu(resource.RUSAGE_SELF) - own,
-                _cpu(resource.RUSAGE_CHILDREN) - children,
-            )
-
-        _, _, start_own, start_children = duel(1)
-        moves, seconds, own, children = duel(matches)
+        # From the second match's start to the last's: the agents' start-up and end are
+        # left out of both sides.
+        clock = AgentClock(backend, 1, matches - 1)
+        own = _cpu(resource.RUSAGE_SELF)
+        result = run_duel(
+            ENVIRONMENT,
+            (agent, agent),
+            backend=backend,
+            matches=matches,
+            seed=SEED,
+            progress=clock,
+        )
+        own = _cpu(resource.RUSAGE_SELF) - own
+        moves = sum(len(match.actions) for match in result.matches)
+        measured = result.matches[1 : matches - 1]
+        between = sum(len(match.actions) for match in measured)
+        seconds = sum(match.duration for match in result.matches)
         print(
             f"referee side: {moves} moves in {seconds:.2f} s of matches, "
             f"{seconds / moves * 1e6:.1f} µs per move"
         )
         print(
-            f"  CPU per move: referee {(own - start_own) / moves * 1e6:.1f} µs, "
-            f"both agents together {(children - start_children) / moves * 1e6:.1f} µs"
+            f"  CPU per move: referee {own / moves * 1e6:.1f} µs (its whole duel, start and "
+            f"end included), both agents together {clock.seconds() / between * 1e6:.1f} µs "
+            f"(matches 2 to {matches - 1}; the kernel counts in ticks of "
+            f"{1e3 / os.sysconf('SC_CLK_TCK'):.0f} ms)"
         )
         profiler = cProfile.Profile()
         profiler.runcall(
