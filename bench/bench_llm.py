@@ -59,12 +59,17 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from bench.cli import run_bench
-from bench.support import RANDOM_PLAYER, REPOSITORY, machine, machine_summary
+from bench.support import (
+    RANDOM_PLAYER,
+    REPOSITORY,
+    machine,
+    machine_summary,
+    process_cpu_seconds,
+)
 
 SDK_PATH = REPOSITORY / "sdk"
 if str(SDK_PATH) not in sys.path:  # running from a checkout without installing the SDK
@@ -426,11 +431,6 @@ def _run_llm_duels(url: str, duels: int, matches: int, seed: int) -> int:
     return 0
 
 
-def _process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _beside(
     backend: ProcessSandbox, seed: int, play: Callable[[], dict[str, Any]]
 ) -> tuple[HostedRun, dict[str, Any]]:
@@ -473,9 +473,9 @@ def _load_round(
 
     def here() -> dict[str, Any]:
         # The LLM duels in threads of this process, as one worker would play them.
-        server_cpu_before = _process_cpu_seconds(server_pid)
+        server_cpu_before = process_cpu_seconds(server_pid)
         figures = _llm_duels(url, duels, matches, seed)
-        figures["server_cpu_s"] = _process_cpu_seconds(server_pid) - server_cpu_before
+        figures["server_cpu_s"] = process_cpu_seconds(server_pid) - server_cpu_before
         return figures
 
     beside_other, other = _beside(backend, seed + 300, elsewhere)

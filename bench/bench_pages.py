@@ -66,6 +66,7 @@ from bench.support import (
     machine,
     machine_summary,
     postgres_server,
+    process_cpu_seconds,
     stop_process_group,
 )
 
@@ -299,19 +300,15 @@ def _server_environment(database_url: str, cache_url: str, folder: Path) -> dict
 
 def _cpu_seconds(master: int) -> float:
     """CPU seconds (user and system) of gunicorn's master and its workers so far."""
-    ticks = os.sysconf("SC_CLK_TCK")
     try:
         children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     except OSError:
         return 0.0
-    total = 0
-    for pid in [str(master), *children]:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
+    total = 0.0
+    for pid in [master, *map(int, children)]:
+        with contextlib.suppress(OSError):  # a worker that ended meanwhile
+            total += process_cpu_seconds(pid)
+    return total
 
 
 @contextlib.contextmanager

@@ -36,6 +36,7 @@ if str(SDK_PATH) not in sys.path:  # running from a checkout without installing 
 from arena_sdk import Agent, Turn, protocol, serve  # noqa: E402
 
 from bench.bench_referee import ENVIRONMENT, RANDOM_AGENT, SEED  # noqa: E402
+from bench.support import process_cpu_seconds  # noqa: E402
 from environments.registry import make_environment  # noqa: E402
 from referee.duel import run_duel  # noqa: E402
 from sandboxes.base import AgentSource  # noqa: E402
@@ -125,34 +126,22 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _process_cpu(pid: int) -> float:
-    """The CPU seconds process ``pid`` has used so far (its ``/proc`` stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class AgentClock:
     """The agents' CPU, read from ``/proc`` at two matches' starts: they are not this
     process's children to be counted by ``getrusage`` (under bubblewrap the sandbox's
     own init reaps them, and their end takes it down with them)."""
 
     def __init__(self, backend: ProcessSandbox, first: int, last: int) -> None:
+        from tests.support.sandboxes import record_starts
+
         self.first, self.last = first, last
-        self.agents: list[Any] = []
+        self.agents = record_starts(backend)
         self.readings: dict[int, float] = {}
-        start = backend.start
-
-        def recorded(*arguments: Any, **options: Any) -> Any:
-            agent = start(*arguments, **options)
-            self.agents.append(agent)
-            return agent
-
-        backend.start = recorded  # type: ignore[method-assign]
 
     def __call__(self, event: dict[str, Any]) -> None:
         if event["type"] == "match" and event["match"] in (self.first, self.last):
             pids = [agent.agent_pid() for agent in self.agents[-2:]]
-            self.readings[event["match"]] = sum(_process_cpu(pid) for pid in pids)
+            self.readings[event["match"]] = sum(process_cpu_seconds(pid) for pid in pids)
 
     def seconds(self) -> float:
         return self.readings[self.last] - self.readings[self.first]

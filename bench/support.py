@@ -90,6 +90,13 @@ def check_clean(result: DuelResult) -> None:
         raise SystemExit(f"bench: the duel did not run cleanly: {problem}")
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """The CPU seconds (user and system) process ``pid`` has used so far, from its
+    ``/proc`` stat (for processes that are not this one's children, or not yet reaped)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def read_reply(reply_fd: int) -> bytes:
     """One newline-terminated reply off a pipe or a socket."""
     answer = os.read(reply_fd, 1 << 16)
