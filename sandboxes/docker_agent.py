@@ -75,7 +75,57 @@ class Stream:
                 os.close(self.descriptor)
 
 
-class DockerAgent(LoggedAgent):
+class PinnedContainer:
+    """How a container of this sandbox is pinned to a duel's CPU, one rule for an agent's
+    own container (``DockerAgent``) and a fork server's (``ServerContainer``, which runs one
+    child at a time: pinning it pins the child).
+
+    Where its process is seen from here (the worker on the engine's host), at once, as the
+    process sandbox pins its agents (what it forks later inherits that): the duel's first
+    moves are played on the duel's CPU (with the engine's pin, they were played elsewhere
+    until it landed, about 7 ms, each move of them waking the other CPU). Otherwise, or
+    where this process may not move it (a worker without ``CAP_SYS_NICE`` and of another
+    user id than the agent's), through the engine (its cpuset:
+    ``docker_engine.container_pin``), by a thread of its own (both agents' side by side),
+    so a duel's first moves do not wait for it. Asked for CPUs it may run on already (a
+    duel's end gives its agents back every CPU), nothing is done: a pinned container is
+    not widened again. An agent's container serves one duel and is removed at its end,
+    and an engine call for a container about to be killed would only take CPU from the
+    next duel; a server's is pinned again by its next duel."""
+
+    container: docker_engine.Container
+    #: Its process id as seen here (None: the worker is in a container of its own).
+    pid: int | None
+    #: The CPUs the engine last pinned it to (None: never).
+    cpus: frozenset[int] | None
+    _closed: bool
+
+    def pin_to(self, cpus: set[int]) -> bool:
+        if self.pid is not None and cpu_claims.pin_process(self.pid, cpus):
+            return True
+        wanted = frozenset(cpus)
+        if _engine_pin_needed(self.cpus, wanted):
+            self.cpus = wanted
+            _in_background(self._pin, wanted)
+        return True
+
+    def _pin(self, cpus: frozenset[int]) -> None:
+        if self._closed:
+            return  # its duel is over: nothing left to speed up
+        try:
+            docker_engine.container_pin(self.container, cpus)
+        except EngineError as error:
+            # Closed or ended meanwhile (a short duel's agents exit after their farewell):
+            # nothing to pin. Else the engine or its proxy refused, which an operator hears.
+            if not self._closed and not self._ended():
+                logger.warning("arena docker sandbox: %s; its duel is played unpinned", error)
+
+    def _ended(self) -> bool:
+        """Whether its process has ended (an engine's refusal to pin it is no news then)."""
+        return False
+
+
+class DockerAgent(PinnedContainer, LoggedAgent):
     """A running agent in the docker sandbox (see ``SandboxedAgent``)."""
 
     def __init__(
@@ -129,40 +179,10 @@ class DockerAgent(LoggedAgent):
         if self._closed:
             self._log_ended(REMOVAL_WAIT)
 
-    def pin_to(self, cpus: set[int]) -> bool:
-        """Its processes on ``cpus`` from now on. Where its process is seen from here (the
-        worker on the engine's host), at once, as the process sandbox pins its agents
-        (what it forks later inherits that): the duel's first moves are played on the
-        duel's CPU (with the engine's pin, they were played elsewhere until it landed, about
-        7 ms, each move of them waking the other CPU). Otherwise, or where this process may
-        not move it (a worker without ``CAP_SYS_NICE`` and of another user id than the
-        agent's), through the engine (its cpuset: ``docker_engine.container_pin``), by a
-        thread of its own (both agents' side by side), so a duel's first moves do not wait
-        for it; asked for CPUs it may run on already, nothing is done (True); a pinned
-        container is never widened again (False): it serves one duel and is removed at its
-        end, which is when the referee gives its agents back every CPU, and an engine call
-        for a container about to be killed would only take CPU from the next duel."""
-        if self.pid is not None and cpu_claims.pin_process(self.pid, cpus):
-            return True
-        wanted = frozenset(cpus)
-        if not _engine_pin_needed(self.cpus, wanted):
-            return self.cpus is None or wanted == self.cpus
-        self.cpus = wanted
-        _in_background(self._pin, wanted)
-        return True
-
-    def _pin(self, cpus: frozenset[int]) -> None:
-        if self._closed:
-            return  # its duel is over: nothing left to speed up
-        try:
-            docker_engine.container_pin(self.container, cpus)
-        except EngineError as error:
-            # Closed or ended meanwhile (a short duel's agents exit after their farewell):
-            # nothing to pin. Else the engine or its proxy refused, which an operator hears.
-            with contextlib.suppress(SandboxError):
-                if self._closed or self.termination() is not None:
-                    return
-            logger.warning("arena docker sandbox: %s; its duel is played unpinned", error)
+    def _ended(self) -> bool:
+        with contextlib.suppress(SandboxError):
+            return self.termination() is not None
+        return False
 
     def move_logs(self) -> dict[MoveKey, str]:
         """Each move's log; after ``close()``, complete (``_whole_log``)."""
@@ -254,7 +274,7 @@ def _remove_container(container: docker_engine.Container) -> None:
         logger.warning("arena docker sandbox: could not remove a container: %s", error)
 
 
-class ServerContainer:
+class ServerContainer(PinnedContainer):
     """A container kept for one agent's duels: its command is the agent's fork server
     (``sandboxes.fork_servers``), which the referee reaches on a control socket handed to
     the container's bridge (``DockerSandbox._launch`` with ``control``). What holds the
@@ -289,28 +309,6 @@ class ServerContainer:
 
     def log(self) -> str:
         return self._engine_log()
-
-    def pin_to(self, cpus: set[int]) -> bool:
-        """Through the engine (its cpuset, as ``DockerAgent.pin_to``), for a server whose
-        processes are not seen from here: one child at a time, so it pins the child. Not
-        widened again between duels (an engine call a duel, where the next duel pins it
-        anyway): asked for CPUs it may run on already, nothing is done."""
-        wanted = frozenset(cpus)
-        if self.pid is not None:
-            return cpu_claims.pin_process(self.pid, set(wanted))
-        if _engine_pin_needed(self.cpus, wanted):
-            self.cpus = wanted
-            _in_background(self._pin, wanted)
-        return True
-
-    def _pin(self, cpus: frozenset[int]) -> None:
-        if self._closed:
-            return
-        try:
-            docker_engine.container_pin(self.container, cpus)
-        except EngineError as error:
-            if not self._closed:
-                logger.warning("arena docker sandbox: %s; its duel is played unpinned", error)
 
     def close(self) -> None:
         """Kill and remove the container (in the background) and its folder."""

@@ -246,10 +246,12 @@ class ForkedAgent(LoggedAgent):
         return self.pid
 
     def pin_to(self, cpus: set[int]) -> bool:
-        if self.pid is None:
-            # The server runs one child at a time: pinning the server's pins its child.
-            return self.server.agent.pin_to(cpus)
-        return pin_process(self.pid, cpus)
+        """The child alone where it is seen and may be moved from here; else through what
+        holds its server, which runs one child at a time (a docker server's container is
+        then pinned through the engine, the child with it: ``PinnedContainer``)."""
+        if self.pid is not None and pin_process(self.pid, cpus):
+            return True
+        return self.server.agent.pin_to(cpus)
 
     def _ended(self, wait: float) -> bool:
         if self.exit_fd is None:

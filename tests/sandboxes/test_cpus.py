@@ -11,6 +11,7 @@ import pytest
 
 from referee.duel import run_duel
 from sandboxes import cpus as cpus_module
+from sandboxes import fork_servers
 from sandboxes.base import SandboxLimits
 from sandboxes.cpus import away_from_duels, claim_cpu, duel_cpu
 from sandboxes.docker import DockerSandbox
@@ -74,16 +75,21 @@ def test_a_turn_based_duel_plays_its_moves_on_one_cpu(backend: ProcessSandbox, t
     assert all(f"exiting on cpus {everything}" in log for log in result.logs), result.logs
 
 
+#: The docker sandbox's two ways of starting an agent: a container of its own, or a child
+#: of a fork server in a container kept for it (as a worker's warm pool hands them out).
+DOCKER_KINDS = {"containers": "docker_backend", "forked": "docker_forked_backend"}
+
+
 @pytest.mark.usefixtures("cpus_of_their_own")
+@pytest.mark.parametrize("kind", DOCKER_KINDS)
 def test_a_turn_based_duel_s_containers_share_its_cpu_from_the_first_move(
-    docker_backend: DockerSandbox, two_cpus
+    request: pytest.FixtureRequest, two_cpus, kind: str
 ):
     # Here the containers' processes are seen (the tests run on the engine's host): each
     # agent is pinned at once, as a process agent is, with no engine call to wait for.
+    backend = request.getfixturevalue(DOCKER_KINDS[kind])
     reporter = reports_cpus()
-    result = run_duel(
-        "connect_four", (reporter, reporter), backend=docker_backend, seed=3, matches=2
-    )
+    result = run_duel("connect_four", (reporter, reporter), backend=backend, seed=3, matches=2)
 
     assert not result.infrastructure_error
     seen = [cpus_seen(log) for log in result.logs]
@@ -91,30 +97,46 @@ def test_a_turn_based_duel_s_containers_share_its_cpu_from_the_first_move(
     assert os.sched_getaffinity(0) == CPUS  # the referee's thread given back its CPUs
     everything = ",".join(str(cpu) for cpu in sorted(CPUS))
     assert all(f"exiting on cpus {everything}" in log for log in result.logs), result.logs
+    if kind == "forked":
+        assert backend.not_forked == 0
 
 
 @pytest.mark.usefixtures("cpus_of_their_own")
 @pytest.mark.parametrize("why", ["unseen", "unmovable"])
+@pytest.mark.parametrize("kind", DOCKER_KINDS)
 def test_containers_this_worker_cannot_move_are_pinned_through_the_engine(
-    docker_backend: DockerSandbox, two_cpus, monkeypatch: pytest.MonkeyPatch, why: str
+    request: pytest.FixtureRequest,
+    two_cpus,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    why: str,
 ):
-    if why == "unseen":
+    if why == "unseen" and kind == "forked":
+        # As from a worker in a container of its own: neither a server's process id nor
+        # its children's are seen.
+        backend = request.getfixturevalue("docker_unseen_backend")
+    else:
+        backend = request.getfixturevalue(DOCKER_KINDS[kind])
+    if why == "unseen" and kind == "containers":
         # As from a worker in a container of its own: the bridge's process id is not seen.
         monkeypatch.setattr(DockerSandbox, "_peer_pid", staticmethod(lambda connection: None))
-    else:
+    if why == "unmovable":
         # Seen, but as from a worker that may not move another user's processes (EPERM).
         monkeypatch.setattr(cpus_module, "pin_process", lambda pid, cpus: False)
+        monkeypatch.setattr(fork_servers, "pin_process", lambda pid, cpus: False)
     # The engine pins them in the background: each agent waits for it at its first move
     # (a minute at most; the move's limit is longer), then reports every move's CPUs.
     waiter = reports_cpus(wait_for_one_cpu=True)
     result = run_duel(
-        "connect_four", (waiter, waiter), backend=docker_backend, seed=3, matches=2, move_time=120
+        "connect_four", (waiter, waiter), backend=backend, seed=3, matches=2, move_time=120
     )
 
     assert not result.infrastructure_error
     seen = [cpus_seen(log) for log in result.logs]
     assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0])), seen
     assert os.sched_getaffinity(0) == CPUS
+    if kind == "forked":
+        assert backend.not_forked == 0
 
 
 def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two_cpus):
