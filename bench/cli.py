@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import signal
 import sys
+import threading
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -20,6 +23,9 @@ class _Dataclass(Protocol):
 
 
 Plan = TypeVar("Plan", bound=_Dataclass)
+
+#: What stops a benchmark from outside and is turned into an exit that cleans up.
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def run_bench(
@@ -61,9 +67,32 @@ def run_bench(
     refusal = plan_refusal(plan) if plan_refusal is not None else None
     if refusal:
         parser.error(refusal)
-    figures = benchmark.measure(plan, report=report_progress, **extra)
+    with _cleaned_up_on_termination():
+        figures = benchmark.measure(plan, report=report_progress, **extra)
     figures_report(figures, benchmark.table(figures), arguments.json)
     return 0 if status is None else status(figures)
+
+
+@contextlib.contextmanager
+def _cleaned_up_on_termination() -> Iterator[None]:
+    """A benchmark stopped by SIGTERM or SIGHUP (``timeout``, a closed terminal) unwinds
+    as from Ctrl-C, so that what it set up is taken down (its ``finally`` blocks and exit
+    stacks: a temporary git worktree, throwaway servers), where the signal's default would
+    end the process on the spot and leave them. Exits with the shell's status for the
+    signal (128 + its number)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (only the main thread may set a signal's handler)
+        return
+
+    def stop(number: int, frame: object) -> None:
+        raise SystemExit(128 + number)
+
+    previous = {number: signal.signal(number, stop) for number in TERMINATING_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _plan_option(parser: argparse.ArgumentParser, field: str, kind: Any, help_text: str) -> None:

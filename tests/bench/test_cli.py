@@ -7,12 +7,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
+import signal
+import subprocess
+import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.cli import run_bench
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,3 +200,53 @@ def test_an_optional_field_takes_the_type_it_holds():
     )
 
     assert measured == [Baseline("abc123", 3)]
+
+
+#: A benchmark that sets something up, says so, then waits to be stopped.
+STOPPED_BENCHMARK = """
+import contextlib, dataclasses, pathlib, sys, time
+from bench.cli import run_bench
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    seconds: float
+
+FULL = QUICK = Plan(600.0)
+
+def measure(plan, *, report):
+    with contextlib.ExitStack() as stack:
+        stack.callback(pathlib.Path(sys.argv[1]).write_text, "taken down")
+        report("set up")
+        time.sleep(plan.seconds)
+    return {}
+
+def table(figures):
+    return ""
+
+sys.exit(run_bench(sys.argv[2:], sys.modules[__name__], quick_help="a smoke run"))
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_benchmark_stopped_from_outside_takes_down_what_it_set_up(tmp_path, stop):
+    # As ``timeout`` or a closed terminal stops it: its exit stacks run (a temporary
+    # git worktree, throwaway servers), and it exits with the shell's status for the signal.
+    script = tmp_path / "stopped.py"
+    script.write_text(STOPPED_BENCHMARK)
+    taken_down = tmp_path / "taken-down"
+    running = subprocess.Popen(
+        [sys.executable, str(script), str(taken_down)],
+        cwd=REPOSITORY,
+        env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert running.stderr is not None
+        assert running.stderr.readline() == "set up\n"
+        running.send_signal(stop)
+        assert running.wait(timeout=60) == 128 + stop
+    finally:
+        running.kill()
+        running.wait()
+    assert taken_down.read_text() == "taken down"
