@@ -59,7 +59,7 @@ from bench.bench_referee import (
 )
 from bench.cli import run_bench
 from bench.support import machine, machine_summary, read_reply
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.base import AgentSource, SandboxedAgent, SandboxLimits
 from sandboxes.cpus import duel_cpu
 from sandboxes.docker import DockerAgent, DockerSandbox
@@ -196,7 +196,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     process = ProcessSandbox()
     docker = DockerSandbox()
     pooled = DockerSandbox(pool_size=POOL_SIZE)
-    if not docker_engine.image_exists(docker.image):
+    if not docker_images.image_exists(docker.image):
         raise SystemExit(
             f"bench_docker: no image {docker.image}; run `python manage.py build_base_image`"
         )

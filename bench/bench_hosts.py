@@ -261,7 +261,7 @@ def _pinning(shared_cores: bool) -> tuple[str, str] | str:
 
 
 def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
-    from sandboxes import docker_engine
+    from sandboxes import docker_engine, docker_images
     from sandboxes.base_image import base_image_tag
     from tests.support.engine_proxy import REAL_ENGINE, engine_proxy_running
     from tests.support.redis import redis_server
@@ -271,7 +271,7 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
     if problem:
         raise SystemExit(f"bench_hosts: {problem}")
     base = base_image_tag()
-    if not docker_engine.image_exists(base):
+    if not docker_images.image_exists(base):
         raise SystemExit(f"bench_hosts: no base image {base} (manage.py build_base_image)")
     pinning = _pinning(plan.shared_cores)
     cpus = pinning if isinstance(pinning, tuple) else ("", "")
@@ -392,14 +392,14 @@ def measure(plan: Plan, *, report: Callable[[str], None]) -> dict[str, Any]:
 def _remove_images() -> None:
     """The revision images this run made on the machine's engine (host 2's went with it)."""
     from builder.revision_image import DEPS_ROLE, LABEL_INSTANCE, ROLE
-    from sandboxes import docker_engine
+    from sandboxes import docker_engine, docker_images
 
     os.environ.pop("DOCKER_HOST", None)  # the engine itself, not a proxy that is gone
     docker_engine._client_for.cache_clear()
     instance = {LABEL_INSTANCE: os.environ["ARENA_INSTANCE"]}
-    for image in docker_engine.images_labelled({docker_engine.LABEL_ROLE: ROLE, **instance}):
-        docker_engine.image_remove(image.tags[0] if image.tags else image.id)
-    docker_engine.images_prune_dangling({docker_engine.LABEL_ROLE: DEPS_ROLE, **instance})
+    for image in docker_images.images_labelled({docker_engine.LABEL_ROLE: ROLE, **instance}):
+        docker_images.image_remove(image.tags[0] if image.tags else image.id)
+    docker_images.images_prune_dangling({docker_engine.LABEL_ROLE: DEPS_ROLE, **instance})
 
 
 def table(figures: dict[str, Any]) -> str:

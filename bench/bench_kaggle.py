@@ -190,14 +190,14 @@ def arena_short_duels(
 
 
 def _docker_backends() -> dict[str, SandboxBackend]:
-    from sandboxes import docker_engine
+    from sandboxes import docker_engine, docker_images
     from sandboxes.docker import DockerSandbox
 
     problem = docker_engine.engine_problem()
     if problem:
         raise SystemExit(f"bench_kaggle: {problem}")
     cold = DockerSandbox()
-    if not docker_engine.image_exists(cold.image):
+    if not docker_images.image_exists(cold.image):
         raise SystemExit(
             f"bench_kaggle: no image {cold.image}; run `python manage.py build_base_image`"
         )

@@ -48,7 +48,7 @@ from bench.bench_ratings import (
 from bench.cli import run_bench
 from bench.support import check_clean, machine, machine_summary
 from referee.duel import run_duel
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.base import AgentSource
 from sandboxes.docker import DockerSandbox
 from sandboxes.process import ProcessSandbox
@@ -128,7 +128,7 @@ def docker_problem() -> str | None:
     if problem:
         return f"no Docker engine: {problem}"
     image = DockerSandbox().image
-    if not docker_engine.image_exists(image):
+    if not docker_images.image_exists(image):
         return f"no image {image}; run `python manage.py build_base_image`"
     return None
 

@@ -208,16 +208,16 @@ def _measure(
 
 def _remove_images() -> list[str]:
     from builder.revision_image import DEPS_ROLE, LABEL_INSTANCE, ROLE
-    from sandboxes import docker_engine
+    from sandboxes import docker_images
     from sandboxes.docker_engine import LABEL_ROLE
 
     instance = {LABEL_INSTANCE: os.environ["ARENA_INSTANCE"]}
     removed = []
-    for image in docker_engine.images_labelled({LABEL_ROLE: ROLE, **instance}):
+    for image in docker_images.images_labelled({LABEL_ROLE: ROLE, **instance}):
         name = image.tags[0] if image.tags else image.id
-        docker_engine.image_remove(name)
+        docker_images.image_remove(name)
         removed.append(name)
-    removed += docker_engine.images_prune_dangling({LABEL_ROLE: DEPS_ROLE, **instance})
+    removed += docker_images.images_prune_dangling({LABEL_ROLE: DEPS_ROLE, **instance})
     return removed
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO
 
 from builder.requirements import WheelSet
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.base import EntryKind
 from sandboxes.docker_container import (
     AGENT_DIR,
@@ -203,10 +203,10 @@ def revision_image_build(
         command=container_command(entry, kind),
         labels=labels,
     )
-    replaced = docker_engine.image_id(tag)
+    replaced = docker_images.image_id(tag)
     with tempfile.TemporaryFile() as context:
         revision_build_context(context, dockerfile=dockerfile, agent_dir=agent_dir, wheels=wheels)
-        log = docker_engine.image_build(
+        log = docker_images.image_build(
             context,
             tag=tag,
             role=ROLE,
@@ -217,8 +217,8 @@ def revision_image_build(
             step_labels={"arena.role": DEPS_ROLE, LABEL_INSTANCE: labels.get(LABEL_INSTANCE, "")},
             build_labels=revision_step_labels(labels),
         )
-    if replaced is not None and replaced != docker_engine.image_id(tag):
+    if replaced is not None and replaced != docker_images.image_id(tag):
         # A rebuild took the tag; the old image goes now unless a duel still runs it
         # (then the clean-up removes it later: it carries the revision's label).
-        docker_engine.image_remove(replaced)
+        docker_images.image_remove(replaced)
     return log

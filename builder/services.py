@@ -52,7 +52,7 @@ from core.services.uploads import (
     revision_upload_read,
     upload_limits,
 )
-from sandboxes import docker_engine
+from sandboxes import docker_images
 from sandboxes.base import AgentSource, InvalidAgent, SandboxError
 from sandboxes.base_image import BaseImageError, base_image_build
 from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError, EngineTimeout
@@ -105,7 +105,7 @@ def _base_image(report: Callable[[str], None]) -> str:
     image, built now if it is missing (the same choice as ``DockerSandbox``)."""
     configured = settings.ARENA_DOCKER_IMAGE
     if configured:
-        if not docker_engine.image_exists(configured):
+        if not docker_images.image_exists(configured):
             raise BuildFailed(f"the agents' image {configured} (ARENA_DOCKER_IMAGE) does not exist")
         return configured
     return base_image_build(**base_image_options(), report=report).tag
@@ -350,7 +350,7 @@ class PrunedImage:
 
 
 def _removal_reason(
-    image: docker_engine.ImageSummary, use: selectors.RevisionImageUse | None
+    image: docker_images.ImageSummary, use: selectors.RevisionImageUse | None
 ) -> str | None:
     """Why a revision image can go, or None while it is needed."""
     if use is None:
@@ -373,7 +373,7 @@ def revision_images_prune() -> list[PrunedImage]:
     An image a container still runs cannot go; it is reported and tried again next time.
     """
     instance = instance_label()
-    images = docker_engine.images_labelled({LABEL_ROLE: ROLE, LABEL_INSTANCE: instance})
+    images = docker_images.images_labelled({LABEL_ROLE: ROLE, LABEL_INSTANCE: instance})
     revision_ids: set[int] = set()
     for image in images:
         label = image.labels.get(LABEL_REVISION, "")
@@ -390,7 +390,7 @@ def revision_images_prune() -> list[PrunedImage]:
             continue
         name = image.tags[0] if image.tags else image.id
         if revision_id is None:
-            pruned.append(PrunedImage(name, None, reason, docker_engine.image_remove(name)))
+            pruned.append(PrunedImage(name, None, reason, docker_images.image_remove(name)))
             continue
         # Exclusive on this host, and asked again under it: a duel of this host that
         # started with the image holds it shared, and one claimed since the first look
@@ -403,9 +403,9 @@ def revision_images_prune() -> list[PrunedImage]:
             use = selectors.revision_image_uses(revision_ids=[revision_id]).get(revision_id)
             reason = _removal_reason(image, use)
             if reason is not None:
-                removed = docker_engine.image_remove(name)
+                removed = docker_images.image_remove(name)
                 pruned.append(PrunedImage(name, revision_id, reason, removed))
-    for image_id in docker_engine.images_prune_dangling(
+    for image_id in docker_images.images_prune_dangling(
         {LABEL_ROLE: DEPS_ROLE, LABEL_INSTANCE: instance}, older_than="24h"
     ):
         pruned.append(PrunedImage(image_id, None, "build cache of dependencies, a day old"))

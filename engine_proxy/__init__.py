@@ -3,10 +3,11 @@
 The Docker engine's socket is root on the host: whoever can create a container with
 ``Privileged``, a bind of ``/`` or the host's namespaces owns the machine. The workers
 that build and run agents need the engine, but only for the few calls
-``sandboxes/docker_engine.py`` makes. This daemon listens on a socket of its own, lets
-exactly those calls through to the real socket, and only in the shape Arena makes them:
-containers confined as the docker sandbox confines them, builds and imports of Arena's
-images with no network, and every other call on Arena's own containers and images.
+``sandboxes/docker_engine.py`` and ``sandboxes/docker_images.py`` make. This daemon
+listens on a socket of its own, lets exactly those calls through to the real socket, and
+only in the shape Arena makes them: containers confined as the docker sandbox confines
+them, builds and imports of Arena's images with no network, and every other call on
+Arena's own containers and images.
 
 - ``policy``: the rules, in one place: every allowed call and what it must satisfy
   (``routes``, with ``validators`` and ``container_config``);

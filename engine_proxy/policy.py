@@ -1,9 +1,10 @@
 """Every Docker Engine API call the engine proxy lets through, and the rules each must pass.
 
 These modules are the policy, whole: ``engine_proxy.routes.ROUTES`` lists the calls
-``sandboxes/docker_engine.py`` makes (with the Docker SDK 7), each with the check its
-request must pass (small checks in ``engine_proxy.validators``, the container the sandbox
-creates in ``engine_proxy.container_config``); this one holds what they share. Anything not
+``sandboxes/docker_engine.py`` and ``sandboxes/docker_images.py`` make (with the Docker
+SDK 7), each with the check its request must pass (small checks in
+``engine_proxy.validators``, the container the sandbox creates in
+``engine_proxy.container_config``); this one holds what they share. Anything not
 listed is refused. A check either refuses (``Refused``, said to the client as 403 with
 the rule's text) or returns what to forward (``Forward``): the query string rebuilt from
 the parameters it validated, and for JSON bodies the document it validated, serialised

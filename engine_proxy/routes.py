@@ -280,7 +280,8 @@ def _system(path: str) -> Check:
 
 _ID = rf"(?P<id>{_NAME})"
 
-#: Every call the proxy forwards; the SDK function of ``docker_engine`` that makes it.
+#: Every call the proxy forwards; the SDK function of ``docker_engine`` or ``docker_images``
+#: that makes it.
 ROUTES = [
     Route("GET", re.compile(r"/_ping"), "none", _system("/_ping")),  # ping
     Route("HEAD", re.compile(r"/_ping"), "none", _system("/_ping")),

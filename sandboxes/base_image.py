@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.base import SandboxError
 from sandboxes.locks import folder_lock
 
@@ -236,23 +236,23 @@ def base_image_build(
     problem = docker_engine.engine_problem()
     if problem:
         raise BaseImageError(f"cannot build the base image: {problem}")
-    if not (force or refresh_rootfs) and docker_engine.image_exists(recipe.tag):
+    if not (force or refresh_rootfs) and docker_images.image_exists(recipe.tag):
         report(f"{recipe.tag} exists: reused")
         return BaseImageBuild(recipe.tag, built=False, seconds=time.monotonic() - started)
     folder = cache
     # One build at a time per cache folder: two workers must not debootstrap twice.
     with folder_lock(folder):
         # Another build may have finished while this one waited for the lock.
-        if not (force or refresh_rootfs) and docker_engine.image_exists(recipe.tag):
+        if not (force or refresh_rootfs) and docker_images.image_exists(recipe.tag):
             report(f"{recipe.tag} exists: reused")
             return BaseImageBuild(recipe.tag, built=False, seconds=time.monotonic() - started)
         if recipe.rootfs_tag is not None:
             _ensure_rootfs_image(
                 recipe.rootfs_tag, folder, mirror=mirror, refresh=refresh_rootfs, report=report
             )
-        replaced = docker_engine.image_id(recipe.tag)
+        replaced = docker_images.image_id(recipe.tag)
         report(f"building {recipe.tag} ({recipe.source}, base {recipe.buildargs['BASE']})")
-        docker_engine.image_build(
+        docker_images.image_build(
             recipe.context,
             tag=recipe.tag,
             role="base",
@@ -264,9 +264,9 @@ def base_image_build(
             # downloads NumPy.
             network_mode="none" if recipe.rootfs_tag is not None else None,
         )
-        if replaced is not None and replaced != docker_engine.image_id(recipe.tag):
+        if replaced is not None and replaced != docker_images.image_id(recipe.tag):
             # The rebuilt image took the tag: the old one would linger untagged.
-            docker_engine.image_remove(replaced)
+            docker_images.image_remove(replaced)
     report(f"built {recipe.tag}")
     return BaseImageBuild(recipe.tag, built=True, seconds=time.monotonic() - started)
 
@@ -277,12 +277,12 @@ def _ensure_rootfs_image(
     key = tag.partition(":")[2]
     if refresh:
         (folder / f"rootfs-{key}.tar").unlink(missing_ok=True)
-    elif docker_engine.image_exists(tag):
+    elif docker_images.image_exists(tag):
         report(f"{tag} exists: reused")
         return
     tarball = _debootstrap_tarball(folder, key, mirror=mirror, report=report)
     report(f"importing {tarball.name} as {tag}")
-    docker_engine.image_import(
+    docker_images.image_import(
         tarball,
         tag=tag,
         role="rootfs",

@@ -45,7 +45,7 @@ from typing import Any
 
 from arena_sdk.bridge import CONTROL, PIPES, STREAMS
 
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.base import (
     AgentSource,
     EntryKind,
@@ -202,7 +202,7 @@ class DockerSandbox:
         """Once per image: a missing image is a set-up problem, said as such."""
         if image in self._images_checked:
             return
-        if not docker_engine.image_exists(image):
+        if not docker_images.image_exists(image):
             if image.startswith("arena-base:"):
                 advice = "build it with `python manage.py build_base_image` (or `make base-image`)"
             elif image.startswith("arena-revision:"):

@@ -31,7 +31,7 @@ from django.conf import settings
 from core.errors import ArenaError
 from core.jobs.signals import revision_build_missing
 from core.models import Revision
-from sandboxes import docker_engine
+from sandboxes import docker_images
 from sandboxes.base import SandboxError
 from sandboxes.locks import file_lock
 
@@ -96,7 +96,7 @@ def local_build_present(revision: Revision) -> bool:
     """Whether this host has what the sandbox starts the revision from."""
     if uses_image(revision):
         try:
-            return docker_engine.image_exists(revision.image)
+            return docker_images.image_exists(revision.image)
         except SandboxError as error:
             raise LocalBuildFailed(f"this host's Docker engine failed: {error}") from error
     # The build renames a finished folder into place: there means complete.

@@ -12,7 +12,7 @@ from builder.revision_image import base_numpy_version
 from builder.services import revision_images_prune
 from core.models import Revision, StepStatus
 from duel_runner.services import sandbox_backend_close
-from sandboxes import docker_engine
+from sandboxes import docker_images
 from tests.pipeline import pipeline, upload_zip  # noqa: F401
 from tests.support.agents import USES_SIX
 from tests.support.docker import docker_base_image
@@ -52,5 +52,5 @@ def test_it_builds_validates_and_prunes_a_revision_with_a_requirement(worker_beh
     sandbox_backend_close()
     pruned = revision_images_prune()
     assert [(image.image, image.removed) for image in pruned][:1] == [(revision.image, True)]
-    assert not docker_engine.image_exists(revision.image)
+    assert not docker_images.image_exists(revision.image)
     assert worker_behind_the_proxy.refusals() == []

@@ -25,7 +25,7 @@ from core.models import Competitor, DuelStatus, Environment, Revision, StepStatu
 from core.services.revisions import revision_create
 from core.services.uploads import UploadRejected
 from duel_runner.services import duel_play, revision_agent_source, sandbox_backend_close
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.base import EntryKind
 from sandboxes.docker_container import container_command
 from sandboxes.docker_engine import LABEL_REVISION, LABEL_ROLE, EngineError
@@ -98,7 +98,7 @@ def test_it_builds_an_image_of_the_revision_and_validates_it_in_docker():
     assert revision.build_status == StepStatus.SUCCEEDED, revision.job("build").error
     assert revision.validation_status == StepStatus.SUCCEEDED, revision.job("validation").error
     assert revision.image == f"arena-revision:{revision.pk}-{revision.sha256[:12]}"
-    labels = docker_engine.image_labels(revision.image)
+    labels = docker_images.image_labels(revision.image)
     assert labels[LABEL_ROLE] == "revision"
     assert labels[LABEL_REVISION] == str(revision.pk)
     assert labels[LABEL_ENVIRONMENT] == "connect_four"
@@ -106,7 +106,7 @@ def test_it_builds_an_image_of_the_revision_and_validates_it_in_docker():
     # The duel runner starts the image itself, with the command the image carries.
     source = revision_agent_source(revision)
     assert source.image == revision.image
-    config = docker_engine.image_inspect(revision.image)["Config"]
+    config = docker_images.image_inspect(revision.image)["Config"]
     assert config["Cmd"] == container_command("main.py", EntryKind.PYTHON)
     assert config["User"] == "10001:10001"
 
@@ -255,7 +255,7 @@ def test_a_host_without_the_image_makes_the_same_one_itself_before_a_duel(settin
     files = in_image(revision.image, "cd /agent && sha256sum * && ls /opt/arena/deps")
     # Another host: its own engine lacks the image, its own folders and wheel cache are empty.
     sandbox_backend_close()
-    docker_engine.image_remove(revision.image)
+    docker_images.image_remove(revision.image)
     settings.ARENA_BUILD_ROOT = tmp_path / "host-2-builds"
     settings.ARENA_WHEEL_CACHE = tmp_path / "host-2-wheels"
     duel = queued_duel([revision, opponent], num_matches=2, seed=5)
@@ -264,9 +264,9 @@ def test_a_host_without_the_image_makes_the_same_one_itself_before_a_duel(settin
 
     duel.refresh_from_db()
     assert duel.status == DuelStatus.SUCCEEDED, duel.error
-    assert docker_engine.image_exists(revision.image)
+    assert docker_images.image_exists(revision.image)
     assert in_image(revision.image, "cd /agent && sha256sum * && ls /opt/arena/deps") == files
-    assert docker_engine.image_labels(revision.image)[LABEL_REVISION] == str(revision.pk)
+    assert docker_images.image_labels(revision.image)[LABEL_REVISION] == str(revision.pk)
     assert list((tmp_path / "host-2-wheels" / "sets").glob("*/wheels/six-1.16.0-*.whl"))
     assert "six 1.16.0 from /opt/arena/deps/six.py" in duel.players()[0].log
 
@@ -285,8 +285,8 @@ def test_it_prunes_the_image_of_a_superseded_revision_and_keeps_the_newest_valid
     assert [(image.image, image.reason) for image in pruned] == [
         (first.image, "v2 of the competitor superseded it")
     ]
-    assert not docker_engine.image_exists(first.image)
-    assert docker_engine.image_exists(second.image)
+    assert not docker_images.image_exists(first.image)
+    assert docker_images.image_exists(second.image)
 
 
 def test_it_prunes_the_image_of_a_disabled_revision_from_the_command_line(capsys):
@@ -301,7 +301,7 @@ def test_it_prunes_the_image_of_a_disabled_revision_from_the_command_line(capsys
     assert f"removed {revision.image}: its revision or competitor is disabled" in (
         capsys.readouterr().out
     )
-    assert not docker_engine.image_exists(revision.image)
+    assert not docker_images.image_exists(revision.image)
 
 
 def test_it_leaves_an_image_a_duel_of_this_host_holds_and_removes_it_later():
@@ -315,10 +315,10 @@ def test_it_leaves_an_image_a_duel_of_this_host_holds_and_removes_it_later():
         pruned = revision_images_prune()
     assert [(image.image, image.removed) for image in pruned] == [(revision.image, False)]
     assert pruned[0].reason == "a duel or build on this host holds it"
-    assert docker_engine.image_exists(revision.image)
+    assert docker_images.image_exists(revision.image)
 
     assert [image.image for image in revision_images_prune()] == [revision.image]
-    assert not docker_engine.image_exists(revision.image)
+    assert not docker_images.image_exists(revision.image)
 
 
 def test_it_reports_a_wheel_that_fails_to_install_in_the_image(docker_base_image, tmp_path):
@@ -343,4 +343,4 @@ def test_it_reports_a_wheel_that_fails_to_install_in_the_image(docker_base_image
         )
 
     assert "broken-1.0-py3-none-any.whl" in failed.value.message
-    assert not docker_engine.image_exists("arena-revision:0-broken")
+    assert not docker_images.image_exists("arena-revision:0-broken")

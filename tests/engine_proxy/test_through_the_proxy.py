@@ -14,7 +14,7 @@ import time
 import pytest
 
 from referee.duel import run_duel
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_container import confinement
 from sandboxes.docker_engine import LABEL_ROLE, EngineTimeout
@@ -120,7 +120,7 @@ def test_it_builds_runs_and_prunes_an_image_with_a_dependency_stage(
         }
     )
     try:
-        log = docker_engine.image_build(
+        log = docker_images.image_build(
             context, tag=tag, role="revision", labels={}, network_mode="none",
             deadline=time.monotonic() + 120,
         )  # fmt: skip
@@ -133,15 +133,15 @@ def test_it_builds_runs_and_prunes_an_image_with_a_dependency_stage(
             **confinement(memory_mb=256, max_processes=32),
         )
         assert (code, output.strip()) == (0, b"answer 42")
-        listed = docker_engine.images_labelled({LABEL_ROLE: "revision", "arena.instance": instance})
+        listed = docker_images.images_labelled({LABEL_ROLE: "revision", "arena.instance": instance})
         assert [image.tags for image in listed] == [(tag,)]
     finally:
-        assert docker_engine.image_remove(tag)
-    assert not docker_engine.image_exists(tag)
+        assert docker_images.image_remove(tag)
+    assert not docker_images.image_exists(tag)
     deps_stage = {LABEL_ROLE: "revision-deps", "arena.instance": instance}
-    assert len(docker_engine.images_labelled(deps_stage)) == 1
-    assert docker_engine.images_prune_dangling(deps_stage) != []
-    assert docker_engine.images_labelled(deps_stage) == []
+    assert len(docker_images.images_labelled(deps_stage)) == 1
+    assert docker_images.images_prune_dangling(deps_stage) != []
+    assert docker_images.images_labelled(deps_stage) == []
     assert through_engine_proxy.refusals() == []
 
 
@@ -158,7 +158,7 @@ def test_it_cancels_a_build_at_its_deadline_and_removes_its_step_container(
     began = time.monotonic()
 
     with pytest.raises(EngineTimeout):
-        docker_engine.image_build(
+        docker_images.image_build(
             tar_of({"Dockerfile": dockerfile.encode()}),
             tag=f"arena-revision:{int(time.time())}-{token()}",
             role="revision", labels={}, network_mode="none", nocache=True,
@@ -169,7 +169,7 @@ def test_it_cancels_a_build_at_its_deadline_and_removes_its_step_container(
     # build left running would keep its step container for the step's ten minutes).
     assert time.monotonic() - began < REMOVAL_BOUND
     assert containers_left_after_removal(step_labels) == []
-    docker_engine.images_prune_dangling(step_labels)
+    docker_images.images_prune_dangling(step_labels)
 
 
 def test_it_lets_a_cancelled_revision_build_remove_the_steps_of_its_last_stage(
@@ -186,7 +186,7 @@ def test_it_lets_a_cancelled_revision_build_remove_the_steps_of_its_last_stage(
     )
     try:
         with using_engine_proxy(engine_proxy):
-            docker_engine._discard_step_containers([], None, labels, began=began)
+            docker_images._discard_step_containers([], None, labels, began=began)
             assert engine_proxy.refusals() == []
 
         assert containers_left_after_removal(labels) == []
@@ -245,20 +245,20 @@ def test_it_imports_and_builds_a_base_image_only_where_the_operator_allows_it(
         using_engine_proxy(proxy),
         pytest.raises(docker_engine.EngineError, match="the base image is the operator's"),
     ):
-        docker_engine.image_import(tarball, tag=rootfs, role="rootfs", labels={})
+        docker_images.image_import(tarball, tag=rootfs, role="rootfs", labels={})
     with (
         engine_proxy_running([sandbox_root], "--allow-base-images") as proxy,
         using_engine_proxy(proxy),
     ):
         try:
-            docker_engine.image_import(tarball, tag=rootfs, role="rootfs", labels={})
-            docker_engine.image_build(
+            docker_images.image_import(tarball, tag=rootfs, role="rootfs", labels={})
+            docker_images.image_build(
                 context, tag=base, role="base", labels={}, network_mode="none"
             )
-            assert docker_engine.image_labels(base)[LABEL_ROLE] == "base"
-            assert docker_engine.image_labels(rootfs)[LABEL_ROLE] == "rootfs"
+            assert docker_images.image_labels(base)[LABEL_ROLE] == "base"
+            assert docker_images.image_labels(rootfs)[LABEL_ROLE] == "rootfs"
         finally:
-            docker_engine.image_remove(base)
-            docker_engine.image_remove(rootfs)
-        assert not docker_engine.image_exists(rootfs)
+            docker_images.image_remove(base)
+            docker_images.image_remove(rootfs)
+        assert not docker_images.image_exists(rootfs)
         assert proxy.refusals() == []

@@ -10,7 +10,7 @@ from pathlib import Path
 import arena_sdk
 import pytest
 
-from sandboxes import base_image, docker_engine
+from sandboxes import base_image, docker_engine, docker_images
 from sandboxes.base_image import (
     DOCKERFILE,
     SDK_DIR,
@@ -67,7 +67,7 @@ def test_it_builds_the_base_image_offline_then_reuses_it(docker_base_image):
 
     assert again.tag == docker_base_image
     assert again.built is False
-    labels = docker_engine.image_labels(docker_base_image)
+    labels = docker_images.image_labels(docker_base_image)
     assert labels["arena.role"] == "base"
     assert labels["arena.source"] == "debootstrap"
 

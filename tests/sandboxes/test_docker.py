@@ -21,7 +21,7 @@ import pytest
 from referee.channel import Channel
 from referee.duel import run_duel
 from referee.results import DuelResult, Outcome
-from sandboxes import docker_engine, get_backend
+from sandboxes import docker_engine, docker_images, get_backend
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_container import container_command
@@ -374,7 +374,7 @@ def test_image_prunes_at_once_on_one_engine_each_wait_their_turn(docker_base_ima
 
     def prune() -> list[str]:
         start.wait()
-        return docker_engine.images_prune_dangling(labels)
+        return docker_images.images_prune_dangling(labels)
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         answers = [pool.submit(prune) for _ in range(8)]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from sandboxes import docker_engine
+from sandboxes import docker_engine, docker_images
 from sandboxes.base import SandboxError
 from sandboxes.base_image import base_image_build
 from tests.support.require import require
@@ -58,11 +58,11 @@ def remove_revision_images() -> list[str]:
 
     instance = {LABEL_INSTANCE: instance_label()}
     removed = []
-    for image in docker_engine.images_labelled({docker_engine.LABEL_ROLE: ROLE, **instance}):
+    for image in docker_images.images_labelled({docker_engine.LABEL_ROLE: ROLE, **instance}):
         name = image.tags[0] if image.tags else image.id
-        docker_engine.image_remove(name)
+        docker_images.image_remove(name)
         removed.append(name)
-    removed += docker_engine.images_prune_dangling(
+    removed += docker_images.images_prune_dangling(
         {docker_engine.LABEL_ROLE: DEPS_ROLE, **instance}
     )
     return removed
