@@ -302,12 +302,18 @@ class ServerContainer(PinnedContainer):
         self.cpus: frozenset[int] | None = None
         self._reaper = reaper
         self._engine_log = engine_log
+        #: Its log as it was when the container was removed (the engine's goes with it).
+        self._last_log: str | None = None
         self._closed = False
 
     def agent_pid(self) -> int | None:
         return self.pid
 
     def log(self) -> str:
+        """What the server wrote (the engine's log of its container), kept once the
+        container is removed: why a server ended (retired, say) is still told then."""
+        if self._last_log is not None:
+            return self._last_log
         return self._engine_log()
 
     def close(self) -> None:
@@ -318,5 +324,6 @@ class ServerContainer(PinnedContainer):
         self._reaper.submit(self._remove)
 
     def _remove(self) -> None:
+        self._last_log = self._engine_log()
         _remove_container(self.container)
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -494,13 +494,14 @@ LITTERER = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("kind", SANDBOXES)
 def test_a_server_retires_between_two_children_before_its_cpu_time_limit(
-    sandbox_root, request, tmp_path
+    sandbox_root, request, tmp_path, kind
 ):
     # A server's own CPU time (its forks and clean-ups) adds up over its life against the
     # agent's CPU-time limit, at which the kernel would kill it: in the middle of a fork
     # too, and with it that child. It goes at half of it instead, between two children.
-    sandbox = servers_recorded("process", sandbox_root, request, pool_size=2)
+    sandbox = servers_recorded(kind, sandbox_root, request, pool_size=2)
     folder = tmp_path / "litterer"
     folder.mkdir()
     os.chmod(tmp_path, 0o755)
