@@ -22,8 +22,10 @@ process sandbox, a container in the docker sandbox (``docker_agent.ServerContain
 started with the server as its command. Where the referee cannot see the processes of
 the server's namespace (a worker in a container of its own, beside the agents'
 containers: a child reports process id 0), it learns of a child's end from the server's
-word alone, pins through the holder, and a child that must be killed costs its server:
-the holder is discarded, as a fresh agent's container would be.
+word alone, has the server move the child to its duel's CPU (``ForkServer.pin_child``; a
+server of an older SDK cannot, and is pinned through its holder), and a child that must
+be killed costs its server: the holder is discarded, as a fresh agent's container would
+be.
 
 ``ForkServers`` keeps the idle servers of a sandbox, per key (``warm_pool.WarmKey``), for
 ``idle_seconds``; the warm pool asks it for its next agents.
@@ -59,6 +61,8 @@ FORK = b"F"
 EXITED = b"X"
 OUT_OF_MEMORY = b"M"
 READY = b"R"
+PIN = b"P"
+PINS = b"p"
 #: How long the server may take to fork and the child to report, and to clean up after it.
 REPORT_SECONDS = 5.0
 CLEAN_SECONDS = 5.0
@@ -97,6 +101,10 @@ class ForkServer:
         self.control = control
         self.idle_since = time.monotonic()
         self.broken = False
+        #: Whether the server moves its child to other CPUs when asked (``PIN``): what a
+        #: server of this SDK says first (``PINS``), one of an older image's does not.
+        #: Learnt once its first child has reported (None until then).
+        self.pins: bool | None = None
 
     def _answer(self, timeout: float) -> bytes:
         """The server's next message; b"" if it said nothing in time or is gone."""
@@ -167,7 +175,36 @@ class ForkServer:
             self.broken = True
             agent.close()
             raise SandboxError(f"the agent's fork server did not start it: {self.agent.log()}")
+        if self.pins is None:
+            self.pins = self._said_it_pins()
         return agent
+
+    def _said_it_pins(self) -> bool:
+        """Whether the server said ``PINS`` first, taken off its socket if so. Asked once
+        its first child has reported: a server says it before it reads its first request,
+        so it is there by then if ever; anything else there (an early child's end) is only
+        looked at, and left for its reader."""
+        try:
+            first = self.control.recv(64, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:
+            return False
+        if first != PINS:
+            return False
+        with contextlib.suppress(OSError):
+            self.control.recv(64)
+        return True
+
+    def pin_child(self, cpus: set[int]) -> bool:
+        """Ask the server to move its running child to ``cpus`` (``PIN``; it does it in a
+        few microseconds, where the engine takes milliseconds); whether it was asked."""
+        if not self.pins or self.broken:
+            return False
+        request = PIN + ",".join(str(cpu) for cpu in sorted(cpus)).encode()
+        try:
+            self.control.send(request)
+        except OSError:
+            return False
+        return True
 
     def child_ended(self, wait: float) -> bool:
         """Whether the server has something to say (after a fork: its child has ended)."""
@@ -246,12 +283,13 @@ class ForkedAgent(LoggedAgent):
         return self.pid
 
     def pin_to(self, cpus: set[int]) -> bool:
-        """The child alone where it is seen and may be moved from here; else through what
-        holds its server, which runs one child at a time (a docker server's container is
-        then pinned through the engine, the child with it: ``PinnedContainer``)."""
+        """The child moved from here where it is seen and may be; else by its server
+        (``ForkServer.pin_child``); else, with a server of an older SDK, through what holds
+        the server, which runs one child at a time (a docker server's container is then
+        pinned through the engine, the child with it: ``PinnedContainer``)."""
         if self.pid is not None and pin_process(self.pid, cpus):
             return True
-        return self.server.agent.pin_to(cpus)
+        return self.server.pin_child(cpus) or self.server.agent.pin_to(cpus)
 
     def _ended(self, wait: float) -> bool:
         if self.exit_fd is None:

@@ -22,9 +22,14 @@ other process of its namespace (what the child left running: as PID 1 it is ever
 parent and nobody may signal it from inside), removes its System V IPC objects, empties
 ``/tmp``, ``/dev/shm`` and a container's ``/dev/mqueue``, and says ``R`` (if anything is
 left there, it exits instead, and the referee discards it): the next child finds the
-sandbox as a fresh one would be. Past half of its own CPU-time limit (its forks and
-clean-ups add up over its life) it exits instead of saying ``R`` too, between two
-children, before the kernel would kill it in the middle of one. The server cannot be
+sandbox as a fresh one would be. While a child runs, the referee may ask the server to move
+it to other CPUs (``P`` and a list such as ``0`` or ``0,1``: its duel's CPU, then every
+CPU), where the referee cannot move it itself (a worker in a container of its own, or
+without the right to); a server that can do it says ``p`` once, first (a server of an
+older SDK, in an image built before, does not, and the referee asks the engine instead).
+Past half of its own CPU-time limit (its forks and clean-ups add up over its life) it
+exits instead of saying ``R`` too, between two children, before the kernel would kill it
+in the middle of one. The server cannot be
 traced or read by its children (it is not dumpable; they are again), so what it says can
 be trusted as far as the referee needs: a silent or dead server is discarded, with its
 namespace, by the referee.
@@ -73,6 +78,13 @@ FORK = b"F"
 EXITED = b"X"
 OUT_OF_MEMORY = b"M"
 READY = b"R"
+#: The referee's second request, while a child runs: move it to the CPUs that follow.
+PIN = b"P"
+#: What a server that takes ``PIN`` says once, first.
+PINS = b"p"
+#: How often a server that takes ``PIN`` reaps the orphans of its namespace while it waits
+#: for its child (as PID 1 it is their parent): a zombie stays that long at most.
+REAP_SECONDS = 0.1
 #: The agent's ``PYTHONPATH``, where it is not the server's (its dependencies).
 AGENT_PYTHONPATH = "ARENA_AGENT_PYTHONPATH"
 #: The descriptors a fork request carries: the agent's stdin, stdout and log, then the report.
@@ -217,6 +229,75 @@ def _wait_for(child: int) -> int:
             return _exit_status(status)
 
 
+def _reaped(child: int) -> int | None:
+    """Reap what has ended without waiting; ``child``'s status if it is among them."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:  # never: the child is ours until we reap it
+            return 128 + signal.SIGKILL
+        if pid == 0:
+            return None
+        if pid == child:
+            return _exit_status(status)
+
+
+def _takes_pins() -> bool:
+    """Whether this kernel gives a process a descriptor (``pidfd_open``, Linux 5.3), which
+    the wait for a child that also reads the referee's requests needs."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+def _pin(child: int, cpus: bytes) -> None:
+    """Every thread of ``child`` on ``cpus`` (``0,1``); nothing where the list is not one
+    of CPUs this server may use, or the child has ended."""
+    try:
+        wanted = {int(cpu) for cpu in cpus.decode("ascii").split(",")}
+        threads = os.listdir(f"/proc/{child}/task")
+    except (ValueError, OSError):
+        return
+    for thread in threads:
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(int(thread), wanted)
+
+
+def _wait_answering(child: int, control: socket.socket) -> tuple[int, bool]:
+    """Reap processes until ``child`` has ended, moving it meanwhile as the referee asks
+    (``PIN``); its status, and whether the referee said anything else (it then goes once
+    the child is over, as it would at that message between two children)."""
+    import select
+
+    ended = os.pidfd_open(child)
+    try:
+        waiting = select.poll()
+        waiting.register(ended, select.POLLIN)
+        waiting.register(control, select.POLLIN)
+        unexpected = False
+        while True:
+            events = waiting.poll(REAP_SECONDS * 1000)
+            status = _reaped(child)
+            if status is not None:
+                return status, unexpected
+            if any(descriptor == control.fileno() for descriptor, _ in events):
+                try:
+                    request = control.recv(64)
+                except OSError:
+                    request = b""
+                if request.startswith(PIN):
+                    _pin(child, request[len(PIN) :])
+                else:
+                    # Closed (the referee is gone), or not a request for now: the child's
+                    # end is still awaited, and reaped, as without this socket.
+                    unexpected = True
+                    waiting.unregister(control)
+    finally:
+        os.close(ended)
+
+
 def _as_a_fresh_agent() -> None:
     """``sys.path`` and ``PYTHONPATH`` as ``python -s -B -m arena_sdk ENTRY`` has them in the
     agent's folder: that folder first, then the agent's ``PYTHONPATH``, then the
@@ -284,11 +365,19 @@ def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = Fals
     # The one signal Python handles by default: a handler would let a child signal process
     # 1 of its namespace (the kernel drops only the signals an init does not handle).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pins = _takes_pins()
+    if pins:
+        try:
+            control.send(PINS)
+        except OSError:
+            return 0
     while True:
         try:
             message, streams, _flags, _address = socket.recv_fds(control, 16, STREAMS)
         except OSError:
             return 0
+        if message.startswith(PIN) and not streams:
+            continue  # for a child that has ended meanwhile: nothing to move
         if message != FORK or len(streams) != STREAMS:
             for descriptor in streams:
                 os.close(descriptor)
@@ -299,7 +388,7 @@ def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = Fals
             _become_agent(entry, streams, control, libc)
         for descriptor in streams:
             os.close(descriptor)
-        status = _wait_for(child)
+        status, unexpected = _wait_answering(child, control) if pins else (_wait_for(child), False)
         exited = EXITED + str(status).encode()
         if count_oom_kills and _oom_kills() > killed_before:
             exited += OUT_OF_MEMORY
@@ -313,6 +402,8 @@ def serve_forks(entry: str, control: socket.socket, count_oom_kills: bool = Fals
                 MESSAGE_QUEUES, must_exist=False
             ):
                 return NOT_CLEAN  # the next child would find something: not ready, ever
+            if unexpected:
+                return 0
             used = _cpu_used()
             if budget is not None and used >= budget:
                 print(

@@ -11,7 +11,7 @@ import pytest
 
 from referee.duel import run_duel
 from sandboxes import cpus as cpus_module
-from sandboxes import fork_servers
+from sandboxes import docker_engine, fork_servers
 from sandboxes.base import SandboxLimits
 from sandboxes.cpus import away_from_duels, claim_cpu, duel_cpu
 from sandboxes.docker import DockerSandbox
@@ -104,7 +104,7 @@ def test_a_turn_based_duel_s_containers_share_its_cpu_from_the_first_move(
 @pytest.mark.usefixtures("cpus_of_their_own")
 @pytest.mark.parametrize("why", ["unseen", "unmovable"])
 @pytest.mark.parametrize("kind", DOCKER_KINDS)
-def test_containers_this_worker_cannot_move_are_pinned_through_the_engine(
+def test_agents_this_worker_cannot_move_are_pinned_by_their_server_or_the_engine(
     request: pytest.FixtureRequest,
     two_cpus,
     monkeypatch: pytest.MonkeyPatch,
@@ -124,8 +124,17 @@ def test_containers_this_worker_cannot_move_are_pinned_through_the_engine(
         # Seen, but as from a worker that may not move another user's processes (EPERM).
         monkeypatch.setattr(cpus_module, "pin_process", lambda pid, cpus: False)
         monkeypatch.setattr(fork_servers, "pin_process", lambda pid, cpus: False)
-    # The engine pins them in the background: each agent waits for it at its first move
-    # (a minute at most; the move's limit is longer), then reports every move's CPUs.
+    engine_pins: list[set[int]] = []
+    engine_pin = docker_engine.container_pin
+
+    def recorded(container, cpus):
+        engine_pins.append(set(cpus))
+        engine_pin(container, cpus)
+
+    monkeypatch.setattr(docker_engine, "container_pin", recorded)
+    # Pinned in the background (by the engine) or by another process (a fork server):
+    # each agent waits for it at its first move (a minute at most; the move's limit is
+    # longer), then reports every move's CPUs.
     waiter = reports_cpus(wait_for_one_cpu=True)
     result = run_duel(
         "connect_four", (waiter, waiter), backend=backend, seed=3, matches=2, move_time=120
@@ -136,7 +145,11 @@ def test_containers_this_worker_cannot_move_are_pinned_through_the_engine(
     assert len(seen[0] | seen[1]) == 1 and "," not in next(iter(seen[0])), seen
     assert os.sched_getaffinity(0) == CPUS
     if kind == "forked":
+        # Moved by their servers, in microseconds: the engine was not asked.
         assert backend.not_forked == 0
+        assert engine_pins == []
+    else:
+        assert engine_pins
 
 
 def test_a_duel_of_simultaneous_moves_is_not_pinned(backend: ProcessSandbox, two_cpus):

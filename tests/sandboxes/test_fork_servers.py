@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import textwrap
 import threading
 import time
@@ -18,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from arena_sdk import protocol
 
+from referee.channel import Channel
 from referee.duel import run_duel
 from sandboxes.base import AgentSource, SandboxLimits
 from sandboxes.docker import DockerSandbox
-from sandboxes.fork_servers import EXPIRY_TIMER, ForkedAgent, ForkServers
+from sandboxes.fork_servers import EXPIRY_TIMER, PINS, ForkedAgent, ForkServer, ForkServers
 from sandboxes.process import ProcessSandbox
 from tests.support.docker import REMOVAL_BOUND
 from tests.support.require import require
@@ -531,3 +534,105 @@ def test_a_server_retires_between_two_children_before_its_cpu_time_limit(
     finally:
         sandbox.close()
         assert sandbox.flush(REMOVAL_BOUND)
+
+
+#: Leaves orphans while it runs: processes whose parent has exited, so that the server
+#: (PID 1 of the namespace) is theirs and must reap them once they end; then says how many
+#: zombies it saw, and how many were left after waiting for the server (a minute at most).
+ORPHANER = textwrap.dedent(
+    """
+    import os, sys, time
+
+    def zombies():
+        found = 0
+        for name in os.listdir("/proc"):
+            try:
+                state = open(f"/proc/{name}/stat").read().split(")")[-1].split()[0]
+                found += name.isdigit() and state == "Z"
+            except OSError:
+                pass
+        return found
+
+    for _ in range(10):
+        if os.fork() == 0:
+            if os.fork() == 0:
+                os._exit(0)  # an orphan from birth: its parent is already gone, or about to
+            os._exit(0)
+        os.wait()
+    deadline = time.monotonic() + 60
+    while zombies() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("ZOMBIES LEFT", zombies(), file=sys.stderr, flush=True)
+
+    def act(observation, configuration):
+        return 0
+    """
+)
+
+
+def test_a_server_reaps_the_orphans_of_a_child_that_still_runs(pooled, tmp_path):
+    # While it waits for its child the server also reads the referee's requests (to move
+    # the child to its duel's CPU): the orphans that end meanwhile, its own as PID 1, must
+    # not stay zombies (each holds a process of the agent's limit) until the child ends.
+    folder = tmp_path / "orphaner"
+    folder.mkdir()
+    os.chmod(tmp_path, 0o755)
+    (folder / "main.py").write_text(ORPHANER)
+    source = AgentSource.from_path(folder)
+    limits = SandboxLimits()
+    pooled.start(source, limits=limits, label="p1").close()
+    assert pooled.pool is not None and pooled.pool.wait_until_ready(60)
+    assert pooled.flush(60)
+    running = pooled.start(source, limits=limits, label="p1")
+    try:
+        assert isinstance(running, ForkedAgent) and running.warm
+        channel = Channel(running, max_message_bytes=1 << 16)
+        deadline = time.monotonic() + 120
+        channel.send({"type": "hello", "protocol": protocol.PROTOCOL_VERSION}, deadline)
+        # Its module has run (it answers once loaded), the child still runs.
+        assert channel.receive(deadline)["type"] == "ready"
+        assert "ZOMBIES LEFT 0" in running.log(), running.log()
+    finally:
+        running.close()
+        assert pooled.flush(60)
+
+
+def test_a_server_takes_a_late_request_to_move_a_child_that_has_ended(pooled, tmp_path):
+    # The referee asks for a child's move when the child may have ended already (a duel's
+    # end gives its agents back every CPU): the server, idle again by then, reads it as
+    # news of nothing, and forks the next child as usual.
+    limits = SandboxLimits()
+    source = agent("random_agent.py")
+    pooled.start(source, limits=limits, label="p1").close()
+    assert pooled.pool is not None and pooled.pool.wait_until_ready(60)
+    assert pooled.flush(60)
+    first = pooled.start(source, limits=limits, label="p1")
+    assert isinstance(first, ForkedAgent) and first.server.pins
+    server = first.server
+    first.close()
+    assert pooled.flush(60)
+    assert server.pin_child({0})  # to a server whose child has ended
+    forked = [first]
+    for _ in range(4):  # until that server forks again (two serve the key by turns)
+        assert pooled.pool.wait_until_ready(60)
+        assert pooled.flush(60)
+        running = pooled.start(source, limits=limits, label="p1")
+        forked.append(running)
+        running.close()
+        assert pooled.flush(60)
+        if isinstance(running, ForkedAgent) and running.server is server:
+            break
+    assert forked[-1].server is server and not server.broken
+
+
+@pytest.mark.parametrize(("said", "pins"), [([PINS, b"X0"], True), ([b"X0"], False), ([], False)])
+def test_the_referee_learns_whether_a_server_moves_its_children_and_takes_nothing_else(said, pins):
+    # A server of this SDK says PINS first; one of an older image's does not, and what it
+    # says first (its child's end, if that came early) is left for its reader.
+    control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with control, server_end:
+        for message in said:
+            server_end.send(message)
+        server = ForkServer("key", agent=None, control=control)  # type: ignore[arg-type]
+        assert server._said_it_pins() is pins
+        assert server._answer(0) == (b"X0" if said else b"")
