@@ -24,6 +24,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from arena_sdk.cpus import pin_threads
+
 CPU_LOCKS = Path(tempfile.gettempdir()) / "arena-sandbox-cpus"
 
 #: The CPUs this process may run on, as it started (a thread started by a pinned one
@@ -123,14 +125,6 @@ def duel_cpu(directory: Path = CPU_LOCKS) -> Iterator[int | None]:
 
 def pin_process(pid: int, cpus: set[int]) -> bool:
     """Run every thread of process ``pid`` on ``cpus`` (what it forks later inherits
-    that); False where it could not be done (it ended, or it may not be moved from here)."""
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    moved = False
-    for thread in threads:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(thread), cpus)
-            moved = True
-    return moved
+    that); False where it could not be done (it ended, or it may not be moved from here).
+    The SDK's ``pin_threads``, which a fork server uses on its child too."""
+    return pin_threads(pid, cpus)

@@ -56,6 +56,7 @@ import sys
 
 from arena_sdk.__main__ import _leave
 from arena_sdk.__main__ import main as serve_entry
+from arena_sdk.cpus import pin_threads
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without its import (see agent.py)
 if TYPE_CHECKING:
@@ -257,12 +258,9 @@ def _pin(child: int, cpus: bytes) -> None:
     of CPUs this server may use, or the child has ended."""
     try:
         wanted = {int(cpu) for cpu in cpus.decode("ascii").split(",")}
-        threads = os.listdir(f"/proc/{child}/task")
-    except (ValueError, OSError):
+    except ValueError:
         return
-    for thread in threads:
-        with contextlib.suppress(OSError, ValueError):
-            os.sched_setaffinity(int(thread), wanted)
+    pin_threads(child, wanted)
 
 
 def _wait_answering(child: int, control: socket.socket) -> tuple[int, bool]:
