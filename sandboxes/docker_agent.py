@@ -324,6 +324,9 @@ class ServerContainer(PinnedContainer):
         self._reaper.submit(self._remove)
 
     def _remove(self) -> None:
+        # Stopped first: a server that has just retired may not be in the engine's log yet.
+        with contextlib.suppress(EngineError):
+            docker_engine.container_stop(self.container)
         self._last_log = self._engine_log()
         _remove_container(self.container)
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -216,6 +216,23 @@ def container_discard(container: Container) -> None:
                 time.sleep(0.05 * (attempt + 1))
 
 
+def container_stop(container: Container, timeout: float = 10) -> None:
+    """Kill ``container`` and wait until the engine has it stopped (at most ``timeout``
+    seconds): its log is whole then, what its last process wrote included; fine if it
+    had stopped or is gone."""
+    with (
+        engine_errors(f"stop container {container_name(container)}"),
+        contextlib.suppress(docker.errors.NotFound),
+    ):
+        try:
+            container.kill()
+        except docker.errors.APIError as error:
+            if "is not running" not in str(error):
+                raise
+        with contextlib.suppress(requests.exceptions.Timeout, urllib3.exceptions.ReadTimeoutError):
+            container.wait(timeout=timeout)
+
+
 def container_pin(container: Container, cpus: Iterable[int]) -> None:
     """Run every process of the running ``container`` on ``cpus`` from now on (its
     cgroup's cpuset: what it forks inherits it, and no process in it can leave)."""
