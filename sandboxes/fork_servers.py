@@ -44,6 +44,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from arena_sdk.fork_server import EXITED, FORK, OUT_OF_MEMORY, PIN, PINS, READY
+
 from sandboxes.base import (
     LoggedAgent,
     SandboxError,
@@ -56,13 +58,6 @@ from sandboxes.cpus import pin_process
 from sandboxes.process_agent import pidfd_of, reported_pid
 from sandboxes.warm_pool import Reaper, WarmPool
 
-#: The server's protocol (``arena_sdk.fork_server``).
-FORK = b"F"
-EXITED = b"X"
-OUT_OF_MEMORY = b"M"
-READY = b"R"
-PIN = b"P"
-PINS = b"p"
 #: How long the server may take to fork and the child to report, and to clean up after it.
 REPORT_SECONDS = 5.0
 CLEAN_SECONDS = 5.0
