@@ -37,3 +37,17 @@ def test_a_process_forked_after_duels_still_starts_its_agents():
     _, status = os.waitpid(child, 0)
 
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_first_call_runs_on_the_calling_thread_and_its_failure_is_its_outcome():
+    # A warm agent is taken in microseconds: handing that to a thread and waiting to be
+    # woken by its end cost more than the call.
+    def fails() -> int:
+        raise ValueError("no")
+
+    here, there = side_by_side([threading.get_ident, threading.get_ident])
+    failed, succeeded = side_by_side([fails, lambda: 4])
+
+    assert here.result() == threading.get_ident() != there.result()
+    assert isinstance(failed.exception(), ValueError)
+    assert succeeded.result() == 4

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandboxes.base import AgentLog, SandboxLimits
+from sandboxes.base import DRAIN_READS, AgentLog, SandboxLimits
 from tests.support.processes import joined
 
 
@@ -128,3 +128,50 @@ def test_invalid_utf8_is_replaced_not_refused(stream):
     read_to_the_end(log, write_end)
 
     assert log.move_logs() == {(2, 5): "café \ufffd\ufffd"}
+
+
+def test_the_caller_finds_the_logs_end_itself_once_no_process_holds_it(stream):
+    # A duel's end reads the last of an exited agent's log without waiting for the
+    # reading thread (there is none here) to wake up and end.
+    read_end, write_end = stream
+    log = AgentLog(read_end, SandboxLimits())
+    os.write(write_end, b"thinking")
+    log.mark_move((0, 0))
+    os.write(write_end, b"\ngoodbye\n")
+    log.mark_move((0, 2))
+
+    assert not log.drain()  # the agent still holds its log: not whole
+    assert log.text() == "thinking\ngoodbye\n"
+    os.close(write_end)
+    assert log.drain() and log.ended
+    assert log.move_logs() == {(0, 0): "thinking", (0, 2): "\ngoodbye\n"}
+
+
+def test_a_caller_reading_an_agent_that_writes_all_the_time_comes_back(tmp_path):
+    # A stream that always has more to give, as a live agent's that writes faster than it
+    # is read: a file four times what the caller reads at the most.
+    flood = tmp_path / "flood"
+    flood.write_bytes(b"x" * (DRAIN_READS * (1 << 16) * 4))
+    read_end = os.open(flood, os.O_RDONLY)
+    try:
+        log = AgentLog(read_end, SandboxLimits(log_bytes=1 << 30))
+
+        assert not log.drain()  # back, the rest left to the log's thread
+        assert log.position == DRAIN_READS * (1 << 16)
+        while log.read_some():
+            pass
+        assert log.ended and len(log.text()) == flood.stat().st_size
+    finally:
+        os.close(read_end)
+
+
+def test_a_stopped_log_is_read_no_more(stream):
+    # Its stream is closed next, and the number may be another file's by then.
+    read_end, write_end = stream
+    log = AgentLog(read_end, SandboxLimits())
+    log.stop()
+    os.write(write_end, b"late")
+    os.close(write_end)
+
+    assert not log.drain() and not log.read_some()
+    assert log.text() == ""
