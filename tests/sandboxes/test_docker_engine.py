@@ -43,3 +43,47 @@ def test_a_removal_that_keeps_failing_is_reported_not_retried_forever():
         docker_engine.container_discard(container)  # type: ignore[arg-type]  # a stand-in
 
     assert container.removals == docker_engine.REMOVAL_ATTEMPTS
+
+
+class StoppingContainer:
+    """A container as ``container_stop`` finds it: running, stopped already, or removed
+    (the engine's errors word for word)."""
+
+    attrs = {"Name": "/arena-server-p1"}
+
+    def __init__(self, state: str) -> None:
+        self.state = state
+        self.calls: list[str] = []
+
+    def kill(self) -> None:
+        self.calls.append("kill")
+        if self.state == "removed":
+            raise docker.errors.NotFound("404 Client Error: Not Found (No such container: 8baa)")
+        if self.state == "stopped":
+            raise docker.errors.APIError(
+                '409 Client Error: Conflict ("Cannot kill container: 8baa: Container 8baa is'
+                ' not running")'
+            )
+
+    def wait(self, timeout: float) -> dict[str, int]:
+        self.calls.append("wait")
+        return {"StatusCode": 137}
+
+
+@pytest.mark.parametrize("state", ["running", "stopped"])
+def test_a_container_is_stopped_and_waited_for_before_its_log_is_read(state):
+    # The engine completes a container's log before it calls it stopped: a server that
+    # said why it ended and exited is in its log once this returns.
+    container = StoppingContainer(state)
+
+    docker_engine.container_stop(container)  # type: ignore[arg-type]  # a stand-in
+
+    assert container.calls == ["kill", "wait"]
+
+
+def test_stopping_a_removed_container_is_fine():
+    container = StoppingContainer("removed")
+
+    docker_engine.container_stop(container)  # type: ignore[arg-type]  # a stand-in
+
+    assert container.calls == ["kill"]
