@@ -1,5 +1,5 @@
 """The Docker engine's module: a container's removal survives the engine's race with the
-container's own end."""
+container's own end, and a container is stopped, its log whole, before that log is read."""
 
 from __future__ import annotations
 
