@@ -290,6 +290,13 @@ ROUTES = [
     Route("POST", re.compile(rf"/containers/{_ID}/start"), "none", _start),
     Route("GET", re.compile(rf"/containers/{_ID}/json"), "none", _inspect_container),
     Route("POST", re.compile(rf"/containers/{_ID}/update"), "json", _pin),  # container_pin
+    # container_stop: SIGKILL alone, no more than the forced removal below does.
+    Route(
+        "POST",
+        re.compile(rf"/containers/{_ID}/kill"),
+        "none",
+        _on_container("/kill", {"signal": one_of("KILL", "SIGKILL", "9")}),
+    ),
     Route(
         "POST",
         re.compile(rf"/containers/{_ID}/wait"),

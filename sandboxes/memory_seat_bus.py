@@ -136,8 +136,11 @@ class MemorySeatBus:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return []
+                # Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancellation that
+                # comes as the event is set, and a closed stream would go on.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), remaining)
+                    async with asyncio.timeout(remaining):
+                        await event.wait()
         finally:
             with self._lock:
                 state.waiters.discard(waiter)

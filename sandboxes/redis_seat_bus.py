@@ -259,8 +259,11 @@ class RedisSeatBus:
                 if remaining <= 0:
                     return []
                 # An event sent between the read and this wait has set the event already.
+                # Not ``asyncio.wait_for``, which swallows a cancellation on Python 3.11
+                # (``memory_seat_bus``).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.event.wait(), min(remaining, 1.0))
+                    async with asyncio.timeout(min(remaining, 1.0)):
+                        await waiter.event.wait()
                 # Sent in order right after ``after``: no need to read the stream back.
                 read = not waiter.sent or waiter.sent[0][0] != after
         finally:

@@ -108,6 +108,8 @@ def test_it_refuses_a_bind_outside_its_roots_even_when_the_sandbox_makes_it(rule
         ("GET", "/v1.41/containers/abc/json", True),
         ("GET", "/containers/abc/json", True),
         ("POST", "/v1.41/containers/abc/exec", False),
+        ("POST", "/v1.41/containers/abc/kill", True),
+        ("POST", "/v1.41/containers/abc/stop", False),
         ("GET", "/v1.41/containers/abc/../json", False),
         ("GET", "/v1.41//containers/json", False),
         ("POST", "/v1.41/build", True),

@@ -314,6 +314,7 @@ def foreign_container(engine: docker.DockerClient, docker_base_image: str) -> It
         ("GET", "/json"),
         ("POST", "/start"),
         ("POST", "/wait"),
+        ("POST", "/kill"),
         ("GET", "/logs?stdout=1&stderr=1"),
         ("DELETE", "?force=1"),
     ],
@@ -348,7 +349,6 @@ def test_it_refuses_to_attach_to_a_container_that_is_not_arenas(
 @pytest.mark.parametrize(
     "method, action",
     [
-        ("POST", "/kill?signal=KILL"),
         ("POST", "/exec"),
         ("POST", "/stop"),
         ("POST", "/pause"),
@@ -406,6 +406,26 @@ def test_it_pins_an_agents_container_to_a_cpu(engine_proxy, engine, started_cont
 
     assert status == 200, answer
     assert engine.api.inspect_container(name)["HostConfig"]["CpusetCpus"] == "0"
+
+
+@pytest.mark.parametrize("signal", ["STOP", "SIGTERM", "HUP"])
+def test_it_kills_an_arena_container_with_sigkill_alone(
+    signal, engine_proxy, engine, started_container
+):
+    # A stopped (SIGSTOP) container would hold its duel's resources without ending; what
+    # container_stop sends is SIGKILL, no more than a forced removal does.
+    name = started_container("agent")
+
+    status, answer = raw_call(
+        engine_proxy.socket, "POST", f"{V}/containers/{name}/kill?signal={signal}"
+    )
+    assert status == 403, answer
+    assert "is not one of KILL" in answer["message"]
+    assert engine.containers.get(name).status == "running"
+
+    status, answer = raw_call(engine_proxy.socket, "POST", f"{V}/containers/{name}/kill")
+    assert status == 204, answer
+    assert engine.containers.get(name).wait(timeout=60)["StatusCode"] == 128 + 9
 
 
 #: Updates the proxy refuses on an agent's container: (body, the reason it gives).
